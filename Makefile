@@ -1,0 +1,37 @@
+# The two set-up commands of the README. Both create .venv/ when it is missing, install ladder into it,
+# and are safe to run again.
+#   make demo   the main job: the built-in `default` study end to end on this machine's CPUs
+#   make test   the whole test suite (what CI runs), with a local SLURM cluster when run as root
+
+VENV   ?= .venv
+PYTHON ?= python3
+STAMP  := $(VENV)/.ladder-installed
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: demo test install clean-venv bench
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/python -m pip install -q --upgrade pip
+	@# torch first: 2.13.0 is a local CPU wheel on the reference machines; elsewhere any torch>=2.4 will do
+	@$(VENV)/bin/python -c "import torch" 2>/dev/null || $(VENV)/bin/python -m pip install -q torch==2.13.0 \
+	  || $(VENV)/bin/python -m pip install -q "torch>=2.4"
+	@$(VENV)/bin/python -m pip install -q -e ".[test]"
+	@touch $(STAMP)
+	@echo "installed: $(VENV)/bin/ladder"
+
+demo: $(STAMP)
+	$(VENV)/bin/ladder plan default
+
+test: $(STAMP)
+	bash scripts/test.sh
+
+bench: $(STAMP)
+	$(VENV)/bin/python benchmarks/bench_fit.py
+	$(VENV)/bin/python benchmarks/bench_trainer.py
+
+clean-venv:
+	rm -rf $(VENV)

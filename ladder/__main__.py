@@ -1,0 +1,3 @@
+from ladder.cli import main
+
+main()

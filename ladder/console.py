@@ -1,0 +1,51 @@
+"""Output helpers shared by the CLI commands: one rich console for humans, plain JSON for machines."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+from rich.console import Console
+
+# Wide enough for the plan table when stdout is a pipe or a CI log (rich would otherwise assume 80).
+out = Console(width=None if sys.stdout.isatty() else 180, highlight=False)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 180, highlight=False)
+
+
+def _clean(obj: Any) -> Any:
+    """JSON has no NaN or inf: print them as null, so that every JSON output parses everywhere."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        return _clean(obj.item())
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(_clean(obj), indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def human_seconds(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f}m"
+    if seconds < 86400 * 2:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def sci(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.{digits - 1}e}"

@@ -1,0 +1,24 @@
+"""The project's errors. A ``LadderError`` is the user's to fix (the CLI prints one line, exit 2);
+anything else escaping a command is a bug in ladder (traceback, exit 1)."""
+
+from __future__ import annotations
+
+
+class LadderError(Exception):
+    """A problem the user can fix: a bad file, a bad field, a command run in the wrong state."""
+
+
+class SpecError(LadderError):
+    """A study or run spec failed validation. The message names the field path, the value and what is allowed."""
+
+
+class StateError(LadderError):
+    """A command does not fit the state on disk (nothing planned, nothing collected, ...)."""
+
+
+class DataError(LadderError):
+    """A corpus or tokenizer cannot be read or does not fit the study."""
+
+
+class FitError(LadderError):
+    """Results that cannot be fitted: missing columns, bad values, too few runs for a form."""

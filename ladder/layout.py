@@ -1,0 +1,199 @@
+"""The one module that knows the names of files in a study directory and a run directory.
+
+A study directory::
+
+    <study>/study.yaml         the study spec as planned (re-planning compares against it)
+    <study>/plan.json          run ids of the current plan, in plan order
+    <study>/jobs.json          every job ever submitted, per run (executor, job id, time)
+    <study>/submitit/          submitit's own job folders (pickles, stdout/stderr)
+    <study>/results.parquet    one row per run (``ladder collect``); also results.csv
+    <study>/curves.parquet     per-step metrics of every run, long format
+    <study>/fit.json           the fit result (``ladder fit``)
+    <study>/report/            report.html, report.pdf
+    <study>/runs/<run_id>/     one directory per run, named by the hash of its spec
+
+A run directory::
+
+    spec.json          the run spec, written once by ``ladder plan``
+    metrics.jsonl      appended while training: {"kind": "train"|"eval", "step", "tokens", ...}
+    result.json        written atomically when the run ends (done, diverged or failed)
+    error.json         written when the job raised (traceback), removed when a later attempt starts
+    checkpoint.json    points at the newest complete checkpoint directory
+    ckpt-<step>/       a resumable checkpoint (model, optimizer, schedule, data position, RNG)
+    model/             the final model and tokenizer (``save_pretrained``), loadable by transformers
+    lm_eval/           lm-evaluation-harness results
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+SPEC = "spec.json"
+METRICS = "metrics.jsonl"
+RESULT = "result.json"
+ERROR = "error.json"
+CHECKPOINT_POINTER = "checkpoint.json"
+CHECKPOINT_PREFIX = "ckpt-"
+MODEL = "model"
+LM_EVAL = "lm_eval"
+
+STUDY = "study.yaml"
+PLAN = "plan.json"
+JOBS = "jobs.json"
+SUBMITIT = "submitit"
+RESULTS_PARQUET = "results.parquet"
+RESULTS_CSV = "results.csv"
+CURVES = "curves.parquet"
+FIT = "fit.json"
+REPORT = "report"
+RUNS = "runs"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def spec(self) -> Path:
+        return self.path / SPEC
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / METRICS
+
+    @property
+    def result(self) -> Path:
+        return self.path / RESULT
+
+    @property
+    def error(self) -> Path:
+        return self.path / ERROR
+
+    @property
+    def checkpoint_pointer(self) -> Path:
+        return self.path / CHECKPOINT_POINTER
+
+    def checkpoint_dir(self, step: int) -> Path:
+        return self.path / f"{CHECKPOINT_PREFIX}{step:09d}"
+
+    def checkpoint_dirs(self) -> list[Path]:
+        return sorted(p for p in self.path.glob(f"{CHECKPOINT_PREFIX}*") if p.is_dir())
+
+    @property
+    def model(self) -> Path:
+        return self.path / MODEL
+
+    @property
+    def lm_eval(self) -> Path:
+        return self.path / LM_EVAL
+
+
+@dataclass(frozen=True)
+class StudyDir:
+    path: Path
+
+    @property
+    def study(self) -> Path:
+        return self.path / STUDY
+
+    @property
+    def plan(self) -> Path:
+        return self.path / PLAN
+
+    @property
+    def jobs(self) -> Path:
+        return self.path / JOBS
+
+    @property
+    def submitit(self) -> Path:
+        return self.path / SUBMITIT
+
+    @property
+    def results_parquet(self) -> Path:
+        return self.path / RESULTS_PARQUET
+
+    @property
+    def results_csv(self) -> Path:
+        return self.path / RESULTS_CSV
+
+    @property
+    def curves(self) -> Path:
+        return self.path / CURVES
+
+    @property
+    def fit(self) -> Path:
+        return self.path / FIT
+
+    @property
+    def report(self) -> Path:
+        return self.path / REPORT
+
+    @property
+    def runs(self) -> Path:
+        return self.path / RUNS
+
+    def run(self, run_id: str) -> RunDir:
+        return RunDir(self.runs / run_id)
+
+    def all_run_dirs(self) -> list[RunDir]:
+        if not self.runs.is_dir():
+            return []
+        return [RunDir(p) for p in sorted(self.runs.iterdir()) if (p / SPEC).is_file()]
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` so that readers see the old file or the new one, never a half-written one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+
+
+def _json_default(obj: Any) -> Any:
+    # numpy scalars and paths show up in results; keep the writer tolerant of them
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append one record as one line; flushed to disk so a kill -9 loses at most the line being written."""
+    line = json.dumps(record, default=_json_default) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield the complete records of a jsonl file; a torn last line (the writer was killed) is skipped."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                return
+            line = line.strip()
+            if line:
+                yield json.loads(line)

@@ -1,0 +1,80 @@
+"""How to train a given size: default peak LR and batch as functions of scale, and the step arithmetic.
+
+Kept apart from sizing (what shape) as in OLMo-core's ladder: size -> shape, (N, D, axes) -> recipe.
+Every rule names its source; all are clamped for the tiny models of CPU ladders, far below where they
+were fitted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+OLMO_REFERENCE_PARAMS = 108e6
+OLMO_REFERENCE_SEQ_LEN = 2048
+
+
+def olmo_lr(params: float) -> float:
+    """Peak LR = 0.0047 (N / 108M)^(-1/3): Porian et al. (2024), as used by the OLMo ladder
+    (Bhagia et al. 2024, allenai/OLMo scripts/ladder.py). N counts non-embedding parameters there."""
+    return 0.0047 * (params / OLMO_REFERENCE_PARAMS) ** (-1 / 3)
+
+
+def olmo_batch_tokens(params: float) -> float:
+    """Batch = 160 (N / 108M)^(2/3) sequences of 2048 tokens: the OLMo ladder (Bhagia et al. 2024)."""
+    return 160 * (params / OLMO_REFERENCE_PARAMS) ** (2 / 3) * OLMO_REFERENCE_SEQ_LEN
+
+
+def deepseek_lr(flops: float) -> float:
+    """Peak LR = 0.3118 C^-0.1250: DeepSeek LLM (2024), eq. 1, fitted for 1e17-2e19 FLOPs."""
+    return 0.3118 * flops ** (-0.1250)
+
+
+def deepseek_batch_tokens(flops: float) -> float:
+    """Batch = 0.2920 C^0.3271 tokens: DeepSeek LLM (2024), eq. 1."""
+    return 0.2920 * flops**0.3271
+
+
+@dataclass(frozen=True)
+class Steps:
+    batch_tokens: int
+    micro_batch_size: int
+    steps: int
+    tokens: int
+    warmup_steps: int
+
+
+def round_batch(batch_tokens: float, seq_len: int, min_sequences: int, max_tokens: int | None) -> int:
+    """A batch in tokens that is a whole number of sequences, at least ``min_sequences``."""
+    sequences = max(min_sequences, int(round(batch_tokens / seq_len)))
+    if max_tokens is not None:
+        sequences = min(sequences, max(min_sequences, max_tokens // seq_len))
+    return sequences * seq_len
+
+
+def micro_batch_for(sequences: int, seq_len: int, max_micro_tokens: int) -> int:
+    """The largest divisor of ``sequences`` whose tokens fit ``max_micro_tokens`` (at least 1 sequence):
+    gradient accumulation then covers the batch exactly, whatever the memory."""
+    cap = max(1, max_micro_tokens // seq_len)
+    return max(d for d in range(1, min(sequences, cap) + 1) if sequences % d == 0)
+
+
+def plan_steps(
+    tokens: float, batch_tokens: int, seq_len: int, warmup_fraction: float, max_micro_tokens: int
+) -> Steps:
+    """Steps to cover ``tokens`` at ``batch_tokens`` (rounded to whole steps, at least 1), the warmup
+    share of them, and the micro-batch that gradient accumulation splits each step into."""
+    steps = max(1, int(round(tokens / batch_tokens)))
+    sequences = batch_tokens // seq_len
+    return Steps(
+        batch_tokens=batch_tokens,
+        micro_batch_size=micro_batch_for(sequences, seq_len, max_micro_tokens),
+        steps=steps,
+        tokens=steps * batch_tokens,
+        warmup_steps=int(round(warmup_fraction * steps)),
+    )
+
+
+def every(steps: int, times: int) -> int:
+    """An interval that makes something happen about ``times`` times in ``steps`` steps."""
+    return max(1, math.ceil(steps / times))

@@ -1,0 +1,1 @@
+"""Fits, forecasts, figures and rendering. Reads results tables; never imports torch."""

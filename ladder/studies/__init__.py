@@ -1,0 +1,45 @@
+"""Study specs and the built-in studies shipped with the package."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from ladder.errors import SpecError
+from ladder.studies.spec import StudySpec, parse_study, read_study_file
+
+__all__ = ["StudySpec", "builtin_names", "builtin_path", "load_study", "parse_study", "read_study_file"]
+
+
+def _builtin_dir() -> Path:
+    return Path(str(resources.files("ladder.studies") / "builtin"))
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in _builtin_dir().glob("*.yaml"))
+
+
+def builtin_path(name: str) -> Path:
+    path = _builtin_dir() / f"{name}.yaml"
+    if not path.is_file():
+        raise SpecError(f"no built-in study named {name!r} (built-ins: {', '.join(builtin_names())})")
+    return path
+
+
+def load_study(name_or_path: str | Path) -> StudySpec:
+    """A study from a YAML file path, or a built-in study by name."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists() or "/" in str(name_or_path):
+        if not path.exists():
+            raise SpecError(f"{path}: no such study file")
+        if path.is_dir():
+            # a study directory written by `ladder plan` holds the spec it was planned from
+            from ladder.layout import StudyDir
+
+            return read_study_file(StudyDir(path).study)
+        return read_study_file(path)
+    if str(name_or_path) in builtin_names():
+        return read_study_file(builtin_path(str(name_or_path)))
+    raise SpecError(
+        f"{name_or_path!r} is neither a study file nor a built-in study (built-ins: {', '.join(builtin_names())})"
+    )

@@ -1,0 +1,347 @@
+"""The study spec: one YAML file that says which sizes, which ablations, which recipe, which hero.
+
+Loaded with ``yaml.safe_load`` into ``StudySpec``; every section forbids unknown fields, so a typo fails
+loudly. ``load_study`` turns any problem (missing file, bad YAML, bad field) into a ``SpecError`` whose
+message names the field path, the bad value and what is allowed, before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+
+from ladder.errors import SpecError
+from ladder.model.config import (
+    Count,
+    DataConfig,
+    DivergenceConfig,
+    Flops,
+    OptimizerConfig,
+    ScheduleConfig,
+    Strict,
+)
+
+Auto = Literal["auto"]
+
+
+def _unique(values: list | None, what: str) -> None:
+    if values is not None and len(set(values)) != len(values):
+        raise ValueError(f"{what} has repeated values {values}: each value must appear once")
+
+
+class FamilySpec(Strict):
+    """Defaults shared by every model of the study (YAML key ``model``)."""
+
+    vocab_size: int = Field(default=1024, ge=2, description="must hold the tokenizer's vocabulary")
+    head_dim: PositiveInt = 64
+    kv_ratio: PositiveInt = Field(default=1, description="query heads per KV head (GQA); 1 is plain MHA")
+    ffn_ratio: PositiveFloat = Field(default=8 / 3, description="SwiGLU ffn_dim / d_model before rounding")
+    ffn_multiple: PositiveInt = Field(default=16, description="ffn_dim is a multiple of this")
+    norm_eps: PositiveFloat = 1e-5
+    rope_theta: PositiveFloat = 10000.0
+    init_std: PositiveFloat = 0.02
+    aspect_ratio: PositiveFloat = Field(default=32.0, description="d_model / n_layers unless an ablation sets it")
+    tie_embeddings: bool = Field(default=True, description="unless an ablation sets it")
+    max_layers: PositiveInt = 128
+
+
+class LadderSpec(Strict):
+    """The rungs: sizes (or depths) at a tokens-per-parameter rule, or IsoFLOP budgets."""
+
+    mode: Literal["chinchilla", "isoflop"] = "chinchilla"
+    sizes: Annotated[list[Count], Field(min_length=1)] | None = Field(
+        default=None, description="target parameter counts, e.g. [50K, 100K, 200K, 400K]"
+    )
+    depths: Annotated[list[PositiveInt], Field(min_length=1)] | None = Field(
+        default=None, description="n_layers per rung instead of sizes (d_model = aspect_ratio x n_layers)"
+    )
+    param_count: Literal["total", "non_embedding"] = Field(
+        default="non_embedding", description="the convention sizes and tokens_per_param use"
+    )
+    tokens_per_param: PositiveFloat = 20.0
+    multipliers: Annotated[list[PositiveFloat], Field(min_length=1)] = Field(
+        default_factory=lambda: [1.0], description="Chinchilla multipliers of tokens_per_param, e.g. [0.5, 1, 2, 5]"
+    )
+    budgets: Annotated[list[Flops], Field(min_length=1)] | None = Field(
+        default=None, description="isoflop: compute budgets in FLOPs, C = 6 N D in the param_count convention"
+    )
+    isoflop_sizes: Annotated[list[Count], Field(min_length=3)] | None = Field(
+        default=None, description="isoflop: an explicit size grid used at every budget"
+    )
+    isoflop_points: int = Field(default=5, ge=3, description="isoflop: sizes per budget when no grid is given")
+    isoflop_span: float = Field(default=8.0, gt=1, description="isoflop: largest/smallest size per budget")
+
+    @model_validator(mode="after")
+    def _one_way_to_size(self) -> "LadderSpec":
+        for name in ("sizes", "depths", "multipliers", "budgets", "isoflop_sizes"):
+            _unique(getattr(self, name), name)
+        if self.mode == "chinchilla":
+            if (self.sizes is None) == (self.depths is None):
+                raise ValueError("chinchilla mode needs exactly one of 'sizes' or 'depths'")
+            if self.budgets is not None:
+                raise ValueError("'budgets' belongs to mode: isoflop")
+        else:
+            if self.budgets is None:
+                raise ValueError("isoflop mode needs 'budgets' (compute budgets in FLOPs)")
+            if self.depths is not None or self.sizes is not None:
+                raise ValueError("isoflop mode sizes each budget itself: use 'isoflop_sizes', not sizes/depths")
+        return self
+
+
+class AblationSpec(Strict):
+    """Axes crossed with every rung. Each axis is optional; a learning-rate or batch axis is given either as
+    absolute values or as multipliers of the recipe's rule, not both."""
+
+    tie_embeddings: Annotated[list[bool], Field(min_length=1)] | None = None
+    aspect_ratio: Annotated[list[PositiveFloat], Field(min_length=1)] | None = Field(
+        default=None, description="d_model / n_layers at equal parameter count (depth vs width)"
+    )
+    batch_tokens: Annotated[list[Count], Field(min_length=1)] | None = None
+    batch_multipliers: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
+    lr: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
+    lr_multipliers: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _one_form_per_axis(self) -> "AblationSpec":
+        for name in type(self).model_fields:
+            _unique(getattr(self, name), name)
+        if self.lr is not None and self.lr_multipliers is not None:
+            raise ValueError("give 'lr' (absolute) or 'lr_multipliers' (of the rule), not both")
+        if self.batch_tokens is not None and self.batch_multipliers is not None:
+            raise ValueError("give 'batch_tokens' (absolute) or 'batch_multipliers' (of the rule), not both")
+        return self
+
+    def active(self) -> list[str]:
+        return [name for name in type(self).model_fields if getattr(self, name) is not None]
+
+
+class TrainingSpec(Strict):
+    """The recipe. LR and batch default to documented rules of scale (``ladder.model.recipe``)."""
+
+    lr: Union[PositiveFloat, Auto] = "auto"
+    lr_rule: Literal["olmo", "deepseek"] = "olmo"
+    lr_scale: PositiveFloat = Field(default=1.0, description="multiplies the rule")
+    lr_max: PositiveFloat | None = Field(default=None, description="clamp for tiny models")
+    batch_tokens: Union[Count, Auto] = "auto"
+    batch_rule: Literal["olmo", "deepseek"] = "olmo"
+    batch_scale: PositiveFloat = 1.0
+    batch_min_sequences: PositiveInt = 8
+    batch_max_tokens: Count | None = None
+    micro_batch_tokens: Count = Field(default=16384, description="largest forward pass; accumulation does the rest")
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+    optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
+    grad_clip: PositiveFloat | None = 1.0
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    compile: bool = False
+    seed: int = 0
+    evals_per_run: PositiveInt = 10
+    eval_tokens: Count = 65536
+    logs_per_run: PositiveInt = 100
+    checkpoints_per_run: PositiveInt = 10
+    checkpoint_minutes: PositiveFloat = 10.0
+    divergence: DivergenceConfig = Field(default_factory=DivergenceConfig)
+
+
+class HeroSpec(Strict):
+    """The big run the ladder rehearses: params (and tokens), or a compute budget."""
+
+    params: Count | None = Field(default=None, description="in the ladder's param_count convention")
+    tokens: Count | None = Field(default=None, description="default: tokens_per_param x params")
+    compute: Flops | None = Field(default=None, description="FLOPs, C = 6 N D; allocation from the fit")
+    tied: bool | None = None
+    aspect_ratio: PositiveFloat | None = None
+    seq_len: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _params_or_compute(self) -> "HeroSpec":
+        if (self.params is None) == (self.compute is None):
+            raise ValueError("give the hero's 'params' (and optionally 'tokens') or its 'compute', exactly one")
+        if self.compute is not None and self.tokens is not None:
+            raise ValueError("'tokens' goes with 'params'; with 'compute' the fit chooses the allocation")
+        return self
+
+
+class SlurmSpec(Strict):
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    time_min: PositiveInt = 60
+    gpus_per_task: int = Field(default=0, ge=0)
+    cpus_per_task: PositiveInt = 1
+    mem_gb: PositiveFloat | None = None
+    constraint: str | None = None
+    array_parallelism: PositiveInt = 32
+    additional: dict[str, Union[str, int, float, bool]] = Field(
+        default_factory=dict, description="extra sbatch options, e.g. {exclusive: true}"
+    )
+
+
+class LocalSpec(Strict):
+    gpus: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, description="GPU ids; none: CPU")
+    runs_per_gpu: PositiveInt = 1
+    cpus_per_run: PositiveInt | None = Field(default=None, description="threads per run; default: cores / parallel")
+    parallel: PositiveInt | None = Field(default=None, description="runs at once; default: GPUs x runs_per_gpu or 1")
+
+
+class ExecutorSpec(Strict):
+    kind: Literal["local", "slurm", "debug"] = "local"
+    hardware: Literal["cpu", "a100", "h100", "h200", "l40s", "a10g", "v100"] = Field(
+        default="cpu", description="what a run trains on, for the plan's wall-time estimate"
+    )
+    slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    local: LocalSpec = Field(default_factory=LocalSpec)
+
+
+class StudySpec(Strict):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    notes: str | None = None
+    data: DataConfig = Field(default_factory=DataConfig)
+    model: FamilySpec = Field(default_factory=FamilySpec)
+    ladder: LadderSpec
+    ablations: AblationSpec = Field(default_factory=AblationSpec)
+    training: TrainingSpec = Field(default_factory=TrainingSpec)
+    hero: HeroSpec
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+    sanity_check: bool = Field(default=True, description="`ladder run` overfits a tiny set before the ladder")
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "StudySpec":
+        if self.model.ffn_multiple > 4 * self.model.head_dim * 64:
+            raise ValueError("model.ffn_multiple is implausibly large")
+        if self.ladder.depths is not None and self.ablations.aspect_ratio is None and self.model.aspect_ratio <= 0:
+            raise ValueError("depths need a positive model.aspect_ratio")
+        return self
+
+    @property
+    def slug(self) -> str:
+        """The study's name made safe for a directory name."""
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.name).strip("-.")
+        return slug or "study"
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+# ---- loading and error messages --------------------------------------------------------------------
+
+
+def _field_path(loc: tuple) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path or "(top level)"
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model class that owns the field at ``loc`` (to list the allowed keys)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            continue
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return None
+        current = _submodel(field.annotation)
+        if current is None:
+            return None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _submodel(arg)
+        if found is not None:
+            return found
+    return None
+
+
+_TYPE_TAGS = {"float", "int", "bool", "str", "list", "dict", "none"}
+
+
+def _clean_loc(root: type[BaseModel], loc: tuple) -> tuple:
+    """Drop pydantic's union-arm tags (``constrained-float``, ``literal['auto']``, ``function-after[...]``)
+    from an error location, keeping the user's field path."""
+    cleaned: list = []
+    current: Any = root
+    for part in loc:
+        if isinstance(part, int):
+            cleaned.append(part)
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
+            cleaned.append(part)
+            current = _submodel(current.model_fields[part].annotation)
+            continue
+        if "[" in part or "-" in part or part in _TYPE_TAGS:
+            continue
+        cleaned.append(part)
+        current = None
+    return tuple(cleaned)
+
+
+def _describe_error(err: dict, root: type[BaseModel]) -> str:
+    loc = _clean_loc(root, tuple(err["loc"]))
+    path = _field_path(loc)
+    value = err.get("input")
+    if err["type"] == "extra_forbidden":
+        owner = _model_at(root, loc[:-1])
+        allowed = ", ".join(owner.model_fields) if owner else "see `ladder studies show default`"
+        return f"{path}: unknown field (allowed here: {allowed})"
+    if err["type"] == "missing":
+        return f"{path}: required field is missing"
+    msg = err["msg"]
+    msg = re.sub(r"^Value error, ", "", msg)
+    msg = re.sub(r"^Input should be ", "must be ", msg)
+    msg = re.sub(r"^List should have ", "must have ", msg)
+    if err["type"] == "value_error" and isinstance(value, dict):
+        return f"{path}: {msg}"
+    return f"{path} = {value!r}: {msg}"
+
+
+def _pydantic_message(exc: ValidationError, root: type[BaseModel], source: str) -> str:
+    # a union field (e.g. lr: number | 'auto') fails once per arm: merge them into one line per path
+    by_head: dict[str, list[str]] = {}
+    for err in exc.errors(include_url=False):
+        text = _describe_error(err, root)
+        head, _, tail = text.partition(": ")
+        tails = by_head.setdefault(head, [])
+        if tail not in tails:
+            tails.append(tail)
+    seen = [f"{head}: {', or '.join(tails)}" for head, tails in by_head.items()]
+    head = "; ".join(seen[:3])
+    more = f" (and {len(seen) - 3} more problems)" if len(seen) > 3 else ""
+    return f"{source}: {head}{more}"
+
+
+def parse_study(data: Any, source: str = "study") -> StudySpec:
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: the top level must be a mapping of fields, got {type(data).__name__}")
+    try:
+        return StudySpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_pydantic_message(exc, StudySpec, source)) from None
+
+
+def read_study_file(path: Path) -> StudySpec:
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: no such study file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{path}: invalid YAML{where}: {problem}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a UTF-8 text file") from None
+    return parse_study(data, str(path))

@@ -1,0 +1,107 @@
+"""Bad study specs fail before anything is written, naming the field, the value and what is allowed."""
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ladder.studies import builtin_names, load_study
+from tests.cli_helpers import run_cli
+
+GOOD = {
+    "name": "t",
+    "data": {"seq_len": 64},
+    "model": {"vocab_size": 256, "head_dim": 16},
+    "ladder": {"sizes": ["10K", "20K"]},
+    "hero": {"params": "1M"},
+}
+
+
+def _with(path: str, value):
+    spec = yaml.safe_load(yaml.safe_dump(GOOD))
+    node = spec
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+    if value is _DELETE:
+        node.pop(keys[-1])
+    else:
+        node[keys[-1]] = value
+    return yaml.safe_dump(spec)
+
+
+_DELETE = object()
+
+BAD = [
+    # (case, file text, words the message must contain)
+    ("unknown top-level field", _with("ladderr", {"sizes": [1]}), ["ladderr", "unknown field", "allowed here", "ladder"]),
+    ("unknown nested field (typo)", _with("training.lr_rle", 0.1), ["training.lr_rle", "unknown field", "lr_rule"]),
+    ("negative size", _with("ladder.sizes", ["10K", -5]), ["ladder.sizes[1]", "-5", "greater than 0"]),
+    ("zero size", _with("ladder.sizes", [0]), ["ladder.sizes[0]", "greater than 0"]),
+    ("empty axis", _with("ablations.tie_embeddings", []), ["ablations.tie_embeddings", "at least 1"]),
+    ("string where a number belongs", _with("data.seq_len", "long"), ["data.seq_len", "'long'", "integer"]),
+    ("unknown executor", _with("executor.kind", "kubernetes"), ["executor.kind", "kubernetes", "'local'", "'slurm'"]),
+    ("unknown schedule", _with("training.schedule.kind", "cosin"), ["training.schedule.kind", "'cosine'", "'wsd'"]),
+    ("lr both ways", _with("ablations", {"lr": [0.1], "lr_multipliers": [1]}), ["ablations", "not both"]),
+    ("hero both ways", _with("hero", {"params": "1M", "compute": 1e18}), ["hero", "exactly one"]),
+    ("sizes and depths", _with("ladder", {"sizes": [1000], "depths": [2]}), ["ladder", "exactly one of 'sizes' or 'depths'"]),
+    ("duplicate sizes", _with("ladder.sizes", ["10K", "10K"]), ["sizes", "repeated"]),
+    ("missing required section", _with("ladder", _DELETE), ["ladder", "required"]),
+    ("bad count suffix", _with("ladder.sizes", ["10Q"]), ["ladder.sizes[0]", "'10Q'"]),
+    ("wsd without a stable phase", _with("training.schedule", {"kind": "wsd", "warmup_fraction": 0.5,
+                                                                "cooldown_fraction": 0.6}), ["warmup_fraction + cooldown_fraction"]),
+    ("invalid YAML", "name: t\nladder: {sizes: [1K\n", ["invalid YAML", "line"]),
+    ("top level not a mapping", "- 1\n- 2\n", ["top level must be a mapping"]),
+    ("fraction out of range", _with("data.validation_fraction", 0.9), ["data.validation_fraction", "0.9", "less than 0.5"]),
+]
+
+
+@pytest.mark.parametrize("case,text,words", BAD, ids=[c for c, _, _ in BAD])
+@pytest.mark.parametrize("command", ["plan", "validate"])
+def test_bad_spec_exits_2_naming_the_problem_and_writes_nothing(tmp_path, capsys, case, text, words, command):
+    spec = tmp_path / "study.yaml"
+    spec.write_text(text)
+    out_dir = tmp_path / "out"
+    before = sorted(os.listdir(tmp_path))
+    args = ["plan", spec, "--out", out_dir] if command == "plan" else ["studies", "validate", spec]
+    r = run_cli(capsys, *args)
+    assert r.code == 2, (r.stdout, r.stderr)
+    message = " ".join(r.stderr.split())
+    for word in words:
+        assert word in message, f"{case}: {word!r} not in {message!r}"
+    assert "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 or len(message) > 150  # one line (rich may wrap long ones)
+    assert sorted(os.listdir(tmp_path)) == before and not out_dir.exists()
+
+
+def test_missing_file_and_unknown_builtin(tmp_path, capsys):
+    r = run_cli(capsys, "plan", tmp_path / "nope.yaml", "--out", tmp_path / "o")
+    assert r.code == 2 and "no such study file" in r.stderr
+    r = run_cli(capsys, "plan", "no-such-study")
+    assert r.code == 2 and "built-ins" in r.stderr and "default" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_non_utf8_file(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_bytes(b"name: \xff\xfe\n")
+    r = run_cli(capsys, "studies", "validate", f)
+    assert r.code == 2 and "UTF-8" in r.stderr
+
+
+def test_every_builtin_loads_and_round_trips(tmp_path):
+    assert {"default", "chinchilla", "tied-vs-untied", "depth-vs-width", "batch-lr"} <= set(builtin_names())
+    for name in builtin_names():
+        study = load_study(name)
+        again = tmp_path / f"{name}.yaml"
+        again.write_text(study.to_yaml())
+        assert load_study(again) == study
+
+
+def test_counts_accept_suffixes():
+    from ladder.studies.spec import parse_study
+
+    s = parse_study({**GOOD, "ladder": {"sizes": ["50K", "1.5M", 2000]}, "hero": {"compute": "1e21"}})
+    assert s.ladder.sizes == [50_000, 1_500_000, 2000]
+    assert s.hero.compute == 1e21

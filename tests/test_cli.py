@@ -1,0 +1,41 @@
+from tests.cli_helpers import run_cli
+
+
+def test_help_lists_every_command(capsys):
+    r = run_cli(capsys, "--help")
+    assert r.code == 0
+    for command in ("plan", "studies", "model"):
+        assert command in r.stdout
+
+
+def test_version(capsys):
+    r = run_cli(capsys, "--version")
+    assert r.code == 0 and r.stdout.startswith("ladder ")
+
+
+def test_model_info_json_smollm2(capsys):
+    r = run_cli(capsys, "model", "info", "--d-model", "576", "--n-layers", "30", "--n-heads", "9",
+                "--n-kv-heads", "3", "--ffn-dim", "1536", "--vocab-size", "49152", "--json")
+    data = r.json()
+    assert data["params_total"] == 134_515_008
+    assert data["params_embedding"] + data["params_non_embedding"] == data["params_total"]
+    assert set(data) >= {"params_total", "params_embedding", "params_non_embedding", "flops_per_token",
+                         "flops_per_token_6n", "shape"}
+    assert data["shape"] == {"d_model": 576, "n_layers": 30, "n_heads": 9, "n_kv_heads": 3, "head_dim": 64,
+                             "ffn_dim": 1536, "vocab_size": 49152, "tied": True}
+    untied = run_cli(capsys, "model", "info", "--d-model", "576", "--n-layers", "30", "--n-heads", "9",
+                     "--n-kv-heads", "3", "--ffn-dim", "1536", "--vocab-size", "49152", "--untied", "--json")
+    assert untied.json()["params_total"] == 162_826_560
+
+
+def test_model_info_from_target_size(capsys):
+    r = run_cli(capsys, "model", "info", "--params", "135M", "--aspect-ratio", "19.2", "--kv-ratio", "3", "--json")
+    data = r.json()
+    assert abs(data["params_total"] / 135e6 - 1) < 0.02
+
+
+def test_model_info_bad_shape_exits_2(capsys):
+    r = run_cli(capsys, "model", "info", "--d-model", "64", "--n-layers", "2", "--n-heads", "4", "--n-kv-heads", "3")
+    assert r.code == 2 and "not divisible" in r.stderr
+    r = run_cli(capsys, "model", "info", "--params", "lots")
+    assert r.code == 2 and "--params" in r.stderr
