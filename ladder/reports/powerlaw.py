@@ -63,10 +63,12 @@ class PowerLaw:
         return float(y) if np.ndim(y) == 0 else y
 
     def interval(self, x: float, level: float = 0.90) -> tuple[float, float]:
-        """Interval of the fitted law (the mean response) at ``x``: Student-t from the covariance, or bootstrap
-        quantiles for ``method="cases"``; the fitted point twice when there is no interval."""
+        """Interval of the fitted law (the mean response) at ``x``: quantiles of ``boot`` when there are draws
+        (so a caller that swaps in its own bootstrap with ``dataclasses.replace`` gets it), else the exact
+        Student-t interval from the covariance; the fitted point twice when there is neither."""
         lo_p, hi_p = (1 - level) / 2, (1 + level) / 2
-        if self.cov is not None and self.dof is not None and self.method in ("t", "known"):
+        has_boot = self.boot is not None and len(self.boot) > 0
+        if not has_boot and self.cov is not None and self.dof is not None and self.method in ("t", "known"):
             lx = np.log(np.asarray(x, dtype=float))
             centre = math.log(self.k) + self.a * lx
             var = self.cov[0, 0] + 2 * lx * self.cov[0, 1] + lx**2 * self.cov[1, 1]
@@ -75,7 +77,7 @@ class PowerLaw:
             if np.ndim(lo) == 0:
                 return float(lo), float(hi)
             return lo, hi
-        if self.boot is None or len(self.boot) == 0:
+        if not has_boot:
             y = self(x)
             return y, y
         preds = np.exp(self.boot[:, 0] + self.boot[:, 1] * np.log(x))
