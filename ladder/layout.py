@@ -5,6 +5,7 @@ A study directory::
     <study>/study.yaml         the study spec as planned (re-planning compares against it)
     <study>/plan.json          run ids of the current plan, in plan order
     <study>/jobs.json          every job ever submitted, per run (executor, job id, time)
+    <study>/.jobs.lock         serialises writers of jobs.json
     <study>/submitit/          submitit's own job folders (pickles, stdout/stderr)
     <study>/results.parquet    one row per run (``ladder collect``); also results.csv
     <study>/curves.parquet     per-step metrics of every run, long format
@@ -15,6 +16,7 @@ A study directory::
 A run directory::
 
     spec.json          the run spec, written once by ``ladder plan``
+    .lock              held (flock) by the process training the run; holds its pid
     metrics.jsonl      appended while training: {"kind": "train"|"eval", "step", "tokens", ...}
     result.json        written atomically when the run ends (done, diverged or failed)
     error.json         written when the job raised (traceback), removed when a later attempt starts
@@ -41,6 +43,7 @@ CHECKPOINT_POINTER = "checkpoint.json"
 CHECKPOINT_PREFIX = "ckpt-"
 MODEL = "model"
 LM_EVAL = "lm_eval"
+LOCK = ".lock"
 
 STUDY = "study.yaml"
 PLAN = "plan.json"
@@ -93,6 +96,10 @@ class RunDir:
         return self.path / MODEL
 
     @property
+    def lock(self) -> Path:
+        return self.path / LOCK
+
+    @property
     def lm_eval(self) -> Path:
         return self.path / LM_EVAL
 
@@ -112,6 +119,10 @@ class StudyDir:
     @property
     def jobs(self) -> Path:
         return self.path / JOBS
+
+    @property
+    def jobs_lock(self) -> Path:
+        return self.path / ".jobs.lock"
 
     @property
     def submitit(self) -> Path:
@@ -156,6 +167,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes files private; a shared cache or study must stay readable
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
