@@ -1,0 +1,149 @@
+"""Input handling shared by the scaling-law fits: a validated table of runs (params, tokens, loss, flops).
+
+Every fit in :mod:`ladder.reports.laws` takes ``runs`` as a pandas DataFrame, a mapping of column
+name to array, or a :class:`Runs`, or the columns as keyword arrays (``params=..., tokens=...,
+loss=...``). ``flops`` is optional and defaults to ``6 * params * tokens``. Problems the user can fix
+(missing columns, NaN or non-positive values, too few runs) raise :class:`ladder.errors.FitError`
+with a message that names the problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ladder.errors import FitError
+
+REQUIRED = ("params", "tokens", "loss")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Validated runs: 1-D float arrays of equal length, all finite and positive."""
+
+    params: np.ndarray
+    tokens: np.ndarray
+    loss: np.ndarray
+    flops: np.ndarray
+    labels: tuple = ()  # row labels of the input (DataFrame index), used in messages and residuals
+
+    @property
+    def n(self) -> int:
+        return len(self.loss)
+
+    def subset(self, mask: np.ndarray) -> Runs:
+        idx = np.flatnonzero(np.asarray(mask)) if np.asarray(mask).dtype == bool else np.asarray(mask)
+        labels = tuple(self.labels[i] for i in idx) if self.labels else ()
+        return Runs(self.params[idx], self.tokens[idx], self.loss[idx], self.flops[idx], labels)
+
+    def n_sizes(self) -> int:
+        return len(np.unique(self.params))
+
+
+def as_runs(
+    runs=None,
+    *,
+    params=None,
+    tokens=None,
+    loss=None,
+    flops=None,
+    what: str = "fit",
+) -> Runs:
+    """Normalize and validate the inputs of a fit. ``what`` names the fit in error messages."""
+    if isinstance(runs, Runs):
+        return runs
+    labels: tuple = ()
+    if runs is not None:
+        if any(v is not None for v in (params, tokens, loss, flops)):
+            raise FitError(f"{what}: pass either a table of runs or params=/tokens=/loss= arrays, not both")
+        columns = _columns_of(runs, what)
+        missing = [c for c in REQUIRED if c not in columns]
+        if missing:
+            have = ", ".join(map(str, columns)) or "none"
+            raise FitError(
+                f"{what}: results table lacks column(s) {', '.join(missing)}; "
+                f"needs params, tokens, loss (optional flops); has {have}"
+            )
+        params, tokens, loss = runs["params"], runs["tokens"], runs["loss"]
+        flops = runs["flops"] if "flops" in columns else None
+        index = getattr(runs, "index", None)
+        if index is not None:
+            labels = tuple(index.tolist())
+    else:
+        missing = [c for c, v in zip(REQUIRED, (params, tokens, loss)) if v is None]
+        if missing:
+            raise FitError(f"{what}: missing {', '.join(missing)}; needs params, tokens and loss")
+
+    arrays = {"params": params, "tokens": tokens, "loss": loss}
+    if flops is not None:
+        arrays["flops"] = flops
+    out: dict[str, np.ndarray] = {}
+    for name, value in arrays.items():
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise FitError(f"{what}: column {name} is not numeric ({exc})") from None
+        arr = np.atleast_1d(arr)
+        if arr.ndim != 1:
+            raise FitError(f"{what}: column {name} must be 1-D, got shape {arr.shape}")
+        out[name] = arr
+    lengths = {name: len(arr) for name, arr in out.items()}
+    if len(set(lengths.values())) != 1:
+        raise FitError(f"{what}: columns have different lengths: {lengths}")
+    n = lengths["loss"]
+    if n == 0:
+        raise FitError(f"{what}: no runs to fit")
+    if not labels:
+        labels = tuple(range(n))
+    for name, arr in out.items():
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            rows = _rows(labels, bad)
+            raise FitError(f"{what}: column {name} has NaN or infinite values in {bad.sum()} run(s) (rows {rows})")
+        bad = arr <= 0
+        if bad.any():
+            rows = _rows(labels, bad)
+            raise FitError(f"{what}: column {name} must be positive; {bad.sum()} run(s) are not (rows {rows})")
+    if "flops" not in out:
+        out["flops"] = 6.0 * out["params"] * out["tokens"]
+    return Runs(out["params"], out["tokens"], out["loss"], out["flops"], labels)
+
+
+def _columns_of(runs, what: str) -> list:
+    if hasattr(runs, "columns"):
+        return list(runs.columns)
+    if isinstance(runs, Mapping):
+        return list(runs.keys())
+    raise FitError(f"{what}: runs must be a DataFrame or a mapping of columns, got {type(runs).__name__}")
+
+
+def _rows(labels: tuple, bad: np.ndarray) -> str:
+    idx = np.flatnonzero(bad)
+    shown = ", ".join(str(labels[i]) for i in idx[:5])
+    return shown + (", ..." if len(idx) > 5 else "")
+
+
+def group_budgets(flops: np.ndarray, rtol: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster runs into compute budgets: runs whose FLOPs agree within ``rtol`` of the smallest run
+    in the group share a budget (rounding of tokens to whole batches moves FLOPs by a little).
+
+    Returns ``(labels, budgets)``: an int label per run (0 = smallest budget) and each budget's
+    geometric-mean FLOPs, ascending."""
+    logc = np.log(np.asarray(flops, dtype=float))
+    order = np.argsort(logc, kind="stable")
+    labels = np.empty(len(logc), dtype=int)
+    group, start = -1, -np.inf
+    for i in order:
+        if logc[i] - start > np.log1p(rtol):
+            group += 1
+            start = logc[i]
+        labels[i] = group
+    budgets = np.array([np.exp(logc[labels == g].mean()) for g in range(group + 1)])
+    return labels, budgets
+
+
+def resample_weights(rng: np.random.Generator, n: int, n_boot: int) -> np.ndarray:
+    """Case-bootstrap multiplicities: row b counts how often each run was drawn (sums to n)."""
+    return np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(n_boot)]).astype(float)

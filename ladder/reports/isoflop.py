@@ -1,0 +1,415 @@
+"""Approach 2 (IsoFLOP profiles): per compute budget, the model size that minimizes loss; then
+``N_opt = k C^a`` and ``D_opt = k' C^b`` across budgets.
+
+Runs are grouped into budgets by FLOPs (within 5%, :func:`ladder.reports.fitdata.group_budgets`);
+a budget needs runs at >= 3 distinct model sizes. ``D_opt`` is read off the budget's own
+tokens-vs-params line at ``N_opt`` (``C / 6 N_opt`` when FLOPs are ``6ND``).
+
+How the minimum of each budget is found (``method``):
+
+* ``"shape"`` (default): the IsoFLOP curve that the Chinchilla law implies. With ``D = C / 6N``,
+  ``E + A N^-alpha + B D^-beta`` becomes, in ``x = log N``,
+  ``L_c(x) = c_0 + u_c exp(-alpha x) + v_c exp(beta x)``: a sum of two exponentials whose
+  asymmetry is set by ``alpha`` and ``beta``. The exponents are shared by all budgets and the three
+  linear coefficients are free per budget; the fit is least squares in relative error (variable
+  projection: a batched linear solve per exponent pair on a grid, then Nelder-Mead on the pair).
+  The minimum is analytic: ``x* = log(alpha u / (beta v)) / (alpha + beta)``. A parabola in
+  ``log N`` is symmetric about its vertex, so when the sizes tried sit asymmetrically around the
+  optimum (the usual case: a grid fixed before the optimum is known) it pulls the vertex toward the
+  side with more or further points (the bias Xu et al. 2026 describe); the shape model has the
+  curve's real asymmetry and no such bias when the law holds. It needs some budget to have more than
+  3 sizes (``sum(n_sizes - 3) >= 2``) to pin the exponents; otherwise the fit falls back to parabolas
+  and says so in ``note``.
+* ``"parabola"``: the classic quadratic in ``log N`` per budget (Hoffmann et al. 2022).
+
+Intervals: residual bootstrap over runs. Each replicate perturbs every run's fitted loss by a
+residual drawn from the pooled (dof-inflated) log residuals, refits every budget (and, for
+``shape``, the exponents, warm-started), and refits the two power laws by least squares; the 90%
+intervals are the 5th/95th percentiles. Resampling runs with replacement inside a budget of 3-7
+sizes would too often leave fewer than 3 distinct sizes, so residuals are resampled instead. When
+no residual degrees of freedom exist (each budget fitted exactly), the intervals come from
+``fit_power_law``'s bootstrap over budgets, and ``note`` says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ladder.errors import FitError
+from ladder.reports import lsefit
+from ladder.reports.fitdata import Runs, as_runs, group_budgets
+from ladder.reports.lawpredict import residual_rows, residual_summary
+from ladder.reports.powerlaw import PowerLaw, fit_power_law
+
+METHODS = ("shape", "parabola")
+MIN_SIZES = 3
+MIN_BUDGETS = 2
+SHAPE_GRID = np.geomspace(0.03, 3.0, 30)
+EXP_BOUNDS = (1e-3, 5.0)
+
+
+@dataclass(frozen=True)
+class IsoFlopFit:
+    method: str
+    budgets: list[dict]  # per budget: flops, n_runs, n_sizes, params_opt, tokens_opt, loss_opt, interior, ci90
+    n_opt: PowerLaw  # N_opt = k C^a
+    d_opt: PowerLaw  # D_opt = k' C^b
+    n_runs: int
+    n_boot: int
+    residuals: list[dict]
+    shape: dict | None = None  # method "shape": {"alpha": ..., "beta": ...} of the IsoFLOP curves
+    skipped_budgets: list[dict] = field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def a(self) -> float:
+        return self.n_opt.a
+
+    @property
+    def b(self) -> float:
+        return self.d_opt.a
+
+    def params_opt(self, flops) -> float | np.ndarray:
+        return self.n_opt(flops)
+
+    def tokens_opt(self, flops) -> float | np.ndarray:
+        return self.d_opt(flops)
+
+    def to_dict(self) -> dict:
+        return {
+            "form": "isoflop",
+            "method": self.method,
+            "a": self.a,
+            "b": self.b,
+            "ci90": {"a": _pair(self.n_opt.ci90.get("a")), "b": _pair(self.d_opt.ci90.get("a"))},
+            "n_opt": self.n_opt.to_dict(),
+            "d_opt": self.d_opt.to_dict(),
+            "budgets": [dict(b) for b in self.budgets],
+            "n_budgets": len(self.budgets),
+            "n_runs": self.n_runs,
+            "n_boot": self.n_boot,
+            "shape": self.shape,
+            "skipped_budgets": [dict(s) for s in self.skipped_budgets],
+            "residuals": [dict(r) for r in self.residuals],
+            "residual_summary": residual_summary(self.residuals),
+            "note": self.note,
+        }
+
+
+@lsefit.single_threaded_blas
+def fit_isoflop(
+    runs=None,
+    *,
+    params=None,
+    tokens=None,
+    loss=None,
+    flops=None,
+    method: str = "shape",
+    n_boot: int = 200,
+    seed: int = 0,
+    budget_rtol: float = 0.05,
+    strict: bool = True,
+    allow_extrapolated: bool = False,
+) -> IsoFlopFit:
+    """Approach 2. ``strict=True`` raises ``FitError`` when any budget has fewer than 3 model sizes;
+    ``strict=False`` skips such budgets (listed in ``skipped_budgets``). A budget whose fitted minimum
+    lies outside the sizes it tried (beyond half a grid step) is skipped too, unless
+    ``allow_extrapolated``; a curve without a minimum always is. Raises when fewer than 2 budgets
+    remain."""
+    if method not in METHODS:
+        raise FitError(f"isoflop fit: method must be one of {', '.join(METHODS)}, got {method!r}")
+    r = as_runs(runs, params=params, tokens=tokens, loss=loss, flops=flops, what="isoflop fit")
+    labels, budget_flops = group_budgets(r.flops, budget_rtol)
+    groups, skipped = [], []
+    for g, c in enumerate(budget_flops):
+        idx = np.flatnonzero(labels == g)
+        n_sizes = len(np.unique(r.params[idx]))
+        if n_sizes < MIN_SIZES:
+            skipped.append({"flops": float(c), "n_runs": len(idx), "n_sizes": n_sizes, "reason": f"needs >= {MIN_SIZES} model sizes"})
+        else:
+            groups.append((float(c), idx))
+    if len(groups) < MIN_BUDGETS:
+        sizes = ", ".join(f"{b:.3g}: {_n_sizes(r, labels == g)}" for g, b in enumerate(budget_flops))
+        raise FitError(
+            f"isoflop fit: needs >= {MIN_BUDGETS} compute budgets with >= {MIN_SIZES} model sizes each, "
+            f"got {len(groups)} (model sizes per budget, FLOPs: sizes = {sizes})"
+        )
+    if skipped and strict:
+        s = ", ".join(f"{b['flops']:.3g} FLOPs has {b['n_sizes']}" for b in skipped)
+        raise FitError(
+            f"isoflop fit: every compute budget needs >= {MIN_SIZES} model sizes to locate its minimum; {s} "
+            "(pass strict=False to skip such budgets)"
+        )
+
+    note = []
+    used = method
+    if method == "shape" and sum(_n_sizes(r, idx) - 3 for _, idx in groups) < 2:
+        used = "parabola"
+        note.append(
+            "shape fit needs budgets with more than 3 sizes to pin the curve's exponents "
+            "(sum over budgets of sizes - 3 >= 2); fell back to parabolas in log N"
+        )
+
+    fitter = _ShapeFitter(r, groups) if used == "shape" else _ParabolaFitter(r, groups)
+    state = fitter.fit(r.loss)
+    opts = fitter.optima(state)  # (n_budgets,) log N_opt or nan
+    fitted = fitter.fitted(state)  # per run in groups order
+
+    ok = np.isfinite(opts)
+    inside = np.array([_bracketed(np.log(r.params[idx]), o) for (_, idx), o in zip(groups, opts)])
+    for j, ((c, idx), good) in enumerate(zip(groups, ok)):
+        reason = None
+        if not good:
+            reason = "the fitted curve has no minimum (loss keeps falling toward one edge of the sizes tried)"
+        elif not inside[j] and not allow_extrapolated:
+            reason = (
+                f"its fitted minimum (N ~ {np.exp(opts[j]):.3g}) lies outside the sizes tried "
+                f"({r.params[idx].min():.3g} to {r.params[idx].max():.3g})"
+            )
+            ok[j] = False
+        if reason:
+            skipped.append({"flops": c, "n_runs": len(idx), "n_sizes": _n_sizes(r, idx), "reason": reason})
+    if ok.sum() < MIN_BUDGETS:
+        raise FitError(
+            f"isoflop fit: only {int(ok.sum())} compute budget(s) have a loss minimum within the sizes tried; "
+            f"needs >= {MIN_BUDGETS}; widen the size grid so each budget brackets its optimum"
+        )
+
+    cs = np.array([c for c, _ in groups])
+    # Tokens at the optimum from each budget's own tokens-vs-params line (log D = c + s log N): exactly
+    # C / 6N when FLOPs are 6ND, and still right when the flops column counts FLOPs another way.
+    tok_lines = [_line(np.log(r.params[idx]), np.log(r.tokens[idx])) for _, idx in groups]
+    log_d_at = lambda o: np.array([c0 + s * oj for (c0, s), oj in zip(tok_lines, o)])  # noqa: E731
+    n_opt = np.exp(opts)
+    d_opt = np.exp(log_d_at(opts))
+    n_law = fit_power_law(cs[ok], n_opt[ok], n_boot=0, what="isoflop N_opt(C)")
+    d_law = fit_power_law(cs[ok], d_opt[ok], n_boot=0, what="isoflop D_opt(C)")
+
+    all_idx = np.concatenate([idx for _, idx in groups])
+    log_resid = np.log(r.loss[all_idx] / fitted)
+    dof = len(all_idx) - fitter.n_params(state)
+    boot_opts = None
+    if n_boot > 0 and dof > 0 and np.any(np.abs(log_resid) > 1e-12):
+        scatter = log_resid * np.sqrt(len(all_idx) / dof)
+        rng = np.random.default_rng(seed)
+        draws_n, draws_d, per_budget = [], [], []
+        for _ in range(n_boot):
+            y = np.empty(r.n)
+            y[all_idx] = fitted * np.exp(rng.choice(scatter, len(all_idx)))
+            st = fitter.fit(y, warm=state)
+            o = fitter.optima(st)
+            per_budget.append(o)
+            good = np.isfinite(o) & ok
+            if good.sum() < 2:
+                continue
+            lc = np.log(cs[good])
+            draws_n.append(_line(lc, o[good]))
+            draws_d.append(_line(lc, log_d_at(o)[good]))
+        if draws_n:
+            n_law = _with_boot(n_law, np.array(draws_n))
+            d_law = _with_boot(d_law, np.array(draws_d))
+        boot_opts = np.array(per_budget)
+    elif n_boot > 0:
+        note.append("no residual degrees of freedom (each budget fitted exactly): intervals from a bootstrap over budgets")
+        n_law = fit_power_law(cs[ok], n_opt[ok], n_boot=n_boot, seed=seed, what="isoflop N_opt(C)")
+        d_law = fit_power_law(cs[ok], d_opt[ok], n_boot=n_boot, seed=seed, what="isoflop D_opt(C)")
+
+    budgets = []
+    for j, ((c, idx), good) in enumerate(zip(groups, ok)):
+        if not good:
+            continue
+        ln = np.log(r.params[idx])
+        row = {
+            "flops": c,
+            "n_runs": len(idx),
+            "n_sizes": _n_sizes(r, idx),
+            "params_opt": float(n_opt[j]),
+            "tokens_opt": float(d_opt[j]),
+            "loss_opt": float(fitter.loss_at(state, j, opts[j])),
+            "interior": bool(inside[j]),
+            "ci90": {},
+        }
+        if boot_opts is not None:
+            col = boot_opts[:, j]
+            col = col[np.isfinite(col)]
+            if len(col) > 1:
+                lo, hi = np.quantile(col, [0.05, 0.95])
+                c0, sl = tok_lines[j]
+                d_lo, d_hi = sorted(np.exp([c0 + sl * lo, c0 + sl * hi]))
+                row["ci90"] = {"params_opt": [float(np.exp(lo)), float(np.exp(hi))], "tokens_opt": [float(d_lo), float(d_hi)]}
+        budgets.append(row)
+    if not all(b["interior"] for b in budgets):
+        out = ", ".join(f"{b['flops']:.3g}" for b in budgets if not b["interior"])
+        note.append(f"the optimum of budget(s) {out} FLOPs lies outside the sizes tried (extrapolated, kept)")
+
+    sub = r.subset(all_idx)
+    rows = residual_rows(sub.labels, sub.params, sub.tokens, sub.flops, sub.loss, fitted)
+    return IsoFlopFit(
+        method=used,
+        budgets=budgets,
+        n_opt=n_law,
+        d_opt=d_law,
+        n_runs=len(all_idx),
+        n_boot=0 if n_law.boot is None else len(n_law.boot),
+        residuals=rows,
+        shape=fitter.shape(state),
+        skipped_budgets=skipped,
+        note="; ".join(note) or None,
+    )
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _n_sizes(r: Runs, idx) -> int:
+    return len(np.unique(r.params[idx]))
+
+
+def _bracketed(log_sizes: np.ndarray, opt: float) -> bool:
+    """Is ``opt`` within the sizes tried, give or take half the budget's mean step in log N?"""
+    if not np.isfinite(opt):
+        return False
+    u = np.unique(log_sizes)
+    margin = 0.5 * (u[-1] - u[0]) / max(1, len(u) - 1)
+    return bool(u[0] - margin <= opt <= u[-1] + margin)
+
+
+def _pair(v):
+    return None if v is None else [float(v[0]), float(v[1])]
+
+
+def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(intercept), float(slope)
+
+
+def _with_boot(law: PowerLaw, boot: np.ndarray) -> PowerLaw:
+    k_lo, k_hi = np.exp(np.quantile(boot[:, 0], [0.05, 0.95]))
+    a_lo, a_hi = np.quantile(boot[:, 1], [0.05, 0.95])
+    return replace(law, boot=boot, ci90={"k": (float(k_lo), float(k_hi)), "a": (float(a_lo), float(a_hi))})
+
+
+class _ParabolaFitter:
+    """``L = c0 + c1 x + c2 x^2`` per budget, x = log N centered per budget, least squares in L."""
+
+    def __init__(self, r: Runs, groups):
+        self.xs = []
+        self.centers = []
+        for _, idx in groups:
+            ln = np.log(r.params[idx])
+            self.centers.append(ln.mean())
+            self.xs.append(ln - ln.mean())
+        self.groups = groups
+
+    def n_params(self, state) -> int:
+        return 3 * len(self.groups)
+
+    def fit(self, y: np.ndarray, warm=None):
+        coefs = []
+        for x, (_, idx) in zip(self.xs, self.groups):
+            design = np.stack([np.ones_like(x), x, x * x], axis=1)
+            c, *_ = np.linalg.lstsq(design, y[idx], rcond=None)
+            coefs.append(c)
+        return np.array(coefs)
+
+    def optima(self, state) -> np.ndarray:
+        out = np.full(len(state), np.nan)
+        for j, (c0, c1, c2) in enumerate(state):
+            if c2 > 0:
+                out[j] = self.centers[j] - c1 / (2 * c2)
+        return out
+
+    def fitted(self, state) -> np.ndarray:
+        return np.concatenate([c[0] + c[1] * x + c[2] * x * x for c, x in zip(state, self.xs)])
+
+    def loss_at(self, state, j, log_n) -> float:
+        x = log_n - self.centers[j]
+        c = state[j]
+        return c[0] + c[1] * x + c[2] * x * x
+
+    def shape(self, state):
+        return None
+
+
+class _ShapeFitter:
+    """``L = c0 + u exp(-alpha x) + v exp(beta x)`` per budget with shared (alpha, beta), least
+    squares in relative error, by variable projection (all budgets solved in one batched call)."""
+
+    def __init__(self, r: Runs, groups):
+        self.groups = groups
+        self.xs, self.centers = [], []
+        for _, idx in groups:
+            ln = np.log(r.params[idx])
+            self.centers.append(ln.mean())
+            self.xs.append(ln - ln.mean())
+        self.idx = np.concatenate([idx for _, idx in groups])
+        self.x = np.concatenate(self.xs)
+        self.starts = np.cumsum([0] + [len(idx) for _, idx in groups[:-1]])
+
+    def n_params(self, state) -> int:
+        return 3 * len(self.groups) + 2
+
+    def _solve(self, exps: np.ndarray, y: np.ndarray):
+        """Per exponent pair (G, 2): total relative SSE (G,) and coefficients (G, n_budgets, 3)."""
+        yl = y[self.idx]
+        x = self.x
+        z = np.empty((len(exps), len(x), 3))
+        z[:, :, 0] = 1.0
+        z[:, :, 1] = np.exp(-exps[:, :1] * x)
+        z[:, :, 2] = np.exp(exps[:, 1:] * x)
+        z /= yl[None, :, None]
+        outer = z[:, :, :, None] * z[:, :, None, :]  # (G, n, 3, 3)
+        gram = np.add.reduceat(outer, self.starts, axis=1)  # (G, nb, 3, 3)
+        gram += 1e-12 * np.trace(gram, axis1=2, axis2=3)[..., None, None] * np.eye(3)
+        rhs = np.add.reduceat(z, self.starts, axis=1)  # (G, nb, 3)
+        c = np.linalg.solve(gram, rhs[..., None])[..., 0]
+        budget_of = np.repeat(np.arange(len(self.groups)), [len(xx) for xx in self.xs])
+        res = np.einsum("gni,gni->gn", z, c[:, budget_of, :]) - 1.0
+        return (res * res).sum(axis=1), c
+
+    def fit(self, y: np.ndarray, warm=None):
+        lo, hi = np.log(EXP_BOUNDS[0]), np.log(EXP_BOUNDS[1])
+        if warm is not None:
+            # Bootstrap replicate: a fine local grid (steps of 0.1 in log exponent, +-0.7) around the
+            # full-data exponents; the minimum's location is insensitive to the exponents at that scale.
+            steps = np.linspace(-0.7, 0.7, 15)
+            le = np.log(warm["exps"])
+            grid = np.exp(np.clip(np.array([(le[0] + d0, le[1] + d1) for d0 in steps for d1 in steps]), lo, hi))
+            sse, coefs = self._solve(grid, y)
+            best = int(np.argmin(sse))
+            return {"exps": grid[best], "coefs": coefs[best]}
+        grid = np.array([(a, b) for a in SHAPE_GRID for b in SHAPE_GRID])
+        sse, _ = self._solve(grid, y)
+        start = np.log(grid[np.argmin(sse)])
+
+        def prof(le):
+            le = np.clip(le, lo, hi)
+            return float(self._solve(np.exp(le)[None, :], y)[0][0])
+
+        res = minimize(prof, start, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-14, "maxiter": 400})
+        exps = np.exp(np.clip(res.x, lo, hi))
+        _, coefs = self._solve(exps[None, :], y)
+        return {"exps": exps, "coefs": coefs[0]}
+
+    def optima(self, state) -> np.ndarray:
+        al, be = state["exps"]
+        out = np.full(len(self.groups), np.nan)
+        for j, (c0, u, v) in enumerate(state["coefs"]):
+            if u > 0 and v > 0:
+                out[j] = self.centers[j] + np.log(al * u / (be * v)) / (al + be)
+        return out
+
+    def _curve(self, state, j, x):
+        al, be = state["exps"]
+        c0, u, v = state["coefs"][j]
+        return c0 + u * np.exp(-al * x) + v * np.exp(be * x)
+
+    def fitted(self, state) -> np.ndarray:
+        return np.concatenate([self._curve(state, j, x) for j, x in enumerate(self.xs)])
+
+    def loss_at(self, state, j, log_n) -> float:
+        return float(self._curve(state, j, log_n - self.centers[j]))
+
+    def shape(self, state):
+        return {"alpha": float(state["exps"][0]), "beta": float(state["exps"][1])}

@@ -1,0 +1,150 @@
+"""Approach 2 (IsoFLOP profiles): known allocation exponents, grid-asymmetry bias, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ladder.errors import FitError
+from ladder.reports.isoflop import fit_isoflop
+
+E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
+G = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))
+A_TRUE = BETA / (ALPHA + BETA)  # N_opt ~ C^a
+B_TRUE = ALPHA / (ALPHA + BETA)  # D_opt ~ C^b
+BUDGETS = np.geomspace(1e17, 1e20, 6)
+
+
+def law(n, d):
+    return E + A * np.asarray(n, float) ** -ALPHA + B * np.asarray(d, float) ** -BETA
+
+
+def n_opt(c):
+    return G * (np.asarray(c, float) / 6) ** A_TRUE
+
+
+def isoflop(budgets=BUDGETS, offsets=np.linspace(-1.5, 1.5, 7), noise=0.0, seed=0, sizes=None):
+    """Per budget, sizes at ``n_opt(C) * exp(offsets)`` (or a fixed list ``sizes``), D = C / 6N."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in budgets:
+        ns = n_opt(c) * np.exp(offsets) if sizes is None else np.asarray(sizes, float)
+        for n in ns:
+            rows.append((n, c / (6 * n)))
+    n, d = np.array(rows).T
+    loss = law(n, d) * np.exp(rng.normal(0.0, noise, len(n)))
+    return pd.DataFrame({"params": n, "tokens": d, "loss": loss})
+
+
+def test_recovers_allocation_exponents_with_intervals():
+    fit = fit_isoflop(isoflop(noise=0.01, seed=1), n_boot=100)
+    assert fit.method == "shape" and fit.note is None
+    assert fit.a == pytest.approx(A_TRUE, abs=0.02)
+    assert fit.b == pytest.approx(B_TRUE, abs=0.02)
+    assert fit.a + fit.b == pytest.approx(1.0)  # D_opt = C / 6 N_opt
+    lo, hi = fit.n_opt.ci90["a"]
+    assert lo < fit.a < hi and lo <= A_TRUE <= hi and hi - lo < 0.1
+    lo, hi = fit.d_opt.ci90["a"]
+    assert lo <= B_TRUE <= hi
+    assert len(fit.budgets) == len(BUDGETS) and all(b["interior"] for b in fit.budgets)
+    for b in fit.budgets:
+        assert b["params_opt"] == pytest.approx(n_opt(b["flops"]), rel=0.15)
+        assert b["tokens_opt"] == pytest.approx(b["flops"] / (6 * b["params_opt"]))
+        assert b["ci90"]["params_opt"][0] < b["params_opt"] < b["ci90"]["params_opt"][1]
+    lo, hi = fit.n_opt.interval(1e22)
+    assert lo < fit.params_opt(1e22) < hi
+
+
+def test_noise_free_shape_fit_is_exact():
+    fit = fit_isoflop(isoflop(), n_boot=0)
+    assert fit.a == pytest.approx(A_TRUE, abs=1e-4)
+    assert fit.n_opt.k == pytest.approx(G * 6**-A_TRUE, rel=1e-3)
+    assert fit.shape["alpha"] == pytest.approx(ALPHA, abs=1e-3) and fit.shape["beta"] == pytest.approx(BETA, abs=1e-3)
+
+
+def test_shape_fit_is_unbiased_on_an_asymmetric_grid_where_parabolas_are_not():
+    # One fixed size grid for every budget (as ladders are usually planned): the optimum drifts from
+    # the grid's left edge to its right, so each budget sees an asymmetric set of sizes.
+    sizes = np.geomspace(3e7, 3e9, 9)
+    budgets = np.geomspace(3e18, 3e20, 5)
+    assert np.all((n_opt(budgets) > sizes[0]) & (n_opt(budgets) < sizes[-1]))
+    df = isoflop(budgets=budgets, sizes=sizes)
+    shape = fit_isoflop(df, method="shape", n_boot=0)
+    parab = fit_isoflop(df, method="parabola", n_boot=0)
+    err_shape = [abs(b["params_opt"] / n_opt(b["flops"]) - 1) for b in shape.budgets]
+    err_parab = [abs(b["params_opt"] / n_opt(b["flops"]) - 1) for b in parab.budgets]
+    assert max(err_shape) < 1e-3
+    assert max(err_parab) > 0.02  # the bias the shape fit exists to avoid
+    assert abs(shape.a - A_TRUE) < 1e-3 < abs(parab.a - A_TRUE)
+
+
+def test_parabola_method_recovers_exponents_on_a_symmetric_grid():
+    fit = fit_isoflop(isoflop(noise=0.005, seed=2), method="parabola", n_boot=50)
+    assert fit.method == "parabola" and fit.shape is None
+    assert fit.a == pytest.approx(A_TRUE, abs=0.03)
+
+
+def test_three_sizes_per_budget_falls_back_to_parabolas_and_budget_bootstrap():
+    fit = fit_isoflop(isoflop(offsets=np.array([-1.0, 0.0, 1.0])), n_boot=50)
+    assert fit.method == "parabola"
+    assert "fell back to parabolas" in fit.note and "bootstrap over budgets" in fit.note
+    assert fit.a == pytest.approx(A_TRUE, abs=0.02)
+
+
+def test_flops_column_and_budget_grouping_tolerate_rounding():
+    df = isoflop(noise=0.005, seed=3)
+    df["flops"] = 6 * df["params"] * df["tokens"] * np.random.default_rng(0).uniform(0.98, 1.02, len(df))
+    fit = fit_isoflop(df, n_boot=0)
+    assert len(fit.budgets) == len(BUDGETS)
+    assert [b["n_runs"] for b in fit.budgets] == [7] * len(BUDGETS)
+
+
+def test_budget_with_too_few_sizes_is_an_error_unless_skipped():
+    df = pd.concat([isoflop(), isoflop(budgets=[1e21], offsets=np.array([0.0, 0.5]))], ignore_index=True)
+    with pytest.raises(FitError, match=r"needs >= 3 model sizes.*1e\+21 FLOPs has 2.*strict=False"):
+        fit_isoflop(df, n_boot=0)
+    fit = fit_isoflop(df, n_boot=0, strict=False)
+    assert fit.skipped_budgets == [{"flops": pytest.approx(1e21), "n_runs": 2, "n_sizes": 2, "reason": "needs >= 3 model sizes"}]
+    assert len(fit.budgets) == len(BUDGETS)
+
+
+def test_fewer_than_two_usable_budgets_is_an_error():
+    with pytest.raises(FitError, match=r"needs >= 2 compute budgets with >= 3 model sizes each, got 1"):
+        fit_isoflop(isoflop(budgets=[1e18]), n_boot=0)
+    # a multiplier ladder (every run its own budget) has no IsoFLOP profiles at all
+    n = np.repeat(np.geomspace(1e7, 1e9, 5), 3)
+    d = n * np.tile([5.0, 20.0, 80.0], 5)
+    with pytest.raises(FitError, match="got 0"):
+        fit_isoflop(params=n, tokens=d, loss=law(n, d), n_boot=0, strict=False)
+
+
+def test_budget_whose_minimum_is_not_bracketed_is_skipped():
+    # sizes all far below the optimum: the minimum is not bracketed by the sizes tried
+    df = pd.concat(
+        [isoflop(budgets=BUDGETS[:3]), isoflop(budgets=[1e21], offsets=np.linspace(-6, -4, 5))],
+        ignore_index=True,
+    )
+    for method in ("shape", "parabola"):
+        fit = fit_isoflop(df, method=method, n_boot=0)
+        assert len(fit.budgets) == 3
+        (skip,) = fit.skipped_budgets
+        assert skip["flops"] == pytest.approx(1e21)
+        assert "outside the sizes tried" in skip["reason"] or "no minimum" in skip["reason"]
+        assert fit.a == pytest.approx(A_TRUE, abs=0.01)
+    kept = fit_isoflop(df, method="shape", n_boot=0, allow_extrapolated=True)
+    assert len(kept.budgets) == 4 and not kept.budgets[-1]["interior"] and "extrapolated, kept" in kept.note
+    with pytest.raises(FitError, match="only 1 compute budget"):
+        fit_isoflop(pd.concat([df, isoflop(budgets=[1e22], offsets=np.linspace(3, 5, 5))]).iloc[14:], n_boot=0)
+
+
+def test_bad_method_and_to_dict():
+    with pytest.raises(FitError, match="method must be one of"):
+        fit_isoflop(isoflop(), method="cubic")
+    d = json.loads(json.dumps(fit_isoflop(isoflop(noise=0.01), n_boot=20).to_dict()))
+    assert d["form"] == "isoflop" and d["method"] == "shape"
+    assert d["a"] == pytest.approx(d["n_opt"]["a"]) and d["b"] == pytest.approx(d["d_opt"]["a"])
+    assert len(d["ci90"]["a"]) == 2 and d["n_budgets"] == len(BUDGETS) == len(d["budgets"])
+    assert len(d["residuals"]) == d["n_runs"] == 7 * len(BUDGETS)
