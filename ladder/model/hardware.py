@@ -1,0 +1,151 @@
+"""Peak FLOP/s of the device a run trains on, the denominator of MFU.
+
+MFU = flops_per_token * tokens_per_s / (peak per device * world_size), with ``flops_per_token`` from
+:meth:`ModelShape.flops_per_token` (6 x matmul params + attention).
+
+- GPUs: the vendor's DENSE peak (no 2:4 sparsity) for the precision the run computes in: bf16 tensor cores for
+  ``bf16``; TF32 tensor cores for ``fp32`` on GPUs that have them (ladder enables TF32 matmuls on CUDA); plain
+  fp32 otherwise. Unknown GPUs fall back to a measured matmul rate (``source="measured"``), which is an
+  achievable rate, not a datasheet peak, so MFU reads higher than it would against the datasheet.
+- CPUs: there is no meaningful datasheet number, so the peak is MEASURED: the best rate of a square fp32 matmul
+  at the current torch thread count, ~0.2 s, cached per process and thread count. MFU on CPU is therefore
+  "share of what this machine's matmul achieves right now"; another process on the same cores lowers both.
+- ``LADDER_PEAK_FLOPS`` (a number, e.g. ``989e12``) overrides everything.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import torch
+
+# name fragment (matched case-insensitively against torch.cuda.get_device_name, first match wins):
+# (bf16 dense, tf32 dense, fp32 non-tensor) in FLOP/s
+GPU_PEAKS: list[tuple[str, tuple[float, float | None, float]]] = [
+    ("GH200", (989e12, 494.5e12, 67e12)),
+    ("H200", (989e12, 494.5e12, 67e12)),
+    ("H100 PCIe", (756e12, 378e12, 51e12)),
+    ("H100 NVL", (835e12, 417.5e12, 60e12)),
+    ("H100", (989e12, 494.5e12, 67e12)),  # SXM
+    ("H800", (989e12, 494.5e12, 67e12)),
+    ("B200", (2250e12, 1100e12, 80e12)),
+    ("B100", (1750e12, 875e12, 60e12)),
+    ("A100", (312e12, 156e12, 19.5e12)),
+    ("A800", (312e12, 156e12, 19.5e12)),
+    ("A40", (149.7e12, 74.8e12, 37.4e12)),
+    ("A30", (165e12, 82e12, 10.3e12)),
+    ("A10G", (70e12, 35e12, 31.2e12)),
+    ("A10", (125e12, 62.5e12, 31.2e12)),
+    ("L40S", (362.05e12, 183e12, 91.6e12)),
+    ("L40", (181e12, 90.5e12, 90.5e12)),
+    ("L4", (121e12, 60e12, 30.3e12)),
+    ("RTX 6000 Ada", (364.2e12, 182.1e12, 91.1e12)),
+    ("RTX A6000", (154.8e12, 77.4e12, 38.7e12)),
+    ("RTX 4090", (165.2e12, 82.6e12, 82.6e12)),
+    ("RTX 3090", (71e12, 35.6e12, 35.6e12)),
+    ("V100", (125e12, None, 15.7e12)),  # no bf16: fp16 tensor-core number, for reference only
+    ("T4", (65e12, None, 8.1e12)),
+    ("MI300X", (1307.4e12, 653.7e12, 163.4e12)),
+    ("MI250X", (383e12, None, 95.7e12)),
+]
+
+
+@dataclass(frozen=True)
+class Peak:
+    flops: float
+    """peak FLOP/s of ONE device"""
+    source: str
+    """``table``, ``measured`` or ``env``"""
+    device_name: str
+
+
+def gpu_table_peak(name: str, precision: str) -> float | None:
+    """The table's dense peak for a GPU name and a precision (``bf16`` or ``fp32``), or None if unknown."""
+    lname = name.lower()
+    for fragment, (bf16, tf32, fp32) in GPU_PEAKS:
+        if fragment.lower() in lname:
+            if precision == "bf16":
+                return bf16
+            return tf32 if tf32 is not None else fp32
+    return None
+
+
+_MEASURED: dict[tuple, float] = {}
+
+
+def measure_matmul_flops(
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    *,
+    seconds: float = 0.2,
+    n: int | None = None,
+    cached: bool = True,
+) -> float:
+    """Best observed FLOP/s of an ``n x n`` matmul on ``device`` in ``dtype`` over about ``seconds``. Cached per
+    process, device, dtype, size and torch thread count (``cached=False`` measures again)."""
+    device = torch.device(device)
+    key = (str(device), dtype, torch.get_num_threads(), n)
+    if cached and key in _MEASURED:
+        return _MEASURED[key]
+    if n is None:
+        n = 4096 if device.type == "cuda" else 1024
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    a @ b  # warm up (allocator, kernel selection)
+    sync()
+    best = 0.0
+    deadline = time.perf_counter() + seconds
+    reps = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        sync()
+        dt = time.perf_counter() - t0
+        best = max(best, 2.0 * n**3 * reps / dt)
+        if time.perf_counter() > deadline:
+            break
+        if dt < 0.01:
+            reps *= 2
+    _MEASURED[key] = best
+    return best
+
+
+def device_name(device: torch.device | str) -> str:
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "cpu":
+        import platform
+
+        return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    return str(device)
+
+
+def peak_flops(device: torch.device | str, precision: str = "fp32") -> Peak:
+    """The peak FLOP/s of one ``device`` computing in ``precision`` (``fp32`` or ``bf16``)."""
+    device = torch.device(device)
+    name = device_name(device)
+    env = os.environ.get("LADDER_PEAK_FLOPS")
+    if env:
+        return Peak(float(env), "env", name)
+    if device.type == "cuda":
+        table = gpu_table_peak(name, precision)
+        if table is not None:
+            return Peak(table, "table", name)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    return Peak(measure_matmul_flops(device, dtype), "measured", name)
+
+
+def mfu(flops_per_token: float, tokens_per_s: float, peak: float, world_size: int = 1) -> float | None:
+    """Model FLOPs utilisation: achieved model FLOP/s over the peak of all devices."""
+    if not peak or peak <= 0 or tokens_per_s is None:
+        return None
+    return float(flops_per_token) * float(tokens_per_s) / (float(peak) * max(1, world_size))
