@@ -1,0 +1,160 @@
+"""What a submitted job runs on its node: one run (a SLURM array task) or a local worker's queue of runs.
+
+Both are submitit ``Checkpointable``: on SIGUSR2 (preemption, time limit) the trainer finishes the step in
+flight, writes a checkpoint and hands over to submitit's handler, which calls ``checkpoint()`` (nothing left
+to save: it returns the same job to requeue) and requeues; the requeued job resumes from that checkpoint. A
+job killed outright resumes from its last periodic checkpoint. A run is trained by at most one process at a
+time: its directory's ``.lock`` is held (``flock``, released by the kernel however the process dies).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import os
+import socket
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import submitit
+
+from ladder import layout
+
+
+@contextmanager
+def run_lock(rd: layout.RunDir) -> Iterator[bool]:
+    """Hold the run's lock for the duration; yields False (and holds nothing) if another process has it."""
+    fd = os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def lock_holder(rd: layout.RunDir) -> int | None:
+    """The pid training this run right now, or None. Reliable on a local file system (flock)."""
+    if not rd.lock.is_file():
+        return None
+    fd = os.open(rd.lock, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return int(rd.lock.read_text().split()[0])
+            except (ValueError, IndexError, OSError):
+                return -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _write_error(rd: layout.RunDir, exc: BaseException) -> None:
+    layout.atomic_write_json(
+        rd.error,
+        {
+            "error_type": type(exc).__name__,
+            "message": str(exc),
+            "traceback": "".join(traceback.format_exception(exc)),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        },
+    )
+
+
+def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: str | None = None,
+            progress: bool = False) -> dict[str, Any]:
+    """Train one run under its lock. An exception is written to ``error.json`` (for ``ladder status``) and
+    raised again; a preemption (``Preempted``) is not an error."""
+    import torch
+
+    from ladder.model.train import Preempted, train
+
+    if threads:
+        torch.set_num_threads(threads)
+    rd = layout.RunDir(Path(run_dir))
+    with run_lock(rd) as held:
+        if not held:
+            return {"status": "busy", "run_id": rd.run_id}
+        rd.error.unlink(missing_ok=True)
+        try:
+            return train(rd.path, device=device, progress=progress)
+        except (Preempted, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            _write_error(rd, exc)
+            raise
+
+
+class TrainJob(submitit.helpers.Checkpointable):
+    """One run as one job (a SLURM array task)."""
+
+    def __init__(self, run_dir: str, threads: int | None = None) -> None:
+        self.run_dir = str(run_dir)
+        self.threads = threads
+
+    def __call__(self) -> dict[str, Any]:
+        return run_one(self.run_dir, threads=self.threads)
+
+
+class WorkerJob(submitit.helpers.Checkpointable):
+    """A local worker: trains runs one after another, skipping those finished, cancelled or held by another
+    worker, so that several workers can share one queue."""
+
+    def __init__(self, study_dir: str, run_ids: list[str], threads: int | None = None) -> None:
+        self.study_dir = str(study_dir)
+        self.run_ids = list(run_ids)
+        self.threads = threads
+
+    def __call__(self) -> dict[str, Any]:
+        from ladder.model.train import Preempted
+        from ladder.status import is_cancelled, result_status
+
+        sd = layout.StudyDir(Path(self.study_dir))
+        outcomes: dict[str, Any] = {}
+        for run_id in self.run_ids:
+            rd = sd.run(run_id)
+            if result_status(rd) in ("done", "diverged") or is_cancelled(sd, run_id):
+                continue
+            try:
+                outcomes[run_id] = run_one(rd.path, threads=self.threads).get("status")
+            except Preempted:
+                if is_cancelled(sd, run_id):  # `ladder cancel` stopped this run: go on with the queue
+                    outcomes[run_id] = "cancelled"
+                    continue
+                raise
+            except Exception as exc:  # noqa: BLE001 - recorded in error.json; the queue goes on
+                outcomes[run_id] = f"failed: {type(exc).__name__}: {exc}"
+        return outcomes
+
+
+def evaluate_runs(run_dirs: list[str], tasks: list[str] | None, include_path: str | None, limit: float | None,
+                  batch_size: int = 16, device: str | None = None, threads: int | None = None) -> dict[str, Any]:
+    """lm-eval on the final checkpoints of some runs (one job); finished evaluations are skipped."""
+    import torch
+
+    from ladder.model.downstream import evaluate_run
+
+    if threads:
+        torch.set_num_threads(threads)
+    out = {}
+    for run_dir in run_dirs:
+        res = evaluate_run(run_dir, tasks, include_path=Path(include_path) if include_path else None, limit=limit,
+                           batch_size=batch_size, device=device)
+        out[Path(run_dir).name] = res["results"]
+    return out

@@ -1,0 +1,145 @@
+"""``ladder run``: the whole ladder in one resumable command.
+
+plan -> prepare data -> sanity check -> submit -> wait (live display) -> collect -> fit -> report.
+Every stage is idempotent and skips what is already done, so running the command again after Ctrl-C, a crash
+or a reboot continues where it stopped: finished runs are kept, interrupted ones resume from their
+checkpoints, live jobs are waited for rather than submitted twice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ladder import layout
+from ladder.plan import default_study_dir, expand, write_plan
+from ladder.studies import load_study
+from ladder.studies.spec import ExecutorSpec, StudySpec
+
+SANITY = "sanity.json"
+
+
+@dataclass
+class RunOutcome:
+    study_dir: Path
+    stages: list[str] = field(default_factory=list)
+    runs_done: int = 0
+    runs_failed: list[str] = field(default_factory=list)
+    report: Path | None = None
+    fit: Path | None = None
+    fit_result: Any = None
+    stopped_after: str | None = None
+
+
+def _say(log: Callable[[str], None] | None, msg: str) -> None:
+    if log:
+        log(msg)
+
+
+def prepare(study: StudySpec, *, progress: bool = True) -> Any:
+    """The study's tokenized data, from the shared cache (prepared first when missing)."""
+    from ladder.model.data import prepare_data
+
+    return prepare_data(study.data, study.model.vocab_size, progress=progress)
+
+
+def sanity(study: StudySpec, study_dir: Path, prepared: Any, *, log=None) -> dict:
+    """Overfit a tiny set with the study's smallest shape, once per study directory (the verdict is kept)."""
+    from ladder.model.sanity import run_sanity
+
+    path = Path(study_dir) / SANITY
+    if path.is_file():
+        try:
+            previous = json.loads(path.read_text())
+            if previous.get("passed"):
+                return previous
+        except ValueError:
+            pass
+    plan = expand(study)
+    smallest = min(plan.runs, key=lambda r: r.shape.params_total).shape
+    report = run_sanity(prepared, smallest)
+    verdict = report.to_dict()
+    layout.atomic_write_json(path, verdict)
+    return verdict
+
+
+def run_study(
+    study_ref: str | Path,
+    *,
+    out_dir: Path | None = None,
+    executor: ExecutorSpec | None = None,
+    log: Callable[[str], None] | None = None,
+    on_status: Callable[[list], None] | None = None,
+    skip_sanity: bool = False,
+    poll_s: float = 2.0,
+) -> RunOutcome:
+    from ladder.collect import collect, write_collected
+    from ladder.errors import StateError
+    from ladder.status import wait
+    from ladder.submit import submit
+
+    study = load_study(study_ref)
+    study_dir = Path(out_dir) if out_dir else default_study_dir(study)
+    outcome = RunOutcome(study_dir=study_dir)
+
+    written = write_plan(expand(study), study_dir)
+    _say(log, f"plan: {study_dir} ({len(written.new)} new runs, {len(written.existing)} already planned)")
+    outcome.stages.append("plan")
+
+    prepared = prepare(study)
+    _say(log, f"data: {prepared.train_tokens:,} train and {prepared.val_tokens:,} validation tokens ({prepared.root})")
+    outcome.stages.append("data")
+
+    if study.sanity_check and not skip_sanity:
+        verdict = sanity(study, study_dir, prepared, log=log)
+        if not verdict.get("passed"):
+            raise StateError(
+                f"sanity check failed: {verdict.get('diagnosis')} (details in {study_dir / SANITY}); "
+                "fix the pipeline or run with --skip-sanity"
+            )
+        _say(log, f"sanity: passed (final loss {verdict.get('final_loss'):.4f} nats/token, generation reproduces the text)")
+        outcome.stages.append("sanity")
+
+    ex = executor or study.executor
+    result = submit(study_dir, ex)
+    _say(log, f"submit: {len(result.submitted)} submitted to {ex.kind}, {len(result.skipped)} skipped")
+    outcome.stages.append("submit")
+
+    rows = wait(study_dir, poll_s=poll_s, on_update=on_status)
+    outcome.runs_done = sum(r.state == "done" for r in rows)
+    outcome.runs_failed = [r.run_id for r in rows if r.state in ("failed", "diverged")]
+    unfinished = [r.run_id for r in rows if r.state not in ("done", "failed", "diverged")]
+    if unfinished:
+        raise StateError(
+            f"{len(unfinished)} runs ended without finishing ({', '.join(unfinished)}); "
+            f"see `ladder status {study_dir}` and run `ladder run` again to resume them"
+        )
+    outcome.stages.append("train")
+
+    collected = collect(study_dir)
+    write_collected(study_dir, collected)
+    _say(log, f"collect: {len(collected.runs)} runs into {layout.StudyDir(study_dir).results_parquet}")
+    outcome.stages.append("collect")
+
+    from ladder.reports.fit import fit_study
+
+    sd = layout.StudyDir(study_dir)
+    fitted = fit_study(collected.runs, study=study)
+    fitted.write(sd.fit)
+    outcome.fit = sd.fit
+    outcome.fit_result = fitted
+    _say(log, f"fit: {sd.fit}")
+    outcome.stages.append("fit")
+
+    try:
+        from ladder.reports.render import render_report
+    except ImportError:  # the report stage arrives with its own issue
+        outcome.stopped_after = "fit"
+        return outcome
+    paths = render_report(sd.path)
+    outcome.report = paths.get("html")
+    _say(log, f"report: {', '.join(str(p) for p in paths.values())}")
+    outcome.stages.append("report")
+    return outcome

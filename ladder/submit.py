@@ -1,0 +1,253 @@
+"""Submit a study's unfinished runs through submitit: SLURM (job arrays), local CPUs/GPUs (worker
+processes sharing one queue) or the in-process debug executor.
+
+Each run is submitted once: a run that is done, diverged, queued or running is skipped; a failed one only
+with ``retry_failed``; planned, interrupted and cancelled runs go out (interrupted ones resume from their
+checkpoint). Every job is recorded in ``jobs.json``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from ladder import jobbook, layout
+from ladder.errors import SpecError, StateError
+from ladder.jobs import TrainJob, WorkerJob, lock_holder
+from ladder.model.config import RunSpec
+from ladder.plan import read_plan
+from ladder.status import run_state
+from ladder.studies.spec import ExecutorSpec
+
+LOCAL_TIMEOUT_MIN = 60 * 24 * 30  # local workers have no scheduler limit; submitit needs one
+
+
+@dataclass
+class SubmitResult:
+    submitted: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # run id -> why
+    job_ids: dict[str, list[str]] = field(default_factory=dict)
+    executor: str = ""
+    results: dict[str, Any] = field(default_factory=dict)  # debug executor: the runs' results
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"submitted": self.submitted, "skipped": sorted(self.skipped), "reasons": self.skipped,
+                "job_ids": self.job_ids, "executor": self.executor}
+
+
+def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None, retry_failed: bool
+            ) -> tuple[list[RunSpec], dict[str, str]]:
+    if run_ids:
+        known = {s.run_id for s in specs}
+        unknown = [r for r in run_ids if r not in known]
+        if unknown:
+            raise StateError(f"--run {', '.join(unknown)}: not a run of this study (see `ladder status {sd.path}`)")
+        specs = [s for s in specs if s.run_id in set(run_ids)]
+    book = jobbook.read(sd)
+    chosen, skipped = [], {}
+    for spec in specs:
+        state, _ = run_state(sd, spec, book)
+        if state in ("done", "diverged"):
+            skipped[spec.run_id] = state
+        elif state in ("queued", "running"):
+            skipped[spec.run_id] = f"{state} (job alive)"
+        elif state == "failed" and not retry_failed:
+            skipped[spec.run_id] = "failed (use --retry-failed)"
+        else:
+            chosen.append(spec)
+    return chosen, skipped
+
+
+def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
+    s = ex.slurm
+    params: dict[str, Any] = {
+        "timeout_min": s.time_min,
+        "cpus_per_task": s.cpus_per_task,
+        "gpus_per_node": s.gpus_per_task,
+        "tasks_per_node": 1,
+        "nodes": 1,
+        "slurm_array_parallelism": s.array_parallelism,
+        "slurm_signal_delay_s": 120,
+    }
+    for key, value in (("slurm_partition", s.partition), ("slurm_account", s.account), ("slurm_qos", s.qos),
+                       ("mem_gb", s.mem_gb), ("slurm_constraint", s.constraint)):
+        if value is not None:
+            params[key] = value
+    if s.additional:
+        params["slurm_additional_parameters"] = dict(s.additional)
+    return params
+
+
+def _submit_slurm(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
+    folder = sd.submitit / "slurm" / "%j"
+    executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    try:
+        executor.update_parameters(name=f"ladder-{sd.path.name}", **_slurm_parameters(ex))
+    except (ValueError, TypeError) as exc:
+        raise SpecError(f"executor.slurm: {exc}") from None
+    threads = ex.slurm.cpus_per_task
+    with executor.batch():
+        jobs = [executor.submit(TrainJob(str(sd.run(r.run_id).path), threads)) for r in runs]
+    return {r.run_id: [j.job_id] for r, j in zip(runs, jobs)}
+
+
+def _local_slots(ex: ExecutorSpec) -> list[tuple[list[int], int]]:
+    """(visible GPUs, threads) per worker."""
+    loc = ex.local
+    cores = os.cpu_count() or 1
+    if loc.gpus:
+        slots = [([g], 0) for g in loc.gpus for _ in range(loc.runs_per_gpu)]
+        threads = loc.cpus_per_run or max(1, cores // len(slots))
+        return [(gpus, threads) for gpus, _ in slots]
+    parallel = loc.parallel or 1
+    threads = loc.cpus_per_run or max(1, cores // parallel)
+    return [([], threads) for _ in range(parallel)]
+
+
+def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
+    run_ids = [r.run_id for r in runs]
+    job_ids = []
+    for i, (gpus, threads) in enumerate(_local_slots(ex)):
+        executor = submitit.AutoExecutor(folder=sd.submitit / "local" / "%j", cluster="local")
+        params: dict[str, Any] = {"timeout_min": LOCAL_TIMEOUT_MIN, "gpus_per_node": len(gpus)}
+        if gpus:
+            params["local_visible_gpus"] = tuple(gpus)
+        executor.update_parameters(**params)
+        # workers take the queue in different orders so that the biggest runs do not all start last
+        order = run_ids if i % 2 == 0 else run_ids[::-1]
+        job_ids.append(executor.submit(WorkerJob(str(sd.path), order, threads)).job_id)
+    return {rid: list(job_ids) for rid in run_ids}
+
+
+def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None = None,
+           retry_failed: bool = False) -> SubmitResult:
+    sd = layout.StudyDir(Path(study_dir))
+    _, specs = read_plan(sd.path)
+    result = SubmitResult(executor=executor.kind)
+    with jobbook.editing(sd) as book:
+        # decide under the lock: a second `ladder submit` racing this one then sees our jobs
+        chosen, result.skipped = _select(sd, specs, run_ids, retry_failed)
+        if not chosen:
+            return result
+        for spec in chosen:
+            sd.run(spec.run_id).error.unlink(missing_ok=True)
+        if executor.kind == "slurm":
+            ids = _submit_slurm(sd, chosen, executor)
+            folder = str(Path(layout.SUBMITIT) / "slurm" / "%j")
+        elif executor.kind == "local":
+            ids = _submit_local(sd, chosen, executor)
+            folder = str(Path(layout.SUBMITIT) / "local" / "%j")
+        else:
+            ids = {r.run_id: [f"debug-{os.getpid()}"] for r in chosen}
+            folder = str(Path(layout.SUBMITIT) / "debug")
+        for spec in chosen:
+            book.setdefault(spec.run_id, []).append(
+                jobbook.JobRecord(executor=executor.kind, job_ids=ids[spec.run_id], folder=folder,
+                                  submitted_at=jobbook.now())
+            )
+            result.submitted.append(spec.run_id)
+        result.job_ids = ids
+    if executor.kind == "debug":
+        result.results = _run_debug(sd, chosen)
+    return result
+
+
+def _run_debug(sd: layout.StudyDir, runs: list[RunSpec]) -> dict[str, Any]:
+    """The debug executor runs each job in this process, one after another, when its result is asked for."""
+    from ladder.model.train import Preempted
+
+    executor = submitit.AutoExecutor(folder=sd.submitit / "debug", cluster="debug")
+    out = {}
+    for spec in runs:
+        job = executor.submit(TrainJob(str(sd.run(spec.run_id).path)))
+        # exception() runs the job without submitit's pdb post-mortem (which result() opens on failure)
+        exc = job.exception()
+        if isinstance(exc, Preempted):
+            raise exc
+        out[spec.run_id] = f"failed: {exc}" if exc is not None else job.result().get("status")
+    return out
+
+
+def cancel(study_dir: Path, run_ids: list[str] | None = None) -> list[str]:
+    """Cancel the live jobs of the given runs (all by default): SLURM jobs with scancel, local runs by
+    signalling the process that trains them (it checkpoints first). Returns the run ids cancelled."""
+    import signal
+
+    sd = layout.StudyDir(Path(study_dir))
+    _, specs = read_plan(sd.path)
+    if run_ids:
+        known = {s.run_id for s in specs}
+        unknown = [r for r in run_ids if r not in known]
+        if unknown:
+            raise StateError(f"--run {', '.join(unknown)}: not a run of this study")
+        specs = [s for s in specs if s.run_id in set(run_ids)]
+    cancelled, to_signal = [], []
+    with jobbook.editing(sd) as book:
+        for spec in specs:
+            state, _ = run_state(sd, spec, book)
+            rec = jobbook.latest(book, spec.run_id)
+            if state not in ("queued", "running") or rec is None:
+                continue
+            rec.cancelled = True
+            cancelled.append(spec.run_id)
+            if rec.executor == "slurm":
+                for job_id in rec.job_ids:
+                    submitit.SlurmJob(folder=sd.path / rec.folder, job_id=job_id).cancel(check=False)
+            else:
+                pid = lock_holder(sd.run(spec.run_id))
+                if pid and pid > 0:
+                    to_signal.append(pid)
+    # after jobs.json says "cancelled", so that the worker, stopping, knows not to treat it as a preemption
+    for pid in to_signal:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    return cancelled
+
+
+def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | None, include_path: Path | None,
+                 limit: float | None, batch_size: int = 16, device: str | None = None, wait: bool = True
+                 ) -> dict[str, Any]:
+    """Run lm-eval on every finished run that lacks these results, through the study's executors: one SLURM
+    array task per run, local workers splitting the runs, or in this process. Returns the results per run
+    (when waited for) and the job ids."""
+    from ladder.jobs import evaluate_runs
+    from ladder.model.downstream import runs_to_evaluate
+
+    sd = layout.StudyDir(Path(study_dir))
+    todo = [str(rd.path) for rd in runs_to_evaluate(sd.path, tasks, limit=limit)]
+    out: dict[str, Any] = {"evaluated": [Path(r).name for r in todo], "job_ids": [], "results": {}}
+    if not todo:
+        return out
+    args = (tasks, str(include_path) if include_path else None, limit, batch_size, device)
+    if executor.kind == "debug":
+        out["results"] = evaluate_runs(todo, *args)
+        return out
+    if executor.kind == "slurm":
+        ex = submitit.AutoExecutor(folder=sd.submitit / "eval" / "%j", cluster="slurm")
+        ex.update_parameters(name=f"ladder-eval-{sd.path.name}", **_slurm_parameters(executor))
+        with ex.batch():
+            jobs = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
+    else:
+        slots = _local_slots(executor)
+        chunks = [todo[i::len(slots)] for i in range(len(slots))]
+        jobs = []
+        for (gpus, threads), chunk in zip(slots, chunks):
+            if not chunk:
+                continue
+            ex = submitit.AutoExecutor(folder=sd.submitit / "eval" / "%j", cluster="local")
+            params: dict[str, Any] = {"timeout_min": LOCAL_TIMEOUT_MIN, "gpus_per_node": len(gpus)}
+            if gpus:
+                params["local_visible_gpus"] = tuple(gpus)
+            ex.update_parameters(**params)
+            jobs.append(ex.submit(evaluate_runs, chunk, *args[:-1], device, threads))
+    out["job_ids"] = [j.job_id for j in jobs]
+    if wait:
+        for job in jobs:
+            out["results"].update(job.result())
+    return out

@@ -1,0 +1,149 @@
+"""Submit, status, collect and cancel over real executors: in-process debug, local worker processes and the
+local SLURM cluster (scripts/slurm-up.sh), including preemption and requeue."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import run_cli
+from tests.micro import last_step, require_slurm, result, wait_for, write_study
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture()
+def planned(tmp_path, tiny_jsonl_corpus, capsys):
+    def make(name="micro", **kw):
+        spec = write_study(tmp_path / f"{name}.yaml", tiny_jsonl_corpus, name=name, **kw)
+        out = tmp_path / name
+        r = run_cli(capsys, "plan", spec, "--out", out, "--json")
+        assert r.code == 0, r.stderr
+        return out, [run["run_id"] for run in r.json()["runs"]]
+
+    return make
+
+
+def _status(capsys, study_dir):
+    r = run_cli(capsys, "status", study_dir, "--json")
+    assert r.code == 0, r.stderr
+    return {row["run_id"]: row for row in r.json()["runs"]}
+
+
+def test_debug_executor_trains_collects_and_never_resubmits(planned, capsys):
+    study_dir, ids = planned()
+    r = run_cli(capsys, "submit", study_dir, "--executor", "debug", "--json")
+    assert r.code == 0, r.stderr
+    assert sorted(r.json()["submitted"]) == sorted(ids)
+    assert {row["state"] for row in _status(capsys, study_dir).values()} == {"done"}
+    again = run_cli(capsys, "submit", study_dir, "--executor", "debug", "--json").json()
+    assert again["submitted"] == [] and sorted(again["skipped"]) == sorted(ids)
+
+    c = run_cli(capsys, "collect", study_dir, "--json").json()
+    assert c["rows"] == len(ids) and c["problems"] == []
+    import pandas as pd
+
+    df = pd.read_parquet(study_dir / "results.parquet")
+    for col in ("run_id", "axis/size", "d_model", "n_layers", "params", "params_total", "params_non_embedding",
+                "tokens", "flops", "batch_tokens", "lr", "schedule", "final_train_loss", "final_eval_loss",
+                "status", "wall_time_s", "tokens_per_s"):
+        assert col in df.columns, col
+    assert (df["status"] == "done").all() and df["final_eval_loss"].notna().all()
+    curves = pd.read_parquet(study_dir / "curves.parquet")
+    assert set(curves["run_id"]) == set(ids) and {"train", "eval"} <= set(curves["kind"])
+    assert pd.read_csv(study_dir / "results.csv").shape[0] == len(ids)
+
+
+def test_corrupt_result_is_reported_and_collect_carries_on(planned, capsys):
+    study_dir, ids = planned()
+    assert run_cli(capsys, "submit", study_dir, "--executor", "debug").code == 0
+    (study_dir / "runs" / ids[0] / "result.json").write_text('{"status": "done", "final_')
+    (study_dir / "runs" / ids[1] / "metrics.jsonl").open("a").write('{"kind": "train", "step": 9')  # torn line
+    c = run_cli(capsys, "collect", study_dir, "--json")
+    assert c.code == 0
+    data = c.json()
+    assert data["rows"] == len(ids) - 1
+    assert [p["run_id"] for p in data["problems"]] == [ids[0]]
+    assert data["problems"][0]["file"] == "result.json" and "JSON" in data["problems"][0]["what"]
+    human = run_cli(capsys, "collect", study_dir)
+    assert ids[0] in human.stderr and "result.json" in human.stderr
+
+
+def test_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, capsys):
+    spec = write_study(tmp_path / "bad.yaml", tiny_jsonl_corpus, name="bad", sizes=("4K",))
+    text = spec.read_text().replace("corpus:", "tokenizer: /nonexistent/tokenizer\n  corpus:")
+    spec.write_text(text)
+    out = tmp_path / "bad"
+    assert run_cli(capsys, "plan", spec, "--out", out).code == 0
+    r = run_cli(capsys, "submit", out, "--executor", "debug", "--json")
+    assert r.code == 0
+    rows = list(_status(capsys, out).values())
+    assert rows[0]["state"] == "failed" and "nonexistent" in rows[0]["error"]
+    again = run_cli(capsys, "submit", out, "--executor", "debug", "--json").json()
+    assert again["submitted"] == [] and "retry" in again["reasons"][rows[0]["run_id"]]
+    retried = run_cli(capsys, "submit", out, "--executor", "debug", "--retry-failed", "--json").json()
+    assert retried["submitted"] == [rows[0]["run_id"]]
+
+
+def test_local_executor_runs_the_micro_study(planned, capsys):
+    study_dir, ids = planned()
+    r = run_cli(capsys, "submit", study_dir, "--executor", "local", "--parallel", "2", "--cpus-per-run", "1", "--json")
+    assert r.code == 0, r.stderr
+    assert sorted(r.json()["submitted"]) == sorted(ids)
+    again = run_cli(capsys, "submit", study_dir, "--executor", "local", "--json").json()
+    assert again["submitted"] == []  # workers alive or runs done: nothing twice
+    from ladder.status import wait
+
+    rows = wait(study_dir, poll_s=1.0, timeout_s=300)
+    assert {r.state for r in rows} == {"done"}, [(r.run_id, r.state, r.error) for r in rows]
+
+
+def test_slurm_micro_study_preemption_and_requeue(tmp_path, tiny_jsonl_corpus, capsys):
+    """Three runs as one SLURM job array. One is preempted with USR2, one requeued with scontrol; all end with
+    the bit-identical losses of undisturbed runs trained in this process."""
+    require_slurm()
+    sizes = ("4K", "6K", "8K")
+    kw = dict(sizes=sizes, tokens_per_param=40, checkpoints_per_run=40)
+    base_spec = write_study(tmp_path / "base.yaml", tiny_jsonl_corpus, name="micro", **kw)
+    base = tmp_path / "base"
+    assert run_cli(capsys, "plan", base_spec, "--out", base).code == 0
+    slurm_spec = write_study(tmp_path / "slurm.yaml", tiny_jsonl_corpus, name="micro", executor="slurm", **kw)
+    study = tmp_path / "slurm"
+    ids = [r["run_id"] for r in run_cli(capsys, "plan", slurm_spec, "--out", study, "--json").json()["runs"]]
+
+    sub = run_cli(capsys, "submit", study, "--json")
+    assert sub.code == 0, sub.stderr
+    job_ids = sub.json()["job_ids"]
+    assert sorted(sub.json()["submitted"]) == sorted(ids)
+    assert len({j[0].split("_")[0] for j in job_ids.values()}) == 1  # one array
+    assert run_cli(capsys, "submit", study, "--json").json()["submitted"] == []
+
+    preempted, requeued = ids[2], ids[1]
+    run_dirs = {i: study / "runs" / i for i in ids}
+    wait_for(lambda: last_step(run_dirs[preempted]) >= 20, 240, "the run to be preempted to train a while")
+    assert not (run_dirs[preempted] / "result.json").exists()
+    subprocess.run(["scancel", "--signal=USR2", job_ids[preempted][0]], check=True)
+    wait_for(lambda: (run_dirs[requeued] / "checkpoint.json").is_file(), 240, "a periodic checkpoint to requeue from")
+    assert not (run_dirs[requeued] / "result.json").exists()
+    requeue_at = last_step(run_dirs[requeued])
+    subprocess.run(["scontrol", "requeue", job_ids[requeued][0]], check=True)
+    # the undisturbed references, trained meanwhile in this process with the same thread count
+    for run_id in ids:
+        assert run_cli(capsys, "train", base / "runs" / run_id, "--threads", "1").code == 0
+
+    from ladder.status import wait
+
+    rows = wait(study, poll_s=2.0, timeout_s=600)
+    assert {r.state for r in rows} == {"done"}, [(r.run_id, r.state, r.error) for r in rows]
+    for run_id in ids:
+        got, want = result(study, run_id), result(base, run_id)
+        assert got["final_train_loss"] == want["final_train_loss"], run_id
+        assert got["final_eval_loss"] == want["final_eval_loss"], run_id
+    assert result(study, preempted)["restarts"] >= 1
+    assert result(study, requeued)["restarts"] >= 1 and requeue_at > 0
+    c = run_cli(capsys, "collect", study, "--json").json()
+    assert c["rows"] == 3 and c["problems"] == []
