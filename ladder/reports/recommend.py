@@ -1,0 +1,383 @@
+"""The hero recommendation: one block with the configuration to train, and where each choice came from.
+
+Each choice takes the fitted answer when the ladder measured it, else the study's own default:
+
+* ``tied``: the tied-vs-untied ablation's winner at the hero's compute (``TieAblation.hero["winner"]``);
+  else ``hero.tied``; else ``model.tie_embeddings``.
+* ``aspect_ratio`` (d_model / n_layers): the depth-vs-width law extrapolated to the hero's compute; else
+  ``hero.aspect_ratio``; else ``model.aspect_ratio``.
+* shape: :func:`ladder.model.sizing.shape_for_params` at the hero's parameter count (in the study's
+  ``param_count`` convention) with that aspect ratio, tying and the study's family rules, exactly as
+  ``ladder plan`` sizes a rung.
+* tokens: given by the study, the compute-optimal allocation of the fit, or the study's tokens-per-param rule
+  (decided by :mod:`ladder.reports.fit`, passed in).
+* peak LR and batch tokens: the hyperparameter laws' extrapolation to the hero's FLOPs (``LR*(C)``,
+  ``B*(C)``); else the study's recipe rule at the hero's size (``ladder.model.recipe``, as ``ladder plan``
+  applies it, ``lr_max`` clamp included). The batch is rounded to whole sequences.
+* warmup and schedule: the study's ``training.schedule`` (steps from ``plan_steps`` at the chosen batch).
+* loss: the forecast of the fit (``FitResult.hero``), with its 90% interval.
+
+``Recommendation.sources`` names the origin of every choice ("fit: lr law over 3 rungs ...", "study
+default ..."). Pure arithmetic: no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ladder.model.config import format_count
+from ladder.model.recipe import (
+    deepseek_batch_tokens,
+    deepseek_lr,
+    olmo_batch_tokens,
+    olmo_lr,
+    plan_steps,
+    round_batch,
+)
+from ladder.model.shape import ModelShape
+from ladder.model.sizing import shape_for_params
+from ladder.plan import family_rules
+from ladder.reports.hparams import jsonable
+from ladder.studies.spec import StudySpec
+
+__all__ = [
+    "Recommendation",
+    "choose_aspect",
+    "choose_tied",
+    "hero_shape",
+    "recommend",
+    "rule_batch_tokens",
+    "rule_lr",
+]
+
+
+# ------------------------------------------------------------------------------------------ the choices
+
+
+def choose_tied(study: StudySpec, tie: Any | None) -> tuple[bool, str]:
+    """Tied or untied for the hero, and why. ``tie``: a ``TieAblation`` (or None)."""
+    hero = getattr(tie, "hero", None) if tie is not None else None
+    if hero and hero.get("winner") in ("tied", "untied"):
+        tied = hero["winner"] == "tied"
+        n = sum(1 for s in tie.scales if s.diff is not None)
+        diff = hero.get("diff")
+        ci = hero.get("diff_ci90")
+        text = f"fit: tied-vs-untied ablation over {n} rungs, {hero['winner']} wins at the hero's compute"
+        if diff is not None:
+            text += f" (loss(untied) - loss(tied) = {diff:+.3g}"
+            if ci and ci[0] is not None and ci[1] is not None:
+                text += f", 90% [{ci[0]:+.3g}, {ci[1]:+.3g}]"
+            text += ")"
+        if hero.get("winner_certain") is False:
+            text += "; not significant: the 90% interval includes 0"
+        return tied, text
+    if study.hero.tied is not None:
+        why = "" if tie is None else f" (the ablation gives no hero prediction: {getattr(tie, 'reason', None)})"
+        return bool(study.hero.tied), "study: hero.tied" + why
+    return bool(study.model.tie_embeddings), "study default: model.tie_embeddings"
+
+
+def choose_aspect(study: StudySpec, depth_width: Any | None) -> tuple[float, str]:
+    """The hero's d_model / n_layers target, and why. ``depth_width``: a ``DepthWidthResult`` (or None)."""
+    if depth_width is not None:
+        trend = depth_width.aspect
+        if trend.law is not None and trend.hero_value is not None and math.isfinite(trend.hero_value):
+            text = f"fit: best aspect ratio vs compute over {trend.law.n_points} rungs"
+            if trend.extrapolation:
+                text += f", extrapolated {trend.extrapolation:.3g}x in compute"
+            ci = trend.hero_ci90
+            if ci and ci[0] is not None and ci[1] is not None:
+                text += f" (90% [{ci[0]:.3g}, {ci[1]:.3g}])"
+            return float(trend.hero_value), text
+    why = ""
+    if depth_width is not None and depth_width.aspect.law is None:
+        why = f" (no aspect-ratio law: {depth_width.aspect.reason})"
+    if study.hero.aspect_ratio is not None:
+        return float(study.hero.aspect_ratio), "study: hero.aspect_ratio" + why
+    return float(study.model.aspect_ratio), "study default: model.aspect_ratio" + why
+
+
+def hero_shape(study: StudySpec, params: float, *, tied: bool, aspect_ratio: float) -> ModelShape:
+    """The shape ``ladder plan`` would give the hero: ``shape_for_params`` with the study's family rules."""
+    seq_len = study.hero.seq_len or study.data.seq_len
+    rules = family_rules(study, seq_len)
+    return shape_for_params(int(round(params)), study.ladder.param_count, aspect_ratio, rules, tied)
+
+
+def rule_lr(study: StudySpec, shape: ModelShape, flops: float) -> tuple[float, str]:
+    """The study's LR rule at a shape (same arithmetic as ``ladder plan``), and its description."""
+    t = study.training
+    if t.lr != "auto":
+        return float(t.lr), "study: training.lr"
+    if t.lr_rule == "olmo":
+        lr = olmo_lr(shape.params_non_embedding)
+        text = "study rule: olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)"
+    else:
+        lr = deepseek_lr(flops)
+        text = "study rule: deepseek LR = 0.3118 C^-0.125"
+    lr *= t.lr_scale
+    if t.lr_scale != 1:
+        text += f" x lr_scale {t.lr_scale:g}"
+    if t.lr_max is not None and lr > t.lr_max:
+        lr = t.lr_max
+        text += f", clamped at lr_max {t.lr_max:g}"
+    return float(lr), text + " at the hero's size"
+
+
+def rule_batch_tokens(study: StudySpec, shape: ModelShape, flops: float) -> tuple[float, str]:
+    """The study's batch rule at a shape (same arithmetic as ``ladder plan``, before rounding)."""
+    t = study.training
+    if t.batch_tokens != "auto":
+        return float(t.batch_tokens), "study: training.batch_tokens"
+    if t.batch_rule == "olmo":
+        raw = olmo_batch_tokens(shape.params_non_embedding)
+        text = "study rule: olmo batch = 160 (N_non_embedding / 108M)^(2/3) x 2048 tokens"
+    else:
+        raw = deepseek_batch_tokens(flops)
+        text = "study rule: deepseek batch = 0.292 C^0.3271 tokens"
+    if t.batch_scale != 1:
+        text += f" x batch_scale {t.batch_scale:g}"
+    return float(raw * t.batch_scale), text + " at the hero's size"
+
+
+def _law_value(trend: Any | None, what: str) -> tuple[float | None, list | None, str | None]:
+    """(hero value, 90% interval, source) of an ``hparams.Trend``; value None when there is no law."""
+    if trend is None:
+        return None, None, None
+    if trend.law is None or trend.hero_value is None or not math.isfinite(trend.hero_value) or trend.hero_value <= 0:
+        return None, None, trend.reason
+    text = f"fit: {what} law {what}* = k C^{trend.law.a:.3g} over {trend.law.n_points} rungs"
+    if trend.extrapolation:
+        text += f", extrapolated {trend.extrapolation:.3g}x in compute"
+    ci = trend.hero_ci90
+    if ci and ci[0] is not None and ci[1] is not None:
+        text += f" (90% [{ci[0]:.3g}, {ci[1]:.3g}])"
+    return float(trend.hero_value), (list(ci) if ci else None), text
+
+
+# --------------------------------------------------------------------------------------- the recommendation
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The recommended hero configuration. ``params`` is in ``param_convention`` (the law's N)."""
+
+    study: str
+    param_convention: str
+    params: int  # the shape's count in the convention (the target was ``params_target``)
+    params_target: float
+    params_total: int
+    params_non_embedding: int
+    tokens: int
+    tokens_per_param: float
+    allocation: str  # "given", "compute_optimal" or "rule"
+    compute: float  # 6 N D in the param_count convention (the law's C)
+    flops: float  # the shape's FLOPs per token x tokens (the ladder's flops column convention)
+    shape: ModelShape
+    tied: bool
+    aspect_ratio_target: float
+    seq_len: int
+    batch_tokens: int
+    lr: float
+    lr_ci90: list | None
+    batch_tokens_ci90: list | None
+    steps: int
+    warmup_steps: int
+    warmup_fraction: float
+    micro_batch_size: int
+    schedule: dict
+    loss: float | None
+    loss_lo: float | None
+    loss_hi: float | None
+    sources: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def aspect_ratio(self) -> float:
+        return self.shape.aspect_ratio
+
+    def to_dict(self) -> dict:
+        return jsonable(
+            {
+                "study": self.study,
+                "param_convention": self.param_convention,
+                "params": self.params,
+                "params_target": self.params_target,
+                "params_total": self.params_total,
+                "params_non_embedding": self.params_non_embedding,
+                "tokens": self.tokens,
+                "tokens_per_param": self.tokens_per_param,
+                "allocation": self.allocation,
+                "compute": self.compute,
+                "flops": self.flops,
+                "d_model": self.shape.d_model,
+                "n_layers": self.shape.n_layers,
+                "n_heads": self.shape.n_heads,
+                "n_kv_heads": self.shape.n_kv_heads,
+                "head_dim": self.shape.head_dim,
+                "ffn_dim": self.shape.ffn_dim,
+                "vocab_size": self.shape.vocab_size,
+                "tied": self.tied,
+                "aspect_ratio": self.aspect_ratio,
+                "aspect_ratio_target": self.aspect_ratio_target,
+                "seq_len": self.seq_len,
+                "batch_tokens": self.batch_tokens,
+                "batch_tokens_ci90": self.batch_tokens_ci90,
+                "lr": self.lr,
+                "lr_ci90": self.lr_ci90,
+                "steps": self.steps,
+                "warmup_steps": self.warmup_steps,
+                "warmup_fraction": self.warmup_fraction,
+                "micro_batch_size": self.micro_batch_size,
+                "schedule": dict(self.schedule),
+                "loss": self.loss,
+                "loss_interval": [self.loss_lo, self.loss_hi],
+                "sources": dict(self.sources),
+                "notes": list(self.notes),
+            }
+        )
+
+    def to_yaml_snippet(self) -> str:
+        """The recommendation as ``hero:`` and ``training:`` sections a user can paste into a study YAML
+        (both validate as ``HeroSpec`` / ``TrainingSpec``), with the shape and forecast as comments.
+        Note: in a study, ``training`` values apply to every run, ladder rungs included."""
+        loss = "-" if self.loss is None else f"{self.loss:.4g}"
+        interval = (
+            ""
+            if self.loss_lo is None or self.loss_hi is None
+            else f", 90% interval [{self.loss_lo:.4g}, {self.loss_hi:.4g}]"
+        )
+        s = self.shape
+        head = [
+            f"# ladder hero recommendation for study {self.study!r}",
+            f"# predicted loss {loss}{interval}",
+            f"# shape: d_model {s.d_model}, n_layers {s.n_layers}, n_heads {s.n_heads}, n_kv_heads {s.n_kv_heads}, "
+            f"head_dim {s.head_dim}, ffn_dim {s.ffn_dim}, vocab {s.vocab_size}, "
+            f"{'tied' if self.tied else 'untied'} (aspect {self.aspect_ratio:.3g})",
+            f"# params: {format_count(self.params)} {self.param_convention} "
+            f"({format_count(self.params_total)} total, {format_count(self.params_non_embedding)} non-embedding); "
+            f"tokens {format_count(self.tokens)} ({self.tokens_per_param:.3g}/param, allocation {self.allocation})",
+            f"# steps {self.steps}, warmup {self.warmup_steps} steps ({self.warmup_fraction:g}), "
+            f"micro-batch {self.micro_batch_size} sequences",
+        ]
+        for key in ("tied", "aspect_ratio", "tokens", "lr", "batch_tokens"):
+            if key in self.sources:
+                head.append(f"#   {key}: {self.sources[key]}")
+        body = {
+            "hero": {
+                "params": int(self.params),
+                "tokens": int(self.tokens),
+                "tied": bool(self.tied),
+                "aspect_ratio": float(round(self.aspect_ratio, 4)),
+                "seq_len": int(self.seq_len),
+            },
+            "training": {
+                "lr": float(f"{self.lr:.4g}"),
+                "batch_tokens": int(self.batch_tokens),
+                "schedule": jsonable(dict(self.schedule)),
+            },
+        }
+        return "\n".join(head) + "\n" + yaml.safe_dump(body, sort_keys=False)
+
+
+def recommend(
+    study: StudySpec,
+    *,
+    params: float,
+    tokens: float,
+    allocation: str,
+    allocation_source: str,
+    tied: bool,
+    tied_source: str,
+    aspect_ratio: float,
+    aspect_source: str,
+    hparams: Any | None = None,
+    loss: dict | None = None,
+    shape: ModelShape | None = None,
+) -> Recommendation:
+    """Assemble the recommendation. ``params``/``tokens``: the hero's N (in the study's convention) and D;
+    ``hparams``: a ``HparamResult`` whose ``lr``/``batch`` trends were extrapolated to the hero's FLOPs (or
+    None); ``loss``: the hero forecast, a dict with ``loss``, ``lo``, ``hi`` and ``source``."""
+    conv = study.ladder.param_count
+    seq_len = study.hero.seq_len or study.data.seq_len
+    shape = shape or hero_shape(study, params, tied=tied, aspect_ratio=aspect_ratio)
+    t = study.training
+    flops0 = float(shape.flops_per_token(seq_len)) * tokens
+    notes: list[str] = []
+    sources = {
+        "tied": tied_source,
+        "aspect_ratio": aspect_source,
+        "shape": (
+            f"shape_for_params({format_count(params)} {conv}, aspect {aspect_ratio:.3g}, "
+            f"{'tied' if tied else 'untied'}) with the study's model rules (head_dim {shape.head_dim}, "
+            f"kv_ratio {study.model.kv_ratio}, ffn_ratio {study.model.ffn_ratio:.3g})"
+        ),
+        "tokens": allocation_source,
+    }
+
+    lr_fit, lr_ci, lr_text = _law_value(None if hparams is None else hparams.lr, "lr")
+    if lr_fit is not None:
+        lr, sources["lr"] = lr_fit, lr_text
+    else:
+        lr, text = rule_lr(study, shape, flops0)
+        sources["lr"] = text + (f" (no LR law: {lr_text})" if lr_text else "")
+        lr_ci = None
+    b_fit, b_ci, b_text = _law_value(None if hparams is None else hparams.batch, "batch_tokens")
+    if b_fit is not None:
+        raw_batch, sources["batch_tokens"] = b_fit, b_text + ", rounded to whole sequences"
+    else:
+        raw_batch, text = rule_batch_tokens(study, shape, flops0)
+        sources["batch_tokens"] = text + ", rounded to whole sequences" + (f" (no batch law: {b_text})" if b_text else "")
+        b_ci = None
+    batch = round_batch(raw_batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
+    if batch != raw_batch and abs(math.log(batch / raw_batch)) > math.log(1.5):
+        notes.append(
+            f"batch {raw_batch:.4g} tokens rounded to {batch} (batch_min_sequences {t.batch_min_sequences}, "
+            f"batch_max_tokens {t.batch_max_tokens}, seq_len {seq_len})"
+        )
+    st = plan_steps(tokens, batch, seq_len, t.schedule.warmup_fraction, t.micro_batch_tokens)
+    sources["warmup"] = f"study: training.schedule.warmup_fraction {t.schedule.warmup_fraction:g} of the steps"
+    sources["schedule"] = f"study: training.schedule ({t.schedule.kind})"
+    if loss is not None and loss.get("source"):
+        sources["loss"] = loss["source"]
+    n_conv = shape.params(conv)
+    if abs(math.log(n_conv / params)) > 0.05:
+        notes.append(
+            f"the nearest valid shape has {format_count(n_conv)} {conv} parameters, "
+            f"{100 * (n_conv / params - 1):+.1f}% off the target {format_count(params)}"
+        )
+    return Recommendation(
+        study=study.name,
+        param_convention=conv,
+        params=int(n_conv),
+        params_target=float(params),
+        params_total=shape.params_total,
+        params_non_embedding=shape.params_non_embedding,
+        tokens=int(st.tokens),
+        tokens_per_param=st.tokens / n_conv,
+        allocation=allocation,
+        compute=6.0 * n_conv * st.tokens,
+        flops=float(shape.flops_per_token(seq_len)) * st.tokens,
+        shape=shape,
+        tied=bool(tied),
+        aspect_ratio_target=float(aspect_ratio),
+        seq_len=int(seq_len),
+        batch_tokens=int(st.batch_tokens),
+        lr=float(lr),
+        lr_ci90=lr_ci,
+        batch_tokens_ci90=b_ci,
+        steps=int(st.steps),
+        warmup_steps=int(st.warmup_steps),
+        warmup_fraction=float(t.schedule.warmup_fraction),
+        micro_batch_size=int(st.micro_batch_size),
+        schedule=t.schedule.model_dump(mode="json"),
+        loss=None if loss is None else loss.get("loss"),
+        loss_lo=None if loss is None else loss.get("lo"),
+        loss_hi=None if loss is None else loss.get("hi"),
+        sources=sources,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,178 @@
+"""A compact rich summary of a fit for the terminal (``ladder fit``).
+
+``print_fit(result, console)`` takes a :class:`ladder.reports.fit.FitResult` or the dict of ``fit.json``
+(``FitResult.to_dict()``), so a saved fit prints the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ladder.model.config import format_count
+
+__all__ = ["print_fit"]
+
+
+def _num(v: Any, digits: int = 4) -> str:
+    if v is None:
+        return "-"
+    try:
+        return f"{float(v):.{digits}g}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _count(v: Any) -> str:
+    return "-" if v is None else format_count(float(v))
+
+
+def _ci(pair: Any, digits: int = 3) -> str:
+    if not pair or pair[0] is None or pair[1] is None:
+        return ""
+    return f" [{_num(pair[0], digits)}, {_num(pair[1], digits)}]"
+
+
+def print_fit(result: Any, console: Console | None = None) -> None:
+    """Print the law with its 90% intervals, the degenerate note, the backtest, the hero forecast with its
+    interval and cost, the recommendation block and the warnings."""
+    console = console or Console()
+    d = result.to_dict() if hasattr(result, "to_dict") else result
+    _print_law(d, console)
+    _print_variants(d, console)
+    bt = d.get("backtest") or {}
+    if bt.get("available") and bt.get("mean_abs_error_pct") is not None:
+        console.print(
+            f"[bold]backtest[/] (refit without the largest {bt['holdout']}, {bt['n_held_out']} held out): "
+            f"mean error {bt['mean_error_pct']:+.2f}%, |max| {bt['max_abs_error_pct']:.2f}%"
+        )
+    elif bt.get("skipped"):
+        console.print(f"[bold]backtest[/]: skipped ({bt['skipped']})")
+
+    co = d.get("compute_optimal") or {}
+    if co.get("identifiable"):
+        console.print(
+            f"[bold]compute-optimal[/]: N* ~ C^{_num(co.get('a'), 3)}, D* ~ C^{_num(co.get('b'), 3)}"
+            + (f" (isoflop: a = {_num(co['isoflop']['a'], 3)})" if co.get("isoflop") else "")
+        )
+    else:
+        console.print(f"[bold]compute-optimal[/]: [dim]{co.get('reason')}[/]")
+
+    hero = d.get("hero") or {}
+    if hero.get("available", True) and hero.get("params") is not None:
+        loss = hero.get("loss")
+        line = (
+            f"[bold]hero[/] {_count(hero['params'])} params x {_count(hero['tokens'])} tokens "
+            f"({hero['allocation']}), C = {_num(hero['compute'], 3)}: "
+        )
+        if loss is not None:
+            line += f"loss [bold]{loss:.4g}[/] (90% [{_num(hero['lo'])}, {_num(hero['hi'])}])"
+        else:
+            why = hero.get("loss_reason") or d["loss_law"].get("reason") or "no loss law"
+            line += f"[yellow]no forecast[/] ({why})"
+        console.print(line)
+        console.print(
+            f"  ladder cost {_num(hero['ladder_flops'], 3)} FLOPs = {hero['ladder_pct_of_hero']:.3g}% of the hero"
+        )
+    preds = [x for x in d.get("predictions", []) if x.get("label") != "hero"]
+    if preds:
+        t = Table("prediction", "params", "tokens", "loss", "90%", box=None, pad_edge=False)
+        for x in preds:
+            t.add_row(
+                x["label"], _count(x["params"]), _count(x["tokens"]), _num(x.get("loss")),
+                _ci([x.get("lo"), x.get("hi")]).strip() or (x.get("reason") or "-"),
+            )
+        console.print(t)
+
+    for key, title in (("hparams", "hyperparameter laws"), ("tied_vs_untied", "tied vs untied"),
+                       ("depth_vs_width", "depth vs width"), ("isoflop", "isoflop")):
+        sec = d.get(key) or {}
+        if not sec.get("available"):
+            console.print(f"[bold]{title}[/]: [dim]{sec.get('reason')}[/]")
+        elif key == "hparams":
+            hh = sec.get("hero") or {}
+            console.print(
+                f"[bold]{title}[/]: lr* at hero {_num(hh.get('lr'), 3)}{_ci(hh.get('lr_ci90'))}, "
+                f"batch* {_num(hh.get('batch_tokens'), 3)}{_ci(hh.get('batch_tokens_ci90'))}"
+            )
+        elif key == "tied_vs_untied":
+            hh = sec.get("hero") or {}
+            msg = (sec.get("crossover") or {}).get("message") or sec.get("reason") or ""
+            win = f"{hh.get('winner')} wins at the hero (diff {_num(hh.get('diff'), 3)}{_ci(hh.get('diff_ci90'))}); " if hh else ""
+            console.print(f"[bold]{title}[/]: {win}{msg}")
+        elif key == "depth_vs_width":
+            hh = sec.get("hero") or {}
+            console.print(f"[bold]{title}[/]: best aspect at hero {_num(hh.get('aspect_ratio'), 3)}{_ci(hh.get('aspect_ratio_ci90'))}")
+        else:
+            console.print(f"[bold]{title}[/]: N_opt ~ C^{_num(sec.get('a'), 3)} over {sec.get('n_budgets')} budgets")
+
+    r = d.get("recommendation") or {}
+    if r.get("available"):
+        t = Table(title="recommended hero", show_header=False, box=None, pad_edge=False, title_justify="left")
+        t.add_column(style="bold")
+        t.add_column()
+        t.add_column(style="dim")
+        src = r.get("sources", {})
+        t.add_row("shape", f"d_model {r['d_model']}, n_layers {r['n_layers']}, heads {r['n_heads']}/{r['n_kv_heads']} kv, "
+                  f"head_dim {r['head_dim']}, ffn {r['ffn_dim']}", src.get("shape", ""))
+        t.add_row("tied", str(r["tied"]).lower(), src.get("tied", ""))
+        t.add_row("aspect ratio", _num(r["aspect_ratio"], 3), src.get("aspect_ratio", ""))
+        t.add_row("params", f"{_count(r['params'])} {r['param_convention']} ({_count(r['params_total'])} total)", "")
+        t.add_row("tokens", f"{_count(r['tokens'])} ({_num(r['tokens_per_param'], 3)}/param)", src.get("tokens", ""))
+        t.add_row("batch", f"{r['batch_tokens']:,} tokens", src.get("batch_tokens", ""))
+        t.add_row("peak LR", _num(r["lr"], 3) + _ci(r.get("lr_ci90")), src.get("lr", ""))
+        t.add_row("schedule", f"{r['schedule'].get('kind')}, warmup {r['warmup_steps']} of {r['steps']} steps", src.get("warmup", ""))
+        li = r.get("loss_interval") or [None, None]
+        t.add_row("loss", f"{_num(r.get('loss'))}{_ci(li)}", src.get("loss", ""))
+        console.print(t)
+    else:
+        console.print(f"[bold]recommendation[/]: [dim]{r.get('reason')}[/]")
+
+    for e in d.get("excluded", []):
+        console.print(f"[dim]excluded {e['run']} ({e['status']}{': ' + e['reason'] if e.get('reason') else ''})[/]")
+    for w in d.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {w}")
+
+
+def _print_law(d: dict, console: Console) -> None:
+    meta = d.get("meta", {})
+    law = d["loss_law"]
+    if law.get("available") is False:
+        console.print(f"[bold]loss law[/] (variant {law.get('variant')}): [yellow]not fitted[/] ({law.get('reason')})")
+        return
+    p, ci = law["params"], law["ci90"]
+    console.print(
+        f"[bold]loss law[/] (chinchilla, variant {law.get('variant')}, {law['n_runs']} runs, {law['n_sizes']} sizes, "
+        f"N = params {meta.get('param_convention', '')})"
+    )
+    if law.get("degenerate"):
+        console.print(f"  L = E + A / N^alpha   [dim](reduced form: {law.get('reduced_form', '')})[/]")
+    else:
+        console.print("  L = E + A / N^alpha + B / D^beta")
+    console.print(
+        "  "
+        + "   ".join(
+            f"{k} = {_num(p[k])}{_ci(ci.get(k))}" for k in ("E", "A", "B", "alpha", "beta") if p.get(k) is not None
+        )
+    )
+    if law.get("degenerate"):
+        console.print(f"  [yellow]degenerate:[/] {law.get('degenerate_reason')}")
+    rs = law.get("residual_summary") or {}
+    if rs.get("mean_abs_pct") is not None:
+        console.print(f"  residuals: mean |err| {rs['mean_abs_pct']:.2f}%, max {rs['max_abs_pct']:.2f}%")
+
+
+def _print_variants(d: dict, console: Console) -> None:
+    primary = d["loss_law"].get("variant")
+    for v, f in d.get("laws_by_variant", {}).items():
+        if v == primary:
+            continue
+        if not f.get("available"):
+            console.print(f"  variant {v}: [yellow]no law[/] ({f.get('reason')})")
+            continue
+        h = f.get("hero") or {}
+        at = f"; hero {_num(h.get('loss'))}{_ci([h.get('lo'), h.get('hi')])}" if h.get("loss") is not None else ""
+        fp = f["params"]
+        console.print(f"  variant {v}: E {_num(fp['E'])}, A {_num(fp['A'])}, alpha {_num(fp['alpha'])}{at}")
