@@ -1,0 +1,466 @@
+"""Downstream evaluation of a run's final checkpoint with lm-evaluation-harness.
+
+:func:`evaluate_run` loads the run's ``model/`` folder (``save_pretrained`` weights plus tokenizer) as
+lm-eval's ``hf`` model and runs ``lm_eval.simple_evaluate`` once per requested task, writing one results file
+per task, atomically, into the run's ``lm_eval/`` folder (``results_<task>.json``; ``ladder.collect`` turns its
+``results[task][metric]`` numbers into ``task/<task>/<metric>`` columns). A task whose results file exists for
+the same ``limit`` and the same model files is not evaluated again.
+
+Tasks: without ``tasks``, the offline tasks shipped in :mod:`ladder.model.tasks` (no download). Any name lm-eval
+knows (``hellaswag``, ``arc_easy``, ``piqa``, groups, tags, a YAML path) passes through unchanged; those need
+their datasets (the hub, or its cache). ``include_path`` adds a user's folder of task YAMLs. lm-eval's own
+task index (about 15k YAMLs, tens of seconds to scan) is only built when a name is not found among the shipped
+and included tasks.
+
+Added metric: for every ``multiple_choice`` task, ``bpb`` = bits per byte of the correct choice's continuation
+(``-loglik / ln 2 / bytes``), the mean over documents, and its standard error ``bpb_stderr``. It is the "task
+loss" of the two-step task scaling fits (Bhagia et al. 2024); lm-eval itself reports only accuracies there.
+
+Offline: the model and tokenizer are read from local files; the shipped tasks read local jsonl files
+(no ``datasets`` download, no hub). Set ``HF_HUB_OFFLINE=1`` to make sure nothing else tries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ladder import layout
+from ladder.errors import SpecError, StateError
+from ladder.model.tasks import SHIPPED_TASKS, TASKS_DIR
+
+log = logging.getLogger(__name__)
+
+RESULTS_PREFIX = "results_"  # ladder.collect reads lm_eval/**/results*.json
+SAMPLES_PREFIX = "samples_"
+DEFAULT_BATCH_SIZE = 16
+DEFAULT_BOOTSTRAP_ITERS = 1000
+FORMAT_VERSION = 1
+
+
+def default_tasks() -> list[str]:
+    """The shipped offline tasks (no download needed)."""
+    return list(SHIPPED_TASKS)
+
+
+def results_file(run_dir: Path | layout.RunDir, task: str) -> Path:
+    """Where :func:`evaluate_run` writes the results of ``task`` (a task, group, tag or YAML path)."""
+    rd = run_dir if isinstance(run_dir, layout.RunDir) else layout.RunDir(Path(run_dir))
+    return rd.lm_eval / f"{RESULTS_PREFIX}{_safe_name(task)}.json"
+
+
+def samples_file(run_dir: Path | layout.RunDir, task: str) -> Path:
+    rd = run_dir if isinstance(run_dir, layout.RunDir) else layout.RunDir(Path(run_dir))
+    return rd.lm_eval / f"{SAMPLES_PREFIX}{_safe_name(task)}.jsonl"
+
+
+def _safe_name(task: str) -> str:
+    name = Path(task).stem if task.endswith((".yaml", ".yml")) else task
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "task"
+
+
+def model_fingerprint(model_dir: Path) -> str:
+    """Names, sizes and modification times of the model folder's files: changes when the model is rewritten."""
+    h = hashlib.sha256()
+    for p in sorted(model_dir.iterdir()):
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{p.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def check_model_dir(run_dir: Path | layout.RunDir) -> Path:
+    """The run's ``model/`` folder, or a :class:`StateError` saying what is missing."""
+    rd = run_dir if isinstance(run_dir, layout.RunDir) else layout.RunDir(Path(run_dir))
+    model = rd.model
+    if not model.is_dir():
+        raise StateError(
+            f"run {rd.run_id}: no final model in {model} (the run has not finished training); "
+            "evaluate runs after they are done"
+        )
+    if not (model / "config.json").is_file():
+        raise StateError(f"run {rd.run_id}: {model} has no config.json; it is not a save_pretrained checkpoint")
+    if not any(model.glob("*.safetensors")) and not any(model.glob("*.bin")):
+        raise StateError(f"run {rd.run_id}: {model} has no weights (*.safetensors)")
+    if not (model / "tokenizer.json").is_file() and not (model / "tokenizer_config.json").is_file():
+        raise StateError(
+            f"run {rd.run_id}: {model} has no tokenizer files; lm-eval loads the tokenizer from the model folder"
+        )
+    return model
+
+
+def existing_results(run_dir: Path | layout.RunDir, task: str) -> dict | None:
+    """The results file of ``task`` as written by :func:`evaluate_run`, or None (absent or unreadable)."""
+    path = results_file(run_dir, task)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("ladder"), dict) else None
+
+
+def _is_done(data: dict | None, limit: int | float | None, fingerprint: str | None,
+             num_fewshot: int | None = None) -> bool:
+    """Whether a results file answers the request: same limit and few-shot count, same model files (``None``:
+    do not check the model)."""
+    if not data:
+        return False
+    meta = data["ladder"]
+    same_model = fingerprint is None or meta.get("model_fingerprint") == fingerprint
+    return meta.get("limit") == limit and meta.get("num_fewshot") == num_fewshot and same_model
+
+
+def is_evaluated(run_dir: Path | layout.RunDir, task: str, limit: int | float | None = None,
+                 num_fewshot: int | None = None) -> bool:
+    """Whether ``task`` has results for this ``limit`` (and few-shot count) on the run's current model."""
+    rd = run_dir if isinstance(run_dir, layout.RunDir) else layout.RunDir(Path(run_dir))
+    if not rd.model.is_dir():
+        return False
+    return _is_done(existing_results(rd, task), limit, model_fingerprint(rd.model), num_fewshot)
+
+
+def runs_to_evaluate(
+    study_dir: Path | str,
+    tasks: Sequence[str] | None = None,
+    *,
+    limit: int | float | None = None,
+    num_fewshot: int | None = None,
+) -> list[layout.RunDir]:
+    """The runs of a study that finished training (``result.json`` says ``done`` and ``model/`` exists) and
+    lack results for at least one of ``tasks`` (default: the shipped tasks) at this ``limit``: what
+    ``ladder eval`` has to submit. Runs still training, diverged or failed are not listed."""
+    names = list(tasks) if tasks else default_tasks()
+    out = []
+    for rd in layout.StudyDir(Path(study_dir)).all_run_dirs():
+        try:
+            status = json.loads(rd.result.read_text(encoding="utf-8")).get("status")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if status != "done" or not rd.model.is_dir():
+            continue
+        if not all(is_evaluated(rd, t, limit, num_fewshot) for t in names):
+            out.append(rd)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ task manager
+
+
+def _task_manager(include: list[Path], defaults: bool):
+    from lm_eval.tasks import TaskManager
+
+    class RecordingTaskManager(TaskManager):
+        """Keeps the Task objects of the last ``load`` (simple_evaluate does not return them)."""
+
+        loaded: dict | None = None
+
+        def load(self, *args, **kwargs):  # noqa: D401
+            out = super().load(*args, **kwargs)
+            self.loaded = out
+            return out
+
+    return RecordingTaskManager(include_path=[str(p) for p in include], include_defaults=defaults)
+
+
+def _known(tm, name: str) -> bool:
+    if name in tm.all_tasks:
+        return True
+    return name.endswith((".yaml", ".yml")) and Path(name).is_file()
+
+
+def resolve_task_manager(tasks: Sequence[str], include_path: Path | Sequence[Path] | None = None):
+    """A TaskManager that knows every name in ``tasks``: the shipped and included tasks first, lm-eval's own
+    index only when needed. :class:`SpecError` for names nobody knows (with close matches)."""
+    include = [TASKS_DIR]
+    if include_path is not None:
+        extra = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path)
+        for p in extra:
+            p = Path(p).expanduser().resolve()
+            if not p.is_dir():
+                raise SpecError(f"--include-path {p}: not a folder of lm-eval task YAMLs")
+            include.append(p)
+    tm = _task_manager(include, defaults=False)
+    if all(_known(tm, t) for t in tasks):
+        return tm
+    tm = _task_manager(include, defaults=True)
+    unknown = [t for t in tasks if not _known(tm, t)]
+    if unknown:
+        import difflib
+
+        hints = []
+        for t in unknown:
+            close = difflib.get_close_matches(t, tm.all_tasks, n=3, cutoff=0.6)
+            hints.append(f"{t!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        raise SpecError(
+            f"unknown lm-eval task(s): {'; '.join(hints)}. Shipped offline tasks: {', '.join(SHIPPED_TASKS)}; "
+            "add your own with --include-path DIR"
+        )
+    return tm
+
+
+# ------------------------------------------------------------------------------------------ added metrics
+
+
+def _gold_index(task, doc: dict, n_choices: int) -> int | None:
+    gold = task.doc_to_text(doc) if getattr(task, "multiple_input", 0) else task.doc_to_target(doc)
+    if isinstance(gold, (list, tuple)):
+        gold = gold[0] if gold else None
+    if isinstance(gold, str):
+        choices = task.doc_to_choice(doc)
+        gold = choices.index(gold) if gold in choices else None
+    if isinstance(gold, bool) or not isinstance(gold, int) or not 0 <= gold < n_choices:
+        return None
+    return gold
+
+
+def correct_choice_bpb(task, samples: list[dict]) -> tuple[float, float, int] | None:
+    """(mean, standard error, documents) of the bits per byte of the correct continuation over the logged
+    samples of a multiple-choice task (first filter only); None when no document could be scored."""
+    if not samples:
+        return None
+    first_filter = samples[0].get("filter")
+    values = []
+    for s in samples:
+        if s.get("filter") != first_filter:
+            continue
+        args, resps = s.get("arguments") or [], s.get("filtered_resps") or []
+        try:
+            n = len(task.doc_to_choice(s["doc"]))
+            gold = _gold_index(task, s["doc"], min(n, len(args), len(resps)))
+            if gold is None:
+                continue
+            ll = float(resps[gold][0])
+            continuation = args[gold][1]
+        except Exception:  # noqa: BLE001 - a task with an unusual doc format just gets no bpb
+            continue
+        nbytes = len(str(continuation).encode("utf-8"))
+        if nbytes and math.isfinite(ll):
+            values.append(-ll / math.log(2) / nbytes)
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    if len(values) > 1:
+        var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+        sem = math.sqrt(var / len(values))
+    else:
+        sem = float("nan")
+    return mean, sem, len(values)
+
+
+def add_correct_bpb(results: dict, tasks: dict) -> list[str]:
+    """Add ``bpb`` (and ``bpb_stderr``) to ``results["results"][task]`` for each multiple-choice task with
+    logged samples. Returns the tasks that got it."""
+    done = []
+    for name, task in tasks.items():
+        if getattr(task, "OUTPUT_TYPE", None) != "multiple_choice":
+            continue
+        samples = (results.get("samples") or {}).get(name) or []
+        got = correct_choice_bpb(task, samples)
+        if got is None or name not in results.get("results", {}):
+            continue
+        mean, sem, _n = got
+        flt = samples[0].get("filter", "none")
+        results["results"][name][f"bpb,{flt}"] = mean
+        results["results"][name][f"bpb_stderr,{flt}"] = sem if math.isfinite(sem) else "N/A"
+        results.setdefault("higher_is_better", {}).setdefault(name, {})["bpb"] = False
+        done.append(name)
+    return done
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def _jsonable(obj: Any) -> Any:
+    """Plain JSON: NaN and infinities become None, numpy scalars numbers, anything else odd its str()."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, int):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if hasattr(obj, "item"):
+        try:
+            return _jsonable(obj.item())
+        except (TypeError, ValueError):
+            pass
+    if isinstance(obj, Path):
+        return str(obj)
+    return str(obj)
+
+
+@contextlib.contextmanager
+def _env(**values: str) -> Iterator[None]:
+    """Set environment variables for the duration (only those not already set by the user)."""
+    added = [k for k in values if k not in os.environ]
+    for k in added:
+        os.environ[k] = values[k]
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
+def _default_device(device: str | None) -> str:
+    if device:
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _load_lm(model_dir: Path, *, batch_size: int | str, device: str, dtype: str, max_length: int | None):
+    from lm_eval.api.registry import get_model
+
+    args: dict[str, Any] = {"pretrained": str(model_dir), "dtype": dtype, "trust_remote_code": False}
+    if max_length:
+        args["max_length"] = int(max_length)
+    lm = get_model("hf").create_from_arg_obj(args, {"batch_size": batch_size, "device": device})
+    return lm, args
+
+
+# ------------------------------------------------------------------------------------------ evaluate
+
+
+def evaluate_run(
+    run_dir: Path | str | layout.RunDir,
+    tasks: Sequence[str] | None = None,
+    *,
+    include_path: Path | str | Sequence[Path | str] | None = None,
+    limit: int | float | None = None,
+    batch_size: int | str = DEFAULT_BATCH_SIZE,
+    device: str | None = None,
+    dtype: str = "float32",
+    max_length: int | None = None,
+    num_fewshot: int | None = None,
+    redo: bool = False,
+    save_samples: bool = False,
+    bootstrap_iters: int = DEFAULT_BOOTSTRAP_ITERS,
+) -> dict[str, Any]:
+    """Evaluate the final model of one run on lm-eval tasks and write the results into its ``lm_eval/``.
+
+    ``tasks``: lm-eval task/group/tag names or YAML paths; None means the shipped offline tasks
+    (:data:`ladder.model.tasks.SHIPPED_TASKS`). ``include_path``: a folder (or folders) of the user's task
+    YAMLs. ``limit``: documents per task (lm-eval's ``limit``; a float below 1 is a share); results are keyed by
+    it: a task already evaluated with the same ``limit`` on the same model files is skipped unless ``redo``.
+    ``device`` defaults to ``cuda`` when available, else ``cpu``; ``dtype`` defaults to float32.
+    ``save_samples`` also writes lm-eval's per-document records to ``lm_eval/samples_<task>.jsonl``.
+
+    Each task gets its own ``lm_eval/results_<task>.json`` (written atomically): lm-eval's results dict
+    (``results``, ``groups``, ``configs``, ``versions``, ``n-shot``, ``higher_is_better``, ``n-samples``,
+    ``config`` with the model arguments and ``limit``, environment info) without the samples, plus ``ladder``:
+    ``{"format", "task", "run_id", "model_dir", "model_fingerprint", "limit", "num_fewshot", "seconds",
+    "finished_at", "added_metrics"}``.
+
+    Returns ``{"run_id", "model_dir", "limit", "evaluated": [task, ...], "skipped": [task, ...],
+    "files": {task: path}, "results": {leaf_task: {metric: value}}, "seconds": {task: s}, "device"}``:
+    ``results`` holds the numbers of every requested task, freshly evaluated or read back (metric keys without
+    lm-eval's ``,filter`` suffix; stderr entries left out).
+    """
+    rd = run_dir if isinstance(run_dir, layout.RunDir) else layout.RunDir(Path(run_dir))
+    model_dir = check_model_dir(rd)
+    names = list(dict.fromkeys(tasks)) if tasks else default_tasks()
+    if not names:
+        raise SpecError("no tasks to evaluate")
+    if limit is not None and (isinstance(limit, bool) or limit <= 0):
+        raise SpecError(f"limit must be positive, got {limit!r}")
+    fingerprint = model_fingerprint(model_dir)
+    todo = [t for t in names if redo or not _is_done(existing_results(rd, t), limit, fingerprint, num_fewshot)]
+    out: dict[str, Any] = {
+        "run_id": rd.run_id,
+        "model_dir": str(model_dir),
+        "limit": limit,
+        "evaluated": [],
+        "skipped": [t for t in names if t not in todo],
+        "files": {},
+        "results": {},
+        "seconds": {},
+        "device": None,
+    }
+    if todo:
+        import lm_eval
+        from lm_eval.utils import handle_non_serializable
+
+        tm = resolve_task_manager(todo, include_path)
+        dev = _default_device(device)
+        out["device"] = dev
+        with _env(DISABLE_MULTIPROC="1", TOKENIZERS_PARALLELISM="false"):
+            lm, model_args = _load_lm(model_dir, batch_size=batch_size, device=dev, dtype=dtype,
+                                      max_length=max_length)
+            for name in todo:
+                start = time.perf_counter()
+                log.info("run %s: evaluating %s (limit=%s)", rd.run_id, name, limit)
+                results = lm_eval.simple_evaluate(
+                    model=lm,
+                    tasks=[name],
+                    task_manager=tm,
+                    limit=limit,
+                    num_fewshot=num_fewshot,
+                    batch_size=batch_size,
+                    device=dev,
+                    log_samples=True,
+                    bootstrap_iters=bootstrap_iters,
+                )
+                if results is None:  # not rank 0 (never the case in one process)
+                    continue
+                loaded = (tm.loaded or {}).get("tasks", {})
+                added = add_correct_bpb(results, loaded)
+                samples = results.pop("samples", None)
+                seconds = time.perf_counter() - start
+                results["config"]["model"] = "hf"
+                results["config"]["model_args"] = model_args
+                results["config"]["limit"] = limit
+                results["ladder"] = {
+                    "format": FORMAT_VERSION,
+                    "task": name,
+                    "run_id": rd.run_id,
+                    "model_dir": str(model_dir),
+                    "model_fingerprint": fingerprint,
+                    "limit": limit,
+                    "num_fewshot": num_fewshot,
+                    "include_path": None if include_path is None else _jsonable(include_path),
+                    "seconds": round(seconds, 3),
+                    "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "added_metrics": {
+                        "bpb": "bits per byte of the correct choice's continuation (-loglik/ln2/bytes), mean over "
+                        "documents; added by ladder for multiple-choice tasks",
+                    } if added else {},
+                }
+                clean = _jsonable(json.loads(json.dumps(results, default=handle_non_serializable)))
+                path = results_file(rd, name)
+                if save_samples and samples:
+                    lines = []
+                    for task_samples in samples.values():
+                        for s in task_samples:
+                            lines.append(json.dumps(_jsonable(json.loads(
+                                json.dumps(s, default=handle_non_serializable))), ensure_ascii=False))
+                    layout.atomic_write_text(samples_file(rd, name), "\n".join(lines) + "\n")
+                layout.atomic_write_json(path, clean)
+                out["evaluated"].append(name)
+                out["seconds"][name] = round(seconds, 3)
+    for name in names:
+        data = existing_results(rd, name)
+        if data is None:
+            continue
+        out["files"][name] = str(results_file(rd, name))
+        for task, metrics in (data.get("results") or {}).items():
+            row = out["results"].setdefault(task, {})
+            for key, value in metrics.items():
+                metric = key.partition(",")[0]
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and "stderr" not in metric:
+                    row[metric] = float(value)
+    return out

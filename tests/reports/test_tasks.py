@@ -1,0 +1,145 @@
+"""Task scaling (two-step OLMo-ladder method): recovers known laws, covers the truth, says what is wrong."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ladder.errors import FitError
+from ladder.reports.tasks import collinear, fit_task, fit_tasks, sigmoid, task_columns
+
+SIG = (0.7, 0.25, -4.0, 2.5)  # a, b, k, L0
+HERO = {"params": 1e9, "tokens": 2e10}
+
+
+def nd_loss(n, d):
+    return 0.8 + 400 / n**0.34 + 100 / d**0.28
+
+
+def compute_loss(c):
+    return 0.9 + (1e16 / c) ** 0.3
+
+
+def ladder(seed=0, ratios=(10, 20, 40), law="nd", noise_loss=0.01, noise_acc=0.01, sizes=5):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in np.geomspace(1e6, 1e8, sizes):
+        for r in ratios:
+            d = r * n
+            c = 6 * n * d
+            loss = (nd_loss(n, d) if law == "nd" else compute_loss(c)) * np.exp(rng.normal(0, noise_loss))
+            acc = sigmoid(SIG, np.array([loss]))[0] + rng.normal(0, noise_acc)
+            rows.append({"run_id": f"r{len(rows)}", "status": "done", "params": n, "tokens": d, "flops": c,
+                         "task/code/bpb": loss, "task/code/acc": acc, "task/code/acc_norm": acc,
+                         "task/ppl/bits_per_byte": loss * 1.1})
+    return pd.DataFrame(rows)
+
+
+def test_two_step_fit_recovers_known_laws_and_the_interval_covers_the_hero():
+    fit = fit_task(ladder(1), "code", hero=HERO, n_boot=100, seed=0)
+    assert fit.step1.form == "nd" and fit.loss_metric == "bpb" and fit.acc_metric == "acc"
+    p1, p2 = fit.step1.params, fit.step2.params
+    assert p1["alpha"] == pytest.approx(0.34, abs=0.05)
+    assert p1["E"] == pytest.approx(0.8, abs=0.15)
+    assert p2["a"] == pytest.approx(0.7, abs=0.03) and p2["b"] == pytest.approx(0.25, abs=0.02)
+    assert p2["k"] == pytest.approx(-4.0, rel=0.15) and p2["L0"] == pytest.approx(2.5, abs=0.05)
+    true_loss = nd_loss(HERO["params"], HERO["tokens"])
+    true_acc = sigmoid(SIG, np.array([true_loss]))[0]
+    h = fit.hero
+    assert h.loss == pytest.approx(true_loss, rel=0.05) and h.acc == pytest.approx(true_acc, abs=0.02)
+    assert h.loss_interval[0] <= true_loss <= h.loss_interval[1]
+    assert h.acc_interval[0] <= true_acc <= h.acc_interval[1]
+    assert h.acc_prediction_interval[0] <= h.acc_interval[0] + 1e-9 or h.acc_prediction_interval[1] >= h.acc_interval[1]
+    assert h.flops_estimated and h.flops == pytest.approx(6 * 1e9 * 2e10)
+    assert fit.bootstrap["succeeded"] >= 90
+
+
+def test_hero_intervals_cover_the_truth_about_as_often_as_they_claim():
+    true_loss = nd_loss(HERO["params"], HERO["tokens"])
+    true_acc = sigmoid(SIG, np.array([true_loss]))[0]
+    covered_loss = covered_acc = 0
+    trials = 12
+    for seed in range(trials):
+        h = fit_task(ladder(200 + seed), "code", hero=HERO, n_boot=60, seed=seed).hero
+        covered_loss += h.loss_interval[0] <= true_loss <= h.loss_interval[1]
+        covered_acc += h.acc_interval[0] <= true_acc <= h.acc_interval[1]
+    # 90% intervals: 9 or more of 12 unless something is off (P(<= 8 | p = 0.9) is about 2.6%)
+    assert covered_loss >= 9 and covered_acc >= 9, (covered_loss, covered_acc)
+
+
+def test_fixed_ratio_ladder_uses_the_compute_form():
+    runs = ladder(1, ratios=(20,), law="compute", sizes=6)
+    assert collinear(runs["params"].to_numpy(), runs["tokens"].to_numpy())[0]
+    hero = {"flops": 1e20}
+    fit = fit_task(runs, "code", hero=hero, n_boot=100)
+    assert fit.step1.form == "compute" and "collinear" in fit.step1.reason
+    assert fit.step1.params["gamma"] == pytest.approx(0.3, abs=0.05)
+    true_loss = compute_loss(1e20)
+    true_acc = sigmoid(SIG, np.array([true_loss]))[0]
+    assert fit.hero.loss == pytest.approx(true_loss, rel=0.08)
+    assert fit.hero.acc_interval[0] <= true_acc <= fit.hero.acc_interval[1]
+    assert not fit.hero.flops_estimated
+    with pytest.raises(FitError, match="collinear"):
+        fit_task(runs, "code", form="nd", n_boot=0)
+
+
+def test_to_dict_is_plain_json_with_everything_to_plot():
+    runs = ladder(2)
+    runs.loc[0, "task/code/acc"] = np.nan  # a run without the accuracy is left out, with a warning
+    d = fit_task(runs, "code", hero=HERO, n_boot=30).to_dict()
+    text = json.dumps(d, allow_nan=False)
+    assert json.loads(text) == d
+    assert d["n_runs"] == 14 and any("left out" in w for w in d["warnings"])
+    point_keys = {"run_id", "params", "tokens", "flops", "loss", "loss_fit", "acc", "acc_fit", "acc_chain"}
+    assert point_keys <= set(d["points"][0])
+    assert len(d["curves"]["step1"]) == 3  # one per tokens/param ratio (the hero's 20 is one of them)
+    c = d["curves"]["step1"][0]
+    assert len(c["flops"]) == len(c["loss"]) == len(c["loss_lo"])
+    assert max(c["flops"]) >= 6 * 1e9 * 2e10
+    s2 = d["curves"]["step2"]
+    assert len(s2["loss"]) == len(s2["acc"]) == len(s2["acc_hi"]) and min(s2["loss"]) <= d["hero"]["loss"]
+    assert d["hero"]["acc_interval"][0] <= d["hero"]["acc"] <= d["hero"]["acc_interval"][1]
+    assert d["step1"]["formula"] and d["step2"]["formula"] and d["loss_column"] == "task/code/bpb"
+
+
+def test_perplexity_task_gets_step_one_only_and_fit_tasks_collects_errors():
+    runs = ladder(3)
+    runs["task/broken/acc"] = 0.3  # accuracy but no loss column
+    report = fit_tasks(runs, hero=HERO, n_boot=20)
+    assert set(report.fits) == {"code", "ppl"}
+    ppl = report.fits["ppl"]
+    assert ppl.loss_metric == "bits_per_byte" and ppl.step2 is None and ppl.hero.acc is None
+    assert ppl.curves["step2"] is None
+    report = fit_tasks(runs, ["code", "broken", "nope"], hero=HERO, n_boot=0)
+    assert "task loss" in report.errors["broken"] and "bpb" in report.errors["broken"]
+    assert "tasks present" in report.errors["nope"]
+    json.dumps(report.to_dict(), allow_nan=False)
+    assert task_columns(runs)["code"] == ["bpb", "acc", "acc_norm"]
+
+
+def test_error_messages():
+    runs = ladder(4)
+    with pytest.raises(FitError, match="at least 5"):
+        fit_task(runs.iloc[:4], "code")
+    with pytest.raises(FitError, match="step 1 needs at least 4"):
+        fit_task(runs.iloc[:3], "ppl")
+    with pytest.raises(FitError, match="no column 'task/code/exact_match'"):
+        fit_task(runs, "code", acc_metric="exact_match")
+    with pytest.raises(FitError, match="no task/"):
+        fit_tasks(runs.drop(columns=[c for c in runs.columns if c.startswith("task/")]))
+    with pytest.raises(FitError, match="hero needs flops, or params and tokens"):
+        fit_task(runs.iloc[:5], "code", hero={"params": 1e9}, form="compute", n_boot=0)
+    with pytest.raises(FitError, match="params and tokens"):
+        fit_task(runs, "code", hero={"flops": 1e20}, form="nd", n_boot=0)
+    failed = runs.copy()
+    failed.loc[:10, "status"] = "diverged"
+    with pytest.raises(FitError, match="4 runs"):
+        fit_task(failed, "code")
+
+
+def test_reports_tasks_does_not_import_torch():
+    code = "import sys, ladder.reports.tasks; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
