@@ -28,8 +28,12 @@ app = typer.Typer(
 )
 studies_app = typer.Typer(help="List, show and validate study specs.", no_args_is_help=True)
 model_app = typer.Typer(help="Parameter and FLOP accounting of Llama shapes.", no_args_is_help=True)
+data_app = typer.Typer(help="Tokenizers and tokenized corpora (cached, shared by every study).", no_args_is_help=True)
+tokenizer_app = typer.Typer(help="Train and evaluate byte-level BPE tokenizers.", no_args_is_help=True)
 app.add_typer(studies_app, name="studies")
 app.add_typer(model_app, name="model")
+app.add_typer(data_app, name="data")
+data_app.add_typer(tokenizer_app, name="tokenizer")
 
 JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON only.")
 
@@ -188,7 +192,7 @@ def plan(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan, write nothing."),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Expand a study into runs and write a directory per run (named by the hash of its spec).
+    """Expand a study into runs and write a directory per run, named by the hash of its spec.
 
     Prints each run's shape, size, tokens, FLOPs, batch, LR, steps and estimated wall time, and the
     ladder's cost as a percentage of the hero's compute. Planning again is a no-op; adding a value to an
@@ -242,6 +246,552 @@ def plan(
             f"wrote {written.study_dir}: {len(written.new)} new runs, {len(written.existing)} already planned"
             + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
         )
+
+
+# ---- data ------------------------------------------------------------------------------------------
+
+CORPUS_HELP = "A jsonl/parquet file or folder, a folder of .txt files, `embedded`, or hf:<dataset>[:<config>]."
+
+
+@tokenizer_app.command("train")
+def tokenizer_train(
+    corpus: str = typer.Argument(..., help=CORPUS_HELP),
+    vocab_size: int = typer.Option(..., "--vocab-size", help="Ids in the vocabulary, special tokens included."),
+    out_dir: Path = typer.Option(..., "--out", help="Folder to save the tokenizer in (loadable by transformers)."),
+    text_key: str = typer.Option("text", "--text-key", help="Column/key holding the text."),
+    max_bytes: Optional[str] = typer.Option(None, "--max-bytes", help="Read at most this much text, e.g. 64M."),
+    validation_fraction: float = typer.Option(0.02, "--validation-fraction",
+                                              help="Documents held out (never trained on), as in a study."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Train a byte-level BPE (EOS and pad special tokens) on a corpus's training documents."""
+    import time
+
+    from ladder.errors import SpecError
+    from ladder.model.config import parse_count
+    from ladder.model.corpus import iter_corpus_texts
+    from ladder.model.tokenizer import describe_tokenizer, train_tokenizer
+
+    cap = parse_count(max_bytes) if max_bytes else None
+    if cap is not None and (not isinstance(cap, (int, float)) or cap <= 0):
+        raise SpecError(f"--max-bytes {max_bytes!r}: must be a positive size such as 64M")
+    if vocab_size < 259:
+        raise SpecError(f"--vocab-size {vocab_size}: a byte-level BPE needs at least 259 ids (256 bytes + specials)")
+    start = time.perf_counter()
+    texts = iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction,
+                              max_bytes=int(cap) if cap else None)
+    path = train_tokenizer(texts, vocab_size, out_dir)
+    info = {"tokenizer": str(path), "seconds": time.perf_counter() - start, **describe_tokenizer(path)}
+    if as_json:
+        print_json(info)
+        return
+    out.print(f"trained a {info.get('vocab_size', vocab_size)}-id byte-level BPE in {info['seconds']:.1f}s: "
+              f"{out_dir.resolve()}")
+
+
+@tokenizer_app.command("eval")
+def tokenizer_eval(
+    tokenizer_dir: Path = typer.Argument(..., help="A tokenizer folder (or tokenizer.json)."),
+    corpus: str = typer.Argument(..., help=CORPUS_HELP),
+    text_key: str = typer.Option("text", "--text-key"),
+    max_bytes: str = typer.Option("8M", "--max-bytes", help="Evaluate on at most this much held-out text."),
+    validation_fraction: float = typer.Option(0.02, "--validation-fraction"),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Bytes per token, tokens per word, vocabulary usage and exact round trip on held-out text."""
+    from ladder.errors import DataError
+    from ladder.model.config import parse_count
+    from ladder.model.corpus import iter_corpus_texts
+    from ladder.model.tokenizer import evaluate_tokenizer
+
+    cap = int(parse_count(max_bytes))
+    texts = list(iter_corpus_texts(corpus, text_key, split="validation", validation_fraction=validation_fraction,
+                                   max_bytes=cap))
+    if not texts:
+        raise DataError(f"{corpus}: no held-out documents to evaluate on (try a larger --validation-fraction)")
+    m = evaluate_tokenizer(tokenizer_dir, texts)
+    if as_json:
+        print_json(m)
+        return
+    table = Table("metric", "value", title=f"tokenizer {tokenizer_dir} on {m['texts']:,} held-out documents")
+    table.add_row("bytes per token", f"{m['bytes_per_token']:.3f}")
+    table.add_row("tokens per word", f"{m['tokens_per_word']:.3f}")
+    table.add_row("vocabulary used", f"{m['vocab_used']:,}/{m['vocab_size']:,} ({100 * m['vocab_usage']:.1f}%)")
+    table.add_row("exact round trip", "yes" if m["roundtrip_ok"] else f"NO ({m['roundtrip_failures']} texts)")
+    out.print(table)
+    if not m["roundtrip_ok"]:
+        raise typer.Exit(1)
+
+
+@data_app.command("prepare")
+def data_prepare(
+    study: str = typer.Argument(..., help="A study YAML file, built-in name or planned study directory."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Tokenization tasks at once (default: CPUs)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Tokenize a study's corpus into cached datatrove shards (resumable; shared by every study that uses the
+    same corpus and tokenizer)."""
+    from ladder.model.data import describe, prepare_data
+    from ladder.studies import load_study
+
+    spec = load_study(study)
+    prepared = prepare_data(spec.data, spec.model.vocab_size, workers=workers, progress=not as_json)
+    info = describe(prepared)
+    if as_json:
+        print_json(info)
+        return
+    out.print(
+        f"data ready: {prepared.train_tokens:,} train and {prepared.val_tokens:,} validation tokens, "
+        f"vocabulary {prepared.vocab_size:,} ({prepared.root})"
+    )
+
+
+@app.command()
+def sanity(
+    study: str = typer.Argument("default", help="A study YAML file, built-in name or planned study directory."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Overfit ~100 short documents with the study's smallest model: the first debugging test.
+
+    Passes when the loss on memorizable tokens falls below 0.05 nats/token and greedy generation reproduces
+    the documents; also checks the initial loss (near ln vocab) and that every parameter gets a gradient. On
+    failure it names the suspect stage. Exits 1 when the check fails.
+    """
+    from ladder.model.data import prepare_data
+    from ladder.model.sanity import run_sanity
+    from ladder.plan import expand
+    from ladder.studies import load_study
+
+    spec = load_study(study)
+    prepared = prepare_data(spec.data, spec.model.vocab_size, progress=not as_json)
+    smallest = min(expand(spec).runs, key=lambda r: r.shape.params_total).shape
+    report = run_sanity(prepared, smallest)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        out.print(report.summary())
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+# ---- running the ladder ----------------------------------------------------------------------------
+
+EXECUTOR_HELP = "slurm | local | debug (default: the study's executor.kind)."
+
+
+def _executor_spec(
+    study_dir: Path,
+    kind: Optional[str],
+    overrides: dict,
+) -> "ExecutorSpec":  # noqa: F821
+    """The study's executor section with the command line's options laid over it, validated."""
+    from pydantic import ValidationError
+
+    from ladder.errors import SpecError
+    from ladder.plan import read_plan
+    from ladder.studies.spec import ExecutorSpec
+
+    study, _ = read_plan(study_dir)
+    data = study.executor.model_dump()
+    if kind is not None:
+        data["kind"] = kind
+    for section, values in overrides.items():
+        data[section].update({k: v for k, v in values.items() if v is not None})
+    try:
+        return ExecutorSpec.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise SpecError(f"executor.{field} = {first.get('input')!r}: {first['msg']}") from None
+
+
+def _parse_sbatch(pairs: list[str]) -> dict:
+    from ladder.errors import SpecError
+
+    extra = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SpecError(f"--sbatch {pair!r}: use KEY=VALUE, e.g. --sbatch exclusive=true")
+        extra[key.strip().lstrip("-")] = value
+    return extra
+
+
+def _parse_gpus(gpus: Optional[str]) -> Optional[list[int]]:
+    from ladder.errors import SpecError
+
+    if gpus is None:
+        return None
+    try:
+        return [int(g) for g in gpus.split(",") if g.strip()]
+    except ValueError:
+        raise SpecError(f"--gpus {gpus!r}: use GPU ids separated by commas, e.g. --gpus 0,1") from None
+
+
+@app.command()
+def train(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `ladder plan` (holds spec.json)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: torch's choice)."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: cuda if available)."),
+) -> None:
+    """Train one planned run in the foreground, preparing its data through the shared cache first.
+
+    Resumes from the run's checkpoint if there is one. Ctrl-C (or SIGTERM/SIGUSR2) finishes the step in
+    flight, writes a checkpoint and exits; run the command again to continue.
+    """
+    from ladder import layout
+    from ladder.errors import StateError
+    from ladder.jobs import run_one
+    from ladder.model.train import Preempted
+
+    rd = layout.RunDir(run_dir)
+    if not rd.spec.is_file():
+        raise StateError(f"{run_dir} is not a run directory (no {layout.SPEC}); run `ladder plan` first")
+    try:
+        result = run_one(rd.path, threads=threads, device=device, progress=True)
+    except Preempted as exc:
+        err.print(f"[yellow]stopped[/]: {exc}; run `ladder train {run_dir}` again to resume")
+        raise typer.Exit(exc.exit_code) from None
+    if result.get("status") == "busy":
+        raise StateError(f"{run_dir} is being trained by another process (pid in {rd.lock})")
+    out.print(
+        f"{result.get('status')}: final eval loss {result.get('final_eval_loss')}, "
+        f"train loss {result.get('final_train_loss')}, {result.get('tokens'):,} tokens in "
+        f"{human_seconds(result.get('wall_time_s'))}"
+    )
+    if result.get("status") != "done":
+        raise typer.Exit(1)
+
+
+@app.command()
+def submit(
+    study_dir: Path = typer.Argument(..., help="A planned study directory."),
+    executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    run: Optional[list[str]] = typer.Option(None, "--run", help="Only this run id (repeatable)."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Also resubmit failed runs."),
+    partition: Optional[str] = typer.Option(None, help="SLURM partition."),
+    account: Optional[str] = typer.Option(None, help="SLURM account."),
+    qos: Optional[str] = typer.Option(None, help="SLURM QOS."),
+    time_min: Optional[int] = typer.Option(None, "--time-min", help="SLURM time limit per job, minutes."),
+    gpus_per_task: Optional[int] = typer.Option(None, "--gpus-per-task", help="SLURM GPUs per run."),
+    cpus_per_task: Optional[int] = typer.Option(None, "--cpus-per-task", help="SLURM CPUs per run."),
+    mem_gb: Optional[float] = typer.Option(None, "--mem-gb", help="SLURM memory per run, GB."),
+    constraint: Optional[str] = typer.Option(None, help="SLURM constraint."),
+    array_parallelism: Optional[int] = typer.Option(None, "--array-parallelism", help="SLURM array tasks at once."),
+    sbatch: Optional[list[str]] = typer.Option(None, "--sbatch", help="Extra sbatch option KEY=VALUE (repeatable)."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1 (none: CPU)."),
+    runs_per_gpu: Optional[int] = typer.Option(None, "--runs-per-gpu", help="Local: runs sharing one GPU."),
+    cpus_per_run: Optional[int] = typer.Option(None, "--cpus-per-run", help="Local: threads per run."),
+    parallel: Optional[int] = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Submit every unfinished run once: SLURM job arrays, local workers, or in-process debug.
+
+    Runs that are done or whose jobs are alive are skipped, so submitting again submits nothing;
+    `--retry-failed` resubmits failed runs; interrupted and cancelled runs resume from their checkpoints.
+    Job ids are recorded in the study's jobs.json.
+    """
+    from ladder.submit import submit as do_submit
+
+    ex = _executor_spec(
+        study_dir,
+        executor,
+        {
+            "slurm": dict(partition=partition, account=account, qos=qos, time_min=time_min,
+                          gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
+                          constraint=constraint, array_parallelism=array_parallelism,
+                          additional=_parse_sbatch(sbatch or []) or None),
+            "local": dict(gpus=_parse_gpus(gpus), runs_per_gpu=runs_per_gpu, cpus_per_run=cpus_per_run,
+                          parallel=parallel),
+        },
+    )
+    result = do_submit(study_dir, ex, run_ids=run, retry_failed=retry_failed)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for run_id in result.submitted:
+        out.print(f"submitted {run_id} ({ex.kind}, job {','.join(result.job_ids.get(run_id, []))})")
+    for run_id, why in result.skipped.items():
+        out.print(f"[dim]skipped {run_id}: {why}[/]")
+    out.print(f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {study_dir} --watch`")
+
+
+def _status_table(rows, title: str) -> Table:
+    table = Table("run", "variant", "size", "state", "progress", "train loss", "eval loss", "tok/s", "ETA", "job",
+                  title=title, title_justify="left")
+    colours = {"done": "green", "failed": "red", "diverged": "red", "running": "cyan", "queued": "yellow",
+               "cancelled": "magenta", "interrupted": "yellow"}
+    for r in rows:
+        state = f"[{colours.get(r.state, 'white')}]{r.state}[/]"
+        if r.error:
+            state += f"\n[dim]{r.error[:80]}[/]"
+        table.add_row(
+            r.run_id, r.variant, r.size, state,
+            f"{r.tokens_done:,}/{r.tokens_planned:,} ({100 * r.progress:.0f}%)",
+            f"{r.train_loss:.4f}" if r.train_loss is not None else "-",
+            f"{r.eval_loss:.4f}" if r.eval_loss is not None else "-",
+            f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
+            human_seconds(r.eta_s), r.job_id or "-",
+        )
+    return table
+
+
+def _totals_line(t: dict) -> str:
+    states = ", ".join(f"{n} {s}" for s, n in t["states"].items() if n)
+    return f"{t['runs']} runs: {states}; {t['tokens_done']:,}/{t['tokens_planned']:,} tokens ({100 * t['progress']:.0f}%)"
+
+
+@app.command()
+def status(
+    study_dir: Path = typer.Argument(..., help="A planned study directory."),
+    watch: bool = typer.Option(False, "--watch", help="Keep a live display until every run has ended."),
+    interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes with --watch."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Show each run's state, progress, losses, throughput, ETA and job id.
+
+    States: planned, queued, running, interrupted (resumable), done, failed, diverged, cancelled; a failed
+    run shows its error. Totals follow the table."""
+    from ladder.status import study_status, totals, wait
+
+    if watch and not as_json:
+        from rich.console import Group
+        from rich.live import Live
+
+        with Live(console=out, refresh_per_second=2) as live:
+            def show(rows):
+                live.update(Group(_status_table(rows, f"status: {study_dir}"), _totals_line(totals(rows))))
+
+            rows = wait(study_dir, poll_s=interval, on_update=show)
+        return
+    rows = study_status(study_dir)
+    if as_json:
+        print_json({"runs": [r.to_dict() for r in rows], "totals": totals(rows)})
+        return
+    out.print(_status_table(rows, f"status: {study_dir}"))
+    out.print(_totals_line(totals(rows)))
+
+
+@app.command()
+def collect(
+    study_dir: Path = typer.Argument(..., help="A planned study directory."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Gather finished runs into results.parquet/.csv and their curves into curves.parquet.
+
+    Reads only the files the runs wrote; a run with missing or corrupt files is reported and left out."""
+    from ladder.collect import collect as do_collect
+    from ladder.collect import write_collected
+
+    c = do_collect(study_dir)
+    paths = write_collected(study_dir, c)
+    payload = {
+        "rows": len(c.runs),
+        "files": [str(p) for p in paths],
+        "problems": [{"run_id": p.run_id, "file": p.file, "what": p.what} for p in c.problems],
+        "pending": c.pending,
+        "failed": c.failed,
+    }
+    if as_json:
+        print_json(payload)
+        return
+    for p in c.problems:
+        err.print(f"[yellow]left out[/] {p}")
+    if c.failed:
+        err.print(f"[red]{len(c.failed)} runs failed[/] (see `ladder status {study_dir}`): {', '.join(c.failed)}")
+    if c.pending:
+        out.print(f"{len(c.pending)} runs not finished yet: {', '.join(c.pending)}")
+    out.print(f"collected {len(c.runs)} runs into {paths[0]} (and .csv, {paths[2].name})")
+
+
+@app.command()
+def cancel(
+    study_dir: Path = typer.Argument(..., help="A planned study directory."),
+    run: Optional[list[str]] = typer.Option(None, "--run", help="Only this run id (repeatable)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Cancel queued and running jobs (all, or those given with --run).
+
+    Running runs checkpoint first, so a later `ladder submit` resumes them."""
+    from ladder.submit import cancel as do_cancel
+
+    cancelled = do_cancel(study_dir, run)
+    if as_json:
+        print_json({"cancelled": cancelled})
+        return
+    out.print(f"cancelled {len(cancelled)} runs" + (f": {', '.join(cancelled)}" if cancelled else ""))
+
+
+@app.command()
+def fit(
+    study_dir: Optional[Path] = typer.Argument(None, help="A collected study directory (writes its fit.json)."),
+    runs: Optional[Path] = typer.Option(None, "--runs", help="Instead: any CSV or parquet of runs with columns "
+                                        "params, tokens, loss (optional flops, lr, batch_size, variant, axes)."),
+    predict: Optional[list[str]] = typer.Option(None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 "
+                                                "(repeatable)."),
+    bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap resamples for the 90% intervals."),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Fit scaling laws and forecast the hero: loss law with 90% intervals, backtest, hyperparameter laws,
+    ablation effects and a recommended hero configuration.
+
+    L(N, D) = E + A/N^alpha + B/D^beta (Chinchilla Approach 3, Huber loss on log-loss, bootstrap over runs);
+    IsoFLOP (Approach 2) when the study has budgets; L(C) on the compute-optimal frontier; a backtest that
+    refits without the largest rung and reports its forecast error. N is in the study's parameter convention.
+    """
+    from ladder.errors import LadderError
+    from ladder.reports.fit import fit_runs_file, fit_study
+    from ladder.reports.summary import print_fit
+
+    if (study_dir is None) == (runs is None):
+        raise LadderError("give a study directory or --runs FILE (exactly one)")
+    if runs is not None:
+        result = fit_runs_file(runs, predict=predict or [], n_boot=bootstrap, seed=seed)
+    else:
+        from ladder import layout
+        from ladder.collect import read_results
+        from ladder.plan import read_plan
+
+        study, _ = read_plan(study_dir)
+        result = fit_study(read_results(study_dir), study=study, predict=predict or [], n_boot=bootstrap, seed=seed)
+        result.write(layout.StudyDir(study_dir).fit)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    print_fit(result, out)
+    if study_dir is not None:
+        out.print(f"wrote {study_dir / 'fit.json'}")
+
+
+@app.command()
+def report(
+    study_dir: Path = typer.Argument(..., help="A study directory (collected and fitted for the full report)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: <study>/report/)."),
+    formats: str = typer.Option("html,pdf", "--format", help="html, pdf or html,pdf."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Render the study's report: one self-contained report.html (works offline) and a paginated report.pdf.
+
+    Headline (recommended hero, forecast with its interval, ladder cost, backtest error), the ladder, loss
+    curves, scaling fits with the hero extrapolation, IsoFLOP, LR/batch laws, ablations, residuals, run
+    health, task forecasts and reproducibility. Sections without data say so in one line.
+    """
+    from ladder.errors import SpecError
+    from ladder.reports.render import render_report
+
+    try:
+        paths = render_report(study_dir, out_dir, formats=formats)
+    except ValueError as exc:
+        raise SpecError(f"--format {formats!r}: {exc}") from None
+    if as_json:
+        print_json({k: str(v) for k, v in paths.items()})
+        return
+    for kind, path in paths.items():
+        out.print(f"{kind}: {path}")
+
+
+@app.command("eval")
+def eval_cmd(
+    study_dir: Path = typer.Argument(..., help="A study directory with finished runs."),
+    tasks: Optional[str] = typer.Option(None, "--tasks", help="lm-eval task names, comma separated "
+                                        "(default: the shipped offline tasks ladder_py_next_line, ladder_py_ppl)."),
+    include_path: Optional[Path] = typer.Option(None, "--include-path", help="A folder of your own lm-eval task YAMLs."),
+    limit: Optional[float] = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
+    executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    batch_size: int = typer.Option(16, "--batch-size"),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda (default: cuda if available)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Run the lm-evaluation-harness on every finished run's checkpoint; results land in each run's lm_eval/.
+
+    Finished evaluations are not redone. `ladder collect` then adds task/<task>/<metric> columns, and `ladder
+    fit` forecasts the hero's task loss and accuracy from them.
+    """
+    from ladder.submit import submit_evals
+
+    task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    ex = _executor_spec(study_dir, executor, {})
+    res = submit_evals(study_dir, ex, tasks=task_list, include_path=include_path, limit=limit,
+                       batch_size=batch_size, device=device)
+    if as_json:
+        print_json(res)
+        return
+    if not res["evaluated"]:
+        out.print("nothing to evaluate: every finished run already has these results")
+        return
+    table = Table("run", "task", "metric", "value", title="lm-eval results", title_justify="left")
+    for run_id, results in res["results"].items():
+        for task, metrics in results.items():
+            for metric, value in metrics.items():
+                if isinstance(value, (int, float)) and metric != "sample_len":
+                    table.add_row(run_id, task, metric, f"{value:.4f}")
+    out.print(table)
+    out.print(f"evaluated {len(res['evaluated'])} runs; `ladder collect {study_dir}` adds them to the results")
+
+
+@app.command("run")
+def run_cmd(
+    study: str = typer.Argument("default", help="A study YAML file or built-in name (default: `default`)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
+    executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    parallel: Optional[int] = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1."),
+    skip_sanity: bool = typer.Option(False, "--skip-sanity", help="Do not overfit a tiny set first."),
+) -> None:
+    """The main job: plan, prepare data, sanity-check, submit, wait, collect, fit and report.
+
+    Resumable: run it again after Ctrl-C or a crash and it continues where it stopped (finished runs are
+    kept, interrupted ones resume from their checkpoints, live jobs are waited for, not resubmitted).
+    """
+    from rich.console import Group
+    from rich.live import Live
+
+    from ladder.pipeline import run_study
+    from ladder.plan import default_study_dir
+    from ladder.studies import load_study
+    from ladder.studies.spec import ExecutorSpec
+    from ladder.status import totals
+
+    spec = load_study(study)
+    target = out_dir or default_study_dir(spec)
+    ex = spec.executor.model_dump()
+    if executor:
+        ex["kind"] = executor
+    if parallel is not None:
+        ex["local"]["parallel"] = parallel
+    if gpus is not None:
+        ex["local"]["gpus"] = _parse_gpus(gpus)
+    ex_spec = ExecutorSpec.model_validate(ex)
+
+    live = Live(console=out, refresh_per_second=2, transient=False)
+
+    def on_status(rows):
+        if not live.is_started:
+            live.start()
+        live.update(Group(_status_table(rows, f"training: {spec.name}"), _totals_line(totals(rows))))
+
+    try:
+        outcome = run_study(study, out_dir=target, executor=ex_spec, log=lambda m: out.print(f"[bold]>[/] {m}"),
+                            on_status=on_status, skip_sanity=skip_sanity)
+    except KeyboardInterrupt:
+        if live.is_started:
+            live.stop()
+        err.print(f"[yellow]interrupted[/]: runs checkpoint as they stop; `ladder run {study}` continues")
+        raise typer.Exit(130) from None
+    finally:
+        if live.is_started:
+            live.stop()
+    if outcome.runs_failed:
+        err.print(f"[red]{len(outcome.runs_failed)} runs failed or diverged[/]: {', '.join(outcome.runs_failed)}")
+    if outcome.fit_result is not None:
+        from ladder.reports.summary import print_fit
+
+        print_fit(outcome.fit_result, out)
+    if outcome.report:
+        out.print(f"[bold green]report[/]: {outcome.report}")
+    elif outcome.stopped_after:
+        out.print(f"stopped after {outcome.stopped_after}: results in {target}")
 
 
 def main() -> None:
