@@ -14,6 +14,7 @@ if [ "$(id -u)" = 0 ]; then
     if ! { [ -f "$SLURM_HOME/env.sh" ] && (source "$SLURM_HOME/env.sh" && scontrol ping >/dev/null 2>&1); }; then
         slurm_started=1
     fi
+    mkdir -p .cache
     bash scripts/slurm-up.sh > .cache/slurm-up.log 2>&1 || { tail -30 .cache/slurm-up.log; exit 1; }
     source "$SLURM_HOME/env.sh"
     export LADDER_TEST_SLURM=1
