@@ -383,7 +383,7 @@ def _executor_spec(
     study_dir: Path,
     kind: Optional[str],
     overrides: dict,
-) -> "ExecutorSpec":  # noqa: F821
+):
     """The study's executor section with the command line's options laid over it, validated."""
     from pydantic import ValidationError
 

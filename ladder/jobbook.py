@@ -12,7 +12,6 @@ import json
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
 from ladder import layout

@@ -123,7 +123,8 @@ class WorkerJob(submitit.helpers.Checkpointable):
 
     def __call__(self) -> dict[str, Any]:
         from ladder.model.train import Preempted
-        from ladder.status import is_cancelled, result_status
+        from ladder.jobbook import is_cancelled
+        from ladder.status import result_status
 
         sd = layout.StudyDir(Path(self.study_dir))
         outcomes: dict[str, Any] = {}

@@ -113,21 +113,42 @@ def estimate_wall_s(run: RunSpec, hardware: str) -> float:
     return seconds
 
 
-def _rule_lr(study: StudySpec, shape: ModelShape, flops: float) -> float:
+def rule_lr(study: StudySpec, shape: ModelShape, flops: float) -> tuple[float, str]:
+    """The study's default peak LR at a shape, and where it comes from (the plan and the recommendation
+    both use it)."""
     t = study.training
     if t.lr != "auto":
-        return float(t.lr)
-    lr = olmo_lr(shape.params_non_embedding) if t.lr_rule == "olmo" else deepseek_lr(flops)
+        return float(t.lr), "study: training.lr"
+    if t.lr_rule == "olmo":
+        lr = olmo_lr(shape.params_non_embedding)
+        text = "study rule: olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)"
+    else:
+        lr = deepseek_lr(flops)
+        text = "study rule: deepseek LR = 0.3118 C^-0.125"
     lr *= t.lr_scale
-    return min(lr, t.lr_max) if t.lr_max is not None else lr
+    if t.lr_scale != 1:
+        text += f" x lr_scale {t.lr_scale:g}"
+    if t.lr_max is not None and lr > t.lr_max:
+        lr = t.lr_max
+        text += f", clamped at lr_max {t.lr_max:g}"
+    return float(lr), text
 
 
-def _rule_batch(study: StudySpec, shape: ModelShape, flops: float) -> float:
+def rule_batch_tokens(study: StudySpec, shape: ModelShape, flops: float) -> tuple[float, str]:
+    """The study's default batch in tokens at a shape (before rounding to whole sequences), and where it comes
+    from."""
     t = study.training
     if t.batch_tokens != "auto":
-        return float(t.batch_tokens)
-    raw = olmo_batch_tokens(shape.params_non_embedding) if t.batch_rule == "olmo" else deepseek_batch_tokens(flops)
-    return raw * t.batch_scale
+        return float(t.batch_tokens), "study: training.batch_tokens"
+    if t.batch_rule == "olmo":
+        raw = olmo_batch_tokens(shape.params_non_embedding)
+        text = "study rule: olmo batch = 160 (N_non_embedding / 108M)^(2/3) x 2048 tokens"
+    else:
+        raw = deepseek_batch_tokens(flops)
+        text = "study rule: deepseek batch = 0.292 C^0.3271 tokens"
+    if t.batch_scale != 1:
+        text += f" x batch_scale {t.batch_scale:g}"
+    return float(raw * t.batch_scale), text
 
 
 @dataclass(frozen=True)
@@ -225,14 +246,14 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
     approx_flops = fpt * tokens_wanted
     t = study.training
 
-    batch = _rule_batch(study, shape, approx_flops)
+    batch, _ = rule_batch_tokens(study, shape, approx_flops)
     if "batch_tokens" in combo:
         batch = float(combo["batch_tokens"])
     elif "batch_multipliers" in combo:
         batch *= combo["batch_multipliers"]
     batch_tokens = round_batch(batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
 
-    lr = _rule_lr(study, shape, approx_flops)
+    lr, _ = rule_lr(study, shape, approx_flops)
     if "lr" in combo:
         lr = float(combo["lr"])
     elif "lr_multipliers" in combo:

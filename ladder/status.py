@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from ladder import jobbook, layout
-from ladder.jobbook import is_cancelled  # noqa: F401 - re-exported for the node-side worker
 from ladder.jobs import lock_holder
 from ladder.model.config import RunSpec
 from ladder.plan import read_plan

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from ladder import layout
-from ladder.plan import expand, write_plan
+from ladder.plan import expand
 from ladder.studies import builtin_names, load_study
 from tests.cli_helpers import run_cli
 

@@ -3,10 +3,7 @@ local SLURM cluster (scripts/slurm-up.sh), including preemption and requeue."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 

@@ -106,7 +106,7 @@ class ScheduleConfig(Strict):
 
 class DivergenceConfig(Strict):
     spike_factor: float = Field(default=2.0, gt=1, description="loss above factor x its running minimum ...")
-    patience: int = Field(default=20, ge=1, description="... for this many consecutive logged steps diverges")
+    patience: int = Field(default=20, ge=1, description="... for this many consecutive steps diverges")
 
 
 class RunSpec(Strict):

@@ -6,9 +6,8 @@ loads with no ladder code (and so does lm-evaluation-harness). No biases anywher
 N(0, ``shape.init_std``) by transformers' own initialiser, norm gains set to one.
 
 transformers v5 requires ``d_model`` to be a multiple of ``n_heads`` (``LlamaConfig.validate_architecture``) even
-when ``head_dim`` is given explicitly, so a shape that breaks that rule cannot become a loadable checkpoint:
-:func:`llama_config` rejects it with a :class:`~ladder.errors.SpecError` naming the numbers. Likewise RoPE
-needs an even ``head_dim``.
+when ``head_dim`` is given explicitly, and RoPE needs an even ``head_dim``: ``ModelShape`` refuses both, so every
+shape that exists can become a loadable checkpoint.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from __future__ import annotations
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from ladder.errors import SpecError
 from ladder.model.shape import ModelShape
 
 
@@ -30,17 +28,6 @@ def llama_config(
 ) -> LlamaConfig:
     """The ``LlamaConfig`` of ``shape``. ``max_position_embeddings`` is the larger of ``shape.max_seq_len`` and
     ``seq_len``; token ids default to none (set them from the tokenizer so that ``generate`` stops at EOS)."""
-    if shape.d_model % shape.n_heads:
-        raise SpecError(
-            f"shape {shape.describe()}: d_model={shape.d_model} is not a multiple of n_heads={shape.n_heads}; "
-            "transformers' LlamaConfig refuses such a model (even with an explicit head_dim), so it could not be "
-            "loaded back. Pick n_heads dividing d_model."
-        )
-    if shape.head_dim % 2:
-        raise SpecError(
-            f"shape {shape.describe()}: head_dim={shape.head_dim} is odd; RoPE rotates pairs of dimensions, so "
-            "transformers requires an even head_dim"
-        )
     max_pos = max(shape.max_seq_len, seq_len or 0)
     return LlamaConfig(
         vocab_size=shape.vocab_size,

@@ -41,6 +41,13 @@ class ModelShape(BaseModel):
                 f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads} "
                 "(grouped-query attention needs a whole number of query heads per KV head)"
             )
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads} (transformers' Llama needs "
+                "a whole number of hidden units per head)"
+            )
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim={self.head_dim} is odd: rotary embeddings need an even head_dim")
         return self
 
     # ---- parameter counts -------------------------------------------------------------------------

@@ -147,6 +147,9 @@ class Preempted(Exception):
     def exit_code(self) -> int:
         return 128 + self.signum
 
+    def __reduce__(self):  # picklable (submitit pickles a job's exception into its result file)
+        return (type(self), (self.signum, self.step, self.checkpoint))
+
 
 class Windows(Protocol):
     """What the trainer reads: ``len()`` windows of ``seq_len + 1`` tokens; ``batch(indices)`` stacks them."""

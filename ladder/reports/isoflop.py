@@ -221,7 +221,6 @@ def fit_isoflop(
     for j, ((c, idx), good) in enumerate(zip(groups, ok)):
         if not good:
             continue
-        ln = np.log(r.params[idx])
         row = {
             "flops": c,
             "n_runs": len(idx),

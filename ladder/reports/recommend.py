@@ -30,17 +30,10 @@ from typing import Any
 import yaml
 
 from ladder.model.config import format_count
-from ladder.model.recipe import (
-    deepseek_batch_tokens,
-    deepseek_lr,
-    olmo_batch_tokens,
-    olmo_lr,
-    plan_steps,
-    round_batch,
-)
+from ladder.model.recipe import plan_steps, round_batch
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import shape_for_params
-from ladder.plan import family_rules
+from ladder.plan import family_rules, rule_batch_tokens, rule_lr
 from ladder.reports.hparams import jsonable
 from ladder.studies.spec import StudySpec
 
@@ -106,42 +99,6 @@ def hero_shape(study: StudySpec, params: float, *, tied: bool, aspect_ratio: flo
     seq_len = study.hero.seq_len or study.data.seq_len
     rules = family_rules(study, seq_len)
     return shape_for_params(int(round(params)), study.ladder.param_count, aspect_ratio, rules, tied)
-
-
-def rule_lr(study: StudySpec, shape: ModelShape, flops: float) -> tuple[float, str]:
-    """The study's LR rule at a shape (same arithmetic as ``ladder plan``), and its description."""
-    t = study.training
-    if t.lr != "auto":
-        return float(t.lr), "study: training.lr"
-    if t.lr_rule == "olmo":
-        lr = olmo_lr(shape.params_non_embedding)
-        text = "study rule: olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)"
-    else:
-        lr = deepseek_lr(flops)
-        text = "study rule: deepseek LR = 0.3118 C^-0.125"
-    lr *= t.lr_scale
-    if t.lr_scale != 1:
-        text += f" x lr_scale {t.lr_scale:g}"
-    if t.lr_max is not None and lr > t.lr_max:
-        lr = t.lr_max
-        text += f", clamped at lr_max {t.lr_max:g}"
-    return float(lr), text + " at the hero's size"
-
-
-def rule_batch_tokens(study: StudySpec, shape: ModelShape, flops: float) -> tuple[float, str]:
-    """The study's batch rule at a shape (same arithmetic as ``ladder plan``, before rounding)."""
-    t = study.training
-    if t.batch_tokens != "auto":
-        return float(t.batch_tokens), "study: training.batch_tokens"
-    if t.batch_rule == "olmo":
-        raw = olmo_batch_tokens(shape.params_non_embedding)
-        text = "study rule: olmo batch = 160 (N_non_embedding / 108M)^(2/3) x 2048 tokens"
-    else:
-        raw = deepseek_batch_tokens(flops)
-        text = "study rule: deepseek batch = 0.292 C^0.3271 tokens"
-    if t.batch_scale != 1:
-        text += f" x batch_scale {t.batch_scale:g}"
-    return float(raw * t.batch_scale), text + " at the hero's size"
 
 
 def _law_value(trend: Any | None, what: str) -> tuple[float | None, list | None, str | None]:
@@ -324,6 +281,7 @@ def recommend(
         lr, sources["lr"] = lr_fit, lr_text
     else:
         lr, text = rule_lr(study, shape, flops0)
+        text += " at the hero's size"
         sources["lr"] = text + (f" (no LR law: {lr_text})" if lr_text else "")
         lr_ci = None
     b_fit, b_ci, b_text = _law_value(None if hparams is None else hparams.batch, "batch_tokens")
@@ -331,6 +289,7 @@ def recommend(
         raw_batch, sources["batch_tokens"] = b_fit, b_text + ", rounded to whole sequences"
     else:
         raw_batch, text = rule_batch_tokens(study, shape, flops0)
+        text += " at the hero's size"
         sources["batch_tokens"] = text + ", rounded to whole sequences" + (f" (no batch law: {b_text})" if b_text else "")
         b_ci = None
     batch = round_batch(raw_batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)

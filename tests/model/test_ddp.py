@@ -13,6 +13,7 @@ import pytest
 
 from ladder.layout import RunDir
 from ladder.model.train import train
+from tests.model.test_train import one_thread  # noqa: F401 - an autouse fixture
 from tests.model.test_train import REPO, SUBPROCESS_CODE, make_run, make_spec, metrics, subprocess_env, tiny_data
 
 

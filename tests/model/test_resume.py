@@ -4,6 +4,7 @@ restarted ends with bit-identical final losses (CPU, fp32, one thread), and metr
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import signal
 import subprocess
@@ -16,7 +17,8 @@ import pytest
 from ladder.layout import RunDir
 from ladder.model.checkpoint import latest_checkpoint
 from ladder.model.train import Preempted, train
-from tests.model.test_train import (
+from tests.model.test_train import (  # noqa: F401 - one_thread is an autouse fixture
+    one_thread,
     REPO,
     SUBPROCESS_CODE,
     make_run,
@@ -154,6 +156,8 @@ def test_signal_mid_step_checkpoints_at_the_boundary_raises_preempted_and_resume
     finally:
         T._Trainer._train_step = original
     assert info.value.signum == sig and info.value.step == 4 and info.value.exit_code == 128 + sig
+    again = pickle.loads(pickle.dumps(info.value))  # submitit pickles job exceptions
+    assert (again.signum, again.step, str(again)) == (sig, 4, str(info.value))
     assert latest_checkpoint(RunDir(run))[0] == 4 and not (run / "result.json").exists()
     assert signal.getsignal(sig) is before
     result = train(run, dataset=tiny_data())

@@ -7,13 +7,20 @@ import torch
 from ladder.model.sanity import run_sanity, sanity_check
 from ladder.model.shape import ModelShape
 
-torch.set_num_threads(1)
-
 PARAGRAPH = (
     "Scaling laws predict the loss of a large language model from small runs. A ladder trains several small "
     "models with the same recipe, fits a power law to their final losses, and forecasts the big run before anyone "
     "spends the compute on it."
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One torch thread (the CPU is shared; the subprocess tests use one too, for bit-identical results)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def tiny(vocab=300):

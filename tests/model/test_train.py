@@ -18,8 +18,6 @@ from ladder.model.config import DataConfig, DivergenceConfig, OptimizerConfig, R
 from ladder.model.shape import ModelShape
 from ladder.model.train import ArrayWindows, TrainData, train
 
-torch.set_num_threads(1)
-
 SEQ = 32
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,6 +143,15 @@ def prepared_tiny_corpus():
 
 
 # ============================================================================================ tests
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One torch thread (the CPU is shared; the subprocess tests use one too, for bit-identical results)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def test_short_run_writes_every_file_and_the_model_loads_in_plain_transformers(tmp_path):

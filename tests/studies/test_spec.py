@@ -1,7 +1,6 @@
 """Bad study specs fail before anything is written, naming the field, the value and what is allowed."""
 
 import os
-from pathlib import Path
 
 import pytest
 import yaml
