@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	@echo "installed: $(VENV)/bin/ladder"
 
 demo: $(STAMP)
-	$(VENV)/bin/ladder plan default
+	$(VENV)/bin/ladder run default
 
 test: $(STAMP)
 	bash scripts/test.sh

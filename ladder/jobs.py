@@ -88,6 +88,9 @@ def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: s
     if threads:
         torch.set_num_threads(threads)
     rd = layout.RunDir(Path(run_dir))
+    if int(os.environ.get("RANK", "0")) > 0:
+        # a DDP rank other than 0: rank 0 holds the lock and writes the files; this one only trains
+        return train(rd.path, device=device, progress=False)
     with run_lock(rd) as held:
         if not held:
             return {"status": "busy", "run_id": rd.run_id}
@@ -109,6 +112,9 @@ class TrainJob(submitit.helpers.Checkpointable):
         self.threads = threads
 
     def __call__(self) -> dict[str, Any]:
+        if int(os.environ.get("SLURM_NTASKS", "1")) > 1:
+            # one run over several GPUs: one task per GPU, torch.distributed set up from SLURM's variables
+            submitit.helpers.TorchDistributedEnvironment().export()
         return run_one(self.run_dir, threads=self.threads)
 
 

@@ -1,6 +1,7 @@
 """``ladder run``: the whole ladder in one resumable command.
 
-plan -> prepare data -> sanity check -> submit -> wait (live display) -> collect -> fit -> report.
+plan -> prepare data -> sanity check -> submit -> wait (live display) -> evaluate (lm-eval, when the study
+asks) -> collect -> fit -> report.
 Every stage is idempotent and skips what is already done, so running the command again after Ctrl-C, a crash
 or a reboot continues where it stopped: finished runs are kept, interrupted ones resume from their
 checkpoints, live jobs are waited for rather than submitted twice.
@@ -117,6 +118,16 @@ def run_study(
             f"see `ladder status {study_dir}` and run `ladder run` again to resume them"
         )
     outcome.stages.append("train")
+
+    if study.evals is not None:
+        from ladder.submit import submit_evals
+
+        ev = study.evals
+        res = submit_evals(study_dir, ex, tasks=ev.tasks, limit=ev.limit,
+                           include_path=Path(ev.include_path) if ev.include_path else None)
+        _say(log, f"eval: {len(res['evaluated'])} runs evaluated with lm-eval "
+                  f"({', '.join(ev.tasks) if ev.tasks else 'the shipped offline tasks'})")
+        outcome.stages.append("eval")
 
     collected = collect(study_dir)
     write_collected(study_dir, collected)

@@ -97,6 +97,7 @@ def family_rules(study: StudySpec, seq_len: int | None = None) -> FamilyRules:
         kv_ratio=m.kv_ratio,
         ffn_ratio=m.ffn_ratio,
         ffn_multiple=m.ffn_multiple,
+        ffn_band=m.ffn_band,
         max_seq_len=seq_len or study.data.seq_len,
         rope_theta=m.rope_theta,
         norm_eps=m.norm_eps,

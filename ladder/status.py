@@ -91,6 +91,8 @@ def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[jobbook.J
         return "running", None
     if rec is not None and not rec.cancelled:
         live = jobbook.job_state(sd, rec)
+        if live == "running" and rec.executor == "local":
+            live = "queued"  # a local worker is alive, but no process holds this run's lock: it waits its turn
         if live in ("queued", "running"):
             return live, None
     if result == "failed" or rd.error.is_file():

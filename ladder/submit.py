@@ -68,7 +68,8 @@ def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
         "timeout_min": s.time_min,
         "cpus_per_task": s.cpus_per_task,
         "gpus_per_node": s.gpus_per_task,
-        "tasks_per_node": 1,
+        # a run on several GPUs is one DDP job with one task per GPU (TrainJob sets up torch.distributed)
+        "tasks_per_node": max(1, s.gpus_per_task),
         "nodes": 1,
         "slurm_array_parallelism": s.array_parallelism,
         "slurm_signal_delay_s": 120,
@@ -109,17 +110,17 @@ def _local_slots(ex: ExecutorSpec) -> list[tuple[list[int], int]]:
 
 
 def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
-    run_ids = [r.run_id for r in runs]
+    # every worker takes the biggest unclaimed run first (longest-processing-time first): the ladder then
+    # ends with small runs filling the gaps rather than one big run training alone
+    run_ids = [r.run_id for r in sorted(runs, key=lambda r: -r.flops)]
     job_ids = []
-    for i, (gpus, threads) in enumerate(_local_slots(ex)):
+    for gpus, threads in _local_slots(ex):
         executor = submitit.AutoExecutor(folder=sd.submitit / "local" / "%j", cluster="local")
         params: dict[str, Any] = {"timeout_min": LOCAL_TIMEOUT_MIN, "gpus_per_node": len(gpus)}
         if gpus:
             params["local_visible_gpus"] = tuple(gpus)
         executor.update_parameters(**params)
-        # workers take the queue in different orders so that the biggest runs do not all start last
-        order = run_ids if i % 2 == 0 else run_ids[::-1]
-        job_ids.append(executor.submit(WorkerJob(str(sd.path), order, threads)).job_id)
+        job_ids.append(executor.submit(WorkerJob(str(sd.path), run_ids, threads)).job_id)
     return {rid: list(job_ids) for rid in run_ids}
 
 

@@ -127,10 +127,11 @@ class PreparedData:
         return TokenWindows(self.train_dir, seq_len, dtype=self.token_dtype)
 
     def val_windows(self, seq_len: int, validation_tokens: int) -> TokenWindows:
-        """The fixed validation set: the first ``validation_windows_needed(...)`` windows of the validation
-        split, in order (so that every run of every study evaluates on the same tokens)."""
+        """The fixed validation set: ``validation_windows_needed(...)`` windows spread evenly over the whole
+        validation split, in order (every run of every study evaluates on the same tokens, drawn from every
+        shard rather than from the few documents at the start of the first)."""
         n = validation_windows_needed(seq_len, validation_tokens)
-        windows = TokenWindows(self.val_dir, seq_len, dtype=self.token_dtype, limit=n)
+        windows = TokenWindows(self.val_dir, seq_len, dtype=self.token_dtype, limit=n, spread=True)
         if len(windows) < n:
             raise DataError(_short_validation_message(self, seq_len, validation_tokens, len(windows)))
         return windows
@@ -521,11 +522,14 @@ class TokenWindows:
 
     Window ``i`` is ``tokens[k * (seq_len + 1) : (k + 1) * (seq_len + 1)]`` of one shard (shards in name order,
     windows within a shard in order; no window straddles two shards; a shard's tail shorter than a window is
-    dropped). The model reads ``w[:-1]`` and predicts ``w[1:]``. ``limit`` keeps only the first windows.
+    dropped). The model reads ``w[:-1]`` and predicts ``w[1:]``. ``limit`` keeps only the first windows, or with
+    ``spread=True`` that many windows evenly spaced over the whole folder (a sample of every shard, hence of many
+    more documents than a prefix).
     Picklable (the maps are reopened lazily), so it can go to DataLoader workers.
     """
 
-    def __init__(self, folder: Path, seq_len: int, dtype: str = "uint16", limit: int | None = None):
+    def __init__(self, folder: Path, seq_len: int, dtype: str = "uint16", limit: int | None = None,
+                 spread: bool = False):
         if seq_len < 1:
             raise ValueError("seq_len must be >= 1")
         self.folder = Path(folder)
@@ -539,6 +543,8 @@ class TokenWindows:
         self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         total = int(self._starts[-1])
         self._len = total if limit is None else min(total, int(limit))
+        self._total = total
+        self._spread = spread and self._len < total
         self._maps: list[np.memmap | None] = [None] * len(self.files)
 
     def __len__(self) -> int:
@@ -562,6 +568,8 @@ class TokenWindows:
             i += self._len
         if not 0 <= i < self._len:
             raise IndexError(f"window {i} out of range (0..{self._len - 1})")
+        if self._spread:
+            i = i * self._total // self._len
         f = bisect.bisect_right(self._starts, i) - 1
         k = i - int(self._starts[f])
         return np.asarray(self._map(f)[k * self.window : (k + 1) * self.window], dtype=np.int64)

@@ -41,6 +41,8 @@ class FamilySpec(Strict):
     kv_ratio: PositiveInt = Field(default=1, description="query heads per KV head (GQA); 1 is plain MHA")
     ffn_ratio: PositiveFloat = Field(default=8 / 3, description="SwiGLU ffn_dim / d_model before rounding")
     ffn_multiple: PositiveInt = Field(default=16, description="ffn_dim is a multiple of this")
+    ffn_band: float = Field(default=1.5, ge=1.0, description="sizing may move ffn_dim this factor either way "
+                            "from ffn_ratio x d_model to land on a target size; near 1 keeps shapes regular")
     norm_eps: PositiveFloat = 1e-5
     rope_theta: PositiveFloat = 10000.0
     init_std: PositiveFloat = 0.02
@@ -196,6 +198,16 @@ class ExecutorSpec(Strict):
     local: LocalSpec = Field(default_factory=LocalSpec)
 
 
+class EvalSpec(Strict):
+    """Downstream evaluation that ``ladder run`` does after training (lm-evaluation-harness)."""
+
+    tasks: Annotated[list[str], Field(min_length=1)] | None = Field(
+        default=None, description="lm-eval task names; default: the shipped offline tasks"
+    )
+    include_path: str | None = Field(default=None, description="a folder of your own lm-eval task YAMLs")
+    limit: PositiveFloat | None = Field(default=None, description="examples per task (a fraction when below 1)")
+
+
 class StudySpec(Strict):
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
@@ -208,6 +220,7 @@ class StudySpec(Strict):
     hero: HeroSpec
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     sanity_check: bool = Field(default=True, description="`ladder run` overfits a tiny set before the ladder")
+    evals: EvalSpec | None = Field(default=None, description="`ladder run` evaluates every finished run with lm-eval")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "StudySpec":

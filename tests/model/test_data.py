@@ -262,11 +262,14 @@ def test_token_windows(prepared):
     assert int(w.batch(range(len(w))).max()) < prepared.vocab_size
 
 
-def test_validation_windows_are_fixed_and_first(prepared):
+def test_validation_windows_are_fixed_and_spread_over_the_split(prepared):
     v = prepared.val_windows(SEQ, 3 * SEQ + 1)
     assert len(v) == validation_windows_needed(SEQ, 3 * SEQ + 1) == 4
     full = TokenWindows(prepared.val_dir, SEQ, dtype=prepared.token_dtype)
-    np.testing.assert_array_equal(v.batch(range(4)), full.batch(range(4)))
+    assert len(full) > 4
+    picked = [i * len(full) // 4 for i in range(4)]  # evenly spaced, the first window included
+    np.testing.assert_array_equal(v.batch(range(4)), full.batch(picked))
+    np.testing.assert_array_equal(prepared.val_windows(SEQ, 3 * SEQ + 1).batch(range(4)), v.batch(range(4)))
     with pytest.raises(IndexError):
         v[4]
 

@@ -1,0 +1,61 @@
+"""`ladder eval` end to end: lm-eval runs offline on the checkpoints of a tiny trained study through the
+executors, the results reach the results table, the fit forecasts the hero's task loss and the report shows
+the section."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from tests.cli_helpers import run_cli
+from tests.micro import write_study
+
+pytestmark = pytest.mark.slow
+
+
+def test_eval_collect_fit_report(tmp_path, tiny_jsonl_corpus, capsys):
+    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, name="evalstudy",
+                       sizes=("4K", "6K", "8K", "11K", "16K"), tokens_per_param=8)
+    study = tmp_path / "study"
+    assert run_cli(capsys, "plan", spec, "--out", study).code == 0
+    assert run_cli(capsys, "submit", study, "--executor", "debug").code == 0
+
+    r = run_cli(capsys, "eval", study, "--executor", "debug", "--limit", "8", "--json")
+    assert r.code == 0, r.stderr
+    first = r.json()
+    assert len(first["evaluated"]) == 5
+    some_run = next(iter(first["results"].values()))
+    assert {"ladder_py_next_line", "ladder_py_ppl"} <= set(some_run)
+    again = run_cli(capsys, "eval", study, "--executor", "debug", "--limit", "8", "--json").json()
+    assert again["evaluated"] == []  # finished evaluations are not redone
+
+    assert run_cli(capsys, "collect", study).code == 0
+    df = pd.read_parquet(study / "results.parquet")
+    for col in ("task/ladder_py_next_line/acc", "task/ladder_py_next_line/bpb", "task/ladder_py_ppl/bits_per_byte"):
+        assert col in df.columns and df[col].notna().all(), col
+    assert df["task/ladder_py_next_line/acc"].between(0, 1).all()
+
+    fit = run_cli(capsys, "fit", study, "--bootstrap", "20", "--json")
+    assert fit.code == 0, fit.stderr
+    tasks = fit.json()["tasks"]
+    assert tasks["available"] is True
+    assert "ladder_py_next_line" in tasks["tasks"] or "ladder_py_next_line" in tasks["errors"]
+    fitted = tasks["tasks"].get("ladder_py_ppl") or tasks["tasks"]["ladder_py_next_line"]
+    assert fitted["hero"]["loss"] > 0  # task loss (bits per byte) forecast at the hero
+
+    rep = run_cli(capsys, "report", study, "--format", "html", "--json")
+    assert rep.code == 0, rep.stderr
+    html = open(rep.json()["html"], encoding="utf-8").read()
+    assert 'id="tasks"' in html and "ladder_py_ppl" in html
+    assert json.loads((study / "fit.json").read_text())["tasks"]["available"] is True
+
+
+def test_eval_rejects_unknown_task(tmp_path, tiny_jsonl_corpus, capsys):
+    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, name="evalbad", sizes=("4K",), tokens_per_param=4)
+    study = tmp_path / "study"
+    assert run_cli(capsys, "plan", spec, "--out", study).code == 0
+    assert run_cli(capsys, "submit", study, "--executor", "debug").code == 0
+    r = run_cli(capsys, "eval", study, "--executor", "debug", "--tasks", "no_such_task_xyz")
+    assert r.code == 2 and "no_such_task_xyz" in r.stderr
