@@ -788,6 +788,8 @@ def run_cmd(
         from ladder.reports.summary import print_fit
 
         print_fit(outcome.fit_result, out)
+    if outcome.fit_error:
+        err.print(f"[yellow]no fit[/]: {outcome.fit_error}")
     if outcome.report:
         out.print(f"[bold green]report[/]: {outcome.report}")
     elif outcome.stopped_after:

@@ -31,6 +31,7 @@ class RunOutcome:
     report: Path | None = None
     fit: Path | None = None
     fit_result: Any = None
+    fit_error: str | None = None
     stopped_after: str | None = None
 
 
@@ -134,15 +135,23 @@ def run_study(
     _say(log, f"collect: {len(collected.runs)} runs into {layout.StudyDir(study_dir).results_parquet}")
     outcome.stages.append("collect")
 
+    from ladder.errors import FitError
     from ladder.reports.fit import fit_study
 
     sd = layout.StudyDir(study_dir)
-    fitted = fit_study(collected.runs, study=study)
-    fitted.write(sd.fit)
-    outcome.fit = sd.fit
-    outcome.fit_result = fitted
-    _say(log, f"fit: {sd.fit}")
-    outcome.stages.append("fit")
+    try:
+        fitted = fit_study(collected.runs, study=study)
+    except FitError as exc:
+        # the runs are done and kept; the report still shows them, and says why there is no fit
+        outcome.fit_error = str(exc)
+        sd.fit.unlink(missing_ok=True)
+        _say(log, f"fit: not possible: {exc}")
+    else:
+        fitted.write(sd.fit)
+        outcome.fit = sd.fit
+        outcome.fit_result = fitted
+        _say(log, f"fit: {sd.fit}")
+        outcome.stages.append("fit")
 
     try:
         from ladder.reports.render import render_report

@@ -33,7 +33,7 @@ def _losses(study: Path) -> dict[str, tuple[float, float]]:
 
 
 def test_ladder_run_survives_ctrl_c_and_kill_9(tmp_path, tiny_jsonl_corpus, capsys):
-    sizes = ("4K", "6K", "8K")
+    sizes = ("4K", "6K", "8K", "11K")
     kw = dict(sizes=sizes, tokens_per_param=40, checkpoints_per_run=40, executor="local")
     spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, name="main", **kw)
     study = tmp_path / "main"

@@ -323,12 +323,26 @@ def _default_device(device: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+MIN_EVAL_CONTEXT = 512
+
+
+def _trained_context(model_dir: Path) -> int:
+    try:
+        return int(json.loads((Path(model_dir) / "config.json").read_text()).get("max_position_embeddings") or 0)
+    except (OSError, ValueError):
+        return 0
+
+
 def _load_lm(model_dir: Path, *, batch_size: int | str, device: str, dtype: str, max_length: int | None):
     from lm_eval.api.registry import get_model
 
     args: dict[str, Any] = {"pretrained": str(model_dir), "dtype": dtype, "trust_remote_code": False}
-    if max_length:
-        args["max_length"] = int(max_length)
+    if not max_length:
+        # lm-eval takes the context from max_position_embeddings, i.e. the training sequence length, and
+        # refuses an answer longer than that. RoPE has no fixed table, so tiny-context ladder models (seq 32-256)
+        # can read a longer window; give them at least MIN_EVAL_CONTEXT tokens so that every task fits.
+        max_length = max(_trained_context(model_dir), MIN_EVAL_CONTEXT)
+    args["max_length"] = int(max_length)
     lm = get_model("hf").create_from_arg_obj(args, {"batch_size": batch_size, "device": device})
     return lm, args
 

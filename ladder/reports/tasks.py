@@ -106,12 +106,17 @@ def _step1_predict(form: str, theta: np.ndarray, n: np.ndarray, d: np.ndarray, c
     return np.exp(le) + np.exp(gamma * (c0 - np.log(c)))
 
 
+def _exp(x: float) -> float:
+    """exp that saturates to inf: a degenerate fit (gamma -> 0 pushes log C0 past 709) must not crash."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
 def _step1_named(form: str, theta: np.ndarray) -> dict[str, float]:
     if form == "nd":
         le, a, alpha, b, beta = (float(x) for x in theta)
-        return {"E": math.exp(le), "A": math.exp(a), "alpha": alpha, "B": math.exp(b), "beta": beta}
+        return {"E": _exp(le), "A": _exp(a), "alpha": alpha, "B": _exp(b), "beta": beta}
     le, c0, gamma = (float(x) for x in theta)
-    return {"E": math.exp(le), "C0": math.exp(c0), "gamma": gamma}
+    return {"E": _exp(le), "C0": _exp(c0), "gamma": gamma}
 
 
 class _Step1:
