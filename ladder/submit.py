@@ -39,14 +39,20 @@ class SubmitResult:
                 "job_ids": self.job_ids, "executor": self.executor}
 
 
+def _only(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) -> list[RunSpec]:
+    """The specs of ``run_ids`` (all when none are given); an id not in the plan is the user's error."""
+    if not run_ids:
+        return specs
+    known = {s.run_id for s in specs}
+    unknown = [r for r in run_ids if r not in known]
+    if unknown:
+        raise StateError(f"--run {', '.join(unknown)}: not a run of this study (see `ladder status {sd.path}`)")
+    return [s for s in specs if s.run_id in set(run_ids)]
+
+
 def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None, retry_failed: bool
             ) -> tuple[list[RunSpec], dict[str, str]]:
-    if run_ids:
-        known = {s.run_id for s in specs}
-        unknown = [r for r in run_ids if r not in known]
-        if unknown:
-            raise StateError(f"--run {', '.join(unknown)}: not a run of this study (see `ladder status {sd.path}`)")
-        specs = [s for s in specs if s.run_id in set(run_ids)]
+    specs = _only(sd, specs, run_ids)
     book = jobbook.read(sd)
     chosen, skipped = [], {}
     for spec in specs:
@@ -180,12 +186,7 @@ def cancel(study_dir: Path, run_ids: list[str] | None = None) -> list[str]:
 
     sd = layout.StudyDir(Path(study_dir))
     _, specs = read_plan(sd.path)
-    if run_ids:
-        known = {s.run_id for s in specs}
-        unknown = [r for r in run_ids if r not in known]
-        if unknown:
-            raise StateError(f"--run {', '.join(unknown)}: not a run of this study")
-        specs = [s for s in specs if s.run_id in set(run_ids)]
+    specs = _only(sd, specs, run_ids)
     cancelled, to_signal = [], []
     with jobbook.editing(sd) as book:
         for spec in specs:
