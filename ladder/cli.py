@@ -329,8 +329,9 @@ def data_prepare(
     workers: Optional[int] = typer.Option(None, "--workers", help="Tokenization tasks at once (default: CPUs)."),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Tokenize a study's corpus into cached datatrove shards (resumable; shared by every study that uses the
-    same corpus and tokenizer)."""
+    """Tokenize a study's corpus into cached datatrove shards (resumable).
+
+    The result is shared by every study that uses the same corpus and tokenizer."""
     from ladder.model.data import describe, prepare_data
     from ladder.studies import load_study
 
@@ -349,6 +350,8 @@ def data_prepare(
 @app.command()
 def sanity(
     study: str = typer.Argument("default", help="A study YAML file, built-in name or planned study directory."),
+    break_labels: bool = typer.Option(False, "--break-labels", help="Deliberately train on unshifted labels, "
+                                      "to see the check catch a label-shift bug (a test of the check itself)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Overfit ~100 short documents with the study's smallest model: the first debugging test.
@@ -365,7 +368,7 @@ def sanity(
     spec = load_study(study)
     prepared = prepare_data(spec.data, spec.model.vocab_size, progress=not as_json)
     smallest = min(expand(spec).runs, key=lambda r: r.shape.params_total).shape
-    report = run_sanity(prepared, smallest)
+    report = run_sanity(prepared, smallest, label_shift_bug=break_labels)
     if as_json:
         print_json(report.to_dict())
     else:
@@ -633,8 +636,9 @@ def fit(
     seed: int = typer.Option(0, "--seed"),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Fit scaling laws and forecast the hero: loss law with 90% intervals, backtest, hyperparameter laws,
-    ablation effects and a recommended hero configuration.
+    """Fit scaling laws and forecast the hero, with 90% intervals and a recommended configuration.
+
+    Also: a backtest, hyperparameter laws and ablation effects across scale.
 
     L(N, D) = E + A/N^alpha + B/D^beta (Chinchilla Approach 3, Huber loss on log-loss, bootstrap over runs);
     IsoFLOP (Approach 2) when the study has budgets; L(C) on the compute-optimal frontier; a backtest that
@@ -739,7 +743,7 @@ def run_cmd(
     gpus: Optional[str] = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1."),
     skip_sanity: bool = typer.Option(False, "--skip-sanity", help="Do not overfit a tiny set first."),
 ) -> None:
-    """The main job: plan, prepare data, sanity-check, submit, wait, collect, fit and report.
+    """The main job: plan, data, sanity check, submit, wait, evaluate, collect, fit and report.
 
     Resumable: run it again after Ctrl-C or a crash and it continues where it stopped (finished runs are
     kept, interrupted ones resume from their checkpoints, live jobs are waited for, not resubmitted).

@@ -144,3 +144,18 @@ def test_slurm_micro_study_preemption_and_requeue(tmp_path, tiny_jsonl_corpus, c
     assert result(study, requeued)["restarts"] >= 1 and requeue_at > 0
     c = run_cli(capsys, "collect", study, "--json").json()
     assert c["rows"] == 3 and c["problems"] == []
+
+
+def test_slurm_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, capsys):
+    require_slurm()
+    spec = write_study(tmp_path / "bad.yaml", tiny_jsonl_corpus, name="bad", sizes=("4K",), executor="slurm")
+    spec.write_text(spec.read_text().replace("corpus:", "tokenizer: /nonexistent/tokenizer\n  corpus:"))
+    out = tmp_path / "bad"
+    assert run_cli(capsys, "plan", spec, "--out", out).code == 0
+    assert run_cli(capsys, "submit", out, "--json").json()["submitted"]
+    from ladder.status import wait
+
+    rows = wait(out, poll_s=1.0, timeout_s=180)
+    assert rows[0].state == "failed" and "nonexistent" in (rows[0].error or "")
+    status = _status(capsys, out)
+    assert "nonexistent" in next(iter(status.values()))["error"]
