@@ -641,6 +641,11 @@ def fit_study(
 # ------------------------------------------------------------------------------------------------ pieces
 
 
+def _rungs_as_scale(df: pd.DataFrame) -> pd.DataFrame:
+    """The table the sweep and ablation fits read: this fit's rung grouping as their ``scale`` column."""
+    return df.drop(columns=["scale"], errors="ignore").assign(scale=df["_rung"]).drop(columns=["_rung", "_variant"])
+
+
 def _tasks(df: pd.DataFrame, hero: dict | None, reasons: dict, warnings: list[str], n_boot: int, seed: int):
     """Two-step task forecasts (compute -> task loss -> accuracy) when the runs carry lm-eval results."""
     from ladder.reports.tasks import fit_tasks, task_columns
@@ -711,7 +716,7 @@ def _tie(df, hero0, study, reasons, warnings):
         if asked:
             warnings.append(f"tied vs untied: {reasons['tied_vs_untied']}")
         return None
-    sub = df.drop(columns=["scale"], errors="ignore").assign(scale=df["_rung"]).drop(columns=["_rung", "_variant"])
+    sub = _rungs_as_scale(df)
     try:
         res = fit_tie_ablation(sub, hero0["flops"] if hero0 else None)
     except FitError as exc:
@@ -764,7 +769,7 @@ def _depth_width(prim_df, hero0, study, reasons, warnings, seed):
         if asked:
             warnings.append(f"depth vs width: {reasons['depth_vs_width']}")
         return None
-    sub = prim_df.drop(columns=["scale"], errors="ignore").assign(scale=prim_df["_rung"]).drop(columns=["_rung", "_variant"])
+    sub = _rungs_as_scale(prim_df)
     try:
         res = fit_depth_width(
             sub,
@@ -892,7 +897,7 @@ def _hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
     sub.loc[~ok[sel.to_numpy()], "loss"] = np.nan
     good = np.isfinite(sub["params"]) & np.isfinite(sub["tokens"]) & np.isfinite(sub["flops"])
     sub = sub[good]
-    sub = sub.drop(columns=["scale"], errors="ignore").assign(scale=sub["_rung"]).drop(columns=["_rung", "_variant"])
+    sub = _rungs_as_scale(sub)
     try:
         res = fit_hparams(
             sub,
