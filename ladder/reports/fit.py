@@ -125,6 +125,7 @@ class FitResult:
     variant_hero: dict[str, dict] = field(default_factory=dict)  # variant -> its law's forecast at the hero
     loss_vs_compute_hero: dict | None = None
     tasks: Any | None = None  # task-accuracy forecasts (ladder.reports.tasks.TaskScaling)
+    forecast_curve: list[dict] | None = None  # the law's 90% prediction band along the hero's tokens/param
     runs: pd.DataFrame | None = field(default=None, repr=False)  # the runs after exclusion
     law_runs: pd.DataFrame | None = field(default=None, repr=False)  # the runs each variant's law was fitted to
 
@@ -175,6 +176,7 @@ class FitResult:
             "depth_vs_width": self._section("depth_vs_width", self.depth_vs_width),
             "recommendation": self._section("recommendation", self.recommendation),
             "tasks": self._section("tasks", self.tasks),
+            "forecast_curve": self.forecast_curve,
             "excluded": list(self.excluded),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
@@ -536,6 +538,7 @@ def fit_study(
 
     predictions: list[dict] = []
     variant_hero: dict[str, dict] = {}
+    curve = None
     if hero is not None:
         hp = _prediction(law, hero["params"], hero["tokens"], "hero", primary)
         hero.update({k: hp[k] for k in ("loss", "lo", "hi", "ci_lo", "ci_hi")})
@@ -547,6 +550,7 @@ def fit_study(
         for v in fitted:
             variant_hero[v] = _prediction(laws[v], hero["params"], hero["tokens"], "hero", v)
         _extrapolation_warnings(hero, law_df, warnings)
+        curve = _forecast_curve(law, hero, law_df[law_df["_variant"] == primary])
     for n, d, label in predictions_in:
         p = _prediction(law, n, d, label, primary)
         if p["reason"] and law is not None:
@@ -633,6 +637,7 @@ def fit_study(
         variant_hero=variant_hero,
         loss_vs_compute_hero=lvc_hero,
         tasks=task_fits,
+        forecast_curve=curve,
         runs=df.drop(columns=["_rung", "_variant"]).assign(rung=df["_rung"], law_variant=df["_variant"]),
         law_runs=law_df.drop(columns=["_rung", "_variant"]).assign(rung=law_df["_rung"], law_variant=law_df["_variant"]),
     )
@@ -936,6 +941,22 @@ def _compute_optimal(law: ChinchillaFit | None, iso, hero: dict | None, no_law: 
         if not out.get("identifiable"):
             out["source"] = "isoflop"
     return jsonable(out)
+
+
+def _forecast_curve(law: ChinchillaFit | None, hero: dict, law_df: pd.DataFrame, points: int = 48) -> list[dict] | None:
+    """The law's forecast with its 90% prediction interval from just below the smallest ladder model to the hero,
+    along the hero's tokens per parameter: the band the report draws (so it never refits the law). None for a
+    degenerate law, which forecasts only on the ladder's own line."""
+    if law is None or law.degenerate or not hero.get("params") or not hero.get("tokens") or law_df.empty:
+        return None
+    hn, hd = float(hero["params"]), float(hero["tokens"])
+    ns = np.geomspace(float(law_df["params"].min()) / 1.3, hn, points)
+    try:
+        pred = law.predict(ns, ns * hd / hn)
+    except FitError:
+        return None
+    return [{"params": float(n), "tokens": float(n * hd / hn), "loss": float(l), "lo": float(a), "hi": float(b)}
+            for n, l, a, b in zip(ns, pred.loss, pred.lo, pred.hi)]
 
 
 def _extrapolation_warnings(hero: dict, law_df: pd.DataFrame, warnings: list[str]) -> None:

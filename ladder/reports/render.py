@@ -653,34 +653,9 @@ class Builder:
 
     def forecast_band(self, law: Mapping) -> list[dict] | None:
         """The 90% prediction interval along the hero's tokens per parameter, from the smallest ladder model to
-        the hero: ``fit.json``'s ``forecast_curve`` when it has one, else the law refitted exactly as ``ladder fit``
-        fitted it (its runs are the law's residual rows, in order; same bootstrap count and seed)."""
+        the hero, as ``ladder fit`` computed it (``fit.json``'s ``forecast_curve``); None when it has none."""
         given = self.fit.get("forecast_curve") or g(self.fit, "hero", "curve")
-        if isinstance(given, list) and given:
-            return maps(given)
-        hero = self.hero
-        rows = [r for r in maps(law.get("residuals")) if pos(r.get("params"), r.get("tokens"), r.get("loss"))]
-        if not rows or not pos(hero.get("params"), hero.get("tokens")) or law.get("degenerate"):
-            return None
-        try:
-            import numpy as np
-
-            from ladder.reports.approach3 import fit_chinchilla
-
-            frame = pd.DataFrame(rows, columns=["run", "params", "tokens", "loss", "flops"]).set_index("run")
-            if frame["flops"].isna().any():
-                frame = frame.drop(columns="flops")
-            meta = mapping(self.fit.get("meta"))
-            n_boot = int(num(_first(law.get("n_boot"), meta.get("n_boot"), 200)))
-            refit = fit_chinchilla(frame, n_boot=n_boot, seed=int(num(meta.get("seed")) if ok(meta.get("seed")) else 0),
-                                   backtest=None)
-            hn, hd = num(hero["params"]), num(hero["tokens"])
-            ns = np.geomspace(float(frame["params"].min()) / 1.3, hn, 48)
-            pred = refit.predict(ns, ns * hd / hn)
-        except Exception:  # noqa: BLE001 - no band rather than no report
-            return None
-        return [{"params": float(n), "tokens": float(n * hd / hn), "loss": float(l), "lo": float(a), "hi": float(b)}
-                for n, l, a, b in zip(ns, pred.loss, pred.lo, pred.hi)]
+        return maps(given) if isinstance(given, list) and given else None
 
     # ------------------------------------------------------------------ 5. IsoFLOP
     def isoflop(self) -> Section:
