@@ -753,9 +753,9 @@ def run_cmd(
 
     from ladder.pipeline import run_study
     from ladder.plan import default_study_dir
+    from ladder.status import totals
     from ladder.studies import load_study
     from ladder.studies.spec import ExecutorSpec
-    from ladder.status import totals
 
     spec = load_study(study)
     target = out_dir or default_study_dir(spec)

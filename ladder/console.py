@@ -9,26 +9,15 @@ from typing import Any
 
 from rich.console import Console
 
+from ladder.layout import jsonable
+
 # Wide enough for the plan table when stdout is a pipe or a CI log (rich would otherwise assume 80).
 out = Console(width=None if sys.stdout.isatty() else 180, highlight=False)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 180, highlight=False)
 
 
-def _clean(obj: Any) -> Any:
-    """JSON has no NaN or inf: print them as null, so that every JSON output parses everywhere."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        return _clean(obj.item())
-    return obj
-
-
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(_clean(obj), indent=2, default=str) + "\n")
+    sys.stdout.write(json.dumps(jsonable(obj), indent=2, default=str) + "\n")
     sys.stdout.flush()
 
 

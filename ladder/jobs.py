@@ -128,8 +128,8 @@ class WorkerJob(submitit.helpers.Checkpointable):
         self.threads = threads
 
     def __call__(self) -> dict[str, Any]:
-        from ladder.model.train import Preempted
         from ladder.jobbook import is_cancelled
+        from ladder.model.train import Preempted
         from ladder.status import result_status
 
         sd = layout.StudyDir(Path(self.study_dir))

@@ -29,10 +29,11 @@ A run directory::
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Iterator
 
 SPEC = "spec.json"
@@ -180,6 +181,31 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain JSON types, so that every JSON the project writes parses everywhere: numpy scalars and arrays and
+    pandas series to Python, tuples and sets to lists, NaN and inf to None, paths to str, objects with a
+    ``to_dict()`` through it. Anything else is returned as it is."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, PurePath):
+        return str(obj)
+    if hasattr(obj, "tolist"):  # numpy arrays and scalars, pandas series
+        return jsonable(obj.tolist())
+    if hasattr(obj, "to_dict"):
+        return jsonable(obj.to_dict())
+    if hasattr(obj, "item"):
+        return jsonable(obj.item())
+    return obj
 
 
 def _json_default(obj: Any) -> Any:

@@ -17,32 +17,17 @@ from typing import Any
 from ladder import layout
 from ladder.errors import SpecError, StateError
 from ladder.model.config import RunSpec, format_count
+from ladder.model.hardware import planning_seconds
 from ladder.model.recipe import (
-    deepseek_batch_tokens,
-    deepseek_lr,
     every,
-    olmo_batch_tokens,
-    olmo_lr,
     plan_steps,
     round_batch,
+    rule_batch_tokens,
+    rule_lr,
 )
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import FamilyRules, shape_for_depth, shape_for_params
 from ladder.studies.spec import StudySpec
-
-# Sustained training throughput assumed for the plan's wall-time estimate, as (peak FLOP/s, MFU).
-# GPU peaks are dense bf16 from the vendors' data sheets; the CPU peak is the fp32 matmul rate measured on
-# the project's 2-core reference machine (DOMAIN.md), whose tiny models reach ~20% of it.
-HARDWARE_THROUGHPUT: dict[str, tuple[float, float]] = {
-    "cpu": (319e9, 0.20),
-    "v100": (125e12, 0.35),
-    "a10g": (125e12, 0.35),
-    "l40s": (362e12, 0.35),
-    "a100": (312e12, 0.40),
-    "h100": (989e12, 0.40),
-    "h200": (989e12, 0.40),
-}
-CPU_OVERHEAD_S_PER_TOKEN = 6e-6  # python/optimizer overhead that dominates models of a few 10k params
 
 
 @dataclass(frozen=True)
@@ -89,67 +74,8 @@ class Plan:
         }
 
 
-def family_rules(study: StudySpec, seq_len: int | None = None) -> FamilyRules:
-    m = study.model
-    return FamilyRules(
-        vocab_size=m.vocab_size,
-        head_dim=m.head_dim,
-        kv_ratio=m.kv_ratio,
-        ffn_ratio=m.ffn_ratio,
-        ffn_multiple=m.ffn_multiple,
-        ffn_band=m.ffn_band,
-        max_seq_len=seq_len or study.data.seq_len,
-        rope_theta=m.rope_theta,
-        norm_eps=m.norm_eps,
-        init_std=m.init_std,
-        max_layers=m.max_layers,
-    )
-
-
 def estimate_wall_s(run: RunSpec, hardware: str) -> float:
-    peak, mfu = HARDWARE_THROUGHPUT[hardware]
-    seconds = run.flops / (peak * mfu)
-    if hardware == "cpu":
-        seconds += run.tokens * CPU_OVERHEAD_S_PER_TOKEN
-    return seconds
-
-
-def rule_lr(study: StudySpec, shape: ModelShape, flops: float) -> tuple[float, str]:
-    """The study's default peak LR at a shape, and where it comes from (the plan and the recommendation
-    both use it)."""
-    t = study.training
-    if t.lr != "auto":
-        return float(t.lr), "study: training.lr"
-    if t.lr_rule == "olmo":
-        lr = olmo_lr(shape.params_non_embedding)
-        text = "study rule: olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)"
-    else:
-        lr = deepseek_lr(flops)
-        text = "study rule: deepseek LR = 0.3118 C^-0.125"
-    lr *= t.lr_scale
-    if t.lr_scale != 1:
-        text += f" x lr_scale {t.lr_scale:g}"
-    if t.lr_max is not None and lr > t.lr_max:
-        lr = t.lr_max
-        text += f", clamped at lr_max {t.lr_max:g}"
-    return float(lr), text
-
-
-def rule_batch_tokens(study: StudySpec, shape: ModelShape, flops: float) -> tuple[float, str]:
-    """The study's default batch in tokens at a shape (before rounding to whole sequences), and where it comes
-    from."""
-    t = study.training
-    if t.batch_tokens != "auto":
-        return float(t.batch_tokens), "study: training.batch_tokens"
-    if t.batch_rule == "olmo":
-        raw = olmo_batch_tokens(shape.params_non_embedding)
-        text = "study rule: olmo batch = 160 (N_non_embedding / 108M)^(2/3) x 2048 tokens"
-    else:
-        raw = deepseek_batch_tokens(flops)
-        text = "study rule: deepseek batch = 0.292 C^0.3271 tokens"
-    if t.batch_scale != 1:
-        text += f" x batch_scale {t.batch_scale:g}"
-    return float(raw * t.batch_scale), text
+    return planning_seconds(run.flops, run.tokens, hardware)
 
 
 @dataclass(frozen=True)
@@ -247,14 +173,14 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
     approx_flops = fpt * tokens_wanted
     t = study.training
 
-    batch, _ = rule_batch_tokens(study, shape, approx_flops)
+    batch, _ = rule_batch_tokens(study.training, shape.params_non_embedding, approx_flops)
     if "batch_tokens" in combo:
         batch = float(combo["batch_tokens"])
     elif "batch_multipliers" in combo:
         batch *= combo["batch_multipliers"]
     batch_tokens = round_batch(batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
 
-    lr, _ = rule_lr(study, shape, approx_flops)
+    lr, _ = rule_lr(study.training, shape.params_non_embedding, approx_flops)
     if "lr" in combo:
         lr = float(combo["lr"])
     elif "lr_multipliers" in combo:
@@ -297,7 +223,7 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
 def _hero(study: StudySpec) -> HeroPlan:
     h, lad = study.hero, study.ladder
     seq_len = h.seq_len or study.data.seq_len
-    rules = family_rules(study, seq_len)
+    rules = study.model.rules(seq_len)
     tied = study.model.tie_embeddings if h.tied is None else h.tied
     aspect = h.aspect_ratio or study.model.aspect_ratio
     if h.params is not None:
@@ -323,7 +249,7 @@ def _hero(study: StudySpec) -> HeroPlan:
 
 def expand(study: StudySpec) -> Plan:
     """All runs of a study, in a stable order: rung by rung, ablation combinations within a rung."""
-    rules = family_rules(study)
+    rules = study.model.rules(study.data.seq_len)
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
     for rung in _rungs(study, rules):

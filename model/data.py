@@ -41,9 +41,6 @@ from typing import Any, Literal
 
 import numpy as np
 from datatrove.executor import LocalPipelineExecutor
-
-from ladder.errors import DataError
-from ladder.layout import atomic_write_json
 from ladder.model.config import DataConfig
 from ladder.model.corpus import (
     CorpusSource,
@@ -64,6 +61,9 @@ from ladder.model.tokenizer import (
     tokenizer_file,
     train_tokenizer,
 )
+
+from ladder.errors import DataError
+from ladder.layout import atomic_write_json
 
 DATA_VERSION = 1  # bump when the preparation changes what lands in the shards
 TOKENIZER_VERSION = 1

@@ -35,9 +35,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ladder.model.tasks import SHIPPED_TASKS, TASKS_DIR
+
 from ladder import layout
 from ladder.errors import SpecError, StateError
-from ladder.model.tasks import SHIPPED_TASKS, TASKS_DIR
+from ladder.layout import jsonable
 
 log = logging.getLogger(__name__)
 
@@ -280,28 +282,6 @@ def add_correct_bpb(results: dict, tasks: dict) -> list[str]:
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _jsonable(obj: Any) -> Any:
-    """Plain JSON: NaN and infinities become None, numpy scalars numbers, anything else odd its str()."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
-        return obj
-    if isinstance(obj, int):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if hasattr(obj, "item"):
-        try:
-            return _jsonable(obj.item())
-        except (TypeError, ValueError):
-            pass
-    if isinstance(obj, Path):
-        return str(obj)
-    return str(obj)
-
-
 @contextlib.contextmanager
 def _env(**values: str) -> Iterator[None]:
     """Set environment variables for the duration (only those not already set by the user)."""
@@ -446,7 +426,7 @@ def evaluate_run(
                     "model_fingerprint": fingerprint,
                     "limit": limit,
                     "num_fewshot": num_fewshot,
-                    "include_path": None if include_path is None else _jsonable(include_path),
+                    "include_path": None if include_path is None else jsonable(include_path),
                     "seconds": round(seconds, 3),
                     "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                     "added_metrics": {
@@ -454,13 +434,13 @@ def evaluate_run(
                         "documents; added by ladder for multiple-choice tasks",
                     } if added else {},
                 }
-                clean = _jsonable(json.loads(json.dumps(results, default=handle_non_serializable)))
+                clean = jsonable(json.loads(json.dumps(results, default=handle_non_serializable)))
                 path = results_file(rd, name)
                 if save_samples and samples:
                     lines = []
                     for task_samples in samples.values():
                         for s in task_samples:
-                            lines.append(json.dumps(_jsonable(json.loads(
+                            lines.append(json.dumps(jsonable(json.loads(
                                 json.dumps(s, default=handle_non_serializable))), ensure_ascii=False))
                     layout.atomic_write_text(samples_file(rd, name), "\n".join(lines) + "\n")
                 layout.atomic_write_json(path, clean)

@@ -11,6 +11,10 @@ MFU = flops_per_token * tokens_per_s / (peak per device * world_size), with ``fl
   at the current torch thread count, ~0.2 s, cached per process and thread count. MFU on CPU is therefore
   "share of what this machine's matmul achieves right now"; another process on the same cores lowers both.
 - ``LADDER_PEAK_FLOPS`` (a number, e.g. ``989e12``) overrides everything.
+
+The same table gives the plan its wall-time estimates (:func:`planning_seconds`) for the ``executor.hardware``
+a study names, so the plan and MFU never disagree about a device. torch is imported only where a device is
+measured, so the plan can use this module without loading torch.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 # name fragment (matched case-insensitively against torch.cuda.get_device_name, first match wins):
 # (bf16 dense, tf32 dense, fp32 non-tensor) in FLOP/s
@@ -61,6 +67,43 @@ class Peak:
     device_name: str
 
 
+# The fp32 matmul peak measured on the project's 2-core reference machine (DOMAIN.md): the plan's CPU figure.
+CPU_REFERENCE_PEAK = 319e9
+
+# What a study's ``executor.hardware`` trains at, for the plan's wall-time estimate: (name in GPU_PEAKS or "cpu",
+# precision, assumed MFU). Small ladder models reach a modest share of a GPU; tiny CPU models ~20% of the
+# measured matmul peak plus a per-token overhead (Python, optimizer) that dominates models of a few 10k params.
+PLANNING: dict[str, tuple[str, str, float]] = {
+    "cpu": ("cpu", "fp32", 0.20),
+    "v100": ("V100", "bf16", 0.35),
+    "a10g": ("A10G", "bf16", 0.35),
+    "l40s": ("L40S", "bf16", 0.35),
+    "a100": ("A100", "bf16", 0.40),
+    "h100": ("H100", "bf16", 0.40),
+    "h200": ("H200", "bf16", 0.40),
+}
+CPU_OVERHEAD_S_PER_TOKEN = 6e-6
+
+
+def planning_peak(hardware: str) -> tuple[float, float]:
+    """(peak FLOP/s, assumed MFU) of a study's ``executor.hardware`` for the plan."""
+    name, precision, mfu_assumed = PLANNING[hardware]
+    if name == "cpu":
+        return CPU_REFERENCE_PEAK, mfu_assumed
+    peak = gpu_table_peak(name, precision)
+    assert peak is not None, name
+    return peak, mfu_assumed
+
+
+def planning_seconds(flops: float, tokens: float, hardware: str) -> float:
+    """Estimated wall time of a run of ``flops`` FLOPs over ``tokens`` tokens on ``hardware``."""
+    peak, mfu_assumed = planning_peak(hardware)
+    seconds = flops / (peak * mfu_assumed)
+    if hardware == "cpu":
+        seconds += tokens * CPU_OVERHEAD_S_PER_TOKEN
+    return seconds
+
+
 def gpu_table_peak(name: str, precision: str) -> float | None:
     """The table's dense peak for a GPU name and a precision (``bf16`` or ``fp32``), or None if unknown."""
     lname = name.lower()
@@ -76,8 +119,8 @@ _MEASURED: dict[tuple, float] = {}
 
 
 def measure_matmul_flops(
-    device: torch.device | str = "cpu",
-    dtype: torch.dtype = torch.float32,
+    device: "torch.device | str" = "cpu",
+    dtype: "torch.dtype | None" = None,
     *,
     seconds: float = 0.2,
     n: int | None = None,
@@ -85,6 +128,9 @@ def measure_matmul_flops(
 ) -> float:
     """Best observed FLOP/s of an ``n x n`` matmul on ``device`` in ``dtype`` over about ``seconds``. Cached per
     process, device, dtype, size and torch thread count (``cached=False`` measures again)."""
+    import torch
+
+    dtype = torch.float32 if dtype is None else dtype
     device = torch.device(device)
     key = (str(device), dtype, torch.get_num_threads(), n)
     if cached and key in _MEASURED:
@@ -118,7 +164,9 @@ def measure_matmul_flops(
     return best
 
 
-def device_name(device: torch.device | str) -> str:
+def device_name(device: "torch.device | str") -> str:
+    import torch
+
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -129,8 +177,10 @@ def device_name(device: torch.device | str) -> str:
     return str(device)
 
 
-def peak_flops(device: torch.device | str, precision: str = "fp32") -> Peak:
+def peak_flops(device: "torch.device | str", precision: str = "fp32") -> Peak:
     """The peak FLOP/s of one ``device`` computing in ``precision`` (``fp32`` or ``bf16``)."""
+    import torch
+
     device = torch.device(device)
     name = device_name(device)
     env = os.environ.get("LADDER_PEAK_FLOPS")

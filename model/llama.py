@@ -13,9 +13,8 @@ shape that exists can become a loadable checkpoint.
 from __future__ import annotations
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
-
 from ladder.model.shape import ModelShape
+from transformers import LlamaConfig, LlamaForCausalLM
 
 
 def llama_config(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
 OLMO_REFERENCE_PARAMS = 108e6
 OLMO_REFERENCE_SEQ_LEN = 2048
@@ -33,6 +34,56 @@ def deepseek_lr(flops: float) -> float:
 def deepseek_batch_tokens(flops: float) -> float:
     """Batch = 0.2920 C^0.3271 tokens: DeepSeek LLM (2024), eq. 1."""
     return 0.2920 * flops**0.3271
+
+
+class RecipeRules(Protocol):
+    """The recipe fields of a study's ``training`` section that the rules read (``ladder.studies.spec.TrainingSpec``)."""
+
+    lr: float | Literal["auto"]
+    lr_rule: str
+    lr_scale: float
+    lr_max: float | None
+    batch_tokens: int | Literal["auto"]
+    batch_rule: str
+    batch_scale: float
+
+
+def rule_lr(training: RecipeRules, params_non_embedding: float, flops: float) -> tuple[float, str]:
+    """A study's default peak LR at a size, and where it comes from (the plan and the recommendation both use
+    it)."""
+    t = training
+    if t.lr != "auto":
+        return float(t.lr), "study: training.lr"
+    if t.lr_rule == "olmo":
+        lr = olmo_lr(params_non_embedding)
+        text = "study rule: olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)"
+    else:
+        lr = deepseek_lr(flops)
+        text = "study rule: deepseek LR = 0.3118 C^-0.125"
+    lr *= t.lr_scale
+    if t.lr_scale != 1:
+        text += f" x lr_scale {t.lr_scale:g}"
+    if t.lr_max is not None and lr > t.lr_max:
+        lr = t.lr_max
+        text += f", clamped at lr_max {t.lr_max:g}"
+    return float(lr), text
+
+
+def rule_batch_tokens(training: RecipeRules, params_non_embedding: float, flops: float) -> tuple[float, str]:
+    """A study's default batch in tokens at a size (before rounding to whole sequences), and where it comes
+    from."""
+    t = training
+    if t.batch_tokens != "auto":
+        return float(t.batch_tokens), "study: training.batch_tokens"
+    if t.batch_rule == "olmo":
+        raw = olmo_batch_tokens(params_non_embedding)
+        text = "study rule: olmo batch = 160 (N_non_embedding / 108M)^(2/3) x 2048 tokens"
+    else:
+        raw = deepseek_batch_tokens(flops)
+        text = "study rule: deepseek batch = 0.292 C^0.3271 tokens"
+    if t.batch_scale != 1:
+        text += f" x batch_scale {t.batch_scale:g}"
+    return float(raw * t.batch_scale), text
 
 
 @dataclass(frozen=True)

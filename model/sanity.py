@@ -40,7 +40,6 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-
 from ladder.model.config import OptimizerConfig, ScheduleConfig
 from ladder.model.llama import build_model
 from ladder.model.optim import build_optimizer

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ladder.errors import SpecError
 from ladder.model.shape import ModelShape
+
+from ladder.errors import SpecError
 
 
 @dataclass(frozen=True)

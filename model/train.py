@@ -106,9 +106,6 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-
-from ladder.errors import DataError, SpecError, StateError
-from ladder.layout import RunDir, append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from ladder.model import checkpoint as ckpt
 from ladder.model.config import RunSpec
 from ladder.model.hardware import mfu as compute_mfu
@@ -116,6 +113,15 @@ from ladder.model.hardware import peak_flops
 from ladder.model.llama import build_model, save_model
 from ladder.model.optim import build_optimizer
 from ladder.model.schedule import lr_at
+
+from ladder.errors import DataError, SpecError, StateError
+from ladder.layout import (
+    RunDir,
+    append_jsonl,
+    atomic_write_json,
+    atomic_write_text,
+    read_jsonl,
+)
 
 log = logging.getLogger("ladder.train")
 

@@ -35,9 +35,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
-
-from ladder.errors import FitError
 from ladder.reports.hparams import (
     LN2_SQ,
     REQUIRED,
@@ -52,6 +49,9 @@ from ladder.reports.hparams import (
     jsonable,
 )
 from ladder.reports.powerlaw import fit_power_law, t_quantile
+from scipy.optimize import least_squares
+
+from ladder.errors import FitError
 
 COMPUTE_MATCH_TOL = 0.01  # relative compute difference below which variants count as matched
 OTHER_AXES = ("lr", "batch_tokens", "tie_embeddings", "aspect_ratio", "d_model", "n_layers")

@@ -28,8 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-
-from ladder.errors import FitError
 from ladder.reports import lsefit
 from ladder.reports.backtest import Backtest, run_backtest
 from ladder.reports.fitdata import Runs, as_runs, resample_weights
@@ -41,6 +39,9 @@ from ladder.reports.lawpredict import (
     residual_summary,
     squeeze,
 )
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
 
 FORM = "chinchilla"
 KEYS = ("E", "A", "B", "alpha", "beta")
@@ -63,14 +64,14 @@ class Allocation:
 
     def to_dict(self) -> dict:
         return {
-            "flops": _j(self.flops),
+            "flops": jsonable(self.flops),
             "identifiable": self.identifiable,
             "reason": self.reason,
-            "params": _j(self.params),
-            "tokens": _j(self.tokens),
-            "tokens_per_param": _j(self.tokens_per_param),
-            "loss": _j(self.loss),
-            "ci90": {k: [_j(v[0]), _j(v[1])] for k, v in self.ci90.items()},
+            "params": jsonable(self.params),
+            "tokens": jsonable(self.tokens),
+            "tokens_per_param": jsonable(self.tokens_per_param),
+            "loss": jsonable(self.loss),
+            "ci90": {k: [jsonable(v[0]), jsonable(v[1])] for k, v in self.ci90.items()},
         }
 
 
@@ -203,8 +204,8 @@ class ChinchillaFit:
     def to_dict(self) -> dict:
         out = {
             "form": FORM,
-            "params": {k: _j(getattr(self, k)) for k in KEYS},
-            "ci90": {k: ([_j(v) for v in self.ci90[k]] if self.ci90.get(k) else None) for k in KEYS},
+            "params": {k: jsonable(getattr(self, k)) for k in KEYS},
+            "ci90": {k: ([jsonable(v) for v in self.ci90[k]] if self.ci90.get(k) else None) for k in KEYS},
             "n_runs": self.n_runs,
             "n_sizes": self.n_sizes,
             "degenerate": self.degenerate,
@@ -391,11 +392,3 @@ def _line_text(line: dict) -> str:
     if abs(line["slope"] - 1) < 1e-3:
         return f"{line['coef']:.3g} x params"
     return f"{line['coef']:.3g} x params^{line['slope']:.3f}"
-
-
-def _j(v):
-    if v is None:
-        return None
-    a = np.asarray(v, dtype=float)
-    return float(a) if a.ndim == 0 else a.tolist()
-

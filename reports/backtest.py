@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from ladder.reports.fitdata import Runs, group_budgets
 
 from ladder.errors import FitError
-from ladder.reports.fitdata import Runs, group_budgets
 
 HOLDOUTS = ("size", "compute")
 

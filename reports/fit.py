@@ -59,17 +59,18 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-
-from ladder.errors import FitError
 from ladder.model.config import format_count, parse_count
 from ladder.reports import recommend as rec
 from ladder.reports.ablations import fit_depth_width, fit_tie_ablation
 from ladder.reports.approach3 import ChinchillaFit, fit_chinchilla
 from ladder.reports.fitdata import as_runs, group_budgets
-from ladder.reports.hparams import fit_hparams, jsonable
+from ladder.reports.hparams import fit_hparams
 from ladder.reports.isoflop import fit_isoflop
 from ladder.reports.laws import fit_loss_vs_compute
 from ladder.studies.spec import StudySpec
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
 
 __all__ = ["FitResult", "fit_runs_file", "fit_study", "read_runs_file"]
 

@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from ladder.reports.powerlaw import PowerLaw, fit_power_law, t_quantile
 
 from ladder.errors import FitError
-from ladder.reports.powerlaw import PowerLaw, fit_power_law, t_quantile
+from ladder.layout import jsonable
 
 LN2_SQ = math.log(2.0) ** 2
 REQUIRED = ("params", "tokens", "flops", "loss")
@@ -48,28 +49,6 @@ MIN_VALUES = 3  # distinct values of an axis a rung needs for a smooth optimum
 
 
 # --------------------------------------------------------------------------------------------- JSON helpers
-
-
-def jsonable(obj: Any) -> Any:
-    """Plain JSON types: numpy scalars and arrays to Python, tuples to lists, NaN and inf to None."""
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        v = float(obj)
-        return v if math.isfinite(v) else None
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, np.ndarray) and obj.ndim == 0:
-        return jsonable(obj.item())
-    if isinstance(obj, (list, tuple, np.ndarray, pd.Series)):
-        return [jsonable(v) for v in list(obj)]
-    if hasattr(obj, "to_dict"):
-        return jsonable(obj.to_dict())
-    return obj
 
 
 def _ci(lo: float | None, hi: float | None) -> tuple[float | None, float | None]:

@@ -36,13 +36,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.optimize import minimize
-
-from ladder.errors import FitError
 from ladder.reports import lsefit
 from ladder.reports.fitdata import Runs, as_runs, group_budgets
 from ladder.reports.lawpredict import residual_rows, residual_summary
 from ladder.reports.powerlaw import PowerLaw, fit_power_law
+from scipy.optimize import minimize
+
+from ladder.errors import FitError
 
 METHODS = ("shape", "parabola")
 MIN_SIZES = 3

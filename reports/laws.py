@@ -18,10 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-
-from ladder.errors import FitError
 from ladder.reports import lsefit
-from ladder.reports.approach3 import Allocation, ChinchillaFit, collinearity, fit_chinchilla
+from ladder.reports.approach3 import (
+    Allocation,
+    ChinchillaFit,
+    collinearity,
+    fit_chinchilla,
+)
 from ladder.reports.backtest import Backtest, holdout_mask, run_backtest
 from ladder.reports.fitdata import Runs, as_runs, group_budgets, resample_weights
 from ladder.reports.isoflop import IsoFlopFit, fit_isoflop
@@ -33,6 +36,8 @@ from ladder.reports.lawpredict import (
     residual_summary,
     squeeze,
 )
+
+from ladder.errors import FitError
 
 __all__ = [
     "Allocation",

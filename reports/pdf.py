@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ladder.reports import figures as F
 from matplotlib import rc_context
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Rectangle
-
-from ladder.reports import figures as F
 
 PAGE_W, PAGE_H = 8.27, 11.69  # A4, inches
 MX, MT, MB = 0.7, 0.75, 0.75  # margins: sides, top, bottom

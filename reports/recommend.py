@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-
 from ladder.model.config import format_count
-from ladder.model.recipe import plan_steps, round_batch
+from ladder.model.recipe import plan_steps, round_batch, rule_batch_tokens, rule_lr
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import shape_for_params
-from ladder.plan import family_rules, rule_batch_tokens, rule_lr
-from ladder.reports.hparams import jsonable
 from ladder.studies.spec import StudySpec
+
+from ladder.layout import jsonable
 
 __all__ = [
     "Recommendation",
@@ -43,8 +42,6 @@ __all__ = [
     "choose_tied",
     "hero_shape",
     "recommend",
-    "rule_batch_tokens",
-    "rule_lr",
 ]
 
 
@@ -97,7 +94,7 @@ def choose_aspect(study: StudySpec, depth_width: Any | None) -> tuple[float, str
 def hero_shape(study: StudySpec, params: float, *, tied: bool, aspect_ratio: float) -> ModelShape:
     """The shape ``ladder plan`` would give the hero: ``shape_for_params`` with the study's family rules."""
     seq_len = study.hero.seq_len or study.data.seq_len
-    rules = family_rules(study, seq_len)
+    rules = study.model.rules(seq_len)
     return shape_for_params(int(round(params)), study.ladder.param_count, aspect_ratio, rules, tied)
 
 
@@ -280,7 +277,7 @@ def recommend(
     if lr_fit is not None:
         lr, sources["lr"] = lr_fit, lr_text
     else:
-        lr, text = rule_lr(study, shape, flops0)
+        lr, text = rule_lr(study.training, shape.params_non_embedding, flops0)
         text += " at the hero's size"
         sources["lr"] = text + (f" (no LR law: {lr_text})" if lr_text else "")
         lr_ci = None
@@ -288,7 +285,7 @@ def recommend(
     if b_fit is not None:
         raw_batch, sources["batch_tokens"] = b_fit, b_text + ", rounded to whole sequences"
     else:
-        raw_batch, text = rule_batch_tokens(study, shape, flops0)
+        raw_batch, text = rule_batch_tokens(study.training, shape.params_non_embedding, flops0)
         text += " at the hero's size"
         sources["batch_tokens"] = text + ", rounded to whole sequences" + (f" (no batch law: {b_text})" if b_text else "")
         b_ci = None

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
+from ladder.reports import figures as F
 
 from ladder import layout
-from ladder.reports import figures as F
 
 FORMATS = ("html", "pdf")
 HTML_NAME = "report.html"

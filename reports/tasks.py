@@ -43,6 +43,7 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from ladder.errors import FitError
+from ladder.layout import jsonable
 
 PREFIX = "task/"
 LOSS_METRICS = ("bpb", "bits_per_byte")  # task loss, in order of preference
@@ -310,22 +311,6 @@ def _fit_step2(loss: np.ndarray, acc: np.ndarray, warm: np.ndarray | None = None
 # ------------------------------------------------------------------------------------------------ results
 
 
-def _j(v: Any) -> Any:
-    """JSON-ready: numpy to Python, NaN/inf to None, tuples to lists."""
-    if isinstance(v, dict):
-        return {str(k): _j(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_j(x) for x in v]
-    if isinstance(v, (np.bool_, bool)):
-        return bool(v)
-    if isinstance(v, (np.integer, int)):
-        return int(v)
-    if isinstance(v, (np.floating, float)):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    return v
-
-
 @dataclass
 class LossLaw:
     """Step 1: task loss against scale."""
@@ -337,7 +322,7 @@ class LossLaw:
     reason: str  # why this form
 
     def to_dict(self) -> dict:
-        return _j({"form": self.form, "params": self.params, "intervals": self.intervals,
+        return jsonable({"form": self.form, "params": self.params, "intervals": self.intervals,
                    "rmse_log": self.rmse_log, "reason": self.reason,
                    "formula": "E + A / N^alpha + B / D^beta" if self.form == "nd" else "E + (C0 / C)^gamma"})
 
@@ -351,7 +336,7 @@ class AccuracyLaw:
     rmse: float
 
     def to_dict(self) -> dict:
-        return _j({"params": self.params, "intervals": self.intervals, "rmse": self.rmse,
+        return jsonable({"params": self.params, "intervals": self.intervals, "rmse": self.rmse,
                    "formula": "a / (1 + exp(-k (L - L0))) + b"})
 
 
@@ -369,7 +354,7 @@ class HeroForecast:
     flops_estimated: bool = False  # flops derived from params x tokens at the ladder's flops per N*D
 
     def to_dict(self) -> dict:
-        return _j(self.__dict__)
+        return jsonable(self.__dict__)
 
 
 @dataclass
@@ -390,7 +375,7 @@ class TaskFit:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return _j({
+        return jsonable({
             "task": self.task,
             "loss_metric": self.loss_metric,
             "acc_metric": self.acc_metric,
@@ -417,7 +402,7 @@ class TaskScaling:
     hero: dict[str, float | None] | None
 
     def to_dict(self) -> dict:
-        return _j({"hero": self.hero, "tasks": {k: v.to_dict() for k, v in self.fits.items()},
+        return jsonable({"hero": self.hero, "tasks": {k: v.to_dict() for k, v in self.fits.items()},
                    "errors": self.errors})
 
 

@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
-
-from ladder.errors import SpecError
 from ladder.model.config import (
     Count,
     DataConfig,
@@ -24,6 +21,17 @@ from ladder.model.config import (
     ScheduleConfig,
     Strict,
 )
+from ladder.model.sizing import FamilyRules
+from pydantic import (
+    BaseModel,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
+
+from ladder.errors import SpecError
 
 Auto = Literal["auto"]
 
@@ -49,6 +57,22 @@ class FamilySpec(Strict):
     aspect_ratio: PositiveFloat = Field(default=32.0, description="d_model / n_layers unless an ablation sets it")
     tie_embeddings: bool = Field(default=True, description="unless an ablation sets it")
     max_layers: PositiveInt = 128
+
+    def rules(self, seq_len: int) -> FamilyRules:
+        """The sizing rules of this family at a context length (what ``shape_for_params`` needs)."""
+        return FamilyRules(
+            vocab_size=self.vocab_size,
+            head_dim=self.head_dim,
+            kv_ratio=self.kv_ratio,
+            ffn_ratio=self.ffn_ratio,
+            ffn_multiple=self.ffn_multiple,
+            ffn_band=self.ffn_band,
+            max_seq_len=seq_len,
+            rope_theta=self.rope_theta,
+            norm_eps=self.norm_eps,
+            init_std=self.init_std,
+            max_layers=self.max_layers,
+        )
 
 
 class LadderSpec(Strict):
