@@ -162,6 +162,15 @@ class StudyDir:
         return [RunDir(p) for p in sorted(self.runs.iterdir()) if (p / SPEC).is_file()]
 
 
+def result_status(rd: RunDir) -> str | None:
+    """The ``status`` a finished run wrote to its ``result.json`` (done, diverged, failed); None while there is
+    none or it cannot be read."""
+    try:
+        return json.loads(rd.result.read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` so that readers see the old file or the new one, never a half-written one."""
     path = Path(path)

@@ -153,6 +153,16 @@ def _variant_label(combo: dict[str, Any]) -> str:
     return " ".join(parts) or "base"
 
 
+def _ablated(rule_value: float, combo: dict[str, Any], absolute: str, multiplier: str) -> float:
+    """The rule's value, replaced by an ablation axis that sets it (``lr``) or scaled by one that multiplies
+    it (``lr_multipliers``)."""
+    if absolute in combo:
+        return float(combo[absolute])
+    if multiplier in combo:
+        return rule_value * combo[multiplier]
+    return rule_value
+
+
 def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[str, Any]) -> RunSpec:
     conv = study.ladder.param_count
     tied = combo.get("tie_embeddings", study.model.tie_embeddings)
@@ -174,17 +184,11 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
     t = study.training
 
     batch, _ = rule_batch_tokens(study.training, shape.params_non_embedding, approx_flops)
-    if "batch_tokens" in combo:
-        batch = float(combo["batch_tokens"])
-    elif "batch_multipliers" in combo:
-        batch *= combo["batch_multipliers"]
+    batch = _ablated(batch, combo, "batch_tokens", "batch_multipliers")
     batch_tokens = round_batch(batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
 
     lr, _ = rule_lr(study.training, shape.params_non_embedding, approx_flops)
-    if "lr" in combo:
-        lr = float(combo["lr"])
-    elif "lr_multipliers" in combo:
-        lr *= combo["lr_multipliers"]
+    lr = _ablated(lr, combo, "lr", "lr_multipliers")
 
     st = plan_steps(tokens_wanted, batch_tokens, seq_len, t.schedule.warmup_fraction, t.micro_batch_tokens)
     axes = dict(rung.axes)

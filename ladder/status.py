@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ladder import jobbook, layout
-from ladder.jobs import lock_holder
+from ladder import job_records, layout
 from ladder.model.config import RunSpec
 from ladder.plan import read_plan
+from ladder.run_lock import lock_holder
 
 STATES = ("planned", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled")
 FINAL = {"done", "failed", "diverged", "cancelled"}
@@ -41,13 +41,6 @@ class RunStatus:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def result_status(rd: layout.RunDir) -> str | None:
-    try:
-        return json.loads(rd.result.read_text()).get("status")
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def _error_line(rd: layout.RunDir) -> str | None:
@@ -80,17 +73,18 @@ def _last_metrics(rd: layout.RunDir) -> dict[str, Any]:
     return last
 
 
-def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[jobbook.JobRecord]]) -> tuple[str, str | None]:
+def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
+              ) -> tuple[str, str | None]:
     """(state, the reason for failed/diverged runs)."""
     rd = sd.run(spec.run_id)
-    result = result_status(rd)
+    result = layout.result_status(rd)
     if result in ("done", "diverged"):
         return result, _error_line(rd) if result == "diverged" else None
-    rec = jobbook.latest(book, spec.run_id)
+    rec = job_records.latest(book, spec.run_id)
     if lock_holder(rd) is not None:
         return "running", None
     if rec is not None and not rec.cancelled:
-        live = jobbook.job_state(sd, rec)
+        live = job_records.job_state(sd, rec)
         if live == "running" and rec.executor == "local":
             live = "queued"  # a local worker is alive, but no process holds this run's lock: it waits its turn
         if live in ("queued", "running"):
@@ -107,7 +101,7 @@ def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[jobbook.J
 def study_status(study_dir: Path) -> list[RunStatus]:
     sd = layout.StudyDir(Path(study_dir))
     _, specs = read_plan(sd.path)
-    book = jobbook.read(sd)
+    book = job_records.read(sd)
     rows = []
     for spec in specs:
         rd = sd.run(spec.run_id)
@@ -118,7 +112,7 @@ def study_status(study_dir: Path) -> list[RunStatus]:
             done_tokens = spec.tokens
         tps = last.get("tokens_per_s")
         eta = (spec.tokens - done_tokens) / tps if tps and state in ("running", "queued") else None
-        rec = jobbook.latest(book, spec.run_id)
+        rec = job_records.latest(book, spec.run_id)
         rows.append(
             RunStatus(
                 run_id=spec.run_id,

@@ -15,11 +15,12 @@ from typing import Any
 
 import submitit
 
-from ladder import jobbook, layout
+from ladder import job_records, layout
 from ladder.errors import SpecError, StateError
-from ladder.jobs import TrainJob, WorkerJob, lock_holder
 from ladder.model.config import RunSpec
+from ladder.node_jobs import TrainJob, WorkerJob
 from ladder.plan import read_plan
+from ladder.run_lock import lock_holder
 from ladder.status import run_state
 from ladder.studies.spec import ExecutorSpec
 
@@ -53,7 +54,7 @@ def _only(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) 
 def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None, retry_failed: bool
             ) -> tuple[list[RunSpec], dict[str, str]]:
     specs = _only(sd, specs, run_ids)
-    book = jobbook.read(sd)
+    book = job_records.read(sd)
     chosen, skipped = [], {}
     for spec in specs:
         state, _ = run_state(sd, spec, book)
@@ -89,13 +90,17 @@ def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
     return params
 
 
-def _submit_slurm(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
-    folder = sd.submitit / "slurm" / "%j"
+def _slurm_executor(folder: Path, name: str, ex: ExecutorSpec) -> submitit.AutoExecutor:
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
     try:
-        executor.update_parameters(name=f"ladder-{sd.path.name}", **_slurm_parameters(ex))
+        executor.update_parameters(name=name, **_slurm_parameters(ex))
     except (ValueError, TypeError) as exc:
         raise SpecError(f"executor.slurm: {exc}") from None
+    return executor
+
+
+def _submit_slurm(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
+    executor = _slurm_executor(sd.submitit / "slurm" / "%j", f"ladder-{sd.path.name}", ex)
     threads = ex.slurm.cpus_per_task
     with executor.batch():
         jobs = [executor.submit(TrainJob(str(sd.run(r.run_id).path), threads)) for r in runs]
@@ -115,17 +120,23 @@ def _local_slots(ex: ExecutorSpec) -> list[tuple[list[int], int]]:
     return [([], threads) for _ in range(parallel)]
 
 
+def _local_executor(folder: Path, gpus: list[int]) -> submitit.AutoExecutor:
+    """A worker process on this machine that sees only ``gpus`` (none: CPU)."""
+    executor = submitit.AutoExecutor(folder=folder, cluster="local")
+    params: dict[str, Any] = {"timeout_min": LOCAL_TIMEOUT_MIN, "gpus_per_node": len(gpus)}
+    if gpus:
+        params["local_visible_gpus"] = tuple(gpus)
+    executor.update_parameters(**params)
+    return executor
+
+
 def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
     # every worker takes the biggest unclaimed run first (longest-processing-time first): the ladder then
     # ends with small runs filling the gaps rather than one big run training alone
     run_ids = [r.run_id for r in sorted(runs, key=lambda r: -r.flops)]
     job_ids = []
     for gpus, threads in _local_slots(ex):
-        executor = submitit.AutoExecutor(folder=sd.submitit / "local" / "%j", cluster="local")
-        params: dict[str, Any] = {"timeout_min": LOCAL_TIMEOUT_MIN, "gpus_per_node": len(gpus)}
-        if gpus:
-            params["local_visible_gpus"] = tuple(gpus)
-        executor.update_parameters(**params)
+        executor = _local_executor(sd.submitit / "local" / "%j", gpus)
         job_ids.append(executor.submit(WorkerJob(str(sd.path), run_ids, threads)).job_id)
     return {rid: list(job_ids) for rid in run_ids}
 
@@ -135,7 +146,7 @@ def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None
     sd = layout.StudyDir(Path(study_dir))
     _, specs = read_plan(sd.path)
     result = SubmitResult(executor=executor.kind)
-    with jobbook.editing(sd) as book:
+    with job_records.editing(sd) as book:
         # decide under the lock: a second `ladder submit` racing this one then sees our jobs
         chosen, result.skipped = _select(sd, specs, run_ids, retry_failed)
         if not chosen:
@@ -153,8 +164,8 @@ def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None
             folder = str(Path(layout.SUBMITIT) / "debug")
         for spec in chosen:
             book.setdefault(spec.run_id, []).append(
-                jobbook.JobRecord(executor=executor.kind, job_ids=ids[spec.run_id], folder=folder,
-                                  submitted_at=jobbook.now())
+                job_records.JobRecord(executor=executor.kind, job_ids=ids[spec.run_id], folder=folder,
+                                  submitted_at=job_records.now())
             )
             result.submitted.append(spec.run_id)
         result.job_ids = ids
@@ -188,10 +199,10 @@ def cancel(study_dir: Path, run_ids: list[str] | None = None) -> list[str]:
     _, specs = read_plan(sd.path)
     specs = _only(sd, specs, run_ids)
     cancelled, to_signal = [], []
-    with jobbook.editing(sd) as book:
+    with job_records.editing(sd) as book:
         for spec in specs:
             state, _ = run_state(sd, spec, book)
-            rec = jobbook.latest(book, spec.run_id)
+            rec = job_records.latest(book, spec.run_id)
             if state not in ("queued", "running") or rec is None:
                 continue
             rec.cancelled = True
@@ -218,8 +229,8 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
     """Run lm-eval on every finished run that lacks these results, through the study's executors: one SLURM
     array task per run, local workers splitting the runs, or in this process. Returns the results per run
     (when waited for) and the job ids."""
-    from ladder.jobs import evaluate_runs
     from ladder.model.downstream import runs_to_evaluate
+    from ladder.node_jobs import evaluate_runs
 
     sd = layout.StudyDir(Path(study_dir))
     todo = [str(rd.path) for rd in runs_to_evaluate(sd.path, tasks, limit=limit)]
@@ -231,8 +242,7 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
         out["results"] = evaluate_runs(todo, *args)
         return out
     if executor.kind == "slurm":
-        ex = submitit.AutoExecutor(folder=sd.submitit / "eval" / "%j", cluster="slurm")
-        ex.update_parameters(name=f"ladder-eval-{sd.path.name}", **_slurm_parameters(executor))
+        ex = _slurm_executor(sd.submitit / "eval" / "%j", f"ladder-eval-{sd.path.name}", executor)
         with ex.batch():
             jobs = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
     else:
@@ -242,11 +252,7 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
         for (gpus, threads), chunk in zip(slots, chunks):
             if not chunk:
                 continue
-            ex = submitit.AutoExecutor(folder=sd.submitit / "eval" / "%j", cluster="local")
-            params: dict[str, Any] = {"timeout_min": LOCAL_TIMEOUT_MIN, "gpus_per_node": len(gpus)}
-            if gpus:
-                params["local_visible_gpus"] = tuple(gpus)
-            ex.update_parameters(**params)
+            ex = _local_executor(sd.submitit / "eval" / "%j", gpus)
             jobs.append(ex.submit(evaluate_runs, chunk, *args[:-1], device, threads))
     out["job_ids"] = [j.job_id for j in jobs]
     if wait:

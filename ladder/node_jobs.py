@@ -4,62 +4,23 @@ Both are submitit ``Checkpointable``: on SIGUSR2 (preemption, time limit) the tr
 flight, writes a checkpoint and hands over to submitit's handler, which calls ``checkpoint()`` (nothing left
 to save: it returns the same job to requeue) and requeues; the requeued job resumes from that checkpoint. A
 job killed outright resumes from its last periodic checkpoint. A run is trained by at most one process at a
-time: its directory's ``.lock`` is held (``flock``, released by the kernel however the process dies).
+time (:mod:`ladder.run_lock`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import fcntl
 import os
 import socket
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import submitit
 
 from ladder import layout
-
-
-@contextmanager
-def run_lock(rd: layout.RunDir) -> Iterator[bool]:
-    """Hold the run's lock for the duration; yields False (and holds nothing) if another process has it."""
-    fd = os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def lock_holder(rd: layout.RunDir) -> int | None:
-    """The pid training this run right now, or None. Reliable on a local file system (flock)."""
-    if not rd.lock.is_file():
-        return None
-    fd = os.open(rd.lock, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                return int(rd.lock.read_text().split()[0])
-            except (ValueError, IndexError, OSError):
-                return -1
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+from ladder.job_records import is_cancelled
+from ladder.run_lock import run_lock
 
 
 def _write_error(rd: layout.RunDir, exc: BaseException) -> None:
@@ -128,15 +89,13 @@ class WorkerJob(submitit.helpers.Checkpointable):
         self.threads = threads
 
     def __call__(self) -> dict[str, Any]:
-        from ladder.jobbook import is_cancelled
         from ladder.model.train import Preempted
-        from ladder.status import result_status
 
         sd = layout.StudyDir(Path(self.study_dir))
         outcomes: dict[str, Any] = {}
         for run_id in self.run_ids:
             rd = sd.run(run_id)
-            if result_status(rd) in ("done", "diverged") or is_cancelled(sd, run_id):
+            if layout.result_status(rd) in ("done", "diverged") or is_cancelled(sd, run_id):
                 continue
             try:
                 outcomes[run_id] = run_one(rd.path, threads=self.threads).get("status")

@@ -1,0 +1,112 @@
+"""`ladder data`: tokenized corpora (`prepare`) and byte-level BPE tokenizers (`tokenizer train|eval`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ladder.cli.options import JSON_OPT
+from ladder.console import out, print_json
+
+app = typer.Typer(help="Tokenizers and tokenized corpora (cached, shared by every study).", no_args_is_help=True)
+tokenizer_app = typer.Typer(help="Train and evaluate byte-level BPE tokenizers.", no_args_is_help=True)
+app.add_typer(tokenizer_app, name="tokenizer")
+
+CORPUS_HELP = "A jsonl/parquet file or folder, a folder of .txt files, `embedded`, or hf:<dataset>[:<config>]."
+
+
+@tokenizer_app.command("train")
+def tokenizer_train(
+    corpus: str = typer.Argument(..., help=CORPUS_HELP),
+    vocab_size: int = typer.Option(..., "--vocab-size", help="Ids in the vocabulary, special tokens included."),
+    out_dir: Path = typer.Option(..., "--out", help="Folder to save the tokenizer in (loadable by transformers)."),
+    text_key: str = typer.Option("text", "--text-key", help="Column/key holding the text."),
+    max_bytes: Optional[str] = typer.Option(None, "--max-bytes", help="Read at most this much text, e.g. 64M."),
+    validation_fraction: float = typer.Option(0.02, "--validation-fraction",
+                                              help="Documents held out (never trained on), as in a study."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Train a byte-level BPE (EOS and pad special tokens) on a corpus's training documents."""
+    import time
+
+    from ladder.errors import SpecError
+    from ladder.model.config import parse_count
+    from ladder.model.corpus import iter_corpus_texts
+    from ladder.model.tokenizer import describe_tokenizer, train_tokenizer
+
+    cap = parse_count(max_bytes) if max_bytes else None
+    if cap is not None and (not isinstance(cap, (int, float)) or cap <= 0):
+        raise SpecError(f"--max-bytes {max_bytes!r}: must be a positive size such as 64M")
+    if vocab_size < 259:
+        raise SpecError(f"--vocab-size {vocab_size}: a byte-level BPE needs at least 259 ids (256 bytes + specials)")
+    start = time.perf_counter()
+    texts = iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction,
+                              max_bytes=int(cap) if cap else None)
+    path = train_tokenizer(texts, vocab_size, out_dir)
+    info = {"tokenizer": str(path), "seconds": time.perf_counter() - start, **describe_tokenizer(path)}
+    if as_json:
+        print_json(info)
+        return
+    out.print(f"trained a {info.get('vocab_size', vocab_size)}-id byte-level BPE in {info['seconds']:.1f}s: "
+              f"{out_dir.resolve()}")
+
+
+@tokenizer_app.command("eval")
+def tokenizer_eval(
+    tokenizer_dir: Path = typer.Argument(..., help="A tokenizer folder (or tokenizer.json)."),
+    corpus: str = typer.Argument(..., help=CORPUS_HELP),
+    text_key: str = typer.Option("text", "--text-key"),
+    max_bytes: str = typer.Option("8M", "--max-bytes", help="Evaluate on at most this much held-out text."),
+    validation_fraction: float = typer.Option(0.02, "--validation-fraction"),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Bytes per token, tokens per word, vocabulary usage and exact round trip on held-out text."""
+    from ladder.errors import DataError
+    from ladder.model.config import parse_count
+    from ladder.model.corpus import iter_corpus_texts
+    from ladder.model.tokenizer import evaluate_tokenizer
+
+    cap = int(parse_count(max_bytes))
+    texts = list(iter_corpus_texts(corpus, text_key, split="validation", validation_fraction=validation_fraction,
+                                   max_bytes=cap))
+    if not texts:
+        raise DataError(f"{corpus}: no held-out documents to evaluate on (try a larger --validation-fraction)")
+    m = evaluate_tokenizer(tokenizer_dir, texts)
+    if as_json:
+        print_json(m)
+        return
+    table = Table("metric", "value", title=f"tokenizer {tokenizer_dir} on {m['texts']:,} held-out documents")
+    table.add_row("bytes per token", f"{m['bytes_per_token']:.3f}")
+    table.add_row("tokens per word", f"{m['tokens_per_word']:.3f}")
+    table.add_row("vocabulary used", f"{m['vocab_used']:,}/{m['vocab_size']:,} ({100 * m['vocab_usage']:.1f}%)")
+    table.add_row("exact round trip", "yes" if m["roundtrip_ok"] else f"NO ({m['roundtrip_failures']} texts)")
+    out.print(table)
+    if not m["roundtrip_ok"]:
+        raise typer.Exit(1)
+
+
+@app.command("prepare")
+def data_prepare(
+    study: str = typer.Argument(..., help="A study YAML file, built-in name or planned study directory."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Tokenization tasks at once (default: CPUs)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Tokenize a study's corpus into cached datatrove shards (resumable).
+
+    The result is shared by every study that uses the same corpus and tokenizer."""
+    from ladder.model.data import describe, prepare_data
+    from ladder.studies import load_study
+
+    spec = load_study(study)
+    prepared = prepare_data(spec.data, spec.model.vocab_size, workers=workers, progress=not as_json)
+    info = describe(prepared)
+    if as_json:
+        print_json(info)
+        return
+    out.print(
+        f"data ready: {prepared.train_tokens:,} train and {prepared.val_tokens:,} validation tokens, "
+        f"vocabulary {prepared.vocab_size:,} ({prepared.root})"
+    )

@@ -1,0 +1,52 @@
+"""`ladder eval`: the lm-evaluation-harness on every finished run's checkpoint, through the executors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec
+from ladder.console import out, print_json
+
+
+def eval_cmd(
+    study_dir: Path = typer.Argument(..., help="A study directory with finished runs."),
+    tasks: Optional[str] = typer.Option(None, "--tasks", help="lm-eval task names, comma separated "
+                                        "(default: the shipped offline tasks ladder_py_next_line, ladder_py_ppl)."),
+    include_path: Optional[Path] = typer.Option(None, "--include-path", help="A folder of your own lm-eval task YAMLs."),
+    limit: Optional[float] = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
+    executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    batch_size: int = typer.Option(16, "--batch-size"),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda (default: cuda if available)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Run the lm-evaluation-harness on every finished run's checkpoint; results land in each run's lm_eval/.
+
+    Finished evaluations are not redone. `ladder collect` then adds task/<task>/<metric> columns, and `ladder
+    fit` forecasts the hero's task loss and accuracy from them.
+    """
+    from ladder.plan import read_plan
+    from ladder.submit import submit_evals
+
+    task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    study, _ = read_plan(study_dir)
+    ex = executor_spec(study, executor, {})
+    res = submit_evals(study_dir, ex, tasks=task_list, include_path=include_path, limit=limit,
+                       batch_size=batch_size, device=device)
+    if as_json:
+        print_json(res)
+        return
+    if not res["evaluated"]:
+        out.print("nothing to evaluate: every finished run already has these results")
+        return
+    table = Table("run", "task", "metric", "value", title="lm-eval results", title_justify="left")
+    for run_id, results in res["results"].items():
+        for task, metrics in results.items():
+            for metric, value in metrics.items():
+                if isinstance(value, (int, float)) and metric != "sample_len":
+                    table.add_row(run_id, task, metric, f"{value:.4f}")
+    out.print(table)
+    out.print(f"evaluated {len(res['evaluated'])} runs; `ladder collect {study_dir}` adds them to the results")

@@ -1,0 +1,95 @@
+"""`ladder model info`: parameter and FLOP accounting of a Llama shape."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ladder.cli.options import JSON_OPT
+from ladder.console import out, print_json
+
+app = typer.Typer(help="Parameter and FLOP accounting of Llama shapes.", no_args_is_help=True)
+
+
+@app.command("info")
+def model_info(
+    d_model: Optional[int] = typer.Option(None, "--d-model", help="Hidden size."),
+    n_layers: Optional[int] = typer.Option(None, "--n-layers", help="Number of layers."),
+    n_heads: Optional[int] = typer.Option(None, "--n-heads", help="Query heads (default d_model / head_dim)."),
+    n_kv_heads: Optional[int] = typer.Option(None, "--n-kv-heads", help="KV heads (default n_heads / kv_ratio)."),
+    head_dim: Optional[int] = typer.Option(None, "--head-dim", help="Head dimension (default d_model / n_heads or 64)."),
+    ffn_dim: Optional[int] = typer.Option(None, "--ffn-dim", help="SwiGLU width (default 8/3 d_model, rounded)."),
+    vocab_size: int = typer.Option(49152, "--vocab-size"),
+    tied: bool = typer.Option(True, "--tied/--untied", help="Tie the LM head to the input embedding."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Context length for the attention FLOPs."),
+    params: Optional[str] = typer.Option(
+        None, "--params", help="Instead of a shape: a target size such as 135M, sized at --aspect-ratio."
+    ),
+    convention: str = typer.Option("total", "--convention", help="total | non_embedding, for --params."),
+    aspect_ratio: float = typer.Option(32.0, "--aspect-ratio", help="d_model / n_layers, for --params."),
+    kv_ratio: int = typer.Option(1, "--kv-ratio", help="Query heads per KV head, for --params."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Parameter counts (total / embedding / non-embedding) and training FLOPs per token of a shape.
+
+    Give an explicit shape (--d-model --n-layers ...) or a target size (--params 135M --aspect-ratio 19.2).
+    Example: the SmolLM2-135M shape, `ladder model info --d-model 576 --n-layers 30 --n-heads 9
+    --n-kv-heads 3 --ffn-dim 1536 --vocab-size 49152` has 134,515,008 parameters tied.
+    """
+    from pydantic import ValidationError
+
+    from ladder.errors import SpecError
+    from ladder.model.config import parse_count
+    from ladder.model.shape import ModelShape
+    from ladder.model.sizing import FamilyRules, shape_for_params
+
+    try:
+        if params is not None:
+            if d_model is not None or n_layers is not None:
+                raise SpecError("give either an explicit shape (--d-model, --n-layers) or --params, not both")
+            if convention not in ("total", "non_embedding"):
+                raise SpecError(f"--convention {convention!r}: must be 'total' or 'non_embedding'")
+            target = parse_count(params)
+            if not isinstance(target, (int, float)) or target <= 0:
+                raise SpecError(f"--params {params!r}: must be a positive count such as 50K, 135M or 7e9")
+            rules = FamilyRules(
+                vocab_size=vocab_size,
+                head_dim=head_dim or 64,
+                kv_ratio=kv_ratio,
+                max_seq_len=seq_len,
+            )
+            shape = shape_for_params(int(target), convention, aspect_ratio, rules, tied)
+        else:
+            if d_model is None or n_layers is None:
+                raise SpecError("give --d-model and --n-layers (or --params with --aspect-ratio)")
+            hd = head_dim or (d_model // n_heads if n_heads else 64)
+            heads = n_heads or max(1, d_model // hd)
+            shape = ModelShape(
+                d_model=d_model,
+                n_layers=n_layers,
+                n_heads=heads,
+                n_kv_heads=n_kv_heads or heads,
+                head_dim=hd,
+                ffn_dim=ffn_dim or max(16, int(round(8 * d_model / 3 / 16)) * 16),
+                vocab_size=vocab_size,
+                tied=tied,
+                max_seq_len=seq_len,
+            )
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in first["loc"]) or "shape"
+        raise SpecError(f"{field}: {first['msg']}") from None
+    info = shape.accounting(seq_len)
+    if as_json:
+        print_json(info)
+        return
+    table = Table("quantity", "value", title=f"Llama {shape.describe()} ffn {shape.ffn_dim} vocab {shape.vocab_size}"
+                  f" {'tied' if shape.tied else 'untied'}")
+    table.add_row("params total", f"{info['params_total']:,}")
+    table.add_row("params embedding", f"{info['params_embedding']:,}")
+    table.add_row("params non-embedding", f"{info['params_non_embedding']:,}")
+    table.add_row(f"FLOPs/token (train, seq {seq_len}, head + causal attention)", f"{info['flops_per_token']:,}")
+    table.add_row("FLOPs/token 6N (N = params total)", f"{info['flops_per_token_6n']:,}")
+    out.print(table)

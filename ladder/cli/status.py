@@ -1,0 +1,97 @@
+"""`ladder status` (where every run stands, once or live) and `ladder collect` (the results table)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ladder.cli.options import JSON_OPT
+from ladder.console import err, human_seconds, out, print_json
+
+
+def status_table(rows, title: str) -> Table:
+    table = Table("run", "variant", "size", "state", "progress", "train loss", "eval loss", "tok/s", "ETA", "job",
+                  title=title, title_justify="left")
+    colours = {"done": "green", "failed": "red", "diverged": "red", "running": "cyan", "queued": "yellow",
+               "cancelled": "magenta", "interrupted": "yellow"}
+    for r in rows:
+        state = f"[{colours.get(r.state, 'white')}]{r.state}[/]"
+        if r.error:
+            state += f"\n[dim]{r.error[:80]}[/]"
+        table.add_row(
+            r.run_id, r.variant, r.size, state,
+            f"{r.tokens_done:,}/{r.tokens_planned:,} ({100 * r.progress:.0f}%)",
+            f"{r.train_loss:.4f}" if r.train_loss is not None else "-",
+            f"{r.eval_loss:.4f}" if r.eval_loss is not None else "-",
+            f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
+            human_seconds(r.eta_s), r.job_id or "-",
+        )
+    return table
+
+
+def totals_line(t: dict) -> str:
+    states = ", ".join(f"{n} {s}" for s, n in t["states"].items() if n)
+    return f"{t['runs']} runs: {states}; {t['tokens_done']:,}/{t['tokens_planned']:,} tokens ({100 * t['progress']:.0f}%)"
+
+
+def status(
+    study_dir: Path = typer.Argument(..., help="A planned study directory."),
+    watch: bool = typer.Option(False, "--watch", help="Keep a live display until every run has ended."),
+    interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes with --watch."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Show each run's state, progress, losses, throughput, ETA and job id.
+
+    States: planned, queued, running, interrupted (resumable), done, failed, diverged, cancelled; a failed
+    run shows its error. Totals follow the table."""
+    from ladder.status import study_status, totals, wait
+
+    if watch and not as_json:
+        from rich.console import Group
+        from rich.live import Live
+
+        with Live(console=out, refresh_per_second=2) as live:
+            def show(rows):
+                live.update(Group(status_table(rows, f"status: {study_dir}"), totals_line(totals(rows))))
+
+            rows = wait(study_dir, poll_s=interval, on_update=show)
+        return
+    rows = study_status(study_dir)
+    if as_json:
+        print_json({"runs": [r.to_dict() for r in rows], "totals": totals(rows)})
+        return
+    out.print(status_table(rows, f"status: {study_dir}"))
+    out.print(totals_line(totals(rows)))
+
+
+def collect(
+    study_dir: Path = typer.Argument(..., help="A planned study directory."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Gather finished runs into results.parquet/.csv and their curves into curves.parquet.
+
+    Reads only the files the runs wrote; a run with missing or corrupt files is reported and left out."""
+    from ladder.collect import collect as do_collect
+    from ladder.collect import write_collected
+
+    c = do_collect(study_dir)
+    paths = write_collected(study_dir, c)
+    payload = {
+        "rows": len(c.runs),
+        "files": [str(p) for p in paths],
+        "problems": [{"run_id": p.run_id, "file": p.file, "what": p.what} for p in c.problems],
+        "pending": c.pending,
+        "failed": c.failed,
+    }
+    if as_json:
+        print_json(payload)
+        return
+    for p in c.problems:
+        err.print(f"[yellow]left out[/] {p}")
+    if c.failed:
+        err.print(f"[red]{len(c.failed)} runs failed[/] (see `ladder status {study_dir}`): {', '.join(c.failed)}")
+    if c.pending:
+        out.print(f"{len(c.pending)} runs not finished yet: {', '.join(c.pending)}")
+    out.print(f"collected {len(c.runs)} runs into {paths[0]} (and .csv, {paths[2].name})")

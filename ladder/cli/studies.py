@@ -1,0 +1,56 @@
+"""`ladder studies`: list, show and validate study specs."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.table import Table
+
+from ladder.cli.options import JSON_OPT
+from ladder.console import out, print_json
+
+app = typer.Typer(help="List, show and validate study specs.", no_args_is_help=True)
+
+
+@app.command("list")
+def studies_list(as_json: bool = JSON_OPT) -> None:
+    """List the built-in studies with their descriptions."""
+    from ladder.studies import builtin_names, load_study
+
+    rows = []
+    for name in builtin_names():
+        s = load_study(name)
+        rows.append({"name": name, "description": s.description, "runs": None})
+    if as_json:
+        print_json({"studies": rows})
+        return
+    table = Table("name", "description", title="built-in studies")
+    for r in rows:
+        table.add_row(r["name"], r["description"])
+    out.print(table)
+
+
+@app.command("show")
+def studies_show(name: str = typer.Argument(..., help="A built-in study name or a study YAML file.")) -> None:
+    """Print a study as YAML, every default filled in (a starting point for your own study file)."""
+    from ladder.studies import load_study
+
+    sys.stdout.write(load_study(name).to_yaml())
+
+
+@app.command("validate")
+def studies_validate(
+    file: str = typer.Argument(..., help="Study YAML file (or built-in name) to check."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Check a study file without writing anything; a bad field exits 2 naming the field and the value."""
+    from ladder.plan import expand
+    from ladder.studies import load_study
+
+    study = load_study(file)
+    plan = expand(study)
+    if as_json:
+        print_json({"valid": True, "name": study.name, "runs": len(plan.runs)})
+        return
+    out.print(f"[green]ok[/]: {study.name!s} is valid ({len(plan.runs)} runs)")

@@ -1,0 +1,157 @@
+"""Training: `ladder sanity` (overfit a tiny set first), `ladder train` (one run in the foreground),
+`ladder submit` and `ladder cancel` (every unfinished run through an executor)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, parse_gpus
+from ladder.console import err, human_seconds, out, print_json
+from ladder.errors import SpecError
+
+
+def sanity(
+    study: str = typer.Argument("default", help="A study YAML file, built-in name or planned study directory."),
+    break_labels: bool = typer.Option(False, "--break-labels", help="Deliberately train on unshifted labels, "
+                                      "to see the check catch a label-shift bug (a test of the check itself)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Overfit ~100 short documents with the study's smallest model: the first debugging test.
+
+    Passes when the loss on memorizable tokens falls below 0.05 nats/token and greedy generation reproduces
+    the documents; also checks the initial loss (near ln vocab) and that every parameter gets a gradient. On
+    failure it names the suspect stage. Exits 1 when the check fails.
+    """
+    from ladder.model.data import prepare_data
+    from ladder.model.sanity import run_sanity
+    from ladder.plan import expand
+    from ladder.studies import load_study
+
+    spec = load_study(study)
+    prepared = prepare_data(spec.data, spec.model.vocab_size, progress=not as_json)
+    smallest = min(expand(spec).runs, key=lambda r: r.shape.params_total).shape
+    report = run_sanity(prepared, smallest, label_shift_bug=break_labels)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        out.print(report.summary())
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+def _parse_sbatch(pairs: list[str]) -> dict:
+    extra = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SpecError(f"--sbatch {pair!r}: use KEY=VALUE, e.g. --sbatch exclusive=true")
+        extra[key.strip().lstrip("-")] = value
+    return extra
+
+
+def train(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `ladder plan` (holds spec.json)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: torch's choice)."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: cuda if available)."),
+) -> None:
+    """Train one planned run in the foreground, preparing its data through the shared cache first.
+
+    Resumes from the run's checkpoint if there is one. Ctrl-C (or SIGTERM/SIGUSR2) finishes the step in
+    flight, writes a checkpoint and exits; run the command again to continue.
+    """
+    from ladder import layout
+    from ladder.errors import StateError
+    from ladder.model.train import Preempted
+    from ladder.node_jobs import run_one
+
+    rd = layout.RunDir(run_dir)
+    if not rd.spec.is_file():
+        raise StateError(f"{run_dir} is not a run directory (no {layout.SPEC}); run `ladder plan` first")
+    try:
+        result = run_one(rd.path, threads=threads, device=device, progress=True)
+    except Preempted as exc:
+        err.print(f"[yellow]stopped[/]: {exc}; run `ladder train {run_dir}` again to resume")
+        raise typer.Exit(exc.exit_code) from None
+    if result.get("status") == "busy":
+        raise StateError(f"{run_dir} is being trained by another process (pid in {rd.lock})")
+    out.print(
+        f"{result.get('status')}: final eval loss {result.get('final_eval_loss')}, "
+        f"train loss {result.get('final_train_loss')}, {result.get('tokens'):,} tokens in "
+        f"{human_seconds(result.get('wall_time_s'))}"
+    )
+    if result.get("status") != "done":
+        raise typer.Exit(1)
+
+
+def submit(
+    study_dir: Path = typer.Argument(..., help="A planned study directory."),
+    executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    run: Optional[list[str]] = typer.Option(None, "--run", help="Only this run id (repeatable)."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Also resubmit failed runs."),
+    partition: Optional[str] = typer.Option(None, help="SLURM partition."),
+    account: Optional[str] = typer.Option(None, help="SLURM account."),
+    qos: Optional[str] = typer.Option(None, help="SLURM QOS."),
+    time_min: Optional[int] = typer.Option(None, "--time-min", help="SLURM time limit per job, minutes."),
+    gpus_per_task: Optional[int] = typer.Option(None, "--gpus-per-task", help="SLURM GPUs per run."),
+    cpus_per_task: Optional[int] = typer.Option(None, "--cpus-per-task", help="SLURM CPUs per run."),
+    mem_gb: Optional[float] = typer.Option(None, "--mem-gb", help="SLURM memory per run, GB."),
+    constraint: Optional[str] = typer.Option(None, help="SLURM constraint."),
+    array_parallelism: Optional[int] = typer.Option(None, "--array-parallelism", help="SLURM array tasks at once."),
+    sbatch: Optional[list[str]] = typer.Option(None, "--sbatch", help="Extra sbatch option KEY=VALUE (repeatable)."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1 (none: CPU)."),
+    runs_per_gpu: Optional[int] = typer.Option(None, "--runs-per-gpu", help="Local: runs sharing one GPU."),
+    cpus_per_run: Optional[int] = typer.Option(None, "--cpus-per-run", help="Local: threads per run."),
+    parallel: Optional[int] = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Submit every unfinished run once: SLURM job arrays, local workers, or in-process debug.
+
+    Runs that are done or whose jobs are alive are skipped, so submitting again submits nothing;
+    `--retry-failed` resubmits failed runs; interrupted and cancelled runs resume from their checkpoints.
+    Job ids are recorded in the study's jobs.json.
+    """
+    from ladder.plan import read_plan
+    from ladder.submit import submit as do_submit
+
+    study, _ = read_plan(study_dir)
+    ex = executor_spec(
+        study,
+        executor,
+        {
+            "slurm": dict(partition=partition, account=account, qos=qos, time_min=time_min,
+                          gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
+                          constraint=constraint, array_parallelism=array_parallelism,
+                          additional=_parse_sbatch(sbatch or []) or None),
+            "local": dict(gpus=parse_gpus(gpus), runs_per_gpu=runs_per_gpu, cpus_per_run=cpus_per_run,
+                          parallel=parallel),
+        },
+    )
+    result = do_submit(study_dir, ex, run_ids=run, retry_failed=retry_failed)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for run_id in result.submitted:
+        out.print(f"submitted {run_id} ({ex.kind}, job {','.join(result.job_ids.get(run_id, []))})")
+    for run_id, why in result.skipped.items():
+        out.print(f"[dim]skipped {run_id}: {why}[/]")
+    out.print(f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {study_dir} --watch`")
+
+
+def cancel(
+    study_dir: Path = typer.Argument(..., help="A planned study directory."),
+    run: Optional[list[str]] = typer.Option(None, "--run", help="Only this run id (repeatable)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Cancel queued and running jobs (all, or those given with --run).
+
+    Running runs checkpoint first, so a later `ladder submit` resumes them."""
+    from ladder.submit import cancel as do_cancel
+
+    cancelled = do_cancel(study_dir, run)
+    if as_json:
+        print_json({"cancelled": cancelled})
+        return
+    out.print(f"cancelled {len(cancelled)} runs" + (f": {', '.join(cancelled)}" if cancelled else ""))
