@@ -1,11 +1,54 @@
+import re
+
+import typer.main
+
 from tests.cli_helpers import run_cli
+
+# Every command and command group, by the group it hangs from, in the order `--help` lists them. A command
+# dropped from the app (or added without being listed here) fails test_help_lists_every_command.
+COMMANDS = {
+    (): ["plan", "sanity", "train", "submit", "status", "collect", "cancel", "fit", "report", "eval", "run",
+         "studies", "model", "data"],
+    ("studies",): ["list", "show", "validate"],
+    ("model",): ["info"],
+    ("data",): ["prepare", "tokenizer"],
+    ("data", "tokenizer"): ["train", "eval"],
+}
+
+
+def _groups(group, path: tuple[str, ...] = ()):
+    yield path, group
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):  # a command group (typer brings its own click: no isinstance)
+            yield from _groups(command, (*path, name))
+
+
+def _registered() -> dict[tuple[str, ...], list[str]]:
+    from ladder.cli import app
+
+    return {path: list(group.commands) for path, group in _groups(typer.main.get_command(app))}
+
+
+def _listed(help_text: str) -> list[str]:
+    """The names in the Commands panel of a group's --help (a wrapped description continues indented)."""
+    panel = help_text.split("─ Commands ─", 1)[1]
+    return re.findall(r"^│ (\S+)", panel, flags=re.M)
 
 
 def test_help_lists_every_command(capsys):
-    r = run_cli(capsys, "--help")
-    assert r.code == 0
-    for command in ("plan", "studies", "model"):
-        assert command in r.stdout
+    assert _registered() == COMMANDS
+    for path, names in COMMANDS.items():
+        r = run_cli(capsys, *path, "--help")
+        assert r.code == 0, r.stderr
+        assert _listed(r.stdout) == names, path
+
+
+def test_every_command_has_help(capsys):
+    for path, names in _registered().items():
+        for name in names:
+            r = run_cli(capsys, *path, name, "--help")
+            assert r.code == 0, (path, name, r.stderr)
+            assert re.search(rf"Usage: .*ladder {' '.join((*path, name))} ", r.stdout), (path, name)
 
 
 def test_version(capsys):
