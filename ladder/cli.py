@@ -269,8 +269,8 @@ def tokenizer_train(
 
     from ladder.errors import SpecError
     from ladder.model.config import parse_count
-    from ladder.model.corpus import iter_corpus_texts
-    from ladder.model.tokenizer import describe_tokenizer, train_tokenizer
+    from ladder.model.data.corpus import iter_corpus_texts
+    from ladder.model.data.tokenizer import describe_tokenizer, train_tokenizer
 
     cap = parse_count(max_bytes) if max_bytes else None
     if cap is not None and (not isinstance(cap, (int, float)) or cap <= 0):
@@ -301,8 +301,8 @@ def tokenizer_eval(
     """Bytes per token, tokens per word, vocabulary usage and exact round trip on held-out text."""
     from ladder.errors import DataError
     from ladder.model.config import parse_count
-    from ladder.model.corpus import iter_corpus_texts
-    from ladder.model.tokenizer import evaluate_tokenizer
+    from ladder.model.data.corpus import iter_corpus_texts
+    from ladder.model.data.tokenizer import evaluate_tokenizer
 
     cap = int(parse_count(max_bytes))
     texts = list(iter_corpus_texts(corpus, text_key, split="validation", validation_fraction=validation_fraction,
@@ -332,7 +332,8 @@ def data_prepare(
     """Tokenize a study's corpus into cached datatrove shards (resumable).
 
     The result is shared by every study that uses the same corpus and tokenizer."""
-    from ladder.model.data import describe, prepare_data
+    from ladder.model.data.prepare import prepare_data
+    from ladder.model.data.prepared import describe
     from ladder.studies import load_study
 
     spec = load_study(study)
@@ -360,8 +361,8 @@ def sanity(
     the documents; also checks the initial loss (near ln vocab) and that every parameter gets a gradient. On
     failure it names the suspect stage. Exits 1 when the check fails.
     """
-    from ladder.model.data import prepare_data
-    from ladder.model.sanity import run_sanity
+    from ladder.model.data.prepare import prepare_data
+    from ladder.model.evaluation.sanity import run_sanity
     from ladder.plan import expand
     from ladder.studies import load_study
 
@@ -445,7 +446,7 @@ def train(
     from ladder import layout
     from ladder.errors import StateError
     from ladder.jobs import run_one
-    from ladder.model.train import Preempted
+    from ladder.model.training.preemption import Preempted
 
     rd = layout.RunDir(run_dir)
     if not rd.spec.is_file():

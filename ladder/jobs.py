@@ -83,7 +83,8 @@ def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: s
     raised again; a preemption (``Preempted``) is not an error."""
     import torch
 
-    from ladder.model.train import Preempted, train
+    from ladder.model.training.loop import train
+    from ladder.model.training.preemption import Preempted
 
     if threads:
         torch.set_num_threads(threads)
@@ -129,7 +130,7 @@ class WorkerJob(submitit.helpers.Checkpointable):
 
     def __call__(self) -> dict[str, Any]:
         from ladder.jobbook import is_cancelled
-        from ladder.model.train import Preempted
+        from ladder.model.training.preemption import Preempted
         from ladder.status import result_status
 
         sd = layout.StudyDir(Path(self.study_dir))
@@ -155,7 +156,7 @@ def evaluate_runs(run_dirs: list[str], tasks: list[str] | None, include_path: st
     """lm-eval on the final checkpoints of some runs (one job); finished evaluations are skipped."""
     import torch
 
-    from ladder.model.downstream import evaluate_run
+    from ladder.model.evaluation.downstream import evaluate_run
 
     if threads:
         torch.set_num_threads(threads)

@@ -165,7 +165,7 @@ def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None
 
 def _run_debug(sd: layout.StudyDir, runs: list[RunSpec]) -> dict[str, Any]:
     """The debug executor runs each job in this process, one after another, when its result is asked for."""
-    from ladder.model.train import Preempted
+    from ladder.model.training.preemption import Preempted
 
     executor = submitit.AutoExecutor(folder=sd.submitit / "debug", cluster="debug")
     out = {}
@@ -219,7 +219,7 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
     array task per run, local workers splitting the runs, or in this process. Returns the results per run
     (when waited for) and the job ids."""
     from ladder.jobs import evaluate_runs
-    from ladder.model.downstream import runs_to_evaluate
+    from ladder.model.evaluation.results import runs_to_evaluate
 
     sd = layout.StudyDir(Path(study_dir))
     todo = [str(rd.path) for rd in runs_to_evaluate(sd.path, tasks, limit=limit)]
