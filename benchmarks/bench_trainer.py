@@ -35,9 +35,10 @@ import torch
 
 from ladder.model.config import DataConfig, OptimizerConfig, RunSpec, ScheduleConfig
 from ladder.model.hardware import measure_matmul_flops
-from ladder.model.llama import build_model
 from ladder.model.shape import ModelShape
-from ladder.model.train import ArrayWindows, TrainData, train
+from ladder.model.training.inputs import ArrayWindows, TrainData
+from ladder.model.training.llama import build_model
+from ladder.model.training.loop import train
 
 VOCAB, SEQ, BATCH = 4096, 256, 16
 SIZES = {  # label: (d_model, n_layers, n_heads, ffn_dim)

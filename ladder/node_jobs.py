@@ -44,7 +44,8 @@ def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: s
     raised again; a preemption (``Preempted``) is not an error."""
     import torch
 
-    from ladder.model.train import Preempted, train
+    from ladder.model.training.loop import train
+    from ladder.model.training.preemption import Preempted
 
     if threads:
         torch.set_num_threads(threads)
@@ -89,7 +90,7 @@ class WorkerJob(submitit.helpers.Checkpointable):
         self.threads = threads
 
     def __call__(self) -> dict[str, Any]:
-        from ladder.model.train import Preempted
+        from ladder.model.training.preemption import Preempted
 
         sd = layout.StudyDir(Path(self.study_dir))
         outcomes: dict[str, Any] = {}
@@ -114,7 +115,7 @@ def evaluate_runs(run_dirs: list[str], tasks: list[str] | None, include_path: st
     """lm-eval on the final checkpoints of some runs (one job); finished evaluations are skipped."""
     import torch
 
-    from ladder.model.downstream import evaluate_run
+    from ladder.model.evaluation.downstream import evaluate_run
 
     if threads:
         torch.set_num_threads(threads)

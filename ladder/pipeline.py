@@ -42,14 +42,14 @@ def _say(log: Callable[[str], None] | None, msg: str) -> None:
 
 def prepare(study: StudySpec, *, progress: bool = True) -> Any:
     """The study's tokenized data, from the shared cache (prepared first when missing)."""
-    from ladder.model.data import prepare_data
+    from ladder.model.data.prepare import prepare_data
 
     return prepare_data(study.data, study.model.vocab_size, progress=progress)
 
 
 def sanity(study: StudySpec, study_dir: Path, prepared: Any, *, log=None) -> dict:
     """Overfit a tiny set with the study's smallest shape, once per study directory (the verdict is kept)."""
-    from ladder.model.sanity import run_sanity
+    from ladder.model.evaluation.sanity import run_sanity
 
     path = Path(study_dir) / SANITY
     if path.is_file():

@@ -176,7 +176,7 @@ def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None
 
 def _run_debug(sd: layout.StudyDir, runs: list[RunSpec]) -> dict[str, Any]:
     """The debug executor runs each job in this process, one after another, when its result is asked for."""
-    from ladder.model.train import Preempted
+    from ladder.model.training.preemption import Preempted
 
     executor = submitit.AutoExecutor(folder=sd.submitit / "debug", cluster="debug")
     out = {}
@@ -229,7 +229,7 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
     """Run lm-eval on every finished run that lacks these results, through the study's executors: one SLURM
     array task per run, local workers splitting the runs, or in this process. Returns the results per run
     (when waited for) and the job ids."""
-    from ladder.model.downstream import runs_to_evaluate
+    from ladder.model.evaluation.results import runs_to_evaluate
     from ladder.node_jobs import evaluate_runs
 
     sd = layout.StudyDir(Path(study_dir))

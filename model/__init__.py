@@ -1,5 +1,3 @@
-"""Llama variants: shapes and their exact accounting (no torch), sizing, recipe rules, data and training.
-
-Nothing here imports from the rest of ladder (only the leaf modules ``ladder.errors`` and ``ladder.layout``);
-``accounting``, ``shape``, ``sizing`` and ``recipe`` do not import torch.
+"""The Llama family: pure accounting at the top (shape, sizing, recipe, config, schedule, hardware; no torch) and
+what runs on a node in data/, training/ and evaluation/. Imports only ladder.errors and ladder.layout from ladder/.
 """

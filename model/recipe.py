@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Callable, Literal, Protocol
 
 OLMO_REFERENCE_PARAMS = 108e6
 OLMO_REFERENCE_SEQ_LEN = 2048
@@ -48,21 +48,31 @@ class RecipeRules(Protocol):
     batch_scale: float
 
 
+def _scaled_rule(
+    rule: str, olmo: tuple[Callable[[], float], str], deepseek: tuple[Callable[[], float], str], scale: float,
+    scale_field: str,
+) -> tuple[float, str]:
+    """The study's rule (``olmo``, else ``deepseek``: each a value and its formula) times its scale, and the text
+    that says where the number comes from."""
+    value, formula = olmo if rule == "olmo" else deepseek
+    text = f"study rule: {formula}"
+    if scale != 1:
+        text += f" x {scale_field} {scale:g}"
+    return value() * scale, text
+
+
 def rule_lr(training: RecipeRules, params_non_embedding: float, flops: float) -> tuple[float, str]:
     """A study's default peak LR at a size, and where it comes from (the plan and the recommendation both use
     it)."""
     t = training
     if t.lr != "auto":
         return float(t.lr), "study: training.lr"
-    if t.lr_rule == "olmo":
-        lr = olmo_lr(params_non_embedding)
-        text = "study rule: olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)"
-    else:
-        lr = deepseek_lr(flops)
-        text = "study rule: deepseek LR = 0.3118 C^-0.125"
-    lr *= t.lr_scale
-    if t.lr_scale != 1:
-        text += f" x lr_scale {t.lr_scale:g}"
+    lr, text = _scaled_rule(
+        t.lr_rule,
+        (lambda: olmo_lr(params_non_embedding), "olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)"),
+        (lambda: deepseek_lr(flops), "deepseek LR = 0.3118 C^-0.125"),
+        t.lr_scale, "lr_scale",
+    )  # fmt: skip
     if t.lr_max is not None and lr > t.lr_max:
         lr = t.lr_max
         text += f", clamped at lr_max {t.lr_max:g}"
@@ -75,15 +85,14 @@ def rule_batch_tokens(training: RecipeRules, params_non_embedding: float, flops:
     t = training
     if t.batch_tokens != "auto":
         return float(t.batch_tokens), "study: training.batch_tokens"
-    if t.batch_rule == "olmo":
-        raw = olmo_batch_tokens(params_non_embedding)
-        text = "study rule: olmo batch = 160 (N_non_embedding / 108M)^(2/3) x 2048 tokens"
-    else:
-        raw = deepseek_batch_tokens(flops)
-        text = "study rule: deepseek batch = 0.292 C^0.3271 tokens"
-    if t.batch_scale != 1:
-        text += f" x batch_scale {t.batch_scale:g}"
-    return float(raw * t.batch_scale), text
+    batch, text = _scaled_rule(
+        t.batch_rule,
+        (lambda: olmo_batch_tokens(params_non_embedding),
+         "olmo batch = 160 (N_non_embedding / 108M)^(2/3) x 2048 tokens"),
+        (lambda: deepseek_batch_tokens(flops), "deepseek batch = 0.292 C^0.3271 tokens"),
+        t.batch_scale, "batch_scale",
+    )  # fmt: skip
+    return float(batch), text
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ def tiny_jsonl_corpus(tmp_path_factory: pytest.TempPathFactory, tiny_texts: list
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory, tiny_texts: list[str]) -> Path:
-    """A byte-level BPE (ladder.model.tokenizer) with 300 ids trained on ``tiny_texts``; the folder."""
-    from ladder.model.tokenizer import train_tokenizer
+    """A byte-level BPE (ladder.model.data.tokenizer) with 300 ids trained on ``tiny_texts``; the folder."""
+    from ladder.model.data.tokenizer import train_tokenizer
 
     return train_tokenizer(tiny_texts, 300, tmp_path_factory.mktemp("tok") / "tokenizer")

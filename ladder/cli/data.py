@@ -34,8 +34,8 @@ def tokenizer_train(
 
     from ladder.errors import SpecError
     from ladder.model.config import parse_count
-    from ladder.model.corpus import iter_corpus_texts
-    from ladder.model.tokenizer import describe_tokenizer, train_tokenizer
+    from ladder.model.data.corpus import iter_corpus_texts
+    from ladder.model.data.tokenizer import describe_tokenizer, train_tokenizer
 
     cap = parse_count(max_bytes) if max_bytes else None
     if cap is not None and (not isinstance(cap, (int, float)) or cap <= 0):
@@ -66,8 +66,8 @@ def tokenizer_eval(
     """Bytes per token, tokens per word, vocabulary usage and exact round trip on held-out text."""
     from ladder.errors import DataError
     from ladder.model.config import parse_count
-    from ladder.model.corpus import iter_corpus_texts
-    from ladder.model.tokenizer import evaluate_tokenizer
+    from ladder.model.data.corpus import iter_corpus_texts
+    from ladder.model.data.tokenizer import evaluate_tokenizer
 
     cap = int(parse_count(max_bytes))
     texts = list(iter_corpus_texts(corpus, text_key, split="validation", validation_fraction=validation_fraction,
@@ -97,7 +97,8 @@ def data_prepare(
     """Tokenize a study's corpus into cached datatrove shards (resumable).
 
     The result is shared by every study that uses the same corpus and tokenizer."""
-    from ladder.model.data import describe, prepare_data
+    from ladder.model.data.prepare import prepare_data
+    from ladder.model.data.prepared import describe
     from ladder.studies import load_study
 
     spec = load_study(study)

@@ -25,8 +25,8 @@ def sanity(
     the documents; also checks the initial loss (near ln vocab) and that every parameter gets a gradient. On
     failure it names the suspect stage. Exits 1 when the check fails.
     """
-    from ladder.model.data import prepare_data
-    from ladder.model.sanity import run_sanity
+    from ladder.model.data.prepare import prepare_data
+    from ladder.model.evaluation.sanity import run_sanity
     from ladder.plan import expand
     from ladder.studies import load_study
 
@@ -64,7 +64,7 @@ def train(
     """
     from ladder import layout
     from ladder.errors import StateError
-    from ladder.model.train import Preempted
+    from ladder.model.training.preemption import Preempted
     from ladder.node_jobs import run_one
 
     rd = layout.RunDir(run_dir)

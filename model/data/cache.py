@@ -1,0 +1,35 @@
+"""The shared cache on disk: where it is, the lock that serializes two processes building the same entry, and the
+content key that names an entry (corpora, tokenizers and prepared data all live under one root)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def default_cache_root() -> Path:
+    """``$LADDER_CACHE`` or ``~/.cache/ladder``."""
+    env = os.environ.get("LADDER_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "ladder"
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock (``flock``) on ``path``; a second process (or thread) waits here."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def sha256_json(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

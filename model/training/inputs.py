@@ -1,0 +1,105 @@
+"""What the trainer reads: windows of ``seq_len + 1`` tokens (prepared shards, or an array in memory for tests and
+benchmarks), the :class:`TrainData` a caller injects, and how a batch of windows becomes inputs, labels and a loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from ladder.model.config import RunSpec
+from ladder.model.training.distributed import Dist, barrier
+
+
+class Windows(Protocol):
+    """What the trainer reads: ``len()`` windows of ``seq_len + 1`` tokens; ``batch(indices)`` stacks them."""
+
+    def __len__(self) -> int: ...
+
+    def batch(self, indices: Sequence[int]) -> np.ndarray: ...
+
+
+class ArrayWindows:
+    """In-memory twin of ``ladder.model.data.windows.TokenWindows``: non-overlapping windows of ``seq_len + 1`` tokens over
+    a 1-D token array (window ``i`` is ``tokens[i * (seq_len + 1) : (i + 1) * (seq_len + 1)]``)."""
+
+    def __init__(self, tokens: np.ndarray | Sequence[int], seq_len: int, limit: int | None = None):
+        self.tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        self.seq_len = int(seq_len)
+        self.window = self.seq_len + 1
+        n = len(self.tokens) // self.window
+        self._len = n if limit is None else min(n, int(limit))
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        i = int(i)
+        if not 0 <= i < self._len:
+            raise IndexError(f"window {i} out of range (0..{self._len - 1})")
+        return self.tokens[i * self.window : (i + 1) * self.window].copy()
+
+    def batch(self, indices: Sequence[int]) -> np.ndarray:
+        idx = np.asarray([int(i) for i in indices], dtype=np.int64)
+        if len(idx) and (idx.min() < 0 or idx.max() >= self._len):
+            raise IndexError(f"window index out of range (0..{self._len - 1})")
+        return self.tokens[idx[:, None] * self.window + np.arange(self.window)[None, :]]
+
+
+@dataclass
+class TrainData:
+    """Data injected into :func:`train`: train windows, the FIXED validation windows (evaluated in order, the
+    first ``ceil(eval_tokens / seq_len)`` of them), and optionally the tokenizer folder (copied into ``model/``)
+    and the special ids (written into the model config)."""
+
+    train: Windows
+    val: Windows
+    tokenizer_dir: Path | None = None
+    eos_id: int | None = None
+    pad_id: int | None = None
+
+
+def inputs_and_labels(windows: torch.Tensor, *, label_shift_bug: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split windows of ``seq_len + 1`` tokens into inputs ``w[:, :-1]`` and next-token labels ``w[:, 1:]``.
+    ``label_shift_bug=True`` deliberately breaks the shift (labels = inputs), for the sanity check's test."""
+    x = windows[:, :-1]
+    y = windows[:, :-1] if label_shift_bug else windows[:, 1:]
+    return x, y
+
+
+def lm_loss(model: torch.nn.Module, windows: torch.Tensor, *, label_shift_bug: bool = False, reduction: str = "mean"):
+    """Next-token cross-entropy (in fp32) of ``model`` on a batch of windows; every position is a target."""
+    x, y = inputs_and_labels(windows, label_shift_bug=label_shift_bug)
+    logits = model(input_ids=x, use_cache=False).logits
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1), reduction=reduction)
+
+
+def resolve_data(spec: RunSpec, dataset: Any, data_cache: Any, progress: bool, d: Dist) -> TrainData:
+    """The run's :class:`TrainData`: ``dataset`` as given, the windows of a ``PreparedData``, or (``None``) the
+    spec's data prepared (rank 0 first; the others then find it in the cache)."""
+    seq_len = spec.data.seq_len
+    if dataset is None:
+        from ladder.model.data.prepare import prepare_data
+
+        prepared = None
+        if d.is_main:
+            prepared = prepare_data(spec.data, spec.shape.vocab_size, cache_root=data_cache, progress=progress)
+        barrier(d)
+        if not d.is_main:
+            prepared = prepare_data(spec.data, spec.shape.vocab_size, cache_root=data_cache, progress=False)
+        dataset = prepared
+    if isinstance(dataset, TrainData):
+        return dataset
+    if hasattr(dataset, "train_windows") and hasattr(dataset, "val_windows"):  # a PreparedData
+        return TrainData(
+            train=dataset.train_windows(seq_len),
+            val=dataset.val_windows(seq_len, spec.data.validation_tokens),
+            tokenizer_dir=Path(dataset.tokenizer_dir),
+            eos_id=dataset.eos_id,
+            pad_id=dataset.pad_id,
+        )
+    raise TypeError(f"dataset must be a TrainData or a PreparedData, got {type(dataset).__name__}")
