@@ -62,8 +62,8 @@ def update_readme(row: str, command: str, path: Path = README) -> None:
 
 
 def main() -> None:
-    from ladder.reports import render as R
-    from ladder.reports.pdf import write_pdf
+    from ladder.reports.render import report as R
+    from ladder.reports.render.pdf import write_pdf
     from tests.reports.fixture_study import make_study
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

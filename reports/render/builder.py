@@ -1,0 +1,97 @@
+"""The report's sections, in order, from a :class:`~ladder.reports.render.study.StudyData`.
+
+:class:`Builder` holds what every section reads (the fit, the runs, the finished runs, one style per variant)
+and numbers the figures; each section is a function of the builder in :mod:`ladder.reports.render.sections`.
+A section that raises becomes one line saying so, and the rest of the report renders.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+from ladder.reports.render.blocks import Fig, Section
+from ladder.reports.render.figures.spec import FigureSpec
+from ladder.reports.render.figures.style import VariantStyles
+from ladder.reports.render.figures.sweeps import draw_sweeps
+from ladder.reports.render.sections import (
+    ablations,
+    headline,
+    health,
+    hparams,
+    runs,
+    scaling,
+    tasks,
+)
+from ladder.reports.render.study import StudyData, mapping, status_counts, unavailable
+
+ORDER: tuple[Callable[["Builder"], Section], ...] = (
+    headline.headline, runs.ladder, runs.curves, scaling.scaling, scaling.isoflop, hparams.hparams, ablations.tied,
+    ablations.depth, scaling.residuals, health.health, tasks.tasks, health.reproducibility,
+)
+
+
+class Builder:
+    """Builds the report's sections from a :class:`StudyData`."""
+
+    def __init__(self, data: StudyData) -> None:
+        self.d = data
+        self.fit = data.fit or {}
+        runs = data.runs
+        self.runs = runs
+        self.done = runs[(runs["status"] == "done") & pd.to_numeric(runs["loss"], errors="coerce").notna()] \
+            if len(runs) else runs
+        self.styles = VariantStyles(runs["variant"].astype(str).tolist() if len(runs) else [])
+        for name in (mapping(self.fit.get("laws_by_variant"))):
+            self.styles.add(name)
+        self.styles.add("tied")
+        self.styles.add("untied")
+        self.variant_of = dict(zip(runs["run_id"].astype(str), runs["variant"].astype(str))) if len(runs) else {}
+        self.law = self.fit.get("loss_law") if isinstance(self.fit.get("loss_law"), Mapping) else {}
+        self.hero = self.fit.get("hero") if isinstance(self.fit.get("hero"), Mapping) else {}
+        self.fig_count = 0
+
+    def entry(self, key: str, no_fit: str = "no fit.json") -> tuple[Any, str | None]:
+        """``fit.json``'s entry ``key`` and why it is not there (``no_fit`` without a fit; None when it is)."""
+        value = self.fit.get(key)
+        return value, (unavailable(value) if self.fit else no_fit)
+
+    def figure(self, key: str, title: str, caption: str, height: float, draw: Callable) -> Fig:
+        self.fig_count += 1
+        return Fig(FigureSpec(key=key, title=f"Figure {self.fig_count}. {title}", caption=caption, height=height,
+                              draw=draw))
+
+    def small_multiples(self, key: str, title: str, caption: str, scales: list, axis: str, per: int = 9) -> list[Fig]:
+        """One figure per ``per`` rungs (3 per row), so that a long ladder stays readable on a page."""
+        chunks = [scales[i:i + per] for i in range(0, len(scales), per)] or [[]]
+        out = []
+        for i, chunk in enumerate(chunks):
+            part = f" ({i + 1} of {len(chunks)})" if len(chunks) > 1 else ""
+            nrows = max(1, math.ceil(len(chunk) / 3))
+            out.append(self.figure(f"{key}-{i + 1}" if len(chunks) > 1 else key, title + part, caption,
+                                   1.0 + 2.2 * nrows, lambda fig, c=chunk: draw_sweeps(fig, c, axis)))
+        return out
+
+    def status_counts(self) -> dict[str, int]:
+        return status_counts(self.runs)
+
+    def backtest(self) -> dict | None:
+        bt = self.fit.get("backtest")
+        if not isinstance(bt, Mapping) or unavailable(bt):
+            bt = self.law.get("backtest") if isinstance(self.law, Mapping) else None
+        return dict(bt) if isinstance(bt, Mapping) else None
+
+    def sections(self) -> list[Section]:
+        out = []
+        for make in ORDER:
+            try:
+                sec = make(self)
+            except Exception as exc:  # noqa: BLE001 - one broken section must not lose the report
+                name = make.__name__
+                sec = Section(name, name.capitalize()).missing(
+                    f"this section could not be built: {type(exc).__name__}: {exc}")
+            out.append(sec)
+        for i, sec in enumerate(out, 1):
+            sec.number = i
+        return out

@@ -1,0 +1,269 @@
+"""The loss law against the runs (compute and parameters, extrapolated to the hero) and the IsoFLOP profiles."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from ladder.reports.render.figures.axes import (
+    count_axis,
+    finite_arrays,
+    flops_axis,
+    geom_grid,
+    hero_point,
+    legend,
+    log_labels,
+    loss_axis,
+    merged_legend,
+)
+from ladder.reports.render.figures.style import (
+    FIT_COLOR,
+    HERO,
+    MUTED,
+    PALETTE,
+    VariantStyles,
+    budget_colors,
+    tx,
+)
+from ladder.reports.render.fmt import fmt_count, num, ok, pos
+from matplotlib.figure import FigureBase
+
+
+def chinchilla_loss(p: Mapping[str, Any], n: np.ndarray, d: np.ndarray) -> np.ndarray:
+    E, A, alpha = num(p.get("E")), num(p.get("A")), num(p.get("alpha"))
+    out = E + A / n**alpha
+    if ok(p.get("B"), p.get("beta")):
+        out = out + num(p["B"]) / d ** num(p["beta"])
+    return out
+
+
+def draw_scaling(
+    fig: FigureBase,
+    runs: Any,
+    law: Mapping[str, Any] | None,
+    hero: Mapping[str, Any] | None,
+    styles: VariantStyles,
+    *,
+    lvc: Mapping[str, Any] | None = None,
+    by_variant: Mapping[str, Any] | None = None,
+    band: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    """Final loss against compute and against parameters, the fitted law along the hero's tokens per parameter
+    (extrapolated to the hero, with the forecast's 90% interval) and the compute-optimal frontier."""
+    ax_c, ax_n = fig.subplots(1, 2, sharey=True)
+    done = runs[(runs["status"] == "done")] if "status" in runs else runs
+    in_law = {str(r.get("run")) for r in (law or {}).get("residuals") or []}
+    for variant, g in done.groupby("variant", sort=False):
+        st = styles[variant]
+        used = g["run_id"].astype(str).isin(in_law) if "run_id" in g else np.zeros(len(g), dtype=bool)
+        for ax, x in ((ax_c, "flops"), (ax_n, "params")):
+            if in_law:  # the runs the law was fitted to stand out; the others (untuned, other variants) recede
+                xs, ys = finite_arrays(g.loc[~used, x], g.loc[~used, "loss"])
+                ax.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], markersize=3.5, alpha=0.35,
+                        markeredgewidth=0)
+                xs, ys = finite_arrays(g.loc[used, x], g.loc[used, "loss"])
+                ax.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], markersize=5.5,
+                        markeredgecolor="black", markeredgewidth=0.7, zorder=5)
+                ax.plot([], [], linestyle="none", marker=st["marker"], color=st["color"], markersize=5, label=tx(variant))
+            else:
+                xs, ys = finite_arrays(g[x], g["loss"])
+                ax.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], markersize=4.5, alpha=0.85,
+                        markeredgecolor="white", markeredgewidth=0.4, label=tx(variant))
+    if in_law:
+        ax_c.plot([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="black",
+                  markeredgewidth=0.7, label="runs in the fit (outlined)")
+    hero = hero or {}
+    p = (law or {}).get("params") or {}
+    k_ladder = _flops_ratio(done)
+    hn, hd = num(hero.get("params")), num(hero.get("tokens"))
+    hc = num(hero.get("flops")) if ok(hero.get("flops")) else (6 * hn * hd * k_ladder if pos(hn, hd) else math.nan)
+    nmin = float(np.nanmin(done["params"])) if len(done) and "params" in done else math.nan
+    if ok(p.get("E"), p.get("A"), p.get("alpha")) and pos(nmin):
+        line = (law or {}).get("line") if (law or {}).get("degenerate") else None
+        nmax = hn if pos(hn) else float(np.nanmax(done["params"]))
+        ns = geom_grid(nmin / 1.3, max(nmax, nmin * 2))
+        if line and ok(line.get("coef"), line.get("slope")):
+            ds = num(line["coef"]) * ns ** num(line["slope"])
+            label = "fitted law (reduced: tokens tied to params)"
+        elif pos(hn, hd):
+            ds = ns * (hd / hn)
+            label = f"fitted law at {hd / hn:.3g} tokens/param"
+        else:
+            ds = ns * 20.0
+            label = "fitted law at 20 tokens/param"
+        ls = chinchilla_loss(p, ns, ds)
+        cs = 6 * ns * ds * _k_interp(ns, done, k_ladder, hn, hc, hd)
+        ax_c.plot(cs, ls, color=FIT_COLOR, linewidth=1.6, label=label, zorder=4)
+        ax_n.plot(ns, ls, color=FIT_COLOR, linewidth=1.6, label=label, zorder=4)
+        if ok(p.get("B"), p.get("beta")) and not (law or {}).get("degenerate"):
+            co = (law or {}).get("compute_optimal") or {}
+            if co.get("identifiable", True):
+                c6 = geom_grid(float(np.nanmin(done["flops"])) / k_ladder / 1.5, (hc / k_ladder if pos(hc) else
+                           float(np.nanmax(done["flops"])) / k_ladder * 3))
+                a_, b_ = num(p["alpha"]), num(p["beta"])
+                G = (a_ * num(p["A"]) / (b_ * num(p["B"]))) ** (1 / (a_ + b_))
+                n_opt = G * (c6 / 6) ** (b_ / (a_ + b_))
+                d_opt = (c6 / 6) / n_opt
+                ax_c.plot(c6 * k_ladder, chinchilla_loss(p, n_opt, d_opt), color=MUTED, linestyle=":",
+                          linewidth=1.4, label="compute-optimal frontier of the law", zorder=3)
+    if by_variant and len(by_variant) <= 8 and pos(hn, hd):
+        for variant, vlaw in by_variant.items():
+            vp = (vlaw or {}).get("params") or {}
+            if not ok(vp.get("E"), vp.get("A"), vp.get("alpha")) or (vlaw or {}).get("degenerate") or not pos(nmin):
+                continue
+            ns = geom_grid(nmin / 1.3, hn)
+            ds = ns * (hd / hn)
+            st = styles[variant]
+            cs = 6 * ns * ds * _k_interp(ns, done, k_ladder, hn, hc, hd)
+            ax_c.plot(cs, chinchilla_loss(vp, ns, ds), color=st["color"], linestyle=st["linestyle"],
+                      linewidth=0.9, alpha=0.7)
+    if band:
+        bn, bd, lo, hi = finite_arrays([b.get("params") for b in band], [b.get("tokens") for b in band],
+                                        [b.get("lo") for b in band], [b.get("hi") for b in band])
+        if len(bn) >= 2:
+            bc = 6 * bn * bd * _k_interp(bn, done, k_ladder, hn, hc, hd)
+            ax_c.fill_between(bc, lo, hi, color=FIT_COLOR, alpha=0.13, linewidth=0, label="90% prediction interval")
+            ax_n.fill_between(bn, lo, hi, color=FIT_COLOR, alpha=0.13, linewidth=0)
+    if lvc and (lvc.get("params") or {}) and lvc.get("source") == "frontier" and pos(hc):
+        q = lvc["params"]
+        pts = lvc.get("points") or []
+        if ok(q.get("E"), q.get("C0"), q.get("gamma")) and pts:
+            kp = _points_ratio(pts, k_ladder)
+            xs = geom_grid(min(num(pt.get("flops")) for pt in pts) / kp * k_ladder, hc)
+            ax_c.plot(xs, num(q["E"]) + (num(q["C0"]) / (xs / k_ladder * kp)) ** num(q["gamma"]), color="#666666",
+                      linestyle="--", linewidth=1.0, label="L(C) fit to the frontier runs", zorder=3)
+    hero_point(ax_c, hc, hero.get("loss"), hero.get("lo"), hero.get("hi"))
+    hero_point(ax_n, hn, hero.get("loss"), hero.get("lo"), hero.get("hi"))
+    flops_axis(ax_c)
+    count_axis(ax_n, "parameters (N)")
+    loss_axis(ax_c, "final eval loss (nats/token)")
+    ax_n.tick_params(labelleft=True)
+    ax_c.set_title("loss vs compute")
+    ax_n.set_title("loss vs parameters")
+    merged_legend(fig, (ax_c, ax_n))
+
+
+def _flops_ratio(runs: Any) -> float:
+    """The ladder's FLOPs over 6 N D (attention and embeddings make it > 1 for small models)."""
+    try:
+        r = np.asarray(runs["flops"], float) / (6 * np.asarray(runs["params"], float) * np.asarray(runs["tokens"], float))
+        r = r[np.isfinite(r) & (r > 0)]
+        return float(np.median(r)) if len(r) else 1.0
+    except (KeyError, TypeError, ValueError):
+        return 1.0
+
+
+def _points_ratio(points: Sequence[Mapping[str, Any]], default: float) -> float:
+    r = [num(p.get("flops")) / (6 * num(p.get("params")) * num(p.get("tokens"))) for p in points
+         if pos(p.get("flops"), p.get("params"), p.get("tokens"))]
+    return float(np.median(r)) if r else default
+
+
+def _k_interp(ns: np.ndarray, runs: Any, k_ladder: float, hn: float, hc: float, hd: float) -> np.ndarray:
+    """FLOPs / 6ND along a curve: the ladder's ratio up to its largest model, moving (in log N) to the hero's."""
+    if not pos(hn, hc, hd):
+        return np.full_like(ns, k_ladder)
+    k_hero = hc / (6 * hn * hd)
+    n_top = float(np.nanmax(runs["params"])) if len(runs) else hn
+    if not pos(n_top) or hn <= n_top:
+        return np.full_like(ns, k_ladder)
+    t = np.clip((np.log(ns) - math.log(n_top)) / (math.log(hn) - math.log(n_top)), 0.0, 1.0)
+    return np.exp((1 - t) * math.log(k_ladder) + t * math.log(k_hero))
+
+
+# ---------------------------------------------------------------------------------------------- IsoFLOP
+
+def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any] | None) -> None:
+    """Loss against model size per compute budget with the fitted IsoFLOP curves and their minima; the optimal
+    parameters and tokens against compute with their power laws, extrapolated to the hero's compute."""
+    ax_l, ax_r = fig.subplots(1, 2)
+    budgets = [b for b in iso.get("budgets") or [] if pos(b.get("flops"))]
+    colors = budget_colors(len(budgets))
+    resid = iso.get("residuals") or []
+    shape = iso.get("shape") or {}
+    bl = np.log([num(b["flops"]) for b in budgets]) if budgets else np.array([])
+    groups: dict[int, list[dict]] = {}
+    for r in resid:
+        if not pos(r.get("flops"), r.get("params"), r.get("loss")) or not len(bl):
+            continue
+        j = int(np.argmin(np.abs(bl - math.log(num(r["flops"])))))
+        if abs(bl[j] - math.log(num(r["flops"]))) < 0.25:
+            groups.setdefault(j, []).append(r)
+    for j, b in enumerate(budgets):
+        col = colors[j]
+        rows = groups.get(j, [])
+        label = f"C = {num(b['flops']):.2g} FLOPs"
+        if rows:
+            xs, ys = finite_arrays([r["params"] for r in rows], [r["loss"] for r in rows])
+            ax_l.plot(xs, ys, linestyle="none", marker="o", markersize=3.5, color=col, alpha=0.7)
+            curve = _isoflop_curve(rows, shape, iso.get("method"))
+            if curve is not None:
+                ax_l.plot(curve[0], curve[1], color=col, linewidth=1.4, label=label)
+        ci = (b.get("ci90") or {}).get("params_opt")
+        xerr = None
+        if ci and ok(ci[0], ci[1]) and pos(b.get("params_opt")):
+            xerr = [[max(0, num(b["params_opt"]) - num(ci[0]))], [max(0, num(ci[1]) - num(b["params_opt"]))]]
+        if pos(b.get("params_opt"), b.get("loss_opt")):
+            ax_l.errorbar([num(b["params_opt"])], [num(b["loss_opt"])], xerr=xerr, fmt="D", color=col,
+                          markeredgecolor="black", markeredgewidth=0.7, markersize=6, capsize=3, zorder=5,
+                          label=None if rows else label)
+    ax_l.plot([], [], "D", color="white", markeredgecolor="black", label="fitted minimum (90%)")
+    count_axis(ax_l, "parameters (N)")
+    loss_axis(ax_l, "final eval loss (nats/token)")
+    ax_l.set_title("IsoFLOP profiles")
+    legend(ax_l, fontsize=7)
+
+    hero = hero or {}
+    hc = num(hero.get("compute"))
+    xs = np.array([num(b["flops"]) for b in budgets])
+    drew = False
+    for key, law_key, marker, name, color in (("params_opt", "n_opt", "o", "N_opt (parameters)", PALETTE[0]),
+                                              ("tokens_opt", "d_opt", "s", "D_opt (tokens)", PALETTE[1])):
+        ys = np.array([num(b.get(key)) for b in budgets])
+        good = np.isfinite(ys) & (ys > 0)
+        if not good.any():
+            continue
+        lo = [num(((b.get("ci90") or {}).get(key) or [None, None])[0]) for b in budgets]
+        hi = [num(((b.get("ci90") or {}).get(key) or [None, None])[1]) for b in budgets]
+        yerr = np.array([[max(0, y - l) if ok(l) else 0 for y, l in zip(ys, lo)],
+                         [max(0, h - y) if ok(h) else 0 for y, h in zip(ys, hi)]])
+        ax_r.errorbar(xs[good], ys[good], yerr=yerr[:, good], fmt=marker, color=color, markersize=5, capsize=3,
+                      label=name)
+        law = iso.get(law_key) or {}
+        if ok(law.get("k"), law.get("a")):
+            top = max(xs[good].max(), hc) if pos(hc) else xs[good].max() * 3
+            grid = geom_grid(xs[good].min() / 1.5, top)
+            ax_r.plot(grid, num(law["k"]) * grid ** num(law["a"]), color=color, linewidth=1.2, linestyle="-",
+                      label=f"{name.split()[0]} = {num(law['k']):.3g} C^{num(law['a']):.3f}")
+            if pos(hc):
+                v = num(law["k"]) * hc ** num(law["a"])
+                ax_r.plot([hc], [v], marker=marker, color=color, markersize=9, markeredgecolor="black",
+                          linestyle="none")
+                drew = True
+    if drew:
+        ax_r.axvline(hc, color=HERO["color"], linewidth=0.8, linestyle=":", label="hero compute")
+    flops_axis(ax_r)
+    ax_r.set_yscale("log")
+    ax_r.set_ylabel("parameters / tokens")
+    log_labels(ax_r.yaxis, fmt_count)
+    ax_r.set_title("compute-optimal N and D")
+    legend(ax_r, fontsize=7)
+
+
+def _isoflop_curve(rows: list[dict], shape: Mapping[str, Any], method: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The fitted curve of one budget, recovered exactly from its fitted values (3 linear coefficients)."""
+    x, y = finite_arrays([r.get("params") for r in rows], [r.get("predicted") for r in rows])
+    if len(np.unique(np.round(np.log(x), 9))) < 3:
+        return None
+    lx = np.log(x)
+    grid = np.linspace(lx.min() - 0.15, lx.max() + 0.15, 100)
+    m = lx.mean()
+    if method == "shape" and ok(shape.get("alpha"), shape.get("beta")):
+        a, b = num(shape["alpha"]), num(shape["beta"])
+        basis = lambda t: np.stack([np.ones_like(t), np.exp(-a * (t - m)), np.exp(b * (t - m))], axis=1)  # noqa: E731
+    else:
+        basis = lambda t: np.stack([np.ones_like(t), t - m, (t - m) ** 2], axis=1)  # noqa: E731
+    coef, *_ = np.linalg.lstsq(basis(lx), y, rcond=None)
+    return np.exp(grid), basis(grid) @ coef
+

@@ -1,0 +1,176 @@
+"""How the report writes numbers and short texts: counts, FLOPs, losses, intervals, durations, shapes.
+
+Every formatter takes anything (``None``, NaN, a string from a broken ``fit.json``) and returns :data:`ABSENT`
+for what is not a finite number, so a section never raises on a missing value. The figures share
+:func:`num`, :func:`ok`, :func:`pos` and :func:`fmt_count`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable, Mapping
+
+ABSENT = "—"
+MAX_NOTES = 12
+
+
+def num(v: Any) -> float:
+    """A float, NaN for anything missing or not a number."""
+    if v is None or isinstance(v, bool):
+        return math.nan
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f if math.isfinite(f) else math.nan
+
+
+def ok(*vals: Any) -> bool:
+    return all(math.isfinite(num(v)) for v in vals)
+
+
+def pos(*vals: Any) -> bool:
+    return all(math.isfinite(num(v)) and num(v) > 0 for v in vals)
+
+
+def fmt_count(n: Any) -> str:
+    x = num(n)
+    if not math.isfinite(x):
+        return ABSENT
+    for suffix, scale in (("P", 1e15), ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def fmt_flops(v: Any) -> str:
+    x = num(v)
+    if not math.isfinite(x):
+        return ABSENT
+    if x == 0:
+        return "0"
+    e = int(math.floor(math.log10(abs(x))))
+    m = x / 10**e
+    if round(m, 2) >= 10:
+        m, e = m / 10, e + 1
+    return f"{m:.2f}e{e}"
+
+
+def fmt_loss(v: Any, digits: int = 4) -> str:
+    x = num(v)
+    return f"{x:.{digits}f}" if math.isfinite(x) else ABSENT
+
+
+def fmt_g(v: Any, digits: int = 3) -> str:
+    x = num(v)
+    if not math.isfinite(x):
+        return ABSENT
+    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+        return f"{x:.{max(1, digits - 1)}e}"
+    return f"{x:.{digits}g}"
+
+
+def fmt_lr(v: Any) -> str:
+    x = num(v)
+    if not math.isfinite(x):
+        return ABSENT
+    return f"{x:.2e}" if x < 1e-3 else f"{x:.3g}"
+
+
+def fmt_pct(v: Any, digits: int = 2, signed: bool = False) -> str:
+    x = num(v)
+    if not math.isfinite(x):
+        return ABSENT
+    return f"{x:+.{digits}f}%" if signed else f"{x:.{digits}f}%"
+
+
+def fmt_int(v: Any) -> str:
+    x = num(v)
+    return f"{int(round(x)):,}" if math.isfinite(x) else ABSENT
+
+
+def fmt_ci(ci: Any, f: Callable[[Any], str] = fmt_g, sep: str = " – ") -> str:
+    if not isinstance(ci, (list, tuple)) or len(ci) < 2:
+        return ABSENT
+    lo, hi = ci[0], ci[1]
+    if lo is None and hi is None:
+        return "unbounded"
+    return f"{f(lo) if lo is not None else '−∞'}{sep}{f(hi) if hi is not None else '+∞'}"
+
+
+def fmt_bool(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ABSENT
+    return "yes" if bool(v) else "no"
+
+
+def fmt_s(v: Any) -> str:
+    x = num(v)
+    if not math.isfinite(x):
+        return ABSENT
+    if x < 120:
+        return f"{x:.0f} s"
+    if x < 7200:
+        return f"{x / 60:.1f} min"
+    return f"{x / 3600:.1f} h"
+
+
+def plural(n: Any, word: str) -> str:
+    k = int(num(n)) if ok(n) else 0
+    return f"{k} {word}" + ("" if k == 1 else "s")
+
+
+def cap(items: list[str], n: int = MAX_NOTES) -> list[str]:
+    """At most ``n`` notes, and a last line saying how many were left out."""
+    return items[:n] + ([f"… and {len(items) - n} more"] if len(items) > n else [])
+
+
+def clip(s: Any, n: int = 400) -> str:
+    s = "" if s is None else str(s)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def slug(s: Any) -> str:
+    """A string as an HTML id or class fragment (``status-no-minimum``, ``fig-task-hellaswag``)."""
+    return re.sub(r"[^a-z0-9-]+", "-", str(s).lower()).strip("-") or "x"
+
+
+def status_cell(status: Any) -> tuple[str, str]:
+    """A fit status (``ok``, ``edge``, ``no_minimum``, ``skipped``) as a table cell with its CSS class."""
+    st = str(status or "")
+    label = {"ok": "ok", "edge": "edge", "no_minimum": "no minimum", "skipped": "skipped"}.get(st, st)
+    return (label or ABSENT, f"status-{slug(st)}" if st else "")
+
+
+def shape_text(r: Any) -> str:
+    """``512 × 8 layers, 8 heads / 2 kv`` from a results row or a shape mapping."""
+    def get(k: str) -> Any:
+        try:
+            v = r.get(k)
+        except AttributeError:
+            return None
+        return v
+
+    d, L = num(get("d_model")), num(get("n_layers"))
+    if not (math.isfinite(d) and math.isfinite(L)):
+        return ABSENT
+    h, kv = num(get("n_heads")), num(get("n_kv_heads"))
+    heads = ""
+    if math.isfinite(h):
+        heads = f", {int(h)} heads" + (f" / {int(kv)} kv" if math.isfinite(kv) and kv != h else "")
+    return f"{int(d)} × {int(L)} layers{heads}"
+
+
+def schedule_text(sch: Any) -> str:
+    if isinstance(sch, Mapping):
+        kind = sch.get("kind", "")
+        parts = [str(kind)]
+        if sch.get("warmup_fraction") is not None:
+            parts.append(f"warmup {100 * num(sch['warmup_fraction']):.0f}%")
+        if kind == "wsd" and sch.get("cooldown_fraction") is not None:
+            parts.append(f"cooldown {100 * num(sch['cooldown_fraction']):.0f}% ({sch.get('cooldown_shape', '')})")
+        if sch.get("final_lr_fraction") is not None:
+            parts.append(f"final LR {100 * num(sch['final_lr_fraction']):.0f}% of peak")
+        return ", ".join(p for p in parts if p)
+    return str(sch) if sch else ABSENT

@@ -1,0 +1,117 @@
+"""The headline: the hero's forecast, the ladder's cost, the backtest error, the runs' status and the
+recommended hero configuration."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ladder.reports.render.blocks import Bullets, Headline, Para, Pre, Section, Tile
+from ladder.reports.render.fmt import (
+    ABSENT,
+    cap,
+    fmt_bool,
+    fmt_ci,
+    fmt_count,
+    fmt_flops,
+    fmt_g,
+    fmt_int,
+    fmt_loss,
+    fmt_lr,
+    fmt_pct,
+    num,
+    ok,
+    plural,
+    pos,
+    schedule_text,
+    shape_text,
+)
+from ladder.reports.render.study import first, mapping, seq, unavailable
+
+if TYPE_CHECKING:
+    from ladder.reports.render.builder import Builder
+
+
+def headline(ctx: Builder) -> Section:
+    s = Section("headline", "Forecast for the hero run")
+    fit, hero = ctx.fit, ctx.hero
+    rec = fit.get("recommendation") if not unavailable(fit.get("recommendation")) else {}
+    plan_hero = mapping(ctx.d.plan.get("hero"))
+    totals = mapping(ctx.d.plan.get("totals"))
+    loss = first(hero.get("loss"), rec.get("loss"), rec.get("predicted_loss"))
+    interval = seq(rec.get("loss_interval")) + [None, None]
+    lo = first(hero.get("lo"), rec.get("lo"), interval[0])
+    hi = first(hero.get("hi"), rec.get("hi"), interval[1])
+    tiles = []
+    if ok(loss):
+        ext = mapping(hero.get("extrapolation"))
+        ext_text = ""
+        if ok(ext.get("params")) or ok(ext.get("flops")):
+            ext_text = (f"; extrapolated {fmt_g(ext.get('params'), 2)}× in parameters, "
+                        f"{fmt_g(ext.get('flops'), 3)}× in compute beyond the ladder")
+        tiles.append(Tile("Forecast loss", fmt_loss(loss, 3),
+                          f"nats/token; 90% interval {fmt_loss(lo, 3)} – {fmt_loss(hi, 3)}{ext_text}", "primary"))
+    else:
+        tiles.append(Tile("Forecast loss", ABSENT, "no forecast: " + (
+            "run `ladder fit` first" if not fit else (unavailable(fit.get("loss_law")) or "the fit has no hero loss")),
+            "primary"))
+    pct = first(hero.get("ladder_pct_of_hero"), totals.get("ladder_pct_of_hero"))
+    ladder_flops = first(hero.get("ladder_flops"), totals.get("flops"))
+    hero_c = first(hero.get("compute"), rec.get("compute"), plan_hero.get("compute"), totals.get("hero_flops"))
+    tiles.append(Tile("Ladder cost", fmt_pct(pct, 1) if ok(pct) else ABSENT,
+                      f"of the hero's compute ({fmt_flops(ladder_flops)} of {fmt_flops(hero_c)} FLOPs)"))
+    bt = ctx.backtest()
+    if bt and not bt.get("skipped") and ok(bt.get("mean_abs_error_pct")):
+        tiles.append(Tile("Backtest error", fmt_pct(bt["mean_abs_error_pct"]),
+                          f"mean |error| forecasting the {plural(bt.get('n_held_out'), 'run')} of the largest "
+                          f"{bt.get('holdout') or 'size'} rung without them (max {fmt_pct(bt.get('max_abs_error_pct'))})"))
+    else:
+        tiles.append(Tile("Backtest error", ABSENT, (bt or {}).get("skipped") or "this study has no backtest"))
+    counts = ctx.status_counts()
+    total = sum(counts.values())
+    bad = ", ".join(f"{v} {k}" for k, v in counts.items() if k != "done" and v)
+    tiles.append(Tile("Runs", f"{counts.get('done', 0)} / {total}" if total else ABSENT,
+                      f"done; {bad}" if bad else ("all runs done" if total else "no runs collected"),
+                      "warn" if bad else "good"))
+    shape = rec if rec.get("d_model") is not None else (mapping(plan_hero.get("shape")))
+    src = mapping(rec.get("sources"))
+    params = first(rec.get("params"), hero.get("params"), plan_hero.get("params"))
+    tokens = first(rec.get("tokens"), hero.get("tokens"), plan_hero.get("tokens"))
+    conv = rec.get("param_convention") or (ctx.d.study.ladder.param_count if ctx.d.study is not None else None)
+    config = [
+        ("Parameters", f"{fmt_count(params)}" + (f" ({str(conv).replace('_', '-')})" if conv else ""),
+         src.get("params", "")),
+        ("Training tokens", fmt_count(tokens), src.get("tokens", "")),
+        ("Tokens per parameter", fmt_g(num(tokens) / num(params)) if pos(tokens, params) else ABSENT,
+         first(rec.get("allocation"), hero.get("allocation"), plan_hero.get("allocation")) or ""),
+        ("Compute", f"{fmt_flops(hero_c)} FLOPs", src.get("compute", "")),
+        ("Shape", shape_text(shape), src.get("shape", src.get("aspect_ratio", ""))),
+        ("Feed-forward / vocabulary", f"{fmt_int(shape.get('ffn_dim'))} / {fmt_int(shape.get('vocab_size'))}", ""),
+        ("Tied embeddings", fmt_bool(shape.get("tied")), src.get("tied", "")),
+    ]
+    if rec:
+        config += [
+            ("Sequence length", fmt_int(rec.get("seq_len")), ""),
+            ("Batch size", f"{fmt_count(rec.get('batch_tokens'))} tokens"
+             + (f" (90%: {fmt_ci(rec.get('batch_tokens_ci90'), fmt_count)})" if rec.get("batch_tokens_ci90") else ""),
+             src.get("batch_tokens", src.get("batch", ""))),
+            ("Peak learning rate", fmt_lr(rec.get("lr"))
+             + (f" (90%: {fmt_ci(rec.get('lr_ci90'), fmt_lr)})" if rec.get("lr_ci90") else ""), src.get("lr", "")),
+            ("Warmup / schedule", f"{fmt_int(rec.get('warmup_steps'))} steps / {schedule_text(rec.get('schedule'))}",
+             src.get("schedule", src.get("warmup_steps", ""))),
+        ]
+    s.add(Headline(tiles, [(a, b, str(c)) for a, b, c in config]))
+    if not fit:
+        s.missing("this study has no fit yet: run `ladder fit` on the study directory, then render the report again")
+    elif not rec:
+        s.add(Para("this study has no fitted recommendation; the configuration above is the planned hero"
+                   + (f" ({unavailable(fit.get('recommendation'))})" if fit.get("recommendation") else ""),
+                   "missing"))
+    if rec.get("yaml"):
+        s.add(Pre(str(rec["yaml"]), "The recommendation as YAML (to paste into a training config)", collapsed=True))
+    warnings = [str(w) for w in seq(fit.get("warnings"))] + ctx.d.problems
+    if warnings:
+        s.add(Bullets(cap(warnings), "Warnings", "warn"))
+    notes = [str(n) for n in seq(fit.get("notes"))] + [str(n) for n in seq(rec.get("notes"))]
+    if notes:
+        s.add(Bullets(cap(notes), "Notes"))
+    return s

@@ -1,0 +1,104 @@
+"""Run health (divergences, failures, throughput, MFU) and reproducibility (versions, source, hardware, the
+study spec)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Mapping
+
+import pandas as pd
+from ladder.reports.render.blocks import KV, Para, Pre, Section, Table
+from ladder.reports.render.environment import environment
+from ladder.reports.render.figures.health import draw_health
+from ladder.reports.render.fmt import (
+    ABSENT,
+    clip,
+    fmt_count,
+    fmt_int,
+    fmt_s,
+    ok,
+    shape_text,
+    slug,
+)
+from ladder.reports.render.study import seq
+
+if TYPE_CHECKING:
+    from ladder.reports.render.builder import Builder
+
+
+def health(ctx: Builder) -> Section:
+    s = Section("health", "Run health")
+    runs = ctx.runs
+    if not len(runs):
+        return s.missing("this study has no runs to report on")
+    bad = runs[runs["status"].isin(["diverged", "failed"])]
+    if len(bad):
+        rows = []
+        for _, r in bad.iterrows():
+            status = str(r.get("status"))
+            step = r.get("diverged_at_step")
+            rows.append([(str(r.get("run_id")), "mono"), str(r.get("variant")), shape_text(r),
+                         (status, f"status-{slug(status)}"), fmt_int(step) if ok(step) else ABSENT,
+                         clip(r.get("reason") or "no reason recorded", 300)])
+        s.add(Table(["Run", "Variant", "Shape", "Status", "At step", "Reason"], rows, "llllrl", mono=(0,),
+                    title="Runs that diverged or failed"))
+    else:
+        s.add(Para("No run diverged or failed.", "ok"))
+    pending = int((runs["status"] == "pending").sum())
+    if pending:
+        s.add(Para(f"{pending} planned run(s) have no result yet (pending or still training).", "note"))
+    excluded = seq(ctx.fit.get("excluded"))
+    if excluded and isinstance(excluded, list):
+        rows = []
+        for e in excluded[:200]:
+            if isinstance(e, Mapping):
+                rid = str(e.get("run_id", e.get("run", "")))
+                rows.append([(rid, "mono"), clip(e.get("reason") or e.get("status") or "", 200)])
+            else:
+                rows.append([(str(e), "mono"), ""])
+        s.add(Table(["Run", "Why the fit left it out"], rows, "ll", mono=(0,), title="Runs left out of the fit"))
+    have = [c for c in ("tokens_per_s", "mfu") if c in runs and pd.to_numeric(runs[c], errors="coerce").notna().any()]
+    if have:
+        s.add(ctx.figure(
+            "fig-health", "Throughput and MFU",
+            "Training throughput and model FLOPs utilisation of every run against its size (red crosses: runs "
+            "that diverged or failed).", 3.2, lambda fig: draw_health(fig, runs, ctx.styles)))
+        wall, tps, mfu, restarts = (_numeric(runs, c) for c in ("wall_time_s", "tokens_per_s", "mfu", "restarts"))
+        s.add(KV([
+            ("Wall time, all runs", fmt_s(wall.sum()) if wall.notna().any() else ABSENT),
+            ("Longest run", fmt_s(wall.max()) if wall.notna().any() else ABSENT),
+            ("Throughput (median, range)", f"{fmt_count(tps.median())} tokens/s ({fmt_count(tps.min())} – "
+                                           f"{fmt_count(tps.max())})" if tps.notna().any() else ABSENT),
+            ("MFU (median, range)", f"{100 * mfu.median():.1f}% ({100 * mfu.min():.1f}% – {100 * mfu.max():.1f}%)"
+             if mfu.notna().any() else ABSENT),
+            ("Restarts (preemptions, resumes)", fmt_int(restarts.sum()) if restarts.notna().any() else ABSENT),
+        ], "Throughput"))
+    else:
+        s.add(Para("this study has no throughput data (no tokens_per_s or mfu in the results)", "missing"))
+    return s
+
+
+def _numeric(runs: pd.DataFrame, col: str) -> pd.Series:
+    """A results column as numbers (NaN where missing); empty when the results have no such column."""
+    return pd.to_numeric(runs[col], errors="coerce") if col in runs else pd.Series(dtype=float)
+
+
+def reproducibility(ctx: Builder) -> Section:
+    s = Section("reproducibility", "Reproducibility")
+    env = ctx.d.env or environment()
+    s.add(KV([("Report generated", env["date"]), ("Study directory", str(ctx.d.path)),
+              ("Study", ctx.d.name)] + ([("Notes", ctx.d.notes)] if ctx.d.notes else []), "This report"))
+    s.add(KV([(k, v) for k, v in env["versions"].items()], "Package versions"))
+    s.add(KV(env["source"] + env["hardware"], "Code and machine"))
+    if ctx.d.devices:
+        s.add(KV([(name, f"{n} run(s)") for name, n in sorted(ctx.d.devices.items(), key=lambda kv: -kv[1])],
+                 "Devices the runs trained on"))
+    meta = ctx.fit.get("meta")
+    if isinstance(meta, Mapping) and meta:
+        s.add(KV([(str(k), clip(json.dumps(v, default=str) if not isinstance(v, str) else v, 200))
+                  for k, v in meta.items()], "Fit"))
+    if ctx.d.study_yaml is not None:
+        s.add(Pre(ctx.d.study_yaml, "study.yaml (the study spec as planned)"))
+    else:
+        s.add(Para("this study has no study.yaml", "missing"))
+    return s

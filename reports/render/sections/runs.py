@@ -1,0 +1,66 @@
+"""The ladder's runs: the table of every planned run and the loss curves."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from ladder.reports.render.blocks import Para, Section, Table
+from ladder.reports.render.figures.curves import draw_curves
+from ladder.reports.render.fmt import (
+    fmt_count,
+    fmt_flops,
+    fmt_loss,
+    fmt_lr,
+    shape_text,
+    slug,
+)
+
+if TYPE_CHECKING:
+    from ladder.reports.render.builder import Builder
+
+
+def ladder(ctx: Builder) -> Section:
+    s = Section("ladder", "The ladder")
+    runs = ctx.runs
+    if not len(runs):
+        return s.missing("this study has no runs yet: plan it with `ladder plan`, train and `ladder collect`")
+    if not ctx.d.has_results:
+        s.add(Para("this study has no collected results (no results.parquet): run `ladder collect`; the planned "
+                   "runs are listed", "missing"))
+    rows = []
+    for _, r in runs.iterrows():
+        status = str(r.get("status") or "unknown")
+        rows.append([
+            (str(r.get("run_id")), "mono"), str(r.get("variant")), str(r.get("scale") or ""),
+            shape_text(r), fmt_count(r.get("params")), fmt_count(r.get("tokens")), fmt_flops(r.get("flops")),
+            fmt_count(r.get("batch_tokens")), fmt_lr(r.get("lr")), fmt_loss(r.get("final_train_loss")),
+            fmt_loss(r.get("final_eval_loss", r.get("loss"))), (status, f"status-{slug(status)}"),
+        ])
+    counts = ctx.status_counts()
+    total_flops = pd.to_numeric(runs["flops"], errors="coerce").sum()
+    s.add(Para(f"{len(runs)} runs in {runs['variant'].nunique()} variant(s): "
+               + ", ".join(f"{v} {k}" for k, v in counts.items())
+               + f"; {fmt_flops(total_flops)} FLOPs in all. Parameters are counted "
+               + (f"{ctx.d.study.ladder.param_count.replace('_', '-')}" if ctx.d.study is not None else "as planned")
+               + "; losses in nats/token."))
+    s.add(Table(["Run", "Variant", "Rung", "Shape", "Params", "Tokens", "FLOPs", "Batch", "LR", "Train loss",
+                 "Eval loss", "Status"], rows, "llllrrrrrrrl", mono=(0,), compact=True))
+    return s
+
+
+def curves(ctx: Builder) -> Section:
+    s = Section("curves", "Loss curves")
+    c = ctx.d.curves
+    need = {"run_id", "kind", "tokens", "flops", "loss", "step"}
+    if not len(c) or not need <= set(c.columns):
+        return s.missing("this study has no loss curves (no curves.parquet with per-step metrics: run `ladder collect`)")
+    if "eval_loss" not in c:
+        c = c.assign(eval_loss=float("nan"))
+    n = c["run_id"].nunique()
+    s.add(ctx.figure(
+        "fig-curves", "Loss curves of every run",
+        f"Training loss (lines) and evaluation loss (markers) of {n} runs against tokens seen and against "
+        "compute, both on log axes. One colour, marker and line style per variant.",
+        3.7, lambda fig: draw_curves(fig, c, ctx.variant_of, ctx.styles)))
+    return s

@@ -1,0 +1,46 @@
+"""Task accuracy forecasts: the two-step forecast of every evaluated task at the hero."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+from ladder.reports.render.blocks import Bullets, Para, Section, Table
+from ladder.reports.render.figures.tasks import draw_task
+from ladder.reports.render.fmt import MAX_NOTES, fmt_ci, fmt_int, fmt_loss, slug
+from ladder.reports.render.study import g, mapping, seq
+
+if TYPE_CHECKING:
+    from ladder.reports.render.builder import Builder
+
+
+def tasks(ctx: Builder) -> Section:
+    s = Section("tasks", "Task accuracy forecasts")
+    tk, why = ctx.entry("tasks")
+    fits = (tk or {}).get("tasks") if not why else None
+    errors = (tk or {}).get("errors") if not why else None
+    if why or (not fits and not errors):
+        reason = why if why and why != "not in fit.json" else "no task evaluations (run `ladder eval`, then collect)"
+        return s.missing(f"this study has no task accuracy forecasts: {reason}")
+    rows = []
+    for name, t in mapping(fits).items():
+        if not isinstance(t, Mapping):
+            continue
+        h = mapping(t.get("hero"))
+        s.add(ctx.figure(
+            f"fig-task-{slug(name)}", f"Task forecast: {name}",
+            f"Two-step forecast of {name}: task loss against compute (step 1, {g(t, 'step1', 'formula') or 'fit'}) "
+            f"and accuracy against task loss (step 2, {g(t, 'step2', 'formula') or 'no accuracy'}), "
+            "with the hero's forecast and 90% intervals.", 3.3, lambda fig, t=t: draw_task(fig, t)))
+        rows.append([str(name), str(t.get("loss_metric") or ""), fmt_int(t.get("n_runs")), fmt_loss(h.get("loss")),
+                     fmt_ci(h.get("loss_interval"), fmt_loss), fmt_loss(h.get("acc"), 3),
+                     fmt_ci(h.get("acc_interval"), lambda v: fmt_loss(v, 3)),
+                     fmt_ci(h.get("acc_prediction_interval"), lambda v: fmt_loss(v, 3))])
+    if rows:
+        s.add(Table(["Task", "Loss metric", "Runs", "Hero task loss", "90%", "Hero accuracy", "90% (curve)",
+                     "90% (prediction)"], rows, "llrrrrrr", title="Forecasts at the hero"))
+    for name, err in mapping(errors).items():
+        s.add(Para(f"{name}: no forecast ({err})", "missing"))
+    warns = [f"{n}: {w}" for n, t in mapping(fits).items() if isinstance(t, Mapping) for w in seq(t.get("warnings"))]
+    if warns:
+        s.add(Bullets(warns[:MAX_NOTES], "Notes"))
+    return s

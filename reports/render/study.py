@@ -1,0 +1,210 @@
+"""The study directory as the report reads it, and the accessors the sections read ``fit.json`` with.
+
+Reads only the study directory (file names from :mod:`ladder.layout`): ``study.yaml``, ``plan.json``,
+``results.parquet``, ``curves.parquet``, ``fit.json`` and, per run, ``spec.json``/``result.json``/``error.json``.
+Any of them may be missing or unreadable: :func:`load_study` notes it in ``problems`` and never raises, and
+``fit.json`` is data (any entry may be anything), read through :func:`unavailable`, :func:`g`, :func:`seq`,
+:func:`maps`, :func:`mapping` and :func:`first`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ladder import layout
+
+
+def unavailable(d: Any) -> str | None:
+    """Why a fit section is missing (None when it is there)."""
+    if d is None:
+        return "not in fit.json"
+    if not isinstance(d, Mapping):
+        return "unreadable entry in fit.json"
+    if d.get("available") is False:
+        return str(d.get("reason") or "not available")
+    if not d:
+        return "empty entry in fit.json"
+    return None
+
+
+def seq(x: Any) -> list:
+    """``x`` as a list when it is one (a list or tuple), else empty: fit.json entries may be anything."""
+    return list(x) if isinstance(x, (list, tuple)) else []
+
+
+def maps(x: Any) -> list[Mapping]:
+    return [m for m in seq(x) if isinstance(m, Mapping)]
+
+
+def mapping(x: Any) -> Mapping:
+    return x if isinstance(x, Mapping) else {}
+
+
+def g(d: Any, *keys: Any, default: Any = None) -> Any:
+    """``d[k1][k2]...`` or ``default`` when any level is missing."""
+    for k in keys:
+        if isinstance(d, Mapping):
+            d = d.get(k)
+        elif isinstance(d, (list, tuple)) and isinstance(k, int) and -len(d) <= k < len(d):
+            d = d[k]
+        else:
+            return default
+        if d is None:
+            return default
+    return d
+
+
+
+def first(*vals: Any) -> Any:
+    """The first value that is neither None nor NaN."""
+    for v in vals:
+        if v is not None and not (isinstance(v, float) and math.isnan(v)):
+            return v
+    return None
+
+
+@dataclass
+class StudyData:
+    path: Path
+    name: str
+    description: str = ""
+    notes: str = ""
+    study_yaml: str | None = None
+    study: Any = None  # StudySpec when study.yaml parses
+    plan: dict = field(default_factory=dict)
+    runs: pd.DataFrame = field(default_factory=pd.DataFrame)  # results.parquet + planned runs without a row
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fit: dict = field(default_factory=dict)
+    devices: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    has_results: bool = False
+    env: dict = field(default_factory=dict)  # versions, source, hardware, date (``environment.environment()``)
+
+
+def _read_json(path: Path, problems: list[str], what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        problems.append(f"{what} is unreadable ({exc})")
+        return None
+
+
+def load_study(study_dir: Path) -> StudyData:
+    """Everything the report shows, read defensively: a missing or broken file is noted, never raised."""
+    sd = layout.StudyDir(Path(study_dir))
+    problems: list[str] = []
+    data = StudyData(path=sd.path, name=sd.path.name)
+    try:
+        data.study_yaml = sd.study.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        problems.append(f"no {layout.STUDY} in the study directory")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{layout.STUDY} is unreadable ({exc})")
+    if data.study_yaml is not None:
+        try:
+            from ladder.studies.spec import read_study_file
+
+            data.study = read_study_file(sd.study)
+        except Exception as exc:  # noqa: BLE001 - SpecError or anything else: show the raw YAML
+            problems.append(f"{layout.STUDY} does not parse ({exc})")
+            try:
+                import yaml
+
+                raw = yaml.safe_load(data.study_yaml)
+                if isinstance(raw, dict):
+                    data.name = str(raw.get("name") or data.name)
+                    data.description = str(raw.get("description") or "")
+                    data.notes = str(raw.get("notes") or "")
+            except Exception:  # noqa: BLE001
+                pass
+    if data.study is not None:
+        data.name, data.description, data.notes = data.study.name, data.study.description or "", data.study.notes or ""
+    plan = _read_json(sd.plan, problems, layout.PLAN)
+    data.plan = plan if isinstance(plan, dict) else {}
+    if data.study is None and data.plan.get("study"):
+        data.name = str(data.plan["study"])
+
+    runs = pd.DataFrame()
+    if sd.results_parquet.is_file():
+        try:
+            runs = pd.read_parquet(sd.results_parquet)
+            data.has_results = True
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{layout.RESULTS_PARQUET} is unreadable ({exc})")
+    if sd.curves.is_file():
+        try:
+            data.curves = pd.read_parquet(sd.curves)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{layout.CURVES} is unreadable ({exc})")
+    fit = _read_json(sd.fit, problems, layout.FIT)
+    if fit is not None and not isinstance(fit, dict):
+        problems.append(f"{layout.FIT} is not a JSON object")
+        fit = None
+    data.fit = fit or {}
+    data.runs = _merge_planned(sd, runs, data.plan, data.devices, problems)
+    data.problems = problems
+    return data
+
+
+def _merge_planned(sd: layout.StudyDir, runs: pd.DataFrame, plan: dict, devices: dict[str, int],
+                   problems: list[str]) -> pd.DataFrame:
+    """The results table plus one row per planned run that has none (failed before a result, or pending), in
+    plan order; also tallies the devices the runs trained on (``result.json``)."""
+    ids = [str(r) for r in seq(plan.get("runs"))]
+    have = set(runs["run_id"].astype(str)) if "run_id" in runs else set()
+    extra = []
+    for run_id in ids + sorted(set(runs.get("run_id", pd.Series(dtype=str)).astype(str)) - set(ids)):
+        rd = sd.run(run_id)
+        res = _read_json(rd.result, [], "") if rd.result.is_file() else None
+        if isinstance(res, dict) and res.get("device_name"):
+            devices[str(res["device_name"])] = devices.get(str(res["device_name"]), 0) + 1
+        if run_id in have:
+            continue
+        spec = mapping(_read_json(rd.spec, problems, f"runs/{run_id}/{layout.SPEC}"))
+        err = _read_json(rd.error, problems, f"runs/{run_id}/{layout.ERROR}") if rd.error.is_file() else None
+        shape = mapping(spec.get("shape"))
+        status = "failed" if err or (isinstance(res, dict) and res.get("status") == "failed") else "pending"
+        reason = None
+        if isinstance(err, dict):
+            reason = f"{err.get('error_type') or 'error'}: {err.get('message') or ''}".strip()
+        elif isinstance(res, dict):
+            reason = res.get("reason")
+        extra.append({
+            "run_id": run_id, "variant": spec.get("variant", "?"),
+            "scale": str((mapping(spec.get("axes"))).get("budget", (mapping(spec.get("axes"))).get("size", ""))),
+            "d_model": shape.get("d_model"), "n_layers": shape.get("n_layers"), "n_heads": shape.get("n_heads"),
+            "n_kv_heads": shape.get("n_kv_heads"), "tie_embeddings": shape.get("tied"), "params": spec.get("params"),
+            "tokens": spec.get("tokens"), "flops": spec.get("flops"), "batch_tokens": spec.get("batch_tokens"),
+            "lr": spec.get("lr"), "steps": spec.get("steps"), "status": status, "reason": reason,
+            "_from_error": bool(err),
+        })
+    if extra:
+        runs = pd.concat([runs, pd.DataFrame(extra)], ignore_index=True) if len(runs) else pd.DataFrame(extra)
+    if len(runs) and ids and "run_id" in runs:
+        order = {r: i for i, r in enumerate(ids)}
+        runs = runs.assign(_order=runs["run_id"].astype(str).map(order).fillna(len(order)))
+        runs = runs.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+    for col in ("run_id", "variant", "status", "params", "tokens", "flops", "loss"):
+        if col not in runs:
+            runs[col] = pd.Series([None] * len(runs), dtype=object)
+    runs["variant"] = runs["variant"].fillna("?").astype(str)
+    return runs
+
+
+
+def status_counts(runs: pd.DataFrame) -> dict[str, int]:
+    """Runs per status, in the order done, diverged, failed, pending, then any other."""
+    if not len(runs) or "status" not in runs:
+        return {}
+    vc = runs["status"].fillna("unknown").astype(str).value_counts()
+    order = ["done", "diverged", "failed", "pending"]
+    return {k: int(vc[k]) for k in order + [k for k in vc.index if k not in order] if k in vc}
+
