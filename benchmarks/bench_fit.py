@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ladder.reports import lsefit
-from ladder.reports.approach3 import fit_chinchilla
+from ladder.reports.fits import lsefit
+from ladder.reports.fits.approach3 import fit_chinchilla
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366  # Epoch AI's Chinchilla replication
 README = Path(__file__).with_name("README.md")

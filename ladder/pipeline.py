@@ -136,7 +136,7 @@ def run_study(
     outcome.stages.append("collect")
 
     from ladder.errors import FitError
-    from ladder.reports.fit import fit_study
+    from ladder.reports.fits import fit_study
 
     sd = layout.StudyDir(study_dir)
     try:

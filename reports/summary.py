@@ -1,6 +1,6 @@
 """A compact rich summary of a fit for the terminal (``ladder fit``).
 
-``print_fit(result, console)`` takes a :class:`ladder.reports.fit.FitResult` or the dict of ``fit.json``
+``print_fit(result, console)`` takes a :class:`ladder.reports.fits.FitResult` or the dict of ``fit.json``
 (``FitResult.to_dict()``), so a saved fit prints the same way.
 """
 

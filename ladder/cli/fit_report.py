@@ -30,7 +30,7 @@ def fit(
     refits without the largest rung and reports its forecast error. N is in the study's parameter convention.
     """
     from ladder.errors import LadderError
-    from ladder.reports.fit import fit_runs_file, fit_study
+    from ladder.reports.fits import fit_runs_file, fit_study
     from ladder.reports.summary import print_fit
 
     if (study_dir is None) == (runs is None):

@@ -206,10 +206,10 @@ def make_study(
 
 
 def write_fit(study_dir: Path, *, n_boot: int = 40, seed: int = 0) -> Path:
-    """``fit.json`` from the real fit code (``ladder.reports.fit.fit_study``)."""
+    """``fit.json`` from the real fit code (``ladder.reports.fits.fit_study``)."""
     from ladder.collect import read_results
     from ladder.plan import read_plan
-    from ladder.reports.fit import fit_study
+    from ladder.reports.fits import fit_study
 
     sd = layout.StudyDir(Path(study_dir))
     study, _ = read_plan(sd.path)
@@ -224,7 +224,7 @@ def write_fit(study_dir: Path, *, n_boot: int = 40, seed: int = 0) -> Path:
 def _fit_tasks(runs, fit: dict, n_boot: int) -> dict:
     """Task forecasts (issue 7) in fit.json's ``tasks`` entry, until ``fit_study`` adds them itself."""
     from ladder.errors import FitError
-    from ladder.reports.tasks import fit_tasks
+    from ladder.reports.fits.tasks import fit_tasks
 
     hero = fit.get("hero") or {}
     ok = runs[runs["status"] == "done"]

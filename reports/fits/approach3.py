@@ -3,13 +3,13 @@
 Fitted as Epoch AI's replication does (Besiroglu et al. 2024, epoch-research/analyzing-chinchilla):
 parameters ``(a, b, e, alpha, beta) = (log A, log B, log E, alpha, beta)``, prediction
 ``LSE(a - alpha log N, b - beta log D, e)``, objective ``sum_i Huber_1e-3(LSE_i - log L_i)``
-minimized with L-BFGS-B. The search is fast (see :mod:`ladder.reports.lsefit`): analytic gradient,
+minimized with L-BFGS-B. The search is fast (see :mod:`ladder.reports.fits.lsefit`): analytic gradient,
 centered coordinates, and starts chosen by scoring a variable-projection grid plus Epoch's 4,500-point
 grid vectorized, then L-BFGS-B from the best few only.
 
 Intervals: cases bootstrap over runs (resampled with replacement, each refit warm-started at the
 full-data optimum); 90% intervals are the 5th/95th percentiles of the draws. Prediction intervals
-add resampled residual scatter (see :mod:`ladder.reports.lawpredict`).
+add resampled residual scatter (see :mod:`ladder.reports.fits.predictions`).
 
 Compute-optimal allocation under ``C = 6 N D``:
 ``N*(C) = G (C/6)^(beta/(alpha+beta))``, ``D*(C) = G^-1 (C/6)^(alpha/(alpha+beta))``,
@@ -28,10 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ladder.reports import lsefit
-from ladder.reports.backtest import Backtest, run_backtest
-from ladder.reports.fitdata import Runs, as_runs, resample_weights
-from ladder.reports.lawpredict import (
+from ladder.reports.fits import lsefit
+from ladder.reports.fits.backtest import Backtest, run_backtest
+from ladder.reports.fits.predictions import (
     Prediction,
     inflated_residuals,
     intervals,
@@ -39,6 +38,7 @@ from ladder.reports.lawpredict import (
     residual_summary,
     squeeze,
 )
+from ladder.reports.fits.runs import Runs, as_runs, resample_weights
 
 from ladder.errors import FitError
 from ladder.layout import jsonable

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
-from ladder.errors import FitError
-from ladder.reports.ablations import (
+from ladder.reports.fits.ablations import (
     fit_depth_width,
     fit_linear_trend,
     fit_loss_vs_compute,
     fit_tie_ablation,
 )
+
+from ladder.errors import FitError
 
 G = 0.1
 E_T, C0_T = 2.0, 1e17 * 1.5**10  # tied: L = E + (C0 / C)^G, 3.5 at 1e17
@@ -109,7 +109,7 @@ def test_tie_crossover_beyond_the_ladder():
     assert all(r.winner == "tied" for r in res.scales)
     assert res.trend.form == "saturating" and res.trend_loglinear is not None
     assert res.crossover["status"] == "beyond_range"
-    assert res.crossover["flops"] == pytest.approx(c_cross, rel=2.0)
+    assert res.crossover["flops"] == pytest.approx(c_cross, rel=0.25)
     assert "below the hero compute" in res.crossover["message"]
     assert res.hero["winner"] == "untied"
     assert res.hero["diff"] == pytest.approx(true_diff(e_u, c0_u, 1e23), abs=0.005)

@@ -4,10 +4,12 @@ Two ways to pick the held-out rung (``holdout``):
 
 * ``"size"``: the runs of the largest model size(s) (the rung a scaling ladder adds last);
 * ``"compute"``: the runs of the largest compute budget(s) (FLOPs grouped within 5%, see
-  :func:`ladder.reports.fitdata.group_budgets`), the natural rung of an IsoFLOP ladder.
+  :func:`ladder.reports.fits.runs.group_budgets`), the natural rung of an IsoFLOP ladder.
 
 Errors are ``100 * (predicted - actual) / actual``: positive means the ladder forecast a higher loss
 than the run reached (pessimistic), negative an optimistic forecast.
+
+:func:`run_backtest` is the engine the laws call; :func:`backtest` refits a named law on a runs table.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from ladder.reports.fitdata import Runs, group_budgets
+from ladder.reports.fits import lsefit
+from ladder.reports.fits.runs import Runs, as_runs, group_budgets
 
 from ladder.errors import FitError
 
@@ -112,6 +115,37 @@ def run_backtest(
         max_abs_error_pct=float(np.abs(err).max()),
         note=note_of(fit) if note_of else None,
     )
+
+
+@lsefit.single_threaded_blas
+def backtest(
+    runs=None,
+    *,
+    form: str = "chinchilla",
+    holdout: str = "size",
+    n_rungs: int = 1,
+    seed: int = 0,
+    huber_delta: float = lsefit.HUBER_DELTA,
+    budget_rtol: float = 0.05,
+    **columns,
+) -> Backtest:
+    """Refit ``form`` ("chinchilla" or "loss_vs_compute") without the ``n_rungs`` largest rungs
+    (``holdout`` "size" or "compute") and report the forecast error (percent) on the held-out runs."""
+    # The laws import this module's engine, so they are imported here, not at the top.
+    from ladder.reports.fits.approach3 import fit_chinchilla
+    from ladder.reports.fits.frontier import fit_loss_vs_compute
+
+    r = as_runs(runs, what="backtest", **columns)
+    if form == "chinchilla":
+        fit = fit_chinchilla(r, n_boot=0, seed=seed, huber_delta=huber_delta, backtest=holdout, backtest_rungs=n_rungs)
+    elif form == "loss_vs_compute":
+        fit = fit_loss_vs_compute(
+            r, n_boot=0, seed=seed, huber_delta=huber_delta, budget_rtol=budget_rtol, backtest=holdout, backtest_rungs=n_rungs
+        )
+    else:
+        raise FitError(f"backtest: form must be chinchilla or loss_vs_compute, got {form!r}")
+    return fit.backtest
+
 
 
 def _skip(base: Backtest, reason: str) -> Backtest:

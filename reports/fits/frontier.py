@@ -1,16 +1,13 @@
-"""Scaling-law fits for a ladder: the public entry points.
+"""The L(C) frontier: ``L(C) = E + (C0/C)^gamma`` through the compute-optimal frontier of a ladder.
 
-* :func:`fit_chinchilla` (Approach 3): ``L(N, D) = E + A/N^alpha + B/D^beta``, Epoch AI's Huber/LSE
-  fit, bootstrap intervals, compute-optimal allocation, degenerate-ladder handling
-  (:mod:`ladder.reports.approach3`).
-* :func:`fit_isoflop` (Approach 2): per-budget loss minima, ``N_opt = k C^a`` and ``D_opt = k' C^b``
-  (:mod:`ladder.reports.isoflop`).
-* :func:`fit_loss_vs_compute`: ``L(C) = E + (C0/C)^gamma`` on the compute-optimal frontier (here).
-* :func:`backtest`: refit without the largest rung(s) and report the forecast error on them.
+:func:`frontier` picks the lowest-loss run of each compute group; :func:`fit_loss_vs_compute` fits the
+law to it (Huber/LSE, like Approach 3, with a cases bootstrap and a backtest), or takes the exact envelope
+of an Approach-3 fit (``source="chinchilla"``). Takes ``runs`` as :mod:`ladder.reports.fits.runs` does and
+raises :class:`ladder.errors.FitError` on input a user can fix.
 
-All take ``runs`` as a DataFrame / mapping with columns ``params``, ``tokens``, ``loss`` (optional
-``flops``, else ``6 * params * tokens``) or the columns as keyword arrays, and raise
-:class:`ladder.errors.FitError` on input a user can fix. Results are dataclasses with ``to_dict()``.
+Not to be confused with the per-variant ``L(C)`` of the ablations
+(:mod:`ladder.reports.fits.ablations.compute_law`, a least-squares law through a few rungs): the same form
+fitted twice, which one engine is to replace.
 """
 
 from __future__ import annotations
@@ -18,17 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ladder.reports import lsefit
-from ladder.reports.approach3 import (
-    Allocation,
-    ChinchillaFit,
-    collinearity,
-    fit_chinchilla,
-)
-from ladder.reports.backtest import Backtest, holdout_mask, run_backtest
-from ladder.reports.fitdata import Runs, as_runs, group_budgets, resample_weights
-from ladder.reports.isoflop import IsoFlopFit, fit_isoflop
-from ladder.reports.lawpredict import (
+from ladder.reports.fits import lsefit
+from ladder.reports.fits.approach3 import ChinchillaFit, fit_chinchilla
+from ladder.reports.fits.backtest import Backtest, run_backtest
+from ladder.reports.fits.predictions import (
     Prediction,
     inflated_residuals,
     intervals,
@@ -36,26 +26,9 @@ from ladder.reports.lawpredict import (
     residual_summary,
     squeeze,
 )
+from ladder.reports.fits.runs import Runs, as_runs, group_budgets, resample_weights
 
 from ladder.errors import FitError
-
-__all__ = [
-    "Allocation",
-    "Backtest",
-    "ChinchillaFit",
-    "IsoFlopFit",
-    "LossComputeFit",
-    "Prediction",
-    "Runs",
-    "as_runs",
-    "backtest",
-    "collinearity",
-    "fit_chinchilla",
-    "fit_isoflop",
-    "fit_loss_vs_compute",
-    "frontier",
-    "holdout_mask",
-]
 
 MIN_FRONTIER = 4
 SOURCES = ("frontier", "chinchilla")
@@ -190,32 +163,6 @@ def fit_loss_vs_compute(
         )
         fit = replace(fit, backtest=bt)
     return fit
-
-
-@lsefit.single_threaded_blas
-def backtest(
-    runs=None,
-    *,
-    form: str = "chinchilla",
-    holdout: str = "size",
-    n_rungs: int = 1,
-    seed: int = 0,
-    huber_delta: float = lsefit.HUBER_DELTA,
-    budget_rtol: float = 0.05,
-    **columns,
-) -> Backtest:
-    """Refit ``form`` ("chinchilla" or "loss_vs_compute") without the ``n_rungs`` largest rungs
-    (``holdout`` "size" or "compute") and report the forecast error (percent) on the held-out runs."""
-    r = as_runs(runs, what="backtest", **columns)
-    if form == "chinchilla":
-        fit = fit_chinchilla(r, n_boot=0, seed=seed, huber_delta=huber_delta, backtest=holdout, backtest_rungs=n_rungs)
-    elif form == "loss_vs_compute":
-        fit = fit_loss_vs_compute(
-            r, n_boot=0, seed=seed, huber_delta=huber_delta, budget_rtol=budget_rtol, backtest=holdout, backtest_rungs=n_rungs
-        )
-    else:
-        raise FitError(f"backtest: form must be chinchilla or loss_vs_compute, got {form!r}")
-    return fit.backtest
 
 
 # ------------------------------------------------------------------------------------------ helpers

@@ -1,22 +1,27 @@
 """Input handling shared by the scaling-law fits: a validated table of runs (params, tokens, loss, flops).
 
-Every fit in :mod:`ladder.reports.laws` takes ``runs`` as a pandas DataFrame, a mapping of column
-name to array, or a :class:`Runs`, or the columns as keyword arrays (``params=..., tokens=...,
-loss=...``). ``flops`` is optional and defaults to ``6 * params * tokens``. Problems the user can fix
+Every loss-law fit (Approach 3, IsoFLOP, the L(C) frontier) takes ``runs`` as a pandas DataFrame, a
+mapping of column name to array, or a :class:`Runs`, or the columns as keyword arrays (``params=...,
+tokens=..., loss=...``). ``flops`` is optional and defaults to ``6 * params * tokens``. Problems the user can fix
 (missing columns, NaN or non-positive values, too few runs) raise :class:`ladder.errors.FitError`
 with a message that names the problem.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ladder.errors import FitError
 
 REQUIRED = ("params", "tokens", "loss")
+TIED_WORDS = ("true", "1", "yes", "tied")
+UNTIED_WORDS = ("false", "0", "no", "untied")
 
 
 @dataclass(frozen=True)
@@ -147,3 +152,32 @@ def group_budgets(flops: np.ndarray, rtol: float = 0.05) -> tuple[np.ndarray, np
 def resample_weights(rng: np.random.Generator, n: int, n_boot: int) -> np.ndarray:
     """Case-bootstrap multiplicities: row b counts how often each run was drawn (sums to n)."""
     return np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(n_boot)]).astype(float)
+
+
+def tie_kind(v: Any) -> str:
+    """How a ``tie_embeddings`` value reads: ``tied``, ``untied``, ``?`` when missing, else the (lowercased)
+    text itself. Booleans, 0/1, yes/no and tied/untied all count."""
+    if isinstance(v, str):
+        t = v.strip().lower()
+        if t in TIED_WORDS:
+            return "tied"
+        if t in UNTIED_WORDS:
+            return "untied"
+        return t
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "?"
+    return "tied" if bool(v) else "untied"
+
+
+def tie_flags(values: pd.Series) -> pd.Series:
+    """``tie_embeddings`` as booleans (:func:`tie_kind`); ``FitError`` on a value that is neither."""
+
+    def flag(v: Any) -> bool:
+        kind = tie_kind(v)
+        if kind in ("tied", "untied"):
+            return kind == "tied"
+        if isinstance(v, str):
+            raise FitError(f"tie_embeddings: cannot read {v!r} as a boolean")
+        raise FitError("tie_embeddings: missing value")
+
+    return values.map(flag)

@@ -1,7 +1,7 @@
 """Approach 2 (IsoFLOP profiles): per compute budget, the model size that minimizes loss; then
 ``N_opt = k C^a`` and ``D_opt = k' C^b`` across budgets.
 
-Runs are grouped into budgets by FLOPs (within 5%, :func:`ladder.reports.fitdata.group_budgets`);
+Runs are grouped into budgets by FLOPs (within 5%, :func:`ladder.reports.fits.runs.group_budgets`);
 a budget needs runs at >= 3 distinct model sizes. ``D_opt`` is read off the budget's own
 tokens-vs-params line at ``N_opt`` (``C / 6 N_opt`` when FLOPs are ``6ND``).
 
@@ -36,10 +36,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ladder.reports import lsefit
-from ladder.reports.fitdata import Runs, as_runs, group_budgets
-from ladder.reports.lawpredict import residual_rows, residual_summary
-from ladder.reports.powerlaw import PowerLaw, fit_power_law
+from ladder.reports.fits import lsefit
+from ladder.reports.fits.powerlaw import PowerLaw, fit_power_law
+from ladder.reports.fits.predictions import residual_rows, residual_summary
+from ladder.reports.fits.runs import Runs, as_runs, group_budgets
 from scipy.optimize import minimize
 
 from ladder.errors import FitError

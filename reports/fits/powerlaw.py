@@ -35,11 +35,16 @@ def t_quantile(p: float, dof: float) -> float:
     return float(stdtrit(dof, p))
 
 
-def _finite_or_none(v: float | None) -> float | None:
+def finite_or_none(v: float | None) -> float | None:
     if v is None:
         return None
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+def finite_interval(lo: float | None, hi: float | None) -> tuple[float | None, float | None]:
+    """An interval for JSON: an infinite or missing bound is None (unbounded)."""
+    return finite_or_none(lo), finite_or_none(hi)
 
 
 @dataclass(frozen=True)
@@ -90,15 +95,15 @@ class PowerLaw:
 
     def to_dict(self) -> dict:
         return {
-            "k": _finite_or_none(self.k),
-            "a": _finite_or_none(self.a),
+            "k": finite_or_none(self.k),
+            "a": finite_or_none(self.a),
             "n_points": self.n_points,
-            "ci90": {key: [_finite_or_none(v[0]), _finite_or_none(v[1])] for key, v in self.ci90.items()},
+            "ci90": {key: [finite_or_none(v[0]), finite_or_none(v[1])] for key, v in self.ci90.items()},
             "method": self.method,
-            "dof": _finite_or_none(self.dof) if self.dof is not None else None,
-            "sigma_log": _finite_or_none(self.sigma_log),
+            "dof": finite_or_none(self.dof) if self.dof is not None else None,
+            "sigma_log": finite_or_none(self.sigma_log),
             "x_range": list(self.x_range) if self.x_range is not None else None,
-            "chi2_red": _finite_or_none(self.chi2_red),
+            "chi2_red": finite_or_none(self.chi2_red),
         }
 
 
@@ -113,7 +118,7 @@ def _wlstsq(logx: np.ndarray, logy: np.ndarray, w: np.ndarray) -> tuple[np.ndarr
     return coef, unscaled, float(np.sum(w * resid**2)), resid
 
 
-def _mvt_draws(mean: np.ndarray, cov: np.ndarray, dof: float, n: int, rng: np.random.Generator) -> np.ndarray:
+def mvt_draws(mean: np.ndarray, cov: np.ndarray, dof: float, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` draws from the multivariate t (normal when ``dof`` is inf) with this mean and scale matrix."""
     vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
     root = vecs * np.sqrt(np.clip(vals, 0.0, None))
@@ -206,7 +211,7 @@ def fit_power_law(
             "a": (float(coef[1] - q * se_a), float(coef[1] + q * se_a)),
         }
         if n_boot > 0:
-            boot = _mvt_draws(coef, cov, dof, n_boot, rng)
+            boot = mvt_draws(coef, cov, dof, n_boot, rng)
     elif boot is not None and len(boot):
         k_lo, k_hi = np.exp(np.quantile(boot[:, 0], [0.05, 0.95]))
         a_lo, a_hi = np.quantile(boot[:, 1], [0.05, 0.95])

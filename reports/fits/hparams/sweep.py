@@ -1,0 +1,303 @@
+"""One rung, one sweep: the smooth LR (and batch) optimum of a rung (``fit_sweep``, ``SweepFit``), and the
+one-axis optima of several rungs with pooled noise (``fit_log_quadratics``, which the depth-vs-width ablation
+reuses)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from ladder.reports.fits.hparams.optimum import LN2_SQ, AxisOptimum, axis_optimum
+from ladder.reports.fits.hparams.surface import (
+    MIN_VALUES,
+    QFit,
+    coef_draws,
+    conditional_u,
+    distinct,
+    distinct_values,
+    noise_for,
+    pooled_noise,
+    profile_coefs,
+    quad_fit,
+    vertex,
+)
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
+
+
+@dataclass(frozen=True)
+class SweepFit:
+    """The smooth optimum of one rung's sweep. ``lr``: the LR optimum (at the optimal batch, or at the best
+    grid batch when batch was not swept or has no minimum). ``batch``: the batch optimum with the LR re-tuned
+    (None when fewer than 3 batch sizes). ``lr_curves``: one parabola in ln lr per batch size present."""
+
+    lr: AxisOptimum
+    batch: AxisOptimum | None
+    lr_curves: tuple[dict, ...]
+    terms: tuple[str, ...]
+    used: tuple[bool, ...]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return jsonable(
+            {
+                "lr": self.lr.to_dict(),
+                "batch": None if self.batch is None else self.batch.to_dict(),
+                "lr_curves": list(self.lr_curves),
+                "terms": list(self.terms),
+                "notes": list(self.notes),
+            }
+        )
+
+
+def _prepare(x: np.ndarray, loss: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(x, dtype=float)
+    loss = np.asarray(loss, dtype=float)
+    if x.shape != loss.shape or x.ndim != 1:
+        raise FitError(f"{what}: values and losses must be 1-D arrays of the same length")
+    return x, loss
+
+
+def fit_one(
+    lr: np.ndarray,
+    loss: np.ndarray,
+    batch: np.ndarray | None,
+    *,
+    window: float | None,
+    label: str,
+    what: str = "learning rate",
+) -> tuple[QFit, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+    lr, loss = _prepare(lr, loss, label)
+    ok = np.isfinite(lr) & (lr > 0) & np.isfinite(loss)
+    if batch is not None:
+        batch = np.asarray(batch, dtype=float)
+        ok &= np.isfinite(batch) & (batch > 0)
+    u = np.log(lr[ok])
+    n_u = len(distinct(u))
+    if n_u < MIN_VALUES:
+        raise FitError(
+            f"{label}: only {n_u} {what} value(s) with a finite loss; a smooth optimum needs at least "
+            f"{MIN_VALUES} (the grid argmin is not an optimum)"
+        )
+    v = None
+    if batch is not None:
+        v = np.log(batch[ok])
+        if len(distinct(v)) < 2:
+            v = None
+    fit = quad_fit(u, v, loss[ok], window)
+    return fit, u, v, loss[ok], ok
+
+
+def sweep_from_fit(
+    fit: QFit,
+    u: np.ndarray,
+    v: np.ndarray | None,
+    y: np.ndarray,
+    ok: np.ndarray,
+    noise: tuple[float, float] | None,
+    *,
+    label: str,
+    n_draws: int,
+    seed: int,
+    names: tuple[str, str] = ("lr", "batch_tokens"),
+) -> SweepFit:
+    notes: list[str] = []
+    if "uu" not in fit.terms:
+        raise FitError(f"{label}: the {names[0]} sweep does not identify a curvature")
+    draws = None
+    if noise is not None and n_draws > 0:
+        draws = coef_draws(fit, noise[0], noise[1], n_draws, seed)
+    elif noise is None:
+        notes.append(
+            f"{label}: the fit is exact (no residual degrees of freedom): no interval; add points or give loss_noise"
+        )
+    # Batch: profile over the LR.
+    batch_opt: AxisOptimum | None = None
+    v_fix = fit.v_best
+    if v is not None and "vv" in fit.terms and fit.c("uu") > 0:
+        p = tuple(float(np.ravel(x)[0]) for x in profile_coefs(fit, fit.coef[None, :]))
+        pd_draws = cd = None
+        if draws is not None:
+            pd_draws = vertex(fit, draws, centre=(fit.u_best, fit.v_best))[1]
+            cd = profile_coefs(fit, draws)[2]
+        col = np.isclose(u, fit.u_best)
+        col_grid = v[col] if len(distinct(v[col])) >= MIN_VALUES else v
+        batch_opt = axis_optimum(
+            names[1],
+            label,
+            p,
+            pd_draws,
+            cd,
+            v,
+            col_grid,
+            fit.v_best,
+            int(fit.used.sum()),
+            noise,
+            extra={
+                "curvature_fixed_lr": float(fit.c("vv")),
+                "penalty_2x_fixed_lr": float(fit.c("vv")) * LN2_SQ if fit.c("vv") > 0 else None,
+                "profile": "lr re-tuned at every batch",
+            },
+        )
+        if batch_opt.opt is not None:
+            v_fix = math.log(batch_opt.opt)
+        if batch_opt.status == "no_minimum" or batch_opt.opt is None:
+            v_fix = fit.v_best
+    elif v is not None:
+        n_v = len(distinct(v))
+        notes.append(
+            f"{label}: {n_v} {names[1]} value(s): no batch optimum (needs {MIN_VALUES}); "
+            f"{names[0]} optimum at the best batch {math.exp(fit.v_best):.4g}"
+        )
+        # Pick the batch whose fitted minimum is lowest among those swept.
+        if fit.c("uu") > 0:
+            best_l, best_v = math.inf, fit.v_best
+            for vj in distinct_values(v):
+                q0 = fit.c("1") + fit.c("v") * vj + fit.c("vv") * vj**2
+                q1 = fit.c("u") + fit.c("uv") * vj
+                lmin = q0 - q1**2 / (4 * fit.c("uu"))
+                if lmin < best_l:
+                    best_l, best_v = lmin, float(vj)
+            v_fix = best_v
+    v0 = 0.0 if v_fix is None else v_fix
+    poly = (
+        float(fit.c("1") + fit.c("v") * v0 + fit.c("vv") * v0**2),
+        float(fit.c("u") + fit.c("uv") * v0),
+        float(fit.c("uu")),
+    )
+    opt_draws = curv_draws = None
+    if draws is not None:
+        if batch_opt is not None and batch_opt.opt is not None:
+            opt_draws = vertex(fit, draws, centre=(fit.u_best, v0))[0]  # joint: v* moves with each draw
+        else:
+            opt_draws = conditional_u(fit, draws, v0, fit.u_best)
+        curv_draws = fit.c("uu", draws)
+    row = np.isclose(v, fit.v_best) if v is not None else np.ones_like(u, dtype=bool)
+    row_grid = u[row] if len(distinct(u[row])) >= MIN_VALUES else u
+    lr_extra = {}
+    if v is not None:
+        lr_extra["at_batch_tokens"] = math.exp(v0)
+    lr_opt = axis_optimum(
+        names[0], label, poly, opt_draws, curv_draws, u, row_grid, fit.u_best, int(fit.used.sum()), noise, lr_extra
+    )
+    curves = []
+    if v is not None and fit.c("uu") > 0:
+        for vj in distinct_values(v):
+            q0 = fit.c("1") + fit.c("v") * vj + fit.c("vv") * vj**2
+            q1 = fit.c("u") + fit.c("uv") * vj
+            q2 = fit.c("uu")
+            curves.append(
+                {
+                    names[1]: math.exp(vj),
+                    f"{names[0]}_opt": math.exp(-q1 / (2 * q2)),
+                    "loss_min": q0 - q1**2 / (4 * q2),
+                    "curvature": q2,
+                    "poly": [q0, q1, q2],
+                }
+            )
+    elif v is None and lr_opt.opt is not None:
+        curves.append(
+            {
+                names[1]: None,
+                f"{names[0]}_opt": lr_opt.opt,
+                "loss_min": lr_opt.loss_min,
+                "curvature": lr_opt.curvature,
+                "poly": list(lr_opt.poly),
+            }
+        )
+    used = np.zeros(len(ok), dtype=bool)
+    used[np.flatnonzero(ok)[fit.used]] = True
+    for m in (lr_opt.message, None if batch_opt is None else batch_opt.message):
+        if m:
+            notes.append(m)
+    return SweepFit(
+        lr=lr_opt,
+        batch=batch_opt,
+        lr_curves=tuple(jsonable(c) for c in curves),
+        terms=fit.terms,
+        used=tuple(bool(b) for b in used),
+        notes=tuple(notes),
+    )
+
+
+def fit_sweep(
+    lr: np.ndarray,
+    loss: np.ndarray,
+    *,
+    batch_tokens: np.ndarray | None = None,
+    window: float | None = 8.0,
+    loss_noise: float | None = None,
+    n_draws: int = 2000,
+    seed: int = 0,
+    label: str = "sweep",
+) -> SweepFit:
+    """The smooth LR (and batch) optimum of one rung; see :mod:`ladder.reports.fits.hparams`. Raises
+    ``FitError`` when fewer than 3 distinct LR values have a finite loss."""
+    fit, u, v, y, ok = fit_one(lr, loss, batch_tokens, window=window, label=label)
+    noise = noise_for(fit, loss_noise, None)
+    return sweep_from_fit(fit, u, v, y, ok, noise, label=label, n_draws=n_draws, seed=seed)
+
+
+def fit_log_quadratics(
+    items: Sequence[tuple[str, np.ndarray, np.ndarray]],
+    *,
+    name: str = "x",
+    window: float | None = 8.0,
+    loss_noise: float | None = None,
+    n_draws: int = 2000,
+    seed: int = 0,
+) -> list[AxisOptimum | str]:
+    """Smooth optima of loss along one axis for several rungs (``items``: label, x, loss), with the residual
+    variance pooled over rungs that have too few points of their own. Each entry is an ``AxisOptimum`` or,
+    for a rung that cannot be fitted, the reason (a string)."""
+    parts: list[tuple | str] = []
+    for label, x, loss in items:
+        try:
+            fit, u, v, y, ok = fit_one(x, loss, None, window=window, label=label, what=name)
+            if "uu" not in fit.terms:
+                raise FitError(f"{label}: the {name} sweep does not identify a curvature")
+            parts.append((label, fit, u, y, ok))
+        except FitError as e:
+            parts.append(str(e))
+    pooled = pooled_noise([p[1] for p in parts if not isinstance(p, str)])
+    out: list[AxisOptimum | str] = []
+    for i, p in enumerate(parts):
+        if isinstance(p, str):
+            out.append(p)
+            continue
+        label, fit, u, y, ok = p
+        noise = noise_for(fit, loss_noise, pooled)
+        sweep = sweep_from_fit(
+            fit, u, None, y, ok, noise, label=label, n_draws=n_draws, seed=seed + i, names=(name, "-")
+        )
+        lr = sweep.lr
+        extra = dict(lr.extra)
+        extra["used"] = list(sweep.used)
+        if noise is None:
+            extra["interval_note"] = sweep.notes[0]
+        out.append(AxisOptimum(**{**lr.__dict__, "extra": extra}))
+    return out
+
+
+def fit_log_quadratic(
+    x: np.ndarray,
+    loss: np.ndarray,
+    *,
+    name: str = "x",
+    window: float | None = 8.0,
+    loss_noise: float | None = None,
+    n_draws: int = 2000,
+    seed: int = 0,
+    label: str = "sweep",
+) -> AxisOptimum:
+    """Smooth optimum of loss along one axis (a parabola in ``ln x``, windowed around the best point).
+    Raises ``FitError`` when fewer than 3 distinct values have a finite loss."""
+    (res,) = fit_log_quadratics(
+        [(label, x, loss)], name=name, window=window, loss_noise=loss_noise, n_draws=n_draws, seed=seed
+    )
+    if isinstance(res, str):
+        raise FitError(res)
+    return res

@@ -1,0 +1,198 @@
+"""The optional parts of a study fit: tied vs untied, depth vs width, IsoFLOP, loss vs compute, hyperparameter
+laws and task forecasts, and the choice of the primary variant. Each part that the data cannot support is
+``None`` with its reason in ``reasons`` (and a warning when the study asked for it); none fails the fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from ladder.reports.fits.ablations.depth_width import fit_depth_width
+from ladder.reports.fits.ablations.tied import fit_tie_ablation
+from ladder.reports.fits.frontier import fit_loss_vs_compute
+from ladder.reports.fits.hparams.laws import fit_hparams
+from ladder.reports.fits.isoflop import fit_isoflop
+from ladder.reports.fits.runs import group_budgets, tie_kind
+from ladder.reports.fits.study import table
+from ladder.reports.fits.tasks.columns import task_columns
+from ladder.reports.fits.tasks.forecast import fit_tasks
+
+from ladder.errors import FitError
+
+
+def tie(df, hero0, study, reasons, warnings):
+    """The tied-vs-untied ablation, when the runs have both variants."""
+    asked = study is not None and study.ablations.tie_embeddings is not None and len(study.ablations.tie_embeddings) > 1
+    if "tie_embeddings" not in df.columns:
+        reasons["tied_vs_untied"] = "this study has no tied-vs-untied ablation (the runs table has no tie_embeddings column)"
+        if asked:
+            warnings.append(f"tied vs untied: {reasons['tied_vs_untied']}")
+        return None
+    kinds = df["tie_embeddings"].map(tie_kind)
+    if kinds.nunique() < 2:
+        only = kinds.iloc[0] if len(kinds) else "?"
+        reasons["tied_vs_untied"] = f"this study has no tied-vs-untied ablation (all runs are {only})"
+        if asked:
+            warnings.append(f"tied vs untied: {reasons['tied_vs_untied']}")
+        return None
+    sub = table.rungs_as_scale(df)
+    try:
+        res = fit_tie_ablation(sub, hero0["flops"] if hero0 else None)
+    except FitError as exc:
+        reasons["tied_vs_untied"] = f"tied vs untied: {exc}"
+        warnings.append(reasons["tied_vs_untied"])
+        return None
+    if res.trend is None:
+        warnings.append(f"tied vs untied: {res.reason}")
+    return res
+
+
+def primary(study, tie, fitted, variants, law_df, laws, how) -> tuple[str, str]:
+    """The recommended variant (its law is the primary ``loss_law``), and why."""
+    names = set(fitted)
+    pool = fitted or variants
+    if len(variants) == 1:
+        return variants[0], "the only variant"
+    tie_based = set(variants) <= {"tied", "untied", "?"}
+    if tie_based:
+        want, why = None, None
+        if tie is not None and tie.hero and tie.hero.get("winner") in ("tied", "untied"):
+            want, why = tie.hero["winner"], "the tied-vs-untied ablation's winner at the hero's compute"
+        elif study is not None:
+            t = study.model.tie_embeddings if study.hero.tied is None else study.hero.tied
+            want = "tied" if t else "untied"
+            why = "the study's hero.tied" if study.hero.tied is not None else "the study's default model.tie_embeddings"
+        if want is not None and want in variants:
+            if want in names or not names:
+                return want, why
+            other = table.largest_size_winner(law_df, pool)
+            return other, f"{why} is {want}, but its law could not be fitted; using {other}"
+    best = table.largest_size_winner(law_df, pool)
+    return best, f"the variant with the lowest loss at the ladder's largest size (variants from {how})"
+
+
+def depth_width(prim_df, hero0, study, reasons, warnings, seed):
+    """The depth-vs-width ablation on the primary variant's runs, when a rung has 3 or more aspect ratios."""
+    asked = study is not None and study.ablations.aspect_ratio is not None and len(study.ablations.aspect_ratio) > 1
+    if "aspect_ratio" in prim_df.columns:
+        ar = prim_df["aspect_ratio"]
+    elif "d_model" in prim_df.columns and "n_layers" in prim_df.columns:
+        ar = prim_df["d_model"] / prim_df["n_layers"]
+    else:
+        reasons["depth_vs_width"] = "this study has no depth-vs-width sweep (the runs table has no aspect_ratio column)"
+        if asked:
+            warnings.append(f"depth vs width: {reasons['depth_vs_width']}")
+        return None
+    n_shapes = ar.round(6).groupby(prim_df["_rung"]).nunique()
+    if not (n_shapes >= 3).any():
+        reasons["depth_vs_width"] = "this study has no depth-vs-width sweep (no rung has 3 or more aspect ratios)"
+        if asked:
+            warnings.append(f"depth vs width: {reasons['depth_vs_width']}")
+        return None
+    sub = table.rungs_as_scale(prim_df)
+    try:
+        res = fit_depth_width(
+            sub,
+            hero0["flops"] if hero0 else None,
+            hero_params=hero0["params"] if hero0 else None,
+            seed=seed,
+        )
+    except FitError as exc:
+        reasons["depth_vs_width"] = f"depth vs width: {exc}"
+        warnings.append(reasons["depth_vs_width"])
+        return None
+    if res.aspect.law is None:
+        warnings.append(f"depth vs width: {res.aspect.reason}")
+    return res
+
+
+def isoflop(prim_law_df, study, reasons, warnings, n_boot, seed):
+    """The IsoFLOP fit on the primary variant's law runs, when the study (or, without one, the runs) has budgets."""
+    asked = study is not None and study.ladder.mode == "isoflop"
+    if study is not None and not asked:
+        reasons["isoflop"] = "this study has no IsoFLOP budgets (ladder mode chinchilla)"
+        return None
+    # Budgets are C = 6 N D in the study's convention (not the flops column, whose attention and embedding
+    # terms differ by size and would split a budget).
+    r = prim_law_df[["params", "tokens", "loss"]]
+    labels, _ = group_budgets(6 * r["params"].to_numpy() * r["tokens"].to_numpy())
+    sizes = pd.Series(r["params"].to_numpy()).groupby(labels).nunique()
+    if not asked and int((sizes >= 3).sum()) < 2:
+        reasons["isoflop"] = (
+            "the runs have no IsoFLOP budgets (needs >= 2 compute budgets with >= 3 model sizes each)"
+        )
+        return None
+    try:
+        return fit_isoflop(r, n_boot=n_boot, seed=seed, strict=False)
+    except FitError as exc:
+        reasons["isoflop"] = str(exc)
+        warnings.append(f"isoflop: {exc}")
+        return None
+
+
+def loss_vs_compute(prim_law_df, law, reasons, warnings, n_boot, seed):
+    """L(C) on the frontier of the primary variant's law runs; else the Approach-3 envelope."""
+    r = prim_law_df[["params", "tokens", "loss", "flops"]]
+    try:
+        return fit_loss_vs_compute(r, n_boot=n_boot, seed=seed)
+    except FitError as first:
+        try:
+            if law is None:
+                raise FitError("no loss law")
+            return fit_loss_vs_compute(source="chinchilla", chinchilla=law)
+        except FitError as second:
+            reasons["loss_vs_compute"] = f"{first}; and the Approach-3 envelope: {second}"
+            return None
+
+
+def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
+    """The hyperparameter laws on the primary variant's runs (diverged runs kept with a NaN loss)."""
+    ab = study.ablations if study is not None else None
+    asked = ab is not None and any(
+        getattr(ab, k) is not None and len(getattr(ab, k)) > 1
+        for k in ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers")
+    )
+    sel = raw["_variant"] == primary
+    sub = raw[sel].copy()
+    # Excluded (diverged) runs of the sweep stay in with a NaN loss: the fit counts them per rung.
+    sub.loc[~ok[sel.to_numpy()], "loss"] = np.nan
+    good = np.isfinite(sub["params"]) & np.isfinite(sub["tokens"]) & np.isfinite(sub["flops"])
+    sub = sub[good]
+    sub = table.rungs_as_scale(sub)
+    try:
+        res = fit_hparams(
+            sub,
+            hero["flops"] if hero else None,
+            hero_params=hero["params"] if hero else None,
+            seed=seed,
+        )
+    except FitError as exc:
+        reasons["hparams"] = f"hyperparameter laws: {exc}"
+        if asked:
+            warnings.append(reasons["hparams"])
+        return None
+    if not (res.has_lr_sweep or res.has_batch_sweep):
+        reasons["hparams"] = res.lr.reason or "this study has no LR sweep"
+        if asked:
+            warnings.append(f"hyperparameter laws: {reasons['hparams']}")
+    elif asked:
+        for t in (res.lr, res.batch):
+            if t.law is None and ((t is res.lr and res.has_lr_sweep) or (t is res.batch and res.has_batch_sweep)):
+                warnings.append(f"hyperparameter laws: {t.quantity}: {t.reason}")
+    return res
+
+
+def tasks(df: pd.DataFrame, hero: dict | None, reasons: dict, warnings: list[str], n_boot: int, seed: int):
+    """Two-step task forecasts (compute -> task loss -> accuracy) when the runs carry lm-eval results."""
+    if not task_columns(df):
+        reasons["tasks"] = "this study has no task results (run `ladder eval` on the study, then `ladder collect`)"
+        return None
+    target = None if hero is None else {k: hero[k] for k in ("params", "tokens", "flops") if hero.get(k)}
+    try:
+        result = fit_tasks(df, hero=target, n_boot=n_boot, seed=seed)
+    except FitError as exc:
+        reasons["tasks"] = f"task forecasts: {exc}"
+        warnings.append(reasons["tasks"])
+        return None
+    for task, message in result.errors.items():
+        warnings.append(f"task {task}: {message}")
+    return result

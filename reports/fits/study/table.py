@@ -1,0 +1,207 @@
+"""The runs table of a study fit: reading and checking it, which runs are excluded and why, the rung and
+law-variant of every run, and the tuned configuration of each rung that the loss laws use."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from ladder.reports.fits.runs import group_budgets, tie_kind
+from ladder.studies.spec import StudySpec
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
+
+REQUIRED = ("params", "tokens", "loss")
+NUMERIC = ("params", "tokens", "loss", "flops", "lr", "batch_tokens", "aspect_ratio", "d_model", "n_layers")
+KEEP_STATUS = {"done", "ok", "completed", "complete", "success", "succeeded", "finished"}
+TUNING_AXES = ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "aspect_ratio")
+VARIANT_AXES = ("tie_embeddings",)
+RUNG_RTOL = 0.05  # runs whose params and tokens agree within 5% share a rung (tables without axis columns)
+
+
+def prepare(runs: Any) -> pd.DataFrame:
+    """The runs as a checked DataFrame: required columns, numeric columns as float, run ids as the index."""
+    if isinstance(runs, pd.DataFrame):
+        df = runs.copy()
+    elif isinstance(runs, dict):
+        df = pd.DataFrame(runs)
+    else:
+        raise FitError(f"fit: runs must be a pandas DataFrame (or a mapping of columns), got {type(runs).__name__}")
+    df.columns = [str(c) for c in df.columns]
+    if "batch_size" in df.columns:
+        if "batch_tokens" in df.columns:
+            raise FitError("fit: the runs table has both batch_size and batch_tokens; batch_size is an alias, keep one")
+        df = df.rename(columns={"batch_size": "batch_tokens"})
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        have = ", ".join(df.columns) or "none"
+        raise FitError(
+            f"fit: the runs table lacks column(s) {', '.join(missing)}; it needs params, tokens and loss "
+            f"(optional: flops, lr, batch_tokens or batch_size, variant, status); it has {have}"
+        )
+    if len(df) == 0:
+        raise FitError("fit: the runs table has no rows")
+    for col in NUMERIC:
+        if col in df.columns:
+            try:
+                df[col] = pd.to_numeric(df[col], errors="raise").astype(float)
+            except (TypeError, ValueError) as exc:
+                raise FitError(f"fit: column {col} is not numeric ({exc})") from None
+    if "run_id" in df.columns and df["run_id"].notna().all() and df["run_id"].is_unique:
+        df.index = pd.Index(df["run_id"].astype(str), name="run")
+    else:
+        df.index = pd.Index([f"row {i}" for i in range(len(df))], name="run")
+    return df
+
+
+def status_ok(df: pd.DataFrame) -> np.ndarray:
+    """Which runs are finished (a missing status counts as finished)."""
+    if "status" not in df.columns:
+        return np.ones(len(df), dtype=bool)
+    s = df["status"]
+    return (s.isna() | s.astype(str).str.strip().str.lower().isin(KEEP_STATUS)).to_numpy()
+
+
+def excluded_rows(df: pd.DataFrame, ok: np.ndarray) -> list[dict]:
+    """The ``excluded`` entries: each unfinished run with its status and reason."""
+    out = []
+    for label, row in df[~ok].iterrows():
+        reason = row.get("reason") if "reason" in df.columns else None
+        if reason is None or (isinstance(reason, float) and math.isnan(reason)):
+            step = row.get("diverged_at_step") if "diverged_at_step" in df.columns else None
+            reason = f"diverged at step {int(step)}" if step is not None and pd.notna(step) else None
+        out.append(
+            jsonable(
+                {
+                    "run": str(label),
+                    "status": str(row["status"]),
+                    "reason": None if reason is None else str(reason),
+                    "variant": str(row["variant"]) if "variant" in df.columns and pd.notna(row["variant"]) else None,
+                    "params": row.get("params"),
+                    "tokens": row.get("tokens"),
+                }
+            )
+        )
+    return out
+
+
+def rung_variant_keys(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[str], str]:
+    """(rung key, law-variant key, tuning columns, how variants were defined) per row."""
+    axis_cols = [c for c in df.columns if c.startswith("axis/")]
+    if axis_cols:
+        tune = [f"axis/{a}" for a in TUNING_AXES if f"axis/{a}" in df.columns]
+        var = [f"axis/{a}" for a in VARIANT_AXES if f"axis/{a}" in df.columns]
+        rung_cols = [c for c in axis_cols if c not in tune and c not in var]
+        rung = (
+            df[rung_cols].astype(str).agg(" ".join, axis=1)
+            if rung_cols
+            else _cluster_key(df)
+        )
+        if var:
+            variant = df[var[0]].map(tie_kind)
+            how = "the study's tie_embeddings axis"
+        else:
+            variant, how = _tie_or_single(df)
+        return rung, variant, tune, how
+    tune = [c for c in ("lr", "batch_tokens", "aspect_ratio") if c in df.columns]
+    rung = _cluster_key(df)
+    if "variant" in df.columns:
+        variant = df["variant"].fillna("?").astype(str)
+        how = "the variant column"
+    else:
+        variant, how = _tie_or_single(df)
+    return rung, variant, tune, how
+
+
+def _tie_or_single(df: pd.DataFrame) -> tuple[pd.Series, str]:
+    """Variants from the tie_embeddings column when it varies, else one variant for every run."""
+    if "tie_embeddings" in df.columns and df["tie_embeddings"].nunique() > 1:
+        return df["tie_embeddings"].map(tie_kind), "the tie_embeddings column"
+    return pd.Series("all", index=df.index), "a single variant"
+
+
+def _cluster_key(df: pd.DataFrame) -> pd.Series:
+    """Rungs of a table without axis columns: params and tokens each clustered within RUNG_RTOL."""
+    out = []
+    for col in ("params", "tokens"):
+        v = df[col].to_numpy(dtype=float)
+        good = np.isfinite(v) & (v > 0)
+        lab = np.full(len(v), -1)
+        if good.any():
+            lab[good], _ = group_budgets(v[good], RUNG_RTOL)
+        out.append(lab)
+    return pd.Series([f"N{a}/D{b}" for a, b in zip(*out)], index=df.index)
+
+
+def best_configs(df: pd.DataFrame, tune: list[str]) -> tuple[pd.DataFrame, str | None]:
+    """Per (rung, variant): the runs of the configuration of the tuning axes with the lowest mean loss."""
+    varying = [c for c in tune if (df.groupby(["_rung", "_variant"])[c].nunique(dropna=False) > 1).any()]
+    if not varying:
+        return df, None
+    keep: list = []
+    for _, g in df.groupby(["_rung", "_variant"], sort=False):
+        cfg = g[varying].astype(str).agg("|".join, axis=1)
+        best = g["loss"].groupby(cfg).mean().idxmin()
+        keep.extend(g.index[cfg == best])
+    names = ", ".join(c.removeprefix("axis/") for c in varying)
+    dropped = len(df) - len(keep)
+    note = (
+        f"the loss laws use the best {names} configuration of each rung and variant (the tuned loss); "
+        f"{dropped} sweep run(s) at other values are left out of the laws (they feed the hyperparameter "
+        "and ablation fits)"
+    )
+    return df.loc[keep], note
+
+
+def convention(df: pd.DataFrame, study: StudySpec | None, warnings: list[str]) -> str:
+    """The parameter-count convention of N: the study's, else the table's (one only)."""
+    col = None
+    if "param_convention" in df.columns:
+        vals = sorted(df["param_convention"].dropna().astype(str).unique())
+        if len(vals) > 1:
+            raise FitError(
+                f"fit: the runs count parameters in different conventions ({', '.join(vals)}); "
+                "a law needs one N: fit them separately"
+            )
+        col = vals[0] if vals else None
+    if study is not None:
+        if col is not None and col != study.ladder.param_count:
+            warnings.append(
+                f"the runs count params as {col!r} but the study's ladder.param_count is "
+                f"{study.ladder.param_count!r}; the hero's params are read in the study's convention"
+            )
+        return study.ladder.param_count
+    return col or "as given (params column)"
+
+
+def rungs_as_scale(df: pd.DataFrame) -> pd.DataFrame:
+    """The table the sweep and ablation fits read: this fit's rung grouping as their ``scale`` column."""
+    return df.drop(columns=["scale"], errors="ignore").assign(scale=df["_rung"]).drop(columns=["_rung", "_variant"])
+
+
+def largest_size_winner(law_df: pd.DataFrame, fitted: Sequence[str]) -> str:
+    """The variant with the lowest mean loss at the largest size."""
+    sub = law_df[law_df["_variant"].isin(fitted)]
+    top = sub[sub["params"] >= sub["params"].max() / (1 + RUNG_RTOL)]
+    best = top.groupby("_variant")["loss"].mean()
+    return str(best.idxmin()) if len(best) else str(fitted[0])
+
+
+def read_runs_file(path: str | Path) -> pd.DataFrame:
+    """A runs table from a CSV (``.csv``, ``.tsv``) or parquet (``.parquet``, ``.pq``) file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FitError(f"{path}: no such runs file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix in (".csv", ".tsv", ".txt"):
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
+        raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {exc})") from None
+    raise FitError(f"{path}: unsupported runs file type {suffix or '(none)'}; use .csv or .parquet")
