@@ -11,8 +11,9 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from ladder.model.shape import ModelShape
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from ladder.model.shape import ModelShape
 
 _SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGTP]?)\s*$", re.IGNORECASE)

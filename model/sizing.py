@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ladder.model.shape import ModelShape
-
 from ladder.errors import SpecError
+from ladder.model.shape import ModelShape
 
 
 @dataclass(frozen=True)

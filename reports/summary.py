@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.model.config import format_count
 from rich.console import Console
 from rich.table import Table
+
+from ladder.model.config import format_count
 
 __all__ = ["print_fit"]
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ladder.studies.spec import StudySpec, parse_study, read_study_file
-
 from ladder.errors import SpecError
+from ladder.studies.spec import StudySpec, parse_study, read_study_file
 
 __all__ = ["StudySpec", "builtin_names", "builtin_path", "load_study", "parse_study", "read_study_file"]
 

@@ -12,16 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from ladder.model.config import (
-    Count,
-    DataConfig,
-    DivergenceConfig,
-    Flops,
-    OptimizerConfig,
-    ScheduleConfig,
-    Strict,
-)
-from ladder.model.sizing import FamilyRules
 from pydantic import (
     BaseModel,
     Field,
@@ -32,6 +22,16 @@ from pydantic import (
 )
 
 from ladder.errors import SpecError
+from ladder.model.config import (
+    Count,
+    DataConfig,
+    DivergenceConfig,
+    Flops,
+    OptimizerConfig,
+    ScheduleConfig,
+    Strict,
+)
+from ladder.model.sizing import FamilyRules
 
 Auto = Literal["auto"]
 

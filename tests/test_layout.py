@@ -7,10 +7,10 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 # repository folder -> the import name it installs as (pyproject's [tool.setuptools] package-dir)

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ladder.studies import builtin_names, load_study
 
 from ladder import layout
 from ladder.plan import expand
+from ladder.studies import builtin_names, load_study
 from tests.cli_helpers import run_cli
 
 PLAN_RUN_KEYS = {"run_id", "run_dir", "axes", "shape", "params", "params_total", "params_non_embedding", "tokens",

@@ -28,6 +28,8 @@ from typing import Any, Literal
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.readers import JsonlReader, ParquetReader
 from datatrove.pipeline.readers.base import BaseDiskReader
+
+from ladder.errors import DataError
 from ladder.model.data.cache import sha256_json
 from ladder.model.data.embedded import (
     EMBEDDED,
@@ -35,8 +37,6 @@ from ladder.model.data.embedded import (
     EMBEDDED_VERSION,
     build_embedded_corpus,
 )
-
-from ladder.errors import DataError
 
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json.gz", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)

@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ladder.model.data.cache import default_cache_root, file_lock, sha256_json
-
 from ladder.errors import DataError
 from ladder.layout import atomic_write_json
+from ladder.model.data.cache import default_cache_root, file_lock, sha256_json
 
 EMBEDDED = "embedded"
 EMBEDDED_VERSION = 1  # bump when the selection rules change: the cache key changes with it

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from datatrove.executor import LocalPipelineExecutor
-from ladder.model.data.corpus import quiet_datatrove
 
 from ladder.errors import DataError
+from ladder.model.data.corpus import quiet_datatrove
 
 
 class QuietLocalExecutor(LocalPipelineExecutor):

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+
+from ladder.errors import DataError
+from ladder.layout import atomic_write_json
 from ladder.model.config import DataConfig
 from ladder.model.data.cache import default_cache_root, file_lock, sha256_json
 from ladder.model.data.corpus import CorpusSource, hub_offline, resolve_corpus
@@ -41,9 +44,6 @@ from ladder.model.data.tokenizer import (
     train_tokenizer,
 )
 from ladder.model.data.windows import token_files
-
-from ladder.errors import DataError
-from ladder.layout import atomic_write_json
 
 DATA_VERSION = 1  # bump when the preparation changes what lands in the shards
 TOKENIZER_VERSION = 1

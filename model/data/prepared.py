@@ -17,10 +17,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ladder.errors import DataError
 from ladder.model.data.tokenizer import TOKENIZER_FILE
 from ladder.model.data.windows import TokenWindows
-
-from ladder.errors import DataError
 
 READY = "ready.json"
 SPLIT_DIRS = {"train": "train", "validation": "validation"}

@@ -30,6 +30,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ladder import layout
+from ladder.errors import SpecError
+from ladder.layout import jsonable
 from ladder.model.evaluation.results import (
     FORMAT_VERSION,
     add_correct_bpb,
@@ -42,10 +45,6 @@ from ladder.model.evaluation.results import (
     samples_file,
 )
 from ladder.model.evaluation.tasks import SHIPPED_TASKS, TASKS_DIR
-
-from ladder import layout
-from ladder.errors import SpecError
-from ladder.layout import jsonable
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ladder.model.evaluation.tasks import SHIPPED_TASKS
-
 from ladder import layout
 from ladder.errors import StateError
+from ladder.model.evaluation.tasks import SHIPPED_TASKS
 
 RESULTS_PREFIX = "results_"  # ladder.collect reads lm_eval/**/results*.json
 SAMPLES_PREFIX = "samples_"

@@ -40,6 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+
 from ladder.model.config import OptimizerConfig, ScheduleConfig
 from ladder.model.schedule import lr_at
 from ladder.model.shape import ModelShape

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from ladder.model.training.llama import save_model
 
 from ladder.errors import StateError
 from ladder.layout import CHECKPOINT_PREFIX, RunDir, atomic_write_json
+from ladder.model.training.llama import save_model
 
 MODEL_DIR = "model"
 OPTIMIZER_FILE = "optimizer.pt"

@@ -11,6 +11,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+
 from ladder.model.config import RunSpec
 from ladder.model.training.distributed import Dist, barrier
 

@@ -13,8 +13,9 @@ shape that exists can become a loadable checkpoint.
 from __future__ import annotations
 
 import torch
-from ladder.model.shape import ModelShape
 from transformers import LlamaConfig, LlamaForCausalLM
+
+from ladder.model.shape import ModelShape
 
 
 def llama_config(

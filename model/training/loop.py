@@ -70,6 +70,9 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+
+from ladder.errors import DataError, SpecError
+from ladder.layout import RunDir, append_jsonl, atomic_write_json
 from ladder.model.config import RunSpec
 from ladder.model.hardware import mfu as compute_mfu
 from ladder.model.hardware import peak_flops
@@ -87,9 +90,6 @@ from ladder.model.training.run_files import (
     trim_metrics,
 )
 from ladder.model.training.steps import Steps
-
-from ladder.errors import DataError, SpecError
-from ladder.layout import RunDir, append_jsonl, atomic_write_json
 
 log = logging.getLogger("ladder.train")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import torch
+
 from ladder.model.config import OptimizerConfig
 
 CATEGORIES = ("embeddings", "lm_head", "norms", "biases", "matrices")

@@ -11,13 +11,13 @@ import shutil
 from pathlib import Path
 
 import torch
+
+from ladder.errors import SpecError, StateError
+from ladder.layout import RunDir, atomic_write_text, read_jsonl
 from ladder.model.config import RunSpec
 from ladder.model.data.tokenizer import copy_tokenizer
 from ladder.model.training import checkpoint as ckpt
 from ladder.model.training.llama import save_model
-
-from ladder.errors import SpecError, StateError
-from ladder.layout import RunDir, atomic_write_text, read_jsonl
 
 
 def read_spec(run: RunDir) -> RunSpec:

@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 import torch
+
 from ladder.model.config import RunSpec
 from ladder.model.data.windows import window_order
 from ladder.model.training.distributed import Dist, all_reduce_sum

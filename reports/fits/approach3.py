@@ -28,6 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
 from ladder.reports.fits import lsefit
 from ladder.reports.fits.backtest import Backtest, run_backtest
 from ladder.reports.fits.predictions import (
@@ -39,9 +42,6 @@ from ladder.reports.fits.predictions import (
     squeeze,
 )
 from ladder.reports.fits.runs import Runs, as_runs, resample_weights
-
-from ladder.errors import FitError
-from ladder.layout import jsonable
 
 FORM = "chinchilla"
 KEYS = ("E", "A", "B", "alpha", "beta")

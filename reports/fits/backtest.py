@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from ladder.reports.fits import lsefit
-from ladder.reports.fits.runs import Runs, as_runs, group_budgets
 
 from ladder.errors import FitError
+from ladder.reports.fits import lsefit
+from ladder.reports.fits.runs import Runs, as_runs, group_budgets
 
 HOLDOUTS = ("size", "compute")
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from ladder.errors import FitError
 from ladder.reports.fits import lsefit
 from ladder.reports.fits.approach3 import ChinchillaFit, fit_chinchilla
 from ladder.reports.fits.backtest import Backtest, run_backtest
@@ -27,8 +29,6 @@ from ladder.reports.fits.predictions import (
     squeeze,
 )
 from ladder.reports.fits.runs import Runs, as_runs, group_budgets, resample_weights
-
-from ladder.errors import FitError
 
 MIN_FRONTIER = 4
 SOURCES = ("frontier", "chinchilla")

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from ladder.layout import jsonable
 from ladder.model.config import format_count
 from ladder.model.recipe import plan_steps, round_batch, rule_batch_tokens, rule_lr
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import shape_for_params
 from ladder.studies.spec import StudySpec
-
-from ladder.layout import jsonable
 
 __all__ = [
     "Recommendation",

@@ -11,6 +11,7 @@ import math
 from typing import Any, Callable, Mapping
 
 import pandas as pd
+
 from ladder.reports.render.blocks import Fig, Section
 from ladder.reports.render.figures.spec import FigureSpec
 from ladder.reports.render.figures.style import VariantStyles

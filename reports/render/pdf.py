@@ -11,6 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from matplotlib import rc_context
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyBboxPatch, Rectangle
+
 from ladder.reports.render.environment import environment
 from ladder.reports.render.figures.spec import draw_safely
 from ladder.reports.render.figures.style import RC, tx
@@ -27,11 +33,6 @@ from ladder.reports.render.pdflayout import (
     line_h,
     wrap,
 )
-from matplotlib import rc_context
-from matplotlib.backends.backend_pdf import PdfPages
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import FancyBboxPatch, Rectangle
 
 
 def _title_block(lay: Layout, data: Any, generated: str) -> None:

@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Iterable
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from ladder import layout
+from ladder.errors import StateError
 from ladder.reports.render.blocks import Fig, Section
 from ladder.reports.render.builder import Builder
 from ladder.reports.render.environment import environment, version
 from ladder.reports.render.figures.spec import to_svg
 from ladder.reports.render.pdf import write_pdf
 from ladder.reports.render.study import StudyData, load_study
-from markupsafe import Markup
-
-from ladder import layout
-from ladder.errors import StateError
 
 FORMATS = ("html", "pdf")
 HTML_NAME = "report.html"

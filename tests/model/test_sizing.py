@@ -3,7 +3,13 @@ import random
 
 import pytest
 
-from ladder.model.recipe import micro_batch_for, olmo_batch_tokens, olmo_lr, plan_steps, round_batch
+from ladder.model.recipe import (
+    micro_batch_for,
+    olmo_batch_tokens,
+    olmo_lr,
+    plan_steps,
+    round_batch,
+)
 from ladder.model.sizing import FamilyRules, shape_for_depth, shape_for_params
 
 

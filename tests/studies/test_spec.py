@@ -4,8 +4,8 @@ import os
 
 import pytest
 import yaml
-from ladder.studies import builtin_names, load_study
 
+from ladder.studies import builtin_names, load_study
 from tests.cli_helpers import run_cli
 
 GOOD = {

@@ -11,11 +11,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from ladder.reports.fits.powerlaw import fit_power_law
 from scipy.optimize import least_squares
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
+from ladder.reports.fits.powerlaw import fit_power_law
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
 from ladder.reports.fits.ablations.common import COMPUTE_MATCH_TOL, best_config
 from ladder.reports.fits.ablations.compute_law import LossLaw, fit_loss_vs_compute
 from ladder.reports.fits.hparams.optimum import AxisOptimum
@@ -19,9 +22,6 @@ from ladder.reports.fits.hparams.rungs import (
 )
 from ladder.reports.fits.hparams.sweep import fit_log_quadratics
 from ladder.reports.fits.hparams.trend import Trend, fit_trend
-
-from ladder.errors import FitError
-from ladder.layout import jsonable
 
 
 @dataclass(frozen=True)

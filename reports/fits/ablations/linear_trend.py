@@ -7,10 +7,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from ladder.reports.fits.powerlaw import t_quantile
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
+from ladder.reports.fits.powerlaw import t_quantile
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
 from ladder.reports.fits.hparams.rungs import REQUIRED, check_columns, group_scales
 from ladder.reports.fits.hparams.surface import noise_for, pooled_noise
 from ladder.reports.fits.hparams.sweep import SweepFit, fit_one, sweep_from_fit
 from ladder.reports.fits.hparams.trend import Trend, fit_trend
-
-from ladder.errors import FitError
-from ladder.layout import jsonable
 
 
 @dataclass(frozen=True)

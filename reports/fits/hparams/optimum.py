@@ -7,10 +7,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from ladder.reports.fits.hparams.surface import distinct_values, draw_quantiles
-from ladder.reports.fits.powerlaw import finite_interval
 
 from ladder.layout import jsonable
+from ladder.reports.fits.hparams.surface import distinct_values, draw_quantiles
+from ladder.reports.fits.powerlaw import finite_interval
 
 LN2_SQ = math.log(2.0) ** 2
 

@@ -10,6 +10,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+
 from ladder.reports.fits.powerlaw import finite_interval, mvt_draws
 
 MIN_VALUES = 3  # distinct values of an axis a rung needs for a smooth optimum

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
 from ladder.reports.fits.hparams.optimum import LN2_SQ, AxisOptimum, axis_optimum
 from ladder.reports.fits.hparams.surface import (
     MIN_VALUES,
@@ -23,9 +26,6 @@ from ladder.reports.fits.hparams.surface import (
     quad_fit,
     vertex,
 )
-
-from ladder.errors import FitError
-from ladder.layout import jsonable
 
 
 @dataclass(frozen=True)

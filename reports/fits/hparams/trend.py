@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+
+from ladder.layout import jsonable
 from ladder.reports.fits.hparams.surface import distinct
 from ladder.reports.fits.powerlaw import (
     PowerLaw,
@@ -15,8 +17,6 @@ from ladder.reports.fits.powerlaw import (
     fit_power_law,
     t_quantile,
 )
-
-from ladder.layout import jsonable
 
 
 @dataclass(frozen=True)

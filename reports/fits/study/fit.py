@@ -55,14 +55,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
+
+from ladder.errors import FitError
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.approach3 import ChinchillaFit, fit_chinchilla
 from ladder.reports.fits.runs import as_runs
 from ladder.reports.fits.study import forecast, parts, table
 from ladder.reports.fits.study.result import FitResult
 from ladder.studies.spec import StudySpec
-
-from ladder.errors import FitError
 
 DECISIONS = (
     "runs whose status is not 'done' are excluded from every fit and listed in 'excluded'",

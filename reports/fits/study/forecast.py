@@ -9,13 +9,13 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
 from ladder.model.config import format_count, parse_count
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.approach3 import ChinchillaFit
 from ladder.studies.spec import StudySpec
-
-from ladder.errors import FitError
-from ladder.layout import jsonable
 
 FAR_EXTRAPOLATION = 30.0  # warn when the hero is this many times the largest ladder model
 BACKTEST_WARN_PCT = 5.0

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from ladder.errors import FitError
 from ladder.reports.fits.ablations.depth_width import fit_depth_width
 from ladder.reports.fits.ablations.tied import fit_tie_ablation
 from ladder.reports.fits.frontier import fit_loss_vs_compute
@@ -15,8 +17,6 @@ from ladder.reports.fits.runs import group_budgets, tie_kind
 from ladder.reports.fits.study import table
 from ladder.reports.fits.tasks.columns import task_columns
 from ladder.reports.fits.tasks.forecast import fit_tasks
-
-from ladder.errors import FitError
 
 
 def tie(df, hero0, study, reasons, warnings):

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from ladder.reports.fits import recommend as rec
-from ladder.reports.fits.approach3 import ChinchillaFit
 
 from ladder.layout import jsonable
+from ladder.reports.fits import recommend as rec
+from ladder.reports.fits.approach3 import ChinchillaFit
 
 
 @dataclass

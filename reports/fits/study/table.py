@@ -9,11 +9,11 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from ladder.reports.fits.runs import group_budgets, tie_kind
-from ladder.studies.spec import StudySpec
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
+from ladder.reports.fits.runs import group_budgets, tie_kind
+from ladder.studies.spec import StudySpec
 
 REQUIRED = ("params", "tokens", "loss")
 NUMERIC = ("params", "tokens", "loss", "flops", "lr", "batch_tokens", "aspect_ratio", "d_model", "n_layers")

@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from ladder.errors import FitError
+from ladder.layout import jsonable
 from ladder.reports.fits.approach3 import collinearity
 from ladder.reports.fits.tasks.accuracy import AccuracyLaw, fit_step2, sigmoid
 from ladder.reports.fits.tasks.columns import (
@@ -27,9 +30,6 @@ from ladder.reports.fits.tasks.task_loss import (
     step1_named,
     step1_predict,
 )
-
-from ladder.errors import FitError
-from ladder.layout import jsonable
 
 FORMS = ("auto", "nd", "compute")
 COLLINEAR_TOL = 0.05  # std of log D about its best affine fit in log N below which N and D are collinear

@@ -8,10 +8,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from ladder.reports.fits.tasks.intervals import quantiles, stretch
 from scipy.optimize import least_squares
 
 from ladder.layout import jsonable
+from ladder.reports.fits.tasks.intervals import quantiles, stretch
 
 HUBER_DELTA = 0.02  # in log loss: residuals beyond 2% count linearly
 CURVE_POINTS = 60

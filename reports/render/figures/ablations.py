@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
+from matplotlib.figure import FigureBase
+
 from ladder.reports.render.figures.axes import (
     empty,
     finite_arrays,
@@ -16,7 +18,6 @@ from ladder.reports.render.figures.axes import (
 )
 from ladder.reports.render.figures.style import FIT_COLOR, MUTED, PALETTE, VariantStyles
 from ladder.reports.render.fmt import num, ok, pos
-from matplotlib.figure import FigureBase
 
 
 def _law_c(law: Mapping[str, Any] | None, cs: np.ndarray) -> np.ndarray | None:

@@ -12,10 +12,11 @@ import textwrap
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-from ladder.reports.render.figures.style import HERO, WIDTH_IN, tx
-from ladder.reports.render.fmt import fmt_count, num, ok, pos
 from matplotlib import ticker
 from matplotlib.figure import FigureBase
+
+from ladder.reports.render.figures.style import HERO, WIDTH_IN, tx
+from ladder.reports.render.fmt import fmt_count, num, ok, pos
 
 
 def fmt_num(x: float) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 import numpy as np
+from matplotlib.figure import FigureBase
+from matplotlib.lines import Line2D
+
 from ladder.reports.render.figures.axes import (
     count_axis,
     fig_legend,
@@ -13,8 +16,6 @@ from ladder.reports.render.figures.axes import (
     loss_axis,
 )
 from ladder.reports.render.figures.style import MUTED, VariantStyles, tx
-from matplotlib.figure import FigureBase
-from matplotlib.lines import Line2D
 
 
 def _joined(frames: Iterable[Any], x: str, y: str) -> tuple[np.ndarray, np.ndarray]:

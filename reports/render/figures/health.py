@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from matplotlib.figure import FigureBase
+
 from ladder.reports.render.figures.axes import (
     count_axis,
     empty,
@@ -16,7 +18,6 @@ from ladder.reports.render.figures.axes import (
 )
 from ladder.reports.render.figures.style import MUTED, VariantStyles, tx
 from ladder.reports.render.fmt import fmt_count, num, ok
-from matplotlib.figure import FigureBase
 
 
 def draw_residuals(fig: FigureBase, residuals: Sequence[Mapping[str, Any]], backtest: Mapping[str, Any] | None,

@@ -6,6 +6,8 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from matplotlib.figure import FigureBase
+
 from ladder.reports.render.figures.axes import (
     count_axis,
     finite_arrays,
@@ -27,7 +29,6 @@ from ladder.reports.render.figures.style import (
     tx,
 )
 from ladder.reports.render.fmt import fmt_count, num, ok, pos
-from matplotlib.figure import FigureBase
 
 
 def chinchilla_loss(p: Mapping[str, Any], n: np.ndarray, d: np.ndarray) -> np.ndarray:

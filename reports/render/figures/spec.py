@@ -10,10 +10,11 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ladder.reports.render.figures.axes import empty
-from ladder.reports.render.figures.style import RC, WIDTH_IN
 from matplotlib import rc_context
 from matplotlib.figure import Figure, FigureBase
+
+from ladder.reports.render.figures.axes import empty
+from ladder.reports.render.figures.style import RC, WIDTH_IN
 
 
 @dataclass

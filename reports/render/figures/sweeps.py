@@ -7,6 +7,8 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from matplotlib.figure import FigureBase
+
 from ladder.reports.render.figures.axes import (
     empty,
     finite_arrays,
@@ -23,7 +25,6 @@ from ladder.reports.render.figures.axes import (
 )
 from ladder.reports.render.figures.style import FIT_COLOR, PALETTE, budget_colors, tx
 from ladder.reports.render.fmt import fmt_count, num, ok, pos
-from matplotlib.figure import FigureBase
 
 
 def _poly_curve(poly: Sequence[Any], lo: float, hi: float) -> tuple[np.ndarray, np.ndarray] | None:

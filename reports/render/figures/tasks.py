@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from matplotlib.figure import FigureBase
+
 from ladder.reports.render.figures.axes import (
     empty,
     finite_arrays,
@@ -21,7 +23,6 @@ from ladder.reports.render.figures.style import (
     tx,
 )
 from ladder.reports.render.fmt import num, ok
-from matplotlib.figure import FigureBase
 
 
 def draw_task(fig: FigureBase, task: Mapping[str, Any]) -> None:

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
+
 from ladder.reports.render.blocks import KV, Para, Pre, Section, Table
 from ladder.reports.render.environment import environment
 from ladder.reports.render.figures.health import draw_health

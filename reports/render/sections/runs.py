@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pandas as pd
+
 from ladder.reports.render.blocks import Para, Section, Table
 from ladder.reports.render.figures.curves import draw_curves
 from ladder.reports.render.fmt import (

@@ -20,8 +20,8 @@ from ladder.model.config import DataConfig
 from ladder.model.data.corpus import is_validation, resolve_corpus
 from ladder.model.data.prepare import data_key, prepare_data
 from ladder.model.data.prepared import PreparedData, validation_windows_needed
-from ladder.model.data.windows import TokenWindows, token_files, window_order
 from ladder.model.data.tokenizer import file_sha256, load_tokenizer
+from ladder.model.data.windows import TokenWindows, token_files, window_order
 from tests.conftest import make_texts
 
 SEQ = 16

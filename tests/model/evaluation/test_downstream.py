@@ -21,9 +21,9 @@ from ladder.model.evaluation.tasks import build as task_build
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> layout.RunDir:
     """A finished run with a tiny untrained model (accuracy near chance is fine: this tests the plumbing)."""
-    from ladder.model.training.llama import build_model, save_model
-    from ladder.model.shape import ModelShape
     from ladder.model.data.tokenizer import train_tokenizer
+    from ladder.model.shape import ModelShape
+    from ladder.model.training.llama import build_model, save_model
 
     study = tmp_path_factory.mktemp("study")
     rd = layout.RunDir(study / "runs" / "tiny01")

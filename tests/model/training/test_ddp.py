@@ -13,8 +13,16 @@ import pytest
 
 from ladder.layout import RunDir
 from ladder.model.training.loop import train
-from tests.model.training.test_train import one_thread  # noqa: F401 - an autouse fixture
-from tests.model.training.test_train import REPO, SUBPROCESS_CODE, make_run, make_spec, metrics, subprocess_env, tiny_data
+from tests.model.training.test_train import (
+    REPO,
+    SUBPROCESS_CODE,
+    make_run,
+    make_spec,
+    metrics,
+    one_thread,  # noqa: F401 - an autouse fixture
+    subprocess_env,
+    tiny_data,
+)
 
 
 def free_port() -> int:

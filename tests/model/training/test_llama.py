@@ -5,8 +5,8 @@ import random
 import pytest
 import torch
 
-from ladder.model.training.llama import build_model, count_parameters, llama_config
 from ladder.model.shape import ModelShape
+from ladder.model.training.llama import build_model, count_parameters, llama_config
 
 
 def random_shapes(n: int, seed: int = 0) -> list[ModelShape]:

@@ -4,9 +4,13 @@ import pytest
 import torch
 
 from ladder.model.config import OptimizerConfig
-from ladder.model.training.llama import build_model
-from ladder.model.training.optim import build_optimizer, classify_parameters, param_groups
 from ladder.model.shape import ModelShape
+from ladder.model.training.llama import build_model
+from ladder.model.training.optim import (
+    build_optimizer,
+    classify_parameters,
+    param_groups,
+)
 
 
 def shape(tied):

@@ -19,12 +19,12 @@ from ladder.model.training.checkpoint import latest_checkpoint
 from ladder.model.training.loop import train
 from ladder.model.training.preemption import Preempted
 from tests.model.training.test_train import (  # noqa: F401 - one_thread is an autouse fixture
-    one_thread,
     REPO,
     SUBPROCESS_CODE,
     make_run,
     make_spec,
     metrics,
+    one_thread,
     subprocess_env,
     tiny_data,
 )

@@ -14,7 +14,13 @@ import pytest
 import torch
 
 from ladder.layout import RunDir, read_jsonl
-from ladder.model.config import DataConfig, DivergenceConfig, OptimizerConfig, RunSpec, ScheduleConfig
+from ladder.model.config import (
+    DataConfig,
+    DivergenceConfig,
+    OptimizerConfig,
+    RunSpec,
+    ScheduleConfig,
+)
 from ladder.model.shape import ModelShape
 from ladder.model.training.inputs import ArrayWindows, TrainData
 from ladder.model.training.loop import train

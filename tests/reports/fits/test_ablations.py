@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+
+from ladder.errors import FitError
 from ladder.reports.fits.ablations import (
     fit_depth_width,
     fit_linear_trend,
     fit_loss_vs_compute,
     fit_tie_ablation,
 )
-
-from ladder.errors import FitError
 
 G = 0.1
 E_T, C0_T = 2.0, 1e17 * 1.5**10  # tied: L = E + (C0 / C)^G, 3.5 at 1e17

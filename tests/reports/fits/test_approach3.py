@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from ladder.reports.fits import lsefit
-from ladder.reports.fits.approach3 import fit_chinchilla
 from scipy.optimize import approx_fprime
 
 from ladder.errors import FitError
+from ladder.reports.fits import lsefit
+from ladder.reports.fits.approach3 import fit_chinchilla
 
 # Epoch AI's replication of Chinchilla (Besiroglu et al. 2024).
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366

@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from ladder.reports.fits import FitResult, fit_runs_file, fit_study
-from ladder.reports.summary import print_fit
-from ladder.studies.spec import parse_study
 from rich.console import Console
 
 from ladder.collect import run_record
 from ladder.errors import FitError
 from ladder.plan import expand
+from ladder.reports.fits import FitResult, fit_runs_file, fit_study
+from ladder.reports.summary import print_fit
+from ladder.studies.spec import parse_study
 
 # The truth: L(N, D) = E + A / N^alpha + B / D^beta (N non-embedding), untied worse by a constant.
 E, A, ALPHA, B, BETA = 1.7, 40.0, 0.34, 40.0, 0.28

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+
+from ladder.errors import FitError
 from ladder.reports.fits.hparams import (
     fit_hparams,
     fit_log_quadratic,
     fit_sweep,
     group_scales,
 )
-
-from ladder.errors import FitError
 
 LN2_SQ = math.log(2) ** 2
 K_LR, A_LR = 3e-3, -0.12  # lr*(C) = K_LR (C / 1e17)^A_LR

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from ladder.reports.fits.isoflop import fit_isoflop
 
 from ladder.errors import FitError
+from ladder.reports.fits.isoflop import fit_isoflop
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
 G = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))

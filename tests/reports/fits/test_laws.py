@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+
+from ladder.errors import FitError
 from ladder.reports.fits.approach3 import fit_chinchilla
 from ladder.reports.fits.backtest import backtest
 from ladder.reports.fits.frontier import fit_loss_vs_compute, frontier
 from ladder.reports.fits.isoflop import fit_isoflop
-
-from ladder.errors import FitError
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
 G = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from ladder.reports.fits.powerlaw import PowerLaw, fit_power_law
 
 from ladder.errors import FitError
+from ladder.reports.fits.powerlaw import PowerLaw, fit_power_law
 
 
 def test_recovers_exact_law():

@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+
+from ladder.errors import FitError
 from ladder.reports.fits.tasks import (
     collinear,
     fit_task,
@@ -12,8 +14,6 @@ from ladder.reports.fits.tasks import (
     sigmoid,
     task_columns,
 )
-
-from ladder.errors import FitError
 
 SIG = (0.7, 0.25, -4.0, 2.5)  # a, b, k, L0
 HERO = {"params": 1e9, "tokens": 2e10}

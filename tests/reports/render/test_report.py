@@ -16,11 +16,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from ladder import layout
 from ladder.reports.render import render_report
 from ladder.reports.render.builder import Builder
 from ladder.reports.render.study import load_study
-
-from ladder import layout
 from tests.reports.fixture_study import HOSTILE, make_study, study_dict
 
 SECTIONS = ["headline", "ladder", "curves", "scaling", "isoflop", "hparams", "tied", "depth", "residuals",
@@ -145,9 +145,8 @@ def test_chromium_opens_the_html_without_errors_and_screenshots_it(hostile, tmp_
 
 
 def _planned_only(root: Path) -> Path:
-    from ladder.studies.spec import parse_study
-
     from ladder.plan import expand, write_plan
+    from ladder.studies.spec import parse_study
 
     write_plan(expand(parse_study(study_dict(name="planned only", budgets=(1e12, 3e12), points=3))), root)
     return root

@@ -1,0 +1,138 @@
+"""The per-budget loss profiles of the IsoFLOP fit (:mod:`ladder.reports.fits.isoflop`): a parabola in log N per
+budget, or the two-exponential shape the Chinchilla law implies (shared exponents, free linear coefficients per
+budget). Both expose ``fit(y)``, ``optima``, ``fitted``, ``loss_at`` and ``n_params`` for the bootstrap."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ladder.reports.fits.runs import Runs
+
+SHAPE_GRID = np.geomspace(0.03, 3.0, 30)
+EXP_BOUNDS = (1e-3, 5.0)
+
+
+class ParabolaFitter:
+    """``L = c0 + c1 x + c2 x^2`` per budget, x = log N centered per budget, least squares in L."""
+
+    def __init__(self, r: Runs, groups):
+        self.xs = []
+        self.centers = []
+        for _, idx in groups:
+            ln = np.log(r.params[idx])
+            self.centers.append(ln.mean())
+            self.xs.append(ln - ln.mean())
+        self.groups = groups
+
+    def n_params(self, state) -> int:
+        return 3 * len(self.groups)
+
+    def fit(self, y: np.ndarray, warm=None):
+        coefs = []
+        for x, (_, idx) in zip(self.xs, self.groups):
+            design = np.stack([np.ones_like(x), x, x * x], axis=1)
+            c, *_ = np.linalg.lstsq(design, y[idx], rcond=None)
+            coefs.append(c)
+        return np.array(coefs)
+
+    def optima(self, state) -> np.ndarray:
+        out = np.full(len(state), np.nan)
+        for j, (c0, c1, c2) in enumerate(state):
+            if c2 > 0:
+                out[j] = self.centers[j] - c1 / (2 * c2)
+        return out
+
+    def fitted(self, state) -> np.ndarray:
+        return np.concatenate([c[0] + c[1] * x + c[2] * x * x for c, x in zip(state, self.xs)])
+
+    def loss_at(self, state, j, log_n) -> float:
+        x = log_n - self.centers[j]
+        c = state[j]
+        return c[0] + c[1] * x + c[2] * x * x
+
+    def shape(self, state):
+        return None
+
+
+class ShapeFitter:
+    """``L = c0 + u exp(-alpha x) + v exp(beta x)`` per budget with shared (alpha, beta), least
+    squares in relative error, by variable projection (all budgets solved in one batched call)."""
+
+    def __init__(self, r: Runs, groups):
+        self.groups = groups
+        self.xs, self.centers = [], []
+        for _, idx in groups:
+            ln = np.log(r.params[idx])
+            self.centers.append(ln.mean())
+            self.xs.append(ln - ln.mean())
+        self.idx = np.concatenate([idx for _, idx in groups])
+        self.x = np.concatenate(self.xs)
+        self.starts = np.cumsum([0] + [len(idx) for _, idx in groups[:-1]])
+
+    def n_params(self, state) -> int:
+        return 3 * len(self.groups) + 2
+
+    def _solve(self, exps: np.ndarray, y: np.ndarray):
+        """Per exponent pair (G, 2): total relative SSE (G,) and coefficients (G, n_budgets, 3)."""
+        yl = y[self.idx]
+        x = self.x
+        z = np.empty((len(exps), len(x), 3))
+        z[:, :, 0] = 1.0
+        z[:, :, 1] = np.exp(-exps[:, :1] * x)
+        z[:, :, 2] = np.exp(exps[:, 1:] * x)
+        z /= yl[None, :, None]
+        outer = z[:, :, :, None] * z[:, :, None, :]  # (G, n, 3, 3)
+        gram = np.add.reduceat(outer, self.starts, axis=1)  # (G, nb, 3, 3)
+        gram += 1e-12 * np.trace(gram, axis1=2, axis2=3)[..., None, None] * np.eye(3)
+        rhs = np.add.reduceat(z, self.starts, axis=1)  # (G, nb, 3)
+        c = np.linalg.solve(gram, rhs[..., None])[..., 0]
+        budget_of = np.repeat(np.arange(len(self.groups)), [len(xx) for xx in self.xs])
+        res = np.einsum("gni,gni->gn", z, c[:, budget_of, :]) - 1.0
+        return (res * res).sum(axis=1), c
+
+    def fit(self, y: np.ndarray, warm=None):
+        lo, hi = np.log(EXP_BOUNDS[0]), np.log(EXP_BOUNDS[1])
+        if warm is not None:
+            # Bootstrap replicate: a fine local grid (steps of 0.1 in log exponent, +-0.7) around the
+            # full-data exponents; the minimum's location is insensitive to the exponents at that scale.
+            steps = np.linspace(-0.7, 0.7, 15)
+            le = np.log(warm["exps"])
+            grid = np.exp(np.clip(np.array([(le[0] + d0, le[1] + d1) for d0 in steps for d1 in steps]), lo, hi))
+            sse, coefs = self._solve(grid, y)
+            best = int(np.argmin(sse))
+            return {"exps": grid[best], "coefs": coefs[best]}
+        grid = np.array([(a, b) for a in SHAPE_GRID for b in SHAPE_GRID])
+        sse, _ = self._solve(grid, y)
+        start = np.log(grid[np.argmin(sse)])
+
+        def prof(le):
+            le = np.clip(le, lo, hi)
+            return float(self._solve(np.exp(le)[None, :], y)[0][0])
+
+        res = minimize(prof, start, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-14, "maxiter": 400})
+        exps = np.exp(np.clip(res.x, lo, hi))
+        _, coefs = self._solve(exps[None, :], y)
+        return {"exps": exps, "coefs": coefs[0]}
+
+    def optima(self, state) -> np.ndarray:
+        al, be = state["exps"]
+        out = np.full(len(self.groups), np.nan)
+        for j, (c0, u, v) in enumerate(state["coefs"]):
+            if u > 0 and v > 0:
+                out[j] = self.centers[j] + np.log(al * u / (be * v)) / (al + be)
+        return out
+
+    def _curve(self, state, j, x):
+        al, be = state["exps"]
+        c0, u, v = state["coefs"][j]
+        return c0 + u * np.exp(-al * x) + v * np.exp(be * x)
+
+    def fitted(self, state) -> np.ndarray:
+        return np.concatenate([self._curve(state, j, x) for j, x in enumerate(self.xs)])
+
+    def loss_at(self, state, j, log_n) -> float:
+        return float(self._curve(state, j, log_n - self.centers[j]))
+
+    def shape(self, state):
+        return {"alpha": float(state["exps"][0]), "beta": float(state["exps"][1])}
