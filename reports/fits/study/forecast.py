@@ -1,24 +1,22 @@
-"""The hero of a study fit and the forecasts: the hero as the study states it, its allocation, shape and
-loss with a 90% interval, extra predictions, the compute-optimal section, the forecast band, and the
-warnings about how far and how well the law reaches."""
+"""The hero of a study fit: the hero as the study states it, its allocation, shape, compute and cost, its loss
+forecast (from :mod:`ladder.reports.fits.loss`), the compute-optimal section, and the warnings about how far
+the hero lies beyond what the rollout demonstrated."""
 
 from __future__ import annotations
 
 import math
 from typing import Iterable
 
-import numpy as np
-import pandas as pd
-
 from ladder.errors import FitError
 from ladder.layout import jsonable
 from ladder.model.config import format_count, parse_count
 from ladder.reports.fits import recommend as rec
-from ladder.reports.fits.approach3 import ChinchillaFit
+from ladder.reports.fits.loss import Forecast
+from ladder.reports.fits.loss.allocation import ALLOCATING, allocation
+from ladder.reports.fits.study.table import spent
 from ladder.studies.spec import StudySpec
 
 FAR_EXTRAPOLATION = 30.0  # warn when the hero is this many times the largest ladder model
-BACKTEST_WARN_PCT = 5.0
 
 
 def parse_predict(items: Iterable) -> list[tuple[float, float, str]]:
@@ -53,25 +51,6 @@ def parse_predict(items: Iterable) -> list[tuple[float, float, str]]:
     return out
 
 
-def prediction(law: ChinchillaFit | None, n: float, d: float, label: str, variant: str) -> dict:
-    """The law's forecast at (n, d) as a ``predictions`` row; a row with the reason when there is none."""
-    try:
-        if law is None:
-            raise FitError("no loss law was fitted (see loss_law.reason)")
-        p = law.predict(n, d)
-    except FitError as exc:
-        return {"label": label, "variant": variant, "params": n, "tokens": d, "flops": 6 * n * d, "loss": None,
-                "lo": None, "hi": None, "ci_lo": None, "ci_hi": None, "reason": str(exc)}
-    return {"label": label, "variant": variant, "params": n, "tokens": d, "flops": p.flops, "loss": p.loss,
-            "lo": p.lo, "hi": p.hi, "ci_lo": p.ci_lo, "ci_hi": p.ci_hi, "level": p.level, "reason": None}
-
-
-def law_source(law: ChinchillaFit, variant: str) -> str:
-    """Where the hero loss comes from, in words."""
-    form = "reduced law E + A/N^alpha (degenerate ladder)" if law.degenerate else "E + A/N^alpha + B/D^beta"
-    return f"fit: chinchilla {form}, variant {variant}, {law.n_runs} runs at {law.n_sizes} sizes"
-
-
 def hero_start(study: StudySpec) -> dict:
     """The hero as ``ladder plan`` sizes it (default tying and aspect ratio, tokens by rule when not given):
     the FLOPs the ablation and hyperparameter trends are extrapolated to while the fit decides the rest."""
@@ -89,7 +68,17 @@ def hero_start(study: StudySpec) -> dict:
     return {"params": n, "tokens": d, "flops": float(shape.flops_per_token(seq_len)) * d}
 
 
-def size_hero(study, law, iso, tied, aspect, conv, df, raw, warnings):
+def allocating_law(fc: Forecast | None):
+    """The weighted L(N, D) law that splits a compute budget (the heaviest of chinchilla/overtrain), or None."""
+    if fc is None:
+        return None
+    cands = [k for k in ALLOCATING if k in fc.laws]
+    if not cands:
+        return None
+    return fc.laws[max(cands, key=lambda k: fc.weights.get(k, 0.0))]
+
+
+def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
     """The hero: its allocation (given, by rule, or compute-optimal), shape and compute; ``(hero, shape, source)``."""
     h, lad = study.hero, study.ladder
     seq_len = h.seq_len or study.data.seq_len
@@ -97,26 +86,29 @@ def size_hero(study, law, iso, tied, aspect, conv, df, raw, warnings):
     if h.params is not None:
         n = float(h.params)
         if h.tokens is not None:
-            d, allocation = float(h.tokens), "given"
+            d, alloc = float(h.tokens), "given"
             src = "study: hero.tokens"
         else:
-            d, allocation = lad.tokens_per_param * n, "rule"
+            d, alloc = lad.tokens_per_param * n, "rule"
             src = f"study rule: ladder.tokens_per_param {lad.tokens_per_param:g} x hero.params"
         budget = None
     else:
         budget = float(h.compute)
-        a = law.compute_optimal(budget) if law is not None else None
-        why = "not available: no loss law" if a is None else a.reason
-        if a is not None and a.identifiable:
-            n, d, allocation = float(a.params), float(a.tokens), "compute_optimal"
-            src = f"fit: compute-optimal allocation of the chinchilla law at C = {budget:.3g} (D/N = {d / n:.3g})"
+        law = allocating_law(fc)
+        why = ("not identifiable: every run has the same tokens/param ratio" if fc is not None
+               else "not available: no loss law")
+        if law is not None:
+            a = allocation(law, budget)
+            n, d, alloc = a["params"], a["tokens"], "compute_optimal"
+            src = (f"fit: compute-optimal allocation of the {law.form.name} law at 6ND = {budget:.3g} "
+                   f"(D/N = {d / n:.3g})")
         elif iso is not None:
-            n, d, allocation = float(iso.params_opt(budget)), float(iso.tokens_opt(budget)), "compute_optimal"
+            n, d, alloc = float(iso.params_opt(budget)), float(iso.tokens_opt(budget)), "compute_optimal"
             src = f"fit: IsoFLOP N_opt(C), D_opt(C) at C = {budget:.3g} (D/N = {d / n:.3g})"
-            reason = f"the chinchilla law's allocation is {why}"
+            reason = f"the L(N, D) laws' allocation is {why}"
         else:
             n = math.sqrt(budget / (6 * lad.tokens_per_param))
-            d, allocation = lad.tokens_per_param * n, "rule"
+            d, alloc = lad.tokens_per_param * n, "rule"
             reason = f"the fit's compute-optimal allocation is {why}"
             src = f"study rule: ladder.tokens_per_param {lad.tokens_per_param:g} ({reason})"
             warnings.append(
@@ -125,7 +117,7 @@ def size_hero(study, law, iso, tied, aspect, conv, df, raw, warnings):
     shape = rec.hero_shape(study, n, tied=tied, aspect_ratio=aspect)
     flops = float(shape.flops_per_token(seq_len)) * d
     compute = budget if budget is not None else flops
-    ladder_flops = float(np.nansum(raw["flops"].to_numpy(dtype=float)))
+    ladder_flops = float(spent(raw).sum())
     hero = {
         "params": n,
         "tokens": d,
@@ -134,7 +126,7 @@ def size_hero(study, law, iso, tied, aspect, conv, df, raw, warnings):
         "compute": compute,
         "compute_6nd": 6 * n * d,
         "flops": flops,
-        "allocation": allocation,
+        "allocation": alloc,
         "allocation_source": src,
         "allocation_reason": reason,
         "tied": tied,
@@ -144,74 +136,67 @@ def size_hero(study, law, iso, tied, aspect, conv, df, raw, warnings):
         "ladder_flops": ladder_flops,
         "ladder_flops_used": float(df["flops"].sum()),
         "ladder_pct_of_hero": 100.0 * ladder_flops / compute,
+        "flops_convention": "exact counted FLOPs (FLOPs per token of the shape x tokens); ladder_flops: every "
+                            "FLOP the ladder's runs spent, failed and cancelled ones included",
         "note": (
             f"N is the study's param_count convention ({conv}); compute is "
-            + ("the study's budget (C = 6ND)" if budget is not None else "the hero shape's FLOPs per token x tokens")
+            + ("the study's budget, read as exact FLOPs (split at 6ND = budget)" if budget is not None
+               else "the hero shape's exact FLOPs (FLOPs per token x tokens)")
         ),
     }
     return hero, shape, src
 
 
-def compute_optimal(law: ChinchillaFit | None, iso, hero: dict | None, no_law: str | None = None) -> dict:
-    """The ``compute_optimal`` section: the law's allocation exponents, at the hero, and the IsoFLOP fit's."""
+def hero_loss(point, fc: Forecast, variant: str) -> dict:
+    """The hero's forecast fields: loss, calibrated interval, half-width, distance and reach."""
+    weighted = ", ".join(f"{k} {w:.2f}" for k, w in sorted(fc.weights.items(), key=lambda kv: -kv[1]))
+    return {
+        "loss": point.loss,
+        "lo": point.lo,
+        "hi": point.hi,
+        "level": 0.90,
+        "half_width_pct": point.half_width_pct,
+        "kind": "projection",
+        "loss_source": f"fit: {len(fc.laws)} law form(s) of variant {variant} weighted by rollout ({weighted})",
+        "by_form": point.by_form,
+        "extrapolation": {"params": point.params_x, "compute_6nd": point.compute_x},
+        "beyond_reach": point.beyond_reach,
+        "reach": fc.reach,
+        "calibration": {"coverage": fc.coverage, "factor": fc.factor},
+    }
+
+
+def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
+    """Say plainly how far beyond the ladder the hero lies, and whether the rollout ever tested that far."""
+    px = hero["extrapolation"]["params"]
+    reach = fc.reach.get("2%", {}).get("params_x", 1.0)
+    tested = fc.reach.get("tested", {}).get("params_x", 1.0)
+    if hero["beyond_reach"]:
+        warnings.append(
+            f"the hero is {px:.1f}x the ladder's largest model: beyond the ladder's demonstrated reach (forecasts "
+            f"stayed within 2% up to {reach:.2g}x; the rollout tested up to {tested:.2g}x); its interval is "
+            "a projection, not a checked prediction"
+        )
+    if px > FAR_EXTRAPOLATION:
+        warnings.append(f"the hero is {px:.0f}x the largest ladder model: a forecast this far out is fragile; add a larger rung")
+
+
+def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | None = None) -> dict:
+    """The ``compute_optimal`` section: the allocating law's exponents and its split at the hero's 6ND, and
+    the IsoFLOP fit's exponents."""
+    law = allocating_law(fc)
     if law is None:
-        out = {"identifiable": False, "reason": f"not available: no loss law ({no_law})"}
+        why = ("every run has the same tokens/param ratio, so N and D move together: give the ladder several "
+               "budgets per size" if fc is not None else f"no loss law ({no_law})")
+        out: dict = {"identifiable": False, "reason": f"not identifiable: {why}", "source": None}
     else:
-        out = dict(law.allocation_exponents())
-    out["source"] = "chinchilla" if out.get("identifiable") else None
-    out["at_hero"] = None
-    if hero is not None and law is not None:
-        out["at_hero"] = law.compute_optimal(6 * hero["params"] * hero["tokens"]).to_dict()
+        c = 6 * hero["params"] * hero["tokens"] if hero else 6 * float(fc.data.params.max()) * float(fc.data.tokens.max())
+        a = allocation(law, c)
+        out = {"identifiable": True, "source": law.form.name, "a": a["a"], "b": a["b"],
+               "ci90": {"a": a["ci90"].get("a"), "b": a["ci90"].get("b")}, "at_hero": a if hero else None}
     out["isoflop"] = None
     if iso is not None:
         out["isoflop"] = {"a": iso.a, "b": iso.b, "ci90": iso.to_dict()["ci90"]}
         if not out.get("identifiable"):
             out["source"] = "isoflop"
     return jsonable(out)
-
-
-def curve(law: ChinchillaFit | None, hero: dict, law_df: pd.DataFrame, points: int = 48) -> list[dict] | None:
-    """The law's forecast with its 90% prediction interval from just below the smallest ladder model to the hero,
-    along the hero's tokens per parameter: the band the report draws (so it never refits the law). None for a
-    degenerate law, which forecasts only on the ladder's own line."""
-    if law is None or law.degenerate or not hero.get("params") or not hero.get("tokens") or law_df.empty:
-        return None
-    hn, hd = float(hero["params"]), float(hero["tokens"])
-    ns = np.geomspace(float(law_df["params"].min()) / 1.3, hn, points)
-    try:
-        pred = law.predict(ns, ns * hd / hn)
-    except FitError:
-        return None
-    return [{"params": float(n), "tokens": float(n * hd / hn), "loss": float(l), "lo": float(a), "hi": float(b)}
-            for n, l, a, b in zip(ns, pred.loss, pred.lo, pred.hi)]
-
-
-def extrapolation_warnings(hero: dict, law_df: pd.DataFrame, warnings: list[str]) -> None:
-    """Record how far the hero lies beyond the ladder, and warn when it is far."""
-    n_max = float(law_df["params"].max())
-    c_max = float(law_df["flops"].max())
-    hero["extrapolation"] = {"params": hero["params"] / n_max, "flops": hero["flops"] / c_max if hero["flops"] else None}
-    if hero["params"] / n_max > FAR_EXTRAPOLATION:
-        warnings.append(
-            f"the hero is {hero['params'] / n_max:.0f}x the largest ladder model: a forecast this far out is "
-            "fragile; add a larger rung"
-        )
-
-
-def law_warnings(law: ChinchillaFit, variant: str, warnings: list[str], notes: list[str]) -> None:
-    """Notes and warnings about the primary law: degenerate, backtest skipped or missing by much."""
-    if law.degenerate:
-        notes.append(
-            f"loss law ({variant}) is degenerate: {law.degenerate_reason}; it forecasts only runs on the "
-            "ladder's tokens-per-parameter line and cannot give a compute-optimal allocation"
-        )
-    bt = law.backtest
-    if bt is None:
-        return
-    if bt.skipped:
-        warnings.append(f"backtest skipped: {bt.skipped}")
-    elif bt.mean_abs_error_pct is not None and bt.mean_abs_error_pct > BACKTEST_WARN_PCT:
-        warnings.append(
-            f"backtest: the law fitted without the largest size misses it by {bt.mean_abs_error_pct:.1f}% "
-            "on average; treat the hero forecast with care"
-        )

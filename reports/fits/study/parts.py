@@ -1,4 +1,4 @@
-"""The optional parts of a study fit: tied vs untied, depth vs width, IsoFLOP, loss vs compute, hyperparameter
+"""The optional parts of a study fit: tied vs untied, depth vs width, IsoFLOP, hyperparameter
 laws and task forecasts, and the choice of the primary variant. Each part that the data cannot support is
 ``None`` with its reason in ``reasons`` (and a warning when the study asked for it); none fails the fit."""
 
@@ -10,7 +10,6 @@ import pandas as pd
 from ladder.errors import FitError
 from ladder.reports.fits.ablations.depth_width import fit_depth_width
 from ladder.reports.fits.ablations.tied import fit_tie_ablation
-from ladder.reports.fits.frontier import fit_loss_vs_compute
 from ladder.reports.fits.hparams.laws import fit_hparams
 from ladder.reports.fits.isoflop import fit_isoflop
 from ladder.reports.fits.runs import group_budgets, tie_kind
@@ -47,7 +46,7 @@ def tie(df, hero0, study, reasons, warnings):
 
 
 def primary(study, tie, fitted, variants, law_df, laws, how) -> tuple[str, str]:
-    """The recommended variant (its law is the primary ``loss_law``), and why."""
+    """The recommended variant (its forecast is the hero's), and why."""
     names = set(fitted)
     pool = fitted or variants
     if len(variants) == 1:
@@ -127,21 +126,6 @@ def isoflop(prim_law_df, study, reasons, warnings, n_boot, seed):
         reasons["isoflop"] = str(exc)
         warnings.append(f"isoflop: {exc}")
         return None
-
-
-def loss_vs_compute(prim_law_df, law, reasons, warnings, n_boot, seed):
-    """L(C) on the frontier of the primary variant's law runs; else the Approach-3 envelope."""
-    r = prim_law_df[["params", "tokens", "loss", "flops"]]
-    try:
-        return fit_loss_vs_compute(r, n_boot=n_boot, seed=seed)
-    except FitError as first:
-        try:
-            if law is None:
-                raise FitError("no loss law")
-            return fit_loss_vs_compute(source="chinchilla", chinchilla=law)
-        except FitError as second:
-            reasons["loss_vs_compute"] = f"{first}; and the Approach-3 envelope: {second}"
-            return None
 
 
 def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):

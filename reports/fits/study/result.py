@@ -11,23 +11,26 @@ import pandas as pd
 
 from ladder.layout import jsonable
 from ladder.reports.fits import recommend as rec
-from ladder.reports.fits.approach3 import ChinchillaFit
+from ladder.reports.fits.loss import Forecast
 
 
 @dataclass
 class FitResult:
     """Everything ``ladder fit`` computes. Sub-results are the fit objects (``None`` with a reason in
-    ``reasons[name]`` when unavailable); ``to_dict()`` is the JSON of ``fit.json`` (no NaN/inf)."""
+    ``reasons[name]`` when unavailable); ``to_dict()`` is the JSON of ``fit.json`` (no NaN/inf).
 
-    loss_law: ChinchillaFit | None  # None (reason in reasons["loss_law"]) only when a sweep result stands alone
+    ``loss`` is the primary variant's :class:`~ladder.reports.fits.loss.Forecast` (law forms, rollout,
+    weights, calibration, reach); ``loss_by_variant`` every variant's."""
+
+    loss: Forecast | None  # None (reason in reasons["loss"]) only when a sweep or ablation result stands alone
     primary_variant: str
     variant_choice: str
-    laws_by_variant: dict[str, ChinchillaFit | None]
+    loss_by_variant: dict[str, Forecast | None]
     predictions: list[dict]
     hero: dict | None
     compute_optimal: dict
+    noise_floor: dict[str, list[dict]] = field(default_factory=dict)  # variant -> seed scatter per size
     isoflop: Any | None = None
-    loss_vs_compute: Any | None = None
     hparams: Any | None = None
     tied_vs_untied: Any | None = None
     depth_vs_width: Any | None = None
@@ -37,14 +40,11 @@ class FitResult:
     notes: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # section -> why it is unavailable
     meta: dict = field(default_factory=dict)
-    variant_hero: dict[str, dict] = field(default_factory=dict)  # variant -> its law's forecast at the hero
-    loss_vs_compute_hero: dict | None = None
     tasks: Any | None = None  # task-accuracy forecasts (ladder.reports.fits.tasks.TaskScaling)
-    forecast_curve: list[dict] | None = None  # the law's 90% prediction band along the hero's tokens/param
+    forecast_curve: list[dict] | None = None  # the calibrated 90% band along the hero's tokens/param
     runs: pd.DataFrame | None = field(default=None, repr=False)  # the runs after exclusion
-    law_runs: pd.DataFrame | None = field(default=None, repr=False)  # the runs each variant's law was fitted to
+    law_runs: pd.DataFrame | None = field(default=None, repr=False)  # the runs each variant's laws were fitted to
 
-    # --------------------------------------------------------------------------------------------- output
     def _section(self, name: str, obj: Any, extra: dict | None = None) -> dict:
         if obj is None:
             return {"available": False, "reason": self.reasons.get(name, "not computed")}
@@ -54,38 +54,34 @@ class FitResult:
         return out
 
     def to_dict(self) -> dict:
-        if self.loss_law is not None:
-            law = {"available": True, **self.loss_law.to_dict()}
+        if self.loss is not None:
+            law = {"available": True, **self.loss.to_dict()}
         else:
-            law = {"available": False, "form": "chinchilla", "reason": self.reasons.get("loss_law")}
+            law = {"available": False, "reason": self.reasons.get("loss")}
         law.update({"variant": self.primary_variant, "variant_choice": self.variant_choice})
         by_variant = {}
-        for v, f in self.laws_by_variant.items():
+        for v, f in self.loss_by_variant.items():
             if f is None:
                 by_variant[v] = {"available": False, "reason": self.reasons.get(f"law:{v}", "not fitted")}
-            else:
-                by_variant[v] = {"available": True, "primary": v == self.primary_variant, **f.to_dict(),
-                                 "hero": self.variant_hero.get(v)}
-        if self.loss_law is not None and self.loss_law.backtest is not None:
-            bt = {"available": True, "form": "chinchilla", "variant": self.primary_variant,
-                  **self.loss_law.backtest.to_dict()}
-        else:
-            bt = {"available": False, "reason": "no backtest was run"}
-        lvc_extra = {"hero": self.loss_vs_compute_hero} if self.loss_vs_compute is not None else None
+                continue
+            summary = {k: {"params": law_fit.params, "ci90": law_fit.intervals(), "weight": f.weights.get(k, 0.0)}
+                       for k, law_fit in f.laws.items()}
+            by_variant[v] = {"available": True, "primary": v == self.primary_variant, "forms": summary,
+                             "weights": f.weights, "target": f.points[0].to_dict() if f.points else None,
+                             "calibration": {"coverage": f.coverage, "factor": f.factor}, "reach": f.reach}
         hp_extra = None
         if self.hparams is not None:
             hp_extra = {"available": bool(self.hparams.has_lr_sweep or self.hparams.has_batch_sweep)}
             if not hp_extra["available"]:
                 hp_extra["reason"] = self.hparams.lr.reason
         out = {
-            "loss_law": law,
-            "laws_by_variant": by_variant,
+            "loss": law,
+            "loss_by_variant": by_variant,
+            "noise_floor": self.noise_floor,
             "predictions": list(self.predictions),
             "hero": self.hero if self.hero is not None else {"available": False, "reason": self.reasons.get("hero")},
             "compute_optimal": self.compute_optimal,
-            "backtest": bt,
             "isoflop": self._section("isoflop", self.isoflop),
-            "loss_vs_compute": self._section("loss_vs_compute", self.loss_vs_compute, lvc_extra),
             "hparams": self._section("hparams", self.hparams, hp_extra),
             "tied_vs_untied": self._section("tied_vs_untied", self.tied_vs_untied),
             "depth_vs_width": self._section("depth_vs_width", self.depth_vs_width),

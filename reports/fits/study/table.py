@@ -16,10 +16,12 @@ from ladder.reports.fits.runs import group_budgets, tie_kind
 from ladder.studies.spec import StudySpec
 
 REQUIRED = ("params", "tokens", "loss")
-NUMERIC = ("params", "tokens", "loss", "flops", "lr", "batch_tokens", "aspect_ratio", "d_model", "n_layers")
+NUMERIC = ("params", "tokens", "loss", "flops", "flops_spent", "lr", "batch_tokens", "aspect_ratio", "d_model",
+           "n_layers")
 KEEP_STATUS = {"done", "ok", "completed", "complete", "success", "succeeded", "finished"}
 TUNING_AXES = ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "aspect_ratio")
 VARIANT_AXES = ("tie_embeddings",)
+REPLICATE_AXES = ("seed",)  # repeats of one configuration: the same rung, not a rung of their own
 RUNG_RTOL = 0.05  # runs whose params and tokens agree within 5% share a rung (tables without axis columns)
 
 
@@ -58,6 +60,28 @@ def prepare(runs: Any) -> pd.DataFrame:
     return df
 
 
+def content_hash(runs: Any) -> str:
+    """A hash of a results table's content (columns sorted, numbers written in full), so that a fit, a
+    report or a frozen forecast can tell whether the table it was made from has changed since."""
+    import hashlib
+
+    df = runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(runs)
+    df = df.reindex(sorted(map(str, df.columns)), axis=1)
+    text = df.to_csv(index=False, float_format="%.17g")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def spent(df: pd.DataFrame) -> np.ndarray:
+    """FLOPs each run actually spent: collect's ``flops_spent`` (a partial run's consumed FLOPs, a branch's own
+    steps), else its ``flops``; 0 where neither is known."""
+    out = np.zeros(len(df))
+    for col in ("flops", "flops_spent"):  # the later column wins where it is known
+        if col in df.columns:
+            v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+            out = np.where(np.isfinite(v), v, out)
+    return out
+
+
 def status_ok(df: pd.DataFrame) -> np.ndarray:
     """Which runs are finished (a missing status counts as finished)."""
     if "status" not in df.columns:
@@ -70,8 +94,13 @@ def excluded_rows(df: pd.DataFrame, ok: np.ndarray) -> list[dict]:
     """The ``excluded`` entries: each unfinished run with its status and reason."""
     out = []
     for label, row in df[~ok].iterrows():
-        reason = row.get("reason") if "reason" in df.columns else None
-        if reason is None or (isinstance(reason, float) and math.isnan(reason)):
+        reason = None
+        for col in ("error", "reason"):  # collect's error text, or an exported table's reason
+            value = row.get(col) if col in df.columns else None
+            if value is not None and not (isinstance(value, float) and math.isnan(value)) and str(value).strip():
+                reason = value
+                break
+        if reason is None:
             step = row.get("diverged_at_step") if "diverged_at_step" in df.columns else None
             reason = f"diverged at step {int(step)}" if step is not None and pd.notna(step) else None
         out.append(
@@ -83,6 +112,7 @@ def excluded_rows(df: pd.DataFrame, ok: np.ndarray) -> list[dict]:
                     "variant": str(row["variant"]) if "variant" in df.columns and pd.notna(row["variant"]) else None,
                     "params": row.get("params"),
                     "tokens": row.get("tokens"),
+                    "flops_spent": spent(df.loc[[label]])[0],
                 }
             )
         )
@@ -95,7 +125,8 @@ def rung_variant_keys(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[str]
     if axis_cols:
         tune = [f"axis/{a}" for a in TUNING_AXES if f"axis/{a}" in df.columns]
         var = [f"axis/{a}" for a in VARIANT_AXES if f"axis/{a}" in df.columns]
-        rung_cols = [c for c in axis_cols if c not in tune and c not in var]
+        reps = [f"axis/{a}" for a in REPLICATE_AXES]
+        rung_cols = [c for c in axis_cols if c not in tune and c not in var and c not in reps]
         rung = (
             df[rung_cols].astype(str).agg(" ".join, axis=1)
             if rung_cols

@@ -1,0 +1,9 @@
+"""Loss laws and the hero forecast: several law forms fitted by the one engine, scored by rollout backtests
+at every extrapolation distance, weighted by that evidence, with intervals calibrated on the rollout.
+numpy/scipy only; imports the engine and nothing from rendering or orchestration."""
+
+from ladder.reports.fits.loss.forecast import Forecast, forecast_loss
+from ladder.reports.fits.loss.forms import LOSS_FORMS, LossData
+from ladder.reports.fits.loss.rollout import Rollout, rollout
+
+__all__ = ["LOSS_FORMS", "Forecast", "LossData", "Rollout", "forecast_loss", "rollout"]

@@ -1,0 +1,46 @@
+"""The compute-optimal allocation a fitted loss law implies: at ``C = 6 N D`` in the law's parameter
+convention, the N and D that minimize ``E + A/N^alpha + B/D^beta``:
+
+    N_opt = G (C/6)^a,  D_opt = (C/6)^b / G,  a = beta/(alpha+beta),  b = alpha/(alpha+beta),
+    G = (alpha A / (beta B))^(1/(alpha+beta))
+
+(Hoffmann et al. 2022, eq. 4; the over-training law is the case alpha = beta, so a = b = 1/2). Intervals are
+the 5th/95th percentiles over the law's bootstrap refits. Laws fitted at one tokens/param ratio (``ratio``,
+``frontier``) say nothing about the split and give no allocation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ladder.reports.fits.engine import LawFit
+
+ALLOCATING = ("chinchilla", "overtrain")
+
+
+def _exponents(p: dict) -> tuple:
+    alpha = p["alpha"] if "alpha" in p else p["eta"]
+    beta = p["beta"] if "beta" in p else p["eta"]
+    return np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
+
+
+def _split(p: dict, c: float):
+    alpha, beta = _exponents(p)
+    a, b = beta / (alpha + beta), alpha / (alpha + beta)
+    g = (alpha * np.asarray(p["A"]) / (beta * np.asarray(p["B"]))) ** (1.0 / (alpha + beta))
+    n = g * (c / 6.0) ** a
+    return n, (c / 6.0) / n, a, b
+
+
+def allocation(law: LawFit, compute: float) -> dict:
+    """``{params, tokens, tokens_per_param, a, b, ci90: {...}}`` at ``compute`` (6ND)."""
+    n, d, a, b = _split(law.params, compute)
+    out = {"form": law.form.name, "compute_6nd": float(compute), "params": float(n), "tokens": float(d),
+           "tokens_per_param": float(d / n), "a": float(a), "b": float(b), "ci90": {}}
+    if law.boot is not None:
+        nb, db, ab, bb = _split(law.form.public(law.boot, law.center), compute)
+        for key, v in (("params", nb), ("tokens", db), ("tokens_per_param", db / nb), ("a", ab), ("b", bb)):
+            v = np.asarray(v, dtype=float)
+            v = v[np.isfinite(v)]
+            out["ci90"][key] = [float(np.quantile(v, 0.05)), float(np.quantile(v, 0.95))] if len(v) else None
+    return out

@@ -1,0 +1,247 @@
+"""The loss forecast: every identifiable form fitted on the whole ladder, weighted by its rollout evidence,
+with a 90% interval that combines parameter uncertainty (bootstrap from fresh starts), residual scatter, the
+seed noise floor (replicates) and the forms' disagreement (a mixture of their draws), checked against the
+rollout and widened by a stated factor where it covered less than it promised.
+
+Weights: ``w_f ∝ 1 / rms_f^2`` (the rollout's distance-weighted RMS error of form f) over the forms whose RMS is
+within 2x of the best; a form with no rollout forecasts gets weight only when no form has any (then every
+identifiable form counts equally and the forecast says there is no rollout evidence).
+
+Calibration: on the rollout's mixture forecasts (each (prefix, run) forecast by the weighted forms), ``z_i =
+|log actual - log forecast| / half-width`` on the side of the error. If the share with ``z <= 1`` falls short
+of the nominal level, every interval half-width is multiplied by the conformal factor: the
+``ceil((m + 1) level)``-th smallest ``z`` (never below 1; the interval is never narrowed).
+
+Reach: sorted by distance, the largest distance up to which every mixture forecast stayed within 1% (2%).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ladder.reports.fits.engine import LawFit, fit
+from ladder.reports.fits.loss.forms import LOSS_FORMS, LossData
+from ladder.reports.fits.loss.rollout import Rollout, RolloutRow, rollout
+
+LEVEL = 0.90
+N_BOOT = 200
+RELATIVE_RMS_CUT = 2.0
+REACH_TOLS = (1.0, 2.0)
+
+
+@dataclass
+class PointForecast:
+    params: float
+    tokens: float
+    loss: float
+    lo: float
+    hi: float
+    by_form: dict[str, dict]
+    params_x: float  # distance from the ladder's largest run
+    compute_x: float
+    beyond_reach: bool
+    note: str = ""
+
+    @property
+    def half_width_pct(self) -> float:
+        return 100.0 * (self.hi - self.lo) / 2.0 / self.loss
+
+    def to_dict(self) -> dict:
+        return {"params": self.params, "tokens": self.tokens, "compute_6nd": 6.0 * self.params * self.tokens,
+                "loss": self.loss, "lo": self.lo, "hi": self.hi, "level": LEVEL,
+                "half_width_pct": self.half_width_pct, "by_form": self.by_form, "params_x": self.params_x,
+                "compute_x": self.compute_x, "beyond_reach": self.beyond_reach, "note": self.note}
+
+
+@dataclass
+class Forecast:
+    data: LossData
+    target_ratio: float
+    laws: dict[str, LawFit]
+    skipped: dict[str, str]
+    rollout: Rollout
+    weights: dict[str, float]
+    why: str
+    mixture_rows: list[dict]
+    coverage: float | None
+    factor: float
+    reach: dict[str, dict]
+    points: list[PointForecast] = field(default_factory=list)
+
+    @property
+    def primary(self) -> str | None:
+        return max(self.weights, key=self.weights.get) if self.weights else None
+
+    def predict(self, params, tokens, *, seed: int = 0) -> PointForecast:
+        """The calibrated forecast of a new run at (params, tokens)."""
+        return _point(self, float(params), float(tokens), seed)
+
+    def to_dict(self) -> dict:
+        return {
+            "target_ratio": self.target_ratio,
+            "n_runs": len(self.data),
+            "seed_sigma": self.data.seed_sigma,
+            "forms": {k: {"title": LOSS_FORMS[k].title, "formula": LOSS_FORMS[k].formula, **law.to_dict(),
+                          "weight": self.weights.get(k, 0.0), "rollout": self.rollout.scores.get(k)}
+                      for k, law in self.laws.items()},
+            "skipped": self.skipped,
+            "weights": self.weights,
+            "selection": self.why,
+            "rollout": {"rows": [r.to_dict() for r in self.rollout.rows], "prefixes": self.rollout.prefixes,
+                        "scores": self.rollout.scores, "mixture": self.mixture_rows},
+            "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor,
+                            "n": len(self.mixture_rows)},
+            "reach": self.reach,
+            "points": [p.to_dict() for p in self.points],
+        }
+
+
+def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], str]:
+    scored = {k: s for k, s in ro.scores.items() if k in laws and s["n"] > 0}
+    if not scored:
+        w = {k: 1.0 / len(laws) for k in laws}
+        return w, ("no rollout forecasts (the ladder has too few sizes to backtest), so every identifiable form "
+                   f"counts equally: {', '.join(laws)}")
+    best = min(s["rms_pct"] for s in scored.values())
+    keep = {k: s for k, s in scored.items() if s["rms_pct"] <= RELATIVE_RMS_CUT * max(best, 1e-3)}
+    raw = {k: 1.0 / max(s["rms_pct"], 1e-3) ** 2 for k, s in keep.items()}
+    tot = sum(raw.values())
+    w = {k: v / tot for k, v in raw.items()}
+    parts = [f"{k} {s['rms_pct']:.2f}%" for k, s in sorted(scored.items(), key=lambda kv: kv[1]["rms_pct"])]
+    dropped = [k for k in scored if k not in keep]
+    why = (f"weighted by rollout error (distance-weighted RMS: {', '.join(parts)}); weights "
+           + ", ".join(f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1])))
+    if dropped:
+        why += f"; left out (more than {RELATIVE_RMS_CUT:g}x the best error): {', '.join(dropped)}"
+    return w, why
+
+
+def _mix(draws: dict[str, np.ndarray], points: dict[str, float], weights: dict[str, float], rng, n: int = 4000):
+    names = [k for k in draws if weights.get(k, 0) > 0]
+    if not names:
+        return None
+    w = np.array([weights[k] for k in names])
+    w = w / w.sum()
+    point = float(sum(wi * points[k] for wi, k in zip(w, names)))
+    counts = rng.multinomial(n, w)
+    pooled = np.concatenate([rng.choice(draws[k], c) for k, c in zip(names, counts) if c])
+    return point, pooled
+
+
+def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
+    rng = np.random.default_rng(0)
+    groups: dict[tuple, list[RolloutRow]] = {}
+    for r in ro.rows:
+        groups.setdefault((r.prefix, r.run_id), []).append(r)
+    out = []
+    for (prefix, run_id), rs in groups.items():
+        have = {r.form: r for r in rs if weights.get(r.form, 0) > 0}
+        if not have or set(have) != {k for k in weights if weights[k] > 0 and any(x.form == k for x in ro.rows)}:
+            continue  # judge the mixture only where every weighted form forecast this run
+        mixed = _mix({k: r.draws for k, r in have.items()}, {k: math.log(r.point) for k, r in have.items()},
+                     weights, rng)
+        point, pooled = mixed
+        lo, hi = np.quantile(pooled, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        r0 = rs[0]
+        actual = math.log(r0.actual)
+        err = actual - point
+        half = (hi - point) if err > 0 else (point - lo)
+        out.append({"prefix": prefix, "run_id": run_id, "params": r0.params, "tokens": r0.tokens,
+                    "actual": r0.actual, "forecast": math.exp(point), "interval": [math.exp(lo), math.exp(hi)],
+                    "err_pct": 100.0 * (math.exp(point) - r0.actual) / r0.actual,
+                    "inside": bool(lo <= actual <= hi), "z": float(abs(err) / max(half, 1e-12)),
+                    "params_x": r0.dist_params, "compute_x": r0.dist_compute, "at_target_ratio": r0.at_target_ratio})
+    return out
+
+
+def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
+    judged = [r for r in rows if r["at_target_ratio"]] or rows
+    if not judged:
+        return None, 1.0
+    z = np.sort([r["z"] for r in judged])
+    coverage = float(np.mean(z <= 1.0))
+    if coverage >= LEVEL:
+        return coverage, 1.0
+    m = len(z)
+    q = z[min(m - 1, int(math.ceil((m + 1) * LEVEL)) - 1)]
+    return coverage, max(1.0, float(q))
+
+
+def _reach(rows: list[dict]) -> dict[str, dict]:
+    out = {}
+    for tol in REACH_TOLS:
+        key = f"{tol:g}%"
+        entry = {}
+        for dist in ("params_x", "compute_x"):
+            best = 1.0
+            for r in sorted(rows, key=lambda r: r[dist]):
+                if abs(r["err_pct"]) > tol:
+                    break
+                best = r[dist]
+            entry[dist] = best
+        out[key] = entry
+    out["tested"] = {"params_x": max((r["params_x"] for r in rows), default=1.0),
+                     "compute_x": max((r["compute_x"] for r in rows), default=1.0)}
+    return out
+
+
+def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForecast:
+    rng = np.random.default_rng(seed)
+    draws, points, by_form = {}, {}, {}
+    for k, law in fc.laws.items():
+        form = LOSS_FORMS[k]
+        if not form.applies(params, tokens, fc.data, fc.target_ratio):
+            by_form[k] = {"applies": False, "weight": fc.weights.get(k, 0.0)}
+            continue
+        p, d = law.draws(form.raw(params, tokens), sigma_floor=fc.data.seed_sigma, seed=seed)
+        draws[k], points[k] = d[:, 0], float(p[0])
+        lo, hi = np.quantile(d[:, 0], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        by_form[k] = {"applies": True, "loss": math.exp(p[0]), "lo": math.exp(lo), "hi": math.exp(hi),
+                      "weight": fc.weights.get(k, 0.0)}
+    weights = {k: v for k, v in fc.weights.items() if k in draws}
+    note = ""
+    if not weights:  # the weighted forms do not apply here (e.g. the ratio form at another ratio)
+        weights = {k: 1.0 for k in draws}
+        note = "the rollout-weighted forms do not apply at this point; the applicable forms count equally"
+    mixed = _mix(draws, points, weights, rng)
+    if mixed is None:
+        raise ValueError("no loss form can forecast this point")
+    point, pooled = mixed
+    lo, hi = np.quantile(pooled, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    lo, hi = point - fc.factor * (point - lo), point + fc.factor * (hi - point)
+    px = params / float(fc.data.params.max())
+    cx = 6 * params * tokens / float(fc.data.compute.max())
+    reach2 = fc.reach.get("2%", {}).get("params_x", 1.0)
+    beyond = px > reach2 * 1.0001
+    return PointForecast(params, tokens, math.exp(point), math.exp(lo), math.exp(hi), by_form, px, cx, beyond, note)
+
+
+def forecast_loss(data: LossData, target_params: float, target_tokens: float, *, predict=(), seed: int = 0,
+                  n_boot: int = N_BOOT, forms=tuple(LOSS_FORMS)) -> Forecast:
+    """Fit, backtest, weigh and calibrate the loss forms on ``data``; forecast the target (the hero) and any
+    extra ``predict`` points ((params, tokens) pairs). The first of ``points`` is the target."""
+    target_ratio = target_tokens / target_params
+    laws, skipped = {}, {}
+    for k in forms:
+        form = LOSS_FORMS[k]
+        sub = data.subset(form.fitted_on(data, target_ratio))
+        why = form.unidentifiable(sub)
+        if why:
+            skipped[k] = why
+            continue
+        laws[k] = fit(form.engine, form.raw(sub.params, sub.tokens), np.log(sub.loss), n_boot=n_boot, seed=seed,
+                      labels=sub.run_ids)
+    if not laws:
+        raise ValueError("no loss form is identifiable on these runs: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    ro = rollout(data, target_ratio, tuple(laws), seed=seed)
+    weights, why = _weights(ro, laws)
+    rows = _mixture_rows(ro, weights)
+    coverage, factor = _calibrate(rows)
+    fc = Forecast(data=data, target_ratio=target_ratio, laws=laws, skipped=skipped, rollout=ro, weights=weights,
+                  why=why, mixture_rows=rows, coverage=coverage, factor=factor, reach=_reach(rows))
+    for p, t in [(target_params, target_tokens), *predict]:
+        fc.points.append(fc.predict(p, t, seed=seed))
+    return fc

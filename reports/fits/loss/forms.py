@@ -1,0 +1,179 @@
+"""The loss-law forms, what each is fitted on, and when the data identify it.
+
+=============  =======================================================  =======================================
+form           law                                                      fitted on
+=============  =======================================================  =======================================
+chinchilla     ``L(N, D) = E + A/N^alpha + B/D^beta`` (Approach 3)        every run; needs >= 2 tokens/param ratios
+overtrain      ``L(N, D) = E + A/N^eta + B/D^eta``: Chinchilla with one   every run; needs >= 2 ratios
+               exponent, i.e. Gadre et al. (2024)'s over-training law
+               ``L(C, M) = E + (a M^eta' + b M^-eta') C^-eta'`` at
+               ``M = D/N``, ``C = 6ND``, ``eta' = eta/2``
+ratio          ``L(C) = E + A C^-alpha`` at the target's tokens/param     the runs at that ratio (within 10%)
+               ratio: Gadre's law with the ratio fixed
+frontier       ``L(C) = E + A C^-alpha`` on the compute-optimal frontier  the runs no cheaper run beats
+=============  =======================================================  =======================================
+
+N is the ``params`` column (the study's parameter convention) and ``C = 6 N D`` in that convention: the law's
+compute, not the counted FLOPs of the ladder's cost. Every form needs >= 3 model sizes and a residual degree of freedom
+(``n >= p + 1``; the intervals' Student-t factor pays for few); an unidentifiable form is skipped with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ladder.reports.fits.engine import PowerSum
+
+RATIO_TOL = 0.10  # runs within 10% of a tokens/param ratio share it
+SIZE_TOL = 0.05  # model sizes within 5% are one size
+MIN_SIZES = 3
+MIN_DOF = 1
+
+
+def groups(values: np.ndarray, rtol: float) -> np.ndarray:
+    """Integer labels for values that agree within ``rtol`` (sorted, chained from the smallest of a group)."""
+    logv = np.log(np.asarray(values, dtype=float))
+    order = np.argsort(logv, kind="stable")
+    labels = np.empty(len(logv), dtype=int)
+    label, start = -1, -np.inf
+    for i in order:
+        if logv[i] - start > np.log1p(rtol):
+            label += 1
+            start = logv[i]
+        labels[i] = label
+    return labels
+
+
+@dataclass
+class LossData:
+    """What a loss law is fitted to: parallel arrays of the runs used (params in the law's convention)."""
+
+    params: np.ndarray
+    tokens: np.ndarray
+    loss: np.ndarray
+    run_ids: list[str]
+    seed_sigma: float = 0.0  # pooled seed-to-seed scatter of log loss (0 without replicates)
+
+    def __post_init__(self):
+        self.params = np.asarray(self.params, dtype=float)
+        self.tokens = np.asarray(self.tokens, dtype=float)
+        self.loss = np.asarray(self.loss, dtype=float)
+        self.run_ids = [str(r) for r in self.run_ids]
+
+    def __len__(self) -> int:
+        return len(self.loss)
+
+    @property
+    def compute(self) -> np.ndarray:
+        return 6.0 * self.params * self.tokens
+
+    @property
+    def ratio(self) -> np.ndarray:
+        return self.tokens / self.params
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return groups(self.params, SIZE_TOL)
+
+    def subset(self, mask: np.ndarray) -> LossData:
+        mask = np.asarray(mask, dtype=bool)
+        return LossData(self.params[mask], self.tokens[mask], self.loss[mask],
+                        [r for r, m in zip(self.run_ids, mask) if m], self.seed_sigma)
+
+
+def frontier_mask(compute: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    """Runs on the compute-optimal frontier: no run with at most their compute reached a lower loss."""
+    mask = np.zeros(len(loss), dtype=bool)
+    best = np.inf
+    for i in np.lexsort((loss, compute)):
+        if loss[i] < best:
+            mask[i] = True
+            best = loss[i]
+    return mask
+
+
+def at_ratio(data: LossData, ratio: float) -> np.ndarray:
+    return np.abs(np.log(data.ratio / ratio)) <= np.log1p(RATIO_TOL)
+
+
+@dataclass(frozen=True)
+class LossForm:
+    key: str
+    title: str
+    formula: str
+    engine: PowerSum
+    on_compute: bool  # the law's input is C = 6ND (else (N, D))
+
+    def raw(self, params, tokens) -> np.ndarray:
+        params, tokens = np.atleast_1d(params).astype(float), np.atleast_1d(tokens).astype(float)
+        return (6.0 * params * tokens)[:, None] if self.on_compute else np.c_[params, tokens]
+
+    def fitted_on(self, data: LossData, target_ratio: float) -> np.ndarray:
+        """The runs this form is fitted on."""
+        if self.key == "ratio":
+            return at_ratio(data, target_ratio)
+        if self.key == "frontier":
+            return frontier_mask(data.compute, data.loss)
+        return np.ones(len(data), dtype=bool)
+
+    def unidentifiable(self, data: LossData) -> str | None:
+        """Why the (already selected) runs cannot identify this form, or None."""
+        n_sizes = len(np.unique(data.sizes)) if len(data) else 0
+        if n_sizes < MIN_SIZES:
+            return f"needs runs at >= {MIN_SIZES} model sizes (has {n_sizes})"
+        if len(data) < self.engine.n_params + MIN_DOF:
+            return f"needs >= {self.engine.n_params + MIN_DOF} runs for {self.engine.n_params} parameters (has {len(data)})"
+        if not self.on_compute:
+            n_ratios = len(np.unique(groups(data.ratio, RATIO_TOL)))
+            if n_ratios < 2:
+                return ("every run has the same tokens/param ratio, so N and D move together and the law's two "
+                        "terms cannot be told apart (give the ladder several budgets per size)")
+        return None
+
+    def applies(self, params: float, tokens: float, fitted: LossData, target_ratio: float) -> bool:
+        """Whether a forecast of this run is within what the form claims: the ratio form only at its ratio."""
+        if self.key != "ratio":
+            return True
+        return abs(np.log((tokens / params) / target_ratio)) <= np.log1p(RATIO_TOL)
+
+
+LOSS_FORMS: dict[str, LossForm] = {
+    f.key: f
+    for f in (
+        LossForm("chinchilla", "Chinchilla L(N, D)", "E + A/N^alpha + B/D^beta",
+                 PowerSum("chinchilla", ("E", "A", "B", "alpha", "beta"), (0, 1)), False),
+        LossForm("overtrain", "Over-training law (Gadre et al.)", "E + A/N^eta + B/D^eta",
+                 PowerSum("overtrain", ("E", "A", "B", "eta"), (0, 0)), False),
+        LossForm("ratio", "L(C) at the hero's tokens/param", "E + A C^-alpha",
+                 PowerSum("ratio", ("E", "A", "alpha"), (0,)), True),
+        LossForm("frontier", "L(C) on the compute-optimal frontier", "E + A C^-alpha",
+                 PowerSum("frontier", ("E", "A", "alpha"), (0,)), True),
+    )
+}
+
+
+def seed_sigma(params, tokens, loss, seeds, variant=None) -> tuple[float, list[dict]]:
+    """Seed-to-seed scatter of log loss: replicates are runs of one configuration (params, tokens, variant)
+    that differ in seed. Returns (pooled sd, per-size rows with n and sd)."""
+    params = np.asarray(params, dtype=float)
+    keys = {}
+    for i, (p, t) in enumerate(zip(params, tokens)):
+        keys.setdefault((round(float(p)), round(float(t)), None if variant is None else variant[i]), []).append(i)
+    ss, dof, per_size = 0.0, 0, {}
+    logl = np.log(np.asarray(loss, dtype=float))
+    for (p, _t, _v), idx in keys.items():
+        if len(idx) < 2 or len({seeds[i] for i in idx}) < 2:
+            continue
+        v = logl[idx]
+        ss += float(((v - v.mean()) ** 2).sum())
+        dof += len(idx) - 1
+        row = per_size.setdefault(p, {"params": p, "groups": 0, "runs": 0, "ss": 0.0, "dof": 0})
+        row["groups"] += 1
+        row["runs"] += len(idx)
+        row["ss"] += float(((v - v.mean()) ** 2).sum())
+        row["dof"] += len(idx) - 1
+    rows = [{"params": r["params"], "groups": r["groups"], "runs": r["runs"],
+             "sd_log_loss": float(np.sqrt(r["ss"] / r["dof"]))} for r in sorted(per_size.values(), key=lambda r: r["params"])]
+    return (float(np.sqrt(ss / dof)) if dof else 0.0), rows

@@ -1,0 +1,153 @@
+"""Rollout ("grow the ladder") backtests: for each prefix of the ladder's sizes (the smallest 3, 4, ... of K),
+fit every identifiable form on those runs alone and forecast every larger run, with the same intervals the hero
+gets. The rows say how wrong each form was at each extrapolation distance (in parameter and compute multiples
+of the largest run it was fitted on); they choose the forms, demonstrate the ladder's reach and calibrate the
+intervals (:mod:`ladder.reports.fits.loss.forecast`).
+
+Distances: ``params x`` = the run's parameters over the largest fitted run's, ``compute x`` = its ``6ND`` over the
+largest fitted ``6ND``. A form is scored by the root of the mean squared log error over its forecasts, each
+weighted by ``log(params x)``, so that far forecasts (what the hero needs) count most. Forms are compared on the
+forecasts they all made (the same prefixes and runs) when there are at least two of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ladder.reports.fits.engine import fit
+from ladder.reports.fits.loss.forms import LOSS_FORMS, MIN_SIZES, LossData, at_ratio
+
+MAX_PREFIXES = 8
+MIN_COMMON = 2  # forms are compared on the forecasts they share when there are at least this many
+ROLLOUT_BOOT = 100
+ROW_DRAWS = 800
+
+
+@dataclass
+class RolloutRow:
+    prefix: int  # sizes fitted (the smallest `prefix` sizes)
+    form: str
+    run_id: str
+    params: float
+    tokens: float
+    actual: float
+    point: float  # forecast, loss units
+    lo: float
+    hi: float
+    dist_params: float
+    dist_compute: float
+    at_target_ratio: bool
+    draws: np.ndarray = field(repr=False, default=None)  # log-loss draws of the forecast
+
+    @property
+    def err_pct(self) -> float:
+        return 100.0 * (self.point - self.actual) / self.actual
+
+    @property
+    def inside(self) -> bool:
+        return self.lo <= self.actual <= self.hi
+
+    def to_dict(self) -> dict:
+        return {"prefix": self.prefix, "form": self.form, "run_id": self.run_id, "params": self.params,
+                "tokens": self.tokens, "actual": self.actual, "forecast": self.point, "interval": [self.lo, self.hi],
+                "err_pct": self.err_pct, "inside": self.inside, "params_x": self.dist_params,
+                "compute_x": self.dist_compute, "at_target_ratio": self.at_target_ratio}
+
+
+@dataclass
+class Rollout:
+    rows: list[RolloutRow]
+    prefixes: list[dict]  # per prefix: sizes used, largest params, forms fitted, forms skipped with reasons
+    scores: dict[str, dict] = field(default_factory=dict)
+
+    def rows_of(self, form: str) -> list[RolloutRow]:
+        return [r for r in self.rows if r.form == form]
+
+
+def _prefix_ks(n_sizes: int) -> list[int]:
+    ks = list(range(MIN_SIZES, n_sizes))
+    if len(ks) > MAX_PREFIXES:  # spread them, always keeping the last (the one held-out rung backtest)
+        pick = np.unique(np.round(np.linspace(0, len(ks) - 1, MAX_PREFIXES)).astype(int))
+        ks = [ks[i] for i in pick]
+    return ks
+
+
+def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_boot: int = ROLLOUT_BOOT,
+            seed: int = 0) -> Rollout:
+    sizes = data.sizes
+    order = np.unique(sizes)
+    rows: list[RolloutRow] = []
+    prefixes = []
+    for k in _prefix_ks(len(order)):
+        train_mask = sizes < order[k]
+        train = data.subset(train_mask)
+        test_idx = np.flatnonzero(~train_mask)
+        info = {"prefix": k, "largest_params": float(train.params.max()), "fitted": [], "skipped": {}}
+        max_n, max_c = train.params.max(), train.compute.max()
+        for key in forms:
+            form = LOSS_FORMS[key]
+            sub = train.subset(form.fitted_on(train, target_ratio))
+            why = form.unidentifiable(sub)
+            if why:
+                info["skipped"][key] = why
+                continue
+            law = fit(form.engine, form.raw(sub.params, sub.tokens), np.log(sub.loss), n_boot=n_boot,
+                      seed=seed + 1000 * k)
+            idx = [i for i in test_idx if form.applies(data.params[i], data.tokens[i], sub, target_ratio)]
+            if not idx:
+                continue
+            info["fitted"].append(key)
+            raw = form.raw(data.params[idx], data.tokens[idx])
+            point, draws = law.draws(raw, n_draws=ROW_DRAWS, sigma_floor=data.seed_sigma, seed=seed + k)
+            lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
+            ratio_ok = at_ratio(data, target_ratio)
+            for j, i in enumerate(idx):
+                rows.append(RolloutRow(
+                    prefix=k, form=key, run_id=data.run_ids[i], params=float(data.params[i]),
+                    tokens=float(data.tokens[i]), actual=float(data.loss[i]), point=float(np.exp(point[j])),
+                    lo=float(np.exp(lo[j])), hi=float(np.exp(hi[j])), dist_params=float(data.params[i] / max_n),
+                    dist_compute=float(data.compute[i] / max_c), at_target_ratio=bool(ratio_ok[i]),
+                    draws=draws[:, j]))
+        prefixes.append(info)
+    out = Rollout(rows=rows, prefixes=prefixes)
+    out.scores = score(out, forms)
+    return out
+
+
+def _weighted_rms(rows: list[RolloutRow]) -> float:
+    e = np.array([np.log(r.point / r.actual) for r in rows])
+    w = np.array([np.log(r.dist_params) for r in rows])
+    w = np.where(w > 0, w, 1e-3)
+    return float(100.0 * np.sqrt((w * e**2).sum() / w.sum()))
+
+
+def score(ro: Rollout, forms) -> dict[str, dict]:
+    """Per form: the rows it is judged on (the common set of (prefix, run) every scored form forecast, when
+    that has >= MIN_COMMON rows; the rows at the target's ratio when there are some), its distance-weighted RMS error in
+    percent, its mean absolute error, interval coverage and the farthest distance it was tested at."""
+    by_form = {f: [r for r in ro.rows if r.form == f] for f in forms}
+    by_form = {f: rs for f, rs in by_form.items() if rs}
+    if not by_form:
+        return {}
+
+    def judged(rs):
+        target = [r for r in rs if r.at_target_ratio]
+        return target or rs
+
+    keys = [{(r.prefix, r.run_id) for r in judged(rs)} for rs in by_form.values()]
+    common = set.intersection(*keys) if keys else set()
+    out = {}
+    for f, rs in by_form.items():
+        use = [r for r in judged(rs) if (r.prefix, r.run_id) in common] if len(common) >= MIN_COMMON else judged(rs)
+        out[f] = {
+            "n": len(use),
+            "common": len(common) >= MIN_COMMON,
+            "rms_pct": _weighted_rms(use),
+            "mae_pct": float(np.mean([abs(r.err_pct) for r in use])),
+            "coverage": float(np.mean([r.inside for r in use])),
+            "max_params_x": float(max(r.dist_params for r in use)),
+            "max_compute_x": float(max(r.dist_compute for r in use)),
+        }
+    return out

@@ -1,0 +1,70 @@
+"""The loss laws of a study fit: one :func:`ladder.reports.fits.loss.forecast_loss` per variant on its law runs
+(the tuned configuration of each rung, every seed replicate kept), the hero and the extra predictions forecast
+by each, and the seed noise floor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ladder.reports.fits.loss import Forecast, LossData, forecast_loss
+from ladder.reports.fits.loss.forms import seed_sigma
+
+
+def loss_data(law_df: pd.DataFrame) -> tuple[LossData, list[dict]]:
+    """The law runs of one variant as :class:`LossData`, with the seed-to-seed scatter of replicates (rows of
+    one (params, tokens) configuration that differ in ``seed``) as the noise floor."""
+    seeds = law_df["seed"].tolist() if "seed" in law_df.columns else list(range(len(law_df)))
+    ids = law_df["run_id"].astype(str).tolist() if "run_id" in law_df.columns else [str(i) for i in law_df.index]
+    sigma, by_size = (seed_sigma(law_df["params"], law_df["tokens"], law_df["loss"], seeds)
+                      if "seed" in law_df.columns else (0.0, []))
+    data = LossData(law_df["params"].to_numpy(float), law_df["tokens"].to_numpy(float),
+                    law_df["loss"].to_numpy(float), ids, seed_sigma=sigma)
+    return data, by_size
+
+
+def fit_variants(law_df: pd.DataFrame, variants: list[str], target: tuple[float, float] | None,
+                 predict: list[tuple[float, float, str]], *, n_boot: int, seed: int, reasons: dict
+                 ) -> tuple[dict[str, Forecast | None], dict[str, list[dict]]]:
+    """One loss forecast per variant. The target (the hero, or without a study the first prediction, or the
+    largest run at the ladder's most common ratio) sets which tokens/param ratio the ``ratio`` form uses."""
+    out: dict[str, Forecast | None] = {}
+    noise: dict[str, list[dict]] = {}
+    for v in variants:
+        sub = law_df[law_df["_variant"] == v]
+        data, noise[v] = loss_data(sub)
+        tgt = target
+        if tgt is None and predict:
+            tgt = predict[0][:2]
+        if tgt is None:
+            ratios = np.round(np.log(data.ratio), 1)
+            common = pd.Series(ratios).mode().iloc[0]
+            at = np.flatnonzero(ratios == common)
+            i = at[np.argmax(data.params[at])]
+            tgt = (float(data.params[i]), float(data.tokens[i]))
+        try:
+            out[v] = forecast_loss(data, tgt[0], tgt[1], predict=[p[:2] for p in predict], seed=seed, n_boot=n_boot)
+        except ValueError as exc:
+            out[v] = None
+            reasons[f"law:{v}"] = f"loss law{'' if len(variants) == 1 else f' of variant {v!r}'}: {exc}"
+    return out, noise
+
+
+def point_row(fc: Forecast, index: int, label: str, variant: str) -> dict:
+    p = fc.points[index]
+    return {"label": label, "variant": variant, **p.to_dict(), "flops": p.params * p.tokens * 6.0,
+            "reason": p.note or None}
+
+
+def curve(fc: Forecast, hero: dict, n_min: float, points: int = 40) -> list[dict]:
+    """The forecast with its calibrated 90% interval along the hero's tokens/param, from just below the
+    smallest ladder model to the hero: the band the report draws (so it never refits a law)."""
+    hn, hd = float(hero["params"]), float(hero["tokens"])
+    out = []
+    for n in np.geomspace(n_min / 1.3, hn, points):
+        try:
+            p = fc.predict(n, n * hd / hn)
+        except ValueError:
+            continue
+        out.append({"params": float(n), "tokens": float(n * hd / hn), "loss": p.loss, "lo": p.lo, "hi": p.hi})
+    return out
