@@ -42,14 +42,6 @@ def print_fit(result: Any, console: Console | None = None) -> None:
     d = result.to_dict() if hasattr(result, "to_dict") else result
     _print_law(d, console)
     _print_variants(d, console)
-    bt = d.get("backtest") or {}
-    if bt.get("available") and bt.get("mean_abs_error_pct") is not None:
-        console.print(
-            f"[bold]backtest[/] (refit without the largest {bt['holdout']}, {bt['n_held_out']} held out): "
-            f"mean error {bt['mean_error_pct']:+.2f}%, |max| {bt['max_abs_error_pct']:.2f}%"
-        )
-    elif bt.get("skipped"):
-        console.print(f"[bold]backtest[/]: skipped ({bt['skipped']})")
 
     co = d.get("compute_optimal") or {}
     if co.get("identifiable"):
@@ -68,21 +60,31 @@ def print_fit(result: Any, console: Console | None = None) -> None:
             f"({hero['allocation']}), C = {_num(hero['compute'], 3)}: "
         )
         if loss is not None:
-            line += f"loss [bold]{loss:.4g}[/] (90% [{_num(hero['lo'])}, {_num(hero['hi'])}])"
+            line += (f"loss [bold]{loss:.4g}[/] (90% [{_num(hero['lo'])}, {_num(hero['hi'])}], "
+                     f"±{_num(hero.get('half_width_pct'), 2)}%), a {hero.get('kind', 'projection')}")
         else:
-            why = hero.get("loss_reason") or d["loss_law"].get("reason") or "no loss law"
+            why = hero.get("loss_reason") or d["loss"].get("reason") or "no loss law"
             line += f"[yellow]no forecast[/] ({why})"
         console.print(line)
+        ext = hero.get("extrapolation") or {}
+        if ext.get("params") is not None:
+            reach = ((d.get("loss") or {}).get("reach") or {}).get("2%") or {}
+            console.print(
+                f"  {_num(ext['params'], 3)}x the ladder's largest model in parameters; forecasts stayed within 2% up "
+                f"to {_num(reach.get('params_x'), 3)}x in the rollout"
+                + (" [yellow](the hero is beyond the demonstrated reach)[/]" if hero.get("beyond_reach") else "")
+            )
         console.print(
             f"  ladder cost {_num(hero['ladder_flops'], 3)} FLOPs = {hero['ladder_pct_of_hero']:.3g}% of the hero"
         )
     preds = [x for x in d.get("predictions", []) if x.get("label") != "hero"]
     if preds:
-        t = Table("prediction", "params", "tokens", "loss", "90%", box=None, pad_edge=False)
+        t = Table("prediction", "params", "tokens", "loss", "90%", "distance", box=None, pad_edge=False)
         for x in preds:
             t.add_row(
                 x["label"], _count(x["params"]), _count(x["tokens"]), _num(x.get("loss")),
                 _ci([x.get("lo"), x.get("hi")]).strip() or (x.get("reason") or "-"),
+                f"{_num(x.get('params_x'), 3)}x" + (" (beyond reach)" if x.get("beyond_reach") else ""),
             )
         console.print(t)
 
@@ -138,41 +140,38 @@ def print_fit(result: Any, console: Console | None = None) -> None:
 
 def _print_law(d: dict, console: Console) -> None:
     meta = d.get("meta", {})
-    law = d["loss_law"]
+    law = d["loss"]
     if law.get("available") is False:
-        console.print(f"[bold]loss law[/] (variant {law.get('variant')}): [yellow]not fitted[/] ({law.get('reason')})")
+        console.print(f"[bold]loss laws[/] (variant {law.get('variant')}): [yellow]not fitted[/] ({law.get('reason')})")
         return
-    p, ci = law["params"], law["ci90"]
     console.print(
-        f"[bold]loss law[/] (chinchilla, variant {law.get('variant')}, {law['n_runs']} runs, {law['n_sizes']} sizes, "
-        f"N = params {meta.get('param_convention', '')})"
+        f"[bold]loss laws[/] (variant {law.get('variant')}, {law.get('n_runs')} runs, N = params "
+        f"{meta.get('param_convention', '')}; Huber on log loss, delta 1e-3)"
     )
-    if law.get("degenerate"):
-        console.print(f"  L = E + A / N^alpha   [dim](reduced form: {law.get('reduced_form', '')})[/]")
-    else:
-        console.print("  L = E + A / N^alpha + B / D^beta")
-    console.print(
-        "  "
-        + "   ".join(
-            f"{k} = {_num(p[k])}{_ci(ci.get(k))}" for k in ("E", "A", "B", "alpha", "beta") if p.get(k) is not None
-        )
-    )
-    if law.get("degenerate"):
-        console.print(f"  [yellow]degenerate:[/] {law.get('degenerate_reason')}")
-    rs = law.get("residual_summary") or {}
-    if rs.get("mean_abs_pct") is not None:
-        console.print(f"  residuals: mean |err| {rs['mean_abs_pct']:.2f}%, max {rs['max_abs_pct']:.2f}%")
+    for key, f in (law.get("forms") or {}).items():
+        p, ci = f.get("params") or {}, f.get("ci90") or {}
+        score = f.get("rollout") or {}
+        rms = f", rollout {score['rms_pct']:.2f}%" if score.get("rms_pct") is not None else ""
+        console.print(f"  [bold]{key}[/] {f.get('formula')}  weight {f.get('weight', 0):.2f}{rms}")
+        console.print("    " + "   ".join(f"{k} = {_num(v)}{_ci(ci.get(k))}" for k, v in p.items()))
+    for key, why in (law.get("skipped") or {}).items():
+        console.print(f"  [dim]{key}: not fitted ({why})[/]")
+    if law.get("selection"):
+        console.print(f"  [dim]{law['selection']}[/]")
+    cal = law.get("calibration") or {}
+    if cal.get("coverage") is not None:
+        console.print(f"  rollout: {cal.get('n')} weighted forecasts, {100 * cal['coverage']:.0f}% inside their 90% "
+                      f"interval; widening {cal.get('factor', 1):.3g}x")
 
 
 def _print_variants(d: dict, console: Console) -> None:
-    primary = d["loss_law"].get("variant")
-    for v, f in d.get("laws_by_variant", {}).items():
+    primary = d["loss"].get("variant")
+    for v, f in d.get("loss_by_variant", {}).items():
         if v == primary:
             continue
         if not f.get("available"):
             console.print(f"  variant {v}: [yellow]no law[/] ({f.get('reason')})")
             continue
-        h = f.get("hero") or {}
-        at = f"; hero {_num(h.get('loss'))}{_ci([h.get('lo'), h.get('hi')])}" if h.get("loss") is not None else ""
-        fp = f["params"]
-        console.print(f"  variant {v}: E {_num(fp['E'])}, A {_num(fp['A'])}, alpha {_num(fp['alpha'])}{at}")
+        t = f.get("target") or {}
+        at = f"at the hero {_num(t.get('loss'))}{_ci([t.get('lo'), t.get('hi')])}" if t.get("loss") is not None else ""
+        console.print(f"  variant {v}: {at}")

@@ -21,6 +21,7 @@ from ladder.reports.render.sections import (
     headline,
     health,
     hparams,
+    rollout,
     runs,
     scaling,
     tasks,
@@ -28,8 +29,8 @@ from ladder.reports.render.sections import (
 from ladder.reports.render.study import StudyData, mapping, status_counts, unavailable
 
 ORDER: tuple[Callable[["Builder"], Section], ...] = (
-    headline.headline, runs.ladder, runs.curves, scaling.scaling, scaling.isoflop, hparams.hparams, ablations.tied,
-    ablations.depth, scaling.residuals, health.health, tasks.tasks, health.reproducibility,
+    headline.headline, runs.ladder, runs.curves, scaling.scaling, rollout.rollout, scaling.isoflop, hparams.hparams,
+    ablations.tied, ablations.depth, health.health, tasks.tasks, health.reproducibility,
 )
 
 
@@ -44,12 +45,12 @@ class Builder:
         self.done = runs[(runs["status"] == "done") & pd.to_numeric(runs["loss"], errors="coerce").notna()] \
             if len(runs) else runs
         self.styles = VariantStyles(runs["variant"].astype(str).tolist() if len(runs) else [])
-        for name in (mapping(self.fit.get("laws_by_variant"))):
+        for name in (mapping(self.fit.get("loss_by_variant"))):
             self.styles.add(name)
         self.styles.add("tied")
         self.styles.add("untied")
         self.variant_of = dict(zip(runs["run_id"].astype(str), runs["variant"].astype(str))) if len(runs) else {}
-        self.law = self.fit.get("loss_law") if isinstance(self.fit.get("loss_law"), Mapping) else {}
+        self.law = self.fit.get("loss") if isinstance(self.fit.get("loss"), Mapping) else {}
         self.hero = self.fit.get("hero") if isinstance(self.fit.get("hero"), Mapping) else {}
         self.fig_count = 0
 
@@ -76,12 +77,6 @@ class Builder:
 
     def status_counts(self) -> dict[str, int]:
         return status_counts(self.runs)
-
-    def backtest(self) -> dict | None:
-        bt = self.fit.get("backtest")
-        if not isinstance(bt, Mapping) or unavailable(bt):
-            bt = self.law.get("backtest") if isinstance(self.law, Mapping) else None
-        return dict(bt) if isinstance(bt, Mapping) else None
 
     def sections(self) -> list[Section]:
         out = []

@@ -61,11 +61,20 @@ class LawFit:
     def params(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.form.public(self.theta, self.center).items()}
 
+    @property
+    def kappa(self) -> float:
+        """``t_{dof, 0.95} / z_{0.95}``: how much the bootstrap spread is widened for few degrees of freedom."""
+        return float(stats.t.ppf(0.95, self.dof) / stats.norm.ppf(0.95))
+
     def intervals(self, level: float = LEVEL) -> dict[str, tuple[float, float] | None]:
+        """Per public parameter, the interval of ``theta + kappa (boot_b - mean boot)`` (internal coordinates,
+        then mapped), the same widening the forecasts get."""
         if self.boot is None:
             return {k: None for k in self.form.param_names}
         q = [(1 - level) / 2, (1 + level) / 2]
-        pub = self.form.public(self.boot, self.center)
+        draws = self.theta + self.kappa * (self.boot - self.boot.mean(axis=0))
+        lo, hi = self.form.bounds(self.y)
+        pub = self.form.public(np.clip(draws, lo, hi), self.center)
         return {k: (float(np.quantile(v, q[0])), float(np.quantile(v, q[1]))) for k, v in pub.items()}
 
     def _x(self, raw) -> np.ndarray:
@@ -88,9 +97,8 @@ class LawFit:
         rng = np.random.default_rng(seed)
         point = self.predict(raw)
         boot = self.predict_boot(raw)
-        kappa = stats.t.ppf(0.95, self.dof) / stats.norm.ppf(0.95)
         pick = rng.integers(0, len(boot), n_draws)
-        out = point + kappa * (boot[pick] - boot.mean(axis=0))
+        out = point + self.kappa * (boot[pick] - boot.mean(axis=0))
         if noise:
             sigma = max(self.sigma, sigma_floor)
             out = out + sigma * rng.standard_t(self.dof, size=(n_draws, len(point)))

@@ -57,6 +57,25 @@ class PointForecast:
 
 
 @dataclass
+class NoForecast:
+    """A point no fitted form can forecast, and why."""
+
+    params: float
+    tokens: float
+    reason: str
+    loss = lo = hi = None
+    by_form: dict = field(default_factory=dict)
+    params_x = compute_x = None
+    beyond_reach = False
+    half_width_pct = None
+
+    def to_dict(self) -> dict:
+        return {"params": self.params, "tokens": self.tokens, "compute_6nd": 6.0 * self.params * self.tokens,
+                "loss": None, "lo": None, "hi": None, "level": LEVEL, "half_width_pct": None, "by_form": {},
+                "params_x": None, "compute_x": None, "beyond_reach": False, "note": self.reason}
+
+
+@dataclass
 class Forecast:
     data: LossData
     target_ratio: float
@@ -85,7 +104,8 @@ class Forecast:
             "n_runs": len(self.data),
             "seed_sigma": self.data.seed_sigma,
             "forms": {k: {"title": LOSS_FORMS[k].title, "formula": LOSS_FORMS[k].formula, **law.to_dict(),
-                          "weight": self.weights.get(k, 0.0), "rollout": self.rollout.scores.get(k)}
+                          "weight": self.weights.get(k, 0.0), "rollout": self.rollout.scores.get(k),
+                          "residuals": _residual_rows(law)}
                       for k, law in self.laws.items()},
             "skipped": self.skipped,
             "weights": self.weights,
@@ -97,6 +117,13 @@ class Forecast:
             "reach": self.reach,
             "points": [p.to_dict() for p in self.points],
         }
+
+
+def _residual_rows(law: LawFit) -> list[dict]:
+    """Per run of the fit: ``pct`` = (observed - fitted) / fitted in percent."""
+    pct = 100.0 * (np.exp(-law.residuals) - 1.0)
+    ids = law.labels or [str(i) for i in range(law.n)]
+    return [{"run": i, "pct": float(v)} for i, v in zip(ids, pct)]
 
 
 def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], str]:
@@ -208,7 +235,10 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         note = "the rollout-weighted forms do not apply at this point; the applicable forms count equally"
     mixed = _mix(draws, points, weights, rng)
     if mixed is None:
-        raise ValueError("no loss form can forecast this point")
+        scopes = "; ".join(LOSS_FORMS[k].scope(fc.data, fc.target_ratio) for k in fc.laws)
+        skipped = "; ".join(f"{k} not fitted ({why})" for k, why in fc.skipped.items())
+        raise ValueError(f"no fitted law form can forecast {params:.4g} params x {tokens:.4g} tokens "
+                         f"({tokens / params:.3g} tokens/param): {scopes}" + (f"; {skipped}" if skipped else ""))
     point, pooled = mixed
     lo, hi = np.quantile(pooled, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     lo, hi = point - fc.factor * (point - lo), point + fc.factor * (hi - point)
@@ -243,5 +273,8 @@ def forecast_loss(data: LossData, target_params: float, target_tokens: float, *,
     fc = Forecast(data=data, target_ratio=target_ratio, laws=laws, skipped=skipped, rollout=ro, weights=weights,
                   why=why, mixture_rows=rows, coverage=coverage, factor=factor, reach=_reach(rows))
     for p, t in [(target_params, target_tokens), *predict]:
-        fc.points.append(fc.predict(p, t, seed=seed))
+        try:
+            fc.points.append(fc.predict(p, t, seed=seed))
+        except ValueError as exc:
+            fc.points.append(NoForecast(p, t, str(exc)))
     return fc

@@ -120,23 +120,39 @@ class LossForm:
 
     def unidentifiable(self, data: LossData) -> str | None:
         """Why the (already selected) runs cannot identify this form, or None."""
+        if not self.on_compute and len(data):
+            n_ratios = len(np.unique(groups(data.ratio, RATIO_TOL)))
+            if n_ratios < 2:
+                return ("every run has the same tokens/param ratio, so N and D move together and the law's two "
+                        "terms cannot be told apart (give the ladder several budgets per size)")
         n_sizes = len(np.unique(data.sizes)) if len(data) else 0
         if n_sizes < MIN_SIZES:
             return f"needs runs at >= {MIN_SIZES} model sizes (has {n_sizes})"
         if len(data) < self.engine.n_params + MIN_DOF:
             return f"needs >= {self.engine.n_params + MIN_DOF} runs for {self.engine.n_params} parameters (has {len(data)})"
-        if not self.on_compute:
-            n_ratios = len(np.unique(groups(data.ratio, RATIO_TOL)))
-            if n_ratios < 2:
-                return ("every run has the same tokens/param ratio, so N and D move together and the law's two "
-                        "terms cannot be told apart (give the ladder several budgets per size)")
         return None
 
     def applies(self, params: float, tokens: float, fitted: LossData, target_ratio: float) -> bool:
-        """Whether a forecast of this run is within what the form claims: the ratio form only at its ratio."""
-        if self.key != "ratio":
-            return True
-        return abs(np.log((tokens / params) / target_ratio)) <= np.log1p(RATIO_TOL)
+        """Whether a forecast of this run is within what the form claims: the ratio form only at its ratio; the
+        frontier form only at the tokens/param ratios of the frontier it was fitted on (elsewhere a run is not
+        compute-optimal and lies above the frontier)."""
+        ratio = tokens / params
+        if self.key == "ratio":
+            return abs(np.log(ratio / target_ratio)) <= np.log1p(RATIO_TOL)
+        if self.key == "frontier":
+            on = fitted.ratio[frontier_mask(fitted.compute, fitted.loss)]
+            return bool(len(on)) and on.min() / (1 + RATIO_TOL) <= ratio <= on.max() * (1 + RATIO_TOL)
+        return True
+
+    def scope(self, fitted: LossData, target_ratio: float) -> str:
+        """Where the form forecasts, in words (for a point none can forecast)."""
+        if self.key == "ratio":
+            return f"ratio: only at {target_ratio:.3g} tokens/param"
+        if self.key == "frontier":
+            on = fitted.ratio[frontier_mask(fitted.compute, fitted.loss)]
+            span = f"{on.min():.3g}" if on.max() <= on.min() * (1 + RATIO_TOL) else f"{on.min():.3g}-{on.max():.3g}"
+            return f"frontier: only at {span} tokens/param (its runs' ratios)"
+        return f"{self.key}: anywhere"
 
 
 LOSS_FORMS: dict[str, LossForm] = {

@@ -98,7 +98,7 @@ def fit_study(
     reasons: dict[str, str] = {}
 
     raw = table.prepare(runs)
-    ok = table.status_ok(raw) & raw["loss"].notna().to_numpy()
+    ok = table.status_ok(raw)
     excluded = table.excluded_rows(raw, ok)
     if excluded:
         listed = "; ".join(f"{e['run']} ({e['status']}{': ' + e['reason'] if e['reason'] else ''})" for e in excluded[:8])
@@ -169,14 +169,22 @@ def fit_study(
     if fc is not None:
         # fc.points[0] is the forecast's target (the hero, or a stand-in without a study); then the predictions
         if hero is not None:
-            fc.points[0] = fc.predict(hero["params"], hero["tokens"], seed=seed)
-            hero.update(forecast.hero_loss(fc.points[0], fc, primary))
-            predictions.append(loss.point_row(fc, 0, "hero", primary))
-            curve = loss.curve(fc, hero, float(prim_law_df["params"].min()))
-            forecast.reach_warnings(hero, fc, warnings)
+            try:
+                fc.points[0] = fc.predict(hero["params"], hero["tokens"], seed=seed)
+            except ValueError as exc:
+                hero.update(loss=None, lo=None, hi=None, loss_reason=str(exc))
+                warnings.append(f"hero forecast unavailable: {exc}")
+                predictions.append({**loss.point_row(fc, 0, "hero", primary), "reason": str(exc)})
+            else:
+                hero.update(forecast.hero_loss(fc.points[0], fc, primary))
+                predictions.append(loss.point_row(fc, 0, "hero", primary))
+                curve = loss.curve(fc, hero, float(prim_law_df["params"].min()))
+                forecast.reach_warnings(hero, fc, warnings)
         for i, (_n, _d, label) in enumerate(predictions_in):
             row = loss.point_row(fc, i + 1, label, primary)
-            if row["beyond_reach"]:
+            if row["loss"] is None:
+                warnings.append(f"prediction {label}: {row['reason']}")
+            elif row["beyond_reach"]:
                 warnings.append(
                     f"prediction {label}: {row['params_x']:.1f}x the ladder's largest model in parameters "
                     f"({row['compute_x']:.0f}x in 6ND compute), beyond the distance the rollout showed forecasts "

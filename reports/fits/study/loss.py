@@ -52,8 +52,8 @@ def fit_variants(law_df: pd.DataFrame, variants: list[str], target: tuple[float,
 
 def point_row(fc: Forecast, index: int, label: str, variant: str) -> dict:
     p = fc.points[index]
-    return {"label": label, "variant": variant, **p.to_dict(), "flops": p.params * p.tokens * 6.0,
-            "reason": p.note or None}
+    d = p.to_dict()
+    return {"label": label, "variant": variant, **d, "reason": d.get("note") or None}
 
 
 def curve(fc: Forecast, hero: dict, n_min: float, points: int = 40) -> list[dict]:
@@ -64,7 +64,7 @@ def curve(fc: Forecast, hero: dict, n_min: float, points: int = 40) -> list[dict
     for n in np.geomspace(n_min / 1.3, hn, points):
         try:
             p = fc.predict(n, n * hd / hn)
-        except ValueError:
+        except ValueError:  # no form forecasts this far off the fitted ratios
             continue
         out.append({"params": float(n), "tokens": float(n * hd / hn), "loss": p.loss, "lo": p.lo, "hi": p.hi})
     return out

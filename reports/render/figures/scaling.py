@@ -22,7 +22,6 @@ from ladder.reports.render.figures.axes import (
 from ladder.reports.render.figures.style import (
     FIT_COLOR,
     HERO,
-    MUTED,
     PALETTE,
     VariantStyles,
     budget_colors,
@@ -31,35 +30,25 @@ from ladder.reports.render.figures.style import (
 from ladder.reports.render.fmt import fmt_count, num, ok, pos
 
 
-def chinchilla_loss(p: Mapping[str, Any], n: np.ndarray, d: np.ndarray) -> np.ndarray:
-    E, A, alpha = num(p.get("E")), num(p.get("A")), num(p.get("alpha"))
-    out = E + A / n**alpha
-    if ok(p.get("B"), p.get("beta")):
-        out = out + num(p["B"]) / d ** num(p["beta"])
-    return out
-
-
 def draw_scaling(
     fig: FigureBase,
     runs: Any,
-    law: Mapping[str, Any] | None,
     hero: Mapping[str, Any] | None,
     styles: VariantStyles,
     *,
-    lvc: Mapping[str, Any] | None = None,
-    by_variant: Mapping[str, Any] | None = None,
+    in_law: set[str] | None = None,
     band: Sequence[Mapping[str, Any]] | None = None,
 ) -> None:
-    """Final loss against compute and against parameters, the fitted law along the hero's tokens per parameter
-    (extrapolated to the hero, with the forecast's 90% interval) and the compute-optimal frontier."""
+    """Final loss against compute and against parameters; the forecast (the weighted law forms) along the hero's
+    tokens per parameter with its calibrated 90% interval, extrapolated to the hero."""
     ax_c, ax_n = fig.subplots(1, 2, sharey=True)
     done = runs[(runs["status"] == "done")] if "status" in runs else runs
-    in_law = {str(r.get("run")) for r in (law or {}).get("residuals") or []}
+    in_law = in_law or set()
     for variant, g in done.groupby("variant", sort=False):
         st = styles[variant]
         used = g["run_id"].astype(str).isin(in_law) if "run_id" in g else np.zeros(len(g), dtype=bool)
         for ax, x in ((ax_c, "flops"), (ax_n, "params")):
-            if in_law:  # the runs the law was fitted to stand out; the others (untuned, other variants) recede
+            if in_law:  # the runs the laws were fitted to stand out; the others (untuned, other variants) recede
                 xs, ys = finite_arrays(g.loc[~used, x], g.loc[~used, "loss"])
                 ax.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], markersize=3.5, alpha=0.35,
                         markeredgewidth=0)
@@ -75,65 +64,19 @@ def draw_scaling(
         ax_c.plot([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="black",
                   markeredgewidth=0.7, label="runs in the fit (outlined)")
     hero = hero or {}
-    p = (law or {}).get("params") or {}
     k_ladder = _flops_ratio(done)
     hn, hd = num(hero.get("params")), num(hero.get("tokens"))
     hc = num(hero.get("flops")) if ok(hero.get("flops")) else (6 * hn * hd * k_ladder if pos(hn, hd) else math.nan)
-    nmin = float(np.nanmin(done["params"])) if len(done) and "params" in done else math.nan
-    if ok(p.get("E"), p.get("A"), p.get("alpha")) and pos(nmin):
-        line = (law or {}).get("line") if (law or {}).get("degenerate") else None
-        nmax = hn if pos(hn) else float(np.nanmax(done["params"]))
-        ns = geom_grid(nmin / 1.3, max(nmax, nmin * 2))
-        if line and ok(line.get("coef"), line.get("slope")):
-            ds = num(line["coef"]) * ns ** num(line["slope"])
-            label = "fitted law (reduced: tokens tied to params)"
-        elif pos(hn, hd):
-            ds = ns * (hd / hn)
-            label = f"fitted law at {hd / hn:.3g} tokens/param"
-        else:
-            ds = ns * 20.0
-            label = "fitted law at 20 tokens/param"
-        ls = chinchilla_loss(p, ns, ds)
-        cs = 6 * ns * ds * _k_interp(ns, done, k_ladder, hn, hc, hd)
-        ax_c.plot(cs, ls, color=FIT_COLOR, linewidth=1.6, label=label, zorder=4)
-        ax_n.plot(ns, ls, color=FIT_COLOR, linewidth=1.6, label=label, zorder=4)
-        if ok(p.get("B"), p.get("beta")) and not (law or {}).get("degenerate"):
-            co = (law or {}).get("compute_optimal") or {}
-            if co.get("identifiable", True):
-                c6 = geom_grid(float(np.nanmin(done["flops"])) / k_ladder / 1.5, (hc / k_ladder if pos(hc) else
-                           float(np.nanmax(done["flops"])) / k_ladder * 3))
-                a_, b_ = num(p["alpha"]), num(p["beta"])
-                G = (a_ * num(p["A"]) / (b_ * num(p["B"]))) ** (1 / (a_ + b_))
-                n_opt = G * (c6 / 6) ** (b_ / (a_ + b_))
-                d_opt = (c6 / 6) / n_opt
-                ax_c.plot(c6 * k_ladder, chinchilla_loss(p, n_opt, d_opt), color=MUTED, linestyle=":",
-                          linewidth=1.4, label="compute-optimal frontier of the law", zorder=3)
-    if by_variant and len(by_variant) <= 8 and pos(hn, hd):
-        for variant, vlaw in by_variant.items():
-            vp = (vlaw or {}).get("params") or {}
-            if not ok(vp.get("E"), vp.get("A"), vp.get("alpha")) or (vlaw or {}).get("degenerate") or not pos(nmin):
-                continue
-            ns = geom_grid(nmin / 1.3, hn)
-            ds = ns * (hd / hn)
-            st = styles[variant]
-            cs = 6 * ns * ds * _k_interp(ns, done, k_ladder, hn, hc, hd)
-            ax_c.plot(cs, chinchilla_loss(vp, ns, ds), color=st["color"], linestyle=st["linestyle"],
-                      linewidth=0.9, alpha=0.7)
     if band:
-        bn, bd, lo, hi = finite_arrays([b.get("params") for b in band], [b.get("tokens") for b in band],
-                                        [b.get("lo") for b in band], [b.get("hi") for b in band])
+        bn, bd, bl, lo, hi = finite_arrays([b.get("params") for b in band], [b.get("tokens") for b in band],
+                                           [b.get("loss") for b in band], [b.get("lo") for b in band],
+                                           [b.get("hi") for b in band])
         if len(bn) >= 2:
             bc = 6 * bn * bd * _k_interp(bn, done, k_ladder, hn, hc, hd)
-            ax_c.fill_between(bc, lo, hi, color=FIT_COLOR, alpha=0.13, linewidth=0, label="90% prediction interval")
-            ax_n.fill_between(bn, lo, hi, color=FIT_COLOR, alpha=0.13, linewidth=0)
-    if lvc and (lvc.get("params") or {}) and lvc.get("source") == "frontier" and pos(hc):
-        q = lvc["params"]
-        pts = lvc.get("points") or []
-        if ok(q.get("E"), q.get("C0"), q.get("gamma")) and pts:
-            kp = _points_ratio(pts, k_ladder)
-            xs = geom_grid(min(num(pt.get("flops")) for pt in pts) / kp * k_ladder, hc)
-            ax_c.plot(xs, num(q["E"]) + (num(q["C0"]) / (xs / k_ladder * kp)) ** num(q["gamma"]), color="#666666",
-                      linestyle="--", linewidth=1.0, label="L(C) fit to the frontier runs", zorder=3)
+            label = f"forecast at {hd / hn:.3g} tokens/param" if pos(hn, hd) else "forecast"
+            for ax, x in ((ax_c, bc), (ax_n, bn)):
+                ax.plot(x, bl, color=FIT_COLOR, linewidth=1.6, label=label, zorder=4)
+                ax.fill_between(x, lo, hi, color=FIT_COLOR, alpha=0.13, linewidth=0, label="calibrated 90% interval")
     hero_point(ax_c, hc, hero.get("loss"), hero.get("lo"), hero.get("hi"))
     hero_point(ax_n, hn, hero.get("loss"), hero.get("lo"), hero.get("hi"))
     flops_axis(ax_c)

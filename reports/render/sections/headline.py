@@ -1,5 +1,6 @@
-"""The headline: the hero's forecast, the ladder's cost, the backtest error, the runs' status and the
-recommended hero configuration."""
+"""The headline: the hero's forecast (a projection until a frozen forecast is scored against the hero), the
+ladder's cost, how far the rollout showed the ladder sees, the runs' status and the recommended hero
+configuration."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from ladder.reports.render.fmt import (
     fmt_pct,
     num,
     ok,
-    plural,
     pos,
     schedule_text,
     shape_text,
@@ -45,27 +45,35 @@ def headline(ctx: Builder) -> Section:
     if ok(loss):
         ext = mapping(hero.get("extrapolation"))
         ext_text = ""
-        if ok(ext.get("params")) or ok(ext.get("flops")):
-            ext_text = (f"; extrapolated {fmt_g(ext.get('params'), 2)}× in parameters, "
-                        f"{fmt_g(ext.get('flops'), 3)}× in compute beyond the ladder")
-        tiles.append(Tile("Forecast loss", fmt_loss(loss, 3),
-                          f"nats/token; 90% interval {fmt_loss(lo, 3)} – {fmt_loss(hi, 3)}{ext_text}", "primary"))
+        if ok(ext.get("params")):
+            ext_text = (f"; {fmt_g(ext.get('params'), 2)}× the ladder's largest model in parameters, "
+                        f"{fmt_g(ext.get('compute_6nd'), 3)}× in compute")
+        half = hero.get("half_width_pct")
+        kind = "projection" if hero.get("kind", "projection") == "projection" else str(hero.get("kind"))
+        beyond = " Beyond the ladder's demonstrated reach." if hero.get("beyond_reach") else ""
+        tiles.append(Tile(f"Forecast loss ({kind})", fmt_loss(loss, 3),
+                          f"nats/token; 90% interval {fmt_loss(lo, 3)} – {fmt_loss(hi, 3)}"
+                          + (f" (±{fmt_pct(half)})" if ok(half) else "") + ext_text + "." + beyond, "primary"))
     else:
         tiles.append(Tile("Forecast loss", ABSENT, "no forecast: " + (
-            "run `ladder fit` first" if not fit else (unavailable(fit.get("loss_law")) or "the fit has no hero loss")),
+            "run `ladder fit` first" if not fit else (unavailable(fit.get("loss")) or "the fit has no hero loss")),
             "primary"))
     pct = first(hero.get("ladder_pct_of_hero"), totals.get("ladder_pct_of_hero"))
     ladder_flops = first(hero.get("ladder_flops"), totals.get("flops"))
     hero_c = first(hero.get("compute"), rec.get("compute"), plan_hero.get("compute"), totals.get("hero_flops"))
     tiles.append(Tile("Ladder cost", fmt_pct(pct, 1) if ok(pct) else ABSENT,
                       f"of the hero's compute ({fmt_flops(ladder_flops)} of {fmt_flops(hero_c)} FLOPs)"))
-    bt = ctx.backtest()
-    if bt and not bt.get("skipped") and ok(bt.get("mean_abs_error_pct")):
-        tiles.append(Tile("Backtest error", fmt_pct(bt["mean_abs_error_pct"]),
-                          f"mean |error| forecasting the {plural(bt.get('n_held_out'), 'run')} of the largest "
-                          f"{bt.get('holdout') or 'size'} rung without them (max {fmt_pct(bt.get('max_abs_error_pct'))})"))
+    reach = mapping(hero.get("reach")) or mapping(mapping(fit.get("loss")).get("reach"))
+    cal = mapping(mapping(fit.get("loss")).get("calibration"))
+    r2 = mapping(reach.get("2%"))
+    if ok(r2.get("params_x")) and ok(mapping(reach.get("tested")).get("params_x")):
+        cov = f"; its 90% intervals covered {fmt_pct(100 * num(cal.get('coverage')), 0)} of them" if ok(cal.get("coverage")) else ""
+        widened = f" (widened {fmt_g(cal.get('factor'), 3)}×)" if ok(cal.get("factor")) and num(cal.get("factor")) > 1 else ""
+        tiles.append(Tile("Demonstrated reach", f"{fmt_g(r2.get('params_x'), 2)}×",
+                          f"in parameters: rollout forecasts stayed within 2% up to this distance (tested up to "
+                          f"{fmt_g(mapping(reach.get('tested')).get('params_x'), 2)}×){cov}{widened}"))
     else:
-        tiles.append(Tile("Backtest error", ABSENT, (bt or {}).get("skipped") or "this study has no backtest"))
+        tiles.append(Tile("Demonstrated reach", ABSENT, "no rollout backtest (the ladder has too few sizes)"))
     counts = ctx.status_counts()
     total = sum(counts.values())
     bad = ", ".join(f"{v} {k}" for k, v in counts.items() if k != "done" and v)

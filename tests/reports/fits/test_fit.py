@@ -118,24 +118,31 @@ def test_predictions_include_hero_and_requested_points(tie_result):
     assert preds["two"]["params"] == 2e6
 
 
-def test_variants_degenerate_law_and_backtest(tie_result):
+def test_variants_single_ratio_forms_and_rollout(tie_result):
+    """Every run at 20 tokens/param: the two-term laws are not identifiable (said, with the reason), the
+    compute laws are; each variant forecasts its own hero; the rollout's last prefix is the classic
+    held-out-largest-size backtest."""
     d = tie_result.to_dict()
-    law = d["loss_law"]
-    assert law["form"] == "chinchilla" and law["variant"] == "tied"
-    assert "ablation" in law["variant_choice"]
-    assert law["degenerate"] is True and law["params"]["B"] is None and law["params"]["beta"] is None
-    assert law["ci90"]["E"][0] < law["params"]["E"] < law["ci90"]["E"][1]
-    assert set(d["laws_by_variant"]) == {"tied", "untied"}
-    untied = d["laws_by_variant"]["untied"]
+    law = d["loss"]
+    assert law["variant"] == "tied" and "ablation" in law["variant_choice"]
+    for key in ("chinchilla", "overtrain"):
+        assert "same tokens/param ratio" in law["skipped"][key]
+        assert any(f"law form {key} not fitted" in n for n in d["notes"])
+    assert set(law["forms"]) == {"ratio", "frontier"}
+    for f in law["forms"].values():
+        assert f["ci90"]["E"][0] <= f["params"]["E"] <= f["ci90"]["E"][1]
+    assert sum(law["weights"].values()) == pytest.approx(1.0)
+    assert set(d["loss_by_variant"]) == {"tied", "untied"}
+    untied = d["loss_by_variant"]["untied"]
     assert untied["available"] and not untied["primary"]
-    # each variant's law forecasts its own hero: untied worse by about the offset
-    gap = untied["hero"]["loss"] - d["laws_by_variant"]["tied"]["hero"]["loss"]
+    gap = untied["target"]["loss"] - d["loss_by_variant"]["tied"]["target"]["loss"]
     assert gap == pytest.approx(UNTIED_OFFSET, abs=0.02)
-    bt = d["backtest"]
-    assert bt["available"] and bt["holdout"] == "size" and bt["n_held_out"] == 1
-    assert abs(bt["mean_error_pct"]) < 3
-    assert d["compute_optimal"]["identifiable"] is False and "collinear" in d["compute_optimal"]["reason"]
-    assert any("degenerate" in n for n in d["notes"])
+    n_sizes = 5
+    last = [m for m in law["rollout"]["mixture"] if m["prefix"] == n_sizes - 1]
+    assert last and all(m["params_x"] > 1.5 for m in last)
+    assert max(abs(m["err_pct"]) for m in last) < 3
+    assert d["compute_optimal"]["identifiable"] is False
+    assert "same tokens/param ratio" in d["compute_optimal"]["reason"]
 
 
 def test_excluded_runs_are_listed_and_warned(tie_result, tie_table):
@@ -147,8 +154,10 @@ def test_excluded_runs_are_listed_and_warned(tie_result, tie_table):
     assert len(warn) == 1 and "div0001" in warn[0] and "fail0002" in warn[0]
     assert d["meta"]["n_runs"] == len(tie_table) and d["meta"]["n_used"] == len(tie_table) - 2
     assert "div0001" not in tie_result.runs.index
-    # the excluded runs' losses would have wrecked the law; its residuals stay small
-    assert d["loss_law"]["residual_summary"]["max_abs_pct"] < 2
+    # the excluded runs' losses would have wrecked the laws; their residuals stay small
+    for f in d["loss"]["forms"].values():
+        assert max(abs(r["pct"]) for r in f["residuals"]) < 2
+        assert not {"div0001", "fail0002"} & {r["run"] for r in f["residuals"]}
 
 
 def test_tie_ablation_section_and_unavailable_sections(tie_result):
@@ -159,19 +168,21 @@ def test_tie_ablation_section_and_unavailable_sections(tie_result):
     for key, phrase in (("hparams", "no LR sweep"), ("depth_vs_width", "no depth-vs-width sweep"),
                         ("isoflop", "no IsoFLOP budgets")):
         assert d[key]["available"] is False and phrase in d[key]["reason"], key
-    assert d["loss_vs_compute"]["available"] is True
+    assert "frontier" in d["loss"]["forms"]  # L(C) on the frontier is one of the law forms
 
 
 def test_json_round_trip_and_meta(tie_result, tmp_path):
     d = tie_result.to_dict()
     text = json.dumps(d, allow_nan=False)
     assert json.loads(text) == d
-    for key in ("loss_law", "laws_by_variant", "predictions", "hero", "compute_optimal", "backtest", "isoflop",
-                "loss_vs_compute", "hparams", "tied_vs_untied", "depth_vs_width", "recommendation", "excluded",
-                "warnings", "meta"):
+    for key in ("loss", "loss_by_variant", "noise_floor", "predictions", "hero", "compute_optimal", "isoflop",
+                "hparams", "tied_vs_untied", "depth_vs_width", "recommendation", "excluded", "warnings", "meta"):
         assert key in d, key
-    assert set(d["loss_law"]["params"]) == {"E", "A", "B", "alpha", "beta"}
-    assert set(d["loss_law"]["ci90"]) == {"E", "A", "B", "alpha", "beta"}
+    for key in ("forms", "skipped", "weights", "selection", "rollout", "calibration", "reach", "points"):
+        assert key in d["loss"], key
+    assert set(d["loss"]["forms"]["ratio"]["params"]) == {"E", "A", "alpha"}
+    assert set(d["loss"]["forms"]["ratio"]["ci90"]) == {"E", "A", "alpha"}
+    assert d["meta"]["results_sha256"]
     meta = d["meta"]
     assert meta["param_convention"] == "non_embedding" and meta["ladder_version"] and meta["created_at"]
     path = tie_result.write(tmp_path / "fit.json")
@@ -184,8 +195,8 @@ def test_print_fit_summary(tie_result):
     print_fit(tie_result, console)
     text = buf.getvalue()
     hero = tie_result.hero
-    for needle in ("loss law", "degenerate", "backtest", "recommended hero", "excluded div0001", "warning:",
-                   f"{hero['loss']:.4g}", "% of the hero", "no LR sweep"):
+    for needle in ("loss laws", "not fitted", "rollout", "recommended hero", "excluded div0001", "warning:",
+                   f"{hero['loss']:.4g}", "% of the hero", "no LR sweep", "projection"):
         assert needle in text, needle
     buf2 = io.StringIO()
     print_fit(json.loads(json.dumps(tie_result.to_dict())), Console(file=buf2, width=200, color_system=None))
@@ -214,9 +225,9 @@ def test_runs_file_csv_and_parquet_with_only_params_tokens_loss(tmp_path):
     a = fit_runs_file(csv, n_boot=50, predict=["3.2M:64M"])
     b = fit_runs_file(pq, n_boot=50, predict=["3.2M:64M"])
     da, db = a.to_dict(), b.to_dict()
-    assert da["loss_law"]["params"] == pytest.approx(db["loss_law"]["params"], rel=1e-6)
-    law = da["loss_law"]
-    assert law["degenerate"] is False
+    assert da["loss"]["forms"]["chinchilla"]["params"] == pytest.approx(db["loss"]["forms"]["chinchilla"]["params"],
+                                                                       rel=1e-6)
+    law = da["loss"]["forms"]["chinchilla"]
     assert law["params"]["alpha"] == pytest.approx(ALPHA, abs=0.06)
     assert law["params"]["beta"] == pytest.approx(BETA, abs=0.06)
     assert law["params"]["E"] == pytest.approx(E, abs=0.15)
@@ -240,12 +251,12 @@ def test_batch_size_alias_and_variant_column():
     df = plain_table(mults=(10, 20, 40))
     df["batch_size"] = 4096.0
     df2 = pd.concat([df.assign(variant="a"), df.assign(variant="b", loss=df["loss"] + 0.05)], ignore_index=True)
-    res = fit_study(df2, n_boot=0)
+    res = fit_study(df2, n_boot=20)
     assert "batch_tokens" in res.runs.columns and "batch_size" not in res.runs.columns
-    assert set(res.laws_by_variant) == {"a", "b"}
+    assert set(res.loss_by_variant) == {"a", "b"}
     assert res.primary_variant == "a" and "lowest loss" in res.variant_choice
     with pytest.raises(FitError, match="both batch_size and batch_tokens"):
-        fit_study(df.assign(batch_tokens=1.0), n_boot=0)
+        fit_study(df.assign(batch_tokens=1.0), n_boot=20)
 
 
 def test_bad_input_raises_fit_errors_naming_the_problem(tmp_path):
@@ -263,11 +274,13 @@ def test_bad_input_raises_fit_errors_naming_the_problem(tmp_path):
     with pytest.raises(FitError, match="column params is not numeric"):
         fit_study(df.assign(params="big"))
     two_sizes = df[df["params"] <= 50e3]
-    with pytest.raises(FitError, match=r"needs runs at >= 3 distinct model sizes .* got 2"):
-        fit_study(two_sizes, n_boot=0)
+    with pytest.raises(FitError, match=r"no loss form is identifiable.*needs runs at >= 3 model sizes \(has 2\)"):
+        fit_study(two_sizes, n_boot=20)
     three = pd.DataFrame({"params": [1e5, 2e5, 4e5], "tokens": [2e6, 4e6, 8e6], "loss": [4.0, 3.6, 3.3]})
-    with pytest.raises(FitError, match=r"reduced law .* needs >= 4 runs, got 3"):
-        fit_study(three, n_boot=0)
+    with pytest.raises(FitError, match=r"ratio: needs >= 4 runs for 3 parameters \(has 3\)"):
+        fit_study(three, n_boot=20)
+    with pytest.raises(FitError, match="n_boot must be >= 1"):
+        fit_study(df, n_boot=0)
     with pytest.raises(FitError, match="no such runs file"):
         fit_runs_file(tmp_path / "missing.csv")
     (tmp_path / "runs.xlsx").write_text("x")
@@ -284,7 +297,7 @@ def test_done_run_with_nan_loss_is_named_by_run_id(tie_study):
     df = study_table(tie_study)
     df.loc[4, "loss"] = np.nan
     with pytest.raises(FitError, match=f"column loss has NaN .*{df.loc[4, 'run_id']}"):
-        fit_study(df, study=tie_study, n_boot=0)
+        fit_study(df, study=tie_study, n_boot=20)
 
 
 # --------------------------------------------------------------------------------- compute-budget heroes
@@ -311,7 +324,7 @@ def test_compute_hero_uses_the_fitted_allocation():
 
 def test_compute_hero_on_a_degenerate_ladder_falls_back_to_the_rule(tie_study):
     study = make_study(hero={"compute": 2e15}, ablations={})
-    res = fit_study(study_table(study), study=study, n_boot=0)
+    res = fit_study(study_table(study), study=study, n_boot=20)
     hero = res.to_dict()["hero"]
     assert hero["allocation"] == "rule" and "not identifiable" in hero["allocation_reason"]
     assert hero["tokens"] / hero["params"] == pytest.approx(20)
@@ -335,9 +348,10 @@ def test_isoflop_study_fits_approach_2():
 
 def test_hero_off_the_degenerate_line_has_no_forecast_but_no_crash(tie_study):
     study = make_study(hero={"params": "3.2M", "tokens": "640M"}, ablations={})
-    res = fit_study(study_table(study), study=study, n_boot=0)
+    res = fit_study(study_table(study), study=study, n_boot=20)
     d = res.to_dict()
-    assert d["hero"]["loss"] is None and "degenerate" in d["hero"]["loss_reason"]
+    assert d["hero"]["loss"] is None and "no fitted law form can forecast" in d["hero"]["loss_reason"]
+    assert "frontier: only at 20 tokens/param" in d["hero"]["loss_reason"]
     assert any("hero forecast unavailable" in w for w in d["warnings"])
     assert d["recommendation"]["available"] and d["recommendation"]["loss"] is None
     json.dumps(d, allow_nan=False)

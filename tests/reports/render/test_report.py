@@ -23,11 +23,11 @@ from ladder.reports.render.builder import Builder
 from ladder.reports.render.study import load_study
 from tests.reports.fixture_study import HOSTILE, make_study, study_dict
 
-SECTIONS = ["headline", "ladder", "curves", "scaling", "isoflop", "hparams", "tied", "depth", "residuals",
+SECTIONS = ["headline", "ladder", "curves", "scaling", "rollout", "isoflop", "hparams", "tied", "depth",
             "health", "tasks", "reproducibility"]
-TITLES = ["Forecast for the hero run", "The ladder", "Loss curves", "Scaling laws", "IsoFLOP profiles",
-          "Learning rate and batch size", "Tied vs untied embeddings", "Depth vs width", "Residuals and backtest",
-          "Run health", "Task accuracy forecasts", "Reproducibility"]
+TITLES = ["Forecast for the hero run", "The ladder", "Loss curves", "Scaling laws",
+          "Rollout backtests: how far the ladder sees", "IsoFLOP profiles", "Learning rate and batch size",
+          "Tied vs untied embeddings", "Depth vs width", "Run health", "Task accuracy forecasts", "Reproducibility"]
 CHROMIUM = ("chromium", "chromium-browser", "/usr/bin/chromium")
 
 
@@ -81,13 +81,14 @@ def test_every_section_is_present_in_order(hostile, html):
     # the forecast loss of the fit is the headline's first tile, with its 90% interval
     hero = json.loads(layout.StudyDir(hostile[0]).fit.read_text(encoding="utf-8"))["hero"]
     headline = html[html.index('<section id="headline"'):html.index('<section id="ladder"')]
-    tile = re.search(r'<div class="tile-label">Forecast loss</div>\s*<div class="tile-value">([^<]*)</div>\s*'
+    tile = re.search(r'<div class="tile-label">Forecast loss \(projection\)</div>\s*<div class="tile-value">([^<]*)</div>\s*'
                      r'<div class="tile-detail">([^<]*)</div>', headline)
     assert tile, "no forecast tile in the headline"
     assert tile.group(1) == f"{hero['loss']:.3f}"
-    assert tile.group(2).startswith(f"nats/token; 90% interval {hero['lo']:.3f} – {hero['hi']:.3f}")
+    assert tile.group(2).startswith(f"nats/token; 90% interval {hero['lo']:.3f} – {hero['hi']:.3f} "
+                                    f"(±{hero['half_width_pct']:.2f}%)")
     for fig in ("fig-curves", "fig-scaling", "fig-isoflop", "fig-lr-sweeps", "fig-hparam-laws", "fig-tied",
-                "fig-residuals", "fig-health", "fig-task-"):
+                "fig-rollout", "fig-health", "fig-task-"):
         assert f'id="{fig}' in html, fig
     assert "this study has no depth-vs-width sweep" in html  # a missing section says so in one line
     assert "DataLoader worker (pid 4242)" in html and "OutOfMemoryError" in html  # failed runs with reasons
@@ -161,7 +162,7 @@ def test_a_study_without_results_or_fit_renders_every_section_saying_what_is_mis
     for missing in ("this study has no fit yet", "this study has no collected results", "this study has no loss curves",
                     "this study has no scaling-law fit", "this study has no IsoFLOP profiles", "this study has no LR sweep",
                     "this study has no tied-vs-untied ablation", "this study has no depth-vs-width sweep",
-                    "this study has no residuals or backtest", "this study has no throughput data",
+                    "this study has no rollout backtest", "this study has no throughput data",
                     "this study has no task accuracy forecasts"):
         assert missing in html, missing
     assert "<svg" not in html  # nothing to draw
@@ -219,7 +220,7 @@ def test_a_depth_vs_width_study_gets_its_section(tmp_path):
     root = make_study(tmp_path / "study", budgets=(1e12, 3e12, 1e13), points=3, tie=False, lr_multipliers=None,
                       aspect_ratios=(8, 16, 32), tasks=False, n_failed=0, n_diverged=0, n_boot=20)
     html = render_report(root, tmp_path / "out", formats=("html",))["html"].read_text()
-    depth = html[html.index('<section id="depth"'):html.index('<section id="residuals"')]
+    depth = html[html.index('<section id="depth"'):html.index('<section id="health"')]
     assert 'id="fig-depth"' in depth and 'id="fig-depth-law"' in depth
     assert "Best aspect ratio per rung" in depth and "this study has no" not in depth
     assert "this study has no tied-vs-untied ablation" in html and "No run diverged or failed." in html

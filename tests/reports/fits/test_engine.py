@@ -1,0 +1,127 @@
+"""The one fitting engine: every form recovers known constants, the search is global (it finds the known optimum
+from random starts), and the bootstrap refits start afresh and give intervals that cover the truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ladder.reports.fits.engine import Linear, ScaledPower, fit
+from ladder.reports.fits.engine.solve import bootstrap, search
+from ladder.reports.fits.loss.forms import LOSS_FORMS
+
+# Epoch AI's full-data constants for Chinchilla (Besiroglu et al. 2024)
+E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
+SIZES = np.geomspace(1e7, 4e8, 7)
+N = np.repeat(SIZES, 3)
+D = N * np.tile([5.0, 20.0, 80.0], 7)
+
+
+def chinchilla(n, d):
+    return E + A * n**-ALPHA + B * d**-BETA
+
+
+class RandomStarts:
+    """A form whose candidates are random points in a wide box, instead of its variable-projection grid."""
+
+    def __init__(self, form, rng, n, box):
+        self.form, self.rng, self.n, self.box = form, rng, n, np.asarray(box, dtype=float)
+
+    def __getattr__(self, name):
+        return getattr(self.form, name)
+
+    def candidates(self, x, y):
+        lo, hi = self.box.T
+        return lo + (hi - lo) * self.rng.random((self.n, len(lo)))
+
+
+@pytest.mark.parametrize("key, truth", [
+    ("chinchilla", {"E": E, "A": A, "B": B, "alpha": ALPHA, "beta": BETA}),
+    ("overtrain", {"E": 1.7, "A": 300.0, "B": 900.0, "eta": 0.3}),
+])
+def test_two_term_forms_recover_known_constants(key, truth):
+    form = LOSS_FORMS[key]
+    alpha = truth.get("alpha", truth.get("eta"))
+    beta = truth.get("beta", truth.get("eta"))
+    loss = truth["E"] + truth["A"] * N**-alpha + truth["B"] * D**-beta
+    law = fit(form.engine, form.raw(N, D), np.log(loss), n_boot=20)
+    for name, value in truth.items():
+        assert law.params[name] == pytest.approx(value, rel=1e-4), name
+    assert law.objective < 1e-16
+
+
+def test_compute_form_recovers_known_constants():
+    c = np.geomspace(1e15, 1e20, 9)
+    loss = 2.0 + 3e3 * c**-0.21
+    law = fit(LOSS_FORMS["ratio"].engine, c[:, None], np.log(loss), n_boot=20)
+    assert law.params == pytest.approx({"E": 2.0, "A": 3e3, "alpha": 0.21}, rel=1e-4)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_search_finds_the_known_optimum_from_random_starts(seed):
+    """No grid, no closed form: 64 random starts in a box far wider than the truth (e from -1 to 2, centred
+    log-coefficients from -10 to 10, exponents 0.05 to 2.5) reach the known optimum."""
+    form = LOSS_FORMS["chinchilla"].engine
+    rng = np.random.default_rng(seed)
+    noisy = chinchilla(N, D) * np.exp(rng.normal(0, 0.003, len(N)))
+    x, _ = form.prepare(np.c_[N, D])
+    y = np.log(noisy)
+    reference, f_ref, _ = search(form, x, y, np.ones(len(y)))
+    random_form = RandomStarts(form, rng, 64, [(-1, 2), (-10, 10), (-10, 10), (0.05, 2.5), (0.05, 2.5)])
+    theta, f_rand, _ = search(random_form, x, y, np.ones(len(y)))
+    assert f_rand == pytest.approx(f_ref, rel=1e-6)
+    assert theta == pytest.approx(reference, abs=1e-4)
+
+
+def test_bootstrap_refits_start_afresh_and_cover_the_truth():
+    """Residual-bootstrap replicates choose their own starts (not all the full-data optimum) and their 90%
+    intervals of the exponents cover the truth in most repetitions."""
+    form = LOSS_FORMS["chinchilla"].engine
+    hits, reps = {"alpha": 0, "beta": 0}, 30
+    for seed in range(reps):
+        rng = np.random.default_rng(100 + seed)
+        noisy = chinchilla(N, D) * np.exp(rng.normal(0, 0.005, len(N)))
+        law = fit(form, np.c_[N, D], np.log(noisy), n_boot=100, seed=seed)
+        ci = law.intervals()
+        for name, truth in (("alpha", ALPHA), ("beta", BETA)):
+            hits[name] += ci[name][0] <= truth <= ci[name][1]
+    assert hits["alpha"] >= 23 and hits["beta"] >= 23, hits  # nominal 90%: 27 of 30, binomial sd 1.6
+    # fresh starts: a replicate started at the full-data optimum only would need the optimum in the pool
+    x, _ = form.prepare(np.c_[N, D])
+    y = np.log(chinchilla(N, D))
+    theta, _, pool = search(form, x, y, np.ones(len(y)))
+    far = pool[np.argmax(np.abs(pool - theta).max(axis=1))][None]  # a single start far from the optimum
+    boot = bootstrap(form, theta, far, x, y, np.ones(len(y)), n_boot=5, seed=0)
+    assert np.allclose(boot, theta, atol=1e-3)  # noiseless data: every replicate refits to the optimum from afar
+
+
+def test_linear_and_scaled_power_forms():
+    rng = np.random.default_rng(0)
+    n = np.repeat(np.geomspace(1e6, 1e9, 8), 3)
+    d = n * np.tile([10.0, 20.0, 100.0], 8)
+    lr = Linear("lr", ("log_k", "a", "b"), lambda r: np.c_[np.ones(len(r)), np.log(r[:, 0]), np.log(r[:, 1])])
+    y = np.log(1.79) - 0.713 * np.log(n) + 0.307 * np.log(d) + rng.normal(0, 0.01, len(n))
+    law = fit(lr, np.c_[n, d], y, n_boot=100)
+    ci = law.intervals()
+    assert ci["a"][0] < -0.713 < ci["a"][1] and ci["b"][0] < 0.307 < ci["b"][1]
+    assert law.params["log_k"] == pytest.approx(np.log(1.79), abs=0.3)
+    c = np.geomspace(1e15, 1e19, 10)
+    gap = -0.4 * (c / 1e17) ** -0.3 + rng.normal(0, 0.002, len(c))
+    sp = fit(ScaledPower("gap", ("c", "gamma")), c[:, None], gap, n_boot=50)
+    assert sp.params["gamma"] == pytest.approx(0.3, abs=0.03)
+    assert np.all(sp.predict(np.array([[1e22], [1e25]])) < 0)  # never changes sign
+
+
+def test_prediction_intervals_of_a_new_run_cover_at_the_nominal_rate():
+    """The LawFit's 90% interval for a new run at 4x the largest size covers about 90% of new runs."""
+    form = LOSS_FORMS["chinchilla"].engine
+    hits, reps = 0, 60
+    for seed in range(reps):
+        rng = np.random.default_rng(seed)
+        noisy = chinchilla(N, D) * np.exp(rng.normal(0, 0.005, len(N)))
+        law = fit(form, np.c_[N, D], np.log(noisy), n_boot=100, seed=seed)
+        nh, dh = 1.6e9, 3.2e10
+        _, lo, hi = law.interval(np.array([[nh, dh]]), seed=seed)
+        new = np.log(chinchilla(nh, dh)) + rng.normal(0, 0.005)
+        hits += lo[0] <= new <= hi[0]
+    assert 0.80 <= hits / reps <= 0.98
