@@ -91,7 +91,7 @@ class LawFit:
             raise ValueError("fitted without a bootstrap")
         return self.form.predict_many(self.boot, self._x(raw))
 
-    def draws(self, raw, *, n_draws: int = 4000, sigma_floor: float = 0.0, seed: int = 0, noise: bool = True
+    def draws(self, raw, *, n_draws: int = 20000, sigma_floor: float = 0.0, seed: int = 0, noise: bool = True
               ) -> tuple[np.ndarray, np.ndarray]:
         """``(point (m,), draws (n_draws, m))`` of a new run's target (``noise=False``: of the law itself)."""
         rng = np.random.default_rng(seed)

@@ -146,7 +146,7 @@ def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], st
     return w, why
 
 
-def _mix(draws: dict[str, np.ndarray], points: dict[str, float], weights: dict[str, float], rng, n: int = 4000):
+def _mix(draws: dict[str, np.ndarray], points: dict[str, float], weights: dict[str, float], rng, n: int = 20000):
     names = [k for k in draws if weights.get(k, 0) > 0]
     if not names:
         return None
