@@ -22,26 +22,42 @@ How the minimum of each budget is found (``method``):
   and says so in ``note``.
 * ``"parabola"``: the classic quadratic in ``log N`` per budget (Hoffmann et al. 2022).
 
-Intervals: residual bootstrap over runs. Each replicate perturbs every run's fitted loss by a
-residual drawn from the pooled (dof-inflated) log residuals, refits every budget (and, for
-``shape``, the exponents, warm-started), and refits the two power laws by least squares; the 90%
-intervals are the 5th/95th percentiles. Resampling runs with replacement inside a budget of 3-7
-sizes would too often leave fewer than 3 distinct sizes, so residuals are resampled instead. When
-no residual degrees of freedom exist (each budget fitted exactly), the intervals come from
-``fit_power_law``'s bootstrap over budgets, and ``note`` says so.
+Across budgets, by the one engine (:mod:`ladder.reports.fits.isoflop_laws`): ``N_opt = k C^a`` and
+``D_opt = k' C^b`` with the :class:`~ladder.reports.fits.engine.Linear` form ``log y = log k + a log C`` and
+its residual bootstrap over the budgets (the 90% intervals of ``a``, ``b``, ``k``); and the IsoFLOP loss
+forecast, the minimum loss of each budget against compute ``L*(C) = E + A C^-alpha`` (the loss laws' frontier
+form), with a rollout over the budgets; ``predict(compute)`` forecasts a compute-optimal run's loss.
+
+Per-budget intervals (``ci90`` of each budget's optimum): residual bootstrap over runs. Each replicate perturbs
+every run's fitted loss by a residual drawn from the pooled (dof-inflated) log residuals and refits every
+budget (and, for ``shape``, the exponents, warm-started); the 90% intervals are the 5th/95th percentiles, and
+their typical scatter of a budget's minimum loss is the least a new budget's minimum scatters about ``L*(C)``.
+Resampling runs with replacement inside a budget of 3-7 sizes would too often leave fewer than 3 distinct
+sizes, so residuals are resampled instead. When no residual degrees of freedom exist (each budget fitted
+exactly) there are no per-budget intervals, and ``note`` says so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ladder.errors import FitError
-from ladder.reports.fits import lsefit
-from ladder.reports.fits.isoflop_profiles import ParabolaFitter, ShapeFitter
-from ladder.reports.fits.powerlaw import PowerLaw, fit_power_law
-from ladder.reports.fits.predictions import residual_rows, residual_summary
+from ladder.reports.fits.engine.solve import single_threaded_blas
+from ladder.reports.fits.isoflop_laws import (
+    AllocationLaw,
+    MinimumLossLaw,
+    fit_allocation,
+    fit_minimum_loss,
+    unfit_reason,
+)
+from ladder.reports.fits.isoflop_profiles import (
+    ParabolaFitter,
+    ShapeFitter,
+    residual_rows,
+    residual_summary,
+)
 from ladder.reports.fits.runs import Runs, as_runs, group_budgets
 
 METHODS = ("shape", "parabola")
@@ -53,14 +69,16 @@ MIN_BUDGETS = 2
 class IsoFlopFit:
     method: str
     budgets: list[dict]  # per budget: flops, n_runs, n_sizes, params_opt, tokens_opt, loss_opt, interior, ci90
-    n_opt: PowerLaw  # N_opt = k C^a
-    d_opt: PowerLaw  # D_opt = k' C^b
+    n_opt: AllocationLaw  # N_opt = k C^a
+    d_opt: AllocationLaw  # D_opt = k' C^b
     n_runs: int
     n_boot: int
     residuals: list[dict]
     shape: dict | None = None  # method "shape": {"alpha": ..., "beta": ...} of the IsoFLOP curves
     skipped_budgets: list[dict] = field(default_factory=list)
     note: str | None = None
+    loss_law: MinimumLossLaw | None = None  # L*(C) through the budgets' minima
+    loss_law_reason: str | None = None  # why there is none
 
     @property
     def a(self) -> float:
@@ -75,6 +93,13 @@ class IsoFlopFit:
 
     def tokens_opt(self, flops) -> float | np.ndarray:
         return self.d_opt(flops)
+
+    def predict(self, compute: float) -> tuple[float, float, float]:
+        """``(loss, lo, hi)``: Approach 2's forecast of a compute-optimal run at ``compute`` (the budgets' FLOPs
+        convention) with its 90% prediction interval, from the law through the budgets' minima."""
+        if self.loss_law is None:
+            raise FitError(f"isoflop fit: no loss forecast ({self.loss_law_reason})")
+        return self.loss_law.predict(compute)
 
     def to_dict(self) -> dict:
         return {
@@ -94,10 +119,12 @@ class IsoFlopFit:
             "residuals": [dict(r) for r in self.residuals],
             "residual_summary": residual_summary(self.residuals),
             "note": self.note,
+            "loss_law": (self.loss_law.to_dict() if self.loss_law is not None
+                         else {"available": False, "reason": self.loss_law_reason}),
         }
 
 
-@lsefit.single_threaded_blas
+@single_threaded_blas
 def fit_isoflop(
     runs=None,
     *,
@@ -183,37 +210,30 @@ def fit_isoflop(
     log_d_at = lambda o: np.array([c0 + s * oj for (c0, s), oj in zip(tok_lines, o)])  # noqa: E731
     n_opt = np.exp(opts)
     d_opt = np.exp(log_d_at(opts))
-    n_law = fit_power_law(cs[ok], n_opt[ok], n_boot=0, what="isoflop N_opt(C)")
-    d_law = fit_power_law(cs[ok], d_opt[ok], n_boot=0, what="isoflop D_opt(C)")
 
     all_idx = np.concatenate([idx for _, idx in groups])
     log_resid = np.log(r.loss[all_idx] / fitted)
     dof = len(all_idx) - fitter.n_params(state)
-    boot_opts = None
+    boot_opts = boot_loss = None
     if n_boot > 0 and dof > 0 and np.any(np.abs(log_resid) > 1e-12):
         scatter = log_resid * np.sqrt(len(all_idx) / dof)
         rng = np.random.default_rng(seed)
-        draws_n, draws_d, per_budget = [], [], []
+        per_budget, per_loss = [], []
         for _ in range(n_boot):
             y = np.empty(r.n)
             y[all_idx] = fitted * np.exp(rng.choice(scatter, len(all_idx)))
             st = fitter.fit(y, warm=state)
             o = fitter.optima(st)
             per_budget.append(o)
-            good = np.isfinite(o) & ok
-            if good.sum() < 2:
-                continue
-            lc = np.log(cs[good])
-            draws_n.append(_line(lc, o[good]))
-            draws_d.append(_line(lc, log_d_at(o)[good]))
-        if draws_n:
-            n_law = _with_boot(n_law, np.array(draws_n))
-            d_law = _with_boot(d_law, np.array(draws_d))
-        boot_opts = np.array(per_budget)
+            per_loss.append([fitter.loss_at(st, j, oj) if np.isfinite(oj) else np.nan for j, oj in enumerate(o)])
+        boot_opts, boot_loss = np.array(per_budget), np.array(per_loss)
     elif n_boot > 0:
-        note.append("no residual degrees of freedom (each budget fitted exactly): intervals from a bootstrap over budgets")
-        n_law = fit_power_law(cs[ok], n_opt[ok], n_boot=n_boot, seed=seed, what="isoflop N_opt(C)")
-        d_law = fit_power_law(cs[ok], d_opt[ok], n_boot=n_boot, seed=seed, what="isoflop D_opt(C)")
+        note.append("no residual degrees of freedom (each budget fitted exactly): no per-budget intervals; the "
+                    "exponents' intervals come from the engine's bootstrap over budgets")
+    n_law = fit_allocation(cs[ok], n_opt[ok], n_boot=n_boot, seed=seed)
+    d_law = fit_allocation(cs[ok], d_opt[ok], n_boot=n_boot, seed=seed)
+    loss_opt = np.array([fitter.loss_at(state, j, o) if good else np.nan for j, (o, good) in enumerate(zip(opts, ok))])
+    loss_law, loss_why = _minimum_loss_law(r, used, groups, ok, cs, loss_opt, boot_loss, n_boot, seed)
 
     budgets = []
     for j, ((c, idx), good) in enumerate(zip(groups, ok)):
@@ -225,7 +245,7 @@ def fit_isoflop(
             "n_sizes": _n_sizes(r, idx),
             "params_opt": float(n_opt[j]),
             "tokens_opt": float(d_opt[j]),
-            "loss_opt": float(fitter.loss_at(state, j, opts[j])),
+            "loss_opt": float(loss_opt[j]),
             "interior": bool(inside[j]),
             "ci90": {},
         }
@@ -255,6 +275,8 @@ def fit_isoflop(
         shape=fitter.shape(state),
         skipped_budgets=skipped,
         note="; ".join(note) or None,
+        loss_law=loss_law,
+        loss_law_reason=loss_why,
     )
 
 
@@ -281,7 +303,26 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(intercept), float(slope)
 
 
-def _with_boot(law: PowerLaw, boot: np.ndarray) -> PowerLaw:
-    k_lo, k_hi = np.exp(np.quantile(boot[:, 0], [0.05, 0.95]))
-    a_lo, a_hi = np.quantile(boot[:, 1], [0.05, 0.95])
-    return replace(law, boot=boot, ci90={"k": (float(k_lo), float(k_hi)), "a": (float(a_lo), float(a_hi))})
+def _minimum_loss_law(r: Runs, method: str, groups, ok, cs, loss_opt, boot_loss, n_boot: int, seed: int):
+    """``L*(C)`` through the usable budgets' minima, with a rollout that refits the profiles of the smallest
+    budgets alone; ``(law, None)`` or ``(None, why not)``."""
+    keep = np.flatnonzero(ok)
+    why = unfit_reason(len(keep))
+    if why:
+        return None, why
+    floor = 0.0
+    if boot_loss is not None:
+        sd = np.nanstd(np.log(boot_loss[:, keep]), axis=0)
+        floor = float(np.nanmedian(sd)) if np.isfinite(sd).any() else 0.0
+    used = [groups[j] for j in keep]
+    fitter_of = ShapeFitter if method == "shape" else ParabolaFitter
+
+    def prefix_minima(k: int):
+        f = fitter_of(r, used[:k])
+        st = f.fit(r.loss)
+        o = f.optima(st)
+        return np.array([f.loss_at(st, j, oj) if np.isfinite(oj) else np.nan for j, oj in enumerate(o)])
+
+    law = fit_minimum_loss(cs[keep], loss_opt[keep], n_boot=n_boot, seed=seed, sigma_floor=floor,
+                           prefix_minima=prefix_minima)
+    return law, None

@@ -1,6 +1,7 @@
 """The per-budget loss profiles of the IsoFLOP fit (:mod:`ladder.reports.fits.isoflop`): a parabola in log N per
 budget, or the two-exponential shape the Chinchilla law implies (shared exponents, free linear coefficients per
-budget). Both expose ``fit(y)``, ``optima``, ``fitted``, ``loss_at`` and ``n_params`` for the bootstrap."""
+budget). Both expose ``fit(y)``, ``optima``, ``fitted``, ``loss_at`` and ``n_params`` for the bootstrap; and the
+per-run residuals of the profiles (``residual_rows``, ``residual_summary``)."""
 
 from __future__ import annotations
 
@@ -136,3 +137,20 @@ class ShapeFitter:
 
     def shape(self, state):
         return {"alpha": float(state["exps"][0]), "beta": float(state["exps"][1])}
+
+
+def residual_rows(labels, params, tokens, flops, loss, predicted) -> list[dict]:
+    """Per-run residuals, observed minus predicted: ``log_residual = log L - log L_hat`` and
+    ``pct = 100 * (L / L_hat - 1)`` (positive: the run did worse than its profile)."""
+    return [{"run": labels[i] if labels else i, "params": float(params[i]), "tokens": float(tokens[i]),
+             "flops": float(flops[i]), "loss": float(loss[i]), "predicted": float(predicted[i]),
+             "log_residual": float(np.log(loss[i] / predicted[i])),
+             "pct": float(100.0 * (loss[i] / predicted[i] - 1.0))} for i in range(len(loss))]
+
+
+def residual_summary(rows: list[dict]) -> dict:
+    if not rows:
+        return {"rms_log": None, "mean_abs_pct": None, "max_abs_pct": None}
+    r = np.array([row["log_residual"] for row in rows])
+    p = np.abs([row["pct"] for row in rows])
+    return {"rms_log": float(np.sqrt(np.mean(r**2))), "mean_abs_pct": float(p.mean()), "max_abs_pct": float(p.max())}

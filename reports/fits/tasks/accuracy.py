@@ -1,5 +1,7 @@
 """Step 2 of the task forecasts: accuracy against task loss, the sigmoid
-``Acc(L) = a / (1 + exp(-k (L - L0))) + b`` fitted by bounded least squares (``AccuracyLaw``)."""
+``Acc(L) = a / (1 + exp(-k (L - L0))) + b`` fitted by bounded least squares (``AccuracyLaw``), and its cases
+bootstrap. Accuracy is not a log-space quantity and the sigmoid not a law of scale, so this step keeps its own
+least squares rather than the engine's Huber-in-log objective."""
 
 from __future__ import annotations
 
@@ -17,6 +19,14 @@ def sigmoid(theta: Sequence[float], loss: np.ndarray) -> np.ndarray:
     a, b, k, l0 = theta
     z = np.clip(-k * (np.asarray(loss, float) - l0), -500, 500)
     return a / (1.0 + np.exp(z)) + b
+
+
+def sigmoid_many(thetas: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    """The sigmoid of each row of ``thetas`` (n, 4) at ``loss`` (n,) or (n, M): row i at ``loss[i]``."""
+    loss = np.asarray(loss, float)
+    shape = (-1,) + (1,) * (loss.ndim - 1)
+    a, b, k, l0 = (thetas[:, i].reshape(shape) for i in range(4))
+    return a / (1.0 + np.exp(np.clip(-k * (loss - l0), -500, 500))) + b
 
 
 def _sig_from_raw(raw: np.ndarray) -> np.ndarray:
@@ -95,3 +105,19 @@ class AccuracyLaw:
     def to_dict(self) -> dict:
         return jsonable({"params": self.params, "intervals": self.intervals, "rmse": self.rmse,
                    "formula": "a / (1 + exp(-k (L - L0))) + b"})
+
+
+def bootstrap_step2(loss: np.ndarray, acc: np.ndarray, theta2: np.ndarray, n_boot: int,
+                    rng: np.random.Generator) -> np.ndarray:
+    """Cases-bootstrap refits of the sigmoid, each warm-started at ``theta2`` (the grid when that fails);
+    ``(n_ok, 4)``. A resample with fewer than 4 distinct runs is skipped."""
+    n = len(loss)
+    out = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, n, n)
+        if len(np.unique(idx)) < 4:
+            continue
+        b2 = fit_step2(loss[idx], acc[idx], warm=theta2, top=1)
+        if b2 is not None:
+            out.append(b2[0])
+    return np.array(out) if out else np.empty((0, 4))

@@ -1,5 +1,5 @@
-"""The task forecasts assembled (``fit_task``, ``fit_tasks``): pick the step-1 form, fit both steps, bootstrap
-them together and carry the hero through the chain; the method is in :mod:`ladder.reports.fits.tasks`."""
+"""The task forecasts assembled (``fit_task``, ``fit_tasks``): choose the step-1 forms, fit step 1 on the engine
+and step 2's sigmoid, and carry the hero through the chain; the method is in :mod:`ladder.reports.fits.tasks`."""
 
 from __future__ import annotations
 
@@ -13,46 +13,35 @@ import pandas as pd
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
-from ladder.reports.fits.approach3 import collinearity
-from ladder.reports.fits.tasks.accuracy import AccuracyLaw, fit_step2, sigmoid
+from ladder.reports.fits.tasks.accuracy import (
+    AccuracyLaw,
+    bootstrap_step2,
+    fit_step2,
+    sigmoid,
+)
 from ladder.reports.fits.tasks.columns import (
     LOSS_METRICS,
     column,
     task_columns,
     task_frame,
 )
+from ladder.reports.fits.tasks.hero import HeroForecast, forecast_hero
 from ladder.reports.fits.tasks.intervals import dof_factor, quantiles, stretch
 from ladder.reports.fits.tasks.task_loss import (
+    COMPUTE_FORMS,
     CURVE_POINTS,
+    MIN_BOOT,
+    ND_FORMS,
     LossLaw,
     fit_step1,
     step1_curves,
-    step1_named,
-    step1_predict,
+    summarize,
 )
 
 FORMS = ("auto", "nd", "compute")
 COLLINEAR_TOL = 0.05  # std of log D about its best affine fit in log N below which N and D are collinear
 MIN_RUNS = {"nd": 6, "compute": 4, "sigmoid": 5}  # parameters + 1
-AUTO_ND_RUNS = 8  # "auto" picks the five-parameter form only with at least this many runs
 DEFAULT_BOOT = 200
-
-
-@dataclass
-class HeroForecast:
-    params: float | None
-    tokens: float | None
-    flops: float | None
-    loss: float
-    loss_interval: tuple[float | None, float | None]
-    loss_prediction_interval: tuple[float | None, float | None]
-    acc: float | None = None
-    acc_interval: tuple[float | None, float | None] | None = None
-    acc_prediction_interval: tuple[float | None, float | None] | None = None
-    flops_estimated: bool = False  # flops derived from params x tokens at the ladder's flops per N*D
-
-    def to_dict(self) -> dict:
-        return jsonable(self.__dict__)
 
 
 @dataclass
@@ -106,13 +95,17 @@ class TaskScaling:
 
 def collinear(params: np.ndarray, tokens: np.ndarray, tol: float = COLLINEAR_TOL) -> tuple[bool, float]:
     """Whether log D is (nearly) an affine function of log N, and the scatter of log D about that line."""
-    if np.ptp(np.log(params)) < 1e-9 or np.ptp(np.log(tokens)) < 1e-9:
+    ln, ld = np.log(params), np.log(tokens)
+    if np.ptp(ln) < 1e-9 or np.ptp(ld) < 1e-9:
         return True, 0.0
-    scatter = collinearity(params, tokens)[2]
+    design = np.stack([np.ones_like(ln), ln], axis=1)
+    coef, *_ = np.linalg.lstsq(design, ld, rcond=None)
+    scatter = float(np.sqrt(np.mean((ld - design @ coef) ** 2)))
     return scatter < tol, scatter
 
 
-def _choose_form(form: str, n_runs: int, params, tokens, flops, task: str) -> tuple[str, str]:
+def _choose_forms(form: str, n_runs: int, params, tokens, has_split: bool, task: str) -> tuple[tuple, str]:
+    """The step-1 law forms to fit (the rollout weighs them) and why these."""
     if form not in FORMS:
         raise FitError(f"task {task!r}: form must be one of {FORMS}, got {form!r}")
     is_col, scatter = collinear(params, tokens)
@@ -125,14 +118,16 @@ def _choose_form(form: str, n_runs: int, params, tokens, flops, task: str) -> tu
         if n_runs < MIN_RUNS["nd"]:
             raise FitError(f"task {task!r}: {n_runs} runs; the (N, D) law has 5 parameters and needs at least "
                            f"{MIN_RUNS['nd']} runs")
-        return "nd", "requested"
+        return ND_FORMS, "the laws in (N, D), as requested"
     if form == "compute":
-        return "compute", "requested"
+        return COMPUTE_FORMS, "the laws in compute, as requested"
     if is_col:
-        return "compute", f"N and D are collinear (log D scatters {scatter:.3f} about a line in log N)"
-    if n_runs < AUTO_ND_RUNS:
-        return "compute", f"only {n_runs} runs: too few for the five-parameter (N, D) law (auto needs {AUTO_ND_RUNS})"
-    return "nd", f"N and D vary independently (log D scatters {scatter:.3f} about a line in log N)"
+        return COMPUTE_FORMS, (f"N and D are collinear (log D scatters {scatter:.3f} about a line in log N), so "
+                               "only the laws in compute")
+    if not has_split:
+        return COMPUTE_FORMS, "the hero is given as compute only, so only the laws in compute"
+    return ND_FORMS + COMPUTE_FORMS, (f"N and D vary independently (log D scatters {scatter:.3f} about a line in "
+                                      "log N): every law form")
 
 
 def _hero_point(hero: Mapping | None, form: str, flops_per_nd: float, task: str):
@@ -155,6 +150,20 @@ def _hero_point(hero: Mapping | None, form: str, flops_per_nd: float, task: str)
     return (None if n is None else float(n), None if d is None else float(d), float(c), estimated)
 
 
+def _target(hero_pt, n, d, flops_per_nd: float) -> tuple[float, float]:
+    """The (N, D) step 1 forecasts: the hero's own split; a hero given as compute only at the ladder's median
+    tokens/param ratio (its 6ND from the ladder's FLOPs per N*D); without a hero, the ladder's largest run."""
+    if hero_pt is None:
+        i = int(np.argmax(n * d))
+        return float(n[i]), float(d[i])
+    if hero_pt[0] is not None and hero_pt[1] is not None:
+        return hero_pt[0], hero_pt[1]
+    ratio = float(np.median(d / n))
+    c6 = 6.0 * hero_pt[2] / flops_per_nd
+    hn = math.sqrt(c6 / (6.0 * ratio))
+    return hn, ratio * hn
+
+
 def fit_task(
     runs: pd.DataFrame,
     task: str,
@@ -173,9 +182,11 @@ def fit_task(
 
     ``loss_metric``/``acc_metric`` default to the first present of :data:`LOSS_METRICS`/:data:`ACC_METRICS`; a task
     without an accuracy column (a perplexity task) or ``accuracy=False`` gets step 1 only. ``form``: ``"auto"``
-    (``"compute"`` when N and D are collinear or there are fewer than ``AUTO_ND_RUNS`` runs), ``"nd"`` or
-    ``"compute"``. ``level``: the interval's coverage. :class:`FitError` for missing columns, too few runs, or a
-    fit that does not converge."""
+    (every identifiable law form; only the laws in compute when N and D are collinear or the hero is given as
+    compute only), ``"nd"`` (the laws in (N, D)) or ``"compute"`` (the laws in compute). ``level``: the
+    interval's coverage. ``n_boot``: step 2's bootstrap refits and step 1's (at least ``MIN_BOOT``).
+    ``correct``: stretch step 2's bootstrap for its few degrees of freedom. :class:`FitError` for missing
+    columns, too few runs, or a fit that does not converge."""
     if not 0 < level < 1:
         raise FitError(f"level must be in (0, 1), got {level}")
     frame, lm, am, warnings = task_frame(runs, task, loss_metric, acc_metric if accuracy else None, need_acc=False)
@@ -198,20 +209,25 @@ def fit_task(
         )
     if np.ptp(np.log(c)) < 1e-6 and np.ptp(np.log(n)) < 1e-6:
         raise FitError(f"task {task!r}: every run has the same size and compute; nothing to fit a scaling law on")
-    form_used, reason = _choose_form(form, n_runs, n, d, c, task)
-    if form_used == "compute" and np.ptp(np.log(c)) < 1e-6:
-        raise FitError(f"task {task!r}: every run has the same compute; the compute law L(C) cannot be fitted")
-    hero_pt = _hero_point(hero, form_used, frame.attrs["flops_per_nd"], task)
+    fpn = frame.attrs["flops_per_nd"]
+    hero_pt = _hero_point(hero, form, fpn, task)
+    has_split = hero_pt is None or (hero_pt[0] is not None and hero_pt[1] is not None)
+    forms, reason = _choose_forms(form, n_runs, n, d, has_split, task)
+    hn, hd = _target(hero_pt, n, d, fpn)
 
-    # ---- full fits
-    s1 = fit_step1(form_used, n, d, c, loss)
-    if s1 is None:
-        raise FitError(f"task {task!r}: the step-1 fit ({form_used}) did not converge")
-    theta1 = s1[0]
-    loss_fit = step1_predict(form_used, theta1, n, d, c)
+    # ---- step 1: the loss laws' forms on the task loss, by the engine
+    try:
+        s1 = fit_step1(n, d, loss, frame["run_id"].tolist(), forms=forms, target_params=hn, target_tokens=hd,
+                       n_boot=n_boot, seed=seed, reason=reason)
+    except ValueError as exc:
+        raise FitError(f"task {task!r}: step 1 cannot be fitted: {exc}") from exc
+    loss_fit = np.exp(s1.point(n, d))
     res1 = np.log(loss_fit) - np.log(loss)
-    theta2 = None
-    res2 = None
+    step1 = summarize(s1, float(np.sqrt(np.mean(res1**2))))
+
+    # ---- step 2: the sigmoid, with a cases bootstrap
+    theta2 = res2 = None
+    T2 = np.empty((0, 4))
     if am:
         s2 = fit_step2(loss, acc)
         if s2 is None:
@@ -223,52 +239,14 @@ def fit_task(
                 f"accuracy hardly changes across the ladder ({np.min(acc):.3f}..{np.max(acc):.3f}): the sigmoid is "
                 "not determined by these runs; treat the forecast as unreliable"
             )
-
-    # ---- bootstrap over runs, both steps
-    rng = np.random.default_rng(seed)
-    hero_n = hero_d = hero_c = None
-    if hero_pt:
-        hero_n, hero_d, hero_c, _ = hero_pt
-    hero_nv = np.array([hero_n if hero_n is not None else np.nan])
-    hero_dv = np.array([hero_d if hero_d is not None else np.nan])
-    hero_cv = np.array([hero_c if hero_c is not None else np.nan])
-    thetas1, thetas2 = [], []
-    for _ in range(n_boot):
-        idx = rng.integers(0, n_runs, n_runs)
-        if len(np.unique(idx)) < (len(theta1) if not am else max(len(theta1), 4)):
-            continue
-        if np.ptp(np.log(c[idx])) < 1e-6:
-            continue
-        b1 = fit_step1(form_used, n[idx], d[idx], c[idx], loss[idx], warm=theta1, top=1)
-        if b1 is None:
-            continue
-        if am:
-            b2 = fit_step2(loss[idx], acc[idx], warm=theta2, top=1)
-            if b2 is None:
-                continue
-            thetas2.append(b2[0])
-        thetas1.append(b1[0])
-    n_ok = len(thetas1)
-    if n_ok < max(10, n_boot // 4) and n_boot > 0:
+        T2 = bootstrap_step2(loss, acc, theta2, n_boot, np.random.default_rng(seed))
+    n_ok = len(T2) if am else max(int(n_boot), 0)
+    if am and n_ok < max(10, n_boot // 4) and n_boot > 0:
         warnings.append(f"only {n_ok} of {n_boot} bootstrap refits succeeded; intervals are rough")
-    T1 = np.array(thetas1) if thetas1 else np.empty((0, len(theta1)))
-    T2 = np.array(thetas2) if thetas2 else np.empty((0, 4))
-    if n_runs - len(theta1) < 3 or (am and n_runs - 4 < 3):
+    if s1.laws[s1.primary].dof < 3 or (am and n_runs - 4 < 3):
         warnings.append(f"{n_runs} runs leave fewer than 3 degrees of freedom for a fit: intervals are wide and "
                         "rough; add runs to the ladder")
-    # small-sample correction of the bootstrap spread, per step (see dof_factor)
-    f1 = dof_factor(n_runs, len(theta1), level) if correct else 1.0
     f2 = dof_factor(n_runs, 4, level) if correct else 1.0
-    named1 = step1_named(form_used, theta1)
-    p1_draws = np.array([list(step1_named(form_used, t).values()) for t in T1]) if len(T1) else np.empty((0, 0))
-    step1 = LossLaw(
-        form=form_used,
-        params=named1,
-        intervals={k: quantiles(stretch(v, p1_draws[:, i], f1, log=k in ("E", "A", "B", "C0")), level)
-                   if len(p1_draws) else (None, None) for i, (k, v) in enumerate(named1.items())},
-        rmse_log=float(np.sqrt(np.mean(res1**2))),
-        reason=reason,
-    )
     step2 = None
     if am:
         names2 = ("a", "b", "k", "L0")
@@ -282,32 +260,13 @@ def fit_task(
     # ---- hero
     hero_fc = None
     if hero_pt:
-        l_hero = float(step1_predict(form_used, theta1, hero_nv, hero_dv, hero_cv)[0])
-        l_raw = np.array([step1_predict(form_used, t, hero_nv, hero_dv, hero_cv)[0] for t in T1])
-        l_draws = stretch(l_hero, l_raw, f1, log=True)
-        e1 = f1 * rng.choice(res1, size=len(l_draws)) if len(l_draws) else np.empty(0)
-        l_pred_draws = l_draws * np.exp(-e1)  # res1 = log(fit / observed): observed = fit * exp(-res)
-        hero_fc = HeroForecast(
-            params=hero_n, tokens=hero_d, flops=hero_c, loss=l_hero,
-            loss_interval=quantiles(l_draws, level),
-            loss_prediction_interval=quantiles(l_pred_draws, level),
-            flops_estimated=bool(hero_pt[3]),
-        )
-        if am:
-            a_hero = float(sigmoid(theta2, np.array([l_hero]))[0])
-
-            def chain(t2, lh):
-                centre = sigmoid(theta2, np.array([lh]))[0]
-                return float(np.clip(stretch(centre, sigmoid(t2, np.array([lh]))[0], f2), 0.0, 1.0))
-
-            a_draws = np.array([chain(t2, lh) for t2, lh in zip(T2, l_draws)])
-            e2 = f2 * rng.choice(res2, size=len(a_draws)) if len(a_draws) else np.empty(0)
-            a_pred = np.clip(np.array([chain(t2, lh) for t2, lh in zip(T2, l_pred_draws)]) - e2, 0, 1)
-            hero_fc.acc = a_hero
-            hero_fc.acc_interval = quantiles(a_draws, level)
-            hero_fc.acc_prediction_interval = quantiles(a_pred, level)
+        hero_fc = forecast_hero(s1, hero_pt, (hn, hd), (float(n.max()), float((6.0 * n * d).max())), theta2=theta2,
+                                boot2=T2, res2=res2, f2=f2, level=level, seed=seed)
+        if hero_fc.beyond_reach and s1.forecast is not None:
+            warnings.append(f"the hero is {hero_fc.params_x:.3g}x the ladder's largest model, beyond the distance at "
+                            "which step 1's rollout forecasts stayed within 2%")
         lo_obs = float(np.min(loss))
-        if l_hero < lo_obs and am and theta2 is not None and theta2[3] < lo_obs - np.ptp(loss):
+        if hero_fc.loss < lo_obs and am and theta2[3] < lo_obs - np.ptp(loss):
             warnings.append("the sigmoid's midpoint L0 lies well below the ladder's losses: the hero's accuracy is an "
                             "extrapolation of the curve's lower half")
 
@@ -323,7 +282,8 @@ def fit_task(
             "acc_fit": None if acc_fit is None else acc_fit[i],
             "acc_chain": None if acc_chain is None else acc_chain[i],
         })
-    curves = {"step1": step1_curves(form_used, theta1, T1, n, d, c, frame.attrs["flops_per_nd"], hero_pt, level, f1),
+    hero_nd = (hn, hd) if hero_pt else None
+    curves = {"step1": step1_curves(s1, n, d, fpn, hero_nd, level),
               "step2": None}
     if am:
         lmin, lmax = float(np.min(loss)), float(np.max(loss))
@@ -339,7 +299,8 @@ def fit_task(
                            "acc_lo": [b[0] for b in band], "acc_hi": [b[1] for b in band]}
     return TaskFit(
         task=task, loss_metric=lm, acc_metric=am, level=level, n_runs=n_runs, step1=step1, step2=step2,
-        points=points, curves=curves, hero=hero_fc, bootstrap={"requested": n_boot, "succeeded": n_ok},
+        points=points, curves=curves, hero=hero_fc,
+        bootstrap={"requested": n_boot, "succeeded": n_ok, "step1": max(int(n_boot), MIN_BOOT)},
         warnings=warnings,
     )
 

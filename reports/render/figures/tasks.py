@@ -44,6 +44,9 @@ def draw_task(fig: FigureBase, task: Mapping[str, Any]) -> None:
             ax_l.fill_between(bx, blo, bhi, color=col, alpha=0.12, linewidth=0)
     li = hero.get("loss_interval") or [None, None]
     hero_point(ax_l, hero.get("flops"), hero.get("loss"), li[0], li[1] if len(li) > 1 else None)
+    forms = _forms_text(task.get("step1") or {})
+    if forms:
+        ax_l.text(0.02, 0.02, forms, transform=ax_l.transAxes, fontsize=6, va="bottom", ha="left", color="0.3")
     flops_axis(ax_l)
     loss_axis(ax_l, f"task loss ({tx(task.get('loss_metric') or 'bpb', 20)}, bits/byte)")
     ax_l.set_title("step 1: task loss vs compute")
@@ -74,3 +77,12 @@ def draw_task(fig: FigureBase, task: Mapping[str, Any]) -> None:
         legend(ax_r, fontsize=7)
     else:
         empty(ax_r, "no accuracy metric: loss forecast only")
+
+
+def _forms_text(step1: Mapping[str, Any]) -> str:
+    """The step-1 forms with their rollout weights, e.g. ``forms: overtrain 0.47, ratio 0.29``."""
+    forms = step1.get("forms") if isinstance(step1.get("forms"), Mapping) else {}
+    w = sorted(((str(k), num((f or {}).get("weight"))) for k, f in forms.items() if isinstance(f, Mapping)),
+               key=lambda kv: -kv[1] if ok(kv[1]) else 0.0)
+    parts = [f"{tx(k, 12)} {v:.2f}" for k, v in w if ok(v) and v > 0]
+    return "forms: " + ", ".join(parts) if parts else ""

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from ladder.errors import FitError
+from ladder.reports.fits.engine import LawFit, Linear
 from ladder.reports.fits.isoflop import fit_isoflop
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
@@ -148,3 +149,45 @@ def test_bad_method_and_to_dict():
     assert d["a"] == pytest.approx(d["n_opt"]["a"]) and d["b"] == pytest.approx(d["d_opt"]["a"])
     assert len(d["ci90"]["a"]) == 2 and d["n_budgets"] == len(BUDGETS) == len(d["budgets"])
     assert len(d["residuals"]) == d["n_runs"] == 7 * len(BUDGETS)
+
+
+def test_engine_fitted_exponents_recover_a_known_law_within_their_intervals():
+    # a, b from the engine's Linear form (log N_opt = log k + a log C) and its residual bootstrap over budgets
+    fit = fit_isoflop(isoflop(noise=0.01, seed=1), n_boot=100)
+    assert isinstance(fit.n_opt.law, LawFit) and isinstance(fit.n_opt.law.form, Linear)
+    assert fit.n_opt.law.n == len(BUDGETS) and fit.n_opt.law.boot.shape == (100, 2)
+    covered_a = covered_b = 0
+    trials = 8
+    for seed in range(trials):
+        fit = fit_isoflop(isoflop(noise=0.01, seed=100 + seed), n_boot=100, seed=seed)
+        (a_lo, a_hi), (b_lo, b_hi) = fit.n_opt.ci90["a"], fit.d_opt.ci90["a"]
+        assert a_lo < fit.a < a_hi and b_lo < fit.b < b_hi
+        covered_a += a_lo <= A_TRUE <= a_hi
+        covered_b += b_lo <= B_TRUE <= b_hi
+    # 90% intervals: 6 or more of 8 unless something is off (P(<= 5 | p = 0.9) is about 3.8%)
+    assert covered_a >= 6 and covered_b >= 6, (covered_a, covered_b)
+
+
+def optimal_loss(c):
+    n = n_opt(c)
+    return law(n, c / (6 * n))
+
+
+def test_loss_forecast_through_the_budgets_minima():
+    # On the compute-optimal frontier the Chinchilla law is exactly E + A' C^-(alpha beta / (alpha + beta))
+    exact = fit_isoflop(isoflop(), n_boot=0)
+    p = exact.loss_law.law.params
+    assert p["E"] == pytest.approx(E, rel=1e-4) and p["alpha"] == pytest.approx(ALPHA * BETA / (ALPHA + BETA), abs=1e-4)
+    assert exact.predict(1e21)[0] == pytest.approx(optimal_loss(1e21), rel=1e-5)
+    fit = fit_isoflop(isoflop(noise=0.01, seed=1), n_boot=100)
+    loss, lo, hi = fit.predict(1e21)  # 10x beyond the largest budget
+    assert lo < loss < hi and lo <= optimal_loss(1e21) <= hi and (hi - lo) / 2 / loss < 0.05
+    d = json.loads(json.dumps(fit.to_dict()))["loss_law"]
+    assert d["available"] and set(d["params"]) == set(d["ci90"]) == {"E", "A", "alpha"}
+    # rollout: the smallest 4 and 5 budgets (profiles refitted on them alone) forecast the larger budgets' minima
+    assert [r["prefix"] for r in d["rollout"]] == [4, 4, 5] and d["rollout_score"]["n"] == 3
+    assert all(abs(r["err_pct"]) < 5 for r in d["rollout"])
+    few = fit_isoflop(isoflop(budgets=BUDGETS[:3]), n_boot=0)
+    assert few.loss_law is None and "needs >= 4 budgets" in few.to_dict()["loss_law"]["reason"]
+    with pytest.raises(FitError, match="no loss forecast"):
+        few.predict(1e21)
