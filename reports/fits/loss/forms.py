@@ -132,14 +132,14 @@ class LossForm:
             return f"needs >= {self.engine.n_params + MIN_DOF} runs for {self.engine.n_params} parameters (has {len(data)})"
         return None
 
-    def applies(self, params: float, tokens: float, fitted: LossData, target_ratio: float) -> bool:
+    def applies(self, params: float, tokens: float, fitted: LossData | None, target_ratio: float) -> bool:
         """Whether a forecast of this run is within what the form claims: the ratio form only at its ratio; the
         frontier form only at the tokens/param ratios of the frontier it was fitted on (elsewhere a run is not
         compute-optimal and lies above the frontier)."""
         ratio = tokens / params
         if self.key == "ratio":
             return abs(np.log(ratio / target_ratio)) <= np.log1p(RATIO_TOL)
-        if self.key == "frontier":
+        if self.key == "frontier" and fitted is not None:
             on = fitted.ratio[frontier_mask(fitted.compute, fitted.loss)]
             return bool(len(on)) and on.min() / (1 + RATIO_TOL) <= ratio <= on.max() * (1 + RATIO_TOL)
         return True

@@ -166,6 +166,8 @@ def fit_study(
 
     predictions: list[dict] = []
     curve = None
+    if fc is None and hero is not None:
+        hero.update(loss=None, lo=None, hi=None, loss_reason=reasons["loss"])
     if fc is not None:
         # fc.points[0] is the forecast's target (the hero, or a stand-in without a study); then the predictions
         if hero is not None:

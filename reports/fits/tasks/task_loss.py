@@ -67,7 +67,8 @@ class Step1:
         return max(w, key=w.get) if w else next(iter(self.laws))
 
     def applies(self, key: str, params: float, tokens: float) -> bool:
-        return key == DIRECT or LOSS_FORMS[key].applies(params, tokens, None, self.target_ratio)
+        fitted = self.forecast.data if self.forecast is not None else None
+        return key == DIRECT or LOSS_FORMS[key].applies(params, tokens, fitted, self.target_ratio)
 
     def weights_at(self, params: float, tokens: float) -> dict[str, float]:
         """The weights of the forms that apply at (params, tokens) (the ratio form only at its ratio),

@@ -43,7 +43,7 @@ def test_recommendation_picks_the_better_variant(sweep):
     assert res.primary_variant == want
     assert r.sources["tied"].startswith("fit: tied-vs-untied ablation")
     d = res.to_dict()
-    assert d["loss_law"]["variant"] == want
+    assert d["loss"]["variant"] == want
     assert d["recommendation"]["tied"] is (want == "tied")
 
 
@@ -61,7 +61,8 @@ def test_recommendation_takes_the_lr_law_not_the_rule(sweep):
     # no batch sweep: the batch is the study's rule
     assert r.sources["batch_tokens"].startswith("study rule")
     # the loss law used the tuned runs only: its residuals are small although the sweep spans 16x in LR
-    assert res.to_dict()["loss_law"]["residual_summary"]["max_abs_pct"] < 1.5
+    forms = res.to_dict()["loss"]["forms"]
+    assert max(abs(r["pct"]) for f in forms.values() for r in f["residuals"]) < 1.5
     assert any("best lr_multipliers configuration" in n for n in res.notes)
 
 
@@ -138,7 +139,7 @@ def test_depth_width_sweep_sets_the_aspect_ratio():
         ablations={"aspect_ratio": [6, 12, 24, 48]},
         hero={"params": "1.6M"},
     )
-    res = fit_study(study_table(study, loss_fn=loss_fn, noise=0.0005), study=study, n_boot=0)
+    res = fit_study(study_table(study, loss_fn=loss_fn, noise=0.0005), study=study, n_boot=20)
     d = res.to_dict()
     assert d["depth_vs_width"]["available"]
     r = res.recommendation
@@ -156,10 +157,10 @@ def test_sweep_study_too_small_for_a_loss_law_still_gives_its_hyperparameters():
         ladder={"sizes": ["25K", "100K", "400K"], "param_count": "non_embedding", "tokens_per_param": 20},
         ablations={"lr_multipliers": [0.25, 0.5, 1, 2, 4]},
     )
-    res = fit_study(study_table(study, loss_fn=lr_penalty, noise=0.001), study=study, n_boot=0)
+    res = fit_study(study_table(study, loss_fn=lr_penalty, noise=0.001), study=study, n_boot=20)
     d = res.to_dict()
-    assert res.loss_law is None
-    assert d["loss_law"]["available"] is False and "needs >= 4 runs, got 3" in d["loss_law"]["reason"]
+    assert res.loss is None
+    assert d["loss"]["available"] is False and "needs >= 4 runs for 3 parameters (has 3)" in d["loss"]["reason"]
     assert any("needs >= 4 runs" in w for w in d["warnings"])
     assert d["hero"]["loss"] is None and d["recommendation"]["loss"] is None
     assert d["compute_optimal"]["identifiable"] is False
@@ -168,5 +169,5 @@ def test_sweep_study_too_small_for_a_loss_law_still_gives_its_hyperparameters():
     # without the sweep the same runs are just too few: a FitError naming the form and the count
     plain = study_table(study, loss_fn=lr_penalty, noise=0.001)
     plain = plain[plain["axis/lr_multipliers"] == 1].drop(columns=[c for c in plain.columns if c.startswith("axis/lr")])
-    with pytest.raises(FitError, match=r"reduced law .* needs >= 4 runs, got 3"):
-        fit_study(plain, study=make_study(ladder=study.ladder.model_dump(), ablations={}), n_boot=0)
+    with pytest.raises(FitError, match=r"ratio: needs >= 4 runs for 3 parameters \(has 3\)"):
+        fit_study(plain, study=make_study(ladder=study.ladder.model_dump(), ablations={}), n_boot=20)
