@@ -17,7 +17,7 @@ from typing import Any
 from ladder import layout
 from ladder.errors import SpecError, StateError
 from ladder.model.config import RunSpec, format_count
-from ladder.model.hardware import planning_seconds
+from ladder.model.hardware import PLANNING, planning_seconds
 from ladder.model.recipe import (
     every,
     plan_steps,
@@ -76,6 +76,12 @@ class Plan:
 
 def estimate_wall_s(run: RunSpec, hardware: str) -> float:
     return planning_seconds(run.flops, run.tokens, hardware)
+
+
+def resolved_precision(precision: str, hardware: str) -> str:
+    """``auto`` as the study's target hardware trains it (fp32 on ``cpu``, bf16 on the GPUs), so that the run's
+    spec, and its id, say what it computes in."""
+    return PLANNING[hardware][1] if precision == "auto" else precision
 
 
 @dataclass(frozen=True)
@@ -210,7 +216,7 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
         schedule=t.schedule,
         optimizer=t.optimizer,
         grad_clip=t.grad_clip,
-        precision=t.precision,
+        precision=resolved_precision(t.precision, study.executor.hardware),
         compile=t.compile,
         seed=t.seed,
         eval_interval=every(st.steps, t.evals_per_run),
@@ -277,6 +283,7 @@ class WriteResult:
     new: list[str]
     existing: list[str]
     orphans: list[str]  # run directories of earlier plans that this plan no longer has (kept, never deleted)
+    refreshed: list[str] = field(default_factory=list)  # existing, unfinished runs whose spec.json took new settings
 
 
 def default_study_dir(study: StudySpec) -> Path:
@@ -299,11 +306,13 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             raise StateError(
                 f"{sd.path} holds study {previous!r}, not {plan.study.name!r}: choose another --out directory"
             )
-    new, existing = [], []
+    new, existing, refreshed = [], [], []
     for run in plan.runs:
         rd = sd.run(run.run_id)
         if rd.spec.is_file():
             existing.append(run.run_id)
+            if _refresh_spec(rd, run):
+                refreshed.append(run.run_id)
             continue
         rd.path.mkdir(parents=True, exist_ok=True)
         layout.atomic_write_json(rd.spec, run.model_dump(mode="json"))
@@ -320,7 +329,23 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             "totals": plan.totals(),
         },
     )
-    return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans)
+    return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans, refreshed=refreshed)
+
+
+def _refresh_spec(rd: layout.RunDir, run: RunSpec) -> bool:
+    """Give an existing run that has not finished the plan's settings outside its science (same id: a new
+    micro-batch, intervals, compile, labels), so that it resumes with them; a finished run's spec.json stays
+    the record of how it trained. True when rewritten."""
+    if layout.result_status(rd) in ("done", "diverged"):
+        return False
+    wanted = run.model_dump(mode="json")
+    try:
+        if json.loads(rd.spec.read_text(encoding="utf-8")) == wanted:
+            return False
+    except (OSError, ValueError):
+        pass
+    layout.atomic_write_json(rd.spec, wanted)
+    return True
 
 
 def read_plan(study_dir: Path) -> tuple[StudySpec, list[RunSpec]]:

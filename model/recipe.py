@@ -113,10 +113,11 @@ def round_batch(batch_tokens: float, seq_len: int, min_sequences: int, max_token
 
 
 def micro_batch_for(sequences: int, seq_len: int, max_micro_tokens: int) -> int:
-    """The largest divisor of ``sequences`` whose tokens fit ``max_micro_tokens`` (at least 1 sequence):
-    gradient accumulation then covers the batch exactly, whatever the memory."""
+    """As many sequences per forward pass as fit ``max_micro_tokens`` (at least 1, at most the batch). It need
+    not divide the batch: the last chunk is smaller, and the trainer weights each chunk's loss by its size, so
+    the gradient is the mean over the whole batch either way."""
     cap = max(1, max_micro_tokens // seq_len)
-    return max(d for d in range(1, min(sequences, cap) + 1) if sequences % d == 0)
+    return min(sequences, cap)
 
 
 def plan_steps(

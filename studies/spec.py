@@ -157,12 +157,16 @@ class TrainingSpec(Strict):
     batch_scale: PositiveFloat = 1.0
     batch_min_sequences: PositiveInt = 8
     batch_max_tokens: Count | None = None
-    micro_batch_tokens: Count = Field(default=16384, description="largest forward pass; accumulation does the rest")
+    micro_batch_tokens: Count = Field(
+        default=16384, description="largest forward pass (memory); accumulation does the rest, the last chunk "
+        "smaller when it does not divide the batch. Not part of a run's id: changing it keeps finished runs")
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     grad_clip: PositiveFloat | None = 1.0
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
-    compile: bool = False
+    precision: Literal["auto", "fp32", "bf16"] = Field(
+        default="auto", description="'auto': the plan writes what executor.hardware trains in (fp32 on cpu, bf16 "
+        "on GPUs); the resolved value is part of each run's id")
+    compile: bool = Field(default=False, description="torch.compile; not part of a run's id (same computation)")
     seed: int = 0
     evals_per_run: PositiveInt = 10
     eval_tokens: Count = 65536
@@ -216,7 +220,8 @@ class LocalSpec(Strict):
 class ExecutorSpec(Strict):
     kind: Literal["local", "slurm", "debug"] = "local"
     hardware: Literal["cpu", "a100", "h100", "h200", "l40s", "a10g", "v100"] = Field(
-        default="cpu", description="what a run trains on, for the plan's wall-time estimate"
+        default="cpu", description="what a run trains on: the plan's wall-time estimate, and the precision "
+        "that training.precision 'auto' resolves to (fp32 on cpu, bf16 on GPUs)"
     )
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     local: LocalSpec = Field(default_factory=LocalSpec)

@@ -14,7 +14,15 @@ from ladder.plan import expand
 from ladder.run_lock import run_lock
 from ladder.studies.spec import parse_study
 from tests.cli_helpers import run_cli
-from tests.fake_runs import done_result, finish, metrics_lines, outcomes, per_step, plan_micro, steps_of
+from tests.fake_runs import (
+    done_result,
+    finish,
+    metrics_lines,
+    outcomes,
+    per_step,
+    plan_micro,
+    steps_of,
+)
 
 
 @pytest.fixture()

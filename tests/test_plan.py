@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from ladder import layout
-from ladder.plan import expand
+from ladder.plan import expand, read_plan
 from ladder.studies import builtin_names, load_study
 from tests.cli_helpers import run_cli
 
@@ -106,3 +106,53 @@ def test_refuses_other_studys_directory(tmp_path, capsys):
     assert run_cli(capsys, "plan", "tied-vs-untied", "--out", tmp_path / "d").code == 0
     r = run_cli(capsys, "plan", "depth-vs-width", "--out", tmp_path / "d")
     assert r.code == 2 and "holds study" in r.stderr
+
+
+def test_replanning_with_another_micro_batch_compile_or_intervals_keeps_every_finished_run(tmp_path, capsys):
+    from ladder.submit import _select
+    from tests.fake_runs import finish
+
+    spec = {
+        "name": "science", "data": {"seq_len": 32},
+        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
+        "ladder": {"sizes": ["4K", "8K", "16K"], "tokens_per_param": 10},
+        "training": {"batch_min_sequences": 12, "micro_batch_tokens": 256},
+        "hero": {"params": "1M"},
+    }
+    study, out = tmp_path / "s.yaml", tmp_path / "study"
+    study.write_text(yaml.safe_dump(spec))
+    first = run_cli(capsys, "plan", study, "--out", out, "--json").json()
+    sd = layout.StudyDir(out)
+    _, specs = read_plan(out)
+    assert {s.micro_batch_size for s in specs} == {8}  # 256 tokens of seq 32; it need not divide 12 sequences
+    finished = [s.run_id for s in specs[:2]]
+    for s in specs[:2]:
+        finish(sd, s)
+    finished_specs = {rid: sd.run(rid).spec.read_bytes() for rid in finished}
+
+    spec["training"].update(micro_batch_tokens=160, compile=True, evals_per_run=3, logs_per_run=7,
+                            checkpoints_per_run=2, checkpoint_minutes=1)
+    study.write_text(yaml.safe_dump(spec))
+    again = run_cli(capsys, "plan", study, "--out", out, "--json").json()
+    assert [r["run_id"] for r in again["runs"]] == [r["run_id"] for r in first["runs"]]
+    assert again["new"] == [] and again["orphans"] == []
+    assert again["refreshed"] == [specs[2].run_id]  # the unfinished run takes the new settings...
+    _, replanned = read_plan(out)
+    assert replanned[2].micro_batch_size == 5 and replanned[2].compile
+    assert {rid: sd.run(rid).spec.read_bytes() for rid in finished} == finished_specs  # ...finished ones keep theirs
+    chosen, skipped = _select(sd, replanned, None, retry_failed=False)
+    assert [s.run_id for s in chosen] == [specs[2].run_id] and set(skipped) == set(finished)  # nothing new to train
+
+
+@pytest.mark.parametrize("hardware, precision", [("cpu", "fp32"), ("h100", "bf16"), ("a10g", "bf16")])
+def test_precision_auto_is_resolved_for_the_target_hardware(hardware, precision):
+    from ladder.studies.spec import parse_study
+
+    base = {"name": "p", "data": {"seq_len": 32}, "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
+            "ladder": {"sizes": ["4K"]}, "hero": {"params": "1M"}, "executor": {"hardware": hardware}}
+    (run,) = expand(parse_study(base)).runs
+    assert run.precision == precision
+    explicit = expand(parse_study({**base, "training": {"precision": precision}})).runs[0]
+    assert explicit.run_id == run.run_id  # 'auto' and what it resolves to are the same science
+    other = "bf16" if precision == "fp32" else "fp32"
+    assert expand(parse_study({**base, "training": {"precision": other}})).runs[0].run_id != run.run_id

@@ -37,7 +37,8 @@ def plan(
         payload = {"study": spec.name, "study_dir": None if dry_run else str(target), "dry_run": dry_run,
                    "runs": rows, "totals": totals, "hero": p.hero.to_dict()}
         if written:
-            payload.update(new=written.new, existing=written.existing, orphans=written.orphans)
+            payload.update(new=written.new, existing=written.existing, orphans=written.orphans,
+                           refreshed=written.refreshed)
         print_json(payload)
         return
     conv = spec.ladder.param_count
@@ -70,5 +71,7 @@ def plan(
     elif written is not None:
         out.print(
             f"wrote {written.study_dir}: {len(written.new)} new runs, {len(written.existing)} already planned"
+            + (f" ({len(written.refreshed)} unfinished ones take the new micro-batch, interval or compile settings)"
+               if written.refreshed else "")
             + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
         )
