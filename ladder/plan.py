@@ -16,38 +16,20 @@ from typing import Any
 
 from ladder import layout
 from ladder.errors import SpecError, StateError
+from ladder.hero import HeroPlan, plan_hero
 from ladder.model.config import RunSpec, format_count
 from ladder.model.hardware import PLANNING, planning_seconds
 from ladder.model.recipe import (
     every,
+    params_for_compute,
     plan_steps,
     round_batch,
     rule_batch_tokens,
     rule_lr,
 )
-from ladder.model.shape import ModelShape
 from ladder.model.sizing import FamilyRules, shape_for_depth, shape_for_params
+from ladder.plan_notes import conventions, notes_and_warnings
 from ladder.studies.spec import StudySpec
-
-
-@dataclass(frozen=True)
-class HeroPlan:
-    params: int | None
-    tokens: int | None
-    compute: float
-    shape: ModelShape | None
-    tokens_per_param: float | None
-    allocation: str  # "given" or "rule" (tokens_per_param) until a fit refines it
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "params": self.params,
-            "tokens": self.tokens,
-            "compute": self.compute,
-            "tokens_per_param": self.tokens_per_param,
-            "allocation": self.allocation,
-            "shape": self.shape.public_dict() if self.shape else None,
-        }
 
 
 @dataclass
@@ -56,6 +38,8 @@ class Plan:
     runs: list[RunSpec]
     hero: HeroPlan
     estimates_s: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # which count a size holds fixed, decay of embedding and head
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def total_flops(self) -> float:
@@ -71,7 +55,11 @@ class Plan:
             "hero_flops": self.hero.compute,
             "ladder_pct_of_hero": 100.0 * self.total_flops / self.hero.compute,
             "param_convention": self.study.ladder.param_count,
+            "flops_convention": "exact",  # every FLOP number of the plan; see conventions()
         }
+
+    def conventions(self) -> dict[str, str]:
+        return conventions(self.study)
 
 
 def estimate_wall_s(run: RunSpec, hardware: str) -> float:
@@ -119,8 +107,10 @@ def _rungs(study: StudySpec, rules: FamilyRules) -> list[_Rung]:
     for budget in lad.budgets or []:
         if lad.isoflop_sizes:
             grid = list(lad.isoflop_sizes)
-        else:
-            n_opt = math.sqrt(budget / (6 * lad.tokens_per_param))
+        else:  # centred on the size that the budget, in exact FLOPs, trains at tokens_per_param
+            n_opt = params_for_compute(budget, lad.tokens_per_param, lambda n: shape_for_params(
+                n, lad.param_count, study.model.aspect_ratio, rules, study.model.tie_embeddings),
+                lad.param_count, study.data.seq_len)
             half = math.log(lad.isoflop_span) / 2
             grid = [
                 int(round(n_opt * math.exp(-half + 2 * half * i / (lad.isoflop_points - 1))))
@@ -181,8 +171,8 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
     params = shape.params(conv)
     seq_len = study.data.seq_len
     fpt = shape.flops_per_token(seq_len)
-    if rung.budget is not None:
-        tokens_wanted = rung.budget / (6 * params)
+    if rung.budget is not None:  # a budget is exact counted FLOPs: every run of it costs the budget
+        tokens_wanted = rung.budget / fpt
     else:
         assert rung.tokens_per_param is not None
         tokens_wanted = rung.tokens_per_param * params
@@ -230,33 +220,6 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
     ).with_id()
 
 
-def _hero(study: StudySpec) -> HeroPlan:
-    h, lad = study.hero, study.ladder
-    seq_len = h.seq_len or study.data.seq_len
-    rules = study.model.rules(seq_len)
-    tied = study.model.tie_embeddings if h.tied is None else h.tied
-    aspect = h.aspect_ratio or study.model.aspect_ratio
-    if h.params is not None:
-        tokens = h.tokens or int(round(lad.tokens_per_param * h.params))
-        allocation = "given" if h.tokens else "rule"
-        params = h.params
-    else:
-        assert h.compute is not None
-        params = int(round(math.sqrt(h.compute / (6 * lad.tokens_per_param))))
-        tokens = int(round(lad.tokens_per_param * params))
-        allocation = "rule"
-    shape = shape_for_params(params, lad.param_count, aspect, rules, tied)
-    compute = h.compute if h.compute is not None else float(shape.flops_per_token(seq_len)) * tokens
-    return HeroPlan(
-        params=params,
-        tokens=tokens,
-        compute=compute,
-        shape=shape,
-        tokens_per_param=tokens / params,
-        allocation=allocation,
-    )
-
-
 def expand(study: StudySpec) -> Plan:
     """All runs of a study, in a stable order: rung by rung, ablation combinations within a rung."""
     rules = study.model.rules(study.data.seq_len)
@@ -269,8 +232,9 @@ def expand(study: StudySpec) -> Plan:
                 continue  # two axis values that train the identical model (e.g. lr 1x == the rule's value)
             seen[run.run_id] = run
             runs.append(run)
-    plan = Plan(study=study, runs=runs, hero=_hero(study))
+    plan = Plan(study=study, runs=runs, hero=plan_hero(study))
     plan.estimates_s = {r.run_id: estimate_wall_s(r, study.executor.hardware) for r in runs}
+    plan.notes, plan.warnings = notes_and_warnings(study, runs)
     return plan
 
 
@@ -327,6 +291,9 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             "runs": [r.run_id for r in plan.runs],
             "hero": plan.hero.to_dict(),
             "totals": plan.totals(),
+            "conventions": plan.conventions(),
+            "notes": plan.notes,
+            "warnings": plan.warnings,
         },
     )
     return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans, refreshed=refreshed)

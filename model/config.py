@@ -81,10 +81,16 @@ class OptimizerConfig(Strict):
     eps: float = Field(default=1e-8, gt=0)
     weight_decay: float = Field(default=0.1, ge=0)
     no_decay: list[Literal["embeddings", "norms", "biases", "lm_head"]] = Field(
-        default_factory=lambda: ["embeddings", "norms", "biases"],
-        description="parameter groups that get no weight decay (an untied lm_head is a matrix and decays "
-        "unless listed)",
+        default_factory=lambda: ["embeddings", "lm_head", "norms", "biases"],
+        description="parameter groups that get no weight decay. 'embeddings' is the input embedding, 'lm_head' an "
+        "UNTIED output head; list both or neither, so that tied and untied runs get the same treatment. A tied "
+        "matrix is both and follows 'embeddings' (the plan warns when the two differ)",
     )
+
+    def embedding_and_head_differ(self) -> bool:
+        """True when the input embedding and an untied head get different decay: a tied-vs-untied comparison then
+        also measures a decay difference (a tied matrix follows the embedding's setting)."""
+        return ("embeddings" in self.no_decay) != ("lm_head" in self.no_decay)
 
 
 class ScheduleConfig(Strict):

@@ -93,7 +93,8 @@ class LadderSpec(Strict):
         default_factory=lambda: [1.0], description="Chinchilla multipliers of tokens_per_param, e.g. [0.5, 1, 2, 5]"
     )
     budgets: Annotated[list[Flops], Field(min_length=1)] | None = Field(
-        default=None, description="isoflop: compute budgets in FLOPs, C = 6 N D in the param_count convention"
+        default=None, description="isoflop: compute budgets in EXACT counted training FLOPs (flops_per_token x "
+        "tokens, model/shape.py): each run of a budget trains budget / flops_per_token tokens, so it costs the budget"
     )
     isoflop_sizes: Annotated[list[Count], Field(min_length=3)] | None = Field(
         default=None, description="isoflop: an explicit size grid used at every budget"
@@ -181,7 +182,9 @@ class HeroSpec(Strict):
 
     params: Count | None = Field(default=None, description="in the ladder's param_count convention")
     tokens: Count | None = Field(default=None, description="default: tokens_per_param x params")
-    compute: Flops | None = Field(default=None, description="FLOPs, C = 6 N D; allocation from the fit")
+    compute: Flops | None = Field(
+        default=None, description="EXACT counted training FLOPs (flops_per_token x tokens of the hero's shape, not "
+        "6ND); the plan splits it by tokens_per_param, the fit by its compute-optimal allocation")
     tied: bool | None = None
     aspect_ratio: PositiveFloat | None = None
     seq_len: PositiveInt | None = None

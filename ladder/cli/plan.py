@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
-from ladder.console import human_seconds, out, print_json, sci
+from ladder.console import err, human_seconds, out, print_json, sci
 
 
 def plan(
@@ -35,7 +35,8 @@ def plan(
     totals = p.totals()
     if as_json:
         payload = {"study": spec.name, "study_dir": None if dry_run else str(target), "dry_run": dry_run,
-                   "runs": rows, "totals": totals, "hero": p.hero.to_dict()}
+                   "runs": rows, "totals": totals, "hero": p.hero.to_dict(), "conventions": p.conventions(),
+                   "notes": p.notes, "warnings": p.warnings}
         if written:
             payload.update(new=written.new, existing=written.existing, orphans=written.orphans,
                            refreshed=written.refreshed)
@@ -43,7 +44,7 @@ def plan(
         return
     conv = spec.ladder.param_count
     table = Table(
-        "run", "variant", "axes", "shape", f"params ({conv})", "tokens", "tok/param", "FLOPs", "batch", "LR",
+        "run", "variant", "axes", "shape", f"params ({conv})", "tokens", "tok/param", "FLOPs (exact)", "batch", "LR",
         "steps", "est. time", title=f"plan: {spec.name}", title_justify="left",
     )
     for r in rows:
@@ -64,8 +65,13 @@ def plan(
     )
     out.print(
         f"hero: {h.params:,} params ({conv}), {h.tokens:,} tokens, {sci(h.compute)} FLOPs; "
-        f"the ladder costs {totals['ladder_pct_of_hero']:.3g}% of the hero's compute"
+        f"the ladder costs {totals['ladder_pct_of_hero']:.3g}% of the hero's compute (exact FLOPs / exact FLOPs)"
     )
+    out.print(f"FLOPs: {p.conventions()['flops']}")
+    for note in p.notes:
+        out.print(f"note: {note}")
+    for warning in p.warnings:
+        err.print(f"[yellow]warning[/]: {warning}")
     if dry_run:
         out.print("[yellow]dry run[/]: nothing written")
     elif written is not None:
