@@ -38,6 +38,8 @@ from ladder.status import FINAL, STATES, classify
 PENDING = tuple(s for s in STATES if s not in FINAL)  # not ended yet: planned, queued, running, interrupted
 BOOK_COLUMNS = {
     "status": "the run's state: " + ", ".join(STATES),
+    "tokens": "the run's training tokens D: its result's, else as planned",
+    "flops": "the run's exact counted training FLOPs C at those tokens: its result's, else as planned",
     "error": "failed, diverged, corrupt: the error text (result.json's reason or error, error.json, or the "
              "problem with the run's files); null otherwise",
     "reason": "why the run has no loss: its error, or what its state means (e.g. 'interrupted at step 40 of "
@@ -158,10 +160,9 @@ def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error:
         tokens_done = result.get("tokens")
     if flops_spent is None:
         flops_spent = result.get("flops_spent", result.get("flops"))
-    tokens = result.get("tokens", tokens_done)
-    flops = result.get("flops")
-    if flops is None and tokens is not None:
-        flops = float(spec.flops_per_token) * tokens
+    # the run's point (D, C): its result's numbers, or as planned; what it consumed is tokens_done/flops_spent
+    tokens = result.get("tokens", spec.tokens)
+    flops = result.get("flops", float(spec.flops_per_token) * tokens if tokens is not None else spec.flops)
     loss = result.get("final_eval_loss") if status == "done" else None
     row: dict[str, Any] = {
         "run_id": spec.run_id,

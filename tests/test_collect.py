@@ -91,6 +91,8 @@ def test_a_cancelled_and_an_interrupted_run_carry_what_they_consumed(study):
     assert diverged["error"] == "non-finite loss at step 4" and diverged["tokens_done"] == 3 * per_step(by["diverged"])
     planned = rows[by["planned"].run_id]
     assert planned["tokens_done"] == 0 and planned["flops_spent"] == 0 and planned["reason"] == "planned, not started"
+    # the run's point stays where it was planned; what it consumed is tokens_done / flops_spent
+    assert planned["tokens"] == by["planned"].tokens and planned["flops"] == by["planned"].flops
 
 
 def test_a_torn_metrics_line_costs_that_line_and_is_reported(study):
