@@ -236,14 +236,10 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield the complete records of a jsonl file; a torn last line (the writer was killed) is skipped."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
-                return
-            line = line.strip()
-            if line:
-                yield json.loads(line)
+    """Yield the complete records of a jsonl file. A torn last line (the writer was killed) is skipped, and so
+    is a corrupt line anywhere: one bad line costs that line, never the file (:func:`read_jsonl_lines` says
+    which lines it skipped)."""
+    yield from read_jsonl_lines(path).records
 
 
 @dataclass(frozen=True)

@@ -193,3 +193,13 @@ def test_the_tables_and_the_cli_keep_every_row(study, capsys):
     assert human.code == 0 and by["garbage_result"].run_id in human.stderr and "result.json" in human.stderr
     assert "metrics.jsonl line 2" in human.stderr
     write_collected(root, collect(root))  # twice is fine
+
+
+def test_a_corrupt_line_costs_only_that_line_for_every_reader(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"step": 1}\n\xff\xfe\n{"step": 2\n[1, 2]\n\n{"step": 3}\n{"step": 4')
+    got = layout.read_jsonl_lines(path)
+    assert [r["step"] for r in got.records] == [1, 3] and got.line_numbers == [1, 6]
+    assert [n for n, _ in got.bad] == [2, 3, 4, 7] and got.torn_tail == 7
+    assert "UTF-8" in got.bad[0][1] and "JSON" in got.bad[1][1] and "list" in got.bad[2][1]
+    assert [r["step"] for r in layout.read_jsonl(path)] == [1, 3]  # the trainer's reader (resume) too

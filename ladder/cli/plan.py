@@ -21,8 +21,11 @@ def plan(
     """Expand a study into runs and write a directory per run, named by the hash of its spec.
 
     Prints each run's shape, size, tokens, FLOPs, batch, LR, steps and estimated wall time, and the
-    ladder's cost as a percentage of the hero's compute. Planning again is a no-op; adding a value to an
-    axis adds only the new runs; nothing is ever deleted.
+    ladder's cost as a percentage of the hero's compute. Every FLOP number is exact counted FLOPs (FLOPs per
+    token x tokens; the JSON's `conventions` say so per number); notes say which parameter count a size holds
+    fixed and how the embedding and the LM head decay. Planning again is a no-op (unfinished runs take a new
+    micro-batch, interval or compile setting; a run's id is its science only); adding a value to an axis adds
+    only the new runs; nothing is ever deleted.
     """
     from ladder.plan import default_study_dir, expand, run_row, write_plan
     from ladder.studies import load_study
