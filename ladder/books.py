@@ -40,6 +40,7 @@ class RunBooks:
     metrics_problem: str | None  # the file as a whole cannot be read
     checkpoint_step: int | None
     has_model: bool
+    ended_at: float | None = None  # when result.json or error.json was last written (epoch seconds)
 
     @property
     def status(self) -> str | None:
@@ -176,4 +177,5 @@ def read_books(rd: layout.RunDir) -> RunBooks:
         metrics_problem=metrics_problem,
         checkpoint_step=_checkpoint_step(rd),
         has_model=rd.model.is_dir(),
+        ended_at=max((p.stat().st_mtime for p in (rd.result, rd.error) if p.is_file()), default=None),
     )

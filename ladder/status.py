@@ -9,6 +9,7 @@ of its result.json (authoritative); metrics.jsonl gives the progress of the othe
 
 from __future__ import annotations
 
+import datetime as _dt
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,13 +59,14 @@ def classify(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_record
     rec = job_records.latest(book, spec.run_id)
     if lock_holder(rd) is not None:
         return "running", None
-    if rec is not None and not rec.cancelled:
+    failed = books.status == "failed" or books.error is not None
+    if rec is not None and not rec.cancelled and not (failed and _ended_since(books, rec)):
         live = job_records.job_state(sd, rec)
         if live == "running" and rec.executor == "local":
             live = "queued"  # a local worker is alive, but no process holds this run's lock: it waits its turn
         if live in LIVE:
             return live, None
-    if books.status == "failed" or books.error is not None:
+    if failed:
         return "failed", books.error_text()
     if books.result_problem:
         return "corrupt", f"{layout.RESULT}: {books.result_problem}"
@@ -77,6 +79,16 @@ def classify(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_record
     if books.checkpoint_step is not None or books.metrics is not None or books.metrics_problem:
         return "interrupted", None
     return "planned", None
+
+
+def _ended_since(books: RunBooks, rec: job_records.JobRecord) -> bool:
+    """Whether the run failed after its latest job was submitted: a local worker then lives on with the rest of
+    its queue, but will not train this run again (a failure older than the job is one a retry will replace)."""
+    try:
+        submitted = _dt.datetime.fromisoformat(rec.submitted_at).timestamp()
+    except (TypeError, ValueError):
+        return False
+    return books.ended_at is not None and books.ended_at >= int(submitted)
 
 
 def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]

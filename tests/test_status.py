@@ -87,3 +87,31 @@ def test_submit_leaves_corrupt_runs_alone_unless_asked(study):
     chosen, _ = _select(sd, specs, None, retry_failed=True)
     assert {by["deleted_result"].run_id, by["crashed"].run_id} <= {s.run_id for s in chosen}
     assert job_records.read(sd)[by["cancelled"].run_id][-1].cancelled
+
+
+def test_a_run_that_failed_under_a_live_local_worker_is_failed_until_it_is_resubmitted(tmp_path):
+    """A local worker lives on with the rest of its queue after one of its runs failed: that run is failed,
+    not queued; once resubmitted (a job newer than the failure) it is queued again."""
+    import datetime as dt
+    import os
+
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "s"
+    spec = plan_micro(root)[0]
+    sd = layout.StudyDir(root)
+    rd = sd.run(spec.run_id)
+
+    def submit_at(when: dt.datetime) -> None:
+        with job_records.editing(sd) as book:
+            book.setdefault(spec.run_id, []).append(job_records.JobRecord(
+                executor="local", job_ids=[str(os.getpid())], folder="submitit/local/%j",
+                submitted_at=when.isoformat(timespec="seconds")))
+
+    now = dt.datetime.now(dt.timezone.utc)
+    submit_at(now - dt.timedelta(minutes=5))
+    layout.atomic_write_json(rd.result, {"status": "failed", "reason": "RuntimeError: boom"})
+    row = study_status(root)[0]
+    assert row.run_id == spec.run_id and (row.state, row.error) == ("failed", "RuntimeError: boom")
+    submit_at(now + dt.timedelta(minutes=5))  # --retry-failed: the worker will train it again
+    assert study_status(root)[0].state == "queued"
