@@ -1,26 +1,58 @@
 """Turn run directories into one results table (``results.parquet`` / ``results.csv``) and a long table of
 per-step curves (``curves.parquet``).
 
-Reads only files the runs wrote: ``spec.json`` (from the plan), ``result.json`` (atomic, so never
-half-written), ``metrics.jsonl`` (a torn last line is skipped) and lm-eval's results. A run whose files are
-missing, partial or corrupt is reported (which file, what is wrong) and left out; nothing here raises on a
-bad run. Runs still going (no ``result.json`` yet) are listed as pending.
+ONE ROW PER PLANNED RUN, whatever its state: nothing is lost from the books. Reads only the files the runs
+wrote (through :mod:`ladder.books`: ``spec.json``, ``result.json``, ``metrics.jsonl``, ``error.json``, the
+checkpoint pointer, lm-eval's results) and ``jobs.json`` (through :mod:`ladder.status`, for queued, running
+and cancelled runs). Nothing here raises on a bad run: a problem costs only what it touches, and is reported
+(run, file, line when there is one, what is wrong):
+
+- a result.json that is unreadable, not an object, or says done without a done result's keys makes the run
+  ``corrupt`` (its row stays, with the problem as its error); so does a missing result.json on a run that
+  trained to its end;
+- a torn or corrupt line of metrics.jsonl costs that line (a torn last line of a live run is no problem: the
+  writer may be finishing it); a done run whose curve stops short of its last step is reported;
+- an unreadable lm-eval results file costs that file's task columns.
+
+Columns the books add to the run's shape, recipe and result (see :data:`BOOK_COLUMNS`): ``status``,
+``error``, ``reason``, ``tokens_done``, ``flops_spent``, ``flops_planned``, ``problems``; ``loss`` is the
+result's eval loss for a done run and NaN for every other state.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ladder import layout
+from ladder import job_records, layout
+from ladder.books import RunBooks, read_books
 from ladder.model.config import RunSpec
 from ladder.plan import read_plan
+from ladder.status import FINAL, STATES, classify
 
-RESULT_KEYS = ("status", "final_train_loss", "final_eval_loss", "tokens", "flops", "wall_time_s")
+PENDING = tuple(s for s in STATES if s not in FINAL)  # not ended yet: planned, queued, running, interrupted
+BOOK_COLUMNS = {
+    "status": "the run's state: " + ", ".join(STATES),
+    "tokens": "the run's training tokens D: its result's, else as planned",
+    "flops": "the run's exact counted training FLOPs C at those tokens: its result's, else as planned",
+    "error": "failed, diverged, corrupt: the error text (result.json's reason or error, error.json, or the "
+             "problem with the run's files); null otherwise",
+    "reason": "why the run has no loss: its error, or what its state means (e.g. 'interrupted at step 40 of "
+              "120 (resumable)'); null for a done run",
+    "tokens_done": "training tokens consumed: a result's tokens, else the last complete metrics record or the "
+                   "checkpoint's step",
+    "flops_spent": "exact counted training FLOPs the run spent (flops_per_token x tokens_done, or the result's "
+                   "flops_spent: a branch counts only its own steps); failed, cancelled and partial runs included",
+    "flops_planned": "exact counted training FLOPs of the run as planned (flops_per_token x tokens_planned)",
+    "loss": "final eval loss (nats/token) of a done run; NaN for every other state",
+    "problems": "'; '-joined problems found in the run's files (skipped metrics lines, unreadable lm-eval "
+                "files, a truncated curve); null when none",
+}
 
 
 @dataclass(frozen=True)
@@ -28,9 +60,14 @@ class Problem:
     run_id: str
     file: str
     what: str
+    line: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.run_id}: {self.file}: {self.what}"
+        where = f"{self.file} line {self.line}" if self.line is not None else self.file
+        return f"{self.run_id}: {where}: {self.what}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "file": self.file, "line": self.line, "what": self.what}
 
 
 @dataclass
@@ -38,73 +75,95 @@ class Collected:
     runs: pd.DataFrame
     curves: pd.DataFrame
     problems: list[Problem] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)  # raised before writing a result (see error.json)
+    pending: list[str] = field(default_factory=list)  # not ended yet (PENDING states)
+    failed: list[str] = field(default_factory=list)  # state failed (result.json or error.json says so)
+    states: dict[str, int] = field(default_factory=dict)
 
 
-def _read_result(rd: layout.RunDir) -> tuple[dict | None, Problem | None]:
-    try:
-        result = json.loads(rd.result.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        return None, Problem(rd.run_id, layout.RESULT, f"unreadable JSON ({exc})")
-    if not isinstance(result, dict):
-        return None, Problem(rd.run_id, layout.RESULT, "not a JSON object")
-    missing = [k for k in RESULT_KEYS if k not in result]
-    if missing:
-        return None, Problem(rd.run_id, layout.RESULT, f"missing keys {missing}")
-    return result, None
-
-
-def _read_curves(rd: layout.RunDir, spec: RunSpec) -> tuple[list[dict], Problem | None]:
-    if not rd.metrics.is_file():
-        return [], None
+def _curves(spec: RunSpec, books: RunBooks) -> list[dict]:
     rows = []
-    try:
-        for rec in layout.read_jsonl(rd.metrics):
-            kind = rec.get("kind", "train")
-            tokens = rec.get("tokens")
-            rows.append(
-                {
-                    "run_id": spec.run_id,
-                    "kind": kind,
-                    "step": rec.get("step"),
-                    "tokens": tokens,
-                    "flops": None if tokens is None else float(tokens) * spec.flops_per_token,
-                    "loss": rec.get("loss"),
-                    "eval_loss": rec.get("eval_loss"),
-                    "lr": rec.get("lr"),
-                    "grad_norm": rec.get("grad_norm"),
-                    "tokens_per_s": rec.get("tokens_per_s"),
-                    "mfu": rec.get("mfu"),
-                }
-            )
-    except (ValueError, UnicodeDecodeError, OSError) as exc:
-        return [], Problem(spec.run_id, layout.METRICS, f"corrupt line ({exc})")
-    return rows, None
+    for rec in books.metrics.records if books.metrics else []:
+        tokens = rec.get("tokens")
+        rows.append(
+            {
+                "run_id": spec.run_id,
+                "kind": rec.get("kind", "train"),
+                "step": rec.get("step"),
+                "tokens": tokens,
+                "flops": float(tokens) * spec.flops_per_token if isinstance(tokens, (int, float)) else None,
+                "loss": rec.get("loss"),
+                "eval_loss": rec.get("eval_loss"),
+                "lr": rec.get("lr"),
+                "grad_norm": rec.get("grad_norm"),
+                "tokens_per_s": rec.get("tokens_per_s"),
+                "mfu": rec.get("mfu"),
+            }
+        )
+    return rows
 
 
-def _read_tasks(rd: layout.RunDir) -> tuple[dict[str, float], Problem | None]:
-    """lm-eval results as ``task/<task>/<metric>`` columns (numbers only; stderr columns dropped)."""
+def _metrics_problems(spec: RunSpec, books: RunBooks, state: str) -> list[Problem]:
+    return [Problem(spec.run_id, layout.METRICS, what, line)
+            for line, what in books.metrics_problems(spec, state)]
+
+
+def _read_tasks(rd: layout.RunDir) -> tuple[dict[str, float], list[Problem]]:
+    """lm-eval results as ``task/<task>/<metric>`` columns (numbers only; stderr columns dropped); an unreadable
+    file costs only its own columns."""
     out: dict[str, float] = {}
+    problems: list[Problem] = []
     if not rd.lm_eval.is_dir():
-        return out, None
+        return out, problems
     for path in sorted(rd.lm_eval.rglob("results*.json")):
+        name = str(path.relative_to(rd.path))
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return {}, Problem(rd.run_id, str(path.relative_to(rd.path)), f"unreadable JSON ({exc})")
-        for task, metrics in (data.get("results") or {}).items():
-            for key, value in metrics.items():
-                name, _, _filter = key.partition(",")
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and "stderr" not in name:
-                    out[f"task/{task}/{name}"] = float(value)
-    return out, None
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            problems.append(Problem(rd.run_id, name, f"unreadable JSON ({exc})"))
+            continue
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, dict):
+            problems.append(Problem(rd.run_id, name, "no 'results' mapping of tasks"))
+            continue
+        for task, metrics in results.items():
+            for key, value in (metrics.items() if isinstance(metrics, dict) else ()):
+                metric, _, _filter = str(key).partition(",")
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and "stderr" not in metric:
+                    out[f"task/{task}/{metric}"] = float(value)
+    return out, problems
 
 
-def run_record(spec: RunSpec, result: dict) -> dict[str, Any]:
+def _reason(spec: RunSpec, state: str, error: str | None, books: RunBooks) -> str | None:
+    if state == "done":
+        return None
+    if error:
+        return error
+    step = books.last_step()
+    return {
+        "cancelled": f"cancelled at step {step} of {spec.steps}",
+        "interrupted": f"interrupted at step {step} of {spec.steps} (resumable)",
+        "running": f"running: step {step} of {spec.steps}",
+        "queued": f"queued (step {step} of {spec.steps})",
+        "planned": "planned, not started",
+    }.get(state, f"{state} (step {step} of {spec.steps})")
+
+
+def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error: str | None = None,
+               reason: str | None = None, tokens_done: int | None = None, flops_spent: float | None = None,
+               problems: list[Problem] | None = None) -> dict[str, Any]:
+    """One row of the results table: the run's labels, shape and recipe from its spec, its numbers from its
+    ``result`` (an empty dict when it has none) and its books (state, error, what it consumed). Called with a
+    result alone, the books follow from the result."""
     shape = spec.shape
+    status = status or result.get("status")
+    if tokens_done is None:
+        tokens_done = result.get("tokens")
+    if flops_spent is None:
+        flops_spent = result.get("flops_spent", result.get("flops"))
+    # the run's point (D, C): its result's numbers, or as planned; what it consumed is tokens_done/flops_spent
+    tokens = result.get("tokens", spec.tokens)
+    flops = result.get("flops", float(spec.flops_per_token) * tokens if tokens is not None else spec.flops)
+    loss = result.get("final_eval_loss") if status == "done" else None
     row: dict[str, Any] = {
         "run_id": spec.run_id,
         "variant": spec.variant,
@@ -130,24 +189,29 @@ def run_record(spec: RunSpec, result: dict) -> dict[str, Any]:
             "params_embedding": shape.params_embedding,
             "params_non_embedding": shape.params_non_embedding,
             "tokens_planned": spec.tokens,
-            "tokens": result.get("tokens"),
+            "tokens": tokens,
+            "tokens_done": tokens_done,
             "flops_per_token": spec.flops_per_token,
-            "flops": result.get("flops"),
+            "flops": flops,
+            "flops_planned": spec.flops,
+            "flops_spent": flops_spent,
             "batch_tokens": spec.batch_tokens,
             "lr": spec.lr,
             "schedule": spec.schedule.kind,
             "warmup_steps": spec.warmup_steps,
             "steps": spec.steps,
-            "status": result.get("status"),
+            "status": status,
+            "error": error,
             "final_train_loss": result.get("final_train_loss"),
             "final_eval_loss": result.get("final_eval_loss"),
-            "loss": result.get("final_eval_loss"),
+            "loss": float(loss) if isinstance(loss, (int, float)) else math.nan,
             "wall_time_s": result.get("wall_time_s"),
             "tokens_per_s": result.get("tokens_per_s"),
             "mfu": result.get("mfu"),
             "restarts": result.get("restarts"),
             "diverged_at_step": result.get("diverged_at_step"),
-            "reason": result.get("reason"),
+            "reason": reason if reason is not None else result.get("reason"),
+            "problems": "; ".join(str(p).split(": ", 1)[1] for p in problems) if problems else None,
         }
     )
     return row
@@ -156,30 +220,33 @@ def run_record(spec: RunSpec, result: dict) -> dict[str, Any]:
 def collect(study_dir: Path) -> Collected:
     sd = layout.StudyDir(Path(study_dir))
     _, specs = read_plan(sd.path)
-    rows, curves, problems, pending, failed = [], [], [], [], []
+    book = job_records.read(sd)
+    rows, curves, problems = [], [], []
+    states: dict[str, list[str]] = {}
     for spec in specs:
         rd = sd.run(spec.run_id)
-        result, problem = _read_result(rd)
-        if problem:
-            problems.append(problem)
-            continue
-        if result is None:
-            (failed if rd.error.is_file() else pending).append(spec.run_id)
-            continue
-        run_curves, problem = _read_curves(rd, spec)
-        if problem:
-            problems.append(problem)
-            continue
-        tasks, problem = _read_tasks(rd)
-        if problem:
-            problems.append(problem)
-            continue
-        row = run_record(spec, result)
+        books = read_books(rd)
+        state, error = classify(sd, spec, book, books)
+        states.setdefault(state, []).append(spec.run_id)
+        mine = []
+        if books.result_problem:
+            mine.append(Problem(spec.run_id, layout.RESULT, books.result_problem))
+        elif state == "corrupt" and error:  # trained to its end, no result.json
+            mine.append(Problem(spec.run_id, layout.RESULT, error.removeprefix(f"{layout.RESULT} is ")))
+        mine.extend(_metrics_problems(spec, books, state))
+        tasks, task_problems = _read_tasks(rd)
+        mine.extend(task_problems)
+        row = run_record(spec, books.result or {}, status=state, error=error,
+                         reason=_reason(spec, state, error, books), tokens_done=books.tokens_done(spec),
+                         flops_spent=books.flops_spent(spec), problems=mine)
         row.update(tasks)
         rows.append(row)
-        curves.extend(run_curves)
+        curves.extend(_curves(spec, books))
+        problems.extend(mine)
+    pending = [rid for s in PENDING for rid in states.get(s, [])]
     return Collected(runs=pd.DataFrame(rows), curves=pd.DataFrame(curves), problems=problems, pending=pending,
-                     failed=failed)
+                     failed=states.get("failed", []),
+                     states={s: len(states[s]) for s in [*STATES, *sorted(set(states) - set(STATES))] if s in states})
 
 
 def write_collected(study_dir: Path, collected: Collected) -> list[Path]:

@@ -236,11 +236,52 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield the complete records of a jsonl file; a torn last line (the writer was killed) is skipped."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
-                return
-            line = line.strip()
-            if line:
-                yield json.loads(line)
+    """Yield the complete records of a jsonl file. A torn last line (the writer was killed) is skipped, and so
+    is a corrupt line anywhere: one bad line costs that line, never the file (:func:`read_jsonl_lines` says
+    which lines it skipped)."""
+    yield from read_jsonl_lines(path).records
+
+
+@dataclass(frozen=True)
+class JsonlLines:
+    """What :func:`read_jsonl_lines` found: the good records (with their line numbers) and every line it skipped."""
+
+    records: list[dict[str, Any]]
+    line_numbers: list[int]
+    bad: list[tuple[int, str]]  # (line number, what is wrong) of each skipped line, torn last line included
+    torn_tail: int | None  # line number of a last line without its newline (a writer stopped mid-line), if any
+
+
+def read_jsonl_lines(path: Path) -> JsonlLines:
+    """Every record of a jsonl file that parses as a JSON object, never raising on a bad line: a line that is
+    not UTF-8, not JSON or not an object is skipped and named (1-based line number). A last line without its
+    newline is skipped too and reported as torn: a live writer may be in the middle of it. Raises OSError only
+    when the file itself cannot be read."""
+    records: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    bad: list[tuple[int, str]] = []
+    torn = None
+    with open(path, "rb") as f:
+        raw_lines = f.read().split(b"\n")
+    tail = raw_lines.pop()  # after the last newline: b"" when the file ends with one
+    if tail:
+        torn = len(raw_lines) + 1
+        bad.append((torn, f"torn last line, no newline ({len(tail)} bytes; the writer stopped mid-line)"))
+    for i, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            bad.append((i, "not UTF-8 text"))
+            continue
+        except ValueError as exc:
+            bad.append((i, f"unreadable JSON ({exc})"))
+            continue
+        if not isinstance(rec, dict):
+            bad.append((i, f"a JSON {type(rec).__name__}, not an object"))
+            continue
+        records.append(rec)
+        numbers.append(i)
+    bad.sort()
+    return JsonlLines(records=records, line_numbers=numbers, bad=bad, torn_tail=torn)

@@ -111,8 +111,8 @@ def run_study(
 
     rows = wait(study_dir, poll_s=poll_s, on_update=on_status)
     outcome.runs_done = sum(r.state == "done" for r in rows)
-    outcome.runs_failed = [r.run_id for r in rows if r.state in ("failed", "diverged")]
-    unfinished = [r.run_id for r in rows if r.state not in ("done", "failed", "diverged")]
+    outcome.runs_failed = [r.run_id for r in rows if r.state in ("failed", "diverged", "corrupt")]
+    unfinished = [r.run_id for r in rows if r.state not in ("done", "failed", "diverged", "corrupt")]
     if unfinished:
         raise StateError(
             f"{len(unfinished)} runs ended without finishing ({', '.join(unfinished)}); "

@@ -16,38 +16,20 @@ from typing import Any
 
 from ladder import layout
 from ladder.errors import SpecError, StateError
+from ladder.hero import HeroPlan, plan_hero
 from ladder.model.config import RunSpec, format_count
-from ladder.model.hardware import planning_seconds
+from ladder.model.hardware import PLANNING, planning_seconds
 from ladder.model.recipe import (
     every,
+    params_for_compute,
     plan_steps,
     round_batch,
     rule_batch_tokens,
     rule_lr,
 )
-from ladder.model.shape import ModelShape
 from ladder.model.sizing import FamilyRules, shape_for_depth, shape_for_params
+from ladder.plan_notes import conventions, notes_and_warnings
 from ladder.studies.spec import StudySpec
-
-
-@dataclass(frozen=True)
-class HeroPlan:
-    params: int | None
-    tokens: int | None
-    compute: float
-    shape: ModelShape | None
-    tokens_per_param: float | None
-    allocation: str  # "given" or "rule" (tokens_per_param) until a fit refines it
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "params": self.params,
-            "tokens": self.tokens,
-            "compute": self.compute,
-            "tokens_per_param": self.tokens_per_param,
-            "allocation": self.allocation,
-            "shape": self.shape.public_dict() if self.shape else None,
-        }
 
 
 @dataclass
@@ -56,6 +38,8 @@ class Plan:
     runs: list[RunSpec]
     hero: HeroPlan
     estimates_s: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # which count a size holds fixed, decay of embedding and head
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def total_flops(self) -> float:
@@ -71,11 +55,21 @@ class Plan:
             "hero_flops": self.hero.compute,
             "ladder_pct_of_hero": 100.0 * self.total_flops / self.hero.compute,
             "param_convention": self.study.ladder.param_count,
+            "flops_convention": "exact",  # every FLOP number of the plan; see conventions()
         }
+
+    def conventions(self) -> dict[str, str]:
+        return conventions(self.study)
 
 
 def estimate_wall_s(run: RunSpec, hardware: str) -> float:
     return planning_seconds(run.flops, run.tokens, hardware)
+
+
+def resolved_precision(precision: str, hardware: str) -> str:
+    """``auto`` as the study's target hardware trains it (fp32 on ``cpu``, bf16 on the GPUs), so that the run's
+    spec, and its id, say what it computes in."""
+    return PLANNING[hardware][1] if precision == "auto" else precision
 
 
 @dataclass(frozen=True)
@@ -113,8 +107,10 @@ def _rungs(study: StudySpec, rules: FamilyRules) -> list[_Rung]:
     for budget in lad.budgets or []:
         if lad.isoflop_sizes:
             grid = list(lad.isoflop_sizes)
-        else:
-            n_opt = math.sqrt(budget / (6 * lad.tokens_per_param))
+        else:  # centred on the size that the budget, in exact FLOPs, trains at tokens_per_param
+            n_opt = params_for_compute(budget, lad.tokens_per_param, lambda n: shape_for_params(
+                n, lad.param_count, study.model.aspect_ratio, rules, study.model.tie_embeddings),
+                lad.param_count, study.data.seq_len)
             half = math.log(lad.isoflop_span) / 2
             grid = [
                 int(round(n_opt * math.exp(-half + 2 * half * i / (lad.isoflop_points - 1))))
@@ -175,8 +171,8 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
     params = shape.params(conv)
     seq_len = study.data.seq_len
     fpt = shape.flops_per_token(seq_len)
-    if rung.budget is not None:
-        tokens_wanted = rung.budget / (6 * params)
+    if rung.budget is not None:  # a budget is exact counted FLOPs: every run of it costs the budget
+        tokens_wanted = rung.budget / fpt
     else:
         assert rung.tokens_per_param is not None
         tokens_wanted = rung.tokens_per_param * params
@@ -210,7 +206,7 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
         schedule=t.schedule,
         optimizer=t.optimizer,
         grad_clip=t.grad_clip,
-        precision=t.precision,
+        precision=resolved_precision(t.precision, study.executor.hardware),
         compile=t.compile,
         seed=t.seed,
         eval_interval=every(st.steps, t.evals_per_run),
@@ -222,33 +218,6 @@ def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[st
         flops_per_token=fpt,
         flops=float(fpt) * st.tokens,
     ).with_id()
-
-
-def _hero(study: StudySpec) -> HeroPlan:
-    h, lad = study.hero, study.ladder
-    seq_len = h.seq_len or study.data.seq_len
-    rules = study.model.rules(seq_len)
-    tied = study.model.tie_embeddings if h.tied is None else h.tied
-    aspect = h.aspect_ratio or study.model.aspect_ratio
-    if h.params is not None:
-        tokens = h.tokens or int(round(lad.tokens_per_param * h.params))
-        allocation = "given" if h.tokens else "rule"
-        params = h.params
-    else:
-        assert h.compute is not None
-        params = int(round(math.sqrt(h.compute / (6 * lad.tokens_per_param))))
-        tokens = int(round(lad.tokens_per_param * params))
-        allocation = "rule"
-    shape = shape_for_params(params, lad.param_count, aspect, rules, tied)
-    compute = h.compute if h.compute is not None else float(shape.flops_per_token(seq_len)) * tokens
-    return HeroPlan(
-        params=params,
-        tokens=tokens,
-        compute=compute,
-        shape=shape,
-        tokens_per_param=tokens / params,
-        allocation=allocation,
-    )
 
 
 def expand(study: StudySpec) -> Plan:
@@ -263,8 +232,9 @@ def expand(study: StudySpec) -> Plan:
                 continue  # two axis values that train the identical model (e.g. lr 1x == the rule's value)
             seen[run.run_id] = run
             runs.append(run)
-    plan = Plan(study=study, runs=runs, hero=_hero(study))
+    plan = Plan(study=study, runs=runs, hero=plan_hero(study))
     plan.estimates_s = {r.run_id: estimate_wall_s(r, study.executor.hardware) for r in runs}
+    plan.notes, plan.warnings = notes_and_warnings(study, runs)
     return plan
 
 
@@ -277,6 +247,7 @@ class WriteResult:
     new: list[str]
     existing: list[str]
     orphans: list[str]  # run directories of earlier plans that this plan no longer has (kept, never deleted)
+    refreshed: list[str] = field(default_factory=list)  # existing, unfinished runs whose spec.json took new settings
 
 
 def default_study_dir(study: StudySpec) -> Path:
@@ -299,11 +270,13 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             raise StateError(
                 f"{sd.path} holds study {previous!r}, not {plan.study.name!r}: choose another --out directory"
             )
-    new, existing = [], []
+    new, existing, refreshed = [], [], []
     for run in plan.runs:
         rd = sd.run(run.run_id)
         if rd.spec.is_file():
             existing.append(run.run_id)
+            if _refresh_spec(rd, run):
+                refreshed.append(run.run_id)
             continue
         rd.path.mkdir(parents=True, exist_ok=True)
         layout.atomic_write_json(rd.spec, run.model_dump(mode="json"))
@@ -318,9 +291,28 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             "runs": [r.run_id for r in plan.runs],
             "hero": plan.hero.to_dict(),
             "totals": plan.totals(),
+            "conventions": plan.conventions(),
+            "notes": plan.notes,
+            "warnings": plan.warnings,
         },
     )
-    return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans)
+    return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans, refreshed=refreshed)
+
+
+def _refresh_spec(rd: layout.RunDir, run: RunSpec) -> bool:
+    """Give an existing run that has not finished the plan's settings outside its science (same id: a new
+    micro-batch, intervals, compile, labels), so that it resumes with them; a finished run's spec.json stays
+    the record of how it trained. True when rewritten."""
+    if layout.result_status(rd) in ("done", "diverged"):
+        return False
+    wanted = run.model_dump(mode="json")
+    try:
+        if json.loads(rd.spec.read_text(encoding="utf-8")) == wanted:
+            return False
+    except (OSError, ValueError):
+        pass
+    layout.atomic_write_json(rd.spec, wanted)
+    return True
 
 
 def read_plan(study_dir: Path) -> tuple[StudySpec, list[RunSpec]]:

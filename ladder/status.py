@@ -1,25 +1,29 @@
-"""Where every run of a study stands: planned, queued, running, done, failed, diverged, cancelled or
-interrupted (stopped without finishing; a new submit resumes it from its checkpoint).
+"""Where every run of a study stands: planned, queued, running, done, failed, diverged, cancelled,
+interrupted (stopped without finishing; a new submit resumes it from its checkpoint) or corrupt (it trained,
+but its result.json is missing or unusable: the problem is stated).
 
-Built only from files: the run directory (result, error, metrics, checkpoint, lock) and ``jobs.json`` with
-the executor's view of those jobs.
+Built only from files: the run directory (read by :mod:`ladder.books`: result, error, metrics, checkpoint,
+model) plus its lock, and ``jobs.json`` with the executor's view of those jobs. A finished run shows the losses
+of its result.json (authoritative); metrics.jsonl gives the progress of the others.
 """
 
 from __future__ import annotations
 
-import json
+import datetime as _dt
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ladder import job_records, layout
+from ladder.books import RunBooks, read_books
 from ladder.model.config import RunSpec
 from ladder.plan import read_plan
 from ladder.run_lock import lock_holder
 
-STATES = ("planned", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled")
-FINAL = {"done", "failed", "diverged", "cancelled"}
+STATES = ("planned", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled", "corrupt")
+FINAL = {"done", "failed", "diverged", "cancelled", "corrupt"}
+LIVE = {"queued", "running"}
 
 
 @dataclass
@@ -38,110 +42,113 @@ class RunStatus:
     job_id: str | None
     executor: str | None
     error: str | None
+    flops_spent: float = 0.0  # exact counted FLOPs of the tokens it trained (see ladder.books)
+    flops_planned: float = 0.0
+    problems: list[str] = field(default_factory=list)  # lines of its files that had to be skipped
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _error_line(rd: layout.RunDir) -> str | None:
-    try:
-        err = json.loads(rd.error.read_text())
-        return f"{err.get('error_type')}: {err.get('message')}"
-    except (OSError, ValueError):
-        pass
-    try:
-        res = json.loads(rd.result.read_text())
-        if res.get("status") in ("failed", "diverged"):
-            return res.get("reason")
-    except (OSError, ValueError):
-        pass
-    return None
+def classify(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]],
+             books: RunBooks) -> tuple[str, str | None]:
+    """(state, the error of a failed, diverged or corrupt run)."""
+    rd = sd.run(spec.run_id)
+    if books.status in ("done", "diverged"):
+        return books.status, books.error_text() if books.status == "diverged" else None
+    rec = job_records.latest(book, spec.run_id)
+    if lock_holder(rd) is not None:
+        return "running", None
+    failed = books.status == "failed" or books.error is not None
+    if rec is not None and not rec.cancelled and not (failed and _ended_since(books, rec)):
+        live = job_records.job_state(sd, rec)
+        if live == "running" and rec.executor == "local":
+            live = "queued"  # a local worker is alive, but no process holds this run's lock: it waits its turn
+        if live in LIVE:
+            return live, None
+    if failed:
+        return "failed", books.error_text()
+    if books.result_problem:
+        return "corrupt", f"{layout.RESULT}: {books.result_problem}"
+    if books.trained_to_end(spec):
+        why = (f"{layout.MODEL}/ exists" if books.has_model
+               else f"metrics reach step {books.last_step()} of {spec.steps}")
+        return "corrupt", f"{layout.RESULT} is missing although the run trained to its end ({why})"
+    if rec is not None and rec.cancelled:
+        return "cancelled", None
+    if books.checkpoint_step is not None or books.metrics is not None or books.metrics_problem:
+        return "interrupted", None
+    return "planned", None
 
 
-def _last_metrics(rd: layout.RunDir) -> dict[str, Any]:
-    last: dict[str, Any] = {}
-    if not rd.metrics.is_file():
-        return last
+def _ended_since(books: RunBooks, rec: job_records.JobRecord) -> bool:
+    """Whether the run failed after its latest job was submitted: a local worker then lives on with the rest of
+    its queue, but will not train this run again (a failure older than the job is one a retry will replace)."""
     try:
-        for rec in layout.read_jsonl(rd.metrics):
-            if rec.get("kind") == "eval":
-                last["eval_loss"] = rec.get("eval_loss")
-            else:
-                last.update(tokens=rec.get("tokens"), loss=rec.get("loss"), tokens_per_s=rec.get("tokens_per_s"))
-    except (OSError, ValueError):
-        pass
-    return last
+        submitted = _dt.datetime.fromisoformat(rec.submitted_at).timestamp()
+    except (TypeError, ValueError):
+        return False
+    return books.ended_at is not None and books.ended_at >= int(submitted)
 
 
 def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
               ) -> tuple[str, str | None]:
-    """(state, the reason for failed/diverged runs)."""
-    rd = sd.run(spec.run_id)
-    result = layout.result_status(rd)
-    if result in ("done", "diverged"):
-        return result, _error_line(rd) if result == "diverged" else None
+    """(state, the error of a failed, diverged or corrupt run)."""
+    return classify(sd, spec, book, read_books(sd.run(spec.run_id)))
+
+
+def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]],
+               books: RunBooks) -> RunStatus:
+    state, error = classify(sd, spec, book, books)
+    done_tokens = books.tokens_done(spec)
+    last = books.latest()
+    train_loss, eval_loss = last.get("loss"), last.get("eval_loss")
+    if state == "done" and books.result is not None:  # the result's numbers, not the curve's
+        train_loss, eval_loss = books.result.get("final_train_loss"), books.result.get("final_eval_loss")
+    tps = last.get("tokens_per_s")
+    eta = (spec.tokens - done_tokens) / tps if tps and state in LIVE else None
     rec = job_records.latest(book, spec.run_id)
-    if lock_holder(rd) is not None:
-        return "running", None
-    if rec is not None and not rec.cancelled:
-        live = job_records.job_state(sd, rec)
-        if live == "running" and rec.executor == "local":
-            live = "queued"  # a local worker is alive, but no process holds this run's lock: it waits its turn
-        if live in ("queued", "running"):
-            return live, None
-    if result == "failed" or rd.error.is_file():
-        return "failed", _error_line(rd)
-    if rec is not None and rec.cancelled:
-        return "cancelled", None
-    if rd.checkpoint_pointer.is_file() or rd.metrics.is_file():
-        return "interrupted", None
-    return "planned", None
+    problems = [f"{layout.METRICS} line {n}: {what}" if n else f"{layout.METRICS}: {what}"
+                for n, what in books.metrics_problems(spec, state)]
+    return RunStatus(
+        run_id=spec.run_id,
+        variant=spec.variant,
+        size=str(spec.axes.get("size", "")),
+        state=state,
+        tokens_done=done_tokens,
+        tokens_planned=spec.tokens,
+        progress=min(1.0, done_tokens / spec.tokens),
+        train_loss=train_loss,
+        eval_loss=eval_loss,
+        tokens_per_s=tps,
+        eta_s=eta,
+        job_id=",".join(rec.job_ids) if rec else None,
+        executor=rec.executor if rec else None,
+        error=error,
+        flops_spent=books.flops_spent(spec),
+        flops_planned=spec.flops,
+        problems=problems,
+    )
 
 
 def study_status(study_dir: Path) -> list[RunStatus]:
     sd = layout.StudyDir(Path(study_dir))
     _, specs = read_plan(sd.path)
     book = job_records.read(sd)
-    rows = []
-    for spec in specs:
-        rd = sd.run(spec.run_id)
-        state, error = run_state(sd, spec, book)
-        last = _last_metrics(rd)
-        done_tokens = int(last.get("tokens") or 0)
-        if state == "done":
-            done_tokens = spec.tokens
-        tps = last.get("tokens_per_s")
-        eta = (spec.tokens - done_tokens) / tps if tps and state in ("running", "queued") else None
-        rec = job_records.latest(book, spec.run_id)
-        rows.append(
-            RunStatus(
-                run_id=spec.run_id,
-                variant=spec.variant,
-                size=str(spec.axes.get("size", "")),
-                state=state,
-                tokens_done=done_tokens,
-                tokens_planned=spec.tokens,
-                progress=min(1.0, done_tokens / spec.tokens),
-                train_loss=last.get("loss"),
-                eval_loss=last.get("eval_loss"),
-                tokens_per_s=tps,
-                eta_s=eta,
-                job_id=",".join(rec.job_ids) if rec else None,
-                executor=rec.executor if rec else None,
-                error=error,
-            )
-        )
-    return rows
+    return [run_status(sd, spec, book, read_books(sd.run(spec.run_id))) for spec in specs]
 
 
 def totals(rows: list[RunStatus]) -> dict[str, Any]:
     counts = {s: 0 for s in STATES}
     for r in rows:
-        counts[r.state] += 1
+        counts[r.state] = counts.get(r.state, 0) + 1
     done = sum(r.tokens_done for r in rows)
     planned = sum(r.tokens_planned for r in rows)
     return {"runs": len(rows), "states": counts, "tokens_done": done, "tokens_planned": planned,
-            "progress": done / planned if planned else 0.0, "all_ended": all(r.state in FINAL for r in rows)}
+            "progress": done / planned if planned else 0.0, "all_ended": all(r.state in FINAL for r in rows),
+            "flops_spent": float(sum(r.flops_spent for r in rows)),
+            "flops_planned": float(sum(r.flops_planned for r in rows)),
+            "flops_convention": "exact counted training FLOPs (flops_per_token x tokens)"}
 
 
 def wait(study_dir: Path, *, poll_s: float = 2.0, on_update=None, timeout_s: float | None = None) -> list[RunStatus]:
@@ -151,7 +158,7 @@ def wait(study_dir: Path, *, poll_s: float = 2.0, on_update=None, timeout_s: flo
         rows = study_status(study_dir)
         if on_update:
             on_update(rows)
-        alive = any(r.state in ("queued", "running") for r in rows)
+        alive = any(r.state in LIVE for r in rows)
         if not alive:
             return rows
         if timeout_s is not None and time.monotonic() - start > timeout_s:

@@ -1,8 +1,8 @@
 """Submit a study's unfinished runs through submitit: SLURM (job arrays), local CPUs/GPUs (worker
 processes sharing one queue) or the in-process debug executor.
 
-Each run is submitted once: a run that is done, diverged, queued or running is skipped; a failed one only
-with ``retry_failed``; planned, interrupted and cancelled runs go out (interrupted ones resume from their
+Each run is submitted once: a run that is done, diverged, queued or running is skipped; a failed or corrupt one
+only with ``retry_failed``; planned, interrupted and cancelled runs go out (interrupted ones resume from their
 checkpoint). Every job is recorded in ``jobs.json``.
 """
 
@@ -64,6 +64,8 @@ def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None
             skipped[spec.run_id] = f"{state} (job alive)"
         elif state == "failed" and not retry_failed:
             skipped[spec.run_id] = "failed (use --retry-failed)"
+        elif state == "corrupt" and not retry_failed:
+            skipped[spec.run_id] = "corrupt: trained, but its result is unusable (--retry-failed trains it again)"
         else:
             chosen.append(spec)
     return chosen, skipped

@@ -81,10 +81,16 @@ class OptimizerConfig(Strict):
     eps: float = Field(default=1e-8, gt=0)
     weight_decay: float = Field(default=0.1, ge=0)
     no_decay: list[Literal["embeddings", "norms", "biases", "lm_head"]] = Field(
-        default_factory=lambda: ["embeddings", "norms", "biases"],
-        description="parameter groups that get no weight decay (an untied lm_head is a matrix and decays "
-        "unless listed)",
+        default_factory=lambda: ["embeddings", "lm_head", "norms", "biases"],
+        description="parameter groups that get no weight decay. 'embeddings' is the input embedding, 'lm_head' an "
+        "UNTIED output head; list both or neither, so that tied and untied runs get the same treatment. A tied "
+        "matrix is both and follows 'embeddings' (the plan warns when the two differ)",
     )
+
+    def embedding_and_head_differ(self) -> bool:
+        """True when the input embedding and an untied head get different decay: a tied-vs-untied comparison then
+        also measures a decay difference (a tied matrix follows the embedding's setting)."""
+        return ("embeddings" in self.no_decay) != ("lm_head" in self.no_decay)
 
 
 class ScheduleConfig(Strict):
@@ -122,14 +128,17 @@ class RunSpec(Strict):
     data: DataConfig
     tokens: int = Field(gt=0, description="training tokens (steps x batch_tokens)")
     batch_tokens: int = Field(gt=0)
-    micro_batch_size: int = Field(gt=0, description="sequences per forward pass; accumulation covers the rest")
+    micro_batch_size: int = Field(gt=0, description="sequences per forward pass; accumulation covers the rest (the "
+                                  "last chunk is smaller when it does not divide the batch)")
     steps: int = Field(gt=0)
     lr: float = Field(gt=0)
     warmup_steps: int = Field(ge=0)
     schedule: ScheduleConfig
     optimizer: OptimizerConfig
     grad_clip: float | None = Field(default=1.0, gt=0)
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision: Literal["auto", "fp32", "bf16"] = Field(
+        default="auto", description="as the plan resolved it for the target hardware; 'auto' (a spec written by "
+        "hand) lets the trainer choose: bf16 on a CUDA device that supports it, else fp32")
     compile: bool = False
     seed: int = 0
     eval_interval: int = Field(gt=0, description="steps between evaluations")
@@ -147,14 +156,43 @@ class RunSpec(Strict):
 
     @property
     def grad_accum_steps(self) -> int:
-        return max(1, self.sequences_per_batch // self.micro_batch_size)
+        """Forward passes per step: the last one is smaller when micro_batch_size does not divide the batch."""
+        return max(1, -(-self.sequences_per_batch // self.micro_batch_size))
 
     def content_hash(self) -> str:
-        """Hash of what determines the training, not of labels: two specs that train the same model on the
-        same data the same way get the same id."""
-        payload = self.model_dump(mode="json", exclude={"run_id", "study", "axes", "variant"})
+        """Hash of the run's science (:data:`SCIENCE_FIELDS`: what changes its numbers), and of nothing else: two
+        specs that train the same model on the same data the same way get the same id, whatever their labels,
+        micro-batch, intervals or compile setting (:data:`NOT_SCIENCE_FIELDS`). A checkpoint carries this hash,
+        so a run resumes from one written with another micro-batch but never from one of other science."""
+        payload = self.model_dump(mode="json", include=set(SCIENCE_FIELDS))
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def with_id(self) -> "RunSpec":
         return self.model_copy(update={"run_id": self.content_hash()})
+
+
+SCIENCE_FIELDS = (
+    "shape", "data", "tokens", "batch_tokens", "steps", "lr", "warmup_steps", "schedule", "optimizer", "grad_clip",
+    "precision", "seed", "eval_tokens", "divergence",
+)
+"""The ``RunSpec`` fields that change a run's numbers: hashed into its id. ``precision`` is hashed as the plan
+resolved it for the target hardware (``auto`` becomes fp32 or bf16 there)."""
+
+NOT_SCIENCE_FIELDS = {
+    "run_id": "the hash itself",
+    "study": "a label", "axes": "labels of the study's axes", "variant": "a label",
+    "param_convention": "how the size is counted, not what is trained",
+    "params": "the size in param_convention: a count of the shape (hashed)",
+    "micro_batch_size": "how a step is split into forward passes; the gradient is the same mean over the batch",
+    "eval_interval": "when to evaluate: evaluation never touches the training state",
+    "log_interval": "when to log",
+    "checkpoint_interval": "when to checkpoint", "checkpoint_minutes": "when to checkpoint",
+    "compile": "how the same computation is executed",
+    "flops_per_token": "accounting of the shape (hashed); a fix to the count must not rename runs",
+    "flops": "accounting: flops_per_token x tokens",
+    "trunk": "which run a branch starts from (its science is its own schedule and budget)",
+    "branch_steps": "where a branch starts from its trunk",
+}
+"""Every other ``RunSpec`` field, and why it does not change the run's numbers (a test holds that every field is
+in exactly one of the two)."""

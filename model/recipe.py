@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Literal, Protocol
 
+from ladder.model.shape import ModelShape
+
 OLMO_REFERENCE_PARAMS = 108e6
 OLMO_REFERENCE_SEQ_LEN = 2048
 
@@ -27,13 +29,37 @@ def olmo_batch_tokens(params: float) -> float:
 
 
 def deepseek_lr(flops: float) -> float:
-    """Peak LR = 0.3118 C^-0.1250: DeepSeek LLM (2024), eq. 1, fitted for 1e17-2e19 FLOPs."""
+    """Peak LR = 0.3118 C^-0.1250: DeepSeek LLM (2024), eq. 1, fitted for 1e17-2e19 FLOPs.
+
+    ``flops`` is the run's EXACT counted training FLOPs (``flops_per_token x tokens``, model/shape.py). DeepSeek's
+    own C = M D counts non-embedding FLOPs per token (attention included, the LM head's matmul not), so on
+    small-vocabulary-dominated CPU rungs this C is larger than theirs would be."""
     return 0.3118 * flops ** (-0.1250)
 
 
 def deepseek_batch_tokens(flops: float) -> float:
-    """Batch = 0.2920 C^0.3271 tokens: DeepSeek LLM (2024), eq. 1."""
+    """Batch = 0.2920 C^0.3271 tokens: DeepSeek LLM (2024), eq. 1; ``flops`` in exact counted FLOPs (see
+    :func:`deepseek_lr`)."""
     return 0.2920 * flops**0.3271
+
+
+def params_for_compute(compute: float, tokens_per_param: float, shape_at: Callable[[int], ModelShape],
+                       convention: str, seq_len: int) -> int:
+    """The size N (in ``convention``) whose shape, trained on ``tokens_per_param x N`` tokens, costs ``compute``
+    EXACT counted FLOPs: ``C = flops_per_token(shape(N)) x tokens_per_param x N``. The 6ND guess
+    ``sqrt(C / 6 tokens_per_param)`` starts it; each step then uses the exact FLOPs per parameter of the shape
+    drawn at the current N (at small sizes the attention and LM-head terms make them several times 6)."""
+    n = max(1, int(round(math.sqrt(compute / (6 * tokens_per_param)))))
+    seen: set[int] = set()
+    for _ in range(32):
+        shape = shape_at(n)
+        per_param = shape.flops_per_token(seq_len) / shape.params(convention)
+        nxt = max(1, int(round(math.sqrt(compute / (per_param * tokens_per_param)))))
+        if nxt == n or nxt in seen:  # converged, or cycling between two whole-head shapes
+            return nxt
+        seen.add(n)
+        n = nxt
+    return n
 
 
 class RecipeRules(Protocol):
@@ -70,7 +96,7 @@ def rule_lr(training: RecipeRules, params_non_embedding: float, flops: float) ->
     lr, text = _scaled_rule(
         t.lr_rule,
         (lambda: olmo_lr(params_non_embedding), "olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)"),
-        (lambda: deepseek_lr(flops), "deepseek LR = 0.3118 C^-0.125"),
+        (lambda: deepseek_lr(flops), "deepseek LR = 0.3118 C^-0.125 (C: exact counted FLOPs)"),
         t.lr_scale, "lr_scale",
     )  # fmt: skip
     if t.lr_max is not None and lr > t.lr_max:
@@ -89,7 +115,7 @@ def rule_batch_tokens(training: RecipeRules, params_non_embedding: float, flops:
         t.batch_rule,
         (lambda: olmo_batch_tokens(params_non_embedding),
          "olmo batch = 160 (N_non_embedding / 108M)^(2/3) x 2048 tokens"),
-        (lambda: deepseek_batch_tokens(flops), "deepseek batch = 0.292 C^0.3271 tokens"),
+        (lambda: deepseek_batch_tokens(flops), "deepseek batch = 0.292 C^0.3271 tokens (C: exact counted FLOPs)"),
         t.batch_scale, "batch_scale",
     )  # fmt: skip
     return float(batch), text
@@ -113,10 +139,11 @@ def round_batch(batch_tokens: float, seq_len: int, min_sequences: int, max_token
 
 
 def micro_batch_for(sequences: int, seq_len: int, max_micro_tokens: int) -> int:
-    """The largest divisor of ``sequences`` whose tokens fit ``max_micro_tokens`` (at least 1 sequence):
-    gradient accumulation then covers the batch exactly, whatever the memory."""
+    """As many sequences per forward pass as fit ``max_micro_tokens`` (at least 1, at most the batch). It need
+    not divide the batch: the last chunk is smaller, and the trainer weights each chunk's loss by its size, so
+    the gradient is the mean over the whole batch either way."""
     cap = max(1, max_micro_tokens // seq_len)
-    return max(d for d in range(1, min(sequences, cap) + 1) if sequences % d == 0)
+    return min(sequences, cap)
 
 
 def plan_steps(

@@ -93,7 +93,8 @@ class LadderSpec(Strict):
         default_factory=lambda: [1.0], description="Chinchilla multipliers of tokens_per_param, e.g. [0.5, 1, 2, 5]"
     )
     budgets: Annotated[list[Flops], Field(min_length=1)] | None = Field(
-        default=None, description="isoflop: compute budgets in FLOPs, C = 6 N D in the param_count convention"
+        default=None, description="isoflop: compute budgets in EXACT counted training FLOPs (flops_per_token x "
+        "tokens, model/shape.py): each run of a budget trains budget / flops_per_token tokens, so it costs the budget"
     )
     isoflop_sizes: Annotated[list[Count], Field(min_length=3)] | None = Field(
         default=None, description="isoflop: an explicit size grid used at every budget"
@@ -157,12 +158,16 @@ class TrainingSpec(Strict):
     batch_scale: PositiveFloat = 1.0
     batch_min_sequences: PositiveInt = 8
     batch_max_tokens: Count | None = None
-    micro_batch_tokens: Count = Field(default=16384, description="largest forward pass; accumulation does the rest")
+    micro_batch_tokens: Count = Field(
+        default=16384, description="largest forward pass (memory); accumulation does the rest, the last chunk "
+        "smaller when it does not divide the batch. Not part of a run's id: changing it keeps finished runs")
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     grad_clip: PositiveFloat | None = 1.0
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
-    compile: bool = False
+    precision: Literal["auto", "fp32", "bf16"] = Field(
+        default="auto", description="'auto': the plan writes what executor.hardware trains in (fp32 on cpu, bf16 "
+        "on GPUs); the resolved value is part of each run's id")
+    compile: bool = Field(default=False, description="torch.compile; not part of a run's id (same computation)")
     seed: int = 0
     evals_per_run: PositiveInt = 10
     eval_tokens: Count = 65536
@@ -177,7 +182,9 @@ class HeroSpec(Strict):
 
     params: Count | None = Field(default=None, description="in the ladder's param_count convention")
     tokens: Count | None = Field(default=None, description="default: tokens_per_param x params")
-    compute: Flops | None = Field(default=None, description="FLOPs, C = 6 N D; allocation from the fit")
+    compute: Flops | None = Field(
+        default=None, description="EXACT counted training FLOPs (flops_per_token x tokens of the hero's shape, not "
+        "6ND); the plan splits it by tokens_per_param, the fit by its compute-optimal allocation")
     tied: bool | None = None
     aspect_ratio: PositiveFloat | None = None
     seq_len: PositiveInt | None = None
@@ -216,7 +223,8 @@ class LocalSpec(Strict):
 class ExecutorSpec(Strict):
     kind: Literal["local", "slurm", "debug"] = "local"
     hardware: Literal["cpu", "a100", "h100", "h200", "l40s", "a10g", "v100"] = Field(
-        default="cpu", description="what a run trains on, for the plan's wall-time estimate"
+        default="cpu", description="what a run trains on: the plan's wall-time estimate, and the precision "
+        "that training.precision 'auto' resolves to (fp32 on cpu, bf16 on GPUs)"
     )
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     local: LocalSpec = Field(default_factory=LocalSpec)

@@ -63,9 +63,11 @@ def test_corrupt_result_is_reported_and_collect_carries_on(planned, capsys):
     c = run_cli(capsys, "collect", study_dir, "--json")
     assert c.code == 0
     data = c.json()
-    assert data["rows"] == len(ids) - 1
-    assert [p["run_id"] for p in data["problems"]] == [ids[0]]
+    assert data["rows"] == len(ids)  # one row per planned run: the corrupt one stays, with its state
+    assert [p["run_id"] for p in data["problems"]] == [ids[0], ids[1]]  # the torn line is reported too
     assert data["problems"][0]["file"] == "result.json" and "JSON" in data["problems"][0]["what"]
+    assert data["problems"][1]["file"] == "metrics.jsonl" and data["problems"][1]["line"] is not None
+    assert data["states"]["corrupt"] == 1
     human = run_cli(capsys, "collect", study_dir)
     assert ids[0] in human.stderr and "result.json" in human.stderr
 

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
-from ladder.console import human_seconds, out, print_json, sci
+from ladder.console import err, human_seconds, out, print_json, sci
 
 
 def plan(
@@ -21,8 +21,11 @@ def plan(
     """Expand a study into runs and write a directory per run, named by the hash of its spec.
 
     Prints each run's shape, size, tokens, FLOPs, batch, LR, steps and estimated wall time, and the
-    ladder's cost as a percentage of the hero's compute. Planning again is a no-op; adding a value to an
-    axis adds only the new runs; nothing is ever deleted.
+    ladder's cost as a percentage of the hero's compute. Every FLOP number is exact counted FLOPs (FLOPs per
+    token x tokens; the JSON's `conventions` say so per number); notes say which parameter count a size holds
+    fixed and how the embedding and the LM head decay. Planning again is a no-op (unfinished runs take a new
+    micro-batch, interval or compile setting; a run's id is its science only); adding a value to an axis adds
+    only the new runs; nothing is ever deleted.
     """
     from ladder.plan import default_study_dir, expand, run_row, write_plan
     from ladder.studies import load_study
@@ -35,14 +38,16 @@ def plan(
     totals = p.totals()
     if as_json:
         payload = {"study": spec.name, "study_dir": None if dry_run else str(target), "dry_run": dry_run,
-                   "runs": rows, "totals": totals, "hero": p.hero.to_dict()}
+                   "runs": rows, "totals": totals, "hero": p.hero.to_dict(), "conventions": p.conventions(),
+                   "notes": p.notes, "warnings": p.warnings}
         if written:
-            payload.update(new=written.new, existing=written.existing, orphans=written.orphans)
+            payload.update(new=written.new, existing=written.existing, orphans=written.orphans,
+                           refreshed=written.refreshed)
         print_json(payload)
         return
     conv = spec.ladder.param_count
     table = Table(
-        "run", "variant", "axes", "shape", f"params ({conv})", "tokens", "tok/param", "FLOPs", "batch", "LR",
+        "run", "variant", "axes", "shape", f"params ({conv})", "tokens", "tok/param", "FLOPs (exact)", "batch", "LR",
         "steps", "est. time", title=f"plan: {spec.name}", title_justify="left",
     )
     for r in rows:
@@ -63,12 +68,19 @@ def plan(
     )
     out.print(
         f"hero: {h.params:,} params ({conv}), {h.tokens:,} tokens, {sci(h.compute)} FLOPs; "
-        f"the ladder costs {totals['ladder_pct_of_hero']:.3g}% of the hero's compute"
+        f"the ladder costs {totals['ladder_pct_of_hero']:.3g}% of the hero's compute (exact FLOPs / exact FLOPs)"
     )
+    out.print(f"FLOPs: {p.conventions()['flops']}")
+    for note in p.notes:
+        out.print(f"note: {note}")
+    for warning in p.warnings:
+        err.print(f"[yellow]warning[/]: {warning}")
     if dry_run:
         out.print("[yellow]dry run[/]: nothing written")
     elif written is not None:
         out.print(
             f"wrote {written.study_dir}: {len(written.new)} new runs, {len(written.existing)} already planned"
+            + (f" ({len(written.refreshed)} unfinished ones take the new micro-batch, interval or compile settings)"
+               if written.refreshed else "")
             + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
         )

@@ -5,24 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
-from ladder.console import err, human_seconds, out, print_json
+from ladder.console import err, human_seconds, out, print_json, sci
 
 
 def status_table(rows, title: str) -> Table:
-    table = Table("run", "variant", "size", "state", "progress", "train loss", "eval loss", "tok/s", "ETA", "job",
-                  title=title, title_justify="left")
-    colours = {"done": "green", "failed": "red", "diverged": "red", "running": "cyan", "queued": "yellow",
-               "cancelled": "magenta", "interrupted": "yellow"}
+    table = Table("run", "variant", "size", "state", "progress", "FLOPs spent (exact)", "train loss", "eval loss",
+                  "tok/s", "ETA", "job", title=title, title_justify="left")
+    colours = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red", "running": "cyan",
+               "queued": "yellow", "cancelled": "magenta", "interrupted": "yellow"}
     for r in rows:
         state = f"[{colours.get(r.state, 'white')}]{r.state}[/]"
         if r.error:
-            state += f"\n[dim]{r.error[:80]}[/]"
+            state += f"\n[dim]{escape(r.error[:120])}[/]"
+        for problem in r.problems[:3]:
+            state += f"\n[yellow]{escape(problem[:120])}[/]"
         table.add_row(
             r.run_id, r.variant, r.size, state,
-            f"{r.tokens_done:,}/{r.tokens_planned:,} ({100 * r.progress:.0f}%)",
+            f"{r.tokens_done:,}/{r.tokens_planned:,} ({100 * r.progress:.0f}%)", sci(r.flops_spent),
             f"{r.train_loss:.4f}" if r.train_loss is not None else "-",
             f"{r.eval_loss:.4f}" if r.eval_loss is not None else "-",
             f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
@@ -33,7 +36,9 @@ def status_table(rows, title: str) -> Table:
 
 def totals_line(t: dict) -> str:
     states = ", ".join(f"{n} {s}" for s, n in t["states"].items() if n)
-    return f"{t['runs']} runs: {states}; {t['tokens_done']:,}/{t['tokens_planned']:,} tokens ({100 * t['progress']:.0f}%)"
+    return (f"{t['runs']} runs: {states}; {t['tokens_done']:,}/{t['tokens_planned']:,} tokens "
+            f"({100 * t['progress']:.0f}%); {sci(t['flops_spent'])} of {sci(t['flops_planned'])} FLOPs spent "
+            "(exact counted: flops_per_token x tokens, failed and cancelled runs included)")
 
 
 def status(
@@ -44,8 +49,10 @@ def status(
 ) -> None:
     """Show each run's state, progress, losses, throughput, ETA and job id.
 
-    States: planned, queued, running, interrupted (resumable), done, failed, diverged, cancelled; a failed
-    run shows its error. Totals follow the table."""
+    States: planned, queued, running, interrupted (resumable), done, failed, diverged, cancelled, corrupt
+    (trained, but result.json is missing or unusable); a failed, diverged or corrupt run shows its error, and
+    a run whose files had lines to skip shows them. A finished run shows the losses of its result.json.
+    Totals follow the table, with the FLOPs spent by every run."""
     from ladder.status import study_status, totals, wait
 
     if watch and not as_json:
@@ -70,9 +77,11 @@ def collect(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Gather finished runs into results.parquet/.csv and their curves into curves.parquet.
+    """Gather every planned run into results.parquet/.csv (one row per run, whatever its state) and the
+    curves into curves.parquet.
 
-    Reads only the files the runs wrote; a run with missing or corrupt files is reported and left out."""
+    Reads only the files the runs wrote. A problem (an unusable result.json, a torn metrics line, an unreadable
+    lm-eval file) costs only what it touches and is reported; the run's row stays, with its state and error."""
     from ladder.collect import collect as do_collect
     from ladder.collect import write_collected
 
@@ -81,7 +90,8 @@ def collect(
     payload = {
         "rows": len(c.runs),
         "files": [str(p) for p in paths],
-        "problems": [{"run_id": p.run_id, "file": p.file, "what": p.what} for p in c.problems],
+        "states": c.states,
+        "problems": [p.to_dict() for p in c.problems],
         "pending": c.pending,
         "failed": c.failed,
     }
@@ -89,9 +99,10 @@ def collect(
         print_json(payload)
         return
     for p in c.problems:
-        err.print(f"[yellow]left out[/] {p}")
+        err.print(f"[yellow]problem[/] {escape(str(p))}")
     if c.failed:
         err.print(f"[red]{len(c.failed)} runs failed[/] (see `ladder status {study_dir}`): {', '.join(c.failed)}")
     if c.pending:
         out.print(f"{len(c.pending)} runs not finished yet: {', '.join(c.pending)}")
-    out.print(f"collected {len(c.runs)} runs into {paths[0]} (and .csv, {paths[2].name})")
+    states = ", ".join(f"{n} {s}" for s, n in c.states.items())
+    out.print(f"collected {len(c.runs)} runs ({states}) into {paths[0]} (and .csv, {paths[2].name})")

@@ -90,7 +90,7 @@ def submit(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
     executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     run: Optional[list[str]] = typer.Option(None, "--run", help="Only this run id (repeatable)."),
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Also resubmit failed runs."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Also resubmit failed and corrupt runs."),
     partition: Optional[str] = typer.Option(None, help="SLURM partition."),
     account: Optional[str] = typer.Option(None, help="SLURM account."),
     qos: Optional[str] = typer.Option(None, help="SLURM QOS."),
@@ -110,7 +110,8 @@ def submit(
     """Submit every unfinished run once: SLURM job arrays, local workers, or in-process debug.
 
     Runs that are done or whose jobs are alive are skipped, so submitting again submits nothing;
-    `--retry-failed` resubmits failed runs; interrupted and cancelled runs resume from their checkpoints.
+    `--retry-failed` resubmits failed and corrupt runs (a corrupt one trains again from scratch); interrupted
+    and cancelled runs resume from their checkpoints.
     Job ids are recorded in the study's jobs.json.
     """
     from ladder.plan import read_plan

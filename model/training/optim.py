@@ -1,18 +1,22 @@
-"""AdamW with weight decay on matrices only.
+"""AdamW with weight decay on the body's matrices; the embedding and the LM head as the study says.
 
 Every parameter falls in exactly one category:
 
 - ``embeddings``: the input embedding matrix. A TIED embedding/LM head is one tensor and is classified here
   (its identity as the input embedding wins): it decays only when ``"embeddings"`` is not in ``no_decay``,
   whatever ``"lm_head"`` says.
-- ``lm_head``: an UNTIED output projection. It is a matrix and decays unless ``"lm_head"`` is listed.
+- ``lm_head``: an UNTIED output projection. It decays unless ``"lm_head"`` is listed.
 - ``norms``: RMSNorm gains (any 1-D weight of a module whose class name contains ``Norm``).
 - ``biases``: any parameter named ``*.bias`` (the Llama models here have none; kept for completeness).
 - ``matrices``: everything else (attention and MLP projections). Always decays.
 
-With the default ``no_decay = [embeddings, norms, biases]`` the decayed group is exactly the attention and MLP
-matrices plus an untied LM head. Groups keep ``model.named_parameters()`` order, so the optimizer's state
-layout is deterministic (a checkpoint's optimizer state loads into a freshly built optimizer).
+The default ``no_decay = [embeddings, lm_head, norms, biases]`` gives the embedding and the head the SAME
+treatment (no decay), so a tied run and an untied run of a study differ by the tying alone: the decayed group
+is exactly the attention and MLP matrices in both. A study that lists only one of the two gets a tied matrix
+that follows the embedding's setting and an untied head that follows its own; ``ladder plan`` warns then,
+since the tied-vs-untied comparison also measures that decay difference. Groups keep
+``model.named_parameters()`` order, so the optimizer's state layout is deterministic (a checkpoint's optimizer
+state loads into a freshly built optimizer).
 """
 
 from __future__ import annotations

@@ -75,6 +75,6 @@ def test_recipe_rules_match_their_sources():
     assert round_batch(5000, 256, 8, None) == 20 * 256
     assert round_batch(100, 256, 8, None) == 8 * 256
     assert micro_batch_for(24, 256, 2048) == 8
-    assert micro_batch_for(7, 256, 1024) == 1  # prime: accumulate single sequences
+    assert micro_batch_for(7, 256, 1024) == 4  # need not divide the batch: chunks of 4 and 3, not 7 of 1
     st = plan_steps(1_000_000, 4096, 256, 0.05, 16384)
     assert st.steps == 244 and st.tokens == 244 * 4096 and st.warmup_steps == 12

@@ -69,8 +69,8 @@ def test_shipped_tasks_offline_write_results_collect_reads_and_are_not_redone(ru
         assert data["n-samples"][task]["effective"] == 4 and task in data["versions"] and task in data["configs"]
         assert data["config"]["model_args"]["pretrained"] == str(run_dir.model)
         assert "samples" not in data
-    cols, problem = _read_tasks(run_dir)
-    assert problem is None
+    cols, problems = _read_tasks(run_dir)
+    assert problems == []
     for key in ("acc", "acc_norm", "bpb"):
         assert f"task/ladder_py_next_line/{key}" in cols
     assert 0 <= cols["task/ladder_py_next_line/acc"] <= 1

@@ -23,9 +23,10 @@ def names(groups, label):
 
 
 @pytest.mark.parametrize("tied", [True, False])
-def test_default_groups_decay_matrices_only(tied):
+def test_groups_decay_matrices_only_and_an_untied_head_unless_listed(tied):
     model = build_model(shape(tied))
-    groups = param_groups(model, OptimizerConfig(weight_decay=0.1))
+    # the embeddings but not the head listed (the default before both were): an untied head decays
+    groups = param_groups(model, OptimizerConfig(weight_decay=0.1, no_decay=["embeddings", "norms", "biases"]))
     decay, no_decay = names(groups, "decay"), names(groups, "no_decay")
     all_names = {n for n, _ in model.named_parameters()}
     assert decay | no_decay == all_names and not decay & no_decay
@@ -43,6 +44,27 @@ def test_default_groups_decay_matrices_only(tied):
         assert decay == proj | {"lm_head.weight"}  # an untied head is a matrix: it decays by default
     wd = {g["group"]: g["weight_decay"] for g in groups}
     assert wd == {"decay": 0.1, "no_decay": 0.0}
+
+
+def test_tied_and_untied_get_the_same_decay_treatment_by_default():
+    """A fair tied-vs-untied comparison: by default neither the embedding nor the head decays, so the decayed
+    group of a tied and an untied model is the same set of body matrices, and every other parameter gets 0."""
+    cfg = OptimizerConfig(weight_decay=0.1)
+    assert not cfg.embedding_and_head_differ()
+    treatment = {}
+    for tied in (True, False):
+        model = build_model(shape(tied))
+        groups = param_groups(model, cfg)
+        opt = build_optimizer(model, cfg, lr=0.1)
+        names_of = {id(p): n for n, p in model.named_parameters()}
+        treatment[tied] = {names_of[id(p)]: g["weight_decay"] for g in opt.param_groups for p in g["params"]}
+        assert names(groups, "decay") == {n for n in treatment[tied] if n.endswith("_proj.weight")}
+    assert treatment[True]["model.embed_tokens.weight"] == 0.0  # the tied matrix: embedding and head at once
+    assert treatment[False]["model.embed_tokens.weight"] == treatment[False]["lm_head.weight"] == 0.0
+    body = {n: wd for n, wd in treatment[False].items() if n != "lm_head.weight"}
+    assert body == treatment[True]  # the same body, treated the same way; the untied run adds one head, undecayed
+    differ = OptimizerConfig(no_decay=["embeddings", "norms", "biases"])
+    assert differ.embedding_and_head_differ()
 
 
 def test_lm_head_can_be_excluded_and_a_tied_matrix_follows_the_embeddings_rule():

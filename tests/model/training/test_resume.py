@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ladder.errors import StateError
 from ladder.layout import RunDir
 from ladder.model.training.checkpoint import latest_checkpoint
 from ladder.model.training.loop import train
@@ -163,3 +164,22 @@ def test_signal_mid_step_checkpoints_at_the_boundary_raises_preempted_and_resume
     assert signal.getsignal(sig) is before
     result = train(run, dataset=tiny_data())
     assert_same_as_reference(run, result, reference)
+
+
+def test_a_checkpoint_resumes_under_another_micro_batch_but_never_under_other_science(tmp_path):
+    """The checkpoint carries the spec's hash of its science: a re-plan that changed only the micro-batch (3 does
+    not divide the 8 sequences of a step) resumes from it; one that changed the LR is refused."""
+    spec = make_spec(steps=12, checkpoint_interval=100, eval_interval=100, log_interval=2)
+    other_micro = spec.model_copy(update={"micro_batch_size": 3})
+    assert other_micro.content_hash() == spec.content_hash()
+    run = make_run(tmp_path / "micro", spec)
+    assert train(run, dataset=tiny_data(), stop_after_steps=5)["status"] == "stopped"
+    (run / "spec.json").write_text(other_micro.model_dump_json(indent=2))
+    result = train(run, dataset=tiny_data())
+    assert result["status"] == "done" and result["restarts"] == 1 and result["steps"] == 12
+
+    run = make_run(tmp_path / "lr", spec)
+    assert train(run, dataset=tiny_data(), stop_after_steps=5)["status"] == "stopped"
+    (run / "spec.json").write_text(spec.model_copy(update={"lr": spec.lr / 2}).model_dump_json(indent=2))
+    with pytest.raises(StateError, match="different spec"):
+        train(run, dataset=tiny_data())

@@ -1,0 +1,181 @@
+"""What a run's own files say about it, read without ever raising: its result (checked), its error, its metrics
+line by line, its checkpoint step, whether it trained to its last step, and the tokens and FLOPs it consumed.
+
+``ladder status`` and ``ladder collect`` read every run through :func:`read_books`, so the two always agree on a
+run's state, error, tokens and FLOPs. Nothing here looks at jobs (``ladder.status`` adds the executor's view).
+
+Conventions:
+
+- ``result.json`` is authoritative for a finished run (its losses, tokens, FLOPs); ``metrics.jsonl`` is its
+  curve. A result that cannot be read, that is not a JSON object, whose ``status`` is not done, diverged or
+  failed, or that says done without the keys a done result has, is a *problem* (the run is ``corrupt``), never
+  a silent absence.
+- A run's error text is the result's ``reason`` or ``error`` key, else ``error.json``'s ``error_type: message``.
+- Tokens consumed: a result's ``tokens``, else the furthest of the last complete metrics record and the
+  checkpoint's step. FLOPs spent: a result's ``flops_spent`` when it has one (a branch counts only the steps it
+  trained itself), else exact counted FLOPs of the tokens consumed (``flops_per_token x tokens``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ladder import layout
+from ladder.model.config import RunSpec
+
+RESULT_STATES = ("done", "diverged", "failed")
+DONE_KEYS = ("final_train_loss", "final_eval_loss", "tokens", "flops", "wall_time_s")
+
+
+@dataclass(frozen=True)
+class RunBooks:
+    """Everything a run directory holds that says where the run stands."""
+
+    result: dict[str, Any] | None  # a checked result.json; None when missing or unusable
+    result_problem: str | None  # why a result.json that exists cannot be used
+    error: dict[str, Any] | None  # error.json (the job raised before or instead of writing a result)
+    metrics: layout.JsonlLines | None  # None when there is no metrics.jsonl (or it cannot be opened)
+    metrics_problem: str | None  # the file as a whole cannot be read
+    checkpoint_step: int | None
+    has_model: bool
+    ended_at: float | None = None  # when result.json or error.json was last written (epoch seconds)
+
+    @property
+    def status(self) -> str | None:
+        return self.result.get("status") if self.result else None
+
+    def error_text(self) -> str | None:
+        """The run's error, as the result or error.json state it (None when neither does)."""
+        if self.result:
+            for key in ("reason", "error"):
+                value = self.result.get(key)
+                if value not in (None, ""):
+                    return value if isinstance(value, str) else json.dumps(value)
+        if self.error:
+            kind, message = self.error.get("error_type"), self.error.get("message")
+            if kind or message:
+                return f"{kind or 'error'}: {message or ''}".rstrip(": ")
+        return None
+
+    def last_step(self) -> int:
+        """The furthest optimizer step that the metrics or the checkpoint say was completed."""
+        steps = [int(r["step"]) for r in self._records() if isinstance(r.get("step"), (int, float))]
+        return max([*steps, self.checkpoint_step or 0])
+
+    def trained_to_end(self, spec: RunSpec) -> bool:
+        """Whether the run got through its last step (its metrics say so, or it saved its final model)."""
+        return self.has_model or self.last_step() >= spec.steps
+
+    def tokens_done(self, spec: RunSpec) -> int:
+        if self.result and isinstance(self.result.get("tokens"), (int, float)):
+            return int(self.result["tokens"])
+        tokens = [int(r["tokens"]) for r in self._records() if isinstance(r.get("tokens"), (int, float))]
+        per_step = spec.sequences_per_batch * spec.data.seq_len
+        return min(spec.tokens, max([*tokens, (self.checkpoint_step or 0) * per_step]))
+
+    def flops_spent(self, spec: RunSpec) -> float:
+        if self.result and isinstance(self.result.get("flops_spent"), (int, float)):
+            return float(self.result["flops_spent"])
+        if self.result and isinstance(self.result.get("flops"), (int, float)):
+            return float(self.result["flops"])
+        return float(spec.flops_per_token) * self.tokens_done(spec)
+
+    def latest(self) -> dict[str, Any]:
+        """The last train record's loss and throughput and the last eval loss in the metrics."""
+        last: dict[str, Any] = {}
+        for rec in self._records():
+            if rec.get("kind") == "eval":
+                last["eval_loss"] = rec.get("eval_loss")
+            else:
+                last.update(loss=rec.get("loss"), tokens_per_s=rec.get("tokens_per_s"))
+        return last
+
+    def metrics_problems(self, spec: RunSpec, state: str) -> list[tuple[int | None, str]]:
+        """(line number or None, what) of every skipped metrics line, and of a done run's curve that stops short
+        of its last step. A torn last line is no problem while a live writer (a queued or running run) may still
+        be finishing it."""
+        if self.metrics_problem:
+            return [(None, self.metrics_problem)]
+        live = state in ("queued", "running")
+        torn = self.metrics.torn_tail if self.metrics else None
+        bad = self.metrics.bad if self.metrics else []
+        out: list[tuple[int | None, str]] = [(n, what) for n, what in bad if not (live and n == torn)]
+        if state == "done":
+            steps = [r["step"] for r in self._records()
+                     if r.get("kind", "train") == "train" and isinstance(r.get("step"), (int, float))]
+            if max(steps, default=0) < spec.steps:
+                out.append((None, f"the curve ends at step {max(steps, default=0)} of {spec.steps} "
+                                  f"(the run's numbers are in {layout.RESULT})"))
+        return out
+
+    def _records(self) -> list[dict[str, Any]]:
+        return self.metrics.records if self.metrics else []
+
+
+def check_result(result: Any) -> str | None:
+    """Why a parsed result.json cannot be used, or None when it can."""
+    if not isinstance(result, dict):
+        return f"not a JSON object (a JSON {type(result).__name__})"
+    status = result.get("status")
+    if status not in RESULT_STATES:
+        return f"status {status!r} is not one of {', '.join(RESULT_STATES)}"
+    if status == "done":
+        missing = [k for k in DONE_KEYS if k not in result]
+        if missing:
+            return f"says done but lacks {', '.join(missing)}"
+    return None
+
+
+def _read_json(path) -> tuple[Any, str | None, bool]:
+    """(value, problem, exists)."""
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None, None, False
+    except OSError as exc:
+        return None, f"cannot be read ({exc})", True
+    try:
+        return json.loads(text.decode("utf-8")), None, True
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text", True
+    except ValueError as exc:
+        return None, f"unreadable JSON ({exc})", True
+
+
+def _checkpoint_step(rd: layout.RunDir) -> int | None:
+    pointer, problem, exists = _read_json(rd.checkpoint_pointer)
+    if not exists or problem or not isinstance(pointer, dict):
+        return None
+    try:
+        return int(pointer["step"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def read_books(rd: layout.RunDir) -> RunBooks:
+    raw, problem, exists = _read_json(rd.result)
+    result = None
+    if exists:
+        problem = problem or check_result(raw)
+        result = None if problem else raw
+    error, err_problem, err_exists = _read_json(rd.error)
+    if err_exists and not isinstance(error, dict):
+        error = {"error_type": "unreadable error.json", "message": err_problem or "not a JSON object"}
+    metrics, metrics_problem = None, None
+    if rd.metrics.is_file():
+        try:
+            metrics = layout.read_jsonl_lines(rd.metrics)
+        except OSError as exc:
+            metrics_problem = f"cannot be read ({exc})"
+    return RunBooks(
+        result=result,
+        result_problem=problem,
+        error=error if err_exists else None,
+        metrics=metrics,
+        metrics_problem=metrics_problem,
+        checkpoint_step=_checkpoint_step(rd),
+        has_model=rd.model.is_dir(),
+        ended_at=max((p.stat().st_mtime for p in (rd.result, rd.error) if p.is_file()), default=None),
+    )
