@@ -10,6 +10,7 @@ from typing import Iterable
 from ladder.errors import FitError
 from ladder.layout import jsonable
 from ladder.model.config import format_count, parse_count
+from ladder.model.recipe import params_for_compute
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import Forecast
 from ladder.reports.fits.loss.allocation import ALLOCATING, allocation
@@ -51,6 +52,14 @@ def parse_predict(items: Iterable) -> list[tuple[float, float, str]]:
     return out
 
 
+def _rule_params(study: StudySpec, compute: float, tied: bool, aspect: float) -> float:
+    """The size whose shape at the tokens-per-param rule costs ``compute`` exact FLOPs."""
+    seq_len = study.hero.seq_len or study.data.seq_len
+    return float(params_for_compute(compute, study.ladder.tokens_per_param,
+                                    lambda n: rec.hero_shape(study, n, tied=tied, aspect_ratio=aspect),
+                                    study.ladder.param_count, seq_len))
+
+
 def hero_start(study: StudySpec) -> dict:
     """The hero as ``ladder plan`` sizes it (default tying and aspect ratio, tokens by rule when not given):
     the FLOPs the ablation and hyperparameter trends are extrapolated to while the fit decides the rest."""
@@ -61,7 +70,7 @@ def hero_start(study: StudySpec) -> dict:
         n = float(h.params)
         d = float(h.tokens or lad.tokens_per_param * h.params)
     else:
-        n = math.sqrt(h.compute / (6 * lad.tokens_per_param))
+        n = _rule_params(study, h.compute, tied, aspect)
         d = lad.tokens_per_param * n
     shape = rec.hero_shape(study, n, tied=tied, aspect_ratio=aspect)
     seq_len = h.seq_len or study.data.seq_len
@@ -107,7 +116,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
             src = f"fit: IsoFLOP N_opt(C), D_opt(C) at C = {budget:.3g} (D/N = {d / n:.3g})"
             reason = f"the L(N, D) laws' allocation is {why}"
         else:
-            n = math.sqrt(budget / (6 * lad.tokens_per_param))
+            n = _rule_params(study, budget, tied, aspect)
             d, alloc = lad.tokens_per_param * n, "rule"
             reason = f"the fit's compute-optimal allocation is {why}"
             src = f"study rule: ladder.tokens_per_param {lad.tokens_per_param:g} ({reason})"

@@ -110,10 +110,10 @@ def isoflop(prim_law_df, study, reasons, warnings, n_boot, seed):
     if study is not None and not asked:
         reasons["isoflop"] = "this study has no IsoFLOP budgets (ladder mode chinchilla)"
         return None
-    # Budgets are C = 6 N D in the study's convention (not the flops column, whose attention and embedding
-    # terms differ by size and would split a budget).
-    r = prim_law_df[["params", "tokens", "loss"]]
-    labels, _ = group_budgets(6 * r["params"].to_numpy() * r["tokens"].to_numpy())
+    # Budgets are the flops column: a study's IsoFLOP budgets are exact counted FLOPs (each run of a budget
+    # trains budget / flops_per_token tokens), and a table without FLOPs gets 6ND in its own convention.
+    r = prim_law_df[["params", "tokens", "loss", "flops"]]
+    labels, _ = group_budgets(r["flops"].to_numpy())
     sizes = pd.Series(r["params"].to_numpy()).groupby(labels).nunique()
     if not asked and int((sizes >= 3).sum()) < 2:
         reasons["isoflop"] = (
