@@ -228,8 +228,8 @@ def fit_optimum_law(
         if no_data_reason:
             why = no_data_reason
         elif single is not None:
-            why = (f"the {quantity} sweep has a usable optimum at one size only ({single['scale']}): no law across "
-                   "scale; the optimum transfers to other sizes by the recipe's rule")
+            why = (f"the {quantity} sweep has a usable optimum at one size only ({single['scale']}), and a law "
+                   "across scale needs at least 2 rungs: the optimum transfers to other sizes by the recipe's rule")
         else:
             why = f"{quantity} law needs at least 2 rungs with a usable {quantity} value, got 0"
         if excluded and not no_data_reason:
