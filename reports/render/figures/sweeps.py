@@ -26,6 +26,8 @@ from ladder.reports.render.figures.axes import (
 from ladder.reports.render.figures.style import FIT_COLOR, PALETTE, budget_colors, tx
 from ladder.reports.render.fmt import fmt_count, num, ok, pos
 
+MAX_BATCH_COLORS = 8
+
 
 def _poly_curve(fitted: Mapping[str, Any], lo: float, hi: float) -> tuple[np.ndarray, np.ndarray] | None:
     """The fitted loss over [lo, hi] from a ``poly`` in ln x (of ln loss when ``poly_of`` says so)."""
@@ -54,10 +56,14 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     xlabel = {"lr": "peak learning rate", "batch": "batch size (tokens)",
               "aspect": "aspect ratio (d_model / n_layers)"}[axis]
-    # one colour per batch size across all panels (LR parabolas at several batch sizes)
+    # one colour per batch size across all panels (LR parabolas at several batch sizes); when the rungs sweep
+    # batches of their own (multipliers of a rule), one colour per rank within the rung, or the legend floods
     batches = sorted({num(c.get("batch_tokens")) for s in shown for c in (s.get("lr_curves") or [])
                       if pos(c.get("batch_tokens"))}) if axis == "lr" else []
-    batch_color = dict(zip(batches, budget_colors(len(batches))))
+    by_rank = len(batches) > MAX_BATCH_COLORS
+    n_rank = max((len(s.get("lr_curves") or []) for s in shown), default=0)
+    batch_color = dict(zip(batches, budget_colors(len(batches)))) if not by_rank else {}
+    rank_color = budget_colors(n_rank) if by_rank else []
     for ax, s in zip(axes.flat, shown):
         pts = s.get("points") or []
         yk = "loss_compared" if axis == "aspect" else "loss"
@@ -76,11 +82,17 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
         opt = (s.get("lr") if axis == "lr" else (s.get("batch") if axis == "batch" else s.get("fit"))) or {}
         curves = (s.get("lr_curves") or []) if axis == "lr" else []
         if len(curves) > 1:
-            for c in curves:
+            ordered = sorted(curves, key=lambda c: num(c.get("batch_tokens")))
+            for i, c in enumerate(ordered):
                 cv = _poly_curve(c, lo, hi)
-                if cv:
-                    ax.plot(*cv, color=batch_color.get(num(c.get("batch_tokens")), PALETTE[0]), linewidth=1.2,
-                            label=f"fit at batch {fmt_count(c.get('batch_tokens'))} tokens")
+                if not cv:
+                    continue
+                if by_rank:
+                    color, label = rank_color[i], f"fit at the rung's batch #{i + 1} (smallest first)"
+                else:
+                    color = batch_color.get(num(c.get("batch_tokens")), PALETTE[0])
+                    label = f"fit at batch {fmt_count(c.get('batch_tokens'))} tokens"
+                ax.plot(*cv, color=color, linewidth=1.2, label=label)
         else:
             cv = _poly_curve(opt, lo, hi)
             if cv:

@@ -259,7 +259,7 @@ def step_law_grid(sizes=(2e7, 6e7, 2e8), ratios=(8, 32, 128), *, noise=0.002, se
     for n in sizes:
         for r in ratios:
             d = r * n
-            l0 = 1.8 + 400 / n**0.34 + 2000 / d**0.28
+            l0 = 1.69 + 406.4 / n**0.34 + 410.7 / d**0.28  # Chinchilla's constants
             for lr in step_lr(n, d) * 1.3 * 2.0 ** np.arange(-3, 4):
                 for b in step_batch(d) * 0.8 * 2.0 ** np.arange(-2, 3):
                     u, v = math.log(lr / step_lr(n, d)), math.log(b / step_batch(d))
