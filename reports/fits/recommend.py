@@ -112,6 +112,11 @@ def _law_value(law: Any | None, what: str) -> tuple[float | None, list | None, s
     text = f"fit: {what} law {law.formula} over {law.n_points} rungs" + _extrapolated(law)
     if law.form == "compute" and any("cannot separate" in n for n in law.notes):
         text += "; in compute, as the rungs cannot separate N from D"
+    if law.rollout is None:
+        text += "; no backtest (too few rungs)"
+    elif law.extrapolation and law.extrapolation > (law.rollout.get("reach") or 1.0):
+        reach = law.rollout.get("reach")
+        text += f"; beyond its backtest's reach ({f'{reach:.3g}x' if reach else 'none'})"
     ci = law.hero_ci90
     return float(v), (list(ci) if ci else None), text
 

@@ -52,8 +52,8 @@ def replicates(law: LawFit, noise: Noise, *, n_boot: int, seed: int) -> np.ndarr
     if noise.source == "own" and law.boot is not None:
         return law.boot
     rng = np.random.default_rng(seed)
-    z = rng.standard_normal((n_boot, law.n)) if not math.isfinite(noise.dof) else rng.standard_t(noise.dof, (n_boot, law.n))
-    ys = law.fitted[None] + np.asarray(noise.sigma, dtype=float)[None] * z
+    # normal draws: the few degrees of freedom of an estimated sigma widen the spread once, in ``spread``
+    ys = law.fitted[None] + np.asarray(noise.sigma, dtype=float)[None] * rng.standard_normal((n_boot, law.n))
     thetas, _ = minimize_many(law.form, law.theta[None], law.x, ys, law.weights[None], delta=law.delta)
     return thetas
 

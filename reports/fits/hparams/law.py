@@ -90,6 +90,7 @@ class OptimumLaw:
     hero: dict | None = None
     curve: tuple[dict, ...] = ()
     single: dict | None = None
+    rollout: dict | None = None  # backtest: fitted on the smaller rungs, forecasting the larger (:mod:`.rollout`)
     boot: np.ndarray | None = field(default=None, repr=False)  # internal replicates behind the intervals
     dof: float = math.inf  # behind the widening of the replicates' spread
 
@@ -164,6 +165,7 @@ class OptimumLaw:
                 "extrapolation": self.extrapolation,
                 "curve": list(self.curve),
                 "single": self.single,
+                "rollout": self.rollout,
             }
         )
 
@@ -178,7 +180,7 @@ def separable(params: np.ndarray, tokens: np.ndarray) -> bool:
     return bool(np.ptp(resid) >= SEPARATE)
 
 
-def _choose(prefer: str, pts: Sequence[dict]) -> tuple[str, str | None]:
+def choose(prefer: str, pts: Sequence[dict]) -> tuple[str, str | None]:
     """The form to fit, and why it is not the preferred one."""
     if prefer == "compute":
         return "compute", None
@@ -236,17 +238,25 @@ def fit_optimum_law(
             why += "; left out: " + "; ".join(
                 v if str(v).startswith(f"{k}:") else f"{k}: {v}" for k, v in excluded.items())
         return _empty(quantity, why, good, excluded, single)
-    key, fallback = _choose(prefer, good)
-    notes = [fallback] if fallback else []
-    lf = FORMS[key]
-    raw = np.array([[p[c] for c in lf.columns] for p in good], dtype=float)
-    if len({tuple(np.round(np.log(r), 9)) for r in raw}) < 2:
+    key, fallback = choose(prefer, good)
+    if len({tuple(np.round(np.log([p[c] for c in FORMS[key].columns]), 9)) for p in good}) < 2:
         return _empty(quantity, f"{quantity} law needs at least 2 rungs of different size, got 1", good, excluded,
                       None)
+    res = fit_form(good, key, quantity, n_boot=n_boot, seed=seed)
+    res = replace(res, excluded=excluded, notes=((fallback,) if fallback else ()) + res.notes)
+    return _with_hero(res, good, hero)
+
+
+def fit_form(good: Sequence[dict], key: str, quantity: str, *, n_boot: int = N_BOOT, seed: int = 0) -> OptimumLaw:
+    """One form fitted to the points (weighted by precision when every optimum has a bounded interval), with
+    the replicates behind its intervals; no hero yet."""
+    lf = FORMS[key]
+    raw = np.array([[p[c] for c in lf.columns] for p in good], dtype=float)
     y = np.log([p["y"] for p in good])
     sds = [log_sd(p.get("y_ci90")) for p in good]
     weighted = all(s is not None and s > 1e-9 for s in sds)
     w = 1.0 / np.square(np.array(sds, dtype=float)) if weighted else None
+    notes = []
     if not weighted:
         lacking = [p["scale"] for p, s in zip(good, sds) if s is None or s <= 1e-9]
         notes.append(f"unweighted: no bounded interval for the optimum of {', '.join(map(str, lacking))}")
@@ -270,9 +280,8 @@ def fit_optimum_law(
     fitted = np.exp(law.fitted)
     pts = tuple(jsonable({**p, "weight": None if w is None else float(wi), "fitted": float(f)})
                 for p, wi, f in zip(good, w if w is not None else [None] * len(good), fitted))
-    res = OptimumLaw(quantity, key, law, None, pts, excluded, tuple(notes), params, ci90,
-                     None if noise is None else noise.source, weighted, boot=boot, dof=dof)
-    return _with_hero(res, good, hero)
+    return OptimumLaw(quantity, key, law, None, pts, {}, tuple(notes), params, ci90,
+                      None if noise is None else noise.source, weighted, boot=boot, dof=dof)
 
 
 def _public(law: LawFit, boot: np.ndarray | None, dof: float) -> tuple[dict, dict]:

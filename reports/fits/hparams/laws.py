@@ -12,6 +12,7 @@ from ladder.errors import FitError
 from ladder.layout import jsonable
 from ladder.reports.fits.engine import HUBER_DELTA
 from ladder.reports.fits.hparams.law import N_BOOT, OptimumLaw, fit_optimum_law
+from ladder.reports.fits.hparams.rollout import with_rollout
 from ladder.reports.fits.hparams.rungs import REQUIRED, check_columns, group_scales
 from ladder.reports.fits.hparams.surface import noise_for, pooled_noise
 from ladder.reports.fits.hparams.sweep import SweepFit, fit_one, sweep_from_fit
@@ -230,8 +231,9 @@ def fit_hparams(
 
     def law(axis: str, value: str, quantity: str, prefer: str, no_data: str | None, k: int) -> OptimumLaw:
         pts, excl = _collect(rows, axis, value, use_edge)
-        return fit_optimum_law(pts, quantity=quantity, prefer=prefer, hero=hero, excluded=excl,
-                               no_data_reason=no_data, n_boot=n_boot, seed=seed + 1000 * k)
+        res = fit_optimum_law(pts, quantity=quantity, prefer=prefer, hero=hero, excluded=excl,
+                              no_data_reason=no_data, n_boot=n_boot, seed=seed + 1000 * k)
+        return with_rollout(res, seed=seed + 1000 * k) if value == "opt" else res
 
     result = HparamResult(
         scales=tuple(rows),

@@ -17,6 +17,7 @@ from ladder.reports.render.fmt import (
     fmt_int,
     fmt_loss,
     fmt_lr,
+    num,
     status_cell,
 )
 from ladder.reports.render.study import g, mapping, maps, seq
@@ -40,8 +41,22 @@ def _law_items(law: Any, name: str) -> list[tuple[str, str]]:
     p, ci = mapping(fitted.get("params")), mapping(fitted.get("ci90"))
     consts = "; ".join(f"{k} = {fmt_g(v, 4)} (90%: {fmt_ci(ci.get(k))})" for k, v in p.items())
     out = [(f"{name} law", f"{law.get('formula')}: {consts}; {fmt_int(fitted.get('n'))} rungs")]
+    ro = mapping(law.get("rollout"))
+    if ro:
+        out.append((f"{name} law backtest", backtest_text(ro)))
     out += [(f"{name} law note", str(n)) for n in seq(law.get("notes"))]
     return out
+
+
+def backtest_text(ro: Mapping) -> str:
+    """The rollout of an optimum's law in one line, as fit.json holds it."""
+    reach = ro.get("reach")
+    return (f"fitted on the smaller rungs, {fmt_int(ro.get('n'))} forecasts of larger rungs' optima: RMS error "
+            f"{fmt_g(ro.get('rms_pct'), 2)}%, max {fmt_g(ro.get('max_abs_pct'), 2)}%, "
+            f"{fmt_g(100 * num(ro.get('coverage')), 3)}% inside their 90% intervals; reach "
+            + (f"{fmt_g(reach)}× in compute" if reach is not None else "none (the nearest forecast missed)")
+            + (f" (within 10% up to {fmt_g(ro.get('reach_within_10pct'))}×)"
+               if ro.get("reach_within_10pct") is not None else ""))
 
 
 def hparams(ctx: Builder) -> Section:

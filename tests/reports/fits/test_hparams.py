@@ -361,3 +361,14 @@ def test_predict_on_a_csv_returns_lr_and_batch_with_intervals(tmp_path, capsys):
     p = rows["1e9:2e10"]
     assert "LR*" in text and "B* (tokens)" in text
     assert f"{p['lr']:.3g}" in text and f"[{p['lr_ci90'][0]:.3g}, {p['lr_ci90'][1]:.3g}]" in text
+
+
+def test_rollout_backtests_the_law_on_the_smaller_rungs():
+    df = step_law_grid().rename(columns={"batch_size": "batch_tokens"})
+    df["flops"] = 6 * df["params"] * df["tokens"]
+    ro = fit_hparams(df, hero_params=1e9, hero_tokens=2e10, hero_flops=1.2e20).lr.rollout
+    # fitted on the smallest 4..8 rungs by compute, forecasting every larger one
+    assert {r["prefix"] for r in ro["rows"]} == {4, 5, 6, 7, 8} and ro["n"] == 5 + 4 + 3 + 2 + 1
+    assert ro["max_abs_pct"] < 5 and ro["coverage"] >= 0.8
+    assert ro["reach"] is not None and ro["reach"] >= max(r["compute_x"] for r in ro["rows"] if r["prefix"] == 8)
+    assert fit_hparams(lr_sweep(computes=(1e16, 1e17)), hero_flops=1e19).lr.rollout is None  # 2 rungs: nothing left

@@ -86,3 +86,13 @@ def test_one_size_sweep_says_it_transfers_by_rule(tmp_path):
     kv = dict(next(b for b in section(entry, tmp_path).blocks if isinstance(b, KV)).items)
     assert "one size only" in kv["LR* law"] and "transfers to other sizes by the recipe's rule" in kv["LR* law"]
     assert kv["LR* law"] == entry["lr"]["reason"]
+
+
+def test_backtest_line_is_fit_json_s(entry, tmp_path):
+    from ladder.reports.render.sections.hparams import backtest_text
+
+    kv = dict(next(b for b in section(entry, tmp_path).blocks if isinstance(b, KV)).items)
+    ro = entry["lr"]["rollout"]
+    assert ro["n"] > 0 and kv["LR* law backtest"] == backtest_text(ro)
+    assert f"RMS error {fmt_g(ro['rms_pct'], 2)}%" in kv["LR* law backtest"]
+    assert f"reach {fmt_g(ro['reach'])}× in compute" in kv["LR* law backtest"]
