@@ -32,7 +32,7 @@ class Noise:
 
     sigma: np.ndarray
     dof: float
-    source: str  # "own", "pooled", "loss_noise", "optima"
+    source: str  # "own" (the engine's bootstrap), "pooled", "loss_noise", "optima", "residuals"
 
     @property
     def scalar(self) -> float:

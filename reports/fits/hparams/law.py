@@ -9,9 +9,10 @@ them constant: the part of ln D not explained by ln N spans less than a factor 2
 back to a law in compute, ``ln y = c + a ln C``, and says so; a 3-parameter law also needs 4 rungs.
 
 Points are weighted by the precision of each optimum (``1 / sd^2`` of ln opt, from its 90% interval) when
-every optimum has a bounded interval. Intervals: the engine's residual bootstrap when the law's residuals are
-larger than the optima's own errors say (weighted scatter above 1), else a parametric bootstrap of the optima
-from their own errors (:mod:`.draws`); widened for few degrees of freedom. With one usable rung there is no
+every optimum has a bounded interval. Intervals: a parametric bootstrap that redraws every optimum from its
+own error, scaled up by the law's weighted scatter when that exceeds 1 (the law misses the optima by more than
+their errors; ``n - p`` degrees of freedom then), each replicate refitted by the engine's minimizer
+(:mod:`.draws`); unweighted, the engine's own bootstrap. Widened for few degrees of freedom. With one usable rung there is no
 law: ``single`` holds that rung's optimum, which the recommendation transfers to the hero by the study's rule.
 """
 
@@ -261,13 +262,16 @@ def fit_form(good: Sequence[dict], key: str, quantity: str, *, n_boot: int = N_B
         lacking = [p["scale"] for p, s in zip(good, sds) if s is None or s <= 1e-9]
         notes.append(f"unweighted: no bounded interval for the optimum of {', '.join(map(str, lacking))}")
     form = engine_form(lf, quantity)
-    law = fit(form, raw, y, weights=w, n_boot=n_boot, seed=seed, labels=[p["scale"] for p in good])
+    # weighted: the replicates redraw each optimum from its own error (scaled up by the weighted scatter when
+    # the law misses the optima by more than their errors), not from one pooled sigma, so no engine bootstrap
+    law = fit(form, raw, y, weights=w, n_boot=0 if weighted else n_boot, seed=seed,
+              labels=[p["scale"] for p in good])
     dof_res = law.n - form.n_params
     noise: Noise | None = None
     if weighted:
         scatter = float(np.sqrt((law.weights * law.residuals**2).sum() / dof_res)) if dof_res > 0 else 0.0
         if scatter > 1.0:
-            noise = Noise(np.zeros(law.n), float(dof_res), "own")
+            noise = Noise(scatter * np.array(sds, dtype=float), float(dof_res), "residuals")
         else:
             noise = Noise(np.array(sds, dtype=float), math.inf, "optima")
     elif dof_res > 0:
