@@ -136,11 +136,13 @@ def _print_predictions(d: dict, console: Console) -> None:
     if not preds:
         return
     hp = any(x.get("lr") is not None or x.get("batch_tokens") is not None for x in preds)
-    cols = ["prediction", "params", "tokens", "loss", "90%"] + (["LR*", "90%", "B* (tokens)", "90%"] if hp else [])
+    cols = ["prediction", "params", "tokens", "loss", "90%", "distance"]
+    cols += ["LR*", "90%", "B* (tokens)", "90%"] if hp else []
     t = Table(*cols, box=None, pad_edge=False)
     for x in preds:
         row = [x["label"], _count(x["params"]), _count(x["tokens"]), _num(x.get("loss")),
-               _ci([x.get("lo"), x.get("hi")]).strip() or (x.get("reason") or "-")]
+               _ci([x.get("lo"), x.get("hi")]).strip() or (x.get("reason") or "-"),
+               f"{_num(x.get('params_x'), 3)}x" + (" (beyond reach)" if x.get("beyond_reach") else "")]
         if hp:
             row += [_num(x.get("lr"), 3), _ci(x.get("lr_ci90")).strip() or (x.get("lr_reason") or "-"),
                     _count(x.get("batch_tokens")), _ci(x.get("batch_ci90")).strip() or (x.get("batch_reason") or "-")]
