@@ -77,16 +77,7 @@ def print_fit(result: Any, console: Console | None = None) -> None:
         console.print(
             f"  ladder cost {_num(hero['ladder_flops'], 3)} FLOPs = {hero['ladder_pct_of_hero']:.3g}% of the hero"
         )
-    preds = [x for x in d.get("predictions", []) if x.get("label") != "hero"]
-    if preds:
-        t = Table("prediction", "params", "tokens", "loss", "90%", "distance", box=None, pad_edge=False)
-        for x in preds:
-            t.add_row(
-                x["label"], _count(x["params"]), _count(x["tokens"]), _num(x.get("loss")),
-                _ci([x.get("lo"), x.get("hi")]).strip() or (x.get("reason") or "-"),
-                f"{_num(x.get('params_x'), 3)}x" + (" (beyond reach)" if x.get("beyond_reach") else ""),
-            )
-        console.print(t)
+    _print_predictions(d, console)
 
     for key, title in (("hparams", "hyperparameter laws"), ("tied_vs_untied", "tied vs untied"),
                        ("depth_vs_width", "depth vs width"), ("isoflop", "isoflop")):
@@ -95,9 +86,11 @@ def print_fit(result: Any, console: Console | None = None) -> None:
             console.print(f"[bold]{title}[/]: [dim]{sec.get('reason')}[/]")
         elif key == "hparams":
             hh = sec.get("hero") or {}
+            laws = ", ".join(x for x in (hh.get("lr_law"), hh.get("batch_tokens_law")) if x)
             console.print(
                 f"[bold]{title}[/]: lr* at hero {_num(hh.get('lr'), 3)}{_ci(hh.get('lr_ci90'))}, "
                 f"batch* {_num(hh.get('batch_tokens'), 3)}{_ci(hh.get('batch_tokens_ci90'))}"
+                + (f" [dim]({laws})[/]" if laws else "")
             )
         elif key == "tied_vs_untied":
             hh = sec.get("hero") or {}
@@ -136,6 +129,26 @@ def print_fit(result: Any, console: Console | None = None) -> None:
         console.print(f"[dim]excluded {e['run']} ({e['status']}{': ' + e['reason'] if e.get('reason') else ''})[/]")
     for w in d.get("warnings", []):
         console.print(f"[yellow]warning:[/] {w}")
+
+
+def _print_predictions(d: dict, console: Console) -> None:
+    """The extra predictions: loss with its interval and, from the hyperparameter laws, LR* and B* with theirs."""
+    preds = [x for x in d.get("predictions", []) if x.get("label") != "hero"]
+    if not preds:
+        return
+    hp = any(x.get("lr") is not None or x.get("batch_tokens") is not None for x in preds)
+    cols = ["prediction", "params", "tokens", "loss", "90%", "distance"]
+    cols += ["LR*", "90%", "B* (tokens)", "90%"] if hp else []
+    t = Table(*cols, box=None, pad_edge=False)
+    for x in preds:
+        row = [x["label"], _count(x["params"]), _count(x["tokens"]), _num(x.get("loss")),
+               _ci([x.get("lo"), x.get("hi")]).strip() or (x.get("reason") or "-"),
+               f"{_num(x.get('params_x'), 3)}x" + (" (beyond reach)" if x.get("beyond_reach") else "")]
+        if hp:
+            row += [_num(x.get("lr"), 3), _ci(x.get("lr_ci90")).strip() or (x.get("lr_reason") or "-"),
+                    _count(x.get("batch_tokens")), _ci(x.get("batch_ci90")).strip() or (x.get("batch_reason") or "-")]
+        t.add_row(*row)
+    console.print(t)
 
 
 def _print_law(d: dict, console: Console) -> None:

@@ -11,9 +11,10 @@ Each choice takes the fitted answer when the ladder measured it, else the study'
   ``ladder plan`` sizes a rung.
 * tokens: given by the study, the compute-optimal allocation of the fit, or the study's tokens-per-param rule
   (decided by :mod:`ladder.reports.fits.study`, passed in).
-* peak LR and batch tokens: the hyperparameter laws' extrapolation to the hero's FLOPs (``LR*(C)``,
-  ``B*(C)``); else the study's recipe rule at the hero's size (``ladder.model.recipe``, as ``ladder plan``
-  applies it, ``lr_max`` clamp included). The batch is rounded to whole sequences.
+* peak LR and batch tokens: the hyperparameter laws at the hero (``LR*(N, D)``, ``B*(D)``, or their laws in
+  compute); with a sweep at one size only, its optimum as a multiple of the study's rule there, carried to the
+  hero by that rule (cited); else the study's recipe rule at the hero's size (``ladder.model.recipe``, as
+  ``ladder plan`` applies it, ``lr_max`` clamp included). The batch is rounded to whole sequences.
 * warmup and schedule: the study's ``training.schedule`` (steps from ``plan_steps`` at the chosen batch).
 * loss: the forecast of the fit (``FitResult.hero``), with its 90% interval.
 
@@ -93,15 +94,58 @@ def hero_shape(study: StudySpec, params: float, *, tied: bool, aspect_ratio: flo
     return shape_for_params(int(round(params)), study.ladder.param_count, aspect_ratio, rules, tied)
 
 
-def _law_value(trend: Any | None, what: str) -> tuple[float | None, list | None, str | None]:
-    """(hero value, 90% interval, source) of an ``hparams.Trend``; value None when there is no law."""
-    if trend is None:
+RULE_SOURCES = {  # where the recipe's rules come from (ladder.model.recipe)
+    ("lr", "olmo"): "Porian et al. 2024, as in the OLMo ladder, Bhagia et al. 2024",
+    ("batch", "olmo"): "the OLMo ladder, Bhagia et al. 2024",
+    ("lr", "deepseek"): "DeepSeek LLM 2024, eq. 1",
+    ("batch", "deepseek"): "DeepSeek LLM 2024, eq. 1",
+}
+
+
+def _law_value(law: Any | None, what: str) -> tuple[float | None, list | None, str | None]:
+    """(hero value, 90% interval, source) of an ``hparams.OptimumLaw``; value None when there is no law."""
+    if law is None:
         return None, None, None
-    if trend.law is None or trend.hero_value is None or not math.isfinite(trend.hero_value) or trend.hero_value <= 0:
-        return None, None, trend.reason
-    text = f"fit: {what} law {what}* = k C^{trend.law.a:.3g} over {trend.law.n_points} rungs" + _extrapolated(trend)
-    ci = trend.hero_ci90
-    return float(trend.hero_value), (list(ci) if ci else None), text
+    v = law.hero_value
+    if law.law is None or v is None or not math.isfinite(v) or v <= 0:
+        return None, None, law.reason or (law.hero or {}).get("reason")
+    text = f"fit: {what} law {law.formula} over {law.n_points} rungs" + _extrapolated(law)
+    if law.form == "compute" and any("cannot separate" in n for n in law.notes):
+        text += "; in compute, as the rungs cannot separate N from D"
+    if law.rollout is None:
+        text += "; no backtest (too few rungs)"
+    elif law.extrapolation and law.extrapolation > (law.rollout.get("reach") or 1.0):
+        reach = law.rollout.get("reach")
+        text += f"; beyond its backtest's reach ({f'{reach:.3g}x' if reach else 'none'})"
+    ci = law.hero_ci90
+    return float(v), (list(ci) if ci else None), text
+
+
+def _transfer(study: StudySpec, law: Any | None, what: str, rule, hero_value: float, hero_text: str
+              ) -> tuple[float, list | None, str] | None:
+    """A sweep at one size only: its optimum as a multiple of the study's rule there, carried to the hero by
+    that rule (value, 90% interval, source), or None when there is no such sweep."""
+    one = getattr(law, "single", None) if law is not None else None
+    if not one:
+        return None
+    ne = one.get("params_non_embedding")
+    if not ne:
+        ne = one["params"] if study.ladder.param_count == "non_embedding" else hero_shape(
+            study, one["params"], tied=study.model.tie_embeddings, aspect_ratio=study.model.aspect_ratio
+        ).params_non_embedding
+    at_rung, rule_text = rule(study.training, ne, one["flops"])
+    m = one["y"] / at_rung
+    ci = one.get("y_ci90")
+    ci = [None if b is None else b / at_rung * hero_value for b in ci] if ci else None
+    head = f"transfer by rule: the {what} sweep covers one size only ({one['scale']}, optimum {one['y']:.3g}"
+    if rule_text.startswith("study rule"):
+        rule_name = study.training.lr_rule if what == "lr" else study.training.batch_rule
+        rule_at_hero = hero_text[len("study rule: "):]
+        text = (f"{head} = {m:.3g}x the rule there), carried to the hero by the study's rule {rule_at_hero}"
+                f" ({RULE_SOURCES[what, rule_name]}) x {m:.3g}")
+    else:
+        text = f"{head}); the study's {rule_text[len('study: '):]} is fixed, so the optimum is used as is"
+    return m * hero_value, ci, text
 
 
 def _extrapolated(trend: Any) -> str:
@@ -256,8 +300,7 @@ def recommend(
     shape: ModelShape | None = None,
 ) -> Recommendation:
     """Assemble the recommendation. ``params``/``tokens``: the hero's N (in the study's convention) and D;
-    ``hparams``: a ``HparamResult`` whose ``lr``/``batch`` trends were extrapolated to the hero's FLOPs (or
-    None); ``loss``: the hero forecast, a dict with ``loss``, ``lo``, ``hi`` and ``source``."""
+    ``hparams``: a ``HparamResult`` whose ``lr``/``batch`` laws were evaluated at the hero (or None); ``loss``: the hero forecast, a dict with ``loss``, ``lo``, ``hi`` and ``source``."""
     conv = study.ladder.param_count
     seq_len = study.hero.seq_len or study.data.seq_len
     shape = shape or hero_shape(study, params, tied=tied, aspect_ratio=aspect_ratio)
@@ -280,17 +323,26 @@ def recommend(
         lr, sources["lr"] = lr_fit, lr_text
     else:
         lr, text = rule_lr(study.training, shape.params_non_embedding, flops0)
-        text += " at the hero's size"
-        sources["lr"] = text + (f" (no LR law: {lr_text})" if lr_text else "")
-        lr_ci = None
+        moved = _transfer(study, None if hparams is None else hparams.lr, "lr", rule_lr, lr, text)
+        if moved is not None:
+            lr, lr_ci, sources["lr"] = moved
+        else:
+            sources["lr"] = text + " at the hero's size" + (f" (no LR law: {lr_text})" if lr_text else "")
+            lr_ci = None
     b_fit, b_ci, b_text = _law_value(None if hparams is None else hparams.batch, "batch_tokens")
     if b_fit is not None:
         raw_batch, sources["batch_tokens"] = b_fit, b_text + ", rounded to whole sequences"
     else:
         raw_batch, text = rule_batch_tokens(study.training, shape.params_non_embedding, flops0)
-        text += " at the hero's size"
-        sources["batch_tokens"] = text + ", rounded to whole sequences" + (f" (no batch law: {b_text})" if b_text else "")
-        b_ci = None
+        moved = _transfer(study, None if hparams is None else hparams.batch, "batch", rule_batch_tokens, raw_batch,
+                          text)
+        if moved is not None:
+            raw_batch, b_ci, src = moved
+            sources["batch_tokens"] = src + ", rounded to whole sequences"
+        else:
+            sources["batch_tokens"] = (text + " at the hero's size, rounded to whole sequences"
+                                       + (f" (no batch law: {b_text})" if b_text else ""))
+            b_ci = None
     batch = round_batch(raw_batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
     if batch != raw_batch and abs(math.log(batch / raw_batch)) > math.log(1.5):
         notes.append(

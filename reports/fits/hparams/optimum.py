@@ -1,5 +1,5 @@
-"""A smooth optimum along one axis of a rung (``AxisOptimum``): the fitted parabola in ``ln x``, its vertex
-with a 90% interval, edge and no-minimum flags, and the penalty of being a factor 2 off."""
+"""A smooth optimum along one axis of a rung (``AxisOptimum``): the fitted parabola of ln loss in ``ln x``, its
+vertex with a 90% interval, edge and no-minimum flags, and the penalty of being a factor 2 off."""
 
 from __future__ import annotations
 
@@ -9,20 +9,29 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ladder.layout import jsonable
-from ladder.reports.fits.hparams.surface import distinct_values, draw_quantiles
-from ladder.reports.fits.powerlaw import finite_interval
+from ladder.reports.fits.hparams.draws import draw_quantiles, finite_interval
+from ladder.reports.fits.hparams.surface import distinct_values
 
 LN2_SQ = math.log(2.0) ** 2
 
 
+def penalty_2x(loss_min: float, curvature: float | None) -> float | None:
+    """Loss increase (nats/token) of a factor 2 off the optimum: ``loss_min (exp(curvature ln2^2) - 1)``."""
+    if curvature is None or not math.isfinite(curvature):
+        return None
+    return float(loss_min * math.expm1(curvature * LN2_SQ))
+
+
 @dataclass(frozen=True)
 class AxisOptimum:
-    """A smooth optimum along one axis of a rung: ``loss = loss_min + curvature * (ln x - ln opt)^2``.
+    """A smooth optimum along one axis of a rung: ``ln loss = ln loss_min + curvature (ln x - ln opt)^2``.
 
-    ``poly`` = [c0, c1, c2] of the fitted curve in ``ln x`` (``loss = c0 + c1 ln x + c2 ln x^2``), which a
-    figure can draw even when there is no minimum. ``status``: ``ok``, ``edge`` (vertex not bracketed by the
-    grid; ``opt`` is an extrapolation) or ``no_minimum`` (``opt`` None). Intervals are 90%; a ``None`` bound
-    is unbounded; the whole interval is None when the fit leaves no residual degrees of freedom."""
+    ``poly`` = [c0, c1, c2] of the fitted curve of **ln loss** in ``ln x`` (``ln loss = c0 + c1 ln x + c2
+    ln x^2``), which a figure can draw (``curve`` gives the loss) even when there is no minimum. ``curvature``
+    is ``c2`` (ln-loss units); ``penalty_2x`` is in loss units (nats/token). ``status``: ``ok``, ``edge``
+    (vertex not bracketed by the grid; ``opt`` is an extrapolation) or ``no_minimum`` (``opt`` None).
+    Intervals are 90%; a ``None`` bound is unbounded; the whole interval is None when the fit leaves no
+    residual degrees of freedom and no other noise is known."""
 
     name: str
     opt: float | None
@@ -39,8 +48,9 @@ class AxisOptimum:
     status: str
     edge_side: str | None = None
     message: str | None = None
-    sigma: float | None = None  # loss noise behind the interval
+    sigma: float | None = None  # ln-loss noise behind the interval
     dof: float | None = None  # its degrees of freedom (None: known noise)
+    noise_source: str | None = None  # "own" (the engine's residual bootstrap), "pooled", "loss_noise"
     extra: dict = field(default_factory=dict)
 
     @property
@@ -48,8 +58,9 @@ class AxisOptimum:
         return self.status == "ok"
 
     def curve(self, x: np.ndarray | float) -> np.ndarray | float:
+        """The fitted loss (not ln loss) at ``x``."""
         lx = np.log(np.asarray(x, dtype=float))
-        out = self.poly[0] + self.poly[1] * lx + self.poly[2] * lx**2
+        out = np.exp(self.poly[0] + self.poly[1] * lx + self.poly[2] * lx**2)
         return float(out) if np.ndim(out) == 0 else out
 
     def to_dict(self) -> dict:
@@ -64,6 +75,7 @@ class AxisOptimum:
                 "penalty_2x": self.penalty_2x,
                 "penalty_2x_ci90": self.penalty_2x_ci90,
                 "poly": list(self.poly),
+                "poly_of": "ln loss",
                 "grid": list(self.grid),
                 "best_grid": self.best_grid,
                 "n_used": self.n_used,
@@ -72,6 +84,7 @@ class AxisOptimum:
                 "message": self.message,
                 "sigma": self.sigma,
                 "dof": self.dof,
+                "noise_source": self.noise_source,
                 **self.extra,
             }
         )
@@ -87,16 +100,17 @@ def axis_optimum(
     row_grid: np.ndarray,
     best: float,
     n_used: int,
-    noise: tuple[float, float] | None,
+    noise: tuple[float, float, str] | None,
     extra: dict | None = None,
 ) -> AxisOptimum:
-    """Build an AxisOptimum from the (log-space) fitted curve and draws of its vertex and curvature."""
+    """Build an AxisOptimum from the (log-space) fitted curve and draws of its vertex and curvature.
+    ``noise``: (sigma, dof, source) behind the draws."""
     c0, c1, c2 = (float(p) for p in poly)
     lo_g, hi_g = float(row_grid.min()), float(row_grid.max())
     grid = tuple(float(np.exp(g)) for g in distinct_values(grid_all))
     if c2 > 0:
         u_opt = -c1 / (2 * c2)
-        loss_min = c0 - c1**2 / (4 * c2)
+        loss_min: float | None = math.exp(c0 - c1**2 / (4 * c2))
         at_end = math.isclose(best, lo_g, abs_tol=1e-9) or math.isclose(best, hi_g, abs_tol=1e-9)
         outside = u_opt < lo_g - 1e-9 or u_opt > hi_g + 1e-9
         if outside or at_end:
@@ -123,7 +137,8 @@ def axis_optimum(
         lo, hi = draw_quantiles(opt_draws)
         ci = (None if lo is None else math.exp(lo), None if hi is None else math.exp(hi))
         curv_ci = draw_quantiles(curv_draws)
-        pen_ci = finite_interval(*(None if b is None else b * LN2_SQ for b in curv_ci))
+        if loss_min is not None:
+            pen_ci = finite_interval(*(None if b is None else penalty_2x(loss_min, b) for b in curv_ci))
     return AxisOptimum(
         name=name,
         opt=opt,
@@ -131,8 +146,8 @@ def axis_optimum(
         loss_min=loss_min,
         curvature=c2,
         curvature_ci90=curv_ci,
-        penalty_2x=c2 * LN2_SQ if c2 > 0 else None,
-        penalty_2x_ci90=pen_ci if c2 > 0 else None,
+        penalty_2x=penalty_2x(loss_min, c2) if loss_min is not None else None,
+        penalty_2x_ci90=pen_ci,
         poly=(c0, c1, c2),
         grid=grid,
         best_grid=float(math.exp(best)),
@@ -142,5 +157,6 @@ def axis_optimum(
         message=message,
         sigma=None if noise is None else noise[0],
         dof=None if noise is None or not math.isfinite(noise[1]) else noise[1],
+        noise_source=None if noise is None else noise[2],
         extra=extra or {},
     )

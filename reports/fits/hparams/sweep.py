@@ -12,11 +12,16 @@ import numpy as np
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
-from ladder.reports.fits.hparams.optimum import LN2_SQ, AxisOptimum, axis_optimum
+from ladder.reports.fits.hparams.draws import Noise
+from ladder.reports.fits.hparams.optimum import (
+    AxisOptimum,
+    axis_optimum,
+    penalty_2x,
+)
 from ladder.reports.fits.hparams.surface import (
     MIN_VALUES,
+    N_BOOT,
     QFit,
-    coef_draws,
     conditional_u,
     distinct,
     distinct_values,
@@ -25,6 +30,7 @@ from ladder.reports.fits.hparams.surface import (
     profile_coefs,
     quad_fit,
     vertex,
+    with_draws,
 )
 
 
@@ -69,9 +75,12 @@ def fit_one(
     window: float | None,
     label: str,
     what: str = "learning rate",
+    n_boot: int = N_BOOT,
+    seed: int = 0,
 ) -> tuple[QFit, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+    """The surface of one rung: ``(fit, u, v, ln loss, ok)`` over the points with a finite, positive loss."""
     lr, loss = _prepare(lr, loss, label)
-    ok = np.isfinite(lr) & (lr > 0) & np.isfinite(loss)
+    ok = np.isfinite(lr) & (lr > 0) & np.isfinite(loss) & (loss > 0)
     if batch is not None:
         batch = np.asarray(batch, dtype=float)
         ok &= np.isfinite(batch) & (batch > 0)
@@ -87,8 +96,9 @@ def fit_one(
         v = np.log(batch[ok])
         if len(distinct(v)) < 2:
             v = None
-    fit = quad_fit(u, v, loss[ok], window)
-    return fit, u, v, loss[ok], ok
+    y = np.log(loss[ok])
+    fit = quad_fit(u, v, y, window, n_boot=n_boot, seed=seed)
+    return fit, u, v, y, ok
 
 
 def sweep_from_fit(
@@ -97,20 +107,20 @@ def sweep_from_fit(
     v: np.ndarray | None,
     y: np.ndarray,
     ok: np.ndarray,
-    noise: tuple[float, float] | None,
+    noise: Noise | None,
     *,
     label: str,
-    n_draws: int,
+    n_boot: int,
     seed: int,
     names: tuple[str, str] = ("lr", "batch_tokens"),
 ) -> SweepFit:
+    """The optima of a fitted rung, with intervals from the coefficient replicates behind ``noise``."""
     notes: list[str] = []
     if "uu" not in fit.terms:
         raise FitError(f"{label}: the {names[0]} sweep does not identify a curvature")
-    draws = None
-    if noise is not None and n_draws > 0:
-        draws = coef_draws(fit, noise[0], noise[1], n_draws, seed)
-    elif noise is None:
+    draws = with_draws(fit, noise, n_boot, seed).draws
+    noise_t = None if noise is None else (noise.scalar, noise.dof, noise.source)
+    if noise is None:
         notes.append(
             f"{label}: the fit is exact (no residual degrees of freedom): no interval; add points or give loss_noise"
         )
@@ -135,10 +145,13 @@ def sweep_from_fit(
             col_grid,
             fit.v_best,
             int(fit.used.sum()),
-            noise,
+            noise_t,
             extra={
                 "curvature_fixed_lr": float(fit.c("vv")),
-                "penalty_2x_fixed_lr": float(fit.c("vv")) * LN2_SQ if fit.c("vv") > 0 else None,
+                "penalty_2x_fixed_lr": (
+                    penalty_2x(math.exp(p[0] - p[1] ** 2 / (4 * p[2])), fit.c("vv"))
+                    if fit.c("vv") > 0 and p[2] > 0 else None
+                ),
                 "profile": "lr re-tuned at every batch",
             },
         )
@@ -181,7 +194,8 @@ def sweep_from_fit(
     if v is not None:
         lr_extra["at_batch_tokens"] = math.exp(v0)
     lr_opt = axis_optimum(
-        names[0], label, poly, opt_draws, curv_draws, u, row_grid, fit.u_best, int(fit.used.sum()), noise, lr_extra
+        names[0], label, poly, opt_draws, curv_draws, u, row_grid, fit.u_best, int(fit.used.sum()), noise_t,
+        lr_extra,
     )
     curves = []
     if v is not None and fit.c("uu") > 0:
@@ -193,9 +207,10 @@ def sweep_from_fit(
                 {
                     names[1]: math.exp(vj),
                     f"{names[0]}_opt": math.exp(-q1 / (2 * q2)),
-                    "loss_min": q0 - q1**2 / (4 * q2),
+                    "loss_min": math.exp(q0 - q1**2 / (4 * q2)),
                     "curvature": q2,
                     "poly": [q0, q1, q2],
+                    "poly_of": "ln loss",
                 }
             )
     elif v is None and lr_opt.opt is not None:
@@ -206,6 +221,7 @@ def sweep_from_fit(
                 "loss_min": lr_opt.loss_min,
                 "curvature": lr_opt.curvature,
                 "poly": list(lr_opt.poly),
+                "poly_of": "ln loss",
             }
         )
     used = np.zeros(len(ok), dtype=bool)
@@ -230,15 +246,15 @@ def fit_sweep(
     batch_tokens: np.ndarray | None = None,
     window: float | None = 8.0,
     loss_noise: float | None = None,
-    n_draws: int = 2000,
+    n_boot: int = N_BOOT,
     seed: int = 0,
     label: str = "sweep",
 ) -> SweepFit:
     """The smooth LR (and batch) optimum of one rung; see :mod:`ladder.reports.fits.hparams`. Raises
     ``FitError`` when fewer than 3 distinct LR values have a finite loss."""
-    fit, u, v, y, ok = fit_one(lr, loss, batch_tokens, window=window, label=label)
+    fit, u, v, y, ok = fit_one(lr, loss, batch_tokens, window=window, label=label, n_boot=n_boot, seed=seed)
     noise = noise_for(fit, loss_noise, None)
-    return sweep_from_fit(fit, u, v, y, ok, noise, label=label, n_draws=n_draws, seed=seed)
+    return sweep_from_fit(fit, u, v, y, ok, noise, label=label, n_boot=n_boot, seed=seed)
 
 
 def fit_log_quadratics(
@@ -247,16 +263,18 @@ def fit_log_quadratics(
     name: str = "x",
     window: float | None = 8.0,
     loss_noise: float | None = None,
-    n_draws: int = 2000,
+    n_draws: int = N_BOOT,
     seed: int = 0,
 ) -> list[AxisOptimum | str]:
     """Smooth optima of loss along one axis for several rungs (``items``: label, x, loss), with the residual
     variance pooled over rungs that have too few points of their own. Each entry is an ``AxisOptimum`` or,
-    for a rung that cannot be fitted, the reason (a string)."""
+    for a rung that cannot be fitted, the reason (a string). ``n_draws``: bootstrap replicates per rung."""
     parts: list[tuple | str] = []
-    for label, x, loss in items:
+    for i, (label, x, loss) in enumerate(items):
         try:
-            fit, u, v, y, ok = fit_one(x, loss, None, window=window, label=label, what=name)
+            fit, u, v, y, ok = fit_one(
+                x, loss, None, window=window, label=label, what=name, n_boot=n_draws, seed=seed + i
+            )
             if "uu" not in fit.terms:
                 raise FitError(f"{label}: the {name} sweep does not identify a curvature")
             parts.append((label, fit, u, y, ok))
@@ -271,7 +289,7 @@ def fit_log_quadratics(
         label, fit, u, y, ok = p
         noise = noise_for(fit, loss_noise, pooled)
         sweep = sweep_from_fit(
-            fit, u, None, y, ok, noise, label=label, n_draws=n_draws, seed=seed + i, names=(name, "-")
+            fit, u, None, y, ok, noise, label=label, n_boot=n_draws, seed=seed + i, names=(name, "-")
         )
         lr = sweep.lr
         extra = dict(lr.extra)
@@ -289,7 +307,7 @@ def fit_log_quadratic(
     name: str = "x",
     window: float | None = 8.0,
     loss_noise: float | None = None,
-    n_draws: int = 2000,
+    n_draws: int = N_BOOT,
     seed: int = 0,
     label: str = "sweep",
 ) -> AxisOptimum:

@@ -184,6 +184,7 @@ def fit_study(
                 forecast.reach_warnings(hero, fc, warnings)
         for i, (_n, _d, label) in enumerate(predictions_in):
             row = loss.point_row(fc, i + 1, label, primary)
+            row.update(parts.hparams_at(hparams, reasons, _n, _d))  # hparams: LR and batch at this (N, D)
             if row["loss"] is None:
                 warnings.append(f"prediction {label}: {row['reason']}")
             elif row["beyond_reach"]:

@@ -147,6 +147,7 @@ def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
             sub,
             hero["flops"] if hero else None,
             hero_params=hero["params"] if hero else None,
+            hero_tokens=hero["tokens"] if hero else None,
             seed=seed,
         )
     except FitError as exc:
@@ -163,6 +164,16 @@ def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
             if t.law is None and ((t is res.lr and res.has_lr_sweep) or (t is res.batch and res.has_batch_sweep)):
                 warnings.append(f"hyperparameter laws: {t.quantity}: {t.reason}")
     return res
+
+
+def hparams_at(hp, reasons: dict, params: float, tokens: float, flops: float | None = None) -> dict:
+    """The recommended LR and batch (with 90% intervals) at one predicted (N, D): the keys ``lr``, ``lr_ci90``,
+    ``batch_tokens``, ``batch_ci90``, or ``lr_reason``/``batch_reason`` saying why there is none."""
+    if hp is None:
+        why = reasons.get("hparams", "no hyperparameter laws")
+        return {"lr": None, "lr_ci90": None, "lr_reason": why,
+                "batch_tokens": None, "batch_ci90": None, "batch_reason": why}
+    return hp.at(params, tokens, flops)
 
 
 def tasks(df: pd.DataFrame, hero: dict | None, reasons: dict, warnings: list[str], n_boot: int, seed: int):

@@ -26,13 +26,21 @@ from ladder.reports.render.figures.axes import (
 from ladder.reports.render.figures.style import FIT_COLOR, PALETTE, budget_colors, tx
 from ladder.reports.render.fmt import fmt_count, num, ok, pos
 
+MAX_BATCH_COLORS = 8
 
-def _poly_curve(poly: Sequence[Any], lo: float, hi: float) -> tuple[np.ndarray, np.ndarray] | None:
+
+def _poly_curve(fitted: Mapping[str, Any], lo: float, hi: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The fitted loss over [lo, hi] from a ``poly`` in ln x (of ln loss when ``poly_of`` says so)."""
+    poly = fitted.get("poly") or []
     if not poly or len(poly) < 3 or not ok(*poly) or not pos(lo, hi):
         return None
     xs = geom_grid(lo, hi, 80)
     lx = np.log(xs)
-    return xs, num(poly[0]) + num(poly[1]) * lx + num(poly[2]) * lx**2
+    y = num(poly[0]) + num(poly[1]) * lx + num(poly[2]) * lx**2
+    if fitted.get("poly_of") == "ln loss":
+        with np.errstate(over="ignore"):
+            y = np.exp(np.minimum(y, 700.0))
+    return xs, y
 
 
 def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str) -> None:
@@ -48,10 +56,14 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     xlabel = {"lr": "peak learning rate", "batch": "batch size (tokens)",
               "aspect": "aspect ratio (d_model / n_layers)"}[axis]
-    # one colour per batch size across all panels (LR parabolas at several batch sizes)
+    # one colour per batch size across all panels (LR parabolas at several batch sizes); when the rungs sweep
+    # batches of their own (multipliers of a rule), one colour per rank within the rung, or the legend floods
     batches = sorted({num(c.get("batch_tokens")) for s in shown for c in (s.get("lr_curves") or [])
                       if pos(c.get("batch_tokens"))}) if axis == "lr" else []
-    batch_color = dict(zip(batches, budget_colors(len(batches))))
+    by_rank = len(batches) > MAX_BATCH_COLORS
+    n_rank = max((len(s.get("lr_curves") or []) for s in shown), default=0)
+    batch_color = dict(zip(batches, budget_colors(len(batches)))) if not by_rank else {}
+    rank_color = budget_colors(n_rank) if by_rank else []
     for ax, s in zip(axes.flat, shown):
         pts = s.get("points") or []
         yk = "loss_compared" if axis == "aspect" else "loss"
@@ -70,13 +82,19 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
         opt = (s.get("lr") if axis == "lr" else (s.get("batch") if axis == "batch" else s.get("fit"))) or {}
         curves = (s.get("lr_curves") or []) if axis == "lr" else []
         if len(curves) > 1:
-            for c in curves:
-                cv = _poly_curve(c.get("poly") or [], lo, hi)
-                if cv:
-                    ax.plot(*cv, color=batch_color.get(num(c.get("batch_tokens")), PALETTE[0]), linewidth=1.2,
-                            label=f"fit at batch {fmt_count(c.get('batch_tokens'))} tokens")
+            ordered = sorted(curves, key=lambda c: num(c.get("batch_tokens")))
+            for i, c in enumerate(ordered):
+                cv = _poly_curve(c, lo, hi)
+                if not cv:
+                    continue
+                if by_rank:
+                    color, label = rank_color[i], f"fit at the rung's batch #{i + 1} (smallest first)"
+                else:
+                    color = batch_color.get(num(c.get("batch_tokens")), PALETTE[0])
+                    label = f"fit at batch {fmt_count(c.get('batch_tokens'))} tokens"
+                ax.plot(*cv, color=color, linewidth=1.2, label=label)
         else:
-            cv = _poly_curve(opt.get("poly") or [], lo, hi)
+            cv = _poly_curve(opt, lo, hi)
             if cv:
                 ax.plot(*cv, color=PALETTE[0], linewidth=1.4, label="fit (parabola in log x)")
         ys_all = [num(p.get(yk)) for p in pts if ok(p.get(yk))]
@@ -114,38 +132,68 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
     merged_legend(fig, axes.flat)
 
 
+def _law_line(ax: Any, trend: Mapping[str, Any], xs: np.ndarray, hx: float) -> None:
+    """The law: its ``curve`` with the 90% band (solid over the ladder, dashed beyond), or ``y = k x^a``."""
+    curve = [c for c in (trend.get("curve") or []) if pos(c.get("flops"), c.get("y"))]
+    law = trend.get("law") or {}
+    top = xs.max() * 1.05
+    if curve:
+        cx = np.array([num(c["flops"]) for c in curve])
+        cy = np.array([num(c["y"]) for c in curve])
+        lo = np.array([num(c.get("lo")) if pos(c.get("lo")) else np.nan for c in curve])
+        hi = np.array([num(c.get("hi")) if pos(c.get("hi")) else np.nan for c in curve])
+        inside = cx <= top
+        label = f"fit: {trend.get('formula') or 'power law'}"
+        ax.plot(cx[inside], cy[inside], color=FIT_COLOR, linewidth=1.4, label=label)
+        if (~inside).any():
+            j = max(0, int(np.argmax(~inside)) - 1)
+            ax.plot(cx[j:], cy[j:], color=FIT_COLOR, linewidth=1.2, linestyle="--", label="extrapolation")
+        band = np.isfinite(lo) & np.isfinite(hi)
+        if band.any():
+            ax.fill_between(cx[band], lo[band], hi[band], color=FIT_COLOR, alpha=0.12, linewidth=0,
+                            label="law, 90% band")
+    elif ok(law.get("k"), law.get("a")):
+        k, a = num(law["k"]), num(law["a"])
+        g1 = geom_grid(xs.min() / 1.3, top, 40)
+        var = "C" if (trend.get("versus") or "flops") == "flops" else "N"
+        ax.plot(g1, k * g1**a, color=FIT_COLOR, linewidth=1.4, label=f"fit: {k:.3g} {var}^{a:.3f}")
+        if pos(hx) and hx > xs.max():
+            g2 = geom_grid(xs.max(), hx, 40)
+            ax.plot(g2, k * g2**a, color=FIT_COLOR, linewidth=1.2, linestyle="--", label="extrapolation")
+
+
 def draw_trends(fig: FigureBase, panels: Sequence[tuple[Mapping[str, Any] | None, str, str]]) -> None:
-    """Side-by-side power laws ``y = k x^a`` of a per-rung optimum (``trend`` dicts of ``hparams.Trend``),
-    extrapolated (dashed) to the hero with the law's 90% interval there."""
+    """Side-by-side power laws of a per-rung optimum against compute: the hyperparameter laws of ``fit.json``
+    (points with ``flops``, the law's ``curve`` and band along the hero's tokens/param, ``fitted`` at each
+    rung) or a ``y = k x^a`` trend (``x``, ``law.k``, ``law.a``), extrapolated to the hero."""
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (trend, ylabel, title) in zip(axes, panels):
         trend = trend or {}
         pts = trend.get("points") or []
         law = trend.get("law") or {}
         versus = trend.get("versus") or "flops"
-        xs, ys = finite_arrays([p.get("x") for p in pts], [p.get("y") for p in pts])
+        xkey = "flops" if any("flops" in p for p in pts) else "x"
+        xs, ys = finite_arrays([p.get(xkey) for p in pts], [p.get("y") for p in pts])
         if not len(xs) and not law:
             empty(ax, trend.get("reason") or "no data")
             ax.set_title(title)
             continue
         for p in pts:
-            if not pos(p.get("x"), p.get("y")):
+            if not pos(p.get(xkey), p.get("y")):
                 continue
             ci = p.get("y_ci90") or [None, None]
             yerr = interval_err(num(p["y"]), ci[0] if ci else None, ci[1] if ci and len(ci) > 1 else None)
-            ax.errorbar([num(p["x"])], [num(p["y"])], yerr=yerr, fmt="o", color=PALETTE[0], markersize=5,
+            ax.errorbar([num(p[xkey])], [num(p["y"])], yerr=yerr, fmt="o", color=PALETTE[0], markersize=5,
                         capsize=3)
         ax.plot([], [], "o", color=PALETTE[0], label="per rung (90%)")
-        hx = num(trend.get("hero_x"))
-        if ok(law.get("k"), law.get("a")) and len(xs):
-            xmax = xs.max()
-            g1 = geom_grid(xs.min() / 1.3, xmax * 1.05, 40)
-            k, a = num(law["k"]), num(law["a"])
-            var = "C" if versus == "flops" else "N"
-            ax.plot(g1, k * g1**a, color=FIT_COLOR, linewidth=1.4, label=f"fit: {k:.3g} {var}^{a:.3f}")
-            if pos(hx) and hx > xmax:
-                g2 = geom_grid(xmax, hx, 40)
-                ax.plot(g2, k * g2**a, color=FIT_COLOR, linewidth=1.2, linestyle="--", label="extrapolation")
+        if (trend.get("form") or "compute") != "compute":
+            fx, fy = finite_arrays([p.get(xkey) for p in pts], [p.get("fitted") for p in pts])
+            if len(fx):
+                ax.plot(fx, fy, "x", color=FIT_COLOR, markersize=5, label="law at each rung's (N, D)")
+        h = trend.get("hero") or {}
+        hx = num(h.get("flops")) if h else num(trend.get("hero_x"))
+        if len(xs):
+            _law_line(ax, trend, xs, hx)
         hci = trend.get("hero_ci90") or [None, None]
         hero_point(ax, hx, trend.get("hero_value"), hci[0] if hci else None, hci[1] if hci and len(hci) > 1 else None,
                    label="hero (90% interval of the law)")
@@ -160,4 +208,3 @@ def draw_trends(fig: FigureBase, panels: Sequence[tuple[Mapping[str, Any] | None
         log_labels(ax.yaxis, fmt_count if "batch" in ylabel else fmt_num)
         ax.set_title(title)
         legend(ax, fontsize=7)
-

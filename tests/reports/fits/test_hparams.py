@@ -1,4 +1,6 @@
-"""Hyperparameter laws recover known truths from synthetic sweeps."""
+"""Hyperparameter laws recover known truths from synthetic sweeps: per-rung optima of a surface of ln loss over
+(ln lr, ln batch), their power laws in N and D (Step Law's constants), one-size sweeps that transfer by the
+study's rule, and the LR and batch at a predicted (N, D) through ``ladder fit --runs ... --predict``."""
 
 from __future__ import annotations
 
@@ -76,15 +78,16 @@ def test_recovers_lr_law_and_off_grid_optima():
         assert min(abs(math.log(opt.opt / g)) for g in opt.grid) > 0.15
         assert opt.ci90[0] < opt.opt < opt.ci90[1]
         assert opt.penalty_2x == pytest.approx(CURV_LR * LN2_SQ, rel=0.1)
-    law = res.lr.law
-    assert law.a == pytest.approx(A_LR, abs=0.015)
-    assert law.ci90["a"][0] < law.a < law.ci90["a"][1]
+    a = res.lr.params["a"]
+    assert a == pytest.approx(A_LR, abs=0.015)
+    assert res.lr.ci90["a"][0] < a < res.lr.ci90["a"][1]
     lo, hi = res.lr.hero_ci90
     assert lo < res.lr.hero_value < hi
     assert res.lr.hero_value == pytest.approx(lr_star(1e21), rel=0.12)
     assert res.lr.extrapolation == pytest.approx(100.0)
     assert res.lr_penalty.hero_value == pytest.approx(CURV_LR * LN2_SQ, rel=0.2)
-    assert res.lr_vs_params.law is not None and res.lr_vs_params.hero_value is not None
+    # every rung has the same D: N and D cannot be separated, so the law is in compute and says so
+    assert res.lr.form == "compute" and "cannot separate N from D" in res.lr.notes[0]
     assert "no batch sweep" in res.batch.reason
 
 
@@ -97,13 +100,15 @@ def test_recovers_lr_and_batch_from_a_surface():
         assert row.fit.lr.penalty_2x == pytest.approx(CURV_LR * LN2_SQ, rel=0.1)
         # LR re-tuned: the profile curvature is CURV_B; at a fixed LR it is CURV_B + CURV_LR / 4
         assert row.fit.batch.penalty_2x == pytest.approx(CURV_B * LN2_SQ, rel=0.15)
-        assert row.fit.batch.extra["curvature_fixed_lr"] == pytest.approx(CURV_B + CURV_LR / 4, rel=0.1)
+        # curvatures are of ln loss: times the loss they are the loss-space ones
+        fixed = row.fit.batch.extra["curvature_fixed_lr"] * row.fit.batch.loss_min
+        assert fixed == pytest.approx(CURV_B + CURV_LR / 4, rel=0.1)
         assert len(row.fit.lr_curves) == 5  # one parabola per batch size
         # the per-batch LR optimum moves as sqrt(B)
         lrs = [c["lr_opt"] for c in row.fit.lr_curves]
         assert lrs[-1] / lrs[0] == pytest.approx(2.0**2, rel=0.15)
-    assert res.batch.law.a == pytest.approx(A_B, abs=0.03)
-    assert res.lr.law.a == pytest.approx(A_LR, abs=0.03)
+    assert res.batch.params["a"] == pytest.approx(A_B, abs=0.03)
+    assert res.lr.params["a"] == pytest.approx(A_LR, abs=0.03)
     lo, hi = res.batch.hero_ci90
     assert lo < b_star(1e21) * 1.1 and hi > b_star(1e21) * 0.9
 
@@ -115,10 +120,10 @@ def test_edge_of_grid_is_flagged_and_left_out():
     assert edge.status == "edge" and edge.edge_side == "low"
     assert "optimum at grid edge" in edge.message and "widen the sweep" in edge.message
     assert edge.opt < min(edge.grid)  # the vertex extrapolates beyond the grid
-    assert "r3" in res.lr.excluded and res.lr.law.n_points == 3
-    assert res.lr.law.a == pytest.approx(A_LR, abs=0.03)
+    assert "r3" in res.lr.excluded and res.lr.n_points == 3
+    assert res.lr.params["a"] == pytest.approx(A_LR, abs=0.03)
     kept = fit_hparams(df, hero_flops=1e21, use_edge=True)
-    assert kept.lr.law.n_points == 4
+    assert kept.lr.n_points == 4
     assert any("widen the sweep" in n for n in res.notes)
 
 
@@ -126,7 +131,8 @@ def test_best_point_at_grid_end_is_flagged_even_when_vertex_inside():
     lr = np.array([1.0, 2.0, 4.0, 8.0]) * 1e-3
     loss = 3 + CURV_LR * np.log(lr / 1.2e-3) ** 2
     opt = fit_sweep(lr, loss).lr
-    assert opt.opt == pytest.approx(1.2e-3, rel=1e-6)
+    # a parabola of ln loss through a parabola of loss: the vertex moves by a little (was exact in loss)
+    assert opt.opt == pytest.approx(1.2e-3, rel=0.03)
     assert opt.status == "edge" and opt.edge_side == "low"
 
 
@@ -155,7 +161,7 @@ def test_too_few_points_skip_a_scale_with_reason():
     res = fit_hparams(two, hero_flops=1e21)
     r1 = next(s for s in res.scales if s.scale == "r1")
     assert r1.fit is None and "only 2 learning rate" in r1.skipped and "at least 3" in r1.skipped
-    assert "r1" in res.lr.excluded and res.lr.law.n_points == 3
+    assert "r1" in res.lr.excluded and res.lr.n_points == 3
     with pytest.raises(FitError, match="at least 3"):
         fit_sweep([1e-3, 2e-3], [3.0, 3.1])
 
@@ -209,14 +215,15 @@ def test_groups_by_compute_without_scale_column_and_drops_diverged_runs():
     res = fit_hparams(df, hero_flops=1e21)
     assert [s.scale.startswith("C=") for s in res.scales] == [True] * 4
     assert res.scales[-1].n_diverged == 1
-    assert res.lr.law.a == pytest.approx(A_LR, abs=0.02)
+    assert res.lr.params["a"] == pytest.approx(A_LR, abs=0.02)
 
 
 def test_log_quadratic_helper_and_json():
     x = np.array([8.0, 16.0, 32.0, 64.0, 128.0])
     opt = fit_log_quadratic(x, 2.5 + 0.04 * np.log(x / 27.0) ** 2, name="aspect_ratio")
-    assert opt.opt == pytest.approx(27.0, rel=1e-6)
-    assert opt.curve(27.0) == pytest.approx(2.5)
+    # fitted in ln loss: near, not exactly at, the vertex of the loss parabola (was rel 1e-6)
+    assert opt.opt == pytest.approx(27.0, rel=0.01)
+    assert opt.curve(27.0) == pytest.approx(2.5, rel=1e-3)
     res = fit_hparams(lr_batch_sweep(), hero_flops=1e21, hero_params=1e10).to_dict()
     text = json.dumps(res, allow_nan=False)
     assert "NaN" not in text
@@ -227,4 +234,141 @@ def test_log_quadratic_helper_and_json():
     assert isinstance(scale["points"][0]["used"], bool)
     hero = res["hero"]
     assert hero["lr"] == res["lr"]["hero_value"] and hero["batch_tokens_ci90"] == res["batch"]["hero_ci90"]
-    assert hero["lr_from_params"] is not None
+    assert hero["lr_law"] == res["lr"]["formula"] == "lr* = k C^a"
+
+
+# Step Law (Li et al. 2025): eta* = 1.79 N^-0.713 D^0.307, B* = 0.58 D^0.571 (tokens)
+STEP_K_LR, STEP_A, STEP_B = 1.79, -0.713, 0.307
+STEP_K_B, STEP_BD = 0.58, 0.571
+CU, CV, RHO = 0.015, 0.01, 0.5  # curvatures of ln loss; the LR optimum moves as B^RHO
+
+
+def step_lr(n, d):
+    return STEP_K_LR * n**STEP_A * d**STEP_B
+
+
+def step_batch(d):
+    return STEP_K_B * d**STEP_BD
+
+
+def step_law_grid(sizes=(2e7, 6e7, 2e8), ratios=(8, 32, 128), *, noise=0.002, seed=0) -> pd.DataFrame:
+    """An LR x batch grid at every (N, D = ratio N): ln loss = ln L0(N, D) + CU (u - RHO v)^2 + CV v^2 with
+    u, v the log distances from Step Law's optima; the grids are offset so they never hit the optimum."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in sizes:
+        for r in ratios:
+            d = r * n
+            l0 = 1.69 + 406.4 / n**0.34 + 410.7 / d**0.28  # Chinchilla's constants
+            for lr in step_lr(n, d) * 1.3 * 2.0 ** np.arange(-3, 4):
+                for b in step_batch(d) * 0.8 * 2.0 ** np.arange(-2, 3):
+                    u, v = math.log(lr / step_lr(n, d)), math.log(b / step_batch(d))
+                    loss = l0 * math.exp(CU * (u - RHO * v) ** 2 + CV * v**2) + rng.normal(0, noise)
+                    rows.append({"params": n, "tokens": d, "loss": loss, "lr": lr, "batch_size": b})
+    return pd.DataFrame(rows)
+
+
+def test_step_law_exponents_are_recovered_within_their_intervals():
+    df = step_law_grid().rename(columns={"batch_size": "batch_tokens"})
+    df["flops"] = 6 * df["params"] * df["tokens"]
+    hero = (1e9, 2e10)
+    res = fit_hparams(df, hero_params=hero[0], hero_tokens=hero[1], hero_flops=6 * hero[0] * hero[1])
+    assert len(res.scales) == 9 and all(s.fit.lr.status == "ok" and s.fit.batch.status == "ok" for s in res.scales)
+    for s in res.scales:  # per-rung optima from the joint surface
+        assert s.fit.lr.opt == pytest.approx(step_lr(s.params, s.tokens), rel=0.05)
+        assert s.fit.batch.opt == pytest.approx(step_batch(s.tokens), rel=0.08)
+        assert s.fit.lr.penalty_2x == pytest.approx(s.fit.lr.loss_min * math.expm1(CU * LN2_SQ), rel=0.15)
+    lr, b = res.lr, res.batch
+    assert lr.form == "n_d" and lr.formula == "lr* = k N^a D^b" and lr.weighted and lr.n_points == 9
+    assert b.form == "d" and b.formula == "B* = k D^b"
+    for name, truth in (("a", STEP_A), ("b", STEP_B)):
+        assert lr.params[name] == pytest.approx(truth, abs=0.03)
+        assert lr.ci90[name][0] < truth < lr.ci90[name][1], (name, lr.ci90[name])
+    assert b.params["b"] == pytest.approx(STEP_BD, abs=0.04)
+    assert b.ci90["b"][0] < STEP_BD < b.ci90["b"][1]
+    # the hero: 5x the largest N at 20 tokens/param
+    lo, hi = lr.hero_ci90
+    assert lo < step_lr(*hero) < hi and lr.hero_value == pytest.approx(step_lr(*hero), rel=0.1)
+    lo, hi = b.hero_ci90
+    assert lo < step_batch(hero[1]) < hi
+    at = res.at(*hero)
+    assert at["lr"] == pytest.approx(lr.hero_value) and at["batch_ci90"] == pytest.approx(list(b.hero_ci90))
+    assert res.hero()["lr_law"] == "lr* = k N^a D^b"
+
+
+def test_one_tokens_per_param_falls_back_to_compute_and_says_so():
+    df = step_law_grid(sizes=(2e7, 6e7, 2e8, 6e8), ratios=(20,)).rename(columns={"batch_size": "batch_tokens"})
+    df["flops"] = 6 * df["params"] * df["tokens"]
+    res = fit_hparams(df, hero_flops=6 * 2e9 * 4e10, hero_params=2e9, hero_tokens=4e10)
+    for law in (res.lr, res.batch):
+        assert law.form == "compute" and law.formula.endswith("= k C^a")
+        assert "one tokens/param" in law.notes[0] and "cannot separate N from D" in law.notes[0]
+    # along D = 20 N the compute exponent of Step Law's LR is (a + b) / 2, of its batch 0.571 / 2
+    assert res.lr.params["a"] == pytest.approx((STEP_A + STEP_B) / 2, abs=0.03)
+    assert res.batch.params["a"] == pytest.approx(STEP_BD / 2, abs=0.03)
+    assert res.lr.hero_ci90[0] < step_lr(2e9, 4e10) < res.lr.hero_ci90[1]
+
+
+def test_a_sweep_at_one_size_transfers_by_the_studys_rule():
+    from ladder.model.recipe import olmo_lr
+    from ladder.reports.fits import fit_study
+    from tests.reports.fits.test_fit import make_study, study_table
+
+    def lr_penalty(run):
+        return 0.05 * math.log(run.lr / (0.05 * (run.flops / 1e12) ** -0.2)) ** 2
+
+    study = make_study(ablations={"lr_multipliers": [0.25, 0.5, 1, 2, 4]})
+    df = study_table(study, loss_fn=lr_penalty, noise=0.001)
+    df = df[(df["scale"] == "100K") | (df["axis/lr_multipliers"] == 1)]  # the sweep at one rung only
+    res = fit_study(df, study=study, n_boot=20)
+    law = res.hparams.lr
+    assert law.law is None and law.single["scale"] == "100K" and "one size only" in law.reason
+    one = law.single
+    r = res.recommendation
+    m = one["y"] / olmo_lr(one["params_non_embedding"])
+    assert r.lr == pytest.approx(m * olmo_lr(r.params_non_embedding), rel=1e-9)
+    src = r.sources["lr"]
+    assert src.startswith("transfer by rule: the lr sweep covers one size only (100K")
+    assert "olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)" in src and "Porian et al. 2024" in src
+    assert r.lr_ci90[0] < r.lr < r.lr_ci90[1]
+    assert r.sources["batch_tokens"].startswith("study rule: olmo batch")  # no batch sweep at all
+
+
+def test_predict_on_a_csv_returns_lr_and_batch_with_intervals(tmp_path, capsys):
+    from tests.cli_helpers import run_cli
+
+    path = tmp_path / "grid.csv"
+    step_law_grid().to_csv(path, index=False)
+    out = run_cli(capsys, "fit", "--runs", path, "--predict", "1e9:2e10", "--predict", "3e8:1e10",
+                  "--bootstrap", "20", "--json")
+    assert out.code == 0, out.stderr
+    d = out.json()
+    assert d["hparams"]["available"] and d["hparams"]["lr"]["form"] == "n_d"
+    rows = {p["label"]: p for p in d["predictions"]}
+    for label, (n, t) in (("1e9:2e10", (1e9, 2e10)), ("3e8:1e10", (3e8, 1e10))):
+        p = rows[label]
+        assert p["lr_ci90"][0] < step_lr(n, t) < p["lr_ci90"][1], (label, p["lr"], p["lr_ci90"])
+        assert p["batch_ci90"][0] < step_batch(t) < p["batch_ci90"][1], (label, p["batch_tokens"], p["batch_ci90"])
+        assert p["lr_reason"] is None and p["batch_reason"] is None
+    # the terminal summary's predictions table shows them (print_fit renders this dict)
+    from rich.console import Console
+
+    from ladder.reports.summary import _print_predictions
+
+    console = Console(record=True, width=200)
+    _print_predictions(d, console)
+    text = console.export_text()
+    p = rows["1e9:2e10"]
+    assert "LR*" in text and "B* (tokens)" in text
+    assert f"{p['lr']:.3g}" in text and f"[{p['lr_ci90'][0]:.3g}, {p['lr_ci90'][1]:.3g}]" in text
+
+
+def test_rollout_backtests_the_law_on_the_smaller_rungs():
+    df = step_law_grid().rename(columns={"batch_size": "batch_tokens"})
+    df["flops"] = 6 * df["params"] * df["tokens"]
+    ro = fit_hparams(df, hero_params=1e9, hero_tokens=2e10, hero_flops=1.2e20).lr.rollout
+    # fitted on the smallest 4..8 rungs by compute, forecasting every larger one
+    assert {r["prefix"] for r in ro["rows"]} == {4, 5, 6, 7, 8} and ro["n"] == 5 + 4 + 3 + 2 + 1
+    assert ro["max_abs_pct"] < 5 and ro["coverage"] >= 0.8
+    assert ro["reach"] is not None and ro["reach"] >= max(r["compute_x"] for r in ro["rows"] if r["prefix"] == 8)
+    assert fit_hparams(lr_sweep(computes=(1e16, 1e17)), hero_flops=1e19).lr.rollout is None  # 2 rungs: nothing left
