@@ -8,10 +8,10 @@ zero above the largest rung. Its 90% interval comes from the trend's calibrated 
 mixture without the run noise): the quantiles of each curve's zero (the nearest to the point's inside the
 ladder, the first above the largest rung beyond it; a curve that never crosses up to ``CROSS_LIMIT`` x the
 hero counts as crossing beyond, so the interval may be open above). A crossing beyond the ladder is stated
-only when at least half of the curves cross before that limit (else the point crossing is only mentioned, with
-status ``none``).
-Statuses: ``within_range``, ``beyond_range``, ``none`` (no rung sign change beyond noise and no supported
-trend crossing), ``unresolved`` (the rungs and the trend disagree), ``unknown`` (no trend).
+(``beyond_range``) only when its 90% interval is closed: at least 95% of the curves cross before that limit;
+with 50-95% it is ``possible_beyond`` (a flip that may come, not one the fit claims); below, ``none``.
+Statuses: ``within_range``, ``beyond_range``, ``possible_beyond``, ``none`` (no rung sign change beyond noise
+and no trend crossing), ``unresolved`` (the rungs and the trend disagree), ``unknown`` (no trend).
 
 Call at the hero (``hero_call``): the winner is the sign of the mixture's point gap; ``p_winner`` the share of
 its calibrated draws on that side. ``certain`` only when the 90% interval excludes 0 AND the hero lies within
@@ -38,7 +38,8 @@ from ladder.reports.fits.engine import LawFit
 LIKELY = 0.75
 CROSS_LIMIT = 10.0  # crossings are searched up to this many times the hero's (or the largest rung's) compute
 GRID = 400
-P_CROSS = 0.5  # a crossing beyond the ladder is stated when at least half the trend's curves cross
+P_STATED = 0.95  # a crossing beyond the ladder is stated when its 90% interval is closed
+P_POSSIBLE = 0.5  # and called possible when at least half the trend's curves cross
 
 
 def winner_of(gap: float) -> str:
@@ -147,11 +148,17 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
             out["below_hero"] = bool(c0 < hero_flops)
             out["p_below_hero"] = float(np.mean(zs < math.log(hero_flops)))
             where = " (below the hero's compute)" if c0 < hero_flops else " (above the hero's compute)"
-        if out["p_cross"] < P_CROSS:
-            out["status"] = "none"
-            out["message"] = (f"no flip stated: the trend's point crosses zero at C = {c0:.3g}{where}, {dist:.3g}x "
-                              f"beyond the largest rung, but {100 * (1 - out['p_cross']):.0f}% of its curves do not "
-                              f"cross up to C = {limit:.3g}; {now} ahead at the largest rung")
+        if out["p_cross"] < P_STATED:
+            share = f"{100 * (1 - out['p_cross']):.0f}% of its curves do not cross up to C = {limit:.3g}"
+            if out["p_cross"] >= P_POSSIBLE:
+                out["status"] = "possible_beyond"
+                out["message"] = (f"a flip beyond the ladder is possible, not established: the trend crosses zero at "
+                                  f"C = {c0:.3g}{where}, {dist:.3g}x beyond the largest rung, but {share}; {now} "
+                                  "ahead at the largest rung")
+            else:
+                out["status"] = "none"
+                out["message"] = (f"no flip stated: the trend's point crosses zero at C = {c0:.3g}{where}, {dist:.3g}x "
+                                  f"beyond the largest rung, but {share}; {now} ahead at the largest rung")
             return out
         reach = ("within the distance the rollout tested" if out["within_reach"]
                  else f"beyond the {trend.reach['compute_x']:.3g}x the rollout showed the gap forecasts right")

@@ -6,14 +6,14 @@ An *effect* is a log-space quantity measured at each rung against the rung's com
 (:class:`EngineTrend`, or any :class:`TrendForm`) are fitted by the one engine on every rung, and:
 
 - rollout: rungs within 10% of each other's compute share a *level*; for each prefix of the smallest k levels
-  (k = 1, 2, ..., K-1), every form identifiable there is fitted on those rungs alone and forecasts every larger
+  (k = 1, 2, ..., K-1; at most 6 of them, spread, the last always kept), every form identifiable there is fitted on those rungs alone and forecasts every larger
   rung, with the same draws the hero gets (bootstrap spread + residual scatter or the known point noise);
 - weights: ``w_f ∝ 1 / max(rms_f, floor)^2`` over the forms whose RMS is within 2x of the best; ``rms_f`` is the
   root mean squared forecast error weighted by ``ln(compute x)`` (far forecasts count most), on the forecasts
-  every scored form made when there are >= 2 of them; ``floor`` is the noise of one measured effect (errors
-  below it say nothing); a form whose farthest rollout forecast is less than half the farthest of any form's
-  (in log distance; a form with more parameters starts at a larger prefix) gets no weight: it was not checked
-  where the others were; without rollout forecasts every identifiable form counts equally, and it says so;
+  every scored form made (a form with more parameters starts at a larger prefix, so the forms are compared on
+  the same forecasts, not one at short distances against another at long ones); ``floor`` is the noise of one
+  measured effect (errors below it say nothing); without rollout forecasts every identifiable form counts
+  equally, and it says so;
 - calibration: on the rollout forecasts of the weighted mixture, ``z = |error| / half-width`` on the error's
   side; when fewer than 90% have ``z <= 1``, every half-width is multiplied by the conformal factor
   (the ``ceil((m + 1) 0.9)``-th smallest z; never below 1);
@@ -33,10 +33,10 @@ from ladder.reports.fits.ablations.forms import EffectData, Fitted, TrendForm
 
 LEVEL = 0.90
 RELATIVE_RMS_CUT = 2.0
-MIN_COMMON = 2
-FAR_SHARE = 0.5  # a form needs rollout forecasts out to this share of the farthest log distance to get weight
+MIN_COMMON = 1  # forms are compared on the forecasts they all made whenever there is one
 N_BOOT = 200
 ROLLOUT_BOOT = 100
+MAX_PREFIXES = 6
 N_DRAWS = 4000
 ROW_DRAWS = 800
 
@@ -78,7 +78,10 @@ def rollout(data: EffectData, forms: Sequence[TrendForm], *, n_boot: int = ROLLO
     order = np.unique(levels)
     rows: list[TrendRow] = []
     prefixes = []
-    for k in range(1, len(order)):
+    ks = list(range(1, len(order)))
+    if len(ks) > MAX_PREFIXES:  # spread them, always keeping the last (the held-out top rung)
+        ks = [ks[i] for i in np.unique(np.round(np.linspace(0, len(ks) - 1, MAX_PREFIXES)).astype(int))]
+    for k in ks:
         train_mask = levels < order[k]
         train = data.subset(train_mask)
         test = np.flatnonzero(~train_mask)
@@ -122,25 +125,18 @@ def weigh(scores: dict[str, dict], fitted: Sequence[str], floor: float) -> tuple
         w = {k: 1.0 / len(fitted) for k in fitted}
         return w, ("no rollout forecasts (too few rungs to fit on the smaller ones and check on the larger), so "
                    f"every identifiable form counts equally: {', '.join(fitted)}")
-    # a form checked only at short distances cannot vouch for the far forecast the others were checked at
-    far = max(s["max_compute_x"] for s in scored.values())
-    near = {k for k, s in scored.items() if math.log(s["max_compute_x"]) < FAR_SHARE * math.log(far)}
-    eligible = {k: s for k, s in scored.items() if k not in near}
     floor = max(floor, 1e-6)
-    best = max(min(s["rms"] for s in eligible.values()), floor)
-    keep = {k: s for k, s in eligible.items() if s["rms"] <= RELATIVE_RMS_CUT * best}
+    best = max(min(s["rms"] for s in scored.values()), floor)
+    keep = {k: s for k, s in scored.items() if s["rms"] <= RELATIVE_RMS_CUT * best}
     raw = {k: 1.0 / max(s["rms"], floor) ** 2 for k, s in keep.items()}
     tot = sum(raw.values())
     w = {k: v / tot for k, v in raw.items()}
     parts = [f"{k} {s['rms']:.3g}" for k, s in sorted(scored.items(), key=lambda kv: kv[1]["rms"])]
     why = (f"weighted by rollout error (distance-weighted RMS: {', '.join(parts)}; floor {floor:.2g}, the noise "
            "of one rung); weights " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1])))
-    dropped = [k for k in eligible if k not in keep]
+    dropped = [k for k in scored if k not in keep]
     if dropped:
         why += f"; left out (more than {RELATIVE_RMS_CUT:g}x the best error): {', '.join(dropped)}"
-    if near:
-        upto = ", ".join(f"{k} to {scored[k]['max_compute_x']:.3g}x" for k in sorted(near))
-        why += f"; left out (checked only at less than half the log distance of the farthest, {far:.3g}x): {upto}"
     return w, why
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 Z90 = 1.6448536269514722
 PER_FIGURE = 9
+CROSSING = ("within_range", "beyond_range", "possible_beyond")  # statuses with a crossing compute
 
 
 def fmt_gap(v: Any) -> str:
@@ -112,8 +113,7 @@ def tied(ctx: Builder) -> Section:
     if cross.get("message"):
         ci = cross.get("ci90")
         items.append(("Crossover", f"{cross['message']}"
-                      + (f" (90%: {fmt_ci(ci, fmt_flops)} FLOPs)" if cross.get("status") in ("within_range",
-                                                                                           "beyond_range") else "")))
+                      + (f" (90%: {fmt_ci(ci, fmt_flops)} FLOPs)" if cross.get("status") in CROSSING else "")))
     if not h and tie.get("reason"):
         items.append(("Trend", str(tie["reason"])))
     if items:
