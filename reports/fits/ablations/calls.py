@@ -19,7 +19,8 @@ the rollout's reach (the compute distance up to which the gap forecasts covered 
 ``likely`` when ``p_winner >= 0.75``; else ``undetermined``.
 
 Multiplier: the compute the untied variant needs to reach the tied loss, over C, from the gap and the local
-slope of the untied variant's own L(C) law: ``ln L_u(m C) ~ ln L_u(C) + s ln m = ln L_t(C)``, so
+slope of the untied variant's L(C) law (the pair law of :mod:`.variant_laws`, else a power law through its
+rungs): ``ln L_u(m C) ~ ln L_u(C) + s ln m = ln L_t(C)``, so
 ``m = exp(-g / s)`` with ``s = d ln L_u / d ln C`` (m > 1: tied better; m < 1: untied reaches tied's loss
 with less compute). Its interval pairs the gap's draws with the law's bootstrap slopes.
 """
@@ -27,17 +28,17 @@ with less compute). Its interval pairs the gap's draws with the law's bootstrap 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from ladder.reports.fits.ablations.common import Z90
 from ladder.reports.fits.ablations.trend import LEVEL, Trend
-from ladder.reports.fits.ablations.variant_laws import slope
-from ladder.reports.fits.engine import LawFit
 
 LIKELY = 0.75
 CROSS_LIMIT = 10.0  # crossings are searched up to this many times the hero's (or the largest rung's) compute
 GRID = 400
+MAX_LN_M = math.log(1e6)  # a multiplier beyond 1e6 (or below 1e-6) is reported as unbounded (None)
 P_STATED = 0.95  # a crossing beyond the ladder is stated when its 90% interval is closed
 P_POSSIBLE = 0.5  # and called possible when at least half the trend's curves cross
 
@@ -46,24 +47,28 @@ def winner_of(gap: float) -> str:
     return "tied" if gap > 0 else ("untied" if gap < 0 else "even")
 
 
-def multiplier(law: LawFit | None, c: float, gaps: np.ndarray) -> tuple[float | None, list | None]:
-    """``(m at gaps[0], 90% interval over gaps[1:])``; None where the law's loss does not fall at ``c``."""
-    if law is None:
+SlopeFn = Callable[[float], tuple[float, "np.ndarray | None"]]
+
+
+def multiplier(slope_at: SlopeFn | None, c: float, gaps: np.ndarray) -> tuple[float | None, list | None]:
+    """``(m at gaps[0], 90% interval over gaps[1:])``; None where the untied loss does not fall at ``c``.
+    ``slope_at(c)``: ``d ln L_untied / d ln C`` and its bootstrap draws."""
+    if slope_at is None:
         return None, None
-    s, s_boot = slope(law, c)
+    s, s_boot = slope_at(c)
     if not s < 0:
         return None, None
-    m = math.exp(-float(gaps[0]) / s)
+    ln_m = -float(gaps[0]) / s
+    m = math.exp(ln_m) if abs(ln_m) <= MAX_LN_M else None
     if len(gaps) < 2 or s_boot is None:
         return m, None
     rng = np.random.default_rng(7)
     sd = s_boot[rng.integers(0, len(s_boot), len(gaps) - 1)]
-    ok = sd < 0
-    if ok.mean() < 0.95:
-        return m, None
-    logm = -np.asarray(gaps[1:])[ok] / sd[ok]
-    lo, hi = np.quantile(logm, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return m, [math.exp(lo), math.exp(hi)]
+    g = np.asarray(gaps[1:], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a draw whose loss does not fall never catches up
+        logm = np.where(sd < 0, -g / np.where(sd < 0, sd, -1.0), np.sign(g) * np.inf)
+    lo, hi = np.quantile(logm, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], method="inverted_cdf")
+    return m, [math.exp(lo) if abs(lo) <= MAX_LN_M else None, math.exp(hi) if abs(hi) <= MAX_LN_M else None]
 
 
 def _zeros(lc: np.ndarray, v: np.ndarray) -> list[float]:
@@ -177,7 +182,7 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
     return out
 
 
-def hero_call(trend: Trend, hero_flops: float, untied_law: LawFit | None) -> dict:
+def hero_call(trend: Trend, hero_flops: float, slope_at: SlopeFn | None) -> dict:
     """The gap at the hero (one number: the calibrated mixture's point), the winner, how sure, the multiplier."""
     p = trend.predict(hero_flops)
     g, lo, hi, d = p["point"], p["lo"], p["hi"], p["draws"]
@@ -190,7 +195,7 @@ def hero_call(trend: Trend, hero_flops: float, untied_law: LawFit | None) -> dic
         call = "likely"
     else:
         call = "undetermined"
-    m, m_ci = multiplier(untied_law, hero_flops, np.concatenate([[g], d]))
+    m, m_ci = multiplier(slope_at, hero_flops, np.concatenate([[g], d]))
     out = {"flops": hero_flops, "gap": g, "gap_ci90": [lo, hi], "gap_pct": 100.0 * g, "winner": win,
            "p_winner": p_win, "call": call, "interval_excludes_zero": excludes, "compute_x": p["compute_x"],
            "reach_compute_x": trend.reach["compute_x"], "within_reach": p["within_reach"],
@@ -215,5 +220,7 @@ def call_text(h: dict) -> str:
 
 
 def multiplier_text(m: float, ci: list | None) -> str:
-    band = f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
+    band = ""
+    if ci:
+        band = f" [{'<1e-06' if ci[0] is None else format(ci[0], '.3g')}, {'>1e+06' if ci[1] is None else format(ci[1], '.3g')}]"
     return f"untied reaches tied's loss with {m:.3g}x{band} the compute"

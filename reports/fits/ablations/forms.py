@@ -128,6 +128,9 @@ def log_linear(name: str = "loglinear", symbol: str = "y", title: str = "linear 
     return EngineTrend(name, title, f"{symbol} = a + b ln C", Linear(name, ("a", "b"), _log_linear), 2)
 
 
-def scaled_power(name: str = "power", symbol: str = "y") -> EngineTrend:
+def scaled_power(name: str = "power", symbol: str = "y", max_rate: float = 1.0) -> EngineTrend:
+    """``y = c C^-gamma``, ``|gamma| <= max_rate``: a gap of log losses shrinks or grows no faster than the
+    reducible losses themselves change (their exponents in C are well below 1); unbounded, a gap near zero
+    lets bootstrap refits pick a tiny c with an absurd growth that explodes far beyond the ladder."""
     return EngineTrend(name, "shrinking or growing power (never changes sign)", f"{symbol} = c C^-gamma",
-                       ScaledPower(name, ("c", "gamma")), 2)
+                       ScaledPower(name, ("c", "gamma"), gamma_bounds=(-max_rate, max_rate)), 2)

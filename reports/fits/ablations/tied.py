@@ -29,7 +29,10 @@ from ladder.reports.fits.ablations.trend import Trend, fit_trend
 from ladder.reports.fits.ablations.variant_laws import (
     LawDifferenceForm,
     fit_law,
+    fit_pair,
     law_dict,
+    pair_variant_dict,
+    slope,
 )
 from ladder.reports.fits.engine import LawFit
 from ladder.reports.fits.hparams.rungs import (
@@ -42,16 +45,16 @@ from ladder.reports.fits.runs import tie_flags
 
 GAP = "g = ln L_untied - ln L_tied"
 TIE_FORMS = (constant("constant", "g"), log_linear("loglinear", "g", "log-linear in compute (can cross zero)"),
-             scaled_power("power", "g"), LawDifferenceForm(formula="g = ln L_untied(C) - ln L_tied(C), each "
-                                                                  "L = E + A C^-alpha"))
+             scaled_power("power", "g"), LawDifferenceForm(formula="g = ln L_untied(C) - ln L_tied(C), "
+                                                                  "L_v = E + A_v C^-alpha"))
 
 TIE_METHOD = (
     f"per rung (same shape, same tokens): {GAP} of each variant's best configuration (replicates averaged in "
     "log space); tied and untied do the same FLOPs per token (the LM head's matmul runs either way, the tied one "
     "reuses the embedding matrix), so a rung compares them at exactly matched compute; the rung's noise from seed "
     "replicates (pooled sd of ln loss) where present, else the scatter of the trend fit; trend forms of g against "
-    "compute (constant, log-linear, a power that never changes sign, the difference of the variants' own L(C) "
-    "laws) fitted by the engine and weighted by rollout backtests (fit on the smaller rungs, forecast the "
+    "compute (constant, log-linear, a power that never changes sign, the difference of the variants' L(C) "
+    "laws with one floor and one exponent) fitted by the engine and weighted by rollout backtests (fit on the smaller rungs, forecast the "
     "larger), the 90% interval a mixture of their draws calibrated on the rollout; a crossover only where two "
     "rungs differ in sign beyond their noise and the trend crosses between them (beyond the ladder: the trend's "
     "zero with its interval); 'certain' only when the 90% interval excludes 0 and the hero is within the "
@@ -96,7 +99,8 @@ class TieAblation:
     trend: Trend | None
     reason: str | None
     crossover: dict
-    laws: dict[str, LawFit | None]
+    laws: dict[str, dict | None]  # each variant's L(C) as fit.json shows it
+    law: LawFit | None  # the pair law (one floor), when identifiable
     hero_flops: float | None
     hero: dict | None
     noise: dict
@@ -120,7 +124,7 @@ class TieAblation:
             "band": self.band(),
             "reason": self.reason,
             "crossover": self.crossover,
-            "laws": {k: law_dict(v) for k, v in self.laws.items()},
+            "laws": self.laws,
             "hero_flops": self.hero_flops,
             "hero": self.hero,
             "notes": list(self.notes),
@@ -209,12 +213,22 @@ def fit_tie_ablation(
                      "gap": math.log(u["loss"]) - math.log(t["loss"]), "se": se, "notes": tuple(row_notes)})
         notes.extend(row_notes)
 
-    laws = {}
-    for name, i in (("tied", 1), ("untied", 2)):
-        have = [r[i] for r in raw if r[i] is not None]
-        laws[name] = fit_law([b["flops"] for b in have], [b["loss"] for b in have], n_boot=n_boot, seed=seed)
-        if laws[name] is None:
-            notes.append(f"{name}: no loss-vs-compute law (needs rungs at >= 2 computes); no compute multiplier")
+    have = {name: [r[i] for r in raw if r[i] is not None] for name, i in (("tied", 1), ("untied", 2))}
+    pair = fit_pair(*[np.array([b[k] for b in have[v]]) for v in ("tied", "untied") for k in ("flops", "loss")],
+                    n_boot=n_boot, seed=seed)
+    if pair is not None:
+        laws = {"tied": pair_variant_dict(pair, 0), "untied": pair_variant_dict(pair, 1)}
+
+        def slope_at(c: float):
+            return slope(pair, c, 1.0)
+    else:
+        power = fit_law([b["flops"] for b in have["untied"]], [b["loss"] for b in have["untied"]], n_boot=n_boot,
+                        seed=seed)
+        laws = {"tied": None, "untied": law_dict(power)}
+        slope_at = None if power is None else (lambda c: slope(power, c))
+        notes.append("no L(C) pair law (needs each variant's rungs at >= 3 computes)"
+                     + ("; the multiplier uses a power law through the untied rungs" if power is not None else
+                        "; no loss-vs-compute law for the untied variant (needs rungs at >= 2 computes): no multiplier"))
 
     trend, reason = None, None
     if rows:
@@ -239,7 +253,7 @@ def fit_tie_ablation(
     for r in rows:
         se = r["se"]
         gaps = np.concatenate([[r["gap"]], r["gap"] + (se or 0.0) * np.random.default_rng(3).standard_normal(2000)])
-        m, m_ci = calls.multiplier(laws["untied"], r["flops"], gaps if se else gaps[:1])
+        m, m_ci = calls.multiplier(slope_at, r["flops"], gaps if se else gaps[:1])
         scales.append(TieScale(r["scale"], r["flops"], r["t"]["flops"], r["u"]["flops"], r["t"]["loss"],
                                r["u"]["loss"], r["gap"], se, noise["source"],
                                None if se is None else bool(abs(r["gap"]) > Z90 * se), calls.winner_of(r["gap"]), m,
@@ -253,5 +267,6 @@ def fit_tie_ablation(
         cross["message"] = reason
     hero = None
     if trend is not None and hero_flops is not None:
-        hero = calls.hero_call(trend, float(hero_flops), laws["untied"])
-    return TieAblation(tuple(scales), trend, reason, cross, laws, hero_flops, hero, noise, TIE_METHOD, tuple(notes))
+        hero = calls.hero_call(trend, float(hero_flops), slope_at)
+    return TieAblation(tuple(scales), trend, reason, cross, laws, pair, hero_flops, hero, noise, TIE_METHOD,
+                       tuple(notes))

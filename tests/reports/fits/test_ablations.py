@@ -15,6 +15,7 @@ from ladder.errors import FitError
 from ladder.reports.fits.ablations import fit_depth_width, fit_tie_ablation
 from ladder.reports.fits.ablations.variant_laws import (
     fit_law,
+    fit_pair,
     law_unidentifiable,
     slope,
 )
@@ -62,6 +63,18 @@ def test_variant_law_recovery_and_slope():
     assert set(two.params) == {"a", "b"} and two.params["b"] < 0  # a pure power law through 2 rungs
     assert fit_law(c[:1], tied_loss(c[:1]), n_boot=0, seed=0) is None
     assert "needs >= 4" in law_unidentifiable(c[:3], tied_loss(c[:3]))
+
+
+def test_the_pair_law_shares_the_floor_and_the_exponent():
+    """Untied = tied at 1.3x the compute: L_u = E + A (C / 1.3)^-G, so A_u / A_t = 1.3^G."""
+    c = np.geomspace(1e16, 1e20, 5)
+    law = fit_pair(c, tied_loss(c), c, tied_loss(c / 1.3), n_boot=20, seed=0)
+    p = law.params
+    assert p["E"] == pytest.approx(E_T, rel=0.02) and p["alpha"] == pytest.approx(G, rel=0.05)
+    assert (p["A_b"] / p["A_a"]) ** (1 / p["alpha"]) == pytest.approx(1.3, rel=0.02)
+    s, _ = slope(law, 3e18, 1.0)
+    assert s == pytest.approx(-G * (C0_T * 1.3 / 3e18) ** G / float(tied_loss(3e18 / 1.3)), rel=0.02)
+    assert fit_pair(c[:2], tied_loss(c[:2]), c, tied_loss(c), n_boot=0, seed=0) is None  # 2 computes: no law
 
 
 def test_tie_crossover_within_the_ladder():
