@@ -11,17 +11,17 @@ Tied vs untied (``fit_tie_ablation``, :mod:`.tied`, the calls in :mod:`.calls`)
     only reuses the embedding matrix), so a rung compares them at exactly matched compute. Noise: the pooled
     seed-to-seed sd of ln loss where replicates exist, else the scatter of the trend fit. Trend forms of g
     against compute: constant, log-linear (may cross zero), a power that shrinks or grows but never changes
-    sign (:class:`~ladder.reports.fits.engine.ScaledPower`), and the difference of the variants' own L(C) laws
-    (:mod:`.variant_laws`). The hero's gap, the winner and how sure (``certain`` / ``likely`` /
-    ``undetermined``), the crossover (stated only where the rungs and the trend agree) and the
-    effective-compute multiplier ("untied reaches tied's loss with 0.8x [0.7, 0.9] the compute", from the
+    sign (:class:`~ladder.reports.fits.engine.ScaledPower`), and the difference of the variants' L(C) laws
+    fitted with one floor and one exponent (:mod:`.variant_laws`). The hero's gap, the winner and how sure
+    (``certain`` / ``likely`` / ``undetermined``), the crossover (stated only where the rungs and the trend
+    agree) and the effective-compute multiplier ("untied reaches tied's loss with 0.8x [0.7, 0.9] the compute", from the
     gap and the local slope of the untied L(C) law).
 
 Depth vs width (``fit_depth_width``, :mod:`.depth_width`)
     Per rung, ln loss against ln(aspect ratio) (d_model / n_layers) as a quadratic fitted by the engine around
     the best shape (losses first moved to the rung's compute along the ladder's local loss-vs-compute slope
     when the shapes' compute differs); the optimum with its bootstrap interval and the loss cost of a factor-2
-    wrong aspect ratio. The optimum's trend (ln aspect* against ln C: constant, power law, curved) and the
+    wrong aspect ratio. The optimum's trend (ln aspect* against ln C: constant or power law) and the
     penalty's are chosen by rollout as above; the hero's aspect ratio is their calibrated mixture.
 
 Modules: ``forms`` (an effect per rung and the trend forms), ``trend`` (the rollout-chosen trend of any effect), ``variant_laws`` (each variant's L(C) law, its

@@ -155,6 +155,33 @@ def _floor(noise: float):
     return floor
 
 
+def _laws(raw: list, n_boot: int, seed: int, notes: list[str]):
+    """The variants' L(C) laws (``laws`` as fit.json shows them, the pair law) and the untied slope for the
+    multiplier: the pair law's, else a power law's through the untied rungs, else None."""
+    have = {name: [r[i] for r in raw if r[i] is not None] for name, i in (("tied", 1), ("untied", 2))}
+    pair = fit_pair(*[np.array([b[k] for b in have[v]]) for v in ("tied", "untied") for k in ("flops", "loss")],
+                    n_boot=n_boot, seed=seed)
+    if pair is not None:
+        return ({"tied": pair_variant_dict(pair, 0), "untied": pair_variant_dict(pair, 1)}, pair,
+                lambda c: slope(pair, c, 1.0))
+    power = fit_law([b["flops"] for b in have["untied"]], [b["loss"] for b in have["untied"]], n_boot=n_boot,
+                    seed=seed)
+    notes.append("no L(C) pair law (needs each variant's rungs at >= 3 computes)"
+                 + ("; the multiplier uses a power law through the untied rungs" if power is not None else
+                    "; no loss-vs-compute law for the untied variant (needs rungs at >= 2 computes): no multiplier"))
+    return {"tied": None, "untied": law_dict(power)}, None, (None if power is None else (lambda c: slope(power, c)))
+
+
+def _noise(raw: list, loss_noise: float | None) -> tuple[float, dict]:
+    """The sd of one run's ln loss: pooled over seed replicates, else as given, else 0 (the trend's scatter)."""
+    sd, dof = pooled_sd(p for _, t, u in raw for p in (t, u))
+    if dof:
+        return sd, {"source": "seed replicates", "sd_log_loss": sd, "dof": dof}
+    if loss_noise:
+        return float(loss_noise), {"source": "given (loss_noise)", "sd_log_loss": float(loss_noise), "dof": None}
+    return 0.0, {"source": "scatter of the trend fit", "sd_log_loss": None, "dof": None}
+
+
 def fit_tie_ablation(
     df: pd.DataFrame,
     hero_flops: float | None = None,
@@ -182,13 +209,7 @@ def fit_tie_ablation(
         t = best_config(sub[sub["tie_embeddings"]], exclude=("tie_embeddings",))
         u = best_config(sub[~sub["tie_embeddings"]], exclude=("tie_embeddings",))
         raw.append((sc, t, u))
-    sd, dof = pooled_sd(p for _, t, u in raw for p in (t, u))
-    if dof:
-        noise = {"source": "seed replicates", "sd_log_loss": sd, "dof": dof}
-    elif loss_noise:
-        sd, noise = float(loss_noise), {"source": "given (loss_noise)", "sd_log_loss": float(loss_noise), "dof": None}
-    else:
-        noise = {"source": "scatter of the trend fit", "sd_log_loss": None, "dof": None}
+    sd, noise = _noise(raw, loss_noise)
 
     rows: list[dict] = []
     skipped_rows: list[TieScale] = []
@@ -213,22 +234,7 @@ def fit_tie_ablation(
                      "gap": math.log(u["loss"]) - math.log(t["loss"]), "se": se, "notes": tuple(row_notes)})
         notes.extend(row_notes)
 
-    have = {name: [r[i] for r in raw if r[i] is not None] for name, i in (("tied", 1), ("untied", 2))}
-    pair = fit_pair(*[np.array([b[k] for b in have[v]]) for v in ("tied", "untied") for k in ("flops", "loss")],
-                    n_boot=n_boot, seed=seed)
-    if pair is not None:
-        laws = {"tied": pair_variant_dict(pair, 0), "untied": pair_variant_dict(pair, 1)}
-
-        def slope_at(c: float):
-            return slope(pair, c, 1.0)
-    else:
-        power = fit_law([b["flops"] for b in have["untied"]], [b["loss"] for b in have["untied"]], n_boot=n_boot,
-                        seed=seed)
-        laws = {"tied": None, "untied": law_dict(power)}
-        slope_at = None if power is None else (lambda c: slope(power, c))
-        notes.append("no L(C) pair law (needs each variant's rungs at >= 3 computes)"
-                     + ("; the multiplier uses a power law through the untied rungs" if power is not None else
-                        "; no loss-vs-compute law for the untied variant (needs rungs at >= 2 computes): no multiplier"))
+    laws, pair, slope_at = _laws(raw, n_boot, seed, notes)
 
     trend, reason = None, None
     if rows:

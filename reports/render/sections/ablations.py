@@ -77,7 +77,7 @@ def tied(ctx: Builder) -> Section:
         s.add(Para(f"The call: {h['message']}.", "p"))
     s.add(ctx.figure(
         "fig-tied", "Tied vs untied embeddings across scale",
-        "Left: each variant's best loss per rung and its own L(C) law. Middle: the gap ln L_untied − ln L_tied "
+        "Left: each variant's best loss per rung and its L(C) law (one floor and one exponent for both). Middle: the gap ln L_untied − ln L_tied "
         "per rung (> 0: tying wins; bars: 90% noise), the rollout-weighted trend with its calibrated 90% band, "
         "the hero (star) and a crossover where the rungs and the trend agree. Right: the compute the untied model "
         "needs to reach the tied loss, over the rung's compute (< 1: untied is cheaper).",
