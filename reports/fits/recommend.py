@@ -2,10 +2,10 @@
 
 Each choice takes the fitted answer when the ladder measured it, else the study's own default:
 
-* ``tied``: the tied-vs-untied ablation's winner at the hero's compute (``TieAblation.hero["winner"]``);
-  else ``hero.tied``; else ``model.tie_embeddings``.
-* ``aspect_ratio`` (d_model / n_layers): the depth-vs-width law extrapolated to the hero's compute; else
-  ``hero.aspect_ratio``; else ``model.aspect_ratio``.
+* ``tied``: the tied-vs-untied ablation's winner at the hero's compute (``TieAblation.hero["winner"]``, the
+  sign of its one gap there, with its call); else ``hero.tied``; else ``model.tie_embeddings``.
+* ``aspect_ratio`` (d_model / n_layers): the depth-vs-width trend's calibrated forecast at the hero's compute
+  (``DepthWidthResult.hero``); else ``hero.aspect_ratio``; else ``model.aspect_ratio``.
 * shape: :func:`ladder.model.sizing.shape_for_params` at the hero's parameter count (in the study's
   ``param_count`` convention) with that aspect ratio, tying and the study's family rules, exactly as
   ``ladder plan`` sizes a rung.
@@ -50,22 +50,13 @@ __all__ = [
 
 
 def choose_tied(study: StudySpec, tie: Any | None) -> tuple[bool, str]:
-    """Tied or untied for the hero, and why. ``tie``: a ``TieAblation`` (or None)."""
+    """Tied or untied for the hero, and why. ``tie``: a ``TieAblation`` (or None). The fit's winner is the sign
+    of its one gap at the hero (``TieAblation.hero``), with the call it made (certain, likely, undetermined)
+    and the same numbers fit.json and the report show."""
     hero = getattr(tie, "hero", None) if tie is not None else None
     if hero and hero.get("winner") in ("tied", "untied"):
-        tied = hero["winner"] == "tied"
-        n = sum(1 for s in tie.scales if s.diff is not None)
-        diff = hero.get("diff")
-        ci = hero.get("diff_ci90")
-        text = f"fit: tied-vs-untied ablation over {n} rungs, {hero['winner']} wins at the hero's compute"
-        if diff is not None:
-            text += f" (loss(untied) - loss(tied) = {diff:+.3g}"
-            if ci and ci[0] is not None and ci[1] is not None:
-                text += f", 90% [{ci[0]:+.3g}, {ci[1]:+.3g}]"
-            text += ")"
-        if hero.get("winner_certain") is False:
-            text += "; not significant: the 90% interval includes 0"
-        return tied, text
+        n = sum(1 for s in tie.scales if s.gap is not None)
+        return hero["winner"] == "tied", f"fit: tied-vs-untied ablation over {n} rungs: {hero['message']}"
     if study.hero.tied is not None:
         why = "" if tie is None else f" (the ablation gives no hero prediction: {getattr(tie, 'reason', None)})"
         return bool(study.hero.tied), "study: hero.tied" + why
@@ -74,14 +65,14 @@ def choose_tied(study: StudySpec, tie: Any | None) -> tuple[bool, str]:
 
 def choose_aspect(study: StudySpec, depth_width: Any | None) -> tuple[float, str]:
     """The hero's d_model / n_layers target, and why. ``depth_width``: a ``DepthWidthResult`` (or None)."""
-    if depth_width is not None:
-        trend = depth_width.aspect
-        if trend.law is not None and trend.hero_value is not None and math.isfinite(trend.hero_value):
-            text = f"fit: best aspect ratio vs compute over {trend.law.n_points} rungs" + _extrapolated(trend)
-            return float(trend.hero_value), text
+    hero = depth_width.hero if depth_width is not None else {}
+    value = hero.get("aspect_ratio")
+    if value is not None and math.isfinite(value):
+        n = len(depth_width.aspect.data)
+        return float(value), f"fit: best aspect ratio vs compute over {n} rungs: {hero['message']}"
     why = ""
-    if depth_width is not None and depth_width.aspect.law is None:
-        why = f" (no aspect-ratio law: {depth_width.aspect.reason})"
+    if depth_width is not None and depth_width.aspect is None:
+        why = f" (no aspect-ratio trend: {depth_width.reason})"
     if study.hero.aspect_ratio is not None:
         return float(study.hero.aspect_ratio), "study: hero.aspect_ratio" + why
     return float(study.model.aspect_ratio), "study default: model.aspect_ratio" + why

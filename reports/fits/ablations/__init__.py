@@ -1,57 +1,53 @@
-"""Ablations along the ladder: tied vs untied embeddings, and depth vs width.
+"""Ablations along the ladder: tied vs untied embeddings, and depth vs width, on the one fitting engine.
 
-Tied vs untied (``fit_tie_ablation``)
-    Per rung, each variant's loss is its best configuration (replicates averaged, then the minimum over any
-    other axis swept, e.g. LR). The variants are compared at matched compute: when their compute differs by
-    more than 1% (untied has more parameters), each variant's loss is moved to the geometric mean of the two
-    along that variant's own loss-vs-compute law ``L(C) = E + (C0/C)^g`` (a pure power law with 2 rungs).
-    The difference ``untied - tied`` (> 0: tied wins) is fitted, linear in two parameters, as
-    ``diff = a + b (C / c_ref)^-g`` with ``g`` the (geometric mean) exponent of the two variants' laws: the
-    form the difference of two such laws takes, which may change sign (a power law cannot) and levels off at
-    ``a`` instead of growing without bound. Without an exponent (fewer than 2 rungs per variant) it is linear
-    in ``log10 C``; otherwise that form is fitted too (``trend_loglinear``, and ``loglinear`` entries in
-    ``crossover`` and ``hero``) as a check on the extrapolation. The crossover is where the trend is zero, with
-    a Fieller 90% interval (the computes where zero is inside the trend's interval; unbounded when the trend
-    is not significant).
-    ``crossover.status``: ``within_range`` (between the smallest and largest rung), ``beyond_range`` (predicted
-    above the ladder: the winner flips at larger compute), ``none`` (no significant trend, or the gap widens),
-    ``unknown`` (too few rungs). At the hero: the predicted difference with a 90% interval, and the
-    effective-compute multiplier: the compute the untied variant needs, over C, to reach the tied variant's
-    loss (> 1: tied is better; from the inverse of the untied law).
+Both follow the loss laws' principles: the effect is measured per rung with its noise, its trend across scale
+is chosen by rollout backtests among several forms (fit on the smaller rungs, forecast the larger), the hero's
+value is the forms' weighted mixture with a 90% interval calibrated on that rollout, and every call says how
+far the rollout has shown the trend to hold.
 
-Depth vs width (``fit_depth_width``)
-    Per rung, loss vs ``ln(aspect_ratio)`` (d_model / n_layers) is fitted by a parabola around the best shape
-    (``ladder.reports.fits.hparams.fit_log_quadratics``: windowed, intervals from t draws, pooled noise, edge
-    flags); losses are first moved to the rung's compute along the ladder's loss-vs-compute law when the
-    shapes' compute differs (``match_compute``). The best aspect ratio is fitted as a power law of compute
-    (and of N), extrapolated to the hero with a 90% interval; the penalty of a factor-2 wrong aspect ratio is
-    ``curvature * (ln 2)^2``.
+Tied vs untied (``fit_tie_ablation``, :mod:`.tied`, the calls in :mod:`.calls`)
+    Per rung (same shape, same tokens), ``g = ln L_untied - ln L_tied`` (> 0: tied wins) of each variant's best
+    configuration. Tied and untied do the same FLOPs per token (the LM head's matmul runs either way; tying
+    only reuses the embedding matrix), so a rung compares them at exactly matched compute. Noise: the pooled
+    seed-to-seed sd of ln loss where replicates exist, else the scatter of the trend fit. Trend forms of g
+    against compute: constant, log-linear (may cross zero), a power that shrinks or grows but never changes
+    sign (:class:`~ladder.reports.fits.engine.ScaledPower`), and the difference of the variants' L(C) laws
+    fitted with one floor and one exponent (:mod:`.variant_laws`). The hero's gap, the winner and how sure
+    (``certain`` / ``likely`` / ``undetermined``), the crossover (stated only where the rungs and the trend
+    agree) and the effective-compute multiplier ("untied reaches tied's loss with 0.8x [0.7, 0.9] the compute", from the
+    gap and the local slope of the untied L(C) law).
 
-Modules: ``tied`` and ``depth_width`` (the two ablations), ``compute_law`` (each variant's ``L(C)``),
-``linear_trend`` (the tie difference's trend and crossover), ``common`` (a variant's best configuration per
-rung).
+Depth vs width (``fit_depth_width``, :mod:`.depth_width`)
+    Per rung, ln loss against ln(aspect ratio) (d_model / n_layers) as a quadratic fitted by the engine around
+    the best shape (losses first moved to the rung's compute along the ladder's local loss-vs-compute slope
+    when the shapes' compute differs); the optimum with its bootstrap interval and the loss cost of a factor-2
+    wrong aspect ratio. The optimum's trend (ln aspect* against ln C: constant or power law) and the
+    penalty's are chosen by rollout as above; the hero's aspect ratio is their calibrated mixture.
+
+Modules: ``forms`` (an effect per rung and the trend forms), ``trend`` (the rollout-chosen trend of any effect), ``variant_laws`` (each variant's L(C) law, its
+slope, the law-difference form), ``calls``, ``tied``, ``depth_width``, ``common`` (a variant's best
+configuration per rung and the seed noise).
 """
 
 from __future__ import annotations
 
-from ladder.reports.fits.ablations.compute_law import LossLaw, fit_loss_vs_compute
 from ladder.reports.fits.ablations.depth_width import (
     AspectScale,
     DepthWidthResult,
     fit_depth_width,
 )
-from ladder.reports.fits.ablations.linear_trend import LinearTrend, fit_linear_trend
+from ladder.reports.fits.ablations.forms import EffectData
 from ladder.reports.fits.ablations.tied import TieAblation, TieScale, fit_tie_ablation
+from ladder.reports.fits.ablations.trend import Trend, fit_trend
 
 __all__ = [
     "AspectScale",
     "DepthWidthResult",
-    "LinearTrend",
-    "LossLaw",
+    "EffectData",
     "TieAblation",
     "TieScale",
+    "Trend",
     "fit_depth_width",
-    "fit_linear_trend",
-    "fit_loss_vs_compute",
     "fit_tie_ablation",
+    "fit_trend",
 ]

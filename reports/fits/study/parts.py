@@ -17,8 +17,10 @@ from ladder.reports.fits.study import table
 from ladder.reports.fits.tasks.columns import task_columns
 from ladder.reports.fits.tasks.forecast import fit_tasks
 
+ABLATION_BOOT = 100  # bootstrap refits per ablation trend form (the rollout's fits get half)
 
-def tie(df, hero0, study, reasons, warnings):
+
+def tie(df, hero0, study, reasons, warnings, *, n_boot: int = ABLATION_BOOT, seed: int = 0):
     """The tied-vs-untied ablation, when the runs have both variants."""
     asked = study is not None and study.ablations.tie_embeddings is not None and len(study.ablations.tie_embeddings) > 1
     if "tie_embeddings" not in df.columns:
@@ -35,7 +37,7 @@ def tie(df, hero0, study, reasons, warnings):
         return None
     sub = table.rungs_as_scale(df)
     try:
-        res = fit_tie_ablation(sub, hero0["flops"] if hero0 else None)
+        res = fit_tie_ablation(sub, hero0["flops"] if hero0 else None, n_boot=n_boot, seed=seed)
     except FitError as exc:
         reasons["tied_vs_untied"] = f"tied vs untied: {exc}"
         warnings.append(reasons["tied_vs_untied"])
@@ -55,7 +57,8 @@ def primary(study, tie, fitted, variants, law_df, laws, how) -> tuple[str, str]:
     if tie_based:
         want, why = None, None
         if tie is not None and tie.hero and tie.hero.get("winner") in ("tied", "untied"):
-            want, why = tie.hero["winner"], "the tied-vs-untied ablation's winner at the hero's compute"
+            want = tie.hero["winner"]
+            why = f"the tied-vs-untied ablation's winner at the hero's compute ({tie.hero['call']})"
         elif study is not None:
             t = study.model.tie_embeddings if study.hero.tied is None else study.hero.tied
             want = "tied" if t else "untied"
@@ -69,7 +72,7 @@ def primary(study, tie, fitted, variants, law_df, laws, how) -> tuple[str, str]:
     return best, f"the variant with the lowest loss at the ladder's largest size (variants from {how})"
 
 
-def depth_width(prim_df, hero0, study, reasons, warnings, seed):
+def depth_width(prim_df, hero0, study, reasons, warnings, seed, *, n_boot: int = ABLATION_BOOT):
     """The depth-vs-width ablation on the primary variant's runs, when a rung has 3 or more aspect ratios."""
     asked = study is not None and study.ablations.aspect_ratio is not None and len(study.ablations.aspect_ratio) > 1
     if "aspect_ratio" in prim_df.columns:
@@ -89,18 +92,13 @@ def depth_width(prim_df, hero0, study, reasons, warnings, seed):
         return None
     sub = table.rungs_as_scale(prim_df)
     try:
-        res = fit_depth_width(
-            sub,
-            hero0["flops"] if hero0 else None,
-            hero_params=hero0["params"] if hero0 else None,
-            seed=seed,
-        )
+        res = fit_depth_width(sub, hero0["flops"] if hero0 else None, n_boot=n_boot, seed=seed)
     except FitError as exc:
         reasons["depth_vs_width"] = f"depth vs width: {exc}"
         warnings.append(reasons["depth_vs_width"])
         return None
-    if res.aspect.law is None:
-        warnings.append(f"depth vs width: {res.aspect.reason}")
+    if res.aspect is None:
+        warnings.append(f"depth vs width: {res.reason}")
     return res
 
 
