@@ -94,9 +94,8 @@ def print_fit(result: Any, console: Console | None = None) -> None:
             )
         elif key == "tied_vs_untied":
             hh = sec.get("hero") or {}
-            msg = (sec.get("crossover") or {}).get("message") or sec.get("reason") or ""
-            win = f"{hh.get('winner')} wins at the hero (diff {_num(hh.get('diff'), 3)}{_ci(hh.get('diff_ci90'))}); " if hh else ""
-            console.print(f"[bold]{title}[/]: {win}{msg}")
+            msg = hh.get("message") or (sec.get("crossover") or {}).get("message") or sec.get("reason") or ""
+            console.print(f"[bold]{title}[/]: {msg}")
         elif key == "depth_vs_width":
             hh = sec.get("hero") or {}
             console.print(f"[bold]{title}[/]: best aspect at hero {_num(hh.get('aspect_ratio'), 3)}{_ci(hh.get('aspect_ratio_ci90'))}")

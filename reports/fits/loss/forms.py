@@ -30,6 +30,7 @@ RATIO_TOL = 0.10  # runs within 10% of a tokens/param ratio share it
 SIZE_TOL = 0.05  # model sizes within 5% are one size
 MIN_SIZES = 3
 MIN_DOF = 1
+MIN_SPREAD = 1.5  # N and D must each span at least this factor for a two-term law
 
 
 def groups(values: np.ndarray, rtol: float) -> np.ndarray:
@@ -125,6 +126,10 @@ class LossForm:
             if n_ratios < 2:
                 return ("every run has the same tokens/param ratio, so N and D move together and the law's two "
                         "terms cannot be told apart (give the ladder several budgets per size)")
+            for name, v in (("tokens", data.tokens), ("parameter count", data.params)):
+                if v.max() < v.min() * MIN_SPREAD:
+                    return (f"every run has nearly the same {name} (within {MIN_SPREAD:g}x), so that term cannot be "
+                            "told apart from E")
         n_sizes = len(np.unique(data.sizes)) if len(data) else 0
         if n_sizes < MIN_SIZES:
             return f"needs runs at >= {MIN_SIZES} model sizes (has {n_sizes})"

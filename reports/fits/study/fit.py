@@ -134,13 +134,13 @@ def fit_study(
         if forecasts[v] is None:
             warnings.append(reasons[f"law:{v}"])
 
-    tie = parts.tie(df, hero0, study, reasons, warnings)
+    tie = parts.tie(df, hero0, study, reasons, warnings, n_boot=min(n_boot, parts.ABLATION_BOOT), seed=seed)
     primary, choice = parts.primary(study, tie, fitted, variants, law_df, forecasts, how)
     fc = forecasts.get(primary)
     if fc is None:
         reasons["loss"] = reasons.get(f"law:{primary}", "no loss law")
     prim_df = df[df["_variant"] == primary]
-    dw = parts.depth_width(prim_df, hero0, study, reasons, warnings, seed)
+    dw = parts.depth_width(prim_df, hero0, study, reasons, warnings, seed, n_boot=min(n_boot, parts.ABLATION_BOOT))
 
     tied = aspect = None
     tied_src = aspect_src = None

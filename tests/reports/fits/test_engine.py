@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ladder.reports.fits.engine import Linear, ScaledPower, fit
+from ladder.reports.fits.engine import Linear, PowerSum, ScaledPower, fit
 from ladder.reports.fits.engine.solve import bootstrap, search
 from ladder.reports.fits.loss.forms import LOSS_FORMS
 
@@ -125,3 +125,80 @@ def test_prediction_intervals_of_a_new_run_cover_at_the_nominal_rate():
         new = np.log(chinchilla(nh, dh)) + rng.normal(0, 0.005)
         hits += lo[0] <= new <= hi[0]
     assert 0.80 <= hits / reps <= 0.98
+
+
+def _fd(f, theta, h=1e-7):
+    return np.array([(f(theta + h * e) - f(theta - h * e)) / (2 * h) for e in np.eye(len(theta))])
+
+
+@pytest.mark.parametrize("form", [
+    PowerSum("chinchilla", ("E", "A", "B", "alpha", "beta"), (0, 1)),
+    PowerSum("shared", ("E", "A", "B", "eta"), (0, 0)),
+    Linear("lin", ("c", "a", "b"), lambda r: np.c_[np.ones(len(r)), np.log(r[:, 0]), np.log(r[:, 1])]),
+    ScaledPower("gap", ("c", "gamma")),
+], ids=lambda f: f.name)
+def test_analytic_jacobians_match_finite_differences(form):
+    rng = np.random.default_rng(3)
+    raw = np.c_[N, D][:, : (1 if form.name == "gap" else 2)]
+    x, _ = form.prepare(raw)
+    y = np.log(chinchilla(N, D)) if form.name != "gap" else -0.1 * (N / 1e8) ** -0.2
+    for _ in range(4):
+        theta = form.candidates(x, y)[rng.integers(0, len(form.candidates(x, y)))] + rng.normal(0, 0.05, form.n_params)
+        _, jac = form.resid_jac_many(theta[None], x, y[None])
+        for i in range(0, len(y), 5):
+            fd = _fd(lambda t: form.predict_many(t[None], x)[0, i], theta)
+            np.testing.assert_allclose(jac[0, i], fd, rtol=1e-5, atol=1e-8)
+
+
+def test_the_objective_is_epochs_huber_of_the_log_sum_exp():
+    """Besiroglu et al.'s objective: Huber (delta 1e-3) of LSE(a - alpha log N, b - beta log D, e) - log L."""
+    from ladder.reports.fits.engine.solve import HUBER_DELTA, huber
+
+    form = LOSS_FORMS["chinchilla"].engine
+    rng = np.random.default_rng(0)
+    loss = chinchilla(N, D) * np.exp(rng.normal(0, 0.01, len(N)))
+    x, center = form.prepare(np.c_[N, D])
+    raw = np.array([np.log(E), np.log(A), np.log(B), ALPHA, BETA])
+    theta = raw.copy()
+    theta[1:3] -= raw[3:5] * center  # centred coordinates: a_c = a - alpha m
+    lse = np.logaddexp(np.logaddexp(np.log(A) - ALPHA * np.log(N), np.log(B) - BETA * np.log(D)), np.log(E))
+    r = lse - np.log(loss)
+    expected = np.where(np.abs(r) <= 1e-3, 0.5 * r**2, 1e-3 * (np.abs(r) - 0.5e-3)).sum()
+    assert HUBER_DELTA == 1e-3
+    assert huber(form.predict_many(theta[None], x)[0] - np.log(loss), HUBER_DELTA).sum() == pytest.approx(expected, rel=1e-10)
+    assert form.public(theta, center) == pytest.approx({"E": E, "A": A, "B": B, "alpha": ALPHA, "beta": BETA})
+
+
+def test_compute_optimal_allocation_matches_the_closed_form_and_minimizes_the_law():
+    from ladder.reports.fits.loss.allocation import allocation
+
+    form = LOSS_FORMS["chinchilla"]
+    law = fit(form.engine, form.raw(N, D), np.log(chinchilla(N, D)), n_boot=20)
+    g = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))
+    for c in (1e21, 1e24):
+        a = allocation(law, c)
+        n_true = g * (c / 6) ** (BETA / (ALPHA + BETA))
+        assert a["params"] == pytest.approx(n_true, rel=1e-3)
+        assert a["params"] * a["tokens"] * 6 == pytest.approx(c, rel=1e-9)
+        assert a["a"] == pytest.approx(BETA / (ALPHA + BETA), rel=1e-4) and a["a"] + a["b"] == pytest.approx(1)
+        n = a["params"] * np.array([0.7, 1.0, 1.4])
+        assert np.argmin(chinchilla(n, c / (6 * n))) == 1  # a minimum along the iso-FLOP line
+
+
+def test_a_fixed_token_budget_or_size_cannot_separate_the_terms():
+    from ladder.reports.fits.loss import LossData
+
+    n = np.geomspace(1e7, 1e9, 6)
+    same_d = LossData(n, np.full(6, 1e10), chinchilla(n, 1e10), [str(i) for i in range(6)])
+    assert "nearly the same tokens" in LOSS_FORMS["chinchilla"].unidentifiable(same_d)
+    d = np.geomspace(1e9, 1e11, 6)
+    same_n = LossData(np.full(6, 1e8) * np.linspace(1, 1.2, 6), d, chinchilla(1e8, d), [str(i) for i in range(6)])
+    assert LOSS_FORMS["chinchilla"].unidentifiable(same_n) is not None
+
+
+def test_the_frontier_is_the_runs_no_cheaper_run_beats():
+    from ladder.reports.fits.loss.forms import frontier_mask
+
+    c = np.array([1.0, 2.0, 2.0, 3.0, 4.0, 5.0])
+    loss = np.array([5.0, 4.0, 4.5, 4.2, 3.0, 3.1])
+    assert frontier_mask(c, loss).tolist() == [True, True, False, False, True, False]
