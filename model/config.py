@@ -88,7 +88,15 @@ class OptimizerConfig(Strict):
 
 class ScheduleConfig(Strict):
     kind: Literal["cosine", "wsd", "constant"] = "cosine"
-    warmup_fraction: float = Field(default=0.05, ge=0, lt=1, description="share of steps warming up linearly")
+    warmup_fraction: float = Field(
+        default=0.05, ge=0, lt=1,
+        description="share of steps warming up linearly; with several ladder.budgets under wsd, the share of "
+        "the SMALLEST budget's steps, so that every budget of a size shares one warmup",
+    )  # fmt: skip
+    warmup_tokens: Count | None = Field(
+        default=None,
+        description="warmup length in tokens instead of warmup_fraction (the same for every budget of a size)",
+    )
     cooldown_fraction: float = Field(default=0.2, ge=0, le=1, description="wsd: share of steps cooling down")
     cooldown_shape: Literal["linear", "1-sqrt"] = "linear"
     final_lr_fraction: float = Field(default=0.1, ge=0, le=1, description="LR at the end, as a share of peak")
@@ -106,6 +114,21 @@ class ScheduleConfig(Strict):
 class DivergenceConfig(Strict):
     spike_factor: float = Field(default=2.0, gt=1, description="loss above factor x its running minimum ...")
     patience: int = Field(default=20, ge=1, description="... for this many consecutive steps diverges")
+
+
+class TrunkRef(Strict):
+    """Where a cooldown branch starts: the snapshot its trunk writes after ``step`` updates."""
+
+    run_id: str = Field(min_length=1)
+    step: int = Field(gt=0, description="the branch's first cooldown update: it trains steps step+1..steps")
+
+
+# Fields that say how a run relates to others or how a study was written, not what it trains: left out of
+# the run id, so that a branch has the id of the independent run with the same science.
+_NOT_HASHED: dict[str, Any] = {
+    "run_id": True, "study": True, "axes": True, "variant": True, "trunk": True, "branch_steps": True,
+    "schedule": {"warmup_tokens"},  # already resolved into warmup_steps
+}  # fmt: skip
 
 
 class RunSpec(Strict):
@@ -130,7 +153,7 @@ class RunSpec(Strict):
     grad_clip: float | None = Field(default=1.0, gt=0)
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: bool = False
-    seed: int = 0
+    seed: int = Field(default=0, description="drives both the initialisation and the data order")
     eval_interval: int = Field(gt=0, description="steps between evaluations")
     eval_tokens: int = Field(gt=0)
     log_interval: int = Field(gt=0)
@@ -139,6 +162,22 @@ class RunSpec(Strict):
     divergence: DivergenceConfig = Field(default_factory=DivergenceConfig)
     flops_per_token: int = Field(gt=0)
     flops: float = Field(gt=0)
+    trunk: TrunkRef | None = Field(
+        default=None, description="a cooldown branch: starts from this trunk's snapshot (not in the run id)"
+    )
+    branch_steps: list[int] = Field(
+        default_factory=list, description="a trunk: steps after which it writes a snapshot for its branches"
+    )
+
+    @property
+    def own_steps(self) -> int:
+        """The updates this run trains itself: a branch starts after its trunk's ``trunk.step``."""
+        return self.steps - (self.trunk.step if self.trunk else 0)
+
+    @property
+    def own_flops(self) -> float:
+        """FLOPs of the updates this run trains itself (``flops`` for a trunk or an independent run)."""
+        return self.flops * self.own_steps / self.steps
 
     @property
     def sequences_per_batch(self) -> int:
@@ -151,7 +190,7 @@ class RunSpec(Strict):
     def content_hash(self) -> str:
         """Hash of what determines the training, not of labels: two specs that train the same model on the
         same data the same way get the same id."""
-        payload = self.model_dump(mode="json", exclude={"run_id", "study", "axes", "variant"})
+        payload = self.model_dump(mode="json", exclude=_NOT_HASHED)
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
