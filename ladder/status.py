@@ -1,5 +1,6 @@
-"""Where every run of a study stands: planned, queued, running, done, failed, diverged, cancelled or
-interrupted (stopped without finishing; a new submit resumes it from its checkpoint).
+"""Where every run of a study stands: planned, waiting (a cooldown branch whose trunk has not reached its branch
+step), queued, running, done, failed, diverged, cancelled or interrupted (stopped without finishing; a new submit
+resumes it from its checkpoint).
 
 Built only from files: the run directory (result, error, metrics, checkpoint, lock) and ``jobs.json`` with
 the executor's view of those jobs.
@@ -14,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ladder import job_records, layout
+from ladder.branches import waits_for
 from ladder.model.config import RunSpec
 from ladder.plan import read_plan
 from ladder.run_lock import lock_holder
 
-STATES = ("planned", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled")
+STATES = ("planned", "waiting", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled")
 FINAL = {"done", "failed", "diverged", "cancelled"}
 
 
@@ -37,7 +39,9 @@ class RunStatus:
     eta_s: float | None
     job_id: str | None
     executor: str | None
-    error: str | None
+    error: str | None  # also why a waiting branch waits
+    trunk_run_id: str | None = None
+    job_alive: bool = False  # a job is queued or running for it (a waiting branch's job may be)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,7 +79,22 @@ def _last_metrics(rd: layout.RunDir) -> dict[str, Any]:
 
 def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
               ) -> tuple[str, str | None]:
-    """(state, the reason for failed/diverged runs)."""
+    """(state, the reason for failed/diverged runs, or what a waiting branch waits for)."""
+    return _waiting(sd, spec, *own_state(sd, spec, book))
+
+
+def _waiting(sd: layout.StudyDir, spec: RunSpec, state: str, why: str | None) -> tuple[str, str | None]:
+    if state in ("planned", "queued"):
+        waits = waits_for(sd, spec)
+        if waits is not None:
+            return "waiting", waits
+    return state, why
+
+
+def own_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
+              ) -> tuple[str, str | None]:
+    """(state, the reason for failed/diverged runs) from the run's files and its jobs alone: a waiting branch
+    is ``planned`` or ``queued`` here."""
     rd = sd.run(spec.run_id)
     result = layout.result_status(rd)
     if result in ("done", "diverged"):
@@ -105,7 +124,8 @@ def study_status(study_dir: Path) -> list[RunStatus]:
     rows = []
     for spec in specs:
         rd = sd.run(spec.run_id)
-        state, error = run_state(sd, spec, book)
+        base, why = own_state(sd, spec, book)
+        state, error = _waiting(sd, spec, base, why)
         last = _last_metrics(rd)
         done_tokens = int(last.get("tokens") or 0)
         if state == "done":
@@ -129,6 +149,8 @@ def study_status(study_dir: Path) -> list[RunStatus]:
                 job_id=",".join(rec.job_ids) if rec else None,
                 executor=rec.executor if rec else None,
                 error=error,
+                trunk_run_id=spec.trunk.run_id if spec.trunk else None,
+                job_alive=base in ("queued", "running"),
             )
         )
     return rows
@@ -151,7 +173,7 @@ def wait(study_dir: Path, *, poll_s: float = 2.0, on_update=None, timeout_s: flo
         rows = study_status(study_dir)
         if on_update:
             on_update(rows)
-        alive = any(r.state in ("queued", "running") for r in rows)
+        alive = any(r.state in ("queued", "running") or r.job_alive for r in rows)
         if not alive:
             return rows
         if timeout_s is not None and time.monotonic() - start > timeout_s:
