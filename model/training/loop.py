@@ -272,7 +272,7 @@ class _Trainer:
         return path
 
     def _finish(self, status: str, **extra: Any) -> dict[str, Any]:
-        self.state["recent_losses"] = list(self.recent)
+        self.state["recent_losses"] = list(getattr(self, "recent", self.state["recent_losses"]))  # set up or not
         result = {"status": status, **self._base_result(), **extra}
         self._write(lambda: atomic_write_json(self.run_dir.result, result))
         return result
