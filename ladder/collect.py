@@ -133,6 +133,11 @@ def run_record(spec: RunSpec, result: dict) -> dict[str, Any]:
             "tokens": result.get("tokens"),
             "flops_per_token": spec.flops_per_token,
             "flops": result.get("flops"),
+            # what the run trained itself: a branch starts at its trunk's step (the study's cost counts this)
+            "flops_spent": result.get("flops_spent", result.get("flops")),
+            "seed": spec.seed,  # runs that differ only by seed are repeats of one configuration
+            "trunk_run_id": spec.trunk.run_id if spec.trunk else None,
+            "branch_step": spec.trunk.step if spec.trunk else None,
             "batch_tokens": spec.batch_tokens,
             "lr": spec.lr,
             "schedule": spec.schedule.kind,
