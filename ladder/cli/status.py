@@ -15,7 +15,7 @@ def status_table(rows, title: str) -> Table:
     table = Table("run", "variant", "size", "state", "progress", "train loss", "eval loss", "tok/s", "ETA", "job",
                   title=title, title_justify="left")
     colours = {"done": "green", "failed": "red", "diverged": "red", "running": "cyan", "queued": "yellow",
-               "cancelled": "magenta", "interrupted": "yellow"}
+               "cancelled": "magenta", "interrupted": "yellow", "waiting": "blue"}
     for r in rows:
         state = f"[{colours.get(r.state, 'white')}]{r.state}[/]"
         if r.error:
@@ -44,8 +44,9 @@ def status(
 ) -> None:
     """Show each run's state, progress, losses, throughput, ETA and job id.
 
-    States: planned, queued, running, interrupted (resumable), done, failed, diverged, cancelled; a failed
-    run shows its error. Totals follow the table."""
+    States: planned, waiting (a cooldown branch whose trunk has not reached its branch step; it names the
+    trunk), queued, running, interrupted (resumable), done, failed, diverged, cancelled; a failed run shows
+    its error. Totals follow the table."""
     from ladder.status import study_status, totals, wait
 
     if watch and not as_json:

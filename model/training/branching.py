@@ -7,16 +7,17 @@ copies) its files into a temporary directory, fsyncs it and renames it to ``bran
 :mod:`ladder.layout`'s). A snapshot is never rewritten (the state after step N does not change) and the end-of-run
 cleanup keeps it.
 
-Start (:func:`resume`: :func:`branch_start`, then :func:`start_state`): a branch with a checkpoint of its own
-resumes from it like any run. Otherwise, when the snapshot is there, the trunk's spec must have the branch's science
-(:data:`SCIENCE`; a mismatch is a ``StateError`` naming the field); the branch restores weights, optimizer and
-RNG from it, copies the trunk's metrics records up to the branch step into its own ``metrics.jsonl`` (so that its
-curve is whole), keeps the loss history (its final-loss window is the last 10% of ITS steps), the running
+Start (:func:`branch_start` first, before anything is set up; then :func:`resume`): a branch with a checkpoint of
+its own resumes from it like any run. Otherwise, when the snapshot is there, the trunk's spec must have the branch's
+science (:data:`SCIENCE`; a mismatch is a ``StateError`` naming the field); the branch restores weights, optimizer
+and RNG from it, copies the trunk's metrics records up to the branch step into its own ``metrics.jsonl`` (so that
+its curve is whole), keeps the loss history (its final-loss window is the last 10% of ITS steps), the running
 minimum and the spike count, and starts its own books (log accumulators, times, restarts) at zero. Without a
-snapshot: a trunk that finished, or that never snapshots that step (planned before this budget), leaves the
-branch to train from step 0 as the independent run it equals (the result says so); a trunk that diverged or
-failed is a ``StateError``, and so is one that has not reached the step yet (:class:`Waiting`, "waits for trunk
-..."; it writes no ``result.json``): a branch never starts from scratch while its trunk is on its way.
+snapshot: a trunk that finished, or that never snapshots that step (planned before this budget), leaves the branch
+to train from step 0 as the independent run it equals (the result says so); a trunk that diverged or failed is a
+``StateError``, and so is one that has not reached the step yet (:class:`Waiting`, "waits for trunk ..."): a branch
+never starts from scratch while its trunk is on its way. Both are raised before the trainer has any state, so they
+write no ``result.json``.
 """
 
 from __future__ import annotations
@@ -142,16 +143,15 @@ def branch_start(run: RunDir, spec: RunSpec) -> BranchStart | None:
     raise Waiting(f"branch {run.run_id} waits for trunk {ref.run_id} at step {ref.step}")
 
 
-def resume(run: RunDir, spec: RunSpec, model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec_hash: str,
-           write_files: bool) -> dict[str, Any] | None:
+def resume(run: RunDir, start: BranchStart | None, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+           spec_hash: str, write_files: bool) -> dict[str, Any] | None:
     """The trainer state to start from: the run's own checkpoint (:func:`checkpoint.resume`), else a branch's
-    start (:func:`branch_start`, :func:`start_state`), else None (a fresh run)."""
+    ``start`` (from :func:`branch_start`; :func:`start_state`), else None (a fresh run)."""
     resumed = ckpt.resume(run, model=model, optimizer=optimizer, spec_hash=spec_hash)
     if resumed is not None:
         if write_files:  # a trunk killed between the checkpoint of a branch step and its snapshot
-            write_snapshot(run, spec, int(resumed["step"]))
+            write_snapshot(run, RunSpec.model_validate_json(run.spec.read_text()), int(resumed["step"]))
         return resumed
-    start = branch_start(run, spec)
     return None if start is None else start_state(start, run, model=model, optimizer=optimizer, write_files=write_files)
 
 

@@ -8,10 +8,9 @@ What one call does
 2. Data: an injected ``dataset`` (a :class:`TrainData`, or a ``PreparedData``) or ``prepare_data(spec.data, ...)``
    (rank 0 first, the others then find it in the cache). Validation: the fixed first windows of the validation
    split, ``ceil(eval_tokens / seq_len)`` of them.
-3. Model ``build_model(spec.shape)`` seeded with ``spec.seed``; AdamW (:mod:`ladder.model.training.optim`); LR from
-   :func:`ladder.model.schedule.lr_at`. A run with ``checkpoint.json`` restores everything from it (weights,
-   optimizer, step, RNG, bookkeeping) and cuts ``metrics.jsonl`` back to ``step <=`` the checkpoint's (atomically:
-   never duplicates); a cooldown branch without one starts from its trunk's snapshot (:mod:`.branching`).
+3. Model ``build_model(spec.shape)`` seeded with ``spec.seed``; AdamW; LR from :func:`ladder.model.schedule.lr_at`.
+   ``checkpoint.json`` restores it all (weights, optimizer, step, RNG, bookkeeping) and cuts ``metrics.jsonl`` back
+   to its step (no duplicates); a cooldown branch without one starts from its trunk's snapshot (:mod:`.branching`).
 4. Each step is ``batch_tokens // seq_len`` sequences, read in an order that is a function of the step alone and
    split over ranks and micro-batches so that the gradient is that of the mean loss over the whole batch
    (:mod:`ladder.model.training.steps`). Gradient clipping at ``grad_clip`` (the logged ``grad_norm`` is the norm
@@ -37,8 +36,8 @@ over the last ``max(1, ceil(steps / 10))`` steps: a smoothed, exactly reproducib
 ``tokens``, ``steps``, ``flops`` (= flops_per_token x tokens), ``wall_time_s`` (wall time of all attempts up to their
 last checkpoint plus the last attempt: work lost to a kill after the last checkpoint is not counted),
 ``train_time_s`` (time inside training steps), ``tokens_per_s`` (tokens / train_time_s), ``mfu``, ``peak_flops``,
-``restarts``, ``device``, ``device_name``, ``precision``, ``world_size``, ``flops_spent`` (and a branch's:
-:mod:`.branching`); on divergence ``diverged_at_step`` and ``reason``; on failure ``reason`` and ``error_type``.
+``restarts``, ``device``, ``device_name``, ``precision``, ``world_size``, ``flops_spent`` (:mod:`.branching`); on
+divergence ``diverged_at_step`` and ``reason``; on failure ``reason`` and ``error_type``.
 
 Divergence
 ----------
@@ -196,6 +195,7 @@ class _Trainer:
     def _setup(self) -> None:
         spec, d = self.spec, self.d
         run = self.run_dir
+        self.branch = branching.branch_start(run, spec)  # first: a branch that waits fails fast and writes nothing
         self.seq_len = spec.data.seq_len
         self.S = spec.sequences_per_batch
         if self.S < 1:
@@ -238,7 +238,7 @@ class _Trainer:
             "train_time_s": 0.0,
             "restarts": 0,
         }
-        resumed = branching.resume(run, spec, self.model, self.optimizer, self.state["spec_hash"], d.is_main)
+        resumed = branching.resume(run, self.branch, self.model, self.optimizer, self.state["spec_hash"], d.is_main)
         if resumed is not None:
             self.state.update(resumed)
             log.info("resuming %s from step %d (restart %d)", run.run_id, self.state["step"], self.state["restarts"])
@@ -272,7 +272,7 @@ class _Trainer:
         return path
 
     def _finish(self, status: str, **extra: Any) -> dict[str, Any]:
-        self.state["recent_losses"] = list(getattr(self, "recent", self.state["recent_losses"]))  # set up or not
+        self.state["recent_losses"] = list(self.recent)
         result = {"status": status, **self._base_result(), **extra}
         self._write(lambda: atomic_write_json(self.run_dir.result, result))
         return result
@@ -283,7 +283,7 @@ class _Trainer:
             self._setup()
             return self._loop()
         except Exception as e:
-            if not isinstance(e, (Preempted, branching.Waiting)) and self.d.is_main and hasattr(self, "state"):
+            if not isinstance(e, Preempted) and self.d.is_main and hasattr(self, "state"):
                 try:
                     self._finish("failed", reason=f"{type(e).__name__}: {e}", error_type=type(e).__name__,
                                  traceback=traceback.format_exc(limit=20))  # fmt: skip

@@ -5,7 +5,6 @@ its trunk finished without a snapshot. Runs are planned by ``ladder.plan`` and t
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import time
@@ -171,8 +170,8 @@ def test_a_branch_of_a_diverged_trunk_fails_with_its_reason(tmp_path):
     assert go(runs, trunk, force_nan_at_step=branch.trunk.step - 2)["status"] == "diverged"
     with pytest.raises(StateError, match="diverged before step") as info:
         go(runs, branch)
-    assert not isinstance(info.value, Waiting)
-    assert json.loads((runs / branch.run_id / "result.json").read_text())["status"] == "failed"
+    assert not isinstance(info.value, Waiting)  # a failure (recorded in error.json by the job), not a wait
+    assert sorted(p.name for p in (runs / branch.run_id).iterdir()) == ["spec.json"]
 
 
 # ------------------------------------------------------------------------------------- kill -9 at random moments
