@@ -222,9 +222,7 @@ def test_slurm_branches_start_after_their_trunks_job_and_match_an_undisturbed_ru
     for b in branches:
         shown = subprocess.run(["scontrol", "show", "job", job_ids[b.run_id][0]], capture_output=True, text=True)
         deps = shown.stdout.split("Dependency=")[1].split()[0] if "Dependency=" in shown.stdout else ""
-        # pending: "afterany:<trunk job>(unfulfilled)"; once the trunk ended SLURM may show "(null)"
-        trunk_array, trunk_task = trunk_job[b.trunk.run_id].split("_")
-        assert deps == "(null)" or f"afterany:{trunk_array}_{trunk_task}" in deps, deps
+        assert deps.startswith(f"afterany:{trunk_job[b.trunk.run_id]}"), deps  # the trunks take a while to start
     assert run_cli(capsys, "submit", study_dir, "--json").json()["submitted"] == []
     # the undisturbed references, trunks first, trained meanwhile in this process with one thread
     _, base_specs = read_plan(base_dir)
@@ -238,5 +236,12 @@ def test_slurm_branches_start_after_their_trunks_job_and_match_an_undisturbed_ru
         got, want = result(study_dir, b.run_id), result(base_dir, b.run_id)
         assert got["trained_from_step"] == b.trunk.step == want["trained_from_step"]
         assert got["final_train_loss"] == want["final_train_loss"] and got["final_eval_loss"] == want["final_eval_loss"]
+    for b in branches:  # each branch started once its trunk's job had ended
+        times = {}
+        for run_id in (b.trunk.run_id, b.run_id):
+            out = subprocess.run(["sacct", "-j", job_ids[run_id][0], "-n", "-X", "-P", "-o", "Start,End"],
+                                 capture_output=True, text=True, check=True).stdout.split()
+            times[run_id] = out[-1].split("|")
+        assert times[b.run_id][0] >= times[b.trunk.run_id][1], times
     book = json.loads((study_dir / "jobs.json").read_text())["runs"]
     assert all(len(book[s.run_id]) == 1 for s in trunks + branches)
