@@ -63,10 +63,16 @@ def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None
     every = {s.run_id: s for s in specs}
     specs = _only(sd, specs, run_ids)
     book = job_records.read(sd)
+    states: dict[str, str] = {}
+
+    def state_of(run_id: str) -> str:
+        if run_id not in states:
+            states[run_id] = own_state(sd, every[run_id], book)[0] if run_id in every else "not planned"
+        return states[run_id]
+
     chosen, skipped = [], {}
-    states = {s.run_id: own_state(sd, s, book)[0] for s in every.values()}
     for spec in specs:
-        state = states[spec.run_id]
+        state = state_of(spec.run_id)
         if state in ("done", "diverged"):
             skipped[spec.run_id] = state
         elif state in ("queued", "running"):
@@ -75,13 +81,13 @@ def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None
             skipped[spec.run_id] = "failed (use --retry-failed)"
         else:
             chosen.append(spec)
-    going = {s.run_id for s in chosen} | {i for i, st in states.items() if st in ("queued", "running")}
+    going = {s.run_id for s in chosen}
     for spec in list(chosen):
         waits = waits_for(sd, spec)
-        if waits is not None and spec.trunk is not None and spec.trunk.run_id not in going:
+        trunk = spec.trunk.run_id if spec.trunk else None
+        if waits is not None and trunk not in going and state_of(trunk) not in ("queued", "running"):
             chosen.remove(spec)
-            trunk_state = states.get(spec.trunk.run_id, "not planned")
-            skipped[spec.run_id] = f"{waits}, which is {trunk_state} (submit the trunk too)"
+            skipped[spec.run_id] = f"{waits}, which is {state_of(trunk)} (submit the trunk too)"
     # trunks (and independent runs) before branches, each in plan order
     return sorted(chosen, key=lambda s: s.trunk is not None), skipped
 
