@@ -13,7 +13,12 @@ Conventions:
 - A run's error text is the result's ``reason`` or ``error`` key, else ``error.json``'s ``error_type: message``.
 - Tokens consumed: a result's ``tokens``, else the furthest of the last complete metrics record and the
   checkpoint's step. FLOPs spent: a result's ``flops_spent`` when it has one (a branch counts only the steps it
-  trained itself), else exact counted FLOPs of the tokens consumed (``flops_per_token x tokens``).
+  trained itself), else exact counted FLOPs of the tokens consumed (``flops_per_token x tokens``); a cooldown
+  branch that started from its trunk's snapshot counts tokens from the branch step (the trunk's prefix, which
+  its metrics and checkpoint step include, is the trunk's: ``branch_step x tokens per step x flops_per_token``
+  less).
+- Waiting: a cooldown branch that has not started while its trunk may still reach the branch step
+  (:func:`ladder.branches.waits_for`, the rule the local queue and ``submit`` follow too).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ladder import layout
+from ladder.branches import waits_for
 from ladder.model.config import RunSpec
 
 RESULT_STATES = ("done", "diverged", "failed")
@@ -41,6 +47,8 @@ class RunBooks:
     checkpoint_step: int | None
     has_model: bool
     ended_at: float | None = None  # when result.json or error.json was last written (epoch seconds)
+    waiting_for: str | None = None  # a branch that cannot start yet: what it waits for (its trunk at its step)
+    start_step: int = 0  # a branch started from its trunk's snapshot: the branch step (its prefix is the trunk's)
 
     @property
     def status(self) -> str | None:
@@ -80,7 +88,8 @@ class RunBooks:
             return float(self.result["flops_spent"])
         if self.result and isinstance(self.result.get("flops"), (int, float)):
             return float(self.result["flops"])
-        return float(spec.flops_per_token) * self.tokens_done(spec)
+        prefix = self.start_step * spec.sequences_per_batch * spec.data.seq_len
+        return float(spec.flops_per_token) * max(0, self.tokens_done(spec) - prefix)
 
     def latest(self) -> dict[str, Any]:
         """The last train record's loss and throughput and the last eval loss in the metrics."""
@@ -154,7 +163,17 @@ def _checkpoint_step(rd: layout.RunDir) -> int | None:
         return None
 
 
-def read_books(rd: layout.RunDir) -> RunBooks:
+def _start_step(rd: layout.RunDir, spec: RunSpec | None) -> int:
+    """Where a branch's own steps begin: its branch step when its trunk's snapshot is there (a branch without a
+    checkpoint of its own starts from it whenever it exists, and a snapshot is never removed), else 0 (it trains
+    from step 0, or has not started)."""
+    t = spec.trunk if spec is not None else None
+    return t.step if t is not None and rd.sibling(t.run_id).snapshot_dir(t.step).is_dir() else 0
+
+
+def read_books(rd: layout.RunDir, spec: RunSpec | None = None) -> RunBooks:
+    """The books of run directory ``rd``; with its ``spec``, a branch's also say whether it waits for its trunk
+    and where its own steps begin."""
     raw, problem, exists = _read_json(rd.result)
     result = None
     if exists:
@@ -178,4 +197,6 @@ def read_books(rd: layout.RunDir) -> RunBooks:
         checkpoint_step=_checkpoint_step(rd),
         has_model=rd.model.is_dir(),
         ended_at=max((p.stat().st_mtime for p in (rd.result, rd.error) if p.is_file()), default=None),
+        waiting_for=waits_for(rd, spec) if spec is not None else None,
+        start_step=_start_step(rd, spec),
     )

@@ -15,8 +15,10 @@ and cancelled runs). Nothing here raises on a bad run: a problem costs only what
 - an unreadable lm-eval results file costs that file's task columns.
 
 Columns the books add to the run's shape, recipe and result (see :data:`BOOK_COLUMNS`): ``status``,
-``error``, ``reason``, ``tokens_done``, ``flops_spent``, ``flops_planned``, ``problems``; ``loss`` is the
-result's eval loss for a done run and NaN for every other state.
+``error``, ``reason``, ``tokens_done``, ``flops_spent``, ``flops_planned``, ``problems``, and what relates runs:
+``seed``, ``trunk_run_id``, ``branch_step``; ``loss`` is the result's eval loss for a done run and NaN for every
+other state. ``status`` agrees with ``ladder status`` (the same books, the same :func:`ladder.status.classify`),
+``waiting`` included.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ladder.model.config import RunSpec
 from ladder.plan import read_plan
 from ladder.status import FINAL, STATES, classify
 
-PENDING = tuple(s for s in STATES if s not in FINAL)  # not ended yet: planned, queued, running, interrupted
+PENDING = tuple(s for s in STATES if s not in FINAL)  # not ended yet: planned, waiting, queued, running, interrupted
 BOOK_COLUMNS = {
     "status": "the run's state: " + ", ".join(STATES),
     "tokens": "the run's training tokens D: its result's, else as planned",
@@ -43,12 +45,19 @@ BOOK_COLUMNS = {
     "error": "failed, diverged, corrupt: the error text (result.json's reason or error, error.json, or the "
              "problem with the run's files); null otherwise",
     "reason": "why the run has no loss: its error, or what its state means (e.g. 'interrupted at step 40 of "
-              "120 (resumable)'); null for a done run",
+              "120 (resumable)', 'waits for trunk <id> at step 80'); null for a done run",
     "tokens_done": "training tokens consumed: a result's tokens, else the last complete metrics record or the "
-                   "checkpoint's step",
-    "flops_spent": "exact counted training FLOPs the run spent (flops_per_token x tokens_done, or the result's "
-                   "flops_spent: a branch counts only its own steps); failed, cancelled and partial runs included",
-    "flops_planned": "exact counted training FLOPs of the run as planned (flops_per_token x tokens_planned)",
+                   "checkpoint's step (a branch's position: its trunk's prefix included)",
+    "flops_spent": "exact counted training FLOPs the run spent: the result's flops_spent (a branch: only the steps "
+                   "it trained itself), else flops_per_token x tokens_done, less a branch's prefix (branch_step x "
+                   "tokens per step) when it started from its trunk's snapshot; failed, cancelled and partial runs "
+                   "included",
+    "flops_planned": "exact counted training FLOPs the run costs as planned (flops_per_token x tokens_planned; a "
+                     "branch: its own steps after branch_step, as the plan's totals count it)",
+    "seed": "the run's one seed (initialisation and data order): runs that differ only by seed are repeats of one "
+            "configuration",
+    "trunk_run_id": "a cooldown branch: the trunk it branches off; null otherwise",
+    "branch_step": "a cooldown branch: the trunk's step it starts from (it trains steps branch_step+1..steps)",
     "loss": "final eval loss (nats/token) of a done run; NaN for every other state",
     "problems": "'; '-joined problems found in the run's files (skipped metrics lines, unreadable lm-eval "
                 "files, a truncated curve); null when none",
@@ -193,8 +202,11 @@ def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error:
             "tokens_done": tokens_done,
             "flops_per_token": spec.flops_per_token,
             "flops": flops,
-            "flops_planned": spec.flops,
+            "flops_planned": spec.own_flops,
             "flops_spent": flops_spent,
+            "seed": spec.seed,  # runs that differ only by seed are repeats of one configuration
+            "trunk_run_id": spec.trunk.run_id if spec.trunk else None,
+            "branch_step": spec.trunk.step if spec.trunk else None,
             "batch_tokens": spec.batch_tokens,
             "lr": spec.lr,
             "schedule": spec.schedule.kind,
@@ -225,8 +237,11 @@ def collect(study_dir: Path) -> Collected:
     states: dict[str, list[str]] = {}
     for spec in specs:
         rd = sd.run(spec.run_id)
-        books = read_books(rd)
+        books = read_books(rd, spec)
         state, error = classify(sd, spec, book, books)
+        reason = _reason(spec, state, error, books)
+        if state == "waiting":
+            error = None  # what it waits for is its reason, not an error
         states.setdefault(state, []).append(spec.run_id)
         mine = []
         if books.result_problem:
@@ -237,7 +252,7 @@ def collect(study_dir: Path) -> Collected:
         tasks, task_problems = _read_tasks(rd)
         mine.extend(task_problems)
         row = run_record(spec, books.result or {}, status=state, error=error,
-                         reason=_reason(spec, state, error, books), tokens_done=books.tokens_done(spec),
+                         reason=reason, tokens_done=books.tokens_done(spec),
                          flops_spent=books.flops_spent(spec), problems=mine)
         row.update(tasks)
         rows.append(row)

@@ -22,6 +22,7 @@ A run directory::
     error.json         written when the job raised (traceback), removed when a later attempt starts
     checkpoint.json    points at the newest complete checkpoint directory
     ckpt-<step>/       a resumable checkpoint (model, optimizer, schedule, data position, RNG)
+    branch-<step>/     a trunk's snapshot for its cooldown branches: a checkpoint kept after the run ends
     model/             the final model and tokenizer (``save_pretrained``), loadable by transformers
     lm_eval/           lm-evaluation-harness results
 """
@@ -42,6 +43,7 @@ RESULT = "result.json"
 ERROR = "error.json"
 CHECKPOINT_POINTER = "checkpoint.json"
 CHECKPOINT_PREFIX = "ckpt-"
+SNAPSHOT_PREFIX = "branch-"
 MODEL = "model"
 LM_EVAL = "lm_eval"
 LOCK = ".lock"
@@ -91,6 +93,14 @@ class RunDir:
 
     def checkpoint_dirs(self) -> list[Path]:
         return sorted(p for p in self.path.glob(f"{CHECKPOINT_PREFIX}*") if p.is_dir())
+
+    def snapshot_dir(self, step: int) -> Path:
+        """Where a trunk keeps its state after ``step`` updates for the branches that start there."""
+        return self.path / f"{SNAPSHOT_PREFIX}{step:09d}"
+
+    def sibling(self, run_id: str) -> "RunDir":
+        """Another run of the same study (a branch's trunk)."""
+        return RunDir(self.path.parent / run_id)
 
     @property
     def model(self) -> Path:

@@ -5,6 +5,12 @@ flight, writes a checkpoint and hands over to submitit's handler, which calls ``
 to save: it returns the same job to requeue) and requeues; the requeued job resumes from that checkpoint. A
 job killed outright resumes from its last periodic checkpoint. A run is trained by at most one process at a
 time (:mod:`ladder.run_lock`).
+
+The local queue takes the first run in its (longest-first) order that can start; a cooldown branch can once its
+trunk's snapshot is there (:mod:`ladder.branches`). While only branches whose trunk is still training are left,
+the worker polls; a branch whose trunk is not training is tried anyway (it fails with its trunk's failure, or
+trains from step 0 when its trunk finished without a snapshot), or left for a later submit when the trunk was
+interrupted, or cancelled with its cancelled trunk.
 """
 
 from __future__ import annotations
@@ -12,15 +18,18 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import socket
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 import submitit
 
-from ladder import layout
+from ladder import job_records, layout
+from ladder.branches import waits_for
 from ladder.job_records import is_cancelled
-from ladder.run_lock import run_lock
+from ladder.model.config import RunSpec
+from ladder.run_lock import lock_holder, run_lock
 
 
 def _write_error(rd: layout.RunDir, exc: BaseException) -> None:
@@ -44,6 +53,7 @@ def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: s
     raised again; a preemption (``Preempted``) is not an error."""
     import torch
 
+    from ladder.model.training.branching import Waiting
     from ladder.model.training.loop import train
     from ladder.model.training.preemption import Preempted
 
@@ -59,7 +69,7 @@ def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: s
         rd.error.unlink(missing_ok=True)
         try:
             return train(rd.path, device=device, progress=progress)
-        except (Preempted, KeyboardInterrupt, SystemExit):
+        except (Preempted, Waiting, KeyboardInterrupt, SystemExit):  # not failures: the run can go again
             raise
         except BaseException as exc:
             _write_error(rd, exc)
@@ -82,32 +92,73 @@ class TrainJob(submitit.helpers.Checkpointable):
 
 class WorkerJob(submitit.helpers.Checkpointable):
     """A local worker: trains runs one after another, skipping those finished, cancelled or held by another
-    worker, so that several workers can share one queue."""
+    worker, so that several workers can share one queue; a branch waits for its trunk (see the module
+    docstring)."""
 
-    def __init__(self, study_dir: str, run_ids: list[str], threads: int | None = None) -> None:
+    def __init__(self, study_dir: str, run_ids: list[str], threads: int | None = None, poll_s: float = 2.0) -> None:
         self.study_dir = str(study_dir)
         self.run_ids = list(run_ids)
         self.threads = threads
+        self.poll_s = poll_s
 
     def __call__(self) -> dict[str, Any]:
+        from ladder.model.training.branching import Waiting
         from ladder.model.training.preemption import Preempted
 
         sd = layout.StudyDir(Path(self.study_dir))
+        specs = {run_id: _read_spec(sd.run(run_id)) for run_id in self.run_ids}
+        pending = list(self.run_ids)
         outcomes: dict[str, Any] = {}
-        for run_id in self.run_ids:
-            rd = sd.run(run_id)
-            if layout.result_status(rd) in ("done", "diverged") or is_cancelled(sd, run_id):
+        while pending:
+            pending = [r for r in pending if not _finished(sd, r)]
+            run_id = next((r for r in pending if not self._waits(sd, specs.get(r), pending, outcomes)), None)
+            if run_id is None:
+                if pending:
+                    time.sleep(self.poll_s)  # only branches whose trunk is training are left
+                continue
+            pending.remove(run_id)
+            if run_id in outcomes:  # settled by _waits (a cancelled trunk)
                 continue
             try:
-                outcomes[run_id] = run_one(rd.path, threads=self.threads).get("status")
+                outcomes[run_id] = run_one(sd.run(run_id).path, threads=self.threads).get("status")
             except Preempted:
                 if is_cancelled(sd, run_id):  # `ladder cancel` stopped this run: go on with the queue
                     outcomes[run_id] = "cancelled"
                     continue
                 raise
+            except Waiting as exc:  # its trunk stopped short of the branch step: a later submit runs both
+                outcomes[run_id] = f"waiting: {exc}"
             except Exception as exc:  # noqa: BLE001 - recorded in error.json; the queue goes on
                 outcomes[run_id] = f"failed: {type(exc).__name__}: {exc}"
         return outcomes
+
+    @staticmethod
+    def _waits(sd: layout.StudyDir, spec: RunSpec | None, pending: list[str], outcomes: dict[str, Any]) -> bool:
+        """Whether a queued run has to wait for its trunk: a branch whose snapshot is not there while its trunk
+        trains (or is still in this queue). A branch of a cancelled trunk is cancelled too (in ``outcomes``)."""
+        if spec is None or spec.trunk is None or waits_for(sd.run(spec.run_id), spec) is None:
+            return False
+        trunk = spec.trunk.run_id
+        if lock_holder(sd.run(trunk)) is not None or trunk in pending:
+            return True
+        if is_cancelled(sd, trunk):
+            with job_records.editing(sd) as book:
+                rec = job_records.latest(book, spec.run_id)
+                if rec is not None:
+                    rec.cancelled = True
+            outcomes[spec.run_id] = f"cancelled: its trunk {trunk} was cancelled"
+        return False
+
+
+def _read_spec(rd: layout.RunDir) -> RunSpec | None:
+    try:
+        return RunSpec.model_validate_json(rd.spec.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _finished(sd: layout.StudyDir, run_id: str) -> bool:
+    return layout.result_status(sd.run(run_id)) in ("done", "diverged") or is_cancelled(sd, run_id)
 
 
 def evaluate_runs(run_dirs: list[str], tasks: list[str] | None, include_path: str | None, limit: float | None,

@@ -7,9 +7,7 @@ no-op, adding an axis value adds only the new runs, and nothing is ever deleted.
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,18 +15,10 @@ from typing import Any
 from ladder import layout
 from ladder.errors import SpecError, StateError
 from ladder.hero import HeroPlan, plan_hero
-from ladder.model.config import RunSpec, format_count
-from ladder.model.hardware import PLANNING, planning_seconds
-from ladder.model.recipe import (
-    every,
-    params_for_compute,
-    plan_steps,
-    round_batch,
-    rule_batch_tokens,
-    rule_lr,
-)
-from ladder.model.sizing import FamilyRules, shape_for_depth, shape_for_params
+from ladder.model.config import RunSpec
+from ladder.model.hardware import planning_seconds
 from ladder.plan_notes import conventions, notes_and_warnings
+from ladder.rungs import axis_combos, rung_runs, rungs
 from ladder.studies.spec import StudySpec
 
 
@@ -43,14 +33,18 @@ class Plan:
 
     @property
     def total_flops(self) -> float:
-        return float(sum(r.flops for r in self.runs))
+        """FLOPs the ladder trains: each trunk once, each branch only the steps after its branch step."""
+        return float(sum(r.own_flops for r in self.runs))
 
     def totals(self) -> dict[str, Any]:
         total_s = sum(self.estimates_s.values())
         return {
             "runs": len(self.runs),
+            "trunks": sum(1 for r in self.runs if r.branch_steps),
+            "branches": sum(1 for r in self.runs if r.trunk is not None),
             "flops": self.total_flops,
-            "tokens": int(sum(r.tokens for r in self.runs)),
+            "flops_if_independent": float(sum(r.flops for r in self.runs)),
+            "tokens": int(sum(r.tokens * r.own_steps // r.steps for r in self.runs)),
             "est_wall_s": total_s,
             "hero_flops": self.hero.compute,
             "ladder_pct_of_hero": 100.0 * self.total_flops / self.hero.compute,
@@ -59,179 +53,27 @@ class Plan:
         }
 
     def conventions(self) -> dict[str, str]:
-        return conventions(self.study)
+        return conventions(self.study, self.runs)
 
 
 def estimate_wall_s(run: RunSpec, hardware: str) -> float:
-    return planning_seconds(run.flops, run.tokens, hardware)
-
-
-def resolved_precision(precision: str, hardware: str) -> str:
-    """``auto`` as the study's target hardware trains it (fp32 on ``cpu``, bf16 on the GPUs), so that the run's
-    spec, and its id, say what it computes in."""
-    return PLANNING[hardware][1] if precision == "auto" else precision
-
-
-@dataclass(frozen=True)
-class _Rung:
-    label: str
-    axes: dict[str, Any]
-    target: int | None = None  # parameter count, in the study's convention
-    depth: int | None = None
-    tokens_per_param: float | None = None
-    budget: float | None = None
-
-
-def _rungs(study: StudySpec, rules: FamilyRules) -> list[_Rung]:
-    lad = study.ladder
-    rungs: list[_Rung] = []
-    if lad.mode == "chinchilla":
-        many_mults = len(lad.multipliers) > 1
-        sizes = [("size", s, format_count(s)) for s in lad.sizes] if lad.sizes else [
-            ("depth", d, f"L{d}") for d in lad.depths or []
-        ]
-        for (kind, value, label), mult in itertools.product(sizes, lad.multipliers):
-            axes: dict[str, Any] = {"size": label}
-            if many_mults:
-                axes["multiplier"] = mult
-            rungs.append(
-                _Rung(
-                    label=label,
-                    axes=axes,
-                    target=value if kind == "size" else None,
-                    depth=value if kind == "depth" else None,
-                    tokens_per_param=lad.tokens_per_param * mult,
-                )
-            )
-        return rungs
-    for budget in lad.budgets or []:
-        if lad.isoflop_sizes:
-            grid = list(lad.isoflop_sizes)
-        else:  # centred on the size that the budget, in exact FLOPs, trains at tokens_per_param
-            n_opt = params_for_compute(budget, lad.tokens_per_param, lambda n: shape_for_params(
-                n, lad.param_count, study.model.aspect_ratio, rules, study.model.tie_embeddings),
-                lad.param_count, study.data.seq_len)
-            half = math.log(lad.isoflop_span) / 2
-            grid = [
-                int(round(n_opt * math.exp(-half + 2 * half * i / (lad.isoflop_points - 1))))
-                for i in range(lad.isoflop_points)
-            ]
-        for n in grid:
-            rungs.append(
-                _Rung(label=format_count(n), axes={"budget": f"{budget:.3g}", "size": format_count(n)},
-                      target=n, budget=budget)
-            )
-    return rungs
-
-
-def _axis_combos(study: StudySpec) -> list[dict[str, Any]]:
-    ab = study.ablations
-    names = ab.active()
-    values = [getattr(ab, n) for n in names]
-    return [dict(zip(names, combo)) for combo in itertools.product(*values)] if names else [{}]
-
-
-def _variant_label(combo: dict[str, Any]) -> str:
-    parts = []
-    for name, value in combo.items():
-        if name == "tie_embeddings":
-            parts.append("tied" if value else "untied")
-        elif name == "aspect_ratio":
-            parts.append(f"ar{value:g}")
-        elif name == "lr":
-            parts.append(f"lr{value:g}")
-        elif name == "lr_multipliers":
-            parts.append(f"lr x{value:g}")
-        elif name == "batch_tokens":
-            parts.append(f"bs{format_count(value)}")
-        elif name == "batch_multipliers":
-            parts.append(f"bs x{value:g}")
-    return " ".join(parts) or "base"
-
-
-def _ablated(rule_value: float, combo: dict[str, Any], absolute: str, multiplier: str) -> float:
-    """The rule's value, replaced by an ablation axis that sets it (``lr``) or scaled by one that multiplies
-    it (``lr_multipliers``)."""
-    if absolute in combo:
-        return float(combo[absolute])
-    if multiplier in combo:
-        return rule_value * combo[multiplier]
-    return rule_value
-
-
-def _build_run(study: StudySpec, rules: FamilyRules, rung: _Rung, combo: dict[str, Any]) -> RunSpec:
-    conv = study.ladder.param_count
-    tied = combo.get("tie_embeddings", study.model.tie_embeddings)
-    aspect = combo.get("aspect_ratio", study.model.aspect_ratio)
-    if rung.depth is not None:
-        shape = shape_for_depth(rung.depth, aspect, rules, tied)
-    else:
-        assert rung.target is not None
-        shape = shape_for_params(rung.target, conv, aspect, rules, tied)
-    params = shape.params(conv)
-    seq_len = study.data.seq_len
-    fpt = shape.flops_per_token(seq_len)
-    if rung.budget is not None:  # a budget is exact counted FLOPs: every run of it costs the budget
-        tokens_wanted = rung.budget / fpt
-    else:
-        assert rung.tokens_per_param is not None
-        tokens_wanted = rung.tokens_per_param * params
-    approx_flops = fpt * tokens_wanted
-    t = study.training
-
-    batch, _ = rule_batch_tokens(study.training, shape.params_non_embedding, approx_flops)
-    batch = _ablated(batch, combo, "batch_tokens", "batch_multipliers")
-    batch_tokens = round_batch(batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
-
-    lr, _ = rule_lr(study.training, shape.params_non_embedding, approx_flops)
-    lr = _ablated(lr, combo, "lr", "lr_multipliers")
-
-    st = plan_steps(tokens_wanted, batch_tokens, seq_len, t.schedule.warmup_fraction, t.micro_batch_tokens)
-    axes = dict(rung.axes)
-    axes.update(combo)
-    return RunSpec(
-        study=study.name,
-        axes=axes,
-        variant=_variant_label(combo),
-        param_convention=conv,
-        params=params,
-        shape=shape,
-        data=study.data,
-        tokens=st.tokens,
-        batch_tokens=st.batch_tokens,
-        micro_batch_size=st.micro_batch_size,
-        steps=st.steps,
-        lr=lr,
-        warmup_steps=st.warmup_steps,
-        schedule=t.schedule,
-        optimizer=t.optimizer,
-        grad_clip=t.grad_clip,
-        precision=resolved_precision(t.precision, study.executor.hardware),
-        compile=t.compile,
-        seed=t.seed,
-        eval_interval=every(st.steps, t.evals_per_run),
-        eval_tokens=min(t.eval_tokens, study.data.validation_tokens),
-        log_interval=every(st.steps, t.logs_per_run),
-        checkpoint_interval=every(st.steps, t.checkpoints_per_run),
-        checkpoint_minutes=t.checkpoint_minutes,
-        divergence=t.divergence,
-        flops_per_token=fpt,
-        flops=float(fpt) * st.tokens,
-    ).with_id()
+    """What training the run itself takes (a branch: its steps after the branch step)."""
+    return planning_seconds(run.own_flops, run.tokens * run.own_steps / run.steps, hardware)
 
 
 def expand(study: StudySpec) -> Plan:
-    """All runs of a study, in a stable order: rung by rung, ablation combinations within a rung."""
+    """All runs of a study, in a stable order: rung by rung, ablation combinations within a rung, then seeds,
+    then budgets (a trunk before its branches); see :mod:`ladder.rungs`."""
     rules = study.model.rules(study.data.seq_len)
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
-    for rung in _rungs(study, rules):
-        for combo in _axis_combos(study):
-            run = _build_run(study, rules, rung, combo)
-            if run.run_id in seen:
-                continue  # two axis values that train the identical model (e.g. lr 1x == the rule's value)
-            seen[run.run_id] = run
-            runs.append(run)
+    for rung in rungs(study, rules):
+        for combo in axis_combos(study):
+            for run in rung_runs(study, rules, rung, combo):
+                if run.run_id in seen:
+                    continue  # two axis values that train the identical model (e.g. lr 1x == the rule's value)
+                seen[run.run_id] = run
+                runs.append(run)
     plan = Plan(study=study, runs=runs, hero=plan_hero(study))
     plan.estimates_s = {r.run_id: estimate_wall_s(r, study.executor.hardware) for r in runs}
     plan.notes, plan.warnings = notes_and_warnings(study, runs)
@@ -248,6 +90,7 @@ class WriteResult:
     existing: list[str]
     orphans: list[str]  # run directories of earlier plans that this plan no longer has (kept, never deleted)
     refreshed: list[str] = field(default_factory=list)  # existing, unfinished runs whose spec.json took new settings
+    relinked: list[str] = field(default_factory=list)  # planned runs whose trunk or branch steps were updated
 
 
 def default_study_dir(study: StudySpec) -> Path:
@@ -270,13 +113,16 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             raise StateError(
                 f"{sd.path} holds study {previous!r}, not {plan.study.name!r}: choose another --out directory"
             )
-    new, existing, refreshed = [], [], []
+    new, existing, refreshed, relinked = [], [], [], []
     for run in plan.runs:
         rd = sd.run(run.run_id)
         if rd.spec.is_file():
             existing.append(run.run_id)
-            if _refresh_spec(rd, run):
+            took_settings, took_links = _update_existing(rd, run)
+            if took_settings:
                 refreshed.append(run.run_id)
+            if took_links:
+                relinked.append(run.run_id)
             continue
         rd.path.mkdir(parents=True, exist_ok=True)
         layout.atomic_write_json(rd.spec, run.model_dump(mode="json"))
@@ -296,23 +142,44 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             "warnings": plan.warnings,
         },
     )
-    return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans, refreshed=refreshed)
+    return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans, refreshed=refreshed,
+                       relinked=relinked)
 
 
-def _refresh_spec(rd: layout.RunDir, run: RunSpec) -> bool:
-    """Give an existing run that has not finished the plan's settings outside its science (same id: a new
-    micro-batch, intervals, compile, labels), so that it resumes with them; a finished run's spec.json stays
-    the record of how it trained. True when rewritten."""
+def _links(spec: RunSpec) -> tuple[Any, list[int]]:
+    return spec.trunk, list(spec.branch_steps)
+
+
+def _update_existing(rd: layout.RunDir, planned: RunSpec) -> tuple[bool, bool]:
+    """Bring the spec.json of an existing run that has not finished up to date with the plan (its id, the
+    science, is the same); a finished (done or diverged) run's spec.json stays the record of how it trained.
+
+    Settings outside the science (a new micro-batch, intervals, compile, labels) are the plan's, so that the
+    run resumes with them. Links follow a plan that changed the budgets: a run that has not started takes its
+    new role (a trunk, a branch or independent); one that has started keeps the trunk it started from, and a
+    trunk also snapshots at the new branch steps it reaches (the union of both). Returns whether the settings
+    and whether the links changed."""
     if layout.result_status(rd) in ("done", "diverged"):
-        return False
-    wanted = run.model_dump(mode="json")
+        return False, False
     try:
-        if json.loads(rd.spec.read_text(encoding="utf-8")) == wanted:
-            return False
+        on_disk: RunSpec | None = RunSpec.model_validate_json(rd.spec.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        pass
-    layout.atomic_write_json(rd.spec, wanted)
-    return True
+        on_disk = None  # unreadable: the plan's spec replaces it
+    started = rd.metrics.is_file() or rd.checkpoint_pointer.is_file() or rd.result.is_file()
+    if on_disk is None or not started:
+        trunk, steps = _links(planned)
+    else:
+        trunk, steps = on_disk.trunk, sorted(set(on_disk.branch_steps) | set(planned.branch_steps))
+    wanted = planned.model_copy(update={"trunk": trunk, "branch_steps": steps})
+    if on_disk is not None and wanted.model_dump(mode="json") == on_disk.model_dump(mode="json"):
+        return False, False
+    layout.atomic_write_json(rd.spec, wanted.model_dump(mode="json"))
+    if on_disk is None:
+        return True, False
+    relinked = _links(wanted) != _links(on_disk)
+    same_settings = wanted.model_dump(mode="json", exclude={"trunk", "branch_steps"}) == \
+        on_disk.model_dump(mode="json", exclude={"trunk", "branch_steps"})  # fmt: skip
+    return not same_settings, relinked
 
 
 def read_plan(study_dir: Path) -> tuple[StudySpec, list[RunSpec]]:
@@ -352,6 +219,11 @@ def run_row(run: RunSpec, study_dir: Path | None, est_wall_s: float | None = Non
         "tokens": run.tokens,
         "tokens_per_param": run.tokens / run.params,
         "flops": run.flops,
+        "flops_own": run.own_flops,
+        "trunk_run_id": run.trunk.run_id if run.trunk else None,
+        "branch_step": run.trunk.step if run.trunk else None,
+        "branch_steps": list(run.branch_steps),
+        "seed": run.seed,
         "batch_tokens": run.batch_tokens,
         "lr": run.lr,
         "steps": run.steps,

@@ -14,7 +14,7 @@ EXACT_FLOPS = ("exact counted training FLOPs: flops_per_token x tokens (model/sh
                "LM head included, plus causal attention)")
 
 
-def conventions(study: StudySpec) -> dict[str, str]:
+def conventions(study: StudySpec, runs: list[RunSpec]) -> dict[str, str]:
     """The convention of every number the plan prints, by the name it has in the plan's JSON."""
     conv = study.ladder.param_count
     out = {
@@ -22,12 +22,16 @@ def conventions(study: StudySpec) -> dict[str, str]:
         "hero_flops": "exact counted FLOPs of the hero's shape x its tokens"
         + ("; hero.compute, as the study gives it, is read as exact counted FLOPs, and the hero's size is the one "
            "that spends it at tokens_per_param" if study.hero.compute is not None else ""),
-        "ladder_pct_of_hero": "exact FLOPs of every planned run / exact hero FLOPs",
+        "ladder_pct_of_hero": "exact FLOPs the ladder trains (each planned run; a shared trunk once, a cooldown "
+                              "branch only its own steps) / exact hero FLOPs",
         "params": f"{conv} parameters (ladder.param_count)",
         "tokens_per_param": f"training tokens / {conv} parameters",
     }
+    if any(r.trunk is not None for r in runs):
+        out["flops_own"] = ("a cooldown branch: exact counted FLOPs of its own steps after its branch step (its "
+                            "'flops' count all its tokens, the trunk's prefix included: the compute of its point)")
     if study.ladder.mode == "isoflop":
-        out["budgets"] = ("IsoFLOP compute budgets in exact counted FLOPs: each run of a budget trains "
+        out["compute_budgets"] = ("IsoFLOP compute budgets in exact counted FLOPs: each run of a budget trains "
                           "budget / flops_per_token tokens of its shape, so it costs the budget")
     t = study.training
     if "deepseek" in (t.lr_rule if t.lr == "auto" else "", t.batch_rule if t.batch_tokens == "auto" else ""):

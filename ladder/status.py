@@ -1,6 +1,7 @@
-"""Where every run of a study stands: planned, queued, running, done, failed, diverged, cancelled,
-interrupted (stopped without finishing; a new submit resumes it from its checkpoint) or corrupt (it trained,
-but its result.json is missing or unusable: the problem is stated).
+"""Where every run of a study stands: planned, waiting (a cooldown branch whose trunk has not reached its branch
+step), queued, running, done, failed, diverged, cancelled, interrupted (stopped without finishing; a new submit
+resumes it from its checkpoint) or corrupt (it trained, but its result.json is missing or unusable: the problem
+is stated).
 
 Built only from files: the run directory (read by :mod:`ladder.books`: result, error, metrics, checkpoint,
 model) plus its lock, and ``jobs.json`` with the executor's view of those jobs. A finished run shows the losses
@@ -21,7 +22,8 @@ from ladder.model.config import RunSpec
 from ladder.plan import read_plan
 from ladder.run_lock import lock_holder
 
-STATES = ("planned", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled", "corrupt")
+STATES = ("planned", "waiting", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled",
+          "corrupt")
 FINAL = {"done", "failed", "diverged", "cancelled", "corrupt"}
 LIVE = {"queued", "running"}
 
@@ -41,10 +43,12 @@ class RunStatus:
     eta_s: float | None
     job_id: str | None
     executor: str | None
-    error: str | None
-    flops_spent: float = 0.0  # exact counted FLOPs of the tokens it trained (see ladder.books)
-    flops_planned: float = 0.0
+    error: str | None  # also why a waiting branch waits
+    flops_spent: float = 0.0  # exact counted FLOPs of the tokens it trained (see ladder.books; a branch: its own)
+    flops_planned: float = 0.0  # as planned: a branch, its own steps (the plan's totals count them so)
     problems: list[str] = field(default_factory=list)  # lines of its files that had to be skipped
+    trunk_run_id: str | None = None
+    job_alive: bool = False  # a job is queued or running for it (a waiting branch's job may be)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,7 +56,21 @@ class RunStatus:
 
 def classify(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]],
              books: RunBooks) -> tuple[str, str | None]:
-    """(state, the error of a failed, diverged or corrupt run)."""
+    """(state, the error of a failed, diverged or corrupt run, or what a waiting branch waits for)."""
+    return with_waiting(*classify_own(sd, spec, book, books), books)
+
+
+def with_waiting(state: str, error: str | None, books: RunBooks) -> tuple[str, str | None]:
+    """A branch that is planned or queued but cannot start yet is ``waiting`` (for its trunk)."""
+    if state in ("planned", "queued") and books.waiting_for is not None:
+        return "waiting", books.waiting_for
+    return state, error
+
+
+def classify_own(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]],
+                 books: RunBooks) -> tuple[str, str | None]:
+    """(state, the error of a failed, diverged or corrupt run) from the run's files and its jobs alone: a
+    waiting branch is ``planned`` or ``queued`` here."""
     rd = sd.run(spec.run_id)
     if books.status in ("done", "diverged"):
         return books.status, books.error_text() if books.status == "diverged" else None
@@ -93,13 +111,21 @@ def _ended_since(books: RunBooks, rec: job_records.JobRecord) -> bool:
 
 def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
               ) -> tuple[str, str | None]:
-    """(state, the error of a failed, diverged or corrupt run)."""
-    return classify(sd, spec, book, read_books(sd.run(spec.run_id)))
+    """(state, the error of a failed, diverged or corrupt run, or what a waiting branch waits for)."""
+    return classify(sd, spec, book, read_books(sd.run(spec.run_id), spec))
+
+
+def own_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
+              ) -> tuple[str, str | None]:
+    """:func:`classify_own` from the run's files: what ``submit`` and ``cancel`` act on (a waiting branch is
+    ``planned`` or ``queued``)."""
+    return classify_own(sd, spec, book, read_books(sd.run(spec.run_id), spec))
 
 
 def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]],
                books: RunBooks) -> RunStatus:
-    state, error = classify(sd, spec, book, books)
+    own, own_error = classify_own(sd, spec, book, books)
+    state, error = with_waiting(own, own_error, books)
     done_tokens = books.tokens_done(spec)
     last = books.latest()
     train_loss, eval_loss = last.get("loss"), last.get("eval_loss")
@@ -126,8 +152,10 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
         executor=rec.executor if rec else None,
         error=error,
         flops_spent=books.flops_spent(spec),
-        flops_planned=spec.flops,
+        flops_planned=spec.own_flops,
         problems=problems,
+        trunk_run_id=spec.trunk.run_id if spec.trunk else None,
+        job_alive=own in LIVE,
     )
 
 
@@ -135,7 +163,7 @@ def study_status(study_dir: Path) -> list[RunStatus]:
     sd = layout.StudyDir(Path(study_dir))
     _, specs = read_plan(sd.path)
     book = job_records.read(sd)
-    return [run_status(sd, spec, book, read_books(sd.run(spec.run_id))) for spec in specs]
+    return [run_status(sd, spec, book, read_books(sd.run(spec.run_id), spec)) for spec in specs]
 
 
 def totals(rows: list[RunStatus]) -> dict[str, Any]:
@@ -158,7 +186,7 @@ def wait(study_dir: Path, *, poll_s: float = 2.0, on_update=None, timeout_s: flo
         rows = study_status(study_dir)
         if on_update:
             on_update(rows)
-        alive = any(r.state in LIVE for r in rows)
+        alive = any(r.state in LIVE or r.job_alive for r in rows)
         if not alive:
             return rows
         if timeout_s is not None and time.monotonic() - start > timeout_s:

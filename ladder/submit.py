@@ -4,6 +4,12 @@ processes sharing one queue) or the in-process debug executor.
 Each run is submitted once: a run that is done, diverged, queued or running is skipped; a failed or corrupt one
 only with ``retry_failed``; planned, interrupted and cancelled runs go out (interrupted ones resume from their
 checkpoint). Every job is recorded in ``jobs.json``.
+
+A cooldown branch runs once its trunk has passed the branch step: SLURM submits the trunks first (one array)
+and each trunk's branches as an array with ``--dependency=afterany:<trunk job>`` (none when the snapshot is
+already there; the branch job checks it when it starts); local workers share one queue that skips a branch
+until its trunk's snapshot is there; the debug executor trains trunks before branches. A branch whose trunk is
+not going to run (not submitted now, no live job, not finished) is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ from typing import Any
 import submitit
 
 from ladder import job_records, layout
+from ladder.branches import snapshot_ready, waits_for
 from ladder.errors import SpecError, StateError
 from ladder.model.config import RunSpec
 from ladder.node_jobs import TrainJob, WorkerJob
 from ladder.plan import read_plan
 from ladder.run_lock import lock_holder
-from ladder.status import run_state
+from ladder.status import own_state
 from ladder.studies.spec import ExecutorSpec
 
 LOCAL_TIMEOUT_MIN = 60 * 24 * 30  # local workers have no scheduler limit; submitit needs one
@@ -53,11 +60,19 @@ def _only(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) 
 
 def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None, retry_failed: bool
             ) -> tuple[list[RunSpec], dict[str, str]]:
+    every = {s.run_id: s for s in specs}
     specs = _only(sd, specs, run_ids)
     book = job_records.read(sd)
+    states: dict[str, str] = {}
+
+    def state_of(run_id: str) -> str:
+        if run_id not in states:
+            states[run_id] = own_state(sd, every[run_id], book)[0] if run_id in every else "not planned"
+        return states[run_id]
+
     chosen, skipped = [], {}
     for spec in specs:
-        state, _ = run_state(sd, spec, book)
+        state = state_of(spec.run_id)
         if state in ("done", "diverged"):
             skipped[spec.run_id] = state
         elif state in ("queued", "running"):
@@ -68,7 +83,15 @@ def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None
             skipped[spec.run_id] = "corrupt: trained, but its result is unusable (--retry-failed trains it again)"
         else:
             chosen.append(spec)
-    return chosen, skipped
+    going = {s.run_id for s in chosen}
+    for spec in list(chosen):
+        waits = waits_for(sd.run(spec.run_id), spec)
+        trunk = spec.trunk.run_id if spec.trunk else None
+        if waits is not None and trunk not in going and state_of(trunk) not in ("queued", "running"):
+            chosen.remove(spec)
+            skipped[spec.run_id] = f"{waits}, which is {state_of(trunk)} (submit the trunk too)"
+    # trunks (and independent runs) before branches, each in plan order
+    return sorted(chosen, key=lambda s: s.trunk is not None), skipped
 
 
 def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
@@ -92,18 +115,48 @@ def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
     return params
 
 
-def _slurm_executor(folder: Path, name: str, ex: ExecutorSpec) -> submitit.AutoExecutor:
+def _slurm_executor(folder: Path, name: str, ex: ExecutorSpec, after: str | None = None) -> submitit.AutoExecutor:
+    """A SLURM executor with the study's parameters; ``after``: a job id its jobs start after (afterany)."""
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    params = _slurm_parameters(ex)
+    if after is not None:
+        params["slurm_additional_parameters"] = {**params.get("slurm_additional_parameters", {}),
+                                                 "dependency": f"afterany:{after}"}  # fmt: skip
     try:
-        executor.update_parameters(name=name, **_slurm_parameters(ex))
+        executor.update_parameters(name=name, **params)
     except (ValueError, TypeError) as exc:
         raise SpecError(f"executor.slurm: {exc}") from None
     return executor
 
 
-def _submit_slurm(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
-    executor = _slurm_executor(sd.submitit / "slurm" / "%j", f"ladder-{sd.path.name}", ex)
-    threads = ex.slurm.cpus_per_task
+def _live_slurm_job(sd: layout.StudyDir, book: dict[str, list[job_records.JobRecord]], run_id: str) -> str | None:
+    rec = job_records.latest(book, run_id)
+    if rec is None or rec.executor != "slurm" or rec.cancelled or not rec.job_ids:
+        return None
+    return rec.job_ids[0] if job_records.job_state(sd, rec) in ("queued", "running") else None
+
+
+def _submit_slurm(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec,
+                  book: dict[str, list[job_records.JobRecord]]) -> dict[str, list[str]]:
+    """One array of the trunks and independent runs, then one array per trunk of its branches, each starting
+    after its trunk's job."""
+    folder, name, threads = sd.submitit / "slurm" / "%j", f"ladder-{sd.path.name}", ex.slurm.cpus_per_task
+    trunks = [r for r in runs if r.trunk is None]
+    ids = _submit_array(_slurm_executor(folder, name, ex), sd, trunks, threads) if trunks else {}
+    groups: dict[str | None, list[RunSpec]] = {}
+    for r in runs:
+        if r.trunk is not None:
+            after = None
+            if not snapshot_ready(sd, r):
+                after = (ids.get(r.trunk.run_id) or [None])[0] or _live_slurm_job(sd, book, r.trunk.run_id)
+            groups.setdefault(after, []).append(r)
+    for after, group in groups.items():
+        ids.update(_submit_array(_slurm_executor(folder, name, ex, after), sd, group, threads))
+    return ids
+
+
+def _submit_array(executor: submitit.AutoExecutor, sd: layout.StudyDir, runs: list[RunSpec], threads: int
+                  ) -> dict[str, list[str]]:
     with executor.batch():
         jobs = [executor.submit(TrainJob(str(sd.run(r.run_id).path), threads)) for r in runs]
     return {r.run_id: [j.job_id] for r, j in zip(runs, jobs)}
@@ -135,7 +188,7 @@ def _local_executor(folder: Path, gpus: list[int]) -> submitit.AutoExecutor:
 def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
     # every worker takes the biggest unclaimed run first (longest-processing-time first): the ladder then
     # ends with small runs filling the gaps rather than one big run training alone
-    run_ids = [r.run_id for r in sorted(runs, key=lambda r: -r.flops)]
+    run_ids = [r.run_id for r in sorted(runs, key=lambda r: -r.own_flops)]
     job_ids = []
     for gpus, threads in _local_slots(ex):
         executor = _local_executor(sd.submitit / "local" / "%j", gpus)
@@ -156,7 +209,7 @@ def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None
         for spec in chosen:
             sd.run(spec.run_id).error.unlink(missing_ok=True)
         if executor.kind == "slurm":
-            ids = _submit_slurm(sd, chosen, executor)
+            ids = _submit_slurm(sd, chosen, executor, book)
             folder = str(Path(layout.SUBMITIT) / "slurm" / "%j")
         elif executor.kind == "local":
             ids = _submit_local(sd, chosen, executor)
@@ -203,7 +256,7 @@ def cancel(study_dir: Path, run_ids: list[str] | None = None) -> list[str]:
     cancelled, to_signal = [], []
     with job_records.editing(sd) as book:
         for spec in specs:
-            state, _ = run_state(sd, spec, book)
+            state, _ = own_state(sd, spec, book)
             rec = job_records.latest(book, spec.run_id)
             if state not in ("queued", "running") or rec is None:
                 continue

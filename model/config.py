@@ -95,7 +95,15 @@ class OptimizerConfig(Strict):
 
 class ScheduleConfig(Strict):
     kind: Literal["cosine", "wsd", "constant"] = "cosine"
-    warmup_fraction: float = Field(default=0.05, ge=0, lt=1, description="share of steps warming up linearly")
+    warmup_fraction: float = Field(
+        default=0.05, ge=0, lt=1,
+        description="share of steps warming up linearly; with several ladder.budgets under wsd, the share of "
+        "the SMALLEST budget's steps, so that every budget of a size shares one warmup",
+    )  # fmt: skip
+    warmup_tokens: Count | None = Field(
+        default=None,
+        description="warmup length in tokens instead of warmup_fraction (the same for every budget of a size)",
+    )
     cooldown_fraction: float = Field(default=0.2, ge=0, le=1, description="wsd: share of steps cooling down")
     cooldown_shape: Literal["linear", "1-sqrt"] = "linear"
     final_lr_fraction: float = Field(default=0.1, ge=0, le=1, description="LR at the end, as a share of peak")
@@ -113,6 +121,13 @@ class ScheduleConfig(Strict):
 class DivergenceConfig(Strict):
     spike_factor: float = Field(default=2.0, gt=1, description="loss above factor x its running minimum ...")
     patience: int = Field(default=20, ge=1, description="... for this many consecutive steps diverges")
+
+
+class TrunkRef(Strict):
+    """Where a cooldown branch starts: the snapshot its trunk writes after ``step`` updates."""
+
+    run_id: str = Field(min_length=1)
+    step: int = Field(gt=0, description="the branch's first cooldown update: it trains steps step+1..steps")
 
 
 class RunSpec(Strict):
@@ -140,7 +155,7 @@ class RunSpec(Strict):
         default="auto", description="as the plan resolved it for the target hardware; 'auto' (a spec written by "
         "hand) lets the trainer choose: bf16 on a CUDA device that supports it, else fp32")
     compile: bool = False
-    seed: int = 0
+    seed: int = Field(default=0, description="drives both the initialisation and the data order")
     eval_interval: int = Field(gt=0, description="steps between evaluations")
     eval_tokens: int = Field(gt=0)
     log_interval: int = Field(gt=0)
@@ -149,6 +164,22 @@ class RunSpec(Strict):
     divergence: DivergenceConfig = Field(default_factory=DivergenceConfig)
     flops_per_token: int = Field(gt=0)
     flops: float = Field(gt=0)
+    trunk: TrunkRef | None = Field(
+        default=None, description="a cooldown branch: starts from this trunk's snapshot (not in the run id)"
+    )
+    branch_steps: list[int] = Field(
+        default_factory=list, description="a trunk: steps after which it writes a snapshot for its branches"
+    )
+
+    @property
+    def own_steps(self) -> int:
+        """The updates this run trains itself: a branch starts after its trunk's ``trunk.step``."""
+        return self.steps - (self.trunk.step if self.trunk else 0)
+
+    @property
+    def own_flops(self) -> float:
+        """FLOPs of the updates this run trains itself (``flops`` for a trunk or an independent run)."""
+        return self.flops * self.own_steps / self.steps
 
     @property
     def sequences_per_batch(self) -> int:
@@ -162,9 +193,10 @@ class RunSpec(Strict):
     def content_hash(self) -> str:
         """Hash of the run's science (:data:`SCIENCE_FIELDS`: what changes its numbers), and of nothing else: two
         specs that train the same model on the same data the same way get the same id, whatever their labels,
-        micro-batch, intervals or compile setting (:data:`NOT_SCIENCE_FIELDS`). A checkpoint carries this hash,
-        so a run resumes from one written with another micro-batch but never from one of other science."""
-        payload = self.model_dump(mode="json", include=set(SCIENCE_FIELDS))
+        micro-batch, intervals or compile setting (:data:`NOT_SCIENCE_FIELDS`), and a branch has the id of the
+        independent run with the same science. A checkpoint carries this hash, so a run resumes from one written
+        with another micro-batch but never from one of other science."""
+        payload = self.model_dump(mode="json", include=set(SCIENCE_FIELDS), exclude=NOT_SCIENCE_SUBFIELDS)
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -192,7 +224,12 @@ NOT_SCIENCE_FIELDS = {
     "flops_per_token": "accounting of the shape (hashed); a fix to the count must not rename runs",
     "flops": "accounting: flops_per_token x tokens",
     "trunk": "which run a branch starts from (its science is its own schedule and budget)",
-    "branch_steps": "where a branch starts from its trunk",
+    "branch_steps": "steps after which a trunk keeps a snapshot for its branches: a copy, its updates are the same",
 }
 """Every other ``RunSpec`` field, and why it does not change the run's numbers (a test holds that every field is
 in exactly one of the two)."""
+
+NOT_SCIENCE_SUBFIELDS: dict[str, set[str]] = {
+    "schedule": {"warmup_tokens"},  # already resolved into warmup_steps (hashed): how the study said it
+}
+"""Parts of a science field left out of the hash, and why."""

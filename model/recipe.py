@@ -146,19 +146,26 @@ def micro_batch_for(sequences: int, seq_len: int, max_micro_tokens: int) -> int:
     return min(sequences, cap)
 
 
+def steps_for(tokens: float, batch_tokens: int) -> int:
+    """Whole steps that cover ``tokens`` at ``batch_tokens`` (at least 1)."""
+    return max(1, int(round(tokens / batch_tokens)))
+
+
 def plan_steps(
-    tokens: float, batch_tokens: int, seq_len: int, warmup_fraction: float, max_micro_tokens: int
+    tokens: float, batch_tokens: int, seq_len: int, warmup_fraction: float, max_micro_tokens: int,
+    warmup_steps: int | None = None,
 ) -> Steps:
     """Steps to cover ``tokens`` at ``batch_tokens`` (rounded to whole steps, at least 1), the warmup
-    share of them, and the micro-batch that gradient accumulation splits each step into."""
-    steps = max(1, int(round(tokens / batch_tokens)))
+    share of them (or ``warmup_steps`` when given: a warmup that does not depend on this run's length), and the
+    micro-batch that gradient accumulation splits each step into."""
+    steps = steps_for(tokens, batch_tokens)
     sequences = batch_tokens // seq_len
     return Steps(
         batch_tokens=batch_tokens,
         micro_batch_size=micro_batch_for(sequences, seq_len, max_micro_tokens),
         steps=steps,
         tokens=steps * batch_tokens,
-        warmup_steps=int(round(warmup_fraction * steps)),
+        warmup_steps=int(round(warmup_fraction * steps)) if warmup_steps is None else warmup_steps,
     )
 
 

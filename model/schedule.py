@@ -12,6 +12,10 @@ update that takes the run from ``step`` completed updates to ``step + 1``; ``ste
   total_steps)`` updates, which go down to ``floor`` (reached at the last update), linearly or as ``1 - sqrt``;
 - ``constant``: ``peak`` after warmup (``final_lr_fraction`` is not used).
 
+A cooldown branch (a ``wsd`` run of ``n`` steps started from a longer ``wsd`` trunk) shares the trunk's LR at every
+update before its ``cooldown_start(n, schedule)``: both are at ``peak`` (or warming up) there, since the trunk's
+own cooldown starts later.
+
 When warmup and the decay overlap (a very short run), the smaller of the two wins. Steps past the end keep the
 last value.
 """
@@ -21,6 +25,12 @@ from __future__ import annotations
 import math
 
 from ladder.model.config import ScheduleConfig
+
+
+def cooldown_start(total_steps: int, schedule: ScheduleConfig) -> int:
+    """``wsd``: the step of the first cooldown update of a run of ``total_steps`` updates (``total_steps`` when
+    it has no cooldown); the plan branches a budget off its trunk there."""
+    return total_steps - int(round(schedule.cooldown_fraction * total_steps))
 
 
 def lr_at(step: int, *, peak: float, total_steps: int, warmup_steps: int, schedule: ScheduleConfig) -> float:
@@ -46,8 +56,8 @@ def lr_at(step: int, *, peak: float, total_steps: int, warmup_steps: int, schedu
             progress = min(1.0, max(0.0, (step - warmup_steps) / span))
         decay = floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
     elif schedule.kind == "wsd":
-        cooldown = int(round(schedule.cooldown_fraction * total_steps))
-        start = total_steps - cooldown  # first cooldown update
+        start = cooldown_start(total_steps, schedule)
+        cooldown = total_steps - start
         if cooldown <= 0 or step < start:
             decay = peak
         else:

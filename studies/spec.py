@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import (
-    BaseModel,
     Field,
     PositiveFloat,
     PositiveInt,
@@ -32,6 +31,7 @@ from ladder.model.config import (
     Strict,
 )
 from ladder.model.sizing import FamilyRules
+from ladder.studies.messages import pydantic_message
 
 Auto = Literal["auto"]
 
@@ -75,8 +75,17 @@ class FamilySpec(Strict):
         )
 
 
+class ReplicatesSpec(Strict):
+    """Seed replicates at chosen sizes: every variant and budget of those sizes again with each seed."""
+
+    sizes: Annotated[list[Count], Field(min_length=1)] = Field(description="sizes of ladder.sizes to repeat")
+    seeds: Annotated[list[int], Field(min_length=1)] = Field(
+        description="the extra seeds; a run's one seed drives both its initialisation and its data order"
+    )
+
+
 class LadderSpec(Strict):
-    """The rungs: sizes (or depths) at a tokens-per-parameter rule, or IsoFLOP budgets."""
+    """The rungs: sizes (or depths) at a tokens-per-parameter rule and its budgets, or IsoFLOP budgets."""
 
     mode: Literal["chinchilla", "isoflop"] = "chinchilla"
     sizes: Annotated[list[Count], Field(min_length=1)] | None = Field(
@@ -89,10 +98,14 @@ class LadderSpec(Strict):
         default="non_embedding", description="the convention sizes and tokens_per_param use"
     )
     tokens_per_param: PositiveFloat = 20.0
-    multipliers: Annotated[list[PositiveFloat], Field(min_length=1)] = Field(
-        default_factory=lambda: [1.0], description="Chinchilla multipliers of tokens_per_param, e.g. [0.5, 1, 2, 5]"
+    budgets: Annotated[list[PositiveFloat], Field(min_length=1)] = Field(
+        default_factory=lambda: [1.0],
+        description="token budgets of every size as multiples of tokens_per_param, e.g. [0.5, 1, 2]; with "
+        "schedule.kind wsd one trunk trains to the largest and each smaller budget is a cooldown branch off it, "
+        "with other schedules each budget is an independent run",
     )
-    budgets: Annotated[list[Flops], Field(min_length=1)] | None = Field(
+    replicates: ReplicatesSpec | None = Field(default=None, description="seed replicates at chosen sizes")
+    compute_budgets: Annotated[list[Flops], Field(min_length=1)] | None = Field(
         default=None, description="isoflop: compute budgets in EXACT counted training FLOPs (flops_per_token x "
         "tokens, model/shape.py): each run of a budget trains budget / flops_per_token tokens, so it costs the budget"
     )
@@ -102,20 +115,44 @@ class LadderSpec(Strict):
     isoflop_points: int = Field(default=5, ge=3, description="isoflop: sizes per budget when no grid is given")
     isoflop_span: float = Field(default=8.0, gt=1, description="isoflop: largest/smallest size per budget")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if "multipliers" in data:
+                raise ValueError("ladder.multipliers was renamed to ladder.budgets (the same multiples of "
+                                 "tokens_per_param)")
+            # a dumped isoflop study holds the default budgets [1.0]; FLOP budgets are far larger
+            if data.get("mode") == "isoflop" and data.get("budgets", [1.0]) != [1.0]:
+                raise ValueError("isoflop mode's FLOP budgets were renamed to ladder.compute_budgets "
+                                 "(ladder.budgets are multiples of tokens_per_param, for mode: chinchilla)")
+        return data
+
     @model_validator(mode="after")
     def _one_way_to_size(self) -> "LadderSpec":
-        for name in ("sizes", "depths", "multipliers", "budgets", "isoflop_sizes"):
+        for name in ("sizes", "depths", "budgets", "compute_budgets", "isoflop_sizes"):
             _unique(getattr(self, name), name)
         if self.mode == "chinchilla":
             if (self.sizes is None) == (self.depths is None):
                 raise ValueError("chinchilla mode needs exactly one of 'sizes' or 'depths'")
-            if self.budgets is not None:
-                raise ValueError("'budgets' belongs to mode: isoflop")
+            if self.compute_budgets is not None:
+                raise ValueError("'compute_budgets' belongs to mode: isoflop")
         else:
-            if self.budgets is None:
-                raise ValueError("isoflop mode needs 'budgets' (compute budgets in FLOPs)")
+            if self.compute_budgets is None:
+                raise ValueError("isoflop mode needs 'compute_budgets' (compute budgets in exact counted FLOPs)")
             if self.depths is not None or self.sizes is not None:
                 raise ValueError("isoflop mode sizes each budget itself: use 'isoflop_sizes', not sizes/depths")
+            if self.budgets != [1.0]:
+                raise ValueError("'budgets' (multiples of tokens_per_param) belong to mode: chinchilla")
+        if self.replicates is not None:
+            _unique(self.replicates.sizes, "replicates.sizes")
+            _unique(self.replicates.seeds, "replicates.seeds")
+            if self.sizes is None:
+                raise ValueError("'replicates' name sizes of 'sizes' (chinchilla mode with sizes); for other "
+                                 "ladders use ablations.seed")
+            unknown = [s for s in self.replicates.sizes if s not in self.sizes]
+            if unknown:
+                raise ValueError(f"replicates.sizes {unknown} are not in sizes {self.sizes}")
         return self
 
 
@@ -131,6 +168,10 @@ class AblationSpec(Strict):
     batch_multipliers: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
     lr: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
     lr_multipliers: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
+    seed: Annotated[list[int], Field(min_length=1)] | None = Field(
+        default=None, description="seed replicates of every run (one seed drives initialisation and data order); "
+        "not a variant: runs that differ only by seed are repeats of one configuration",
+    )
 
     @model_validator(mode="after")
     def _one_form_per_axis(self) -> "AblationSpec":
@@ -168,7 +209,7 @@ class TrainingSpec(Strict):
         default="auto", description="'auto': the plan writes what executor.hardware trains in (fp32 on cpu, bf16 "
         "on GPUs); the resolved value is part of each run's id")
     compile: bool = Field(default=False, description="torch.compile; not part of a run's id (same computation)")
-    seed: int = 0
+    seed: int = Field(default=0, description="one seed per run drives both its initialisation and its data order")
     evals_per_run: PositiveInt = 10
     eval_tokens: Count = 65536
     logs_per_run: PositiveInt = 100
@@ -263,6 +304,11 @@ class StudySpec(Strict):
         return self
 
     @property
+    def seeds_vary(self) -> bool:
+        """Whether runs of this study differ by seed (then every run records its seed as an axis)."""
+        return self.ladder.replicates is not None or self.ablations.seed is not None
+
+    @property
     def slug(self) -> str:
         """The study's name made safe for a directory name."""
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.name).strip("-.")
@@ -272,99 +318,7 @@ class StudySpec(Strict):
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
 
-# ---- loading and error messages --------------------------------------------------------------------
-
-
-def _field_path(loc: tuple) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += ("." if path else "") + str(part)
-    return path or "(top level)"
-
-
-def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
-    """The pydantic model class that owns the field at ``loc`` (to list the allowed keys)."""
-    current: Any = model
-    for part in loc:
-        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
-            continue
-        field = current.model_fields.get(str(part))
-        if field is None:
-            return None
-        current = _submodel(field.annotation)
-        if current is None:
-            return None
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _submodel(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()) or ():
-        found = _submodel(arg)
-        if found is not None:
-            return found
-    return None
-
-
-_TYPE_TAGS = {"float", "int", "bool", "str", "list", "dict", "none"}
-
-
-def _clean_loc(root: type[BaseModel], loc: tuple) -> tuple:
-    """Drop pydantic's union-arm tags (``constrained-float``, ``literal['auto']``, ``function-after[...]``)
-    from an error location, keeping the user's field path."""
-    cleaned: list = []
-    current: Any = root
-    for part in loc:
-        if isinstance(part, int):
-            cleaned.append(part)
-            continue
-        if isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
-            cleaned.append(part)
-            current = _submodel(current.model_fields[part].annotation)
-            continue
-        if "[" in part or "-" in part or part in _TYPE_TAGS:
-            continue
-        cleaned.append(part)
-        current = None
-    return tuple(cleaned)
-
-
-def _describe_error(err: dict, root: type[BaseModel]) -> str:
-    loc = _clean_loc(root, tuple(err["loc"]))
-    path = _field_path(loc)
-    value = err.get("input")
-    if err["type"] == "extra_forbidden":
-        owner = _model_at(root, loc[:-1])
-        allowed = ", ".join(owner.model_fields) if owner else "see `ladder studies show default`"
-        return f"{path}: unknown field (allowed here: {allowed})"
-    if err["type"] == "missing":
-        return f"{path}: required field is missing"
-    msg = err["msg"]
-    msg = re.sub(r"^Value error, ", "", msg)
-    msg = re.sub(r"^Input should be ", "must be ", msg)
-    msg = re.sub(r"^List should have ", "must have ", msg)
-    if err["type"] == "value_error" and isinstance(value, dict):
-        return f"{path}: {msg}"
-    return f"{path} = {value!r}: {msg}"
-
-
-def _pydantic_message(exc: ValidationError, root: type[BaseModel], source: str) -> str:
-    # a union field (e.g. lr: number | 'auto') fails once per arm: merge them into one line per path
-    by_head: dict[str, list[str]] = {}
-    for err in exc.errors(include_url=False):
-        text = _describe_error(err, root)
-        head, _, tail = text.partition(": ")
-        tails = by_head.setdefault(head, [])
-        if tail not in tails:
-            tails.append(tail)
-    seen = [f"{head}: {', or '.join(tails)}" for head, tails in by_head.items()]
-    head = "; ".join(seen[:3])
-    more = f" (and {len(seen) - 3} more problems)" if len(seen) > 3 else ""
-    return f"{source}: {head}{more}"
+# ---- loading ---------------------------------------------------------------------------------------------
 
 
 def parse_study(data: Any, source: str = "study") -> StudySpec:
@@ -373,7 +327,7 @@ def parse_study(data: Any, source: str = "study") -> StudySpec:
     try:
         return StudySpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_pydantic_message(exc, StudySpec, source)) from None
+        raise SpecError(pydantic_message(exc, StudySpec, source)) from None
 
 
 def read_study_file(path: Path) -> StudySpec:

@@ -90,7 +90,7 @@ def test_isoflop_mode_holds_compute_per_budget():
 
     study = parse_study({
         "name": "iso", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8},
-        "ladder": {"mode": "isoflop", "budgets": [1e12, 4e12], "isoflop_points": 5}, "hero": {"compute": 1e16},
+        "ladder": {"mode": "isoflop", "compute_budgets": [1e12, 4e12], "isoflop_points": 5}, "hero": {"compute": 1e16},
     })
     plan = expand(study)
     assert len(plan.runs) == 10

@@ -23,9 +23,11 @@ def plan(
     Prints each run's shape, size, tokens, FLOPs, batch, LR, steps and estimated wall time, and the
     ladder's cost as a percentage of the hero's compute. Every FLOP number is exact counted FLOPs (FLOPs per
     token x tokens; the JSON's `conventions` say so per number); notes say which parameter count a size holds
-    fixed and how the embedding and the LM head decay. Planning again is a no-op (unfinished runs take a new
-    micro-batch, interval or compile setting; a run's id is its science only); adding a value to an axis adds
-    only the new runs; nothing is ever deleted.
+    fixed and how the embedding and the LM head decay. Under a wsd schedule the budgets of a size are one
+    trunk and cooldown branches off it (shown under their trunk, with the FLOPs of their own steps); the
+    totals count each trunk once. Planning again is a no-op (unfinished runs take a new micro-batch, interval
+    or compile setting, and runs not started yet the trunk or branch role of new budgets; a run's id is its
+    science only); adding a value to an axis adds only the new runs; nothing is ever deleted.
     """
     from ladder.plan import default_study_dir, expand, run_row, write_plan
     from ladder.studies import load_study
@@ -42,7 +44,7 @@ def plan(
                    "notes": p.notes, "warnings": p.warnings}
         if written:
             payload.update(new=written.new, existing=written.existing, orphans=written.orphans,
-                           refreshed=written.refreshed)
+                           refreshed=written.refreshed, relinked=written.relinked)
         print_json(payload)
         return
     conv = spec.ladder.param_count
@@ -53,17 +55,33 @@ def plan(
     for r in rows:
         shape = r["shape"]
         axes = ", ".join(f"{k}={v}" for k, v in r["axes"].items() if k not in ("size",))
+        run_cell = r["run_id"]
+        others = ", ".join(f"{k}={v}" for k, v in r["axes"].items() if k not in ("size", "multiplier"))
+        mult = r["axes"].get("multiplier")
+        if r["trunk_run_id"]:
+            run_cell = f"  └ {r['run_id']}"
+            axes = f"branch {mult:g}x from {r['trunk_run_id']} @ step {r['branch_step']:,}"
+        elif r["branch_steps"]:
+            axes = f"trunk {mult:g}x, snapshots @ step {', '.join(f'{s:,}' for s in r['branch_steps'])}"
+        if r["trunk_run_id"] or r["branch_steps"]:
+            axes += f"; {others}" if others else ""
         table.add_row(
-            r["run_id"], r["variant"], axes or r["axes"].get("size", ""),
+            run_cell, r["variant"], axes or r["axes"].get("size", ""),
             f"{shape['d_model']}x{shape['n_layers']} h{p.runs[rows.index(r)].shape.n_heads}/"
             f"{p.runs[rows.index(r)].shape.n_kv_heads}",
-            f"{r['params']:,}", f"{r['tokens']:,}", f"{r['tokens_per_param']:.1f}", sci(r["flops"]),
+            f"{r['params']:,}", f"{r['tokens']:,}", f"{r['tokens_per_param']:.1f}", sci(r["flops_own"]),
             f"{r['batch_tokens']:,}", f"{r['lr']:.2e}", f"{r['steps']:,}", human_seconds(r["est_wall_s"]),
         )
     out.print(table)
+    for line in _budget_and_seed_lines(spec, p):
+        out.print(line)
     h = p.hero
+    runs = f"{totals['runs']} runs"
+    if totals["branches"]:
+        runs += (f" ({totals['trunks']} trunks, {totals['branches']} branches; each trunk counted once, each branch "
+                 f"its own steps: {sci(totals['flops_if_independent'])} FLOPs as independent runs)")
     out.print(
-        f"totals: {totals['runs']} runs, {sci(totals['flops'])} FLOPs, {totals['tokens']:,} tokens, "
+        f"totals: {runs}, {sci(totals['flops'])} FLOPs, {totals['tokens']:,} tokens, "
         f"~{human_seconds(totals['est_wall_s'])} of {spec.executor.hardware} time (one run at a time)"
     )
     out.print(
@@ -82,5 +100,40 @@ def plan(
             f"wrote {written.study_dir}: {len(written.new)} new runs, {len(written.existing)} already planned"
             + (f" ({len(written.refreshed)} unfinished ones take the new micro-batch, interval or compile settings)"
                if written.refreshed else "")
+            + (f", {len(written.relinked)} relinked to the trunks and branch steps of the new budgets"
+               if written.relinked else "")
             + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
         )
+
+
+def _budget_and_seed_lines(spec, p) -> list[str]:
+    """What the study's budgets and seeds mean for its runs, in words."""
+    from ladder.rungs import branches_off_a_trunk
+
+    lines = []
+    lad = spec.ladder
+    if lad.mode == "chinchilla" and len(lad.budgets) > 1:
+        names = ", ".join(f"{b:g}x" for b in sorted(lad.budgets))
+        if branches_off_a_trunk(spec):
+            lines.append(
+                f"budgets {names} of {lad.tokens_per_param:g} tokens/param: one wsd trunk per size, variant and seed "
+                f"trains to {max(lad.budgets):g}x; each smaller budget branches off it at its first cooldown step "
+                "(same batch, LR and warmup as the trunk)"
+            )
+        else:
+            cost = {b: 0.0 for b in lad.budgets}
+            for r in p.runs:
+                cost[r.axes.get("multiplier", 1.0)] = cost.get(r.axes.get("multiplier", 1.0), 0.0) + r.flops
+            each = ", ".join(f"{b:g}x {sci(cost[b])} FLOPs" for b in sorted(cost))
+            lines.append(
+                f"budgets {names}: independent runs (a {spec.training.schedule.kind} schedule decays over the whole "
+                f"run; schedule.kind: wsd would branch them off one trunk per size): {each}"
+            )
+    if spec.seeds_vary:
+        seeds = sorted({r.seed for r in p.runs})
+        rep = lad.replicates
+        where = (f"; replicates at {', '.join(f'{s:,}' for s in rep.sizes)} with seeds "
+                 f"{', '.join(map(str, rep.seeds))}" if rep else "")
+        lines.append(f"seeds {', '.join(map(str, seeds))}{where}: one seed per run drives both its initialisation "
+                     "and its data order; runs that differ only by seed are repeats of one configuration")
+    return lines

@@ -16,7 +16,7 @@ def status_table(rows, title: str) -> Table:
     table = Table("run", "variant", "size", "state", "progress", "FLOPs spent (exact)", "train loss", "eval loss",
                   "tok/s", "ETA", "job", title=title, title_justify="left")
     colours = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red", "running": "cyan",
-               "queued": "yellow", "cancelled": "magenta", "interrupted": "yellow"}
+               "queued": "yellow", "cancelled": "magenta", "interrupted": "yellow", "waiting": "blue"}
     for r in rows:
         state = f"[{colours.get(r.state, 'white')}]{r.state}[/]"
         if r.error:
@@ -49,10 +49,11 @@ def status(
 ) -> None:
     """Show each run's state, progress, losses, throughput, ETA and job id.
 
-    States: planned, queued, running, interrupted (resumable), done, failed, diverged, cancelled, corrupt
-    (trained, but result.json is missing or unusable); a failed, diverged or corrupt run shows its error, and
-    a run whose files had lines to skip shows them. A finished run shows the losses of its result.json.
-    Totals follow the table, with the FLOPs spent by every run."""
+    States: planned, waiting (a cooldown branch whose trunk has not reached its branch step; it names the
+    trunk), queued, running, interrupted (resumable), done, failed, diverged, cancelled, corrupt (trained, but
+    result.json is missing or unusable); a failed, diverged or corrupt run shows its error, and a run whose
+    files had lines to skip shows them. A finished run shows the losses of its result.json. Totals follow the
+    table, with the FLOPs spent by every run (a branch: its own steps)."""
     from ladder.status import study_status, totals, wait
 
     if watch and not as_json:

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ladder.errors import StateError
-from ladder.layout import CHECKPOINT_PREFIX, RunDir, atomic_write_json
+from ladder.layout import CHECKPOINT_PREFIX, SNAPSHOT_PREFIX, RunDir, atomic_write_json
 from ladder.model.training.llama import save_model
 
 MODEL_DIR = "model"
@@ -107,10 +107,11 @@ def latest_checkpoint(run: RunDir) -> tuple[int, Path] | None:
 
 
 def clean_stale(run: RunDir) -> None:
-    """Delete temporary checkpoint directories and every ``ckpt-*`` directory the pointer does not name."""
+    """Delete temporary checkpoint and snapshot directories and every ``ckpt-*`` directory the pointer does not
+    name (snapshots ``branch-*`` are kept: branches start from them)."""
     keep = latest_checkpoint(run)
     keep_path = keep[1].resolve() if keep else None
-    for p in run.path.glob(f"{_TMP_PREFIX}*"):
+    for p in list(run.path.glob(f"{_TMP_PREFIX}*")) + list(run.path.glob(f".{SNAPSHOT_PREFIX}*")):
         shutil.rmtree(p, ignore_errors=True)
     for p in run.checkpoint_dirs():
         if keep_path is None or p.resolve() != keep_path:
@@ -118,7 +119,8 @@ def clean_stale(run: RunDir) -> None:
 
 
 def remove_checkpoints(run: RunDir) -> None:
-    """Delete the pointer first (so no reader follows it to a half-deleted directory), then every checkpoint."""
+    """Delete the pointer first (so no reader follows it to a half-deleted directory), then every checkpoint
+    (not the snapshots ``branch-*`` a trunk keeps for its branches)."""
     run.checkpoint_pointer.unlink(missing_ok=True)
     for p in list(run.checkpoint_dirs()) + list(run.path.glob(f"{_TMP_PREFIX}*")):
         shutil.rmtree(p, ignore_errors=True)

@@ -8,10 +8,9 @@ What one call does
 2. Data: an injected ``dataset`` (a :class:`TrainData`, or a ``PreparedData``) or ``prepare_data(spec.data, ...)``
    (rank 0 first, the others then find it in the cache). Validation: the fixed first windows of the validation
    split, ``ceil(eval_tokens / seq_len)`` of them.
-3. Model ``build_model(spec.shape)`` seeded with ``spec.seed``; AdamW (:mod:`ladder.model.training.optim`); LR from
-   :func:`ladder.model.schedule.lr_at`. If ``checkpoint.json`` exists, everything is restored from it (weights,
-   optimizer, step, RNG, bookkeeping) and ``metrics.jsonl`` is cut back to the records with ``step <=`` the
-   checkpoint's step (rewritten atomically), so the file never holds duplicates.
+3. Model ``build_model(spec.shape)`` seeded with ``spec.seed``; AdamW; LR from :func:`ladder.model.schedule.lr_at`.
+   ``checkpoint.json`` restores it all (weights, optimizer, step, RNG, bookkeeping) and cuts ``metrics.jsonl`` back
+   to its step (no duplicates); a cooldown branch without one starts from its trunk's snapshot (:mod:`.branching`).
 4. Each step is ``batch_tokens // seq_len`` sequences, read in an order that is a function of the step alone and
    split over ranks and micro-batches so that the gradient is that of the mean loss over the whole batch
    (:mod:`ladder.model.training.steps`). Gradient clipping at ``grad_clip`` (the logged ``grad_norm`` is the norm
@@ -32,12 +31,12 @@ What one call does
 
 Result (``result.json``)
 ------------------------
-``status`` (done | diverged | failed), ``run_id``, ``final_train_loss`` (the MEAN of the per-step training
-losses over the last ``max(1, ceil(steps / 10))`` steps: a smoothed, exactly reproducible number),
-``final_eval_loss``, ``tokens``, ``steps``, ``flops`` (= flops_per_token x tokens), ``wall_time_s`` (wall time of
-all attempts up to their last checkpoint plus the last attempt: work lost to a kill after the last checkpoint is
-not counted), ``train_time_s`` (time inside training steps), ``tokens_per_s`` (tokens / train_time_s),
-``mfu``, ``peak_flops``, ``restarts``, ``device``, ``device_name``, ``precision``, ``world_size``, and on
+``status`` (done | diverged | failed), ``run_id``, ``final_train_loss`` (the MEAN of the per-step training losses
+over the last ``max(1, ceil(steps / 10))`` steps: a smoothed, exactly reproducible number), ``final_eval_loss``,
+``tokens``, ``steps``, ``flops`` (= flops_per_token x tokens), ``wall_time_s`` (wall time of all attempts up to their
+last checkpoint plus the last attempt: work lost to a kill after the last checkpoint is not counted),
+``train_time_s`` (time inside training steps), ``tokens_per_s`` (tokens / train_time_s), ``mfu``, ``peak_flops``,
+``restarts``, ``device``, ``device_name``, ``precision``, ``world_size``, ``flops_spent`` (:mod:`.branching`); on
 divergence ``diverged_at_step`` and ``reason``; on failure ``reason`` and ``error_type``.
 
 Divergence
@@ -77,6 +76,7 @@ from ladder.model.config import RunSpec
 from ladder.model.hardware import mfu as compute_mfu
 from ladder.model.hardware import peak_flops
 from ladder.model.schedule import lr_at
+from ladder.model.training import branching
 from ladder.model.training import checkpoint as ckpt
 from ladder.model.training.distributed import Dist, barrier, setup_distributed
 from ladder.model.training.inputs import TrainData, resolve_data
@@ -188,12 +188,14 @@ class _Trainer:
             "params_non_embedding": spec.shape.params_non_embedding,
             "flops_per_token": spec.flops_per_token,
             "torch_threads": torch.get_num_threads() if self.dev.type == "cpu" else None,
+            **branching.result_fields(self.run_dir, spec, st, self.tokens_per_step),
         }
 
     # ---------------------------------------------------------------------------------------- setup
     def _setup(self) -> None:
         spec, d = self.spec, self.d
         run = self.run_dir
+        self.branch = branching.branch_start(run, spec)  # first: a branch that waits fails fast and writes nothing
         self.seq_len = spec.data.seq_len
         self.S = spec.sequences_per_batch
         if self.S < 1:
@@ -236,7 +238,7 @@ class _Trainer:
             "train_time_s": 0.0,
             "restarts": 0,
         }
-        resumed = ckpt.resume(run, model=self.model, optimizer=self.optimizer, spec_hash=self.state["spec_hash"])
+        resumed = branching.resume(run, self.branch, self.model, self.optimizer, self.state["spec_hash"], d.is_main)
         if resumed is not None:
             self.state.update(resumed)
             log.info("resuming %s from step %d (restart %d)", run.run_id, self.state["step"], self.state["restarts"])
@@ -265,6 +267,7 @@ class _Trainer:
             st["recent_losses"] = list(self.recent)
             st["wall_time_s"] = self._elapsed()
             path = ckpt.save_checkpoint(self.run_dir, st["step"], model=self.model, optimizer=self.optimizer, state=st)
+            branching.write_snapshot(self.run_dir, self.spec, st["step"])  # at a branch step only
         self.last_ckpt_time = time.perf_counter()
         return path
 
@@ -362,7 +365,7 @@ class _Trainer:
                     signum = self.trap.received
                 stop_here = self.stop_after_steps is not None and done >= self.stop_after_steps
                 due = (
-                    done % spec.checkpoint_interval == 0
+                    done % spec.checkpoint_interval == 0 or done in spec.branch_steps
                     or (time.perf_counter() - self.last_ckpt_time) >= spec.checkpoint_minutes * 60
                 )
                 if signum is not None or stop_here or due:

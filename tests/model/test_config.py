@@ -39,6 +39,17 @@ def test_what_does_not_change_the_numbers_keeps_the_id(spec, change):
     assert spec.model_copy(update=change).content_hash() == spec.content_hash()
 
 
+def test_how_a_run_relates_to_others_keeps_the_id(spec):
+    """A branch has the id of the independent run with the same science: its trunk, a trunk's branch steps and a
+    warmup given in tokens (resolved into warmup_steps, which is hashed) are not science."""
+    from ladder.model.config import TrunkRef
+
+    assert spec.model_copy(update={"trunk": TrunkRef(run_id="abc", step=3)}).content_hash() == spec.content_hash()
+    assert spec.model_copy(update={"branch_steps": [2, 5]}).content_hash() == spec.content_hash()
+    tokens = spec.schedule.model_copy(update={"warmup_tokens": 4096})
+    assert spec.model_copy(update={"schedule": tokens}).content_hash() == spec.content_hash()
+
+
 @pytest.mark.parametrize("change", [
     {"lr": 1e-3}, {"seed": 1}, {"tokens": 999}, {"steps": 7}, {"batch_tokens": 64}, {"warmup_steps": 3},
     {"grad_clip": None}, {"precision": "bf16"}, {"eval_tokens": 64},

@@ -56,7 +56,7 @@ def study_dict(
         "model": {"vocab_size": 512, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
         "ladder": {
             "mode": "isoflop",
-            "budgets": list(budgets),
+            "compute_budgets": list(budgets),
             "isoflop_points": points,
             "isoflop_span": 8,
             "param_count": "non_embedding",

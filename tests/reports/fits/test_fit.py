@@ -311,7 +311,7 @@ def test_done_run_with_nan_loss_is_named_by_run_id(tie_study):
 def test_compute_hero_uses_the_fitted_allocation():
     study = make_study(
         ladder={"sizes": ["25K", "50K", "100K", "200K", "400K"], "param_count": "non_embedding",
-                "tokens_per_param": 20, "multipliers": [0.5, 1, 2, 4]},
+                "tokens_per_param": 20, "budgets": [0.5, 1, 2, 4]},
         ablations={},
         hero={"compute": 2e15},
     )
@@ -339,7 +339,7 @@ def test_compute_hero_on_a_degenerate_ladder_falls_back_to_the_rule(tie_study):
 
 def test_isoflop_study_fits_approach_2():
     study = make_study(
-        ladder={"mode": "isoflop", "budgets": [1e12, 4e12, 1.6e13, 6.4e13], "param_count": "non_embedding",
+        ladder={"mode": "isoflop", "compute_budgets": [1e12, 4e12, 1.6e13, 6.4e13], "param_count": "non_embedding",
                 "isoflop_points": 5},
         ablations={},
         hero={"compute": 2e15},
