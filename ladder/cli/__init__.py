@@ -1,15 +1,20 @@
 """The `ladder` command line. Thin: parse, call one library function, render with rich or print JSON.
 
 One module per command group (``ladder.cli.plan``, ``ladder.cli.training``, ...); this one builds the Typer
-app from them, in the order ``ladder --help`` lists them. A ``LadderError`` (the user's to fix) prints one
-line and exits 2; any other exception is a bug in ladder and exits 1 with its traceback.
+app from them, in the order ``ladder --help`` lists them. A user error prints one line and exits 2: a
+``LadderError`` (a bad file, field or state) and a bad command line alike (an unknown option, a value of the
+wrong type, a missing argument: click's usage errors, which would otherwise print a boxed panel). Any other
+exception is a bug in ladder and exits 1 with its traceback.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
+from typing import Any
 
 import typer
+import typer.main
 
 from ladder import __version__
 from ladder.cli import (
@@ -64,9 +69,62 @@ def _root(
     """Rehearse a big pretraining run on a scaling ladder of small Llama runs."""
 
 
+def reflow(text: str | None) -> str | None:
+    """A docstring as help text: the lines of each paragraph joined, so that the terminal wraps whole sentences
+    (typer's rich mode keeps a docstring's line breaks, and then wraps each line again). A paragraph with an
+    indented line (an example, a list) keeps its lines."""
+    if not text:
+        return text
+    out = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        lines = para.splitlines()
+        keep = any(line.startswith((" ", "-")) for line in lines[1:])
+        out.append(para if keep else " ".join(line.strip() for line in lines))
+    return "\n\n".join(out)
+
+
+def _polish(command: Any) -> None:
+    """Help that reads well: paragraphs reflowed, and no ``<bool>`` type column beside the flags (a flag takes
+    no value: ``--dry-run/--no-dry-run`` says it all), the help option's included."""
+    command.help = reflow(command.help)
+    options = [*command.params, command.get_help_option(typer.Context(command))]
+    for param in options:
+        if param is not None and getattr(param, "is_flag", False):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _polish(sub)
+
+
+def _usage_errors() -> tuple[type[BaseException], ...]:
+    try:  # typer >= 0.17 vendors click
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - older typer on plain click
+        from click.exceptions import ClickException
+    return (ClickException,)
+
+
+def usage_line(exc: Any) -> str:
+    """A click usage error in one line: what is wrong (it names the option or argument and the value) and
+    where the help is."""
+    text = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    return f"{text}; see `{ctx.command_path} --help`" if ctx is not None else text
+
+
 def main() -> None:
+    command = typer.main.get_command(app)
+    _polish(command)
     try:
-        app()
+        code = command.main(prog_name="ladder", standalone_mode=False)
+    except _usage_errors() as exc:
+        if not exc.format_message():  # a group called without a command: click printed its help
+            sys.exit(exc.exit_code)
+        err.print(f"[bold red]error:[/] {usage_line(exc)}", soft_wrap=True, markup=True, highlight=False)
+        sys.exit(2)
+    except typer.Abort:
+        sys.exit(1)
     except LadderError as exc:
         err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
         sys.exit(2)
+    if isinstance(code, int) and code:
+        sys.exit(code)

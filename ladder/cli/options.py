@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+import math
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -11,8 +12,39 @@ from ladder.errors import SpecError
 if TYPE_CHECKING:
     from ladder.studies.spec import ExecutorSpec, StudySpec
 
-JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON only.")
+
+def flag(name: str, help: str, default: bool = False) -> Any:
+    """A boolean option as ``--name/--no-name`` (the help shows no type for it: a flag takes no value)."""
+    return typer.Option(default, f"--{name}/--no-{name}", help=help)
+
+
+JSON_OPT = flag("json", "Print machine-readable JSON only.")
+EXECUTORS = ("slurm", "local", "debug")
 EXECUTOR_HELP = "slurm | local | debug (default: the study's executor.kind)."
+
+
+def positive_number(value: float, option: str, what: str = "a positive number") -> float:
+    """``value`` when it is a finite number above 0; else the one-line error naming the option."""
+    if not (math.isfinite(value) and value > 0):
+        raise SpecError(f"{option} {value:g}: must be {what}")
+    return value
+
+
+def fraction(value: float, option: str, high: float = 1.0) -> float:
+    """``value`` when it lies strictly between 0 and ``high``; else the one-line error naming the option."""
+    if not (math.isfinite(value) and 0 < value < high):
+        raise SpecError(f"{option} {value:g}: must be a fraction between 0 and {high:g} (both excluded)")
+    return value
+
+
+def count(text: str, option: str, what: str = "a positive count such as 64M") -> int:
+    """A human count (``64M``, ``1.5e9``) given to an option, as an int; else the one-line error."""
+    from ladder.model.config import parse_count
+
+    value = parse_count(text)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 1):
+        raise SpecError(f"{option} {text!r}: must be {what}")
+    return int(value)
 
 
 def executor_spec(study: StudySpec, kind: Optional[str], overrides: dict) -> ExecutorSpec:
@@ -24,6 +56,8 @@ def executor_spec(study: StudySpec, kind: Optional[str], overrides: dict) -> Exe
 
     data = study.executor.model_dump()
     if kind is not None:
+        if kind not in EXECUTORS:
+            raise SpecError(f"--executor {kind!r}: must be one of {', '.join(EXECUTORS)}")
         data["kind"] = kind
     for section, values in overrides.items():
         data[section].update({k: v for k, v in values.items() if v is not None})
