@@ -18,6 +18,13 @@ from ladder.hero import HeroPlan, plan_hero
 from ladder.model.config import RunSpec
 from ladder.model.hardware import planning_seconds
 from ladder.plan_notes import conventions, notes_and_warnings
+from ladder.plausibility import (
+    adjustments,
+    check_runs,
+    check_sizes,
+    check_study,
+    cost_warning,
+)
 from ladder.rungs import axis_combos, rung_runs, rungs
 from ladder.studies.spec import StudySpec
 
@@ -63,7 +70,10 @@ def estimate_wall_s(run: RunSpec, hardware: str) -> float:
 
 def expand(study: StudySpec) -> Plan:
     """All runs of a study, in a stable order: rung by rung, ablation combinations within a rung, then seeds,
-    then budgets (a trunk before its branches); see :mod:`ladder.rungs`."""
+    then budgets (a trunk before its branches); see :mod:`ladder.rungs`. Nonsense that validates as a schema is
+    refused here, and what the plan changed from what the study asked is noted (:mod:`ladder.plausibility`)."""
+    check_study(study)
+    check_sizes(study)
     rules = study.model.rules(study.data.seq_len)
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
@@ -77,6 +87,8 @@ def expand(study: StudySpec) -> Plan:
     plan = Plan(study=study, runs=runs, hero=plan_hero(study))
     plan.estimates_s = {r.run_id: estimate_wall_s(r, study.executor.hardware) for r in runs}
     plan.notes, plan.warnings = notes_and_warnings(study, runs)
+    plan.notes += adjustments(study, runs)
+    plan.warnings += check_runs(study, runs, plan.estimates_s) + cost_warning(study, plan.totals()["ladder_pct_of_hero"])
     return plan
 
 

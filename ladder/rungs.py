@@ -207,6 +207,7 @@ def _run(study: StudySpec, shape: ModelShape, combo: dict[str, Any], axes: dict[
         divergence=t.divergence,
         flops_per_token=fpt,
         flops=float(fpt) * st.tokens,
+        tracking=study.tracking,
     ).with_id()
 
 

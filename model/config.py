@@ -16,7 +16,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from ladder.model.shape import ModelShape
 
 _SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
-_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGTP]?)\s*$", re.IGNORECASE)
+# a sign is read too, so that "-25K" is reported as a negative count, not as text that does not parse
+_COUNT = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGTP]?)\s*$", re.IGNORECASE)
 
 
 def parse_count(value: Any) -> Any:
@@ -123,6 +124,23 @@ class DivergenceConfig(Strict):
     patience: int = Field(default=20, ge=1, description="... for this many consecutive steps diverges")
 
 
+class TrackingConfig(Strict):
+    """An experiment tracker that every run also logs to (``ladder.model.training.tracking``): its config (the
+    run spec), its hardware and every record of its ``metrics.jsonl``, resumed into the same tracker run after a
+    restart."""
+
+    kind: Literal["none", "tensorboard", "wandb"] = Field(
+        default="none", description="'tensorboard' (pip install 'ladder[tensorboard]') or 'wandb' (pip install "
+        "'ladder[wandb]'; WANDB_MODE=offline keeps its files in each run directory, `wandb sync` uploads them)")
+    project: str | None = Field(default=None, description="W&B project (default: ladder)")
+    entity: str | None = Field(default=None, description="W&B team or user (default: your W&B default)")
+    group: str | None = Field(default=None, description="the group of the study's runs (default: the study's name)")
+    tags: list[str] = Field(default_factory=list, description="W&B tags of every run")
+    dir: str | None = Field(
+        default=None, description="where the tracker writes: W&B's folder (default: each run's directory) or the "
+        "TensorBoard log root (default: <study>/tensorboard); a relative path is relative to the study directory")
+
+
 class TrunkRef(Strict):
     """Where a cooldown branch starts: the snapshot its trunk writes after ``step`` updates."""
 
@@ -170,6 +188,7 @@ class RunSpec(Strict):
     branch_steps: list[int] = Field(
         default_factory=list, description="a trunk: steps after which it writes a snapshot for its branches"
     )
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="the experiment tracker it logs to")
 
     @property
     def own_steps(self) -> int:
@@ -225,6 +244,7 @@ NOT_SCIENCE_FIELDS = {
     "flops": "accounting: flops_per_token x tokens",
     "trunk": "which run a branch starts from (its science is its own schedule and budget)",
     "branch_steps": "steps after which a trunk keeps a snapshot for its branches: a copy, its updates are the same",
+    "tracking": "where the metrics are mirrored (an experiment tracker): it reads the training, never changes it",
 }
 """Every other ``RunSpec`` field, and why it does not change the run's numbers (a test holds that every field is
 in exactly one of the two)."""

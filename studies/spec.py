@@ -29,9 +29,11 @@ from ladder.model.config import (
     OptimizerConfig,
     ScheduleConfig,
     Strict,
+    TrackingConfig,
 )
 from ladder.model.sizing import FamilyRules
 from ladder.studies.messages import pydantic_message
+from ladder.studies.yaml_load import DuplicateKeyError, load_yaml
 
 Auto = Literal["auto"]
 
@@ -57,6 +59,12 @@ class FamilySpec(Strict):
     aspect_ratio: PositiveFloat = Field(default=32.0, description="d_model / n_layers unless an ablation sets it")
     tie_embeddings: bool = Field(default=True, description="unless an ablation sets it")
     max_layers: PositiveInt = 128
+
+    @model_validator(mode="after")
+    def _even_heads(self) -> "FamilySpec":
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim = {self.head_dim} is odd: rotary embeddings need an even head_dim")
+        return self
 
     def rules(self, seq_len: int) -> FamilyRules:
         """The sizing rules of this family at a context length (what ``shape_for_params`` needs)."""
@@ -294,6 +302,8 @@ class StudySpec(Strict):
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     sanity_check: bool = Field(default=True, description="`ladder run` overfits a tiny set before the ladder")
     evals: EvalSpec | None = Field(default=None, description="`ladder run` evaluates every finished run with lm-eval")
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="an experiment tracker (TensorBoard "
+                                     "or W&B) that every run logs its config, hardware and metrics to")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "StudySpec":
@@ -335,7 +345,9 @@ def read_study_file(path: Path) -> StudySpec:
     if not path.is_file():
         raise SpecError(f"{path}: no such study file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
+    except DuplicateKeyError as exc:
+        raise SpecError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

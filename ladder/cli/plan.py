@@ -30,9 +30,11 @@ def plan(
     science only); adding a value to an axis adds only the new runs; nothing is ever deleted.
     """
     from ladder.plan import default_study_dir, expand, run_row, write_plan
+    from ladder.plausibility import check_machine
     from ladder.studies import load_study
 
     spec = load_study(study)
+    check_machine(spec)
     p = expand(spec)
     target = out_dir or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)

@@ -44,11 +44,16 @@ def studies_validate(
     file: str = typer.Argument(..., help="Study YAML file (or built-in name) to check."),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Check a study file without writing anything; a bad field exits 2 naming the field and the value."""
+    """Check a study file without writing anything; a bad field exits 2 naming the field and the value.
+
+    Beyond the schema: sizes the family cannot build, a head wider than the model, a batch below one sequence,
+    runs that do not fit the hardware, a corpus that does not exist here, a tracker that is not installed."""
     from ladder.plan import expand
+    from ladder.plausibility import check_machine
     from ladder.studies import load_study
 
     study = load_study(file)
+    check_machine(study)
     plan = expand(study)
     if as_json:
         print_json({"valid": True, "name": study.name, "runs": len(plan.runs)})

@@ -1,0 +1,222 @@
+"""Nonsense that a schema cannot see, refused before anything is written, and what a plan changed from what the
+study asked for, said out loud.
+
+Refused (a ``SpecError`` naming the field, the value and what would do): a size that the family cannot build
+near its target (below its smallest model, or beyond ``model.max_layers`` at a sane aspect ratio), a head wider
+than a rung's model, two sizes that become the same model, a batch smaller than one sequence, a model whose
+training state does not fit one device of ``executor.hardware``.
+
+Said (plan notes): a size that lands more than 10% from its target, a batch that rounding to whole sequences (or
+``batch_min_sequences`` / ``batch_max_tokens``) moved more than 10% from what the rule or the study asked for.
+Warned: a ladder that costs more than its hero, a run the plan expects to train for more than a month.
+
+Checked against this machine (``studies validate``, ``plan``, ``run``; :func:`check_machine`): the corpus exists
+and the tracker's package is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from typing import Any, Iterable
+
+from ladder.errors import DataError, SpecError
+from ladder.model.config import RunSpec, format_count
+from ladder.model.recipe import rule_batch_tokens
+from ladder.model.shape import ModelShape
+from ladder.model.sizing import FamilyRules, shape_for_params
+from ladder.studies.spec import StudySpec
+
+FAR = 2.0  # a size landing beyond 2x its target (either way) is not that size
+NOTE_MISS = 0.10  # a landing or a batch more than 10% from what was asked is said in the plan
+ASPECT_FAR = 8.0  # at max_layers, a model this much wider than its aspect ratio is not of the family
+STATE_BYTES_PER_PARAM = 16  # fp32 weights and gradients, and AdamW's two moments
+DEVICE_MEMORY_GB = {"a100": 80, "h100": 80, "h200": 141, "l40s": 48, "a10g": 24, "v100": 32}
+LONG_RUN_S = 30 * 86400
+TRACKER_PACKAGES = {"tensorboard": ("tensorboard", "ladder[tensorboard]"), "wandb": ("wandb", "ladder[wandb]")}
+
+
+def _listed(values: Iterable[Any], limit: int = 4) -> str:
+    values = list(values)
+    more = f" and {len(values) - limit} more" if len(values) > limit else ""
+    return ", ".join(str(v) for v in values[:limit]) + more
+
+
+# ---- before expansion ---------------------------------------------------------------------------------------
+
+
+def check_study(study: StudySpec) -> None:
+    """Refusals that need no expansion: batches below one sequence, heads wider than a depth rung's model."""
+    seq, t = study.data.seq_len, study.training
+    if t.batch_tokens != "auto" and t.batch_tokens < seq:
+        raise SpecError(f"training.batch_tokens = {t.batch_tokens}: smaller than one sequence (data.seq_len {seq}); "
+                        f"a batch holds whole sequences: give at least {seq}")
+    for i, b in enumerate(study.ablations.batch_tokens or []):
+        if b < seq:
+            raise SpecError(f"ablations.batch_tokens[{i}] = {b}: smaller than one sequence (data.seq_len {seq})")
+    if t.batch_max_tokens is not None and t.batch_max_tokens < seq:
+        raise SpecError(f"training.batch_max_tokens = {t.batch_max_tokens}: smaller than one sequence "
+                        f"(data.seq_len {seq})")
+    rules = study.model.rules(seq)
+    for depth in study.ladder.depths or []:
+        for aspect in study.ablations.aspect_ratio or [study.model.aspect_ratio]:
+            width = aspect * depth
+            if rules.width_step > 2 * width:
+                raise SpecError(
+                    f"model.head_dim = {rules.head_dim}: one head group (head_dim x kv_ratio {rules.kv_ratio} = "
+                    f"{rules.width_step}) is wider than rung L{depth}'s model (aspect_ratio {aspect:g} x {depth} "
+                    f"layers = d_model {width:g}); use a head_dim of at most {max(2, int(width) // 2 * 2)}")
+
+
+# ---- after expansion ----------------------------------------------------------------------------------------
+
+
+def _smallest(rules: FamilyRules, tied: bool) -> ModelShape:
+    return rules.shape(rules.width_step, 1, rules.ffn_multiple, tied)
+
+
+def _target_fields(study: StudySpec) -> list[tuple[str, int]]:
+    lad = study.ladder
+    if lad.mode == "chinchilla":
+        return [(f"ladder.sizes[{i}]", s) for i, s in enumerate(lad.sizes or [])]
+    return [(f"ladder.isoflop_sizes[{i}]", s) for i, s in enumerate(lad.isoflop_sizes or [])]
+
+
+def _shapes_by_target(study: StudySpec) -> dict[tuple[bool, float], list[tuple[str, int, ModelShape]]]:
+    """Per (tied, aspect ratio) of the study's axes: the shape each explicit size becomes."""
+    rules = study.model.rules(study.data.seq_len)
+    conv = study.ladder.param_count
+    out: dict[tuple[bool, float], list[tuple[str, int, ModelShape]]] = {}
+    for tied in study.ablations.tie_embeddings or [study.model.tie_embeddings]:
+        for aspect in study.ablations.aspect_ratio or [study.model.aspect_ratio]:
+            out[(tied, aspect)] = [(field, target, shape_for_params(target, conv, aspect, rules, tied))
+                                   for field, target in _target_fields(study)]  # fmt: skip
+    return out
+
+
+def check_sizes(study: StudySpec) -> None:
+    """Sizes the family cannot build near their targets, and sizes that become the same model."""
+    rules = study.model.rules(study.data.seq_len)
+    conv = study.ladder.param_count
+    for (tied, aspect), shapes in _shapes_by_target(study).items():
+        seen: dict[ModelShape, str] = {}
+        for field, target, shape in shapes:
+            got = shape.params(conv)
+            label = f"{field} = {format_count(target)}"
+            if got > FAR * target:
+                small = _smallest(rules, tied)
+                raise SpecError(
+                    f"{label}: below what this family builds (it lands on a model of {format_count(got)} {conv} "
+                    f"parameters, {got / target:.3g}x the target; its smallest, one layer of one head group of "
+                    f"model.head_dim {rules.head_dim} x kv_ratio {rules.kv_ratio}, has "
+                    f"{format_count(small.params(conv))}): raise the size or lower model.head_dim")
+            if got * FAR < target:
+                raise SpecError(f"{label}: the nearest model this family builds has {format_count(got)} {conv} "
+                                f"parameters ({target / got:.3g}x fewer); raise model.max_layers")
+            if shape.n_layers == rules.max_layers and shape.aspect_ratio > ASPECT_FAR * aspect:
+                raise SpecError(
+                    f"{label}: beyond what this family builds: at model.max_layers {rules.max_layers} the model "
+                    f"would be {shape.d_model:,} wide ({shape.n_heads:,} heads, aspect ratio "
+                    f"{shape.aspect_ratio:,.0f} instead of {aspect:g}); lower the size or raise model.max_layers")
+            if shape in seen:
+                raise SpecError(
+                    f"{seen[shape]} and {label} become the same model ({shape.describe()}, {format_count(got)} "
+                    f"{conv} parameters{'' if tied else ', untied'}): a ladder needs distinct rungs; spread the "
+                    "sizes or lower model.head_dim")
+            seen[shape] = label
+
+
+def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, float]) -> list[str]:
+    """Refuse runs that one device of ``executor.hardware`` cannot hold; returns warnings about their cost."""
+    hw = study.executor.hardware
+    if not runs:
+        return []
+    biggest = max(runs, key=lambda r: r.shape.params_total)
+    need_gb = STATE_BYTES_PER_PARAM * biggest.shape.params_total / 1e9
+    cap_gb = _memory_gb(hw)
+    if cap_gb is not None and need_gb > cap_gb:
+        raise SpecError(
+            f"ladder: the largest run ({biggest.axes.get('size', biggest.run_id)}, {format_count(biggest.shape.params_total)} "
+            f"parameters in total) needs about {need_gb:,.3g} GB for its fp32 weights, gradients and AdamW moments, "
+            f"more than the {cap_gb:,.3g} GB of one {hw} (executor.hardware): lower ladder.sizes")
+    warnings = []
+    slow = [r for r in runs if estimates_s.get(r.run_id, 0.0) > LONG_RUN_S]
+    if slow:
+        days = max(estimates_s[r.run_id] for r in slow) / 86400
+        warnings.append(f"{len(slow)} run(s) are estimated at more than 30 days each on {hw} (up to {days:,.3g} "
+                        "days): check ladder.sizes and executor.hardware")
+    return warnings
+
+
+def _memory_gb(hardware: str) -> float | None:
+    if hardware in DEVICE_MEMORY_GB:
+        return float(DEVICE_MEMORY_GB[hardware])
+    try:  # cpu: this machine's memory
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return None
+
+
+def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:
+    """Notes on what the plan changed from what the study asked for: sizes far from their targets, batches moved
+    by rounding to whole sequences and the study's batch bounds."""
+    notes = []
+    conv = study.ladder.param_count
+    far = {}
+    for (tied, aspect), shapes in _shapes_by_target(study).items():
+        for field, target, shape in shapes:
+            miss = shape.params(conv) / target - 1
+            if abs(miss) > NOTE_MISS:
+                far.setdefault(format_count(target), f"{format_count(target)} -> "
+                               f"{format_count(shape.params(conv))} ({100 * miss:+.0f}%)")  # fmt: skip
+    if far:
+        notes.append(f"sizes more than {100 * NOTE_MISS:.0f}% from their targets ({conv} parameters; whole heads and "
+                     f"layers): {_listed(far.values())}")
+    moved: dict[str, str] = {}
+    t = study.training
+    for r in runs:
+        want, _ = rule_batch_tokens(t, r.shape.params_non_embedding, r.flops)
+        if "batch_tokens" in r.axes:
+            want = float(r.axes["batch_tokens"])
+        elif "batch_multipliers" in r.axes:
+            want *= float(r.axes["batch_multipliers"])
+        if want > 0 and abs(r.batch_tokens / want - 1) > NOTE_MISS:
+            change = f"{r.axes.get('size', r.run_id)} {want:,.0f} -> {r.batch_tokens:,}"
+            moved.setdefault(change, change)
+    if moved:
+        bounds = f"at least batch_min_sequences {t.batch_min_sequences}"
+        if t.batch_max_tokens is not None:
+            bounds += f", at most batch_max_tokens {t.batch_max_tokens:,}"
+        notes.append(f"batch (tokens) rounded to whole sequences of data.seq_len {study.data.seq_len}, {bounds}: "
+                     f"{_listed(moved.values())}")
+    return notes
+
+
+def cost_warning(study: StudySpec, pct_of_hero: float) -> list[str]:
+    if math.isfinite(pct_of_hero) and pct_of_hero > 100:
+        return [f"the ladder costs {pct_of_hero:,.3g}% of the hero's compute: a ladder rehearses a bigger run for a "
+                "small share of its cost (check ladder.sizes and hero)"]
+    return []
+
+
+# ---- this machine -------------------------------------------------------------------------------------------
+
+
+def check_machine(study: StudySpec) -> None:
+    """What the study needs from the machine it is validated or planned on: a local corpus that exists (and
+    holds files of one known type), and the package of its experiment tracker."""
+    corpus = study.data.corpus.strip()
+    if corpus and corpus != "embedded" and not corpus.startswith("hf:"):
+        from ladder.model.data.corpus import resolve_corpus
+
+        try:
+            resolve_corpus(corpus, study.data.text_key)
+        except DataError as exc:
+            raise SpecError(f"data.corpus = {corpus!r}: {exc}") from None
+    kind = study.tracking.kind
+    if kind in TRACKER_PACKAGES:
+        module, extra = TRACKER_PACKAGES[kind]
+        if importlib.util.find_spec(module) is None:
+            raise SpecError(f"tracking.kind = {kind!r} needs the {module} package, which is not installed: "
+                            f"pip install '{extra}'")
