@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT
+from ladder.cli.options import JSON_OPT, count, fraction
 from ladder.console import out, print_json
 
 app = typer.Typer(help="Tokenizers and tokenized corpora (cached, shared by every study).", no_args_is_help=True)
@@ -16,6 +16,8 @@ tokenizer_app = typer.Typer(help="Train and evaluate byte-level BPE tokenizers."
 app.add_typer(tokenizer_app, name="tokenizer")
 
 CORPUS_HELP = "A jsonl/parquet file or folder, a folder of .txt files, `embedded`, or hf:<dataset>[:<config>]."
+TEXT_KEY_HELP = "Column/key holding the text of each document (jsonl and parquet corpora)."
+FRACTION_HELP = "Share of documents held out (never trained on), chosen by a hash of the text as in a study."
 
 
 @tokenizer_app.command("train")
@@ -23,28 +25,27 @@ def tokenizer_train(
     corpus: str = typer.Argument(..., help=CORPUS_HELP),
     vocab_size: int = typer.Option(..., "--vocab-size", help="Ids in the vocabulary, special tokens included."),
     out_dir: Path = typer.Option(..., "--out", help="Folder to save the tokenizer in (loadable by transformers)."),
-    text_key: str = typer.Option("text", "--text-key", help="Column/key holding the text."),
+    text_key: str = typer.Option("text", "--text-key", help=TEXT_KEY_HELP),
     max_bytes: Optional[str] = typer.Option(None, "--max-bytes", help="Read at most this much text, e.g. 64M."),
-    validation_fraction: float = typer.Option(0.02, "--validation-fraction",
-                                              help="Documents held out (never trained on), as in a study."),
+    validation_fraction: float = typer.Option(0.02, "--validation-fraction", help=FRACTION_HELP),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Train a byte-level BPE (EOS and pad special tokens) on a corpus's training documents."""
     import time
 
     from ladder.errors import SpecError
-    from ladder.model.config import parse_count
     from ladder.model.data.corpus import iter_corpus_texts
     from ladder.model.data.tokenizer import describe_tokenizer, train_tokenizer
 
-    cap = parse_count(max_bytes) if max_bytes else None
-    if cap is not None and (not isinstance(cap, (int, float)) or cap <= 0):
-        raise SpecError(f"--max-bytes {max_bytes!r}: must be a positive size such as 64M")
+    cap = count(max_bytes, "--max-bytes", "a positive size such as 64M") if max_bytes else None
+    fraction(validation_fraction, "--validation-fraction")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise SpecError(f"--out {out_dir}: exists and is not a folder")
     if vocab_size < 259:
         raise SpecError(f"--vocab-size {vocab_size}: a byte-level BPE needs at least 259 ids (256 bytes + specials)")
     start = time.perf_counter()
     texts = iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction,
-                              max_bytes=int(cap) if cap else None)
+                              max_bytes=cap)
     path = train_tokenizer(texts, vocab_size, out_dir)
     info = {"tokenizer": str(path), "seconds": time.perf_counter() - start, **describe_tokenizer(path)}
     if as_json:
@@ -58,21 +59,27 @@ def tokenizer_train(
 def tokenizer_eval(
     tokenizer_dir: Path = typer.Argument(..., help="A tokenizer folder (or tokenizer.json)."),
     corpus: str = typer.Argument(..., help=CORPUS_HELP),
-    text_key: str = typer.Option("text", "--text-key"),
+    text_key: str = typer.Option("text", "--text-key", help=TEXT_KEY_HELP),
     max_bytes: str = typer.Option("8M", "--max-bytes", help="Evaluate on at most this much held-out text."),
-    validation_fraction: float = typer.Option(0.02, "--validation-fraction"),
+    validation_fraction: float = typer.Option(0.02, "--validation-fraction", help=FRACTION_HELP),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Bytes per token, tokens per word, vocabulary usage and exact round trip on held-out text."""
-    from ladder.errors import DataError
-    from ladder.model.config import parse_count
+    from ladder.errors import DataError, SpecError
     from ladder.model.data.corpus import iter_corpus_texts
     from ladder.model.data.tokenizer import evaluate_tokenizer
 
-    cap = int(parse_count(max_bytes))
+    cap = count(max_bytes, "--max-bytes", "a positive size such as 8M")
+    fraction(validation_fraction, "--validation-fraction")
+    if not tokenizer_dir.exists():
+        raise SpecError(f"{tokenizer_dir}: no such tokenizer folder or tokenizer.json")
     texts = list(iter_corpus_texts(corpus, text_key, split="validation", validation_fraction=validation_fraction,
                                    max_bytes=cap))
     if not texts:
+        if next(iter(iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction,
+                                       max_bytes=cap)), None) is None:
+            raise DataError(f"{corpus}: no document has text under --text-key {text_key!r} (is the text under "
+                            "another key?)")
         raise DataError(f"{corpus}: no held-out documents to evaluate on (try a larger --validation-fraction)")
     m = evaluate_tokenizer(tokenizer_dir, texts)
     if as_json:

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT
+from ladder.cli.options import JSON_OPT, positive_number
 from ladder.console import out, print_json
 
 app = typer.Typer(help="Parameter and FLOP accounting of Llama shapes.", no_args_is_help=True)
@@ -21,7 +21,7 @@ def model_info(
     n_kv_heads: Optional[int] = typer.Option(None, "--n-kv-heads", help="KV heads (default n_heads / kv_ratio)."),
     head_dim: Optional[int] = typer.Option(None, "--head-dim", help="Head dimension (default d_model / n_heads or 64)."),
     ffn_dim: Optional[int] = typer.Option(None, "--ffn-dim", help="SwiGLU width (default 8/3 d_model, rounded)."),
-    vocab_size: int = typer.Option(49152, "--vocab-size"),
+    vocab_size: int = typer.Option(49152, "--vocab-size", help="Vocabulary size (rows of the embedding)."),
     tied: bool = typer.Option(True, "--tied/--untied", help="Tie the LM head to the input embedding."),
     seq_len: int = typer.Option(2048, "--seq-len", help="Context length for the attention FLOPs."),
     params: Optional[str] = typer.Option(
@@ -45,6 +45,11 @@ def model_info(
     from ladder.model.shape import ModelShape
     from ladder.model.sizing import FamilyRules, shape_for_params
 
+    for option, value in (("--d-model", d_model), ("--n-layers", n_layers), ("--n-heads", n_heads),
+                          ("--n-kv-heads", n_kv_heads), ("--head-dim", head_dim), ("--ffn-dim", ffn_dim),
+                          ("--vocab-size", vocab_size), ("--seq-len", seq_len)):
+        if value is not None and value < 1:
+            raise SpecError(f"{option} {value}: must be a positive whole number")
     try:
         if params is not None:
             if d_model is not None or n_layers is not None:
@@ -52,8 +57,13 @@ def model_info(
             if convention not in ("total", "non_embedding"):
                 raise SpecError(f"--convention {convention!r}: must be 'total' or 'non_embedding'")
             target = parse_count(params)
-            if not isinstance(target, (int, float)) or target <= 0:
+            if isinstance(target, bool) or not isinstance(target, (int, float)) or not 1 <= target < 1e18:
                 raise SpecError(f"--params {params!r}: must be a positive count such as 50K, 135M or 7e9")
+            positive_number(aspect_ratio, "--aspect-ratio", "a positive number (d_model / n_layers), e.g. 19.2")
+            if kv_ratio < 1:
+                raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number of query heads per KV head, >= 1")
+            if (head_dim or 64) % 2:
+                raise SpecError(f"--head-dim {head_dim}: must be even (rotary embeddings)")
             rules = FamilyRules(
                 vocab_size=vocab_size,
                 head_dim=head_dim or 64,
@@ -61,6 +71,11 @@ def model_info(
                 max_seq_len=seq_len,
             )
             shape = shape_for_params(int(target), convention, aspect_ratio, rules, tied)
+            got = shape.params(convention)
+            if not 0.5 <= got / target <= 2:
+                raise SpecError(f"--params {params!r}: the nearest shape at --aspect-ratio {aspect_ratio:g} has "
+                                f"{got:,} {convention} parameters ({got / target:.3g}x the target): outside what "
+                                "this family builds")
         else:
             if d_model is None or n_layers is None:
                 raise SpecError("give --d-model and --n-layers (or --params with --aspect-ratio)")

@@ -58,12 +58,16 @@ def render_report(study_dir: Path, out_dir: Path | None = None, formats: Iterabl
     bad = [f for f in formats if f not in FORMATS]
     if bad:
         raise ValueError(f"unknown report format(s) {', '.join(bad)}; choose from {', '.join(FORMATS)}")
-    study_dir = Path(study_dir)
-    if not study_dir.is_dir():
-        raise StateError(f"{study_dir} is not a study directory")
-    out = Path(out_dir) if out_dir is not None else layout.StudyDir(study_dir).report
+    if not formats:
+        raise ValueError(f"no format given; choose from {', '.join(FORMATS)}")
+    sd = layout.StudyDir(Path(study_dir))
+    if not sd.plan.is_file():  # as status, collect and fit refuse it: there is no study to report on
+        raise StateError(f"{sd.path} is not a planned study directory (no {layout.PLAN}); run `ladder plan` first")
+    out = Path(out_dir) if out_dir is not None else sd.report
+    if out.exists() and not out.is_dir():
+        raise StateError(f"{out} exists and is not a folder: the report goes into a folder")
     out.mkdir(parents=True, exist_ok=True)
-    data, sections = build_sections(study_dir)
+    data, sections = build_sections(sd.path)
     written: dict[str, Path] = {}
     if "html" in formats:
         path = out / HTML_NAME

@@ -222,17 +222,109 @@ def largest_size_winner(law_df: pd.DataFrame, fitted: Sequence[str]) -> str:
     return str(best.idxmin()) if len(best) else str(fitted[0])
 
 
-def read_runs_file(path: str | Path) -> pd.DataFrame:
-    """A runs table from a CSV (``.csv``, ``.tsv``) or parquet (``.parquet``, ``.pq``) file."""
+MAPPABLE = ("params", "tokens", "loss", "flops", "lr", "batch_tokens", "batch_size", "variant", "status", "run_id",
+            "tie_embeddings", "aspect_ratio", "seed", "param_convention")
+"""The columns a ``--columns`` mapping may fill (the fit's required, optional and label columns)."""
+JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
+
+
+def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None) -> pd.DataFrame:
+    """A runs table from a CSV (``.csv``, ``.tsv``), parquet (``.parquet``, ``.pq``) or JSON-lines (``.jsonl``,
+    ``.ndjson``, ``.json``: one run per line, nested objects flattened to dotted names) file.
+
+    ``columns`` maps the fit's names to the file's (``"params=config.n_params,loss=summary.eval/loss"``), as a
+    W&B runs export needs: JSON lines of ``wandb.Api().runs`` (``config.*`` and ``summary.*`` keys) or the CSV
+    of the UI's runs table (the same keys without the prefix, which are found too). With a mapping, the table
+    holds the mapped columns only, and W&B's ``state`` column serves as ``status`` (``finished`` runs are fitted,
+    crashed ones are excluded and listed) and its ``name`` as ``run_id`` unless mapped. Rows without a ``run_id``
+    are named by their line in the file, so that a message about a row points at it."""
     path = Path(path)
     if not path.is_file():
         raise FitError(f"{path}: no such runs file")
     suffix = path.suffix.lower()
+    first_line = 1
     try:
         if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        if suffix in (".csv", ".tsv", ".txt"):
-            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+            df, first_line = pd.read_parquet(path), 0
+        elif suffix in (".csv", ".tsv", ".txt"):
+            df, first_line = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ","), 2
+        elif suffix in JSON_SUFFIXES:
+            df = _read_json_runs(path)
+        else:
+            raise FitError(f"{path}: unsupported runs file type {suffix or '(none)'}; use .csv, .parquet or .jsonl")
+    except FitError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
         raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {exc})") from None
-    raise FitError(f"{path}: unsupported runs file type {suffix or '(none)'}; use .csv or .parquet")
+    if columns is not None:
+        df = _mapped(df, _parse_columns(columns), path)
+    if "run_id" not in df.columns and first_line:
+        df.insert(0, "run_id", [f"line {first_line + i}" for i in range(len(df))])
+    return df
+
+
+def _read_json_runs(path: Path) -> pd.DataFrame:
+    import json
+
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):  # one JSON array of runs
+        records = json.loads(text)
+    else:
+        records = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError as exc:
+                raise FitError(f"{path}: line {n} is not JSON ({exc})") from None
+    if not all(isinstance(r, dict) for r in records):
+        raise FitError(f"{path}: every line must be a JSON object (one run)")
+    return pd.json_normalize(records, sep=".")
+
+
+def _parse_columns(columns: str | dict[str, str]) -> dict[str, str]:
+    if isinstance(columns, dict):
+        pairs = dict(columns)
+    else:
+        pairs = {}
+        for item in (p.strip() for p in columns.split(",")):
+            name, sep, source = item.partition("=")
+            if not item or not sep or not name.strip() or not source.strip():
+                raise FitError(f"--columns {columns!r}: write NAME=COLUMN pairs separated by commas, e.g. "
+                               "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss")
+            pairs[name.strip()] = source.strip()
+    unknown = [n for n in pairs if n not in MAPPABLE]
+    if unknown:
+        raise FitError(f"--columns: {', '.join(unknown)} is not a column the fit reads (choose from "
+                       f"{', '.join(MAPPABLE)})")
+    return pairs
+
+
+def _source(df: pd.DataFrame, name: str) -> str | None:
+    """The file's column for ``name``: itself, or without a W&B ``config.``/``summary.`` prefix (the UI's CSV),
+    or with one (JSON lines); case-insensitive as a last resort."""
+    candidates = [name]
+    for prefix in ("config.", "summary."):
+        candidates.append(name.removeprefix(prefix) if name.startswith(prefix) else prefix + name)
+    for c in candidates:
+        if c in df.columns:
+            return c
+    lower = {str(c).lower(): c for c in df.columns}
+    return next((lower[c.lower()] for c in candidates if c.lower() in lower), None)
+
+
+def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path) -> pd.DataFrame:
+    out = {}
+    for name, column in mapping.items():
+        found = _source(df, column)
+        if found is None:
+            have = ", ".join(map(str, list(df.columns)[:12])) + (", ..." if len(df.columns) > 12 else "")
+            raise FitError(f"--columns {name}={column}: {path} has no column {column!r} (it has {have})")
+        out[name] = df[found]
+    for name, wandb_names in (("status", ("state", "State")), ("run_id", ("name", "Name", "id", "ID"))):
+        found = next((c for c in wandb_names if c in df.columns), None)
+        if name not in out and found is not None and (name != "run_id" or df[found].is_unique):
+            out[name] = df[found]
+    return pd.DataFrame(out)
