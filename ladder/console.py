@@ -11,9 +11,12 @@ from rich.console import Console
 
 from ladder.layout import jsonable
 
-# Wide enough for the plan table when stdout is a pipe or a CI log (rich would otherwise assume 80).
-out = Console(width=None if sys.stdout.isatty() else 180, highlight=False)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 180, highlight=False)
+# The width of a pipe or a CI log (rich would otherwise assume 80): tables fit it, wrapping their cells; a line of
+# text is not broken there (soft wrap), so that a log keeps each message on one line for grep.
+LOG_WIDTH = 120
+out = Console(width=None if sys.stdout.isatty() else LOG_WIDTH, soft_wrap=not sys.stdout.isatty(), highlight=False)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else LOG_WIDTH, soft_wrap=not sys.stderr.isatty(),
+              highlight=False)
 
 
 def print_json(obj: Any) -> None:

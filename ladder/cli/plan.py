@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
 from ladder.console import err, human_seconds, out, print_json, sci
+from ladder.model.config import format_count
 
 
 def plan(
@@ -50,29 +52,29 @@ def plan(
         print_json(payload)
         return
     conv = spec.ladder.param_count
-    table = Table(
-        "run", "variant", "axes", "shape", f"params ({conv})", "tokens", "tok/param", "FLOPs (exact)", "batch", "LR",
-        "steps", "est. time", title=f"plan: {spec.name}", title_justify="left",
-    )
-    for r in rows:
-        shape = r["shape"]
-        axes = ", ".join(f"{k}={v}" for k, v in r["axes"].items() if k not in ("size",))
+    # 120 columns in a log: run ids and numbers never wrap, the labels do (a trunk's snapshot steps: the JSON)
+    table = Table(title=f"plan: {spec.name} (params: {conv}; FLOPs: exact, a branch its own steps)",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for name in ("run", "variant", "axes", "shape", "params", "tokens", "D/N", "FLOPs", "batch", "LR", "steps",
+                 "time"):
+        table.add_column(name, no_wrap=name not in ("variant", "axes"), min_width=8 if name == "variant" else None,
+                         justify="left" if name in ("run", "variant", "axes", "shape") else "right")
+    for r, run in zip(rows, p.runs):  # the variant names the ablation axes; size is in params
+        axes = ", ".join(f"{'C' if k == 'budget' else k}={v}" for k, v in r["axes"].items() if k in ("seed", "budget"))
         run_cell = r["run_id"]
-        others = ", ".join(f"{k}={v}" for k, v in r["axes"].items() if k not in ("size", "multiplier"))
         mult = r["axes"].get("multiplier")
         if r["trunk_run_id"]:
             run_cell = f"  └ {r['run_id']}"
-            axes = f"branch {mult:g}x from {r['trunk_run_id']} @ step {r['branch_step']:,}"
+            axes = ", ".join(filter(None, [f"{mult:g}x@{r['branch_step']:,}", axes]))
         elif r["branch_steps"]:
-            axes = f"trunk {mult:g}x, snapshots @ step {', '.join(f'{s:,}' for s in r['branch_steps'])}"
-        if r["trunk_run_id"] or r["branch_steps"]:
-            axes += f"; {others}" if others else ""
+            axes = ", ".join(filter(None, [f"trunk {mult:g}x", axes]))
+        elif mult is not None:
+            axes = ", ".join(filter(None, [f"{mult:g}x", axes]))
         table.add_row(
-            run_cell, r["variant"], axes or r["axes"].get("size", ""),
-            f"{shape['d_model']}x{shape['n_layers']} h{p.runs[rows.index(r)].shape.n_heads}/"
-            f"{p.runs[rows.index(r)].shape.n_kv_heads}",
-            f"{r['params']:,}", f"{r['tokens']:,}", f"{r['tokens_per_param']:.1f}", sci(r["flops_own"]),
-            f"{r['batch_tokens']:,}", f"{r['lr']:.2e}", f"{r['steps']:,}", human_seconds(r["est_wall_s"]),
+            run_cell, r["variant"], axes, f"{run.shape.d_model}x{run.shape.n_layers} h{run.shape.n_heads}/"
+            f"{run.shape.n_kv_heads}", f"{r['params']:,}", format_count(r["tokens"]), f"{r['tokens_per_param']:.1f}",
+            sci(r["flops_own"]), f"{r['batch_tokens']:,}", f"{r['lr']:.3g}", f"{r['steps']:,}",
+            human_seconds(r["est_wall_s"]),
         )
     out.print(table)
     for line in _budget_and_seed_lines(spec, p):
@@ -83,7 +85,7 @@ def plan(
         runs += (f" ({totals['trunks']} trunks, {totals['branches']} branches; each trunk counted once, each branch "
                  f"its own steps: {sci(totals['flops_if_independent'])} FLOPs as independent runs)")
     out.print(
-        f"totals: {runs}, {sci(totals['flops'])} FLOPs, {totals['tokens']:,} tokens, "
+        f"totals: {runs}, {sci(totals['flops'])} FLOPs (exact), {totals['tokens']:,} tokens, "
         f"~{human_seconds(totals['est_wall_s'])} of {spec.executor.hardware} time (one run at a time)"
     )
     out.print(

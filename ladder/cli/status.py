@@ -5,33 +5,43 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich import box
+from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
 from ladder.console import err, human_seconds, out, print_json, sci
+from ladder.model.config import format_count
+
+COLOURS = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red", "running": "cyan",
+           "queued": "yellow", "cancelled": "magenta", "interrupted": "yellow", "waiting": "blue"}
 
 
-def status_table(rows, title: str) -> Table:
-    table = Table("run", "variant", "size", "state", "progress", "FLOPs spent (exact)", "train loss", "eval loss",
-                  "tok/s", "ETA", "job", title=title, title_justify="left")
-    colours = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red", "running": "cyan",
-               "queued": "yellow", "cancelled": "magenta", "interrupted": "yellow", "waiting": "blue"}
+def status_table(rows, title: str) -> Group:
+    """The runs as a table that fits 120 columns, then a line per run with an error or skipped lines (a message
+    never wraps inside a cell)."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for name in ("run", "variant", "size", "state", "progress", "FLOPs spent", "train loss", "eval loss", "tok/s",
+                 "ETA", "job"):
+        table.add_column(name, no_wrap=name not in ("variant", "job"),
+                         justify="left" if name in ("run", "variant", "size", "state", "job") else "right")
+    lines = []
     for r in rows:
-        state = f"[{colours.get(r.state, 'white')}]{r.state}[/]"
-        if r.error:
-            state += f"\n[dim]{escape(r.error[:120])}[/]"
-        for problem in r.problems[:3]:
-            state += f"\n[yellow]{escape(problem[:120])}[/]"
+        colour = COLOURS.get(r.state, "white")
         table.add_row(
-            r.run_id, r.variant, r.size, state,
-            f"{r.tokens_done:,}/{r.tokens_planned:,} ({100 * r.progress:.0f}%)", sci(r.flops_spent),
+            r.run_id, r.variant, r.size, f"[{colour}]{r.state}[/]",
+            f"{format_count(r.tokens_done)}/{format_count(r.tokens_planned)} {100 * r.progress:.0f}%",
+            sci(r.flops_spent),
             f"{r.train_loss:.4f}" if r.train_loss is not None else "-",
             f"{r.eval_loss:.4f}" if r.eval_loss is not None else "-",
             f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
             human_seconds(r.eta_s), r.job_id or "-",
         )
-    return table
+        if r.error:
+            lines.append(f"[{colour}]{r.run_id} {r.state}[/]: {escape(r.error)}")
+        lines.extend(f"[yellow]{r.run_id}[/]: {escape(problem)}" for problem in r.problems)
+    return Group(table, *lines)
 
 
 def totals_line(t: dict) -> str:

@@ -15,28 +15,37 @@ app = typer.Typer(help="List, show and validate study specs.", no_args_is_help=T
 
 @app.command("list")
 def studies_list(as_json: bool = JSON_OPT) -> None:
-    """List the built-in studies with their descriptions."""
+    """List the built-in studies with their descriptions and how many runs each plans."""
+    from ladder.plan import expand
     from ladder.studies import builtin_names, load_study
 
     rows = []
     for name in builtin_names():
         s = load_study(name)
-        rows.append({"name": name, "description": s.description, "runs": None})
+        rows.append({"name": name, "description": s.description, "runs": len(expand(s).runs)})
     if as_json:
         print_json({"studies": rows})
         return
-    table = Table("name", "description", title="built-in studies")
+    table = Table("name", "runs", "description", title="built-in studies", title_justify="left")
     for r in rows:
-        table.add_row(r["name"], r["description"])
+        table.add_row(r["name"], str(r["runs"]), r["description"])
     out.print(table)
 
 
 @app.command("show")
-def studies_show(name: str = typer.Argument(..., help="A built-in study name or a study YAML file.")) -> None:
-    """Print a study as YAML, every default filled in (a starting point for your own study file)."""
+def studies_show(
+    name: str = typer.Argument(..., help="A built-in study name, a study YAML file or a planned study directory."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Print a study as YAML, every default filled in (a starting point for your own study file); --json prints
+    the same fields as JSON."""
     from ladder.studies import load_study
 
-    sys.stdout.write(load_study(name).to_yaml())
+    study = load_study(name)
+    if as_json:
+        print_json(study.model_dump(mode="json"))
+        return
+    sys.stdout.write(study.to_yaml())
 
 
 @app.command("validate")
