@@ -6,7 +6,8 @@ A study directory::
     <study>/plan.json          run ids of the current plan, in plan order
     <study>/jobs.json          every job ever submitted, per run (executor, job id, time)
     <study>/.jobs.lock         serialises writers of jobs.json
-    <study>/submitit/          submitit's own job folders (pickles, stdout/stderr)
+    <study>/submitit/          submitit's own job folders (pickles, stdout/stderr of each job's runs)
+    <study>/logs/              local workers' own output (worker-<job id>.log), never the caller's terminal
     <study>/results.parquet    one row per run (``ladder collect``); also results.csv
     <study>/curves.parquet     per-step metrics of every run, long format
     <study>/fit.json           the fit result (``ladder fit``)
@@ -52,6 +53,7 @@ STUDY = "study.yaml"
 PLAN = "plan.json"
 JOBS = "jobs.json"
 SUBMITIT = "submitit"
+LOGS = "logs"
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 CURVES = "curves.parquet"
@@ -138,6 +140,10 @@ class StudyDir:
     @property
     def submitit(self) -> Path:
         return self.path / SUBMITIT
+
+    @property
+    def logs(self) -> Path:
+        return self.path / LOGS
 
     @property
     def results_parquet(self) -> Path:

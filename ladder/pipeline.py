@@ -28,11 +28,20 @@ class RunOutcome:
     stages: list[str] = field(default_factory=list)
     runs_done: int = 0
     runs_failed: list[str] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)  # run id -> "<state>: <error>" of each failed run
     report: Path | None = None
     fit: Path | None = None
     fit_result: Any = None
     fit_error: str | None = None
     stopped_after: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``ladder run --json`` prints (the fit itself is in fit.json)."""
+        return {"study_dir": str(self.study_dir), "stages": self.stages, "runs_done": self.runs_done,
+                "runs_failed": self.runs_failed, "failures": self.failures,
+                "fit": str(self.fit) if self.fit else None, "fit_error": self.fit_error,
+                "report": str(self.report) if self.report else None, "stopped_after": self.stopped_after,
+                "ok": not self.runs_failed and not self.fit_error}
 
 
 def _say(log: Callable[[str], None] | None, msg: str) -> None:
@@ -105,13 +114,17 @@ def run_study(
         outcome.stages.append("sanity")
 
     ex = executor or study.executor
-    result = submit(study_dir, ex)
+    result = submit(study_dir, ex, detach=False)  # waited for here: Ctrl-C stops the workers too
     _say(log, f"submit: {len(result.submitted)} submitted to {ex.kind}, {len(result.skipped)} skipped")
     outcome.stages.append("submit")
 
     rows = wait(study_dir, poll_s=poll_s, on_update=on_status)
     outcome.runs_done = sum(r.state == "done" for r in rows)
     outcome.runs_failed = [r.run_id for r in rows if r.state in ("failed", "diverged", "corrupt")]
+    outcome.failures = {r.run_id: f"{r.state}: {r.error or 'no error recorded'}" for r in rows
+                        if r.run_id in outcome.runs_failed}  # fmt: skip
+    _say(log, f"train: {outcome.runs_done} of {len(rows)} runs done"
+              + (f", {len(outcome.runs_failed)} failed, diverged or corrupt" if outcome.runs_failed else ""))
     unfinished = [r.run_id for r in rows if r.state not in ("done", "failed", "diverged", "corrupt")]
     if unfinished:
         raise StateError(

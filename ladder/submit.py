@@ -24,6 +24,7 @@ import submitit
 from ladder import job_records, layout
 from ladder.branches import snapshot_ready, waits_for
 from ladder.errors import SpecError, StateError
+from ladder.local_workers import DetachedLocalExecutor
 from ladder.model.config import RunSpec
 from ladder.node_jobs import TrainJob, WorkerJob
 from ladder.plan import read_plan
@@ -175,29 +176,32 @@ def _local_slots(ex: ExecutorSpec) -> list[tuple[list[int], int]]:
     return [([], threads) for _ in range(parallel)]
 
 
-def _local_executor(folder: Path, gpus: list[int]) -> submitit.AutoExecutor:
-    """A worker process on this machine that sees only ``gpus`` (none: CPU)."""
-    executor = submitit.AutoExecutor(folder=folder, cluster="local")
+def _local_executor(sd: layout.StudyDir, folder: Path, gpus: list[int], detach: bool) -> DetachedLocalExecutor:
+    """A worker process on this machine that sees only ``gpus`` (none: CPU), logging to the study's logs/ (in a
+    session of its own when ``detach``: see :mod:`ladder.local_workers`)."""
+    executor = DetachedLocalExecutor(folder, sd.logs, new_session=detach)
     params: dict[str, Any] = {"timeout_min": LOCAL_TIMEOUT_MIN, "gpus_per_node": len(gpus)}
     if gpus:
-        params["local_visible_gpus"] = tuple(gpus)
+        params["visible_gpus"] = tuple(gpus)
     executor.update_parameters(**params)
     return executor
 
 
-def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) -> dict[str, list[str]]:
+def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec, detach: bool) -> dict[str, list[str]]:
     # every worker takes the biggest unclaimed run first (longest-processing-time first): the ladder then
     # ends with small runs filling the gaps rather than one big run training alone
     run_ids = [r.run_id for r in sorted(runs, key=lambda r: -r.own_flops)]
     job_ids = []
     for gpus, threads in _local_slots(ex):
-        executor = _local_executor(sd.submitit / "local" / "%j", gpus)
+        executor = _local_executor(sd, sd.submitit / "local" / "%j", gpus, detach)
         job_ids.append(executor.submit(WorkerJob(str(sd.path), run_ids, threads)).job_id)
     return {rid: list(job_ids) for rid in run_ids}
 
 
 def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None = None,
-           retry_failed: bool = False) -> SubmitResult:
+           retry_failed: bool = False, detach: bool = True) -> SubmitResult:
+    """Submit the study's unfinished runs (see the module docstring). ``detach=False`` keeps local workers in
+    this process group (``ladder run``, which waits for them: its Ctrl-C stops them too)."""
     sd = layout.StudyDir(Path(study_dir))
     _, specs = read_plan(sd.path)
     result = SubmitResult(executor=executor.kind)
@@ -212,7 +216,7 @@ def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None
             ids = _submit_slurm(sd, chosen, executor, book)
             folder = str(Path(layout.SUBMITIT) / "slurm" / "%j")
         elif executor.kind == "local":
-            ids = _submit_local(sd, chosen, executor)
+            ids = _submit_local(sd, chosen, executor, detach)
             folder = str(Path(layout.SUBMITIT) / "local" / "%j")
         else:
             ids = {r.run_id: [f"debug-{os.getpid()}"] for r in chosen}
@@ -307,7 +311,7 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
         for (gpus, threads), chunk in zip(slots, chunks):
             if not chunk:
                 continue
-            ex = _local_executor(sd.submitit / "eval" / "%j", gpus)
+            ex = _local_executor(sd, sd.submitit / "eval" / "%j", gpus, detach=False)
             jobs.append(ex.submit(evaluate_runs, chunk, *args[:-1], device, threads))
     out["job_ids"] = [j.job_id for j in jobs]
     if wait:

@@ -19,7 +19,7 @@ def eval_cmd(
     include_path: Optional[Path] = typer.Option(None, "--include-path", help="A folder of your own lm-eval task YAMLs."),
     limit: Optional[float] = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
     executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
-    batch_size: int = typer.Option(16, "--batch-size"),
+    batch_size: int = typer.Option(16, "--batch-size", min=1, help="Examples per forward pass of lm-eval."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda (default: cuda if available)."),
     as_json: bool = JSON_OPT,
 ) -> None:

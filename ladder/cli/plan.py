@@ -9,7 +9,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT
+from ladder.cli.options import JSON_OPT, flag
 from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.model.config import format_count
 
@@ -17,7 +17,7 @@ from ladder.model.config import format_count
 def plan(
     study: str = typer.Argument(..., help="A study YAML file or a built-in study name (see `ladder studies list`)."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan, write nothing."),
+    dry_run: bool = flag("dry-run", "Print the plan, write nothing."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Expand a study into runs and write a directory per run, named by the hash of its spec.

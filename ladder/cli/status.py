@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 import typer
 from rich import box
@@ -10,10 +14,12 @@ from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT
+from ladder.cli.options import JSON_OPT, flag, positive_number
 from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.model.config import format_count
 
+PROGRESS_EVERY_S = 60.0  # without a terminal: a progress line at least this often while runs go on
+FAILED = ("failed", "diverged", "corrupt")
 COLOURS = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red", "running": "cyan",
            "queued": "yellow", "cancelled": "magenta", "interrupted": "yellow", "waiting": "blue"}
 
@@ -44,6 +50,64 @@ def status_table(rows, title: str) -> Group:
     return Group(table, *lines)
 
 
+def progress_line(rows, what: str) -> str:
+    """One compact line for a log: runs done and running, tokens, and the time left at the current rate."""
+    from ladder.status import totals
+
+    t = totals(rows)
+    counts = t["states"]
+    parts = [f"{counts.get('done', 0)}/{t['runs']} done"]
+    parts += [f"{n} {state}" for state, n in counts.items() if n and state != "done"]
+    rate = sum(r.tokens_per_s or 0.0 for r in rows if r.state == "running")
+    left = t["tokens_planned"] - t["tokens_done"]
+    eta = human_seconds(left / rate) if rate > 0 and left > 0 else "-"
+    return (f"{time.strftime('%H:%M:%S')} {what}: {', '.join(parts)}; {format_count(t['tokens_done'])}/"
+            f"{format_count(t['tokens_planned'])} tokens ({100 * t['progress']:.0f}%), ETA {eta}")
+
+
+class StatusLines:
+    """Progress where there is no terminal to redraw (a log, CI): a :func:`progress_line` when the runs' states
+    change, and otherwise about once a minute (``PROGRESS_EVERY_S``)."""
+
+    def __init__(self, console, what: str, every_s: float | None = None, clock=time.monotonic) -> None:
+        self.console, self.what, self.clock = console, what, clock
+        self.every_s = PROGRESS_EVERY_S if every_s is None else every_s
+        self.last_states: tuple | None = None
+        self.last_at = -math.inf
+
+    def __call__(self, rows) -> None:
+        states = tuple(r.state for r in rows)
+        now = self.clock()
+        if states != self.last_states or now - self.last_at >= self.every_s:
+            self.console.print(progress_line(rows, self.what), soft_wrap=True)
+            self.last_states, self.last_at = states, now
+
+
+@contextmanager
+def watching(console, title: str) -> Iterator[Callable[[list], None]]:
+    """What shows the runs while a command waits for them: the live table on a terminal, :class:`StatusLines`
+    elsewhere."""
+    from ladder.status import totals
+
+    if not console.is_terminal:
+        yield StatusLines(console, title)
+        return
+    from rich.live import Live
+
+    live = Live(console=console, refresh_per_second=2, transient=False)
+
+    def show(rows) -> None:
+        if not live.is_started:
+            live.start()
+        live.update(Group(status_table(rows, title), totals_line(totals(rows))))
+
+    try:
+        yield show
+    finally:
+        if live.is_started:
+            live.stop()
+
+
 def totals_line(t: dict) -> str:
     states = ", ".join(f"{n} {s}" for s, n in t["states"].items() if n)
     return (f"{t['runs']} runs: {states}; {t['tokens_done']:,}/{t['tokens_planned']:,} tokens "
@@ -53,8 +117,11 @@ def totals_line(t: dict) -> str:
 
 def status(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
-    watch: bool = typer.Option(False, "--watch", help="Keep a live display until every run has ended."),
+    watch: bool = flag("watch", "Keep a live display until every run has ended (without a terminal: a progress "
+                       "line when a run changes state, else about once a minute)."),
     interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes with --watch."),
+    check: bool = flag("check", "Exit 1 when a run failed, diverged or is corrupt (with --watch: once every run "
+                       "has ended), naming them; for scripts and CI."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Show each run's state, progress, losses, throughput, ETA and job id.
@@ -66,22 +133,21 @@ def status(
     table, with the FLOPs spent by every run (a branch: its own steps)."""
     from ladder.status import study_status, totals, wait
 
+    positive_number(interval, "--interval")
     if watch and not as_json:
-        from rich.console import Group
-        from rich.live import Live
-
-        with Live(console=out, refresh_per_second=2) as live:
-            def show(rows):
-                live.update(Group(status_table(rows, f"status: {study_dir}"), totals_line(totals(rows))))
-
+        with watching(out, f"status: {study_dir}") as show:
             rows = wait(study_dir, poll_s=interval, on_update=show)
-        return
-    rows = study_status(study_dir)
-    if as_json:
-        print_json({"runs": [r.to_dict() for r in rows], "totals": totals(rows)})
-        return
-    out.print(status_table(rows, f"status: {study_dir}"))
-    out.print(totals_line(totals(rows)))
+    else:
+        rows = wait(study_dir, poll_s=interval) if watch else study_status(study_dir)
+        if as_json:
+            print_json({"runs": [r.to_dict() for r in rows], "totals": totals(rows)})
+        else:
+            out.print(status_table(rows, f"status: {study_dir}"))
+            out.print(totals_line(totals(rows)))
+    bad = [r.run_id for r in rows if r.state in FAILED]
+    if check and bad:
+        err.print(f"[red]{len(bad)} runs failed, diverged or are corrupt[/]: {', '.join(bad)}")
+        raise typer.Exit(1)
 
 
 def collect(

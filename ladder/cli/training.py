@@ -8,15 +8,15 @@ from typing import Optional
 
 import typer
 
-from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, parse_gpus
+from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, parse_gpus
 from ladder.console import err, human_seconds, out, print_json
 from ladder.errors import SpecError
 
 
 def sanity(
     study: str = typer.Argument("default", help="A study YAML file, built-in name or planned study directory."),
-    break_labels: bool = typer.Option(False, "--break-labels", help="Deliberately train on unshifted labels, "
-                                      "to see the check catch a label-shift bug (a test of the check itself)."),
+    break_labels: bool = flag("break-labels", "Deliberately train on unshifted labels, to see the check catch a "
+                              "label-shift bug (a test of the check itself)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Overfit ~100 short documents with the study's smallest model: the first debugging test.
@@ -56,11 +56,14 @@ def train(
     run_dir: Path = typer.Argument(..., help="A run directory written by `ladder plan` (holds spec.json)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: torch's choice)."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: cuda if available)."),
+    as_json: bool = JSON_OPT,
 ) -> None:
     """Train one planned run in the foreground, preparing its data through the shared cache first.
 
     Resumes from the run's checkpoint if there is one. Ctrl-C (or SIGTERM/SIGUSR2) finishes the step in
-    flight, writes a checkpoint and exits; run the command again to continue.
+    flight, writes a checkpoint and exits; run the command again to continue. Exits 1 when the run does not
+    end done (diverged or failed); --json prints its result.json. Without a terminal (a log, CI) it prints a
+    progress line about once a minute instead of the live bar.
     """
     from ladder import layout
     from ladder.errors import StateError
@@ -70,13 +73,20 @@ def train(
     rd = layout.RunDir(run_dir)
     if not rd.spec.is_file():
         raise StateError(f"{run_dir} is not a run directory (no {layout.SPEC}); run `ladder plan` first")
+    if threads is not None and threads < 1:
+        raise SpecError(f"--threads {threads}: must be at least 1")
     try:
-        result = run_one(rd.path, threads=threads, device=device, progress=True)
+        result = run_one(rd.path, threads=threads, device=device, progress=not as_json)
     except Preempted as exc:
         err.print(f"[yellow]stopped[/]: {exc}; run `ladder train {run_dir}` again to resume")
         raise typer.Exit(exc.exit_code) from None
     if result.get("status") == "busy":
         raise StateError(f"{run_dir} is being trained by another process (pid in {rd.lock})")
+    if as_json:
+        print_json(result)
+        if result.get("status") != "done":
+            raise typer.Exit(1)
+        return
     out.print(
         f"{result.get('status')}: final eval loss {result.get('final_eval_loss')}, "
         f"train loss {result.get('final_train_loss')}, {result.get('tokens'):,} tokens in "
@@ -90,7 +100,7 @@ def submit(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
     executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     run: Optional[list[str]] = typer.Option(None, "--run", help="Only this run id (repeatable)."),
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Also resubmit failed and corrupt runs."),
+    retry_failed: bool = flag("retry-failed", "Also resubmit failed and corrupt runs."),
     partition: Optional[str] = typer.Option(None, help="SLURM partition."),
     account: Optional[str] = typer.Option(None, help="SLURM account."),
     qos: Optional[str] = typer.Option(None, help="SLURM QOS."),
@@ -111,8 +121,11 @@ def submit(
 
     Runs that are done or whose jobs are alive are skipped, so submitting again submits nothing;
     `--retry-failed` resubmits failed and corrupt runs (a corrupt one trains again from scratch); interrupted
-    and cancelled runs resume from their checkpoints.
-    Job ids are recorded in the study's jobs.json.
+    and cancelled runs resume from their checkpoints. Job ids are recorded in the study's jobs.json.
+
+    Returns at once (but with the debug executor, which trains in this process): local workers run in a session
+    of their own and write to files in the study (logs/, submitit/local/), never to this command's output, so
+    `ladder submit DIR --json | jq .` ends when submit does; `ladder cancel` stops them.
     """
     from ladder.plan import read_plan
     from ladder.submit import submit as do_submit
