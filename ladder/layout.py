@@ -12,6 +12,7 @@ A study directory::
     <study>/curves.parquet     per-step metrics of every run, long format
     <study>/fit.json           the fit result (``ladder fit``)
     <study>/report/            report.html, report.pdf
+    <study>/tensorboard/       TensorBoard logs, one folder per run (``tracking.kind: tensorboard``)
     <study>/runs/<run_id>/     one directory per run, named by the hash of its spec
 
 A run directory::
@@ -26,6 +27,8 @@ A run directory::
     branch-<step>/     a trunk's snapshot for its cooldown branches: a checkpoint kept after the run ends
     model/             the final model and tokenizer (``save_pretrained``), loadable by transformers
     lm_eval/           lm-evaluation-harness results
+    tracker.json       W&B (``tracking.kind: wandb``): the W&B run id and the last step logged to it
+    wandb/             W&B's own files of the run (offline runs: ``wandb sync`` uploads them)
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ SNAPSHOT_PREFIX = "branch-"
 MODEL = "model"
 LM_EVAL = "lm_eval"
 LOCK = ".lock"
+TRACKER = "tracker.json"
+TENSORBOARD = "tensorboard"
 
 STUDY = "study.yaml"
 PLAN = "plan.json"
@@ -115,6 +120,10 @@ class RunDir:
     @property
     def lm_eval(self) -> Path:
         return self.path / LM_EVAL
+
+    @property
+    def tracker(self) -> Path:
+        return self.path / TRACKER
 
 
 @dataclass(frozen=True)

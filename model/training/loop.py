@@ -71,12 +71,12 @@ import numpy as np
 import torch
 
 from ladder.errors import DataError, SpecError
-from ladder.layout import RunDir, append_jsonl, atomic_write_json
+from ladder.layout import RunDir, atomic_write_json
 from ladder.model.config import RunSpec
 from ladder.model.hardware import mfu as compute_mfu
 from ladder.model.hardware import peak_flops
 from ladder.model.schedule import lr_at
-from ladder.model.training import branching
+from ladder.model.training import branching, tracking
 from ladder.model.training import checkpoint as ckpt
 from ladder.model.training.distributed import Dist, barrier, setup_distributed
 from ladder.model.training.inputs import TrainData, resolve_data
@@ -87,7 +87,6 @@ from ladder.model.training.run_files import (
     model_tmp_prefix,
     read_spec,
     save_final_model,
-    trim_metrics,
 )
 from ladder.model.training.steps import Steps
 
@@ -242,9 +241,9 @@ class _Trainer:
         if resumed is not None:
             self.state.update(resumed)
             log.info("resuming %s from step %d (restart %d)", run.run_id, self.state["step"], self.state["restarts"])
-        self._write(lambda: trim_metrics(run, self.state["step"]))
         self.window_len = max(1, math.ceil(FINAL_LOSS_WINDOW * self.total_steps))
         self.recent = deque(self.state["recent_losses"], maxlen=self.window_len)
+        self.metrics = tracking.MetricsLog(run, spec, self.state["step"], d.is_main, self.dev)  # + the tracker
         self.last_ckpt_time = time.perf_counter()
 
         self.steps.distribute()
@@ -290,6 +289,9 @@ class _Trainer:
                 except Exception:  # pragma: no cover - never hide the original error
                     log.exception("could not write the failed result")
             raise
+        finally:
+            if hasattr(self, "metrics"):
+                self.metrics.close()
 
     def _loop(self) -> dict[str, Any]:
         spec, d, st = self.spec, self.d, self.state
@@ -342,7 +344,7 @@ class _Trainer:
                         "mfu": compute_mfu(spec.flops_per_token, tps, self.peak.flops, d.world_size) if tps else None,
                         "elapsed_s": round(self._elapsed(), 3),
                     }  # fmt: skip
-                    self._write(lambda: append_jsonl(run.metrics, rec))
+                    self.metrics.append(rec)
                     st["log_loss_sum"], st["log_steps"], st["log_time"] = 0.0, 0, 0.0
                 bar.update(tokens, loss, self.tokens_per_step / dt if dt > 0 else None)
 
@@ -356,8 +358,7 @@ class _Trainer:
                     break
                 if done % spec.eval_interval == 0:
                     ev = self.steps.evaluate()
-                    self._write(lambda: append_jsonl(run.metrics, {"kind": "eval", "step": done, "tokens": tokens,
-                                                                    "eval_loss": ev}))  # fmt: skip
+                    self.metrics.append({"kind": "eval", "step": done, "tokens": tokens, "eval_loss": ev})
 
                 if d.enabled:  # every rank must agree: use the flags all-reduced with this step's loss
                     signum = next((s for s, f in zip(self.trap.signals, flags) if f > 0), None)
@@ -386,8 +387,7 @@ class _Trainer:
         # ---- the end: final eval, model, result, cleanup
         ev = self.steps.evaluate()
         tokens = st["step"] * self.tokens_per_step
-        self._write(lambda: append_jsonl(run.metrics, {"kind": "eval", "step": st["step"], "tokens": tokens,
-                                                        "eval_loss": ev}))  # fmt: skip
+        self.metrics.append({"kind": "eval", "step": st["step"], "tokens": tokens, "eval_loss": ev})
         self._write(lambda: save_final_model(run, self.model, self.data.tokenizer_dir))
         result = self._finish("done", final_eval_loss=finite_or_none(ev), eval_tokens=self.n_eval * self.seq_len)
         self._write(lambda: ckpt.remove_checkpoints(run))
