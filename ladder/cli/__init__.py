@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 import typer.main
+from rich.markup import escape
 
 from ladder import __version__
 from ladder.cli import (
@@ -119,12 +120,12 @@ def main() -> None:
     except _usage_errors() as exc:
         if not exc.format_message():  # a group called without a command: click printed its help
             sys.exit(exc.exit_code)
-        err.print(f"[bold red]error:[/] {usage_line(exc)}", soft_wrap=True, markup=True, highlight=False)
+        err.print(f"[bold red]error:[/] {escape(usage_line(exc))}", soft_wrap=True)
         sys.exit(2)
     except typer.Abort:
         sys.exit(1)
-    except LadderError as exc:
-        err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+    except LadderError as exc:  # the message may hold brackets (a path, an extra): not rich markup
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         sys.exit(2)
     if isinstance(code, int) and code:
         sys.exit(code)

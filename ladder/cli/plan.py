@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, flag
@@ -54,10 +55,10 @@ def plan(
     conv = spec.ladder.param_count
     # 120 columns in a log: run ids and numbers never wrap, the labels do (a trunk's snapshot steps: the JSON)
     table = Table(title=f"plan: {spec.name} (params: {conv}; FLOPs: exact, a branch its own steps)",
-                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     for name in ("run", "variant", "axes", "shape", "params", "tokens", "D/N", "FLOPs", "batch", "LR", "steps",
                  "time"):
-        table.add_column(name, no_wrap=name not in ("variant", "axes"), min_width=8 if name == "variant" else None,
+        table.add_column(name, no_wrap=name not in ("variant", "axes"), min_width={"variant": 8, "axes": 10}.get(name),
                          justify="left" if name in ("run", "variant", "axes", "shape") else "right")
     for r, run in zip(rows, p.runs):  # the variant names the ablation axes; size is in params
         axes = ", ".join(f"{'C' if k == 'budget' else k}={v}" for k, v in r["axes"].items() if k in ("seed", "budget"))
@@ -94,9 +95,9 @@ def plan(
     )
     out.print(f"FLOPs: {p.conventions()['flops']}")
     for note in p.notes:
-        out.print(f"note: {note}")
+        out.print(f"note: {escape(note)}")
     for warning in p.warnings:
-        err.print(f"[yellow]warning[/]: {warning}")
+        err.print(f"[yellow]warning[/]: {escape(warning)}")
     if dry_run:
         out.print("[yellow]dry run[/]: nothing written")
     elif written is not None:

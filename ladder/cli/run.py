@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, parse_gpus
 from ladder.cli.status import watching
@@ -45,7 +46,8 @@ def run_cmd(
     try:
         with watching(human, f"training: {spec.name}") as on_status:
             outcome = run_study(study, out_dir=target, executor=ex_spec, on_status=on_status,
-                                log=lambda m: human.print(f"[bold]>[/] {m}", soft_wrap=True), skip_sanity=skip_sanity)
+                                log=lambda m: human.print(f"[bold]>[/] {escape(m)}", soft_wrap=True),
+                                skip_sanity=skip_sanity)
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: runs checkpoint as they stop; `ladder run {study}` continues")
         raise typer.Exit(130) from None
@@ -61,11 +63,11 @@ def run_cmd(
         elif outcome.stopped_after:
             out.print(f"stopped after {outcome.stopped_after}: results in {target}")
     for run_id, why in outcome.failures.items():
-        err.print(f"[red]{run_id}[/] {why}", soft_wrap=True)
+        err.print(f"[red]{run_id}[/] {escape(why)}", soft_wrap=True)
     if outcome.runs_failed:
         err.print(f"[red]{len(outcome.runs_failed)} runs failed, diverged or are corrupt[/]: "
                   f"{', '.join(outcome.runs_failed)} (see `ladder status {target}`)")
     if outcome.fit_error:
-        err.print(f"[red]no fit[/]: {outcome.fit_error}", soft_wrap=True)
+        err.print(f"[red]no fit[/]: {escape(outcome.fit_error)}", soft_wrap=True)
     if outcome.runs_failed or outcome.fit_error:
         raise typer.Exit(1)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, parse_gpus
 from ladder.console import err, human_seconds, out, print_json
@@ -150,7 +151,7 @@ def submit(
     for run_id in result.submitted:
         out.print(f"submitted {run_id} ({ex.kind}, job {','.join(result.job_ids.get(run_id, []))})")
     for run_id, why in result.skipped.items():
-        out.print(f"[dim]skipped {run_id}: {why}[/]")
+        out.print(f"[dim]skipped {run_id}: {escape(why)}[/]")
     out.print(f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {study_dir} --watch`")
 
 

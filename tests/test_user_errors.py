@@ -1,0 +1,200 @@
+"""Every user error exits 2 with one line that names the field or flag and what is allowed: no traceback, and
+nothing written. One case per error of issue 15's list, and their kin."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cli_helpers import run_cli
+
+GOOD = {"name": "t", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16},
+        "ladder": {"sizes": ["10K", "20K"]}, "hero": {"params": "1M"}}
+
+
+def _study(tmp_path: Path, text: str | None = None, **changes) -> Path:
+    spec = json.loads(json.dumps(GOOD))
+    for path, value in changes.items():
+        node = spec
+        *parents, last = path.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    out = tmp_path / "study.yaml"
+    out.write_text(text if text is not None else yaml.safe_dump(spec))
+    return out
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def _one_line(r, *words: str) -> None:
+    assert r.code == 2, (r.code, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+SPEC_CASES = [
+    # (case, field changes, words the one line must hold)
+    ("odd head_dim", {"model__head_dim": 17}, ["head_dim = 17", "even"]),
+    ("head wider than the model", {"model__head_dim": 1024}, ["ladder.sizes[0]", "model.head_dim 1024"]),
+    ("size beyond what the family builds", {"ladder__sizes": [1e15]}, ["ladder.sizes[0]", "model.max_layers"]),
+    ("size below the smallest model", {"ladder__sizes": [10]}, ["ladder.sizes[0] = 10", "smallest"]),
+    ("negative human count", {"ladder__sizes": ["-25K"]}, ["ladder.sizes[0]", "greater than 0"]),
+    ("batch below one sequence", {"training__batch_tokens": 7}, ["training.batch_tokens = 7", "data.seq_len 64"]),
+    ("ablation batch below one sequence", {"ablations__batch_tokens": [32]}, ["ablations.batch_tokens[0] = 32"]),
+    ("batch cap below one sequence", {"training__batch_max_tokens": 8}, ["training.batch_max_tokens = 8"]),
+    ("two sizes, one model", {"ladder__sizes": ["10K", "10.1K"]}, ["become the same model", "ladder.sizes[1]"]),
+    ("a model beyond the hardware's memory", {"ladder__sizes": ["10K", "20B"], "model__max_layers": 512,
+                                              "executor__hardware": "h100"}, ["80 GB", "executor.hardware"]),
+    ("corpus that does not exist", {"data__corpus": "/nonexistent/corpus.jsonl"}, ["data.corpus", "does not exist"]),
+    ("head group wider than a depth rung", {"ladder": {"depths": [1, 2]}, "model__aspect_ratio": 4},
+     ["model.head_dim = 16", "rung L1"]),
+]
+
+
+@pytest.mark.parametrize("case,changes,words", SPEC_CASES, ids=[c for c, _, _ in SPEC_CASES])
+@pytest.mark.parametrize("command", ["validate", "plan", "dry-run"])
+def test_nonsense_in_a_study_is_refused_in_one_line(tmp_path, capsys, case, changes, words, command):
+    path = _study(tmp_path, **changes)
+    before = _files(tmp_path)
+    args = {"validate": ("studies", "validate", path), "plan": ("plan", path, "--out", tmp_path / "out"),
+            "dry-run": ("plan", path, "--dry-run")}[command]
+    _one_line(run_cli(capsys, *args), *words)
+    assert _files(tmp_path) == before  # nothing written
+
+
+def test_duplicate_yaml_keys_are_refused_with_their_lines(tmp_path, capsys):
+    path = _study(tmp_path, text="name: a\nladder: {sizes: [10K]}\nname: b\nhero: {params: 1M}\n")
+    _one_line(run_cli(capsys, "studies", "validate", path), "'name' appears twice", "lines 1 and 3")
+    path = _study(tmp_path, text="name: a\nladder: {sizes: [10K], sizes: [20K]}\nhero: {params: 1M}\n")
+    _one_line(run_cli(capsys, "plan", path, "--dry-run"), "'sizes' appears twice", "line 2")
+
+
+def test_a_tracker_that_is_not_installed_is_refused_at_validate_time(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    path = _study(tmp_path, tracking={"kind": "wandb", "project": "p"})
+    _one_line(run_cli(capsys, "studies", "validate", path), "tracking.kind = 'wandb'", "pip install 'ladder[wandb]'")
+    _one_line(run_cli(capsys, "plan", path, "--out", tmp_path / "out"), "ladder[wandb]")
+    assert not (tmp_path / "out").exists()
+    _one_line(run_cli(capsys, "studies", "validate", _study(tmp_path, tracking={"kind": "mlflow"})),
+              "tracking.kind", "'tensorboard'", "'wandb'")
+
+
+MODEL_INFO = [
+    (["--aspect-ratio", "0"], ["--aspect-ratio 0", "positive"]),
+    (["--aspect-ratio", "-3"], ["--aspect-ratio -3"]),
+    (["--aspect-ratio", "nan"], ["--aspect-ratio nan"]),
+    (["--aspect-ratio", "inf"], ["--aspect-ratio inf"]),
+    (["--kv-ratio", "0"], ["--kv-ratio 0", ">= 1"]),
+    (["--head-dim", "0"], ["--head-dim 0", "positive"]),
+    (["--head-dim", "15"], ["--head-dim 15", "even"]),
+    (["--params", "10"], ["--params '10'", "outside what this family builds"]),
+    (["--params", "-5"], ["--params '-5'", "positive count"]),
+    (["--convention", "all"], ["--convention 'all'", "'total' or 'non_embedding'"]),
+    (["--aspect-ratio", "abc"], ["'--aspect-ratio'", "see `ladder model info --help`"]),  # a click usage error
+]
+
+
+@pytest.mark.parametrize("extra,words", MODEL_INFO, ids=[" ".join(e) for e, _ in MODEL_INFO])
+def test_model_info_bad_values(capsys, extra, words):
+    _one_line(run_cli(capsys, "model", "info", "--params", "135M", *extra), *words)
+
+
+def test_model_info_bad_explicit_shape(capsys):
+    _one_line(run_cli(capsys, "model", "info", "--d-model", "0", "--n-layers", "2"), "--d-model 0")
+    _one_line(run_cli(capsys, "model", "info", "--d-model", "64", "--n-layers", "-1"), "--n-layers -1")
+
+
+def test_tokenizer_commands_check_their_options(tmp_path, capsys, tiny_tokenizer, tiny_jsonl_corpus):
+    before = _files(tmp_path)
+    ev = ("data", "tokenizer", "eval", tiny_tokenizer, tiny_jsonl_corpus)
+    _one_line(run_cli(capsys, *ev, "--max-bytes", "abc"), "--max-bytes 'abc'", "8M")
+    _one_line(run_cli(capsys, *ev, "--max-bytes", "-1M"), "--max-bytes '-1M'")
+    _one_line(run_cli(capsys, *ev, "--validation-fraction", "2"), "--validation-fraction 2", "between 0 and 1")
+    _one_line(run_cli(capsys, *ev, "--validation-fraction", "0"), "--validation-fraction 0")
+    _one_line(run_cli(capsys, "data", "tokenizer", "eval", tmp_path / "nope", tiny_jsonl_corpus), "no such tokenizer")
+    out = tmp_path / "tok"
+    tr = ("data", "tokenizer", "train", tiny_jsonl_corpus, "--vocab-size", "300", "--out", out)
+    _one_line(run_cli(capsys, *tr, "--validation-fraction", "2"), "--validation-fraction 2")
+    _one_line(run_cli(capsys, *tr, "--max-bytes", "lots"), "--max-bytes 'lots'")
+    _one_line(run_cli(capsys, *tr[:4], "--vocab-size", "abc", "--out", out), "'--vocab-size'")
+    assert _files(tmp_path) == before
+
+
+def test_a_corpus_without_the_text_key_says_so(tmp_path, capsys, tiny_tokenizer):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"content": f"document {i} " * 20}) + "\n" for i in range(60)))
+    _one_line(run_cli(capsys, "data", "tokenizer", "eval", tiny_tokenizer, corpus), "--text-key 'text'")
+
+
+@pytest.fixture()
+def planned(tmp_path):
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "study"
+    plan_micro(root)
+    return root
+
+
+def test_report_refuses_what_its_siblings_refuse(tmp_path, capsys, planned):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for command in ("status", "collect", "fit", "report"):
+        _one_line(run_cli(capsys, command, empty), "not a planned study directory")
+    assert _files(empty) == []
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    before = _files(tmp_path)
+    _one_line(run_cli(capsys, "report", planned, "--out", target), "--out", "not a folder")
+    _one_line(run_cli(capsys, "report", planned, "--format", ""), "--format ''", "html, pdf")
+    _one_line(run_cli(capsys, "report", planned, "--format", "docx"), "--format 'docx'", "html, pdf")
+    assert _files(tmp_path) == before
+
+
+def test_fit_messages(tmp_path, capsys, planned):
+    assert run_cli(capsys, "collect", planned).code == 0
+    _one_line(run_cli(capsys, "fit", planned), "no finished runs")
+    _one_line(run_cli(capsys, "fit", planned, "--predict", "1e400:1e12"), "--predict '1e400:1e12'", "too large")
+    _one_line(run_cli(capsys, "fit", planned, "--predict", "0:1e12"), "params must be positive")
+    _one_line(run_cli(capsys, "fit", planned, "--predict", "7e9"), "PARAMS:TOKENS")
+    _one_line(run_cli(capsys, "fit", planned, "--predict", "big:1e12"), "params 'big' is not a count")
+    _one_line(run_cli(capsys, "fit", planned, "--bootstrap", "x"), "'--bootstrap'")
+    _one_line(run_cli(capsys, "fit", planned, "--columns", "params=n"), "--columns", "--runs")
+    _one_line(run_cli(capsys, "fit"), "--runs FILE")
+    runs = tmp_path / "runs.csv"
+    runs.write_text("n,d,l\n1e5,2e6,3.1\n2e5,4e6,2.9\n")
+    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "params"), "--columns 'params'", "NAME=COLUMN")
+    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "size=n"), "size", "choose from params")
+    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "params=N_params"), "no column 'N_params'", "n, d, l")
+    _one_line(run_cli(capsys, "fit", "--runs", tmp_path / "none.csv"), "no such runs file")
+
+
+def test_executor_and_run_options(tmp_path, capsys, planned):
+    _one_line(run_cli(capsys, "run", "default", "--executor", "kubernetes", "--out", tmp_path / "r"),
+              "--executor 'kubernetes'", "slurm, local, debug")
+    assert not (tmp_path / "r").exists()
+    _one_line(run_cli(capsys, "submit", planned, "--executor", "k8s"), "--executor 'k8s'")
+    _one_line(run_cli(capsys, "submit", planned, "--gpus", "a,b"), "--gpus")
+    _one_line(run_cli(capsys, "submit", planned, "--sbatch", "exclusive"), "--sbatch 'exclusive'", "KEY=VALUE")
+    _one_line(run_cli(capsys, "status", planned, "--interval", "0"), "--interval 0")
+    _one_line(run_cli(capsys, "train", next((planned / "runs").iterdir()), "--threads", "0"), "--threads 0")
+    _one_line(run_cli(capsys, "train", tmp_path), "not a run directory")
+
+
+def test_usage_errors_are_one_line_too(capsys):
+    _one_line(run_cli(capsys, "studies", "show", "default", "--yaml"), "No such option: --yaml",
+              "see `ladder studies show --help`")
+    _one_line(run_cli(capsys, "plan"), "Missing argument", "see `ladder plan --help`")
+    _one_line(run_cli(capsys, "nosuch"), "No such command 'nosuch'")
+    _one_line(run_cli(capsys, "status", "x", "--interval", "soon"), "'--interval'")
