@@ -27,7 +27,8 @@ COLOURS = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red"
 def status_table(rows, title: str) -> Group:
     """The runs as a table that fits 120 columns, then a line per run with an error or skipped lines (a message
     never wraps inside a cell)."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)
     for name in ("run", "variant", "size", "state", "progress", "FLOPs spent", "train loss", "eval loss", "tok/s",
                  "ETA", "job"):
         table.add_column(name, no_wrap=name not in ("variant", "job"),

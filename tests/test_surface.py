@@ -1,0 +1,209 @@
+"""What scripts and logs rely on: help that describes every option (booleans as --flag/--no-flag, paragraphs
+not broken mid-sentence), JSON where a script wants it, exit codes that say whether runs failed, progress lines
+where there is no terminal, plans that say what they adjusted, and tables that fit 120 columns."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import typer.main
+import yaml
+
+from tests.cli_helpers import run_cli
+
+
+def _leaf_commands():
+    from ladder.cli import _polish, app
+
+    root = typer.main.get_command(app)
+    _polish(root)
+
+    def walk(cmd, path=()):
+        subs = getattr(cmd, "commands", None)
+        if subs is None:
+            yield path, cmd
+            return
+        for name, sub in subs.items():
+            yield from walk(sub, (*path, name))
+
+    return list(walk(root))
+
+
+def test_every_option_is_described_and_every_boolean_is_a_flag_pair():
+    for path, cmd in _leaf_commands():
+        for p in cmd.params:
+            where = f"ladder {' '.join(path)} {p.opts}"
+            assert (p.help or "").strip(), f"{where} has no help"
+            if getattr(p, "is_flag", False) and p.opts != ["--tied"]:
+                assert p.secondary_opts == [f"--no-{p.opts[0][2:]}"], where
+        assert cmd.help and "\n" not in cmd.help.split("\n\n")[0], f"ladder {' '.join(path)}: a broken first line"
+
+
+def test_help_shows_no_bool_type_and_reflows_paragraphs(capsys):
+    for path, _ in _leaf_commands():
+        r = run_cli(capsys, *path, "--help")
+        assert r.code == 0 and "<bool>" not in r.stdout, path
+    text = run_cli(capsys, "plan", "--help").stdout
+    # a docstring's line break mid-sentence would leave a short line followed by a lower-case continuation
+    assert "wall time, and the ladder's cost" in " ".join(text.replace("│", " ").split())
+    from ladder.cli import reflow
+
+    assert reflow("One.\n\nA long\nsentence.\n\nExample:\n  ladder run\n  ladder plan") == \
+        "One.\n\nA long sentence.\n\nExample:\n  ladder run\n  ladder plan"  # fmt: skip
+
+
+def test_studies_list_and_show_print_json(capsys):
+    from ladder.plan import expand
+    from ladder.studies import load_study
+
+    rows = {s["name"]: s for s in run_cli(capsys, "studies", "list", "--json").json()["studies"]}
+    assert rows["default"]["runs"] == len(expand(load_study("default")).runs) == 14
+    assert all(isinstance(s["runs"], int) and s["runs"] > 0 for s in rows.values())
+    shown = run_cli(capsys, "studies", "show", "default", "--json")
+    assert shown.code == 0 and shown.json() == yaml.safe_load(run_cli(capsys, "studies", "show", "default").stdout)
+
+
+def _table_rows(text: str) -> list[str]:
+    """The header, its rule and the rows of a plan or status table (a row starts with a run id; a wrapped cell
+    continues on a line that starts with blanks)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    rows = lines[start:start + 2]
+    for line in lines[start + 2:]:
+        if not (re.match(r"[0-9a-f]{12} ", line) or line[:1] == " "):
+            break
+        rows.append(line)
+    return rows
+
+
+def test_tables_fit_120_columns_in_a_log(capsys, tmp_path):
+    from tests.fake_runs import outcomes
+
+    for study in ("default", "chinchilla", "batch-lr", "depth-vs-width"):
+        rows = _table_rows(run_cli(capsys, "plan", study, "--dry-run").stdout)
+        assert len(rows) > 3 and max(map(len, rows)) <= 120, study
+        assert "…" not in "".join(rows), study  # nothing cut short
+    root = tmp_path / "study"
+    outcomes(root)
+    text = run_cli(capsys, "status", root).stdout
+    rows = _table_rows(text)
+    assert len(rows) > 12 and max(map(len, rows)) <= 120 and "…" not in "".join(rows)
+    assert "DataError: no such corpus /x" in text  # errors on their own lines, never cut
+
+
+def test_status_check_exits_1_naming_the_failed_runs(capsys, tmp_path):
+    from tests.fake_runs import finish, outcomes, plan_micro
+
+    root = tmp_path / "study"
+    by = outcomes(root)
+    r = run_cli(capsys, "status", root, "--check")
+    assert r.code == 1
+    for name in ("crashed", "raised", "diverged", "deleted_result"):
+        assert by[name].run_id in r.stderr
+    assert run_cli(capsys, "status", root).code == 0
+    assert run_cli(capsys, "status", root, "--check", "--json").code == 1
+    clean = tmp_path / "clean"
+    from ladder import layout
+
+    for spec in plan_micro(clean)[:2]:
+        finish(layout.StudyDir(clean), spec)
+    assert run_cli(capsys, "status", clean, "--check").code == 0
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_status_lines_print_on_a_change_and_about_once_a_minute():
+    from rich.console import Console
+
+    from ladder.cli.status import StatusLines
+    from ladder.status import RunStatus
+
+    def row(state, done, tps=None):
+        return RunStatus(run_id="r", variant="base", size="4K", state=state, tokens_done=done, tokens_planned=1000,
+                         progress=done / 1000, train_loss=None, eval_loss=None, tokens_per_s=tps, eta_s=None,
+                         job_id=None, executor=None, error=None)
+
+    console = Console(record=True, width=120, file=open("/dev/null", "w"))
+    clock = _Clock()
+    lines = StatusLines(console, "training: s", every_s=60, clock=clock)
+    lines([row("queued", 0), row("queued", 0)])
+    clock.t = 5
+    lines([row("running", 100, 50.0), row("queued", 0)])  # a state changed
+    clock.t = 30
+    lines([row("running", 400, 50.0), row("queued", 0)])  # nothing new, under a minute
+    clock.t = 70
+    lines([row("running", 900, 50.0), row("queued", 0)])  # a minute since the last line
+    printed = console.export_text().splitlines()
+    assert len(printed) == 3
+    assert "training: s: 0/2 done, 1 queued, 1 running; 900/2K tokens (45%), ETA 22s" in printed[-1]
+
+
+def test_the_plan_says_what_it_rounded_and_warns_about_a_costly_ladder():
+    from ladder.plan import expand
+    from ladder.studies.spec import parse_study
+
+    spec = {"name": "t", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16},
+            "ladder": {"sizes": ["10K", "20K"]}, "training": {"batch_tokens": 1000}, "hero": {"params": "12K"}}
+    plan = expand(parse_study(spec))
+    assert not any(n.startswith("batch") for n in plan.notes)  # 1,000 -> 1,024 tokens: within 10%, no word
+    assert any("% of the hero's compute" in w for w in plan.warnings)  # a 12K hero: the ladder costs more
+    spec["training"] = {"batch_tokens": 64}
+    note = next(n for n in expand(parse_study(spec)).notes if n.startswith("batch"))
+    assert "at least batch_min_sequences 8" in note and "10K 64 -> 512" in note  # 8 sequences of 64
+    spec["ladder"] = {"sizes": ["2K", "20K"]}
+    notes = expand(parse_study(spec)).notes
+    assert any(n.startswith("sizes more than 10% from their targets") and "2K -> 2.608K (+30%)" in n for n in notes)
+
+
+def test_train_prints_json_and_exits_1_unless_done(tmp_path, capsys, monkeypatch, tiny_jsonl_corpus):
+    from tests.micro import write_study
+
+    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K",))
+    assert run_cli(capsys, "plan", spec, "--out", tmp_path / "st").code == 0
+    run = next((tmp_path / "st" / "runs").iterdir())
+    monkeypatch.setenv("LADDER_FORCE_NAN_AT_STEP", "2")
+    r = run_cli(capsys, "train", run, "--json", "--threads", "1")
+    assert r.code == 1 and r.json()["status"] == "diverged" and r.json()["diverged_at_step"] == 2
+
+
+def test_ladder_run_exits_1_naming_the_failed_runs_and_the_fit(tmp_path, capsys, monkeypatch, tiny_jsonl_corpus):
+    from tests.micro import write_study
+
+    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K", "6K"))
+    monkeypatch.setenv("LADDER_FORCE_NAN_AT_STEP", "2")  # every run diverges at its second step
+    r = run_cli(capsys, "run", spec, "--out", tmp_path / "st", "--executor", "debug", "--skip-sanity", "--json")
+    assert r.code == 1, r.stderr
+    out = r.json()
+    assert out["ok"] is False and len(out["runs_failed"]) == 2 and out["fit_error"]
+    for run_id in out["runs_failed"]:
+        assert run_id in r.stderr and "diverged" in out["failures"][run_id]
+    assert "no fit" in r.stderr
+    assert "> plan:" in r.stderr and "> train: 0 of 2 runs done" in r.stderr  # progress on stderr with --json
+    assert re.search(r"report\.html", json.dumps(out))  # the report is written all the same
+
+
+@pytest.mark.slow
+def test_progress_lines_without_a_terminal_while_runs_train(tmp_path, capsys, monkeypatch, tiny_jsonl_corpus):
+    import ladder.cli.status as status_cli
+    from tests.micro import write_study
+
+    monkeypatch.setattr(status_cli, "PROGRESS_EVERY_S", 0.5)
+    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K", "8K"), tokens_per_param=40,
+                       executor="local")
+    r = run_cli(capsys, "run", spec, "--out", tmp_path / "st", "--parallel", "1", "--skip-sanity")
+    assert r.code == 0, r.stderr
+    progress = [line for line in r.stdout.splitlines() if " training: micro: " in line]
+    assert len(progress) >= 3 and any("1 running" in line for line in progress), r.stdout
+    shares = [int(re.search(r"\((\d+)%\)", line).group(1)) for line in progress]
+    assert shares == sorted(shares) and shares[-1] == 100
+    assert progress[-1].split(": ", 2)[2].startswith("2/2 done")
+    for stage in ("> plan:", "> data:", "> submit:", "> train:", "> collect:", "> fit:", "> report:"):
+        assert stage in r.stdout, stage
