@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import typer.main
@@ -207,3 +208,31 @@ def test_progress_lines_without_a_terminal_while_runs_train(tmp_path, capsys, mo
     assert progress[-1].split(": ", 2)[2].startswith("2/2 done")
     for stage in ("> plan:", "> data:", "> submit:", "> train:", "> collect:", "> fit:", "> report:"):
         assert stage in r.stdout, stage
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+WANDB_COLUMNS = "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss"
+
+
+def test_fit_reads_a_wandb_runs_export_as_json_lines_or_the_uis_csv(capsys):
+    from ladder.reports.fits import read_runs_file
+
+    table = read_runs_file(EXAMPLES / "wandb-runs.jsonl", columns=WANDB_COLUMNS)
+    assert list(table.columns) == ["params", "tokens", "loss", "status", "run_id"]  # state and name come along
+    assert table["status"].tolist().count("crashed") == 1 and table["run_id"].iloc[0] == "n2M-x10"
+    fits = {}
+    for name in ("wandb-runs.jsonl", "wandb-runs.csv"):  # the CSV's columns lack the config./summary. prefix
+        r = run_cli(capsys, "fit", "--runs", EXAMPLES / name, "--columns", WANDB_COLUMNS, "--bootstrap", "10",
+                    "--predict", "1e15:2e16", "--json")
+        assert r.code == 0, r.stderr
+        fits[name] = d = r.json()
+        assert d["loss"]["n_runs"] == 15 and [e["run"] for e in d["excluded"]] == ["n32M-x80"]
+        # a forecast 3e7x beyond the largest run says how far it reaches past what the rollout showed
+        far = next(p for p in d["predictions"] if p["label"] == "1e15:2e16")
+        assert far["beyond_reach"] and far["params_x"] > 1e7
+        assert any(w.startswith("prediction 1e15:2e16: ") and "beyond the distance the rollout showed" in w
+                   for w in d["warnings"])
+    assert fits["wandb-runs.jsonl"]["loss"]["forms"] == fits["wandb-runs.csv"]["loss"]["forms"]
+    human = run_cli(capsys, "fit", "--runs", EXAMPLES / "wandb-runs.csv", "--columns",
+                    "params=n_params,tokens=tokens,loss=eval/loss", "--bootstrap", "10", "--predict", "1e15:2e16")
+    assert human.code == 0 and "(beyond reach)" in human.stdout and "excluded n32M-x80 (crashed)" in human.stdout
