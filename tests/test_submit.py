@@ -3,6 +3,7 @@ local SLURM cluster (scripts/slurm-up.sh), including preemption and requeue."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 
 import pytest
@@ -99,6 +100,43 @@ def test_local_executor_runs_the_micro_study(planned, capsys):
 
     rows = wait(study_dir, poll_s=1.0, timeout_s=300)
     assert {r.state for r in rows} == {"done"}, [(r.run_id, r.state, r.error) for r in rows]
+
+
+def test_submit_piped_into_another_process_returns_while_the_runs_go_on(planned, capsys):
+    """Issue 15: the local workers used to inherit submit's stdout, so `ladder submit ... | jq .` waited for the
+    runs to finish. They now log to <study>/logs/ in a session of their own."""
+    import json
+    import os
+    import sys
+    import time
+
+    study_dir, ids = planned(sizes=("4K", "8K"), tokens_per_param=60)
+    ladder = [sys.executable, "-c", "from ladder.cli import main; main()"]
+    cmd = [*ladder, "submit", str(study_dir), "--executor", "local", "--parallel", "1", "--cpus-per-run", "1",
+           "--json"]
+    started = time.monotonic()
+    try:
+        # the reader is another process (a pipe to json.tool, as `| jq .`), and ours captures what it prints
+        piped = subprocess.run(f"{subprocess.list2cmdline(cmd)} | {sys.executable} -m json.tool", shell=True,
+                               capture_output=True, text=True, timeout=120)
+        took = time.monotonic() - started
+        assert piped.returncode == 0, piped.stderr
+        submitted = json.loads(piped.stdout)
+        assert sorted(submitted["submitted"]) == sorted(ids)
+        states = {row["run_id"]: row["state"] for row in _status(capsys, study_dir).values()}
+        assert took < 60 and set(states.values()) - {"done"}, (took, states)  # back before the runs are
+        for run_id in ids:
+            for job in submitted["job_ids"][run_id]:
+                with contextlib.suppress(ProcessLookupError):  # a worker in its own session: no terminal's ^C
+                    assert os.getsid(int(job)) != os.getsid(0)
+        logs = sorted(p.name for p in (study_dir / "logs").iterdir())
+        assert logs and all(n.startswith("worker-") and n.endswith(".log") for n in logs), logs
+        from ladder.status import wait
+
+        rows = wait(study_dir, poll_s=1.0, timeout_s=300)
+        assert {r.state for r in rows} == {"done"}, [(r.run_id, r.state, r.error) for r in rows]
+    finally:
+        run_cli(capsys, "cancel", study_dir)
 
 
 def test_slurm_micro_study_preemption_and_requeue(tmp_path, tiny_jsonl_corpus, capsys):
