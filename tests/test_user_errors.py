@@ -198,3 +198,15 @@ def test_usage_errors_are_one_line_too(capsys):
     _one_line(run_cli(capsys, "plan"), "Missing argument", "see `ladder plan --help`")
     _one_line(run_cli(capsys, "nosuch"), "No such command 'nosuch'")
     _one_line(run_cli(capsys, "status", "x", "--interval", "soon"), "'--interval'")
+
+
+def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
+    runs = tmp_path / "runs.csv"
+    runs.write_text("params,tokens,loss\n1e5,2e6,3.1\n2e5,4e6,\n4e5,8e6,2.7\n8e5,1.6e7,2.5\n")
+    _one_line(run_cli(capsys, "fit", "--runs", runs), "column loss has NaN", "line 3")  # the header is line 1
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps({"config": {"n": n}, "summary": {"loss": loss}}) + "\n"
+                            for n, loss in ((1e5, 3.1), (2e5, 2.9), (4e5, float("inf")), (8e5, 2.5))))
+    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "params=config.n,tokens=config.n,loss=summary.loss"),
+              "column loss has NaN", "line 3")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]
