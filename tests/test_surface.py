@@ -197,7 +197,8 @@ def test_progress_lines_without_a_terminal_while_runs_train(tmp_path, capsys, mo
     from tests.micro import write_study
 
     monkeypatch.setattr(status_cli, "PROGRESS_EVERY_S", 0.5)
-    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K", "8K"), tokens_per_param=40,
+    # four sizes: the fit needs them, and `ladder run` exits 1 when the fit fails
+    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K", "6K", "8K", "11K"), tokens_per_param=20,
                        executor="local")
     r = run_cli(capsys, "run", spec, "--out", tmp_path / "st", "--parallel", "1", "--skip-sanity")
     assert r.code == 0, r.stderr
@@ -205,7 +206,7 @@ def test_progress_lines_without_a_terminal_while_runs_train(tmp_path, capsys, mo
     assert len(progress) >= 3 and any("1 running" in line for line in progress), r.stdout
     shares = [int(re.search(r"\((\d+)%\)", line).group(1)) for line in progress]
     assert shares == sorted(shares) and shares[-1] == 100
-    assert progress[-1].split(": ", 2)[2].startswith("2/2 done")
+    assert progress[-1].split(": ", 2)[2].startswith("4/4 done")
     for stage in ("> plan:", "> data:", "> submit:", "> train:", "> collect:", "> fit:", "> report:"):
         assert stage in r.stdout, stage
 
