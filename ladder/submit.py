@@ -69,14 +69,16 @@ def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None
     return chosen, skipped
 
 
-def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
+def _slurm_parameters(ex: ExecutorSpec, *, one_task: bool = False) -> dict[str, Any]:
+    """The sbatch options of a study's jobs. ``one_task``: a job that one process does on at most one GPU (an lm-eval
+    of a checkpoint), not a DDP run with a task per GPU."""
     s = ex.slurm
     params: dict[str, Any] = {
         "timeout_min": s.time_min,
         "cpus_per_task": s.cpus_per_task,
-        "gpus_per_node": s.gpus_per_task,
+        "gpus_per_node": min(1, s.gpus_per_task) if one_task else s.gpus_per_task,
         # a run on several GPUs is one DDP job with one task per GPU (TrainJob sets up torch.distributed)
-        "tasks_per_node": max(1, s.gpus_per_task),
+        "tasks_per_node": 1 if one_task else max(1, s.gpus_per_task),
         "nodes": 1,
         "slurm_array_parallelism": s.array_parallelism,
         "slurm_signal_delay_s": 120,
@@ -90,10 +92,10 @@ def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
     return params
 
 
-def _slurm_executor(folder: Path, name: str, ex: ExecutorSpec) -> submitit.AutoExecutor:
+def _slurm_executor(folder: Path, name: str, ex: ExecutorSpec, *, one_task: bool = False) -> submitit.AutoExecutor:
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
     try:
-        executor.update_parameters(name=name, **_slurm_parameters(ex))
+        executor.update_parameters(name=name, **_slurm_parameters(ex, one_task=one_task))
     except (ValueError, TypeError) as exc:
         raise SpecError(f"executor.slurm: {exc}") from None
     return executor
@@ -242,7 +244,8 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
         out["results"] = evaluate_runs(todo, *args)
         return out
     if executor.kind == "slurm":
-        ex = _slurm_executor(sd.submitit / "eval" / "%j", f"ladder-eval-{sd.path.name}", executor)
+        # one task per run: with a task per GPU every task would evaluate the same run into the same folder
+        ex = _slurm_executor(sd.submitit / "eval" / "%j", f"ladder-eval-{sd.path.name}", executor, one_task=True)
         with ex.batch():
             jobs = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
     else:
