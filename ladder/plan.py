@@ -1,6 +1,7 @@
 """Expand a study into runs, and write them as run directories.
 
-``expand`` is pure: study -> ``Plan`` (one ``RunSpec`` per run, the hero, totals). ``write_plan`` puts it on
+``expand`` is pure: study -> ``Plan`` (one ``RunSpec`` per run, the hero, totals, each run's memory estimate and
+the packing of runs on devices, :mod:`ladder.packing`; a run that cannot fit its device is refused here). ``write_plan`` puts it on
 disk: a directory per run named by the hash of its spec, written only if missing, so planning again is a
 no-op, adding an axis value adds only the new runs, and nothing is ever deleted.
 """
@@ -18,6 +19,7 @@ from ladder import layout
 from ladder.errors import SpecError, StateError
 from ladder.model.config import RunSpec, format_count
 from ladder.model.hardware import planning_seconds
+from ladder.model.memory import MemoryEstimate
 from ladder.model.recipe import (
     every,
     plan_steps,
@@ -27,6 +29,7 @@ from ladder.model.recipe import (
 )
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import FamilyRules, shape_for_depth, shape_for_params
+from ladder.packing import Packing, check_memory, packing
 from ladder.studies.spec import StudySpec
 
 
@@ -56,6 +59,8 @@ class Plan:
     runs: list[RunSpec]
     hero: HeroPlan
     estimates_s: dict[str, float] = field(default_factory=dict)
+    memory: dict[str, MemoryEstimate] = field(default_factory=dict)
+    packing: Packing | None = None
 
     @property
     def total_flops(self) -> float:
@@ -71,6 +76,8 @@ class Plan:
             "hero_flops": self.hero.compute,
             "ladder_pct_of_hero": 100.0 * self.total_flops / self.hero.compute,
             "param_convention": self.study.ladder.param_count,
+            "est_memory_max_bytes": max((m.total for m in self.memory.values()), default=None),
+            "packing": self.packing.to_dict() if self.packing else None,
         }
 
 
@@ -265,6 +272,8 @@ def expand(study: StudySpec) -> Plan:
             runs.append(run)
     plan = Plan(study=study, runs=runs, hero=_hero(study))
     plan.estimates_s = {r.run_id: estimate_wall_s(r, study.executor.hardware) for r in runs}
+    plan.packing = packing(study.executor, runs)
+    plan.memory = check_memory(runs, study.executor, plan.packing)  # refuses a run that cannot fit
     return plan
 
 
@@ -345,7 +354,8 @@ def read_plan(study_dir: Path) -> tuple[StudySpec, list[RunSpec]]:
     return study, runs
 
 
-def run_row(run: RunSpec, study_dir: Path | None, est_wall_s: float | None = None) -> dict[str, Any]:
+def run_row(run: RunSpec, study_dir: Path | None, est_wall_s: float | None = None,
+            memory: MemoryEstimate | None = None) -> dict[str, Any]:  # fmt: skip
     """A run as the plan's table and JSON show it."""
     return {
         "run_id": run.run_id,
@@ -366,4 +376,7 @@ def run_row(run: RunSpec, study_dir: Path | None, est_wall_s: float | None = Non
         "warmup_steps": run.warmup_steps,
         "schedule": run.schedule.kind,
         "est_wall_s": est_wall_s,
+        "micro_batch_size": run.micro_batch_size,
+        "est_memory_bytes": memory.total if memory else None,
+        "est_memory": memory.to_dict() if memory else None,
     }

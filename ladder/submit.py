@@ -19,6 +19,7 @@ from ladder import job_records, layout
 from ladder.errors import SpecError, StateError
 from ladder.model.config import RunSpec
 from ladder.node_jobs import TrainJob, WorkerJob
+from ladder.packing import packing
 from ladder.plan import read_plan
 from ladder.run_lock import lock_holder
 from ladder.status import run_state
@@ -109,17 +110,12 @@ def _submit_slurm(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) ->
     return {r.run_id: [j.job_id] for r, j in zip(runs, jobs)}
 
 
-def _local_slots(ex: ExecutorSpec) -> list[tuple[list[int], int]]:
-    """(visible GPUs, threads) per worker."""
-    loc = ex.local
-    cores = os.cpu_count() or 1
-    if loc.gpus:
-        slots = [([g], 0) for g in loc.gpus for _ in range(loc.runs_per_gpu)]
-        threads = loc.cpus_per_run or max(1, cores // len(slots))
-        return [(gpus, threads) for gpus, _ in slots]
-    parallel = loc.parallel or 1
-    threads = loc.cpus_per_run or max(1, cores // parallel)
-    return [([], threads) for _ in range(parallel)]
+def _local_slots(ex: ExecutorSpec, runs: list[RunSpec]) -> list[tuple[list[int], int]]:
+    """(visible GPUs, threads) per worker: the plan's packing (:mod:`ladder.packing`) of these runs."""
+    pack = packing(ex, runs)
+    if ex.local.gpus:
+        return [([g], pack.threads_per_run) for g in ex.local.gpus for _ in range(pack.runs_per_device)]
+    return [([], pack.threads_per_run) for _ in range(pack.runs_per_device)]
 
 
 def _local_executor(folder: Path, gpus: list[int]) -> submitit.AutoExecutor:
@@ -137,7 +133,7 @@ def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec) ->
     # ends with small runs filling the gaps rather than one big run training alone
     run_ids = [r.run_id for r in sorted(runs, key=lambda r: -r.flops)]
     job_ids = []
-    for gpus, threads in _local_slots(ex):
+    for gpus, threads in _local_slots(ex, runs):
         executor = _local_executor(sd.submitit / "local" / "%j", gpus)
         job_ids.append(executor.submit(WorkerJob(str(sd.path), run_ids, threads)).job_id)
     return {rid: list(job_ids) for rid in run_ids}
@@ -249,7 +245,7 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
         with ex.batch():
             jobs = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
     else:
-        slots = _local_slots(executor)
+        slots = _local_slots(executor, read_plan(sd.path)[1])
         chunks = [todo[i::len(slots)] for i in range(len(slots))]
         jobs = []
         for (gpus, threads), chunk in zip(slots, chunks):

@@ -31,7 +31,7 @@ def plan(
     p = expand(spec)
     target = out_dir or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)
-    rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id]) for r in p.runs]
+    rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()
     if as_json:
         payload = {"study": spec.name, "study_dir": None if dry_run else str(target), "dry_run": dry_run,
@@ -43,7 +43,7 @@ def plan(
     conv = spec.ladder.param_count
     table = Table(
         "run", "variant", "axes", "shape", f"params ({conv})", "tokens", "tok/param", "FLOPs", "batch", "LR",
-        "steps", "est. time", title=f"plan: {spec.name}", title_justify="left",
+        "steps", "est. time", "est. memory", title=f"plan: {spec.name}", title_justify="left",
     )
     for r in rows:
         shape = r["shape"]
@@ -54,8 +54,12 @@ def plan(
             f"{p.runs[rows.index(r)].shape.n_kv_heads}",
             f"{r['params']:,}", f"{r['tokens']:,}", f"{r['tokens_per_param']:.1f}", sci(r["flops"]),
             f"{r['batch_tokens']:,}", f"{r['lr']:.2e}", f"{r['steps']:,}", human_seconds(r["est_wall_s"]),
+            f"{r['est_memory_bytes'] / 2**20:,.0f} MiB" if r["est_memory_bytes"] else "",
         )
     out.print(table)
+    if p.packing is not None:
+        k = p.packing
+        out.print(f"packing: {k.runs_at_once} run(s) at once, {k.threads_per_run} thread(s) each ({k.rule})")
     h = p.hero
     out.print(
         f"totals: {totals['runs']} runs, {sci(totals['flops'])} FLOPs, {totals['tokens']:,} tokens, "

@@ -37,8 +37,9 @@ losses over the last ``max(1, ceil(steps / 10))`` steps: a smoothed, exactly rep
 ``final_eval_loss``, ``tokens``, ``steps``, ``flops`` (= flops_per_token x tokens), ``wall_time_s`` (wall time of
 all attempts up to their last checkpoint plus the last attempt: work lost to a kill after the last checkpoint is
 not counted), ``train_time_s`` (time inside training steps), ``tokens_per_s`` (tokens / train_time_s),
-``mfu``, ``peak_flops``, ``restarts``, ``device``, ``device_name``, ``precision``, ``world_size``, and on
-divergence ``diverged_at_step`` and ``reason``; on failure ``reason`` and ``error_type``.
+``mfu``, ``peak_flops``, ``restarts``, ``device``, ``device_name``, ``precision``, ``world_size``,
+``peak_rss_bytes`` and ``peak_gpu_allocated_bytes`` (this process's peak resident memory and, on CUDA, the
+allocator's peak, over the last attempt), and on divergence ``diverged_at_step`` and ``reason``; on failure ``reason`` and ``error_type``.
 
 Divergence
 ----------
@@ -72,7 +73,7 @@ import numpy as np
 import torch
 from ladder.model.config import RunSpec
 from ladder.model.hardware import mfu as compute_mfu
-from ladder.model.hardware import peak_flops
+from ladder.model.hardware import peak_flops, peak_memory, reset_peak_memory
 from ladder.model.schedule import lr_at
 from ladder.model.training import checkpoint as ckpt
 from ladder.model.training.distributed import Dist, barrier, setup_distributed
@@ -152,6 +153,7 @@ class _Trainer:
         self.force_nan = force_nan if force_nan is not None else (int(env_nan) if env_nan else None)
         self.trap = SignalTrap(handle_signals)
         self.attempt_start = time.perf_counter()
+        reset_peak_memory(dev)
 
     # ---------------------------------------------------------------------------------------- helpers
     def _write(self, fn: Callable[[], None]) -> None:
@@ -188,6 +190,7 @@ class _Trainer:
             "params_non_embedding": spec.shape.params_non_embedding,
             "flops_per_token": spec.flops_per_token,
             "torch_threads": torch.get_num_threads() if self.dev.type == "cpu" else None,
+            **peak_memory(self.dev),  # of this attempt
         }
 
     # ---------------------------------------------------------------------------------------- setup
