@@ -10,13 +10,15 @@ batch, whatever the world size or micro-batching. The loss is :class:`~ladder.mo
 ``spec.compile`` compiles each decoder layer (regional compilation: the layers share one compiled graph, so a
 deeper model costs no more compile time) and then pads every micro-batch to ``micro_batch_size`` windows whose
 extra rows count for nothing, so that the compiled graph sees one shape (a smaller last micro-batch would make it
-compile again). Without compile nothing is padded. On CUDA a step's windows come from pinned host memory, copied
+compile again); compiled kernels go to ``$TORCHINDUCTOR_CACHE_DIR``, by default ``inductor/`` in the ladder's cache, where
+later runs of the same shape find them. Without compile nothing is padded. On CUDA a step's windows come from pinned host memory, copied
 without blocking, and the next step's are already on their way while this one computes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 from typing import Callable
 
@@ -74,6 +76,11 @@ class Steps:
         """Compile the decoder layers (``spec.compile``) and wrap the loss in DDP (several ranks); after a checkpoint
         is loaded."""
         if self.spec.compile:
+            from ladder.model.data.cache import default_cache_root
+
+            # compiled kernels kept with the ladder's cache, so runs of one shape (sweeps, seeds, resumes, other
+            # nodes on a shared filesystem) load them instead of compiling again
+            os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(default_cache_root() / "inductor"))
             for layer in self.model.model.layers:
                 layer.compile()
         if self.d.enabled:
