@@ -10,9 +10,10 @@ batch, whatever the world size or micro-batching. The loss is :class:`~ladder.mo
 ``spec.compile`` compiles each decoder layer (regional compilation: the layers share one compiled graph, so a
 deeper model costs no more compile time) and then pads every micro-batch to ``micro_batch_size`` windows whose
 extra rows count for nothing, so that the compiled graph sees one shape (a smaller last micro-batch would make it
-compile again); compiled kernels go to ``$TORCHINDUCTOR_CACHE_DIR``, by default ``inductor/`` in the ladder's cache, where
-later runs of the same shape find them. Without compile nothing is padded. On CUDA a step's windows come from pinned host memory, copied
-without blocking, and the next step's are already on their way while this one computes.
+compile again). Compiled kernels go to ``$TORCHINDUCTOR_CACHE_DIR``, by default ``inductor/`` in the ladder's
+cache, where later runs of the same shape find them. Without compile nothing is padded. On CUDA a step's windows
+come from pinned host memory, copied without blocking, and the next step's are on their way while this one
+computes.
 """
 
 from __future__ import annotations
