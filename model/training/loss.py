@@ -111,19 +111,90 @@ def is_causal_lm(model: torch.nn.Module) -> bool:
     )
 
 
+def _rope_tables(cos: torch.Tensor, sin: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``cos`` and the signed ``sin`` for RoPE on ``[B, T, heads * head_dim]`` projections: ``x * cos +
+    swap_halves(x) * sin_signed`` rounds exactly like transformers' ``x * cos + rotate_half(x) * sin`` (the
+    products are the same numbers, ``-(a b) = (-a) b``), in contiguous memory instead of per-head strides."""
+    half = cos.shape[-1] // 2
+    signed = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+    return cos.repeat(1, 1, heads), signed.repeat(1, 1, heads)
+
+
+def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
+    b, t, _ = x.shape
+    swapped = x.view(b, t, heads, 2, head_dim // 2).roll(1, dims=3).reshape(b, t, heads * head_dim)
+    return (x * cos + swapped * sin).view(b, t, heads, head_dim).transpose(1, 2)
+
+
+def llama_hidden(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """The last hidden states of transformers' ``LlamaModel`` (``model.model``) for ``ids`` without padding or
+    cache, computed with its own modules in its order of operations, RoPE applied in contiguous memory; bit-identical
+    to ``model.model(ids).last_hidden_state`` (:class:`CausalLMLoss` checks that once per model)."""
+    inner = model.model
+    b, t = ids.shape
+    h = inner.embed_tokens(ids)
+    cos, sin = inner.rotary_emb(h, position_ids=torch.arange(t, device=ids.device)[None])
+    first = inner.layers[0].self_attn
+    n_q, n_kv, hd = first.config.num_attention_heads, first.config.num_key_value_heads, first.head_dim
+    q_tables, kv_tables = _rope_tables(cos, sin, n_q), _rope_tables(cos, sin, n_kv)
+    for layer in inner.layers[: inner.config.num_hidden_layers]:
+        a = layer.self_attn
+        residual = h
+        x = layer.input_layernorm(h)
+        q = _rope(a.q_proj(x), *q_tables, n_q, hd)
+        k = _rope(a.k_proj(x), *kv_tables, n_kv, hd)
+        v = a.v_proj(x).view(b, t, n_kv, hd).transpose(1, 2)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=a.scaling, enable_gqa=n_q != n_kv)
+        o = o.transpose(1, 2).contiguous().reshape(b, t, -1).contiguous()
+        h = residual + a.o_proj(o)
+        residual = h
+        h = residual + layer.mlp(layer.post_attention_layernorm(h))
+    return inner.norm(h)
+
+
+def _llama_hidden_is_exact(model: torch.nn.Module) -> bool:
+    """Whether :func:`llama_hidden` reproduces ``model.model`` bit for bit on a small random batch, forward and
+    backward (false for anything that is not transformers' plain Llama: another RoPE, attention, mask)."""
+    cfg = getattr(model, "config", None)
+    if cfg is None or getattr(cfg, "model_type", None) != "llama" or getattr(cfg, "_attn_implementation", "") != "sdpa":
+        return False
+    if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type", "default") != "default":
+        return False
+    if cfg.attention_bias or cfg.mlp_bias or cfg.attention_dropout:
+        return False
+    dev = model.lm_head.weight.device
+    ids = torch.randint(0, cfg.vocab_size, (2, 16), generator=torch.Generator().manual_seed(0)).to(dev)
+    was_training = model.training
+    try:
+        results = []
+        for fn in (lambda: model.model(input_ids=ids, use_cache=False).last_hidden_state, lambda: llama_hidden(model, ids)):
+            model.zero_grad(set_to_none=True)
+            h = fn()
+            (h.double().sin().sum()).backward()
+            results.append([h.detach()] + [p.grad.clone() for p in model.parameters() if p.grad is not None])
+        return len(results[0]) == len(results[1]) and all(torch.equal(x, y) for x, y in zip(*results))
+    except Exception:  # noqa: BLE001 - anything unexpected: use transformers' own forward
+        return False
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+
+
 class CausalLMLoss(torch.nn.Module):
     """The summed next-token loss of a batch of windows of ``seq_len + 1`` tokens (every position a target).
 
     The module that DDP wraps (its forward runs the model, so DDP sees every parameter used); it holds the model as
     its only child. ``real_rows`` (< the number of windows) marks the windows after it as padding, whose targets
     count for nothing: what keeps a compiled micro-batch at one shape. ``fused=False`` computes
-    ``F.cross_entropy`` on the full logits instead: the path a compiler fuses itself (``torch.compile`` cannot
-    trace the chunked loss's gradient)."""
+    ``F.cross_entropy`` on the full logits instead (what the trainer computed before the chunked loss; tests
+    compare the two). The hidden states come from :func:`llama_hidden` when it is bit-identical to the model's own
+    forward (checked once, here), else from ``model.model``."""
 
     def __init__(self, model: torch.nn.Module, fused: bool = True):
         super().__init__()
         self.model = model
         self.fused = fused and is_causal_lm(model)
+        self.exact_llama = self.fused and _llama_hidden_is_exact(model)
 
     def forward(self, windows: torch.Tensor, real_rows: int | None = None) -> torch.Tensor:
         x, y = windows[:, :-1], windows[:, 1:]
@@ -131,7 +202,10 @@ class CausalLMLoss(torch.nn.Module):
             rows = torch.arange(windows.shape[0], device=windows.device)[:, None]
             y = torch.where(rows < real_rows, y, IGNORE)
         if self.fused:
-            h = self.model.model(input_ids=x, use_cache=False).last_hidden_state
+            if self.exact_llama:
+                h = llama_hidden(self.model, x)
+            else:
+                h = self.model.model(input_ids=x, use_cache=False).last_hidden_state
             return linear_cross_entropy(h.reshape(-1, h.shape[-1]), self.model.lm_head.weight, y.reshape(-1))
         logits = self.model(input_ids=x, use_cache=False).logits
         logits = logits if logits.dtype == torch.float32 else logits.float()

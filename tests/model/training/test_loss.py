@@ -118,3 +118,29 @@ def test_a_training_curve_matches_the_generic_loss_to_round_off(tmp_path, monkey
         curves[fused] = ([r["loss"] for r in metrics(run, "train")], [r["eval_loss"] for r in metrics(run, "eval")])
     np.testing.assert_allclose(curves[True][0], curves[False][0], rtol=1e-5)
     np.testing.assert_allclose(curves[True][1], curves[False][1], rtol=1e-5)
+
+
+@pytest.mark.parametrize("kv,tied", [(4, True), (2, False), (1, True)])
+def test_the_decoder_stack_is_bit_identical_to_transformers_forward_and_backward(kv, tied):
+    from ladder.model.training.loss import llama_hidden
+
+    s = ModelShape(d_model=64, n_layers=3, n_heads=4, n_kv_heads=kv, head_dim=16, ffn_dim=96, vocab_size=211,
+                   tied=tied, max_seq_len=64, rope_theta=500.0)  # fmt: skip
+    model = build_model(s, seed=1)
+    ids = torch.randint(0, 211, (3, 40), generator=torch.Generator().manual_seed(4))
+    results = []
+    for fn in (lambda: model.model(input_ids=ids, use_cache=False).last_hidden_state, lambda: llama_hidden(model, ids)):
+        model.zero_grad(set_to_none=True)
+        h = fn()
+        (h * torch.linspace(-1, 1, h.numel()).view_as(h)).sum().backward()
+        results.append([h.detach()] + [p.grad.clone() for p in model.parameters() if p.grad is not None])
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+    assert CausalLMLoss(model).exact_llama
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert torch.equal(model.model(input_ids=ids, use_cache=False).last_hidden_state, llama_hidden(model, ids))
+
+
+def test_a_model_the_decoder_stack_does_not_reproduce_uses_its_own_forward():
+    model = tiny_llama(True)
+    model.config.rope_parameters = {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}
+    assert not CausalLMLoss(model).exact_llama
