@@ -8,7 +8,9 @@ setup and the Python that glues them, measured on the real trainer (``ladder.mod
 The run is planned from the study exactly as ``ladder plan`` plans it and trained on the study's prepared data
 (prepared into ``$LADDER_CACHE`` first if missing) in a temporary folder. Phases are wall-clock times of the
 trainer's own calls, wrapped here (on CPU every call is synchronous, so wall time is the work): a call made
-inside another timed phase counts in the outer one (the eval's forwards are "eval", not "forward").
+inside another timed phase counts in the outer one (the eval's forwards are "eval", not "forward"). "forward" is
+the training forward including the LM head's gradient, which the chunked loss computes there (its backward only
+scales it).
 "python" is the loop's time not inside any timed phase (the loop's bookkeeping, the schedule, the autograd
 graph's Python side that is not under forward/backward). ``--ops`` profiles again with ``torch.profiler``
 (which slows everything down, so its table is a separate run) and prints the operators with the most self CPU
@@ -75,7 +77,7 @@ def instrument(clock: PhaseClock) -> Callable[[], None]:
         setattr(owner, name, clock.wrap(phase, original))
 
     patch(TokenWindows, "batch", "data")
-    patch(steps, "lm_loss", "forward")
+    patch(steps.Steps, "_loss", "forward")  # the training forward (the chunked loss computes the head's gradient here)
     patch(torch.Tensor, "backward", "backward")
     patch(torch.nn.utils, "clip_grad_norm_", "optimizer")
     patch(steps.Steps, "evaluate", "eval")
