@@ -21,8 +21,9 @@ def saved_activation_bytes(model: torch.nn.Module, windows: torch.Tensor) -> int
         seen[st.data_ptr()] = st.nbytes()
         return t
 
+    loss = CausalLMLoss(model)  # outside the hooks: its one-time exactness check saves tensors of its own
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        CausalLMLoss(model)(windows)
+        loss(windows)
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     buffers = {b.untyped_storage().data_ptr() for b in model.buffers()}
     return sum(n for k, n in seen.items() if k not in params and k not in buffers)
