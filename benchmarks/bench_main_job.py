@@ -9,7 +9,8 @@ Only APIs that every version of ladder since the calibrated default study has (p
 the same file times an older checkout: check that commit out in the same folder (the embedded corpus hashes
 site-packages, whose editable-install finder names the checkout's path: another folder means other data and
 incomparable losses), install it, and run this file from anywhere. The machine must be quiet: the workers use
-every core; the load before and after is printed, and `quiet: false` marks a busy run.
+every core, so other processes' CPU use is sampled for 3 s just before and just after the stage; `quiet: false`
+marks a run where either sample was busy.
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_trainer import QUIET_OTHER_CORES, LoadWatch  # noqa: E402 - the same load check as the trainer benchmark
+
+
+def idle_sample(seconds: float = 3.0) -> float:
+    """Cores that other processes used over a few idle seconds (the workers' own use cannot be told apart from
+    theirs while the stage runs, so the machine is sampled just before and just after it)."""
+    with LoadWatch() as w:
+        time.sleep(seconds)
+    return w.other_cores
 
 
 def main() -> None:
@@ -50,13 +59,14 @@ def main() -> None:
     try:
         write_plan(expand(study), out)
         prepare(study, progress=not a.json)  # cached after the first time; not timed
+        before = idle_sample()
         load0 = os.getloadavg()
         t0 = time.perf_counter()
-        with LoadWatch() as watch:
-            submit(out, study.executor)
-            rows = wait(out, poll_s=0.25)
+        submit(out, study.executor)
+        rows = wait(out, poll_s=0.25)
         stage = time.perf_counter() - t0
         load1 = os.getloadavg()
+        after = idle_sample()
         runs = {}
         for d in sorted((out / "runs").iterdir()):
             try:
@@ -74,8 +84,8 @@ def main() -> None:
         "training_stage_s": round(stage, 2), "runs": len(runs), "done": done,
         "sum_train_time_s": round(sum(r["train_time_s"] or 0 for r in runs.values()), 2),
         "sum_wall_time_s": round(sum(r["wall_time_s"] or 0 for r in runs.values()), 2),
-        "load_before": load0[0], "load_after_1min": load1[0], "other_cores": round(watch.other_cores, 3),
-        "quiet": load0[0] < 0.5 and watch.other_cores < QUIET_OTHER_CORES,
+        "load_before": load0[0], "load_after_1min": load1[0], "other_cores_before": round(before, 3),
+        "other_cores_after": round(after, 3), "quiet": max(before, after) < QUIET_OTHER_CORES,
         "states": sorted({r.state for r in rows}), "results": runs,
     }  # fmt: skip
     if a.json:
@@ -90,8 +100,8 @@ def main() -> None:
         print(f"| {rid} | {r['status']} | {r['steps']} | {r['final_train_loss']} | {r['final_eval_loss']} | "
               f"{r['train_time_s']} | {r['wall_time_s']} | {r['tokens_per_s'] and round(r['tokens_per_s'])} |")
     if not report["quiet"]:
-        print(f"WARNING: THE MACHINE WAS BUSY (load {load0[0]:.2f} before; other processes used {watch.other_cores:.2f}"
-              " cores during the stage): NOT a figure", file=sys.stderr)  # fmt: skip
+        print(f"WARNING: THE MACHINE WAS BUSY: other processes used {before:.2f} cores in the 3 s before the stage and "
+              f"{after:.2f} in the 3 s after it: NOT a figure", file=sys.stderr)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ the HF loop does not do either. Throughput is tokens over the wall time between 
 end of the last step. MFU = ``flops_per_token`` (6 x matmul params + attention) x tokens/s over the best fp32
 1024^2 matmul rate at the same thread count, measured before every timed trial.
 
-The load: before and after every trial the benchmark reads the 1-minute load average and, from /proc, the CPU
-time that OTHER processes used during the trial. Results are figures only on a quiet machine (other processes
+The load: before and after every trial the benchmark reads the 1-minute load average and, from /proc/stat, the
+CPU time that everything but the benchmark used during the trial (other processes, the kernel, steal). Results are figures only on a quiet machine (other processes
 below ``QUIET_OTHER_CORES`` of a core on average in every trial); otherwise it prints a loud warning and
 ``"quiet": false``, and the ratios are only comparisons made under the same disturbance.
 """
@@ -46,51 +46,35 @@ def log(msg: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ the load
-def _cpu_seconds_by_pid() -> dict[int, float]:
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            out[int(name)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
+def _busy_seconds() -> float:
+    """CPU seconds all processes and the kernel spent busy since boot, over all cores (from /proc/stat; steal
+    time, the hypervisor giving the cores to other machines, counts as busy)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def _ours() -> set[int]:
-    """This process and its descendants (the benchmark's own work)."""
-    me, kids = os.getpid(), {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
-            except (OSError, IndexError, ValueError):
-                continue
-    seen, todo = set(), [me]
-    while todo:
-        pid = todo.pop()
-        seen.add(pid)
-        todo.extend(kids.get(pid, []))
-    return seen
+def _own_seconds() -> float:
+    """CPU seconds of this process and of its children that have been waited for."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 class LoadWatch:
-    """Other processes' CPU use (cores, averaged over the watched interval) and the load average around it."""
+    """What else the machine did while a trial ran: the CPU time of every other process (and the kernel, and the
+    hypervisor's steal) in cores, averaged over the trial, and the 1-minute load average before and after. The
+    trial's own processes must have ended (been waited for) when the watch closes."""
 
     def __enter__(self) -> "LoadWatch":
         self.load_before = os.getloadavg()[0]
-        self.t0, self.cpu0 = time.perf_counter(), _cpu_seconds_by_pid()
+        self.t0, self.busy0, self.own0 = time.perf_counter(), _busy_seconds(), _own_seconds()
         return self
 
     def __exit__(self, *exc) -> None:
         wall = time.perf_counter() - self.t0
-        cpu1, ours = _cpu_seconds_by_pid(), _ours()
-        other = sum(c - self.cpu0.get(pid, 0.0) for pid, c in cpu1.items() if pid not in ours)  # new ones: all of it
+        other = (_busy_seconds() - self.busy0) - (_own_seconds() - self.own0)
         self.other_cores = max(0.0, other) / wall if wall > 0 else 0.0
         self.load_after = os.getloadavg()[0]
 
