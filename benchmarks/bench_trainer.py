@@ -8,8 +8,9 @@ on the same model, data and batch, side by side in one run, with MFU against the
 
 Per rung (the tied variant of each default-study size: the shape, batch, sequence length, LR and schedule that
 ``ladder plan default`` gives it) both trainers take ``--warmup`` untimed steps and ``--steps`` timed ones on the
-same random-token windows, in fp32 at ``--threads`` torch threads. The two alternate, A B B A A B ..., for
-``--repeats`` rounds, and each keeps its best round (the least disturbed). ladder's trainer runs as a run does
+same random-token windows, in fp32 at ``--threads`` torch threads, each trainer in a worker process of its own
+(neither inherits the other's allocator state). The two alternate, A B B A A B ..., for ``--repeats`` rounds,
+and each keeps its best round (the least disturbed). ladder's trainer runs as a run does
 (``train()`` on a run directory, logging every ``--warmup`` steps) without evaluations or checkpoints, which
 the HF loop does not do either. Throughput is tokens over the wall time between the end of the warm-up and the
 end of the last step. MFU = ``flops_per_token`` (6 x matmul params + attention) x tokens/s over the best fp32
@@ -54,12 +55,39 @@ def _busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def _descendants() -> list[int]:
+    me, kids = os.getpid(), {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
+            except (OSError, IndexError, ValueError):
+                continue
+    out, todo = [], list(kids.get(me, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
 def _own_seconds() -> float:
-    """CPU seconds of this process and of its children that have been waited for."""
+    """CPU seconds of this process, of its children that have been waited for, and of its live descendants (the
+    trainers' worker processes)."""
     import resource
 
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in _descendants():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
 
 
 class LoadWatch:
@@ -169,6 +197,27 @@ def bench_hf(spec, steps: int, warmup: int, workdir: Path) -> float:
     return steps * S * seq / (ends[-1] - ends[warmup - 1])
 
 
+def _trial(which: str, spec_json: str, steps: int, warmup: int, threads: int) -> float:
+    """One timed trial in a worker process of its own trainer (each trainer keeps its process for every trial, so
+    that neither inherits the other's allocator or library state)."""
+    from ladder.model.config import RunSpec
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    torch.set_num_threads(threads)
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    import logging
+
+    logging.getLogger("ladder").setLevel(logging.WARNING)
+    spec = RunSpec.model_validate_json(spec_json)
+    work = Path(tempfile.mkdtemp(prefix="bench-trainer-"))
+    try:
+        return (bench_ladder if which == "ladder" else bench_hf)(spec, steps, warmup, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _worker(which: str, spec_json: str, steps: int, warmup: int, threads: int, workdir: str, start, out) -> None:
     """One benchmark process of the packing measurement: waits for the others, then trains."""
     from ladder.model.config import RunSpec
@@ -226,6 +275,11 @@ def main() -> None:
     log(f"# {head}")
     rungs: dict[str, Any] = {}
     all_watch: list[dict] = []
+    from concurrent.futures import ProcessPoolExecutor
+
+    pools = {w: ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) for w in ("ladder", "hf")}
+    for pool in pools.values():  # start them (imports) before anything is timed
+        pool.submit(time.sleep, 0).result()
     for spec in specs:
         size = str(spec.axes["size"])
         fpt = spec.flops_per_token
@@ -234,12 +288,9 @@ def main() -> None:
         for rep in range(a.repeats):
             for which in (["ladder", "hf"] if rep % 2 == 0 else ["hf", "ladder"]):
                 peaks.append(measure_peak(a.threads))
-                work = Path(tempfile.mkdtemp(prefix="bench-trainer-"))
-                try:
-                    with LoadWatch() as w:
-                        tps = (bench_ladder if which == "ladder" else bench_hf)(spec, a.steps, a.warmup, work)
-                finally:
-                    shutil.rmtree(work, ignore_errors=True)
+                with LoadWatch() as w:
+                    tps = pools[which].submit(_trial, which, spec.model_dump_json(), a.steps, a.warmup,
+                                              a.threads).result()  # fmt: skip
                 best[which] = max(best[which], tps)
                 trials.append({"trainer": which, "tokens_per_s": round(tps, 1), **w.to_dict()})
                 all_watch.append(w.to_dict())
@@ -254,6 +305,8 @@ def main() -> None:
             "ladder_mfu": round(fpt * best["ladder"] / peak, 4), "hf_mfu": round(fpt * best["hf"] / peak, 4),
             "ratio": round(best["ladder"] / best["hf"], 3), "trials": trials,
         }  # fmt: skip
+    for pool in pools.values():
+        pool.shutdown()
     packing = None
     if a.packing:
         packing = {}

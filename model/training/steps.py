@@ -13,7 +13,7 @@ extra rows count for nothing, so that the compiled graph sees one shape (a small
 compile again). Compiled kernels go to ``$TORCHINDUCTOR_CACHE_DIR``, by default ``inductor/`` in the ladder's
 cache, where later runs of the same shape find them. Without compile nothing is padded. On CUDA a step's windows
 come from pinned host memory, copied without blocking, and the next step's are on their way while this one
-computes.
+computes; on CPU, malloc keeps freed activations in the process (:func:`~ladder.model.hardware.tune_cpu_allocator`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from ladder.model.config import RunSpec
 from ladder.model.data.windows import window_order
+from ladder.model.hardware import tune_cpu_allocator
 from ladder.model.training.distributed import Dist, all_reduce_sum
 from ladder.model.training.inputs import TrainData
 from ladder.model.training.llama import build_model
@@ -59,6 +60,8 @@ class Steps:
             else contextlib.nullcontext
         )
         self.order = window_order(len(data.train), spec.seed)
+        if dev.type == "cpu":
+            tune_cpu_allocator()  # no page faults for every activation at every step (see its docstring)
 
         torch.manual_seed(spec.seed)
         np.random.seed(spec.seed % 2**32)
