@@ -78,6 +78,7 @@ def instrument(clock: PhaseClock) -> Callable[[], None]:
 
     patch(TokenWindows, "batch", "data")
     patch(steps.Steps, "_loss", "forward")  # the training forward (the chunked loss computes the head's gradient here)
+    patch(steps, "lm_loss", "forward")  # the same in versions before the chunked loss (for before/after profiles)
     patch(torch.Tensor, "backward", "backward")
     patch(torch.nn.utils, "clip_grad_norm_", "optimizer")
     patch(steps.Steps, "evaluate", "eval")
