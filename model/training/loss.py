@@ -47,25 +47,23 @@ class _LinearCrossEntropy(torch.autograd.Function):
         n = h.shape[0]
         need_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
         w = weight if compute_dtype is None else weight.to(compute_dtype)
-        dh = torch.empty_like(h) if need_grad else None
-        dw = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_grad else None
         total = torch.zeros((), dtype=torch.float32, device=h.device)
-        masked = bool((labels < 0).any())
+        if need_grad:
+            dh = torch.empty_like(h)
+            dw = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+            masked = bool((labels < 0).any())
         for i in range(0, n, rows):
             hc = h[i : i + rows] if compute_dtype is None else h[i : i + rows].to(compute_dtype)
             yc = labels[i : i + rows]
-            logp = torch.log_softmax(torch.mm(hc, w.t()).float(), dim=-1)
-            if masked:
-                keep = yc >= 0
-                yc = torch.where(keep, yc, 0)
-                total += -(logp.gather(1, yc[:, None]).squeeze(1) * keep).sum()
-            else:
-                total += -logp.gather(1, yc[:, None]).sum()
+            logits = torch.mm(hc, w.t())
+            logp = torch.log_softmax(logits if logits.dtype == torch.float32 else logits.float(), dim=-1)
+            total += F.nll_loss(logp, yc, ignore_index=IGNORE, reduction="sum")
             if not need_grad:
                 continue
             g = logp.exp_()  # softmax, in place of the log-probabilities
             if masked:
-                g.scatter_add_(1, yc[:, None], -keep[:, None].to(g.dtype))
+                keep = yc >= 0
+                g.scatter_add_(1, torch.where(keep, yc, 0)[:, None], -keep[:, None].to(g.dtype))
                 g.mul_(keep[:, None])
             else:
                 g.scatter_add_(1, yc[:, None], torch.full((len(yc), 1), -1.0, dtype=g.dtype, device=g.device))
