@@ -87,6 +87,7 @@ class Steps:
             os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(default_cache_root() / "inductor"))
             for layer in self.model.model.layers:
                 layer.compile()
+            self.loss.exact_llama = False  # through the layers' (compiled) forward, not the eager decoder stack
         if self.d.enabled:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
