@@ -20,7 +20,7 @@ def plan(
 ) -> None:
     """Expand a study into runs and write a directory per run, named by the hash of its spec.
 
-    Prints each run's shape, size, tokens, FLOPs, batch, LR, steps and estimated wall time, and the
+    Prints each run's shape, size, tokens, FLOPs, batch, LR, steps, estimated wall time and memory, and the
     ladder's cost as a percentage of the hero's compute. Every FLOP number is exact counted FLOPs (FLOPs per
     token x tokens; the JSON's `conventions` say so per number); notes say which parameter count a size holds
     fixed and how the embedding and the LM head decay. Under a wsd schedule the budgets of a size are one
@@ -36,7 +36,7 @@ def plan(
     p = expand(spec)
     target = out_dir or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)
-    rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id]) for r in p.runs]
+    rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()
     if as_json:
         payload = {"study": spec.name, "study_dir": None if dry_run else str(target), "dry_run": dry_run,
@@ -50,7 +50,7 @@ def plan(
     conv = spec.ladder.param_count
     table = Table(
         "run", "variant", "axes", "shape", f"params ({conv})", "tokens", "tok/param", "FLOPs (exact)", "batch", "LR",
-        "steps", "est. time", title=f"plan: {spec.name}", title_justify="left",
+        "steps", "est. time", "est. memory", title=f"plan: {spec.name}", title_justify="left",
     )
     for r in rows:
         shape = r["shape"]
@@ -71,10 +71,14 @@ def plan(
             f"{p.runs[rows.index(r)].shape.n_kv_heads}",
             f"{r['params']:,}", f"{r['tokens']:,}", f"{r['tokens_per_param']:.1f}", sci(r["flops_own"]),
             f"{r['batch_tokens']:,}", f"{r['lr']:.2e}", f"{r['steps']:,}", human_seconds(r["est_wall_s"]),
+            f"{r['est_memory_bytes'] / 2**20:,.0f} MiB" if r["est_memory_bytes"] else "",
         )
     out.print(table)
     for line in _budget_and_seed_lines(spec, p):
         out.print(line)
+    if p.packing is not None:
+        k = p.packing
+        out.print(f"packing: {k.runs_at_once} run(s) at once, {k.threads_per_run} thread(s) each ({k.rule})")
     h = p.hero
     runs = f"{totals['runs']} runs"
     if totals["branches"]:
