@@ -1,27 +1,32 @@
-"""Trainer throughput on CPU fp32: ladder's trainer vs the Hugging Face ``Trainer`` on the same model and data.
+"""Trainer throughput on the default study's rungs: ladder's trainer against a plain Hugging Face ``Trainer`` loop
+on the same model, data and batch, side by side in one run, with MFU against the measured matmul peak.
 
-    python benchmarks/bench_trainer.py                      # three sizes, 2 torch threads
-    python benchmarks/bench_trainer.py --threads 1 --steps 12 --warmup 3 --repeats 3   # the recorded table
-    python benchmarks/bench_trainer.py --sizes 0.5M --steps 20 --json out.json
+    python benchmarks/bench_trainer.py             # every default rung, 1 thread (what the main job uses)
+    python benchmarks/bench_trainer.py --json      # the same, one JSON object on stdout (progress on stderr)
+    python benchmarks/bench_trainer.py --packing   # also: 2 runs x 1 thread against 1 run x 2 threads
+    python benchmarks/bench_trainer.py --sizes 24K,200K --steps 10 --repeats 2    # a quicker look
 
-For each size (Llama, vocab 4096, seq 256, 16 sequences per step, tied, fp32) both trainers run the same number
-of optimizer steps (AdamW, cosine, grad clip 1.0, no accumulation) on the same random-token windows. Throughput is
-wall-clock between the end of the warm-up steps and the end of the last step (data loading, logging and callbacks
-included on both sides; ladder's final eval and model save come after and are excluded). Each size runs
-``--repeats`` times per trainer, alternating which goes first, and the best rate of each is kept (the machine is
-shared, so the best is the least disturbed). MFU is flops_per_token (6 x matmul params + attention,
-``ModelShape.flops_per_token``) x tokens/s over the best fp32 1024^2 matmul rate measured in the same process
-before every timed run.
+Per rung (the tied variant of each default-study size: the shape, batch, sequence length, LR and schedule that
+``ladder plan default`` gives it) both trainers take ``--warmup`` untimed steps and ``--steps`` timed ones on the
+same random-token windows, in fp32 at ``--threads`` torch threads, each trainer in a worker process of its own
+(neither inherits the other's allocator state). The two alternate, A B B A A B ..., for ``--repeats`` rounds,
+and each keeps its best round (the least disturbed). ladder's trainer runs as a run does
+(``train()`` on a run directory, logging every ``--warmup`` steps) without evaluations or checkpoints, which
+the HF loop does not do either. Throughput is tokens over the wall time between the end of the warm-up and the
+end of the last step. MFU = ``flops_per_token`` (6 x matmul params + attention) x tokens/s over the best fp32
+1024^2 matmul rate at the same thread count, measured before every timed trial.
 
-The machine is shared: the 1-minute load average is printed before and after; another busy process on one of
-two cores cuts 2-thread throughput 3-5x, so compare rows measured at similar load (``--threads 1`` is much less
-sensitive to one other busy process). Not a test: run on demand.
+The load: before and after every trial the benchmark reads the 1-minute load average and, from /proc/stat, the
+CPU time that everything but the benchmark used during the trial (other processes, the kernel, steal). Results are figures only on a quiet machine (other processes
+below ``QUIET_OTHER_CORES`` of a core on average in every trial); otherwise it prints a loud warning and
+``"quiet": false``, and the ratios are only comparisons made under the same disturbance.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
 import platform
 import shutil
@@ -29,66 +34,146 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from ladder.model.config import DataConfig, OptimizerConfig, RunSpec, ScheduleConfig
-from ladder.model.hardware import measure_matmul_flops
-from ladder.model.shape import ModelShape
-from ladder.model.training.inputs import ArrayWindows, TrainData
-from ladder.model.training.llama import build_model
-from ladder.model.training.loop import train
-
-VOCAB, SEQ, BATCH = 4096, 256, 16
-SIZES = {  # label: (d_model, n_layers, n_heads, ffn_dim)
-    "0.5M": (128, 2, 4, 512),
-    "2.4M": (192, 4, 6, 768),
-    "8.4M": (256, 8, 8, 1024),
-}
+QUIET_OTHER_CORES = 0.15  # other processes' average CPU use (in cores) during a trial that still counts as quiet
 
 
-def shape_of(label: str) -> ModelShape:
-    d, n_layers, heads, ffn = SIZES[label]
-    return ModelShape(d_model=d, n_layers=n_layers, n_heads=heads, n_kv_heads=heads, head_dim=d // heads,
-                      ffn_dim=ffn, vocab_size=VOCAB, tied=True, max_seq_len=SEQ)  # fmt: skip
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
-def tokens(n_windows: int) -> np.ndarray:
-    return np.random.default_rng(0).integers(0, VOCAB, size=n_windows * (SEQ + 1), dtype=np.int64)
+# ------------------------------------------------------------------------------------------------ the load
+def _busy_seconds() -> float:
+    """CPU seconds all processes and the kernel spent busy since boot, over all cores (from /proc/stat; steal
+    time, the hypervisor giving the cores to other machines, counts as busy)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def bench_ladder(shape: ModelShape, steps: int, warmup: int, workdir: Path) -> float:
-    spec = RunSpec(
-        study="bench", param_convention="non_embedding", params=shape.params_non_embedding, shape=shape,
-        data=DataConfig(seq_len=SEQ), tokens=steps * BATCH * SEQ, batch_tokens=BATCH * SEQ, micro_batch_size=BATCH,
-        steps=steps, lr=3e-3, warmup_steps=max(1, steps // 10), schedule=ScheduleConfig(kind="cosine"),
-        optimizer=OptimizerConfig(), eval_interval=10**9, eval_tokens=SEQ, log_interval=1,
-        checkpoint_interval=10**9, checkpoint_minutes=10**6, flops_per_token=shape.flops_per_token(SEQ), flops=1.0,
-    ).with_id()  # fmt: skip
+def _descendants() -> list[int]:
+    me, kids = os.getpid(), {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
+            except (OSError, IndexError, ValueError):
+                continue
+    out, todo = [], list(kids.get(me, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def _own_seconds() -> float:
+    """CPU seconds of this process, of its children that have been waited for, and of its live descendants (the
+    trainers' worker processes)."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in _descendants():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+class LoadWatch:
+    """What else the machine did while a trial ran: the CPU time of every other process (and the kernel, and the
+    hypervisor's steal) in cores, averaged over the trial, and the 1-minute load average before and after. The
+    trial's own processes must have ended (been waited for) when the watch closes."""
+
+    def __enter__(self) -> "LoadWatch":
+        self.load_before = os.getloadavg()[0]
+        self.t0, self.busy0, self.own0 = time.perf_counter(), _busy_seconds(), _own_seconds()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        wall = time.perf_counter() - self.t0
+        other = (_busy_seconds() - self.busy0) - (_own_seconds() - self.own0)
+        self.other_cores = max(0.0, other) / wall if wall > 0 else 0.0
+        self.load_after = os.getloadavg()[0]
+
+    def to_dict(self) -> dict[str, float]:
+        return {"other_cores": round(self.other_cores, 3), "load_before": round(self.load_before, 2),
+                "load_after": round(self.load_after, 2)}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------ the runs
+def rung_specs(sizes: list[str] | None):
+    """The tied run of each default-study rung, as the plan makes it."""
+    from ladder.plan import expand
+    from ladder.studies import load_study
+
+    runs = [r for r in expand(load_study("default")).runs if r.shape.tied]
+    by_size = {str(r.axes["size"]): r for r in runs}
+    if sizes:
+        missing = [s for s in sizes if s not in by_size]
+        if missing:
+            raise SystemExit(f"unknown size {missing}; the default study has {list(by_size)}")
+        return [by_size[s] for s in sizes]
+    return runs
+
+
+def windows(spec, n: int) -> np.ndarray:
+    seq = spec.data.seq_len
+    return np.random.default_rng(0).integers(0, spec.shape.vocab_size, size=n * (seq + 1), dtype=np.int64)
+
+
+def bench_spec(spec, steps: int, warmup: int):
+    total = warmup + steps
+    return spec.model_copy(update={
+        "steps": total, "tokens": total * spec.batch_tokens, "warmup_steps": max(1, total // 10),
+        "eval_interval": 10**9, "log_interval": warmup, "checkpoint_interval": 10**9, "checkpoint_minutes": 1e6,
+    }).with_id()  # fmt: skip
+
+
+def bench_ladder(spec, steps: int, warmup: int, workdir: Path) -> float:
+    from ladder.model.training.inputs import ArrayWindows, TrainData
+    from ladder.model.training.loop import train
+
+    spec = bench_spec(spec, steps, warmup)
+    seq = spec.data.seq_len
     run = workdir / "ladder" / spec.run_id
     run.mkdir(parents=True)
     (run / "spec.json").write_text(spec.model_dump_json())
-    toks = tokens(steps * BATCH + 8)
-    data = TrainData(train=ArrayWindows(toks, SEQ), val=ArrayWindows(toks[: 2 * (SEQ + 1)], SEQ))
-    train(run, dataset=data)
+    toks = windows(spec, spec.steps * spec.sequences_per_batch + 8)
+    data = TrainData(train=ArrayWindows(toks, seq), val=ArrayWindows(toks[: 2 * (seq + 1)], seq))
+    train(run, dataset=data, handle_signals=False)
     recs = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    recs = [r for r in recs if r["kind"] == "train"]
-    a, b = recs[warmup - 1], recs[-1]
+    recs = {r["step"]: r for r in recs if r["kind"] == "train"}
+    a, b = recs[warmup], recs[spec.steps]
     return (b["tokens"] - a["tokens"]) / (b["elapsed_s"] - a["elapsed_s"])
 
 
-def bench_hf(shape: ModelShape, steps: int, warmup: int, workdir: Path) -> float:
+def bench_hf(spec, steps: int, warmup: int, workdir: Path) -> float:
     from transformers import Trainer, TrainerCallback, TrainingArguments
+    from transformers.trainer_callback import PrinterCallback
 
-    toks = tokens(steps * BATCH + 8).reshape(-1, SEQ + 1)
+    from ladder.model.training.llama import build_model
+
+    spec = bench_spec(spec, steps, warmup)
+    seq, S = spec.data.seq_len, spec.sequences_per_batch
+    toks = windows(spec, spec.steps * S + 8).reshape(-1, seq + 1)
 
     class Windows(torch.utils.data.Dataset):
         def __len__(self):
             return len(toks)
 
         def __getitem__(self, i):
-            ids = torch.from_numpy(toks[i, :SEQ].copy())  # the model shifts labels itself
+            ids = torch.from_numpy(toks[i, :seq].copy())  # the model shifts the labels itself
             return {"input_ids": ids, "labels": ids}
 
     ends: list[float] = []
@@ -97,81 +182,174 @@ def bench_hf(shape: ModelShape, steps: int, warmup: int, workdir: Path) -> float
         def on_step_end(self, args, state, control, **kw):
             ends.append(time.perf_counter())
 
+    o = spec.optimizer
     args = TrainingArguments(
-        output_dir=str(workdir / "hf"), per_device_train_batch_size=BATCH, max_steps=steps, learning_rate=3e-3,
-        lr_scheduler_type="cosine", warmup_steps=max(1, steps // 10), weight_decay=0.1, adam_beta2=0.95,
-        max_grad_norm=1.0, optim="adamw_torch", logging_steps=10**6, save_strategy="no", eval_strategy="no",
-        report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True, seed=0,
+        output_dir=str(workdir / "hf"), per_device_train_batch_size=S, max_steps=spec.steps, learning_rate=spec.lr,
+        lr_scheduler_type="cosine", warmup_steps=spec.warmup_steps, weight_decay=o.weight_decay,
+        adam_beta1=o.betas[0], adam_beta2=o.betas[1], adam_epsilon=o.eps, max_grad_norm=spec.grad_clip or 0.0,
+        optim="adamw_torch", logging_steps=10**6, save_strategy="no", eval_strategy="no", report_to=[],
+        use_cpu=True, dataloader_num_workers=0, disable_tqdm=True, seed=spec.seed,
     )  # fmt: skip
-    model = build_model(shape, seq_len=SEQ, seed=0)
-    from transformers.trainer_callback import PrinterCallback
-
+    model = build_model(spec.shape, seq_len=seq, seed=spec.seed)
     trainer = Trainer(model=model, args=args, train_dataset=Windows(), callbacks=[Clock()])
-    trainer.remove_callback(PrinterCallback)  # no log dict on stdout
+    trainer.remove_callback(PrinterCallback)
     trainer.train()
-    return (len(ends) - warmup) * BATCH * SEQ / (ends[-1] - ends[warmup - 1])
+    return steps * S * seq / (ends[-1] - ends[warmup - 1])
+
+
+def _trial(which: str, spec_json: str, steps: int, warmup: int, threads: int) -> float:
+    """One timed trial in a worker process of its own trainer (each trainer keeps its process for every trial, so
+    that neither inherits the other's allocator or library state)."""
+    from ladder.model.config import RunSpec
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    torch.set_num_threads(threads)
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    import logging
+
+    logging.getLogger("ladder").setLevel(logging.WARNING)
+    spec = RunSpec.model_validate_json(spec_json)
+    work = Path(tempfile.mkdtemp(prefix="bench-trainer-"))
+    try:
+        return (bench_ladder if which == "ladder" else bench_hf)(spec, steps, warmup, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _worker(which: str, spec_json: str, steps: int, warmup: int, threads: int, workdir: str, start, out) -> None:
+    """One benchmark process of the packing measurement: waits for the others, then trains."""
+    from ladder.model.config import RunSpec
+
+    torch.set_num_threads(threads)
+    spec = RunSpec.model_validate_json(spec_json)
+    start.wait()
+    out.put(bench_ladder(spec, steps, warmup, Path(workdir)))
+
+
+def aggregate(spec, n_runs: int, threads: int, steps: int, warmup: int, workdir: Path) -> float:
+    """Tokens/s of ``n_runs`` copies of the run training at once, each with ``threads`` threads, summed."""
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Barrier(n_runs), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=("ladder", spec.model_dump_json(), steps, warmup, threads,
+                                                str(workdir / f"p{i}"), start, out)) for i in range(n_runs)]  # fmt: skip
+    for p in procs:
+        p.start()
+    rates = [out.get(timeout=900) for _ in procs]
+    for p in procs:
+        p.join()
+    return float(sum(rates))
+
+
+# ------------------------------------------------------------------------------------------------ main
+def measure_peak(threads: int) -> float:
+    from ladder.model.hardware import measure_matmul_flops
+
+    return measure_matmul_flops("cpu", torch.float32, seconds=0.5, n=1024, cached=False)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated of {list(SIZES)}")
-    p.add_argument("--steps", type=int, default=30, help="optimizer steps per trainer and size")
-    p.add_argument("--warmup", type=int, default=5, help="steps excluded from the timing")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=2, help="alternating ladder/HF runs per size; the best is kept")
-    p.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    p.add_argument("--sizes", default=None, help="comma-separated default-study sizes (default: all seven)")
+    p.add_argument("--steps", type=int, default=20, help="timed optimizer steps per trial")
+    p.add_argument("--warmup", type=int, default=5, help="untimed steps before them")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run (the default study uses 1)")
+    p.add_argument("--repeats", type=int, default=3, help="alternating rounds per rung; the best of each is kept")
+    p.add_argument("--packing", action="store_true", help="also measure 2 runs x 1 thread vs 1 run x 2 threads")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout only")
     a = p.parse_args()
-    torch.set_num_threads(a.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    torch.set_num_threads(a.threads)
     import transformers
 
     transformers.logging.set_verbosity_error()
-    load0 = os.getloadavg()[0]
-    print(f"# {platform.machine()} x{os.cpu_count()}, torch {torch.__version__}, transformers {transformers.__version__}, "
-          f"{a.threads} threads; load average before: {load0:.2f}", flush=True)  # fmt: skip
-    rows = []
-    for label in a.sizes.split(","):
-        shape = shape_of(label)
-        fpt = shape.flops_per_token(SEQ)
+    import logging
+
+    logging.getLogger("ladder").setLevel(logging.WARNING)
+    specs = rung_specs(a.sizes.split(",") if a.sizes else None)
+    head = {"machine": f"{platform.machine()} x{os.cpu_count()}", "cpu": platform.processor() or None,
+            "torch": torch.__version__, "transformers": transformers.__version__, "threads": a.threads,
+            "steps": a.steps, "warmup": a.warmup, "repeats": a.repeats}  # fmt: skip
+    log(f"# {head}")
+    rungs: dict[str, Any] = {}
+    all_watch: list[dict] = []
+    from concurrent.futures import ProcessPoolExecutor
+
+    pools = {w: ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) for w in ("ladder", "hf")}
+    for pool in pools.values():  # start them (imports) before anything is timed
+        pool.submit(time.sleep, 0).result()
+    for spec in specs:
+        size = str(spec.axes["size"])
+        fpt = spec.flops_per_token
         best = {"ladder": 0.0, "hf": 0.0}
-        peaks, loads = [], []
+        trials, peaks = [], []
         for rep in range(a.repeats):
-            order = ["ladder", "hf"] if rep % 2 == 0 else ["hf", "ladder"]
-            for which in order:
-                peaks.append(measure_matmul_flops("cpu", torch.float32, seconds=0.5, n=1024, cached=False))
-                loads.append(os.getloadavg()[0])
-                work = Path(tempfile.mkdtemp(prefix="bench-trainer-"))
-                try:
-                    fn = bench_ladder if which == "ladder" else bench_hf
-                    tps = fn(shape, a.steps, a.warmup, work)
-                finally:
-                    shutil.rmtree(work, ignore_errors=True)
-                print(f"#   {label} rep {rep} {which}: {tps:,.0f} tok/s (load {loads[-1]:.2f}, "
-                      f"peak {peaks[-1] / 1e9:.0f} GFLOP/s)", flush=True)  # fmt: skip
+            for which in (["ladder", "hf"] if rep % 2 == 0 else ["hf", "ladder"]):
+                peaks.append(measure_peak(a.threads))
+                with LoadWatch() as w:
+                    tps = pools[which].submit(_trial, which, spec.model_dump_json(), a.steps, a.warmup,
+                                              a.threads).result()  # fmt: skip
                 best[which] = max(best[which], tps)
+                trials.append({"trainer": which, "tokens_per_s": round(tps, 1), **w.to_dict()})
+                all_watch.append(w.to_dict())
+                log(f"#   {size} round {rep} {which}: {tps:,.0f} tok/s (others {w.other_cores:.2f} cores, load "
+                    f"{w.load_before:.2f}, peak {peaks[-1] / 1e9:.0f} GFLOP/s)")  # fmt: skip
         peak = max(peaks)
-        lad, hf = best["ladder"], best["hf"]
-        row = {
-            "size": label, "params_non_embedding": shape.params_non_embedding, "params_total": shape.params_total,
-            "flops_per_token": fpt, "peak_gflops": peak / 1e9, "load": min(loads),
-            "ladder_tok_s": lad, "hf_tok_s": hf, "ladder_mfu": fpt * lad / peak, "hf_mfu": fpt * hf / peak,
-            "speedup": lad / hf,
+        rungs[size] = {
+            "run_shape": spec.shape.describe(), "params_non_embedding": spec.shape.params_non_embedding,
+            "params_total": spec.shape.params_total, "batch_sequences": spec.sequences_per_batch,
+            "seq_len": spec.data.seq_len, "flops_per_token": fpt, "peak_gflops": round(peak / 1e9, 1),
+            "ladder_tok_s": round(best["ladder"], 1), "hf_tok_s": round(best["hf"], 1),
+            "ladder_mfu": round(fpt * best["ladder"] / peak, 4), "hf_mfu": round(fpt * best["hf"] / peak, 4),
+            "ratio": round(best["ladder"] / best["hf"], 3), "trials": trials,
         }  # fmt: skip
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    print(f"# load average after: {os.getloadavg()[0]:.2f}")
-    print()
-    print("| size (non-emb) | total params | peak GFLOP/s | min load | ladder tok/s | HF Trainer tok/s | ladder MFU | HF MFU | ladder/HF |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['size']} ({r['params_non_embedding']:,}) | {r['params_total']:,} | {r['peak_gflops']:.0f} | "
-              f"{r['load']:.1f} | {r['ladder_tok_s']:,.0f} | {r['hf_tok_s']:,.0f} | {100 * r['ladder_mfu']:.1f}% | "
-              f"{100 * r['hf_mfu']:.1f}% | {r['speedup']:.2f}x |")  # fmt: skip
+    for pool in pools.values():
+        pool.shutdown()
+    packing = None
+    if a.packing:
+        packing = {}
+        for spec in specs:
+            size = str(spec.axes["size"])
+            work = Path(tempfile.mkdtemp(prefix="bench-packing-"))
+            row = {}
+            try:
+                with LoadWatch() as w:
+                    for label, n, t in (("1x1", 1, 1), ("2x1", 2, 1), ("1x2", 1, 2)):
+                        row[label] = round(aggregate(spec, n, t, a.steps, a.warmup, work / label), 1)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            row["2x1_over_1x2"] = round(row["2x1"] / row["1x2"], 3)
+            row.update(w.to_dict())
+            all_watch.append(w.to_dict())
+            packing[size] = row
+            log(f"#   packing {size}: {row}")
+    quiet = all(w["other_cores"] < QUIET_OTHER_CORES for w in all_watch)
+    result = {**head, "quiet": quiet, "max_other_cores": max(w["other_cores"] for w in all_watch),
+              "rungs": rungs, "packing": packing}  # fmt: skip
     if a.json:
-        a.json.write_text(json.dumps(rows, indent=2))
-    if any(r["speedup"] < 0.97 for r in rows):
-        print("\nWARNING: ladder's trainer was more than 3% (run-to-run noise) slower than the HF Trainer on some "
-              "size; rerun on a quiet machine before concluding", file=sys.stderr)  # fmt: skip
+        print(json.dumps(result))
+    else:
+        print(f"# {head['machine']}, torch {head['torch']}, transformers {head['transformers']}, {a.threads} thread(s), "
+              f"{a.steps} timed steps after {a.warmup}, best of {a.repeats}; quiet: {quiet}")  # fmt: skip
+        print("| rung (non-emb) | shape | batch | peak GFLOP/s | ladder tok/s | HF Trainer tok/s | ladder MFU | HF MFU "
+              "| ladder/HF |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|")
+        for size, r in rungs.items():
+            print(f"| {size} ({r['params_non_embedding']:,}) | {r['run_shape']} | {r['batch_sequences']} x "
+                  f"{r['seq_len']} | {r['peak_gflops']:.0f} | {r['ladder_tok_s']:,.0f} | {r['hf_tok_s']:,.0f} | "
+                  f"{100 * r['ladder_mfu']:.1f}% | {100 * r['hf_mfu']:.1f}% | {r['ratio']:.2f}x |")  # fmt: skip
+        if packing:
+            print()
+            print("| rung | 1 run x 1 thread | 2 runs x 1 thread | 1 run x 2 threads | 2x1 / 1x2 |")
+            print("|---|---|---|---|---|")
+            for size, r in packing.items():
+                print(f"| {size} | {r['1x1']:,.0f} | {r['2x1']:,.0f} | {r['1x2']:,.0f} | {r['2x1_over_1x2']:.2f}x |")
+    if not quiet:
+        log("\n" + "!" * 100 + f"\nWARNING: THE MACHINE WAS BUSY: other processes used up to {result['max_other_cores']:.2f}"
+            f" cores during a trial (quiet means < {QUIET_OTHER_CORES}).\nThese numbers are NOT figures: only "
+            "comparisons made under the same disturbance. Rerun on a quiet machine.\n" + "!" * 100)  # fmt: skip
 
 
 if __name__ == "__main__":

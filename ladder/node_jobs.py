@@ -163,8 +163,12 @@ def _finished(sd: layout.StudyDir, run_id: str) -> bool:
 
 def evaluate_runs(run_dirs: list[str], tasks: list[str] | None, include_path: str | None, limit: float | None,
                   batch_size: int = 16, device: str | None = None, threads: int | None = None) -> dict[str, Any]:
-    """lm-eval on the final checkpoints of some runs (one job); finished evaluations are skipped."""
+    """lm-eval on the final checkpoints of some runs (one job); finished evaluations are skipped. Only the first
+    task of a job evaluates (a job given several tasks would otherwise write each run's results several times)."""
     import torch
+
+    if int(os.environ.get("SLURM_PROCID", os.environ.get("RANK", "0"))) > 0:
+        return {}
 
     from ladder.model.evaluation.downstream import evaluate_run
 

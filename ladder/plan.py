@@ -1,8 +1,9 @@
 """Expand a study into runs, and write them as run directories.
 
-``expand`` is pure: study -> ``Plan`` (one ``RunSpec`` per run, the hero, totals). ``write_plan`` puts it on
-disk: a directory per run named by the hash of its spec, written only if missing, so planning again is a
-no-op, adding an axis value adds only the new runs, and nothing is ever deleted.
+``expand`` is pure: study -> ``Plan`` (one ``RunSpec`` per run, the hero, totals, each run's memory estimate and
+the packing of runs on devices, :mod:`ladder.packing`; a run that cannot fit its device is refused here).
+``write_plan`` puts it on disk: a directory per run named by the hash of its spec, written only if missing, so
+planning again is a no-op, adding an axis value adds only the new runs, and nothing is ever deleted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from ladder.errors import SpecError, StateError
 from ladder.hero import HeroPlan, plan_hero
 from ladder.model.config import RunSpec
 from ladder.model.hardware import planning_seconds
+from ladder.model.memory import MemoryEstimate
+from ladder.packing import Packing, check_memory, packing
 from ladder.plan_notes import conventions, notes_and_warnings
 from ladder.plausibility import (
     adjustments,
@@ -37,6 +40,8 @@ class Plan:
     estimates_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # which count a size holds fixed, decay of embedding and head
     warnings: list[str] = field(default_factory=list)
+    memory: dict[str, MemoryEstimate] = field(default_factory=dict)
+    packing: Packing | None = None
 
     @property
     def total_flops(self) -> float:
@@ -57,6 +62,8 @@ class Plan:
             "ladder_pct_of_hero": 100.0 * self.total_flops / self.hero.compute,
             "param_convention": self.study.ladder.param_count,
             "flops_convention": "exact",  # every FLOP number of the plan; see conventions()
+            "est_memory_max_bytes": max((m.total for m in self.memory.values()), default=None),
+            "packing": self.packing.to_dict() if self.packing else None,
         }
 
     def conventions(self) -> dict[str, str]:
@@ -89,6 +96,8 @@ def expand(study: StudySpec) -> Plan:
     plan.notes, plan.warnings = notes_and_warnings(study, runs)
     plan.notes += adjustments(study, runs)
     plan.warnings += check_runs(study, runs, plan.estimates_s) + cost_warning(study, plan.totals()["ladder_pct_of_hero"])
+    plan.packing = packing(study.executor, runs)
+    plan.memory = check_memory(runs, study.executor, plan.packing)  # refuses a run that cannot fit
     return plan
 
 
@@ -216,7 +225,8 @@ def read_plan(study_dir: Path) -> tuple[StudySpec, list[RunSpec]]:
     return study, runs
 
 
-def run_row(run: RunSpec, study_dir: Path | None, est_wall_s: float | None = None) -> dict[str, Any]:
+def run_row(run: RunSpec, study_dir: Path | None, est_wall_s: float | None = None,
+            memory: MemoryEstimate | None = None) -> dict[str, Any]:  # fmt: skip
     """A run as the plan's table and JSON show it."""
     return {
         "run_id": run.run_id,
@@ -242,4 +252,7 @@ def run_row(run: RunSpec, study_dir: Path | None, est_wall_s: float | None = Non
         "warmup_steps": run.warmup_steps,
         "schedule": run.schedule.kind,
         "est_wall_s": est_wall_s,
+        "micro_batch_size": run.micro_batch_size,
+        "est_memory_bytes": memory.total if memory else None,
+        "est_memory": memory.to_dict() if memory else None,
     }

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 from typing import Any, Iterable
 
 from ladder.errors import DataError, SpecError
 from ladder.model.config import RunSpec, format_count
+from ladder.model.hardware import device_memory_bytes
 from ladder.model.recipe import rule_batch_tokens
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import FamilyRules, shape_for_params
@@ -32,7 +32,6 @@ FAR = 2.0  # a size landing beyond 2x its target (either way) is not that size
 NOTE_MISS = 0.10  # a landing or a batch more than 10% from what was asked is said in the plan
 ASPECT_FAR = 8.0  # at max_layers, a model this much wider than its aspect ratio is not of the family
 STATE_BYTES_PER_PARAM = 16  # fp32 weights and gradients, and AdamW's two moments
-DEVICE_MEMORY_GB = {"a100": 80, "h100": 80, "h200": 141, "l40s": 48, "a10g": 24, "v100": 32}
 LONG_RUN_S = 30 * 86400
 TRACKER_PACKAGES = {"tensorboard": ("tensorboard", "ladder[tensorboard]"), "wandb": ("wandb", "ladder[wandb]")}
 
@@ -133,13 +132,17 @@ def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, flo
     if not runs:
         return []
     biggest = max(runs, key=lambda r: r.shape.params_total)
-    need_gb = STATE_BYTES_PER_PARAM * biggest.shape.params_total / 1e9
-    cap_gb = _memory_gb(hw)
-    if cap_gb is not None and need_gb > cap_gb:
+    # before the plan's full estimate (ladder.packing.check_memory): no micro-batch makes this size fit
+    need_gb = STATE_BYTES_PER_PARAM * biggest.shape.params_total / 2**30
+    cap_gb = device_memory_bytes(hw) / 2**30
+    ex = study.executor
+    if hw == "cpu" and ex.kind == "slurm" and ex.slurm.mem_gb:  # what the job is given, not this machine's RAM
+        cap_gb = ex.slurm.mem_gb
+    if need_gb > cap_gb:
         raise SpecError(
             f"ladder: the largest run ({biggest.axes.get('size', biggest.run_id)}, {format_count(biggest.shape.params_total)} "
-            f"parameters in total) needs about {need_gb:,.3g} GB for its fp32 weights, gradients and AdamW moments, "
-            f"more than the {cap_gb:,.3g} GB of one {hw} (executor.hardware): lower ladder.sizes")
+            f"parameters in total) needs about {need_gb:,.3g} GiB for its fp32 weights, gradients and AdamW moments, "
+            f"more than the {cap_gb:,.3g} GiB of one {hw} (executor.hardware): lower ladder.sizes")
     warnings = []
     slow = [r for r in runs if estimates_s.get(r.run_id, 0.0) > LONG_RUN_S]
     if slow:
@@ -147,15 +150,6 @@ def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, flo
         warnings.append(f"{len(slow)} run(s) are estimated at more than 30 days each on {hw} (up to {days:,.3g} "
                         "days): check ladder.sizes and executor.hardware")
     return warnings
-
-
-def _memory_gb(hardware: str) -> float | None:
-    if hardware in DEVICE_MEMORY_GB:
-        return float(DEVICE_MEMORY_GB[hardware])
-    try:  # cpu: this machine's memory
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return None
 
 
 def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:

@@ -27,6 +27,7 @@ from ladder.errors import SpecError, StateError
 from ladder.local_workers import DetachedLocalExecutor
 from ladder.model.config import RunSpec
 from ladder.node_jobs import TrainJob, WorkerJob
+from ladder.packing import packing
 from ladder.plan import read_plan
 from ladder.run_lock import lock_holder
 from ladder.status import own_state
@@ -95,14 +96,16 @@ def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None
     return sorted(chosen, key=lambda s: s.trunk is not None), skipped
 
 
-def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
+def _slurm_parameters(ex: ExecutorSpec, *, one_task: bool = False) -> dict[str, Any]:
+    """The sbatch options of a study's jobs. ``one_task``: a job that one process does on at most one GPU (an lm-eval
+    of a checkpoint), not a DDP run with a task per GPU."""
     s = ex.slurm
     params: dict[str, Any] = {
         "timeout_min": s.time_min,
         "cpus_per_task": s.cpus_per_task,
-        "gpus_per_node": s.gpus_per_task,
+        "gpus_per_node": min(1, s.gpus_per_task) if one_task else s.gpus_per_task,
         # a run on several GPUs is one DDP job with one task per GPU (TrainJob sets up torch.distributed)
-        "tasks_per_node": max(1, s.gpus_per_task),
+        "tasks_per_node": 1 if one_task else max(1, s.gpus_per_task),
         "nodes": 1,
         "slurm_array_parallelism": s.array_parallelism,
         "slurm_signal_delay_s": 120,
@@ -116,10 +119,12 @@ def _slurm_parameters(ex: ExecutorSpec) -> dict[str, Any]:
     return params
 
 
-def _slurm_executor(folder: Path, name: str, ex: ExecutorSpec, after: str | None = None) -> submitit.AutoExecutor:
-    """A SLURM executor with the study's parameters; ``after``: a job id its jobs start after (afterany)."""
+def _slurm_executor(folder: Path, name: str, ex: ExecutorSpec, after: str | None = None, *,
+                    one_task: bool = False) -> submitit.AutoExecutor:  # fmt: skip
+    """A SLURM executor with the study's parameters; ``after``: a job id its jobs start after (afterany);
+    ``one_task``: see :func:`_slurm_parameters`."""
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    params = _slurm_parameters(ex)
+    params = _slurm_parameters(ex, one_task=one_task)
     if after is not None:
         params["slurm_additional_parameters"] = {**params.get("slurm_additional_parameters", {}),
                                                  "dependency": f"afterany:{after}"}  # fmt: skip
@@ -163,17 +168,12 @@ def _submit_array(executor: submitit.AutoExecutor, sd: layout.StudyDir, runs: li
     return {r.run_id: [j.job_id] for r, j in zip(runs, jobs)}
 
 
-def _local_slots(ex: ExecutorSpec) -> list[tuple[list[int], int]]:
-    """(visible GPUs, threads) per worker."""
-    loc = ex.local
-    cores = os.cpu_count() or 1
-    if loc.gpus:
-        slots = [([g], 0) for g in loc.gpus for _ in range(loc.runs_per_gpu)]
-        threads = loc.cpus_per_run or max(1, cores // len(slots))
-        return [(gpus, threads) for gpus, _ in slots]
-    parallel = loc.parallel or 1
-    threads = loc.cpus_per_run or max(1, cores // parallel)
-    return [([], threads) for _ in range(parallel)]
+def _local_slots(ex: ExecutorSpec, runs: list[RunSpec]) -> list[tuple[list[int], int]]:
+    """(visible GPUs, threads) per worker: the plan's packing (:mod:`ladder.packing`) of these runs."""
+    pack = packing(ex, runs)
+    if ex.local.gpus:
+        return [([g], pack.threads_per_run) for g in ex.local.gpus for _ in range(pack.runs_per_device)]
+    return [([], pack.threads_per_run) for _ in range(pack.runs_per_device)]
 
 
 def _local_executor(sd: layout.StudyDir, folder: Path, gpus: list[int], detach: bool) -> DetachedLocalExecutor:
@@ -192,7 +192,7 @@ def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec, de
     # ends with small runs filling the gaps rather than one big run training alone
     run_ids = [r.run_id for r in sorted(runs, key=lambda r: -r.own_flops)]
     job_ids = []
-    for gpus, threads in _local_slots(ex):
+    for gpus, threads in _local_slots(ex, runs):
         executor = _local_executor(sd, sd.submitit / "local" / "%j", gpus, detach)
         job_ids.append(executor.submit(WorkerJob(str(sd.path), run_ids, threads)).job_id)
     return {rid: list(job_ids) for rid in run_ids}
@@ -301,11 +301,12 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
         out["results"] = evaluate_runs(todo, *args)
         return out
     if executor.kind == "slurm":
-        ex = _slurm_executor(sd.submitit / "eval" / "%j", f"ladder-eval-{sd.path.name}", executor)
+        # one task per run: with a task per GPU every task would evaluate the same run into the same folder
+        ex = _slurm_executor(sd.submitit / "eval" / "%j", f"ladder-eval-{sd.path.name}", executor, one_task=True)
         with ex.batch():
             jobs = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
     else:
-        slots = _local_slots(executor)
+        slots = _local_slots(executor, read_plan(sd.path)[1])
         chunks = [todo[i::len(slots)] for i in range(len(slots))]
         jobs = []
         for (gpus, threads), chunk in zip(slots, chunks):

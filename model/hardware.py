@@ -13,7 +13,8 @@ MFU = flops_per_token * tokens_per_s / (peak per device * world_size), with ``fl
 - ``LADDER_PEAK_FLOPS`` (a number, e.g. ``989e12``) overrides everything.
 
 The same table gives the plan its wall-time estimates (:func:`planning_seconds`) for the ``executor.hardware``
-a study names, so the plan and MFU never disagree about a device. torch is imported only where a device is
+a study names, so the plan and MFU never disagree about a device; beside it, the memory of each such device
+(:data:`DEVICE_MEMORY`), which the plan checks every run's estimate against, and the peak memory a run records. torch is imported only where a device is
 measured, so the plan can use this module without loading torch.
 """
 
@@ -83,6 +84,28 @@ PLANNING: dict[str, tuple[str, str, float]] = {
     "h200": ("H200", "bf16", 0.40),
 }
 CPU_OVERHEAD_S_PER_TOKEN = 6e-6
+
+# Memory of one device of each ``executor.hardware``, in bytes, for the plan's memory check (model/memory.py).
+# The larger common variant where a part comes in two (A100 80 GB, V100 32 GB); "cpu" is this machine's RAM.
+GiB = 1 << 30
+DEVICE_MEMORY: dict[str, int | None] = {
+    "cpu": None,
+    "v100": 32 * GiB,
+    "a10g": 24 * GiB,
+    "l40s": 48 * GiB,
+    "a100": 80 * GiB,
+    "h100": 80 * GiB,
+    "h200": 141 * GiB,
+}
+USABLE_MEMORY = 0.9  # the rest: CUDA context, library workspaces (on CPU: the interpreter, libraries, the OS)
+
+
+def device_memory_bytes(hardware: str) -> int:
+    """Memory of one device of ``hardware`` (a study's ``executor.hardware``); ``cpu``: this machine's RAM."""
+    mem = DEVICE_MEMORY[hardware]
+    if mem is None:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return mem
 
 
 def planning_peak(hardware: str) -> tuple[float, float]:
@@ -192,6 +215,74 @@ def peak_flops(device: "torch.device | str", precision: str = "fp32") -> Peak:
             return Peak(table, "table", name)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     return Peak(measure_matmul_flops(device, dtype), "measured", name)
+
+
+MALLOC_ENV = "LADDER_MALLOC_TUNING"
+_MALLOC_TUNED = False
+
+
+def tune_cpu_allocator() -> bool:
+    """Keep freed CPU tensor memory in the process (glibc ``mallopt``): returns whether it did.
+
+    glibc serves every allocation above its mmap threshold (128 KiB at first) with a fresh ``mmap`` and hands it
+    back on free, so each activation of a few MB page-faults its way in again at every step: about 1,600 minor
+    faults per step on the default study's smallest rung, 4,700 on its largest, a tenth or more of the step's CPU
+    time. Raising the threshold to its maximum (32 MiB) and the trim threshold to 1 GiB makes the heap keep
+    that memory, and the faults (nearly) vanish. The arithmetic is untouched. Once per process, on Linux with
+    glibc only; ``LADDER_MALLOC_TUNING=0`` leaves malloc alone."""
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return True
+    if os.environ.get(MALLOC_ENV, "1") == "0" or not os.uname().sysname == "Linux":
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+        ok = libc.mallopt(m_mmap_threshold, 32 << 20) == 1 and libc.mallopt(m_trim_threshold, 1 << 30) == 1
+    except (OSError, AttributeError):  # not glibc (musl, ...)
+        return False
+    _MALLOC_TUNED = ok
+    return ok
+
+
+def reset_peak_memory(device: "torch.device | str") -> None:
+    """Start counting this process's peak memory afresh: the CUDA allocator's peak on a GPU; on Linux also the
+    peak resident set (``/proc/self/clear_refs``), so that a worker training runs one after another reports each
+    run's own peak."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:  # not Linux, or not allowed: the peak since the process started
+        pass
+
+
+def peak_memory(device: "torch.device | str") -> dict[str, int | None]:
+    """``peak_rss_bytes`` (this process's peak resident memory since :func:`reset_peak_memory`) and
+    ``peak_gpu_allocated_bytes`` (the CUDA allocator's peak on ``device``; None on CPU)."""
+    import torch
+
+    device = torch.device(device)
+    rss = None
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    rss = int(line.split()[1]) * 1024
+    except OSError:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rss = int(peak if sys.platform == "darwin" else peak * 1024)
+    gpu = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
+    return {"peak_rss_bytes": rss, "peak_gpu_allocated_bytes": gpu}
 
 
 def mfu(flops_per_token: float, tokens_per_s: float, peak: float, world_size: int = 1) -> float | None:

@@ -263,10 +263,14 @@ class SlurmSpec(Strict):
 
 
 class LocalSpec(Strict):
+    """Local workers. Fields left unset follow the plan's packing rule (``ladder.packing``)."""
+
     gpus: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, description="GPU ids; none: CPU")
-    runs_per_gpu: PositiveInt = 1
-    cpus_per_run: PositiveInt | None = Field(default=None, description="threads per run; default: cores / parallel")
-    parallel: PositiveInt | None = Field(default=None, description="runs at once; default: GPUs x runs_per_gpu or 1")
+    runs_per_gpu: PositiveInt | None = Field(default=None, description="runs sharing one GPU; default: 1")
+    cpus_per_run: PositiveInt | None = Field(default=None, description="threads per run; default: cores / runs at once")
+    parallel: PositiveInt | None = Field(
+        default=None, description="CPU runs at once; default: one per core (as many as fit in memory)"
+    )
 
 
 class ExecutorSpec(Strict):

@@ -48,7 +48,7 @@ def test_help_shows_no_bool_type_and_reflows_paragraphs(capsys):
         assert r.code == 0 and "<bool>" not in r.stdout, path
     text = run_cli(capsys, "plan", "--help").stdout
     # a docstring's line break mid-sentence would leave a short line followed by a lower-case continuation
-    assert "wall time, and the ladder's cost" in " ".join(text.replace("│", " ").split())
+    assert "wall time and memory, and the ladder's cost" in " ".join(text.replace("│", " ").split())
     from ladder.cli import reflow
 
     assert reflow("One.\n\nA long\nsentence.\n\nExample:\n  ladder run\n  ladder plan") == \

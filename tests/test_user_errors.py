@@ -53,7 +53,7 @@ SPEC_CASES = [
     ("batch cap below one sequence", {"training__batch_max_tokens": 8}, ["training.batch_max_tokens = 8"]),
     ("two sizes, one model", {"ladder__sizes": ["10K", "10.1K"]}, ["become the same model", "ladder.sizes[1]"]),
     ("a model beyond the hardware's memory", {"ladder__sizes": ["10K", "20B"], "model__max_layers": 512,
-                                              "executor__hardware": "h100"}, ["80 GB", "executor.hardware"]),
+                                              "executor__hardware": "h100"}, ["80 GiB", "executor.hardware"]),
     ("corpus that does not exist", {"data__corpus": "/nonexistent/corpus.jsonl"}, ["data.corpus", "does not exist"]),
     ("head group wider than a depth rung", {"ladder": {"depths": [1, 2]}, "model__aspect_ratio": 4},
      ["model.head_dim = 16", "rung L1"]),

@@ -15,6 +15,13 @@ from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.model.config import format_count
 
 
+def _mib(n_bytes: float | None) -> str:
+    """A memory estimate in the table: MiB below 10 GiB, GiB above (the JSON has the bytes)."""
+    if not n_bytes:
+        return ""
+    return f"{n_bytes / 2**20:,.0f} MiB" if n_bytes < 10 * 2**30 else f"{n_bytes / 2**30:,.1f} GiB"
+
+
 def plan(
     study: str = typer.Argument(..., help="A study YAML file or a built-in study name (see `ladder studies list`)."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
@@ -23,7 +30,7 @@ def plan(
 ) -> None:
     """Expand a study into runs and write a directory per run, named by the hash of its spec.
 
-    Prints each run's shape, size, tokens, FLOPs, batch, LR, steps and estimated wall time, and the
+    Prints each run's shape, size, tokens, FLOPs, batch, LR, steps, estimated wall time and memory, and the
     ladder's cost as a percentage of the hero's compute. Every FLOP number is exact counted FLOPs (FLOPs per
     token x tokens; the JSON's `conventions` say so per number); notes say which parameter count a size holds
     fixed and how the embedding and the LM head decay. Under a wsd schedule the budgets of a size are one
@@ -41,7 +48,7 @@ def plan(
     p = expand(spec)
     target = out_dir or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)
-    rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id]) for r in p.runs]
+    rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()
     if as_json:
         payload = {"study": spec.name, "study_dir": None if dry_run else str(target), "dry_run": dry_run,
@@ -54,10 +61,10 @@ def plan(
         return
     conv = spec.ladder.param_count
     # 120 columns in a log: run ids and numbers never wrap, the labels do (a trunk's snapshot steps: the JSON)
-    table = Table(title=f"plan: {spec.name} (params: {conv}; FLOPs: exact, a branch its own steps)",
-                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    table = Table(title=f"plan: {spec.name} (params: {conv}; FLOPs: exact, a branch its own steps; est. time, memory)",
+                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 0))
     for name in ("run", "variant", "axes", "shape", "params", "tokens", "D/N", "FLOPs", "batch", "LR", "steps",
-                 "time"):
+                 "time", "memory"):
         table.add_column(name, no_wrap=name not in ("variant", "axes"), min_width={"variant": 8, "axes": 10}.get(name),
                          justify="left" if name in ("run", "variant", "axes", "shape") else "right")
     for r, run in zip(rows, p.runs):  # the variant names the ablation axes; size is in params
@@ -75,11 +82,14 @@ def plan(
             run_cell, r["variant"], axes, f"{run.shape.d_model}x{run.shape.n_layers} h{run.shape.n_heads}/"
             f"{run.shape.n_kv_heads}", f"{r['params']:,}", format_count(r["tokens"]), f"{r['tokens_per_param']:.1f}",
             sci(r["flops_own"]), f"{r['batch_tokens']:,}", f"{r['lr']:.3g}", f"{r['steps']:,}",
-            human_seconds(r["est_wall_s"]),
+            human_seconds(r["est_wall_s"]), _mib(r["est_memory_bytes"]),
         )
     out.print(table)
     for line in _budget_and_seed_lines(spec, p):
         out.print(line)
+    if p.packing is not None:
+        k = p.packing
+        out.print(f"packing: {k.runs_at_once} run(s) at once, {k.threads_per_run} thread(s) each ({k.rule})")
     h = p.hero
     runs = f"{totals['runs']} runs"
     if totals["branches"]:

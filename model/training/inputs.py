@@ -1,5 +1,6 @@
 """What the trainer reads: windows of ``seq_len + 1`` tokens (prepared shards, or an array in memory for tests and
-benchmarks), the :class:`TrainData` a caller injects, and how a batch of windows becomes inputs, labels and a loss.
+benchmarks), the :class:`TrainData` a caller injects, and how a batch of windows becomes inputs and labels (the loss:
+:mod:`ladder.model.training.loss`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ladder.model.config import RunSpec
 from ladder.model.training.distributed import Dist, barrier
@@ -70,13 +70,6 @@ def inputs_and_labels(windows: torch.Tensor, *, label_shift_bug: bool = False) -
     x = windows[:, :-1]
     y = windows[:, :-1] if label_shift_bug else windows[:, 1:]
     return x, y
-
-
-def lm_loss(model: torch.nn.Module, windows: torch.Tensor, *, label_shift_bug: bool = False, reduction: str = "mean"):
-    """Next-token cross-entropy (in fp32) of ``model`` on a batch of windows; every position is a target."""
-    x, y = inputs_and_labels(windows, label_shift_bug=label_shift_bug)
-    logits = model(input_ids=x, use_cache=False).logits
-    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1), reduction=reduction)
 
 
 def resolve_data(spec: RunSpec, dataset: Any, data_cache: Any, progress: bool, d: Dist) -> TrainData:

@@ -5,17 +5,26 @@ loads with no ladder code (and so does lm-evaluation-harness). No biases anywher
 ``shape.rope_theta``; RMSNorm with ``shape.norm_eps``; every linear and embedding weight drawn from
 N(0, ``shape.init_std``) by transformers' own initialiser, norm gains set to one.
 
-transformers v5 requires ``d_model`` to be a multiple of ``n_heads`` (``LlamaConfig.validate_architecture``) even
-when ``head_dim`` is given explicitly, and RoPE needs an even ``head_dim``: ``ModelShape`` refuses both, so every
-shape that exists can become a loadable checkpoint.
+transformers v5 is required: ``rope_parameters=`` and ``dtype=`` are v5 API, and 4.x would ignore the first
+silently (the default theta instead of the shape's), so importing this module under 4.x fails. v5 requires
+``d_model`` to be a multiple of ``n_heads`` (``LlamaConfig.validate_architecture``) even when ``head_dim`` is given
+explicitly, and RoPE needs an even ``head_dim``: ``ModelShape`` refuses both, so every shape that exists can become
+a loadable checkpoint.
 """
 
 from __future__ import annotations
 
 import torch
+import transformers
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from ladder.model.shape import ModelShape
+
+if int(transformers.__version__.split(".")[0]) < 5:  # 4.x keeps rope_parameters as an unused attribute
+    raise ImportError(
+        f"ladder needs transformers>=5.0 (found {transformers.__version__}): on 4.x the model would silently train "
+        "with the default RoPE theta; `pip install 'transformers>=5'`"
+    )
 
 
 def llama_config(

@@ -29,15 +29,7 @@ What one call does
 8. At the end: final eval, ``model/`` (``save_pretrained`` + the tokenizer files; written to a temporary folder
    and renamed), then ``result.json`` (atomic), then the checkpoints are deleted.
 
-Result (``result.json``)
-------------------------
-``status`` (done | diverged | failed), ``run_id``, ``final_train_loss`` (the MEAN of the per-step training losses
-over the last ``max(1, ceil(steps / 10))`` steps: a smoothed, exactly reproducible number), ``final_eval_loss``,
-``tokens``, ``steps``, ``flops`` (= flops_per_token x tokens), ``wall_time_s`` (wall time of all attempts up to their
-last checkpoint plus the last attempt: work lost to a kill after the last checkpoint is not counted),
-``train_time_s`` (time inside training steps), ``tokens_per_s`` (tokens / train_time_s), ``mfu``, ``peak_flops``,
-``restarts``, ``device``, ``device_name``, ``precision``, ``world_size``, ``flops_spent`` (:mod:`.branching`); on
-divergence ``diverged_at_step`` and ``reason``; on failure ``reason`` and ``error_type``.
+Result (``result.json``): :mod:`ladder.model.training.result`.
 
 Divergence
 ----------
@@ -67,14 +59,13 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import torch
 
 from ladder.errors import DataError, SpecError
 from ladder.layout import RunDir, atomic_write_json
 from ladder.model.config import RunSpec
 from ladder.model.hardware import mfu as compute_mfu
-from ladder.model.hardware import peak_flops
+from ladder.model.hardware import peak_flops, reset_peak_memory
 from ladder.model.schedule import lr_at
 from ladder.model.training import branching, tracking
 from ladder.model.training import checkpoint as ckpt
@@ -82,6 +73,7 @@ from ladder.model.training.distributed import Dist, barrier, setup_distributed
 from ladder.model.training.inputs import TrainData, resolve_data
 from ladder.model.training.preemption import Preempted, SignalTrap
 from ladder.model.training.progress import Progress
+from ladder.model.training.result import base_result
 from ladder.model.training.run_files import (
     finite_or_none,
     model_tmp_prefix,
@@ -151,6 +143,7 @@ class _Trainer:
         self.force_nan = force_nan if force_nan is not None else (int(env_nan) if env_nan else None)
         self.trap = SignalTrap(handle_signals)
         self.attempt_start = time.perf_counter()
+        reset_peak_memory(dev)
 
     # ---------------------------------------------------------------------------------------- helpers
     def _write(self, fn: Callable[[], None]) -> None:
@@ -161,34 +154,9 @@ class _Trainer:
         return self.state["wall_time_s"] + (time.perf_counter() - self.attempt_start)
 
     def _base_result(self) -> dict[str, Any]:
-        spec, st = self.spec, self.state
-        tokens = st["step"] * self.tokens_per_step
-        tps = st["tokens_trained"] / st["train_time_s"] if st["train_time_s"] > 0 else None
-        return {
-            "run_id": spec.run_id or self.run_dir.run_id,
-            "steps": st["step"],
-            "tokens": tokens,
-            "flops": float(spec.flops_per_token) * tokens,
-            "final_train_loss": finite_or_none(float(np.mean(st["recent_losses"]))) if st["recent_losses"] else None,
-            "wall_time_s": round(self._elapsed(), 3),
-            "train_time_s": round(st["train_time_s"], 3),
-            "tokens_per_s": tps,
-            "mfu": compute_mfu(spec.flops_per_token, tps, self.peak.flops, self.d.world_size) if tps else None,
-            "peak_flops": self.peak.flops,
-            "peak_flops_source": self.peak.source,
-            "restarts": st["restarts"],
-            "device": self.dev.type,
-            "device_name": self.peak.device_name,
-            "precision": self.precision,
-            "world_size": self.d.world_size,
-            "seq_len": self.seq_len,
-            "batch_sequences": self.S,
-            "params_total": spec.shape.params_total,
-            "params_non_embedding": spec.shape.params_non_embedding,
-            "flops_per_token": spec.flops_per_token,
-            "torch_threads": torch.get_num_threads() if self.dev.type == "cpu" else None,
-            **branching.result_fields(self.run_dir, spec, st, self.tokens_per_step),
-        }
+        return base_result(self.spec, self.run_dir, self.state, tokens_per_step=self.tokens_per_step,
+                           sequences=self.S, seq_len=self.seq_len, elapsed_s=self._elapsed(), peak=self.peak,
+                           dev=self.dev, precision=self.precision, world_size=self.d.world_size)  # fmt: skip
 
     # ---------------------------------------------------------------------------------------- setup
     def _setup(self) -> None:
@@ -315,8 +283,8 @@ class _Trainer:
                     return self._diverged(done, f"non-finite {what} at step {done} (loss={loss}, grad_norm={grad_norm})")
                 self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)
-                if self.dev.type == "cuda":
-                    torch.cuda.synchronize(self.dev)
+                if self.dev.type == "cuda" and (done % spec.log_interval == 0 or done == self.total_steps):
+                    torch.cuda.synchronize(self.dev)  # a logged interval's time ends with the device's work
                 dt = time.perf_counter() - t0
 
                 st["step"] = done

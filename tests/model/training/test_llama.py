@@ -125,3 +125,14 @@ def test_save_pretrained_loads_in_plain_transformers(tmp_path, tied):
     x = torch.randint(0, 100, (2, 16))
     with torch.no_grad():
         assert torch.equal(model(x).logits, loaded(x).logits)
+
+
+def test_transformers_4_is_refused_rather_than_silently_ignoring_rope_theta():
+    """``rope_parameters=`` is v5 API: 4.x keeps it as an unused attribute and trains with the default theta."""
+    import subprocess
+    import sys
+
+    code = "import transformers; transformers.__version__ = '4.57.1'; import ladder.model.training.llama"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "ImportError: ladder needs transformers>=5.0 (found 4.57.1)" in proc.stderr

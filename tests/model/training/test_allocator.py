@@ -1,0 +1,59 @@
+"""On CPU the trainer keeps freed activations in the process (glibc mallopt), so a step no longer page-faults
+its activations in again; ``LADDER_MALLOC_TUNING=0`` leaves malloc as it was."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.model.training.test_train import REPO, subprocess_env
+
+CODE = """
+import resource, sys, torch
+from ladder.model.shape import ModelShape
+from ladder.model.hardware import tune_cpu_allocator
+from ladder.model.training.llama import build_model
+from ladder.model.training.loss import CausalLMLoss
+torch.set_num_threads(1)
+tuned = tune_cpu_allocator()
+s = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=4, head_dim=16, ffn_dim=176, vocab_size=512, tied=True,
+               max_seq_len=256)
+model = build_model(s, seed=0); loss = CausalLMLoss(model)
+opt = torch.optim.AdamW(model.parameters(), fused=True)
+x = torch.randint(0, 512, (16, 257))
+def step():
+    (loss(x) / x.numel()).backward(); opt.step(); opt.zero_grad(set_to_none=True)
+for _ in range(3):
+    step()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(5):
+    step()
+print(tuned, (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5)
+"""
+
+
+def faults_per_step(tuning: str) -> tuple[bool, float]:
+    env = dict(subprocess_env(), LADDER_MALLOC_TUNING=tuning)
+    out = subprocess.run([sys.executable, "-c", CODE], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    tuned, faults = out.stdout.split()
+    return tuned == "True", float(faults)
+
+
+def glibc() -> bool:
+    try:
+        return sys.platform.startswith("linux") and "glibc" in os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError):
+        return False
+
+
+@pytest.mark.skipif(not glibc(), reason="glibc only")
+def test_tuned_malloc_stops_the_page_faults_of_every_step():
+    tuned, faults = faults_per_step("1")
+    untuned, untuned_faults = faults_per_step("0")
+    assert tuned and not untuned
+    assert untuned_faults > 300  # every step maps its multi-MB activations afresh
+    assert faults < untuned_faults / 10
