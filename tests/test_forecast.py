@@ -121,6 +121,16 @@ def test_the_hero_run_never_makes_the_fit_look_stale(study, capsys):
     assert run_cli(capsys, "forecast", "freeze", study).code == 0  # the fit is still the fit of these results
 
 
+def test_a_fit_of_the_collected_table_in_memory_is_current(study, capsys):
+    """`ladder run` fits the table collect returns before it is written: the freeze reads it from the parquet."""
+    from ladder.collect import collect
+    from ladder.plan import read_plan
+    from ladder.reports.fits import fit_study
+
+    fit_study(collect(study).runs, study=read_plan(study)[0], n_boot=20).write(study / layout.FIT)
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+
+
 def test_user_errors_exit_2_naming_the_flag_and_write_nothing(study, tmp_path, capsys):
     before = _listing(study)
     cases = [
