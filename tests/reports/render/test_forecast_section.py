@@ -100,9 +100,10 @@ def test_the_scaling_figure_shows_the_hero_runs_real_loss(scored):
     for ax, x in zip(fig.axes[:2], (hero.flops, hero.params)):
         [line] = [ln for ln in ax.get_lines() if ln.get_label() == "hero run (actual)"]
         assert list(line.get_ydata()) == [pytest.approx(actual)] and list(line.get_xdata()) == [pytest.approx(x)]
-        # the hero run is not drawn as a rung of the ladder
-        assert not any(pytest.approx(actual) == y for ln in ax.get_lines() if ln.get_label() != "hero run (actual)"
-                       for y in ln.get_ydata())
+    # the hero run is not drawn as a rung of the ladder: no run marker at its size but the actual's
+    markers = [ln for ln in fig.axes[1].get_lines() if ln.get_linestyle() == "None"
+               and ln.get_label() not in ("hero run (actual)", "hero forecast (90%)")]
+    assert markers and not any(x == pytest.approx(hero.params) for ln in markers for x in ln.get_xdata())
 
 
 def test_no_section_and_a_projection_before_any_score(frozen, tmp_path):
