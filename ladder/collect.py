@@ -16,9 +16,9 @@ and cancelled runs). Nothing here raises on a bad run: a problem costs only what
 
 Columns the books add to the run's shape, recipe and result (see :data:`BOOK_COLUMNS`): ``status``,
 ``error``, ``reason``, ``tokens_done``, ``flops_spent``, ``flops_planned``, ``problems``, and what relates runs:
-``seed``, ``trunk_run_id``, ``branch_step``; ``loss`` is the result's eval loss for a done run and NaN for every
-other state. ``status`` agrees with ``ladder status`` (the same books, the same :func:`ladder.status.classify`),
-``waiting`` included.
+``seed``, ``trunk_run_id``, ``branch_step``, and the run's ``role`` (a rung, fitted, or the hero, scored);
+``loss`` is the result's eval loss for a done run and NaN for every other state. ``status`` agrees with
+``ladder status`` (the same books, the same :func:`ladder.status.classify`), ``waiting`` included.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ BOOK_COLUMNS = {
             "configuration",
     "trunk_run_id": "a cooldown branch: the trunk it branches off; null otherwise",
     "branch_step": "a cooldown branch: the trunk's step it starts from (it trains steps branch_step+1..steps)",
+    "role": "'rung' (a run of the ladder: the fits use it) or 'hero' (planned by `ladder hero`: scored against the "
+            "frozen forecast by `ladder forecast score`, never fitted)",
     "loss": "final eval loss (nats/token) of a done run; NaN for every other state",
     "problems": "'; '-joined problems found in the run's files (skipped metrics lines, unreadable lm-eval "
                 "files, a truncated curve); null when none",
@@ -207,6 +209,7 @@ def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error:
             "seed": spec.seed,  # runs that differ only by seed are repeats of one configuration
             "trunk_run_id": spec.trunk.run_id if spec.trunk else None,
             "branch_step": spec.trunk.step if spec.trunk else None,
+            "role": spec.role,
             "batch_tokens": spec.batch_tokens,
             "lr": spec.lr,
             "schedule": spec.schedule.kind,

@@ -11,6 +11,8 @@ A study directory::
     <study>/results.parquet    one row per run (``ladder collect``); also results.csv
     <study>/curves.parquet     per-step metrics of every run, long format
     <study>/fit.json           the fit result (``ladder fit``)
+    <study>/forecast.json      the first frozen forecast (``ladder forecast freeze``) and its scores; a later
+                               freeze is forecast-2.json, forecast-3.json, ... (none is ever overwritten)
     <study>/report/            report.html, report.pdf
     <study>/tensorboard/       TensorBoard logs, one folder per run (``tracking.kind: tensorboard``)
     <study>/runs/<run_id>/     one directory per run, named by the hash of its spec
@@ -63,6 +65,8 @@ RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 CURVES = "curves.parquet"
 FIT = "fit.json"
+FORECAST = "forecast.json"
+FORECAST_STEM, FORECAST_SUFFIX = "forecast", ".json"
 REPORT = "report"
 RUNS = "runs"
 
@@ -169,6 +173,23 @@ class StudyDir:
     @property
     def fit(self) -> Path:
         return self.path / FIT
+
+    def forecast(self, number: int) -> Path:
+        """The ``number``-th frozen forecast: ``forecast.json`` for the first, ``forecast-<n>.json`` after it."""
+        if number < 1:
+            raise ValueError(f"forecast numbers start at 1, got {number}")
+        return self.path / (FORECAST if number == 1 else f"{FORECAST_STEM}-{number}{FORECAST_SUFFIX}")
+
+    def forecasts(self) -> list[tuple[int, Path]]:
+        """Every frozen forecast of the study as (number, path), oldest first."""
+        found = []
+        for p in self.path.glob(f"{FORECAST_STEM}*{FORECAST_SUFFIX}"):
+            stem = p.name[len(FORECAST_STEM):-len(FORECAST_SUFFIX)]
+            if stem == "":
+                found.append((1, p))
+            elif stem.startswith("-") and stem[1:].isdigit() and int(stem[1:]) >= 2 and stem[1] != "0":
+                found.append((int(stem[1:]), p))
+        return sorted(found)
 
     @property
     def report(self) -> Path:

@@ -3,7 +3,8 @@
 ``expand`` is pure: study -> ``Plan`` (one ``RunSpec`` per run, the hero, totals, each run's memory estimate and
 the packing of runs on devices, :mod:`ladder.packing`; a run that cannot fit its device is refused here).
 ``write_plan`` puts it on disk: a directory per run named by the hash of its spec, written only if missing, so
-planning again is a no-op, adding an axis value adds only the new runs, and nothing is ever deleted.
+planning again is a no-op, adding an axis value adds only the new runs, and nothing is ever deleted. A hero run
+that ``ladder hero`` added (:mod:`ladder.hero_run`) stays in plan.json when the study is planned again.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ladder.plausibility import (
     check_study,
     cost_warning,
 )
-from ladder.rungs import axis_combos, rung_runs, rungs
+from ladder.rungs import axis_combos, extra_rungs, rung_runs, rungs, variant_matches
 from ladder.studies.spec import StudySpec
 
 
@@ -77,16 +78,20 @@ def estimate_wall_s(run: RunSpec, hardware: str) -> float:
 
 def expand(study: StudySpec) -> Plan:
     """All runs of a study, in a stable order: rung by rung, ablation combinations within a rung, then seeds,
-    then budgets (a trunk before its branches); see :mod:`ladder.rungs`. Nonsense that validates as a schema is
-    refused here, and what the plan changed from what the study asked is noted (:mod:`ladder.plausibility`)."""
+    then budgets (a trunk before its branches), then the study's ``ladder.extra_runs``; see :mod:`ladder.rungs`.
+    Nonsense that validates as a schema is refused here, and what the plan changed from what the study asked is
+    noted (:mod:`ladder.plausibility`)."""
     check_study(study)
     check_sizes(study)
     rules = study.model.rules(study.data.seq_len)
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
-    for rung in rungs(study, rules):
+    grid = [(rung, None, None) for rung in rungs(study, rules)]
+    for rung, variant, seeds in grid + extra_rungs(study):
         for combo in axis_combos(study):
-            for run in rung_runs(study, rules, rung, combo):
+            if not variant_matches(variant, combo, study):
+                continue
+            for run in rung_runs(study, rules, rung, combo, seeds):
                 if run.run_id in seen:
                     continue  # two axis values that train the identical model (e.g. lr 1x == the rule's value)
                 seen[run.run_id] = run
@@ -112,6 +117,7 @@ class WriteResult:
     orphans: list[str]  # run directories of earlier plans that this plan no longer has (kept, never deleted)
     refreshed: list[str] = field(default_factory=list)  # existing, unfinished runs whose spec.json took new settings
     relinked: list[str] = field(default_factory=list)  # planned runs whose trunk or branch steps were updated
+    heroes: list[str] = field(default_factory=list)  # hero runs of `ladder hero`, kept in plan.json
 
 
 def default_study_dir(study: StudySpec) -> Path:
@@ -149,13 +155,14 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
         layout.atomic_write_json(rd.spec, run.model_dump(mode="json"))
         new.append(run.run_id)
     planned = {r.run_id for r in plan.runs}
-    orphans = [rd.run_id for rd in sd.all_run_dirs() if rd.run_id not in planned]
+    heroes = [h for h in planned_heroes(sd) if h not in planned]
+    orphans = [rd.run_id for rd in sd.all_run_dirs() if rd.run_id not in planned and rd.run_id not in heroes]
     layout.atomic_write_text(sd.study, plan.study.to_yaml())
     layout.atomic_write_json(
         sd.plan,
         {
             "study": plan.study.name,
-            "runs": [r.run_id for r in plan.runs],
+            "runs": [r.run_id for r in plan.runs] + heroes,
             "hero": plan.hero.to_dict(),
             "totals": plan.totals(),
             "conventions": plan.conventions(),
@@ -164,7 +171,25 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
         },
     )
     return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans, refreshed=refreshed,
-                       relinked=relinked)
+                       relinked=relinked, heroes=heroes)
+
+
+def planned_heroes(sd: layout.StudyDir) -> list[str]:
+    """The hero runs (``role: hero``, added by ``ladder hero``) that the study's plan.json lists: planning again
+    keeps them, since the study spec does not hold them."""
+    try:
+        ids = json.loads(sd.plan.read_text(encoding="utf-8"))["runs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    out = []
+    for run_id in ids if isinstance(ids, list) else []:
+        try:
+            spec = json.loads(sd.run(str(run_id)).spec.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(spec, dict) and spec.get("role") == "hero":
+            out.append(str(run_id))
+    return out
 
 
 def _links(spec: RunSpec) -> tuple[Any, list[int]]:

@@ -174,7 +174,7 @@ def _warmup_steps(study: StudySpec, batch_tokens: int, all_steps: list[int], sha
     return warmup
 
 
-def _run(study: StudySpec, shape: ModelShape, combo: dict[str, Any], axes: dict[str, Any], seed: int,
+def make_run(study: StudySpec, shape: ModelShape, combo: dict[str, Any], axes: dict[str, Any], seed: int,
          tokens_wanted: float, batch_tokens: int, lr: float, warmup: int | None) -> RunSpec:
     t, seq_len = study.training, study.data.seq_len
     fpt = shape.flops_per_token(seq_len)
@@ -232,9 +232,47 @@ def _link(study: StudySpec, runs: list[RunSpec]) -> list[RunSpec]:
     return [trunk.model_copy(update={"branch_steps": sorted(steps)})] + out
 
 
-def rung_runs(study: StudySpec, rules: FamilyRules, rung: Rung, combo: dict[str, Any]) -> list[RunSpec]:
-    """The runs of one rung and ablation combination: for every seed, one run per budget (a trunk and its
-    branches under ``wsd``)."""
+def extra_rungs(study: StudySpec) -> list[tuple[Rung, str | None, list[int] | None]]:
+    """The study's ``ladder.extra_runs`` as rungs: (rung, the variant it is limited to, its seeds). A budget off
+    the ladder's own (one chinchilla budget of several, or another multiple) is an axis of the run
+    (``multiplier``), so the fits never take it for the same rung as the size's other budgets; so is a seed
+    given explicitly."""
+    lad = study.ladder
+    out = []
+    for extra in lad.extra_runs or []:
+        if extra.depth is not None:
+            label, axes = f"L{extra.depth}", {"size": f"L{extra.depth}"}
+        else:
+            label = format_count(extra.size)
+            axes = {"size": label}
+        budgets: tuple[float, ...] = ()
+        if lad.mode == "isoflop":
+            axes = {"budget": f"{extra.budget:.3g}", **axes}
+        else:
+            budgets = tuple(lad.budgets) if extra.budget is None else (float(extra.budget),)
+            if extra.budget is not None and (len(lad.budgets) > 1 or budgets != tuple(lad.budgets)):
+                axes["multiplier"] = float(extra.budget)
+        if extra.seed is not None:
+            axes["seed"] = extra.seed
+        rung = Rung(label=label, axes=axes, target=extra.size, depth=extra.depth, budgets=budgets,
+                    compute=float(extra.budget) if lad.mode == "isoflop" else None)
+        out.append((rung, extra.variant, None if extra.seed is None else [extra.seed]))
+    return out
+
+
+def variant_matches(variant: str | None, combo: dict[str, Any], study: StudySpec) -> bool:
+    """Whether an ablation combination belongs to ``variant``: its plan label, or 'tied' / 'untied' for every
+    combination with that tying (None: every combination)."""
+    if variant is None or variant in ("all", variant_label(combo)):
+        return True
+    tied = combo.get("tie_embeddings", study.model.tie_embeddings)
+    return variant == ("tied" if tied else "untied")
+
+
+def rung_runs(study: StudySpec, rules: FamilyRules, rung: Rung, combo: dict[str, Any],
+              seeds: list[int] | None = None) -> list[RunSpec]:
+    """The runs of one rung and ablation combination: for every seed (``seeds``, else the study's for this
+    rung), one run per budget (a trunk and its branches under ``wsd``)."""
     shape = _shape(study, rules, rung, combo)
     params = shape.params(study.ladder.param_count)
     fpt = shape.flops_per_token(study.data.seq_len)
@@ -246,7 +284,7 @@ def rung_runs(study: StudySpec, rules: FamilyRules, rung: Rung, combo: dict[str,
                    for m in sorted(rung.budgets)]  # fmt: skip
     shared = branches_off_a_trunk(study)
     out: list[RunSpec] = []
-    for seed in _seeds(study, rung, combo):
+    for seed in seeds or _seeds(study, rung, combo):
         axes_seed = {"seed": seed} if study.seeds_vary else {}
         if shared:  # one batch, LR and warmup for the trunk and every branch
             batch_tokens, lr = _batch_and_lr(study, shape, combo, fpt * max(t for t, _ in budgets))
@@ -258,6 +296,6 @@ def rung_runs(study: StudySpec, rules: FamilyRules, rung: Rung, combo: dict[str,
         for (tokens, extra), (batch_tokens, lr) in zip(budgets, per_budget):
             warmup = _warmup_steps(study, batch_tokens, all_steps, shared)
             axes = {**rung.axes, **extra, **combo, **axes_seed}
-            group.append(_run(study, shape, combo, axes, seed, tokens, batch_tokens, lr, warmup))
+            group.append(make_run(study, shape, combo, axes, seed, tokens, batch_tokens, lr, warmup))
         out.extend(_link(study, group) if shared else group)
     return out

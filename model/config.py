@@ -189,6 +189,10 @@ class RunSpec(Strict):
         default_factory=list, description="a trunk: steps after which it writes a snapshot for its branches"
     )
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="the experiment tracker it logs to")
+    role: Literal["rung", "hero"] = Field(
+        default="rung", description="'rung': a run of the ladder, fitted; 'hero': the run the ladder forecasts "
+        "(`ladder hero`), scored against the frozen forecast and never fitted (not in the run id)"
+    )
 
     @property
     def own_steps(self) -> int:
@@ -245,6 +249,8 @@ NOT_SCIENCE_FIELDS = {
     "trunk": "which run a branch starts from (its science is its own schedule and budget)",
     "branch_steps": "steps after which a trunk keeps a snapshot for its branches: a copy, its updates are the same",
     "tracking": "where the metrics are mirrored (an experiment tracker): it reads the training, never changes it",
+    "role": "what the study does with the run's numbers (fit them, or score a forecast with them), not how they "
+            "are made: a hero with a rung's science is that rung's run",
 }
 """Every other ``RunSpec`` field, and why it does not change the run's numbers (a test holds that every field is
 in exactly one of the two)."""

@@ -32,6 +32,7 @@ from ladder.model.config import (
     TrackingConfig,
 )
 from ladder.model.sizing import FamilyRules
+from ladder.studies.extra_runs import ExtraRunSpec, check_extra_runs
 from ladder.studies.messages import pydantic_message
 from ladder.studies.yaml_load import DuplicateKeyError, load_yaml
 
@@ -122,6 +123,9 @@ class LadderSpec(Strict):
     )
     isoflop_points: int = Field(default=5, ge=3, description="isoflop: sizes per budget when no grid is given")
     isoflop_span: float = Field(default=8.0, gt=1, description="isoflop: largest/smallest size per budget")
+    extra_runs: list[ExtraRunSpec] | None = Field(
+        default=None, description="runs beyond the grid, e.g. what `ladder plan STUDY_DIR --suggest --add` writes "
+        "(ladder.studies.extra_runs)")
 
     @model_validator(mode="before")
     @classmethod
@@ -161,6 +165,7 @@ class LadderSpec(Strict):
             unknown = [s for s in self.replicates.sizes if s not in self.sizes]
             if unknown:
                 raise ValueError(f"replicates.sizes {unknown} are not in sizes {self.sizes}")
+        check_extra_runs(self)
         return self
 
 

@@ -7,12 +7,13 @@ from tests.cli_helpers import run_cli
 # Every command and command group, by the group it hangs from, in the order `--help` lists them. A command
 # dropped from the app (or added without being listed here) fails test_help_lists_every_command.
 COMMANDS = {
-    (): ["plan", "sanity", "train", "submit", "status", "collect", "cancel", "fit", "report", "eval", "run",
-         "studies", "model", "data"],
+    (): ["plan", "sanity", "train", "submit", "status", "collect", "cancel", "fit", "report", "hero", "eval", "run",
+         "studies", "model", "data", "forecast"],
     ("studies",): ["list", "show", "validate"],
     ("model",): ["info"],
     ("data",): ["prepare", "tokenizer"],
     ("data", "tokenizer"): ["train", "eval"],
+    ("forecast",): ["freeze", "show", "score"],
 }
 
 

@@ -17,8 +17,9 @@ from tests.cli_helpers import run_cli
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # commands that train, submit or write into a study: the test leaves them alone unless they only ask for --help
-TRAINS = {"run", "submit", "train", "sanity", "eval", "cancel", "collect", "report", ("data", "prepare"),
-          ("data", "tokenizer")}
+TRAINS = {"run", "submit", "train", "sanity", "eval", "cancel", "collect", "report", "hero", "forecast",
+          ("data", "prepare"), ("data", "tokenizer")}
+SEPARATORS = {"&&", "||", ";", "|"}
 
 
 def _blocks(language: str) -> list[str]:
@@ -26,16 +27,30 @@ def _blocks(language: str) -> list[str]:
 
 
 def _safe(argv: list[str]) -> bool:
+    """Trains nothing, writes nothing, and needs no study that `make demo` made (a `$S` in the README)."""
+    if any("$" in a for a in argv):
+        return False
     return "--help" in argv or not (argv[0] in TRAINS or tuple(argv[:2]) in TRAINS)
+
+
+def _commands(line: str) -> list[list[str]]:
+    """The commands of a shell line (split at &&, ||, ; and |), as argument lists."""
+    out, current = [], []
+    for token in shlex.split(line, comments=True):
+        if token in SEPARATORS:
+            out.append(current)
+            current = []
+        else:
+            current.append(token)
+    return [c for c in [*out, current] if c]
 
 
 def readme_commands() -> list[list[str]]:
     """The `ladder ...` lines of the README's bash blocks that train nothing, as argument lists."""
     commands = []
     for block in _blocks("bash") + _blocks("shell") + _blocks("sh"):
-        for line in block.splitlines():
-            argv = shlex.split(line, comments=True)
-            if argv[:1] in (["ladder"], [".venv/bin/ladder"]) and _safe(argv[1:]):
+        for argv in (c for line in block.splitlines() for c in _commands(line)):
+            if argv[:1] in (["ladder"], [".venv/bin/ladder"]) and len(argv) > 1 and _safe(argv[1:]):
                 commands.append(argv[1:])
     return commands
 

@@ -22,6 +22,8 @@ from ladder.cli import (
     data,
     evaluate,
     fit_report,
+    forecast,
+    hero,
     model_info,
     plan,
     run,
@@ -35,7 +37,8 @@ from ladder.errors import LadderError
 app = typer.Typer(
     name="ladder",
     help="Rehearse a big pretraining run on a scaling ladder of small Llama runs: "
-    "plan -> submit -> status -> collect -> fit -> report. `ladder run` does it all.",
+    "plan -> submit -> status -> collect -> fit -> report. `ladder run` does it all; then "
+    "forecast freeze -> hero -> submit -> forecast score checks the forecast against the hero.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -44,6 +47,7 @@ app = typer.Typer(
 app.add_typer(studies.app, name="studies")
 app.add_typer(model_info.app, name="model")
 app.add_typer(data.app, name="data")
+app.add_typer(forecast.app, name="forecast")
 app.command()(plan.plan)
 app.command()(training.sanity)
 app.command()(training.train)
@@ -53,6 +57,7 @@ app.command()(status.collect)
 app.command()(training.cancel)
 app.command()(fit_report.fit)
 app.command()(fit_report.report)
+app.command()(hero.hero)
 app.command("eval")(evaluate.eval_cmd)
 app.command("run")(run.run_cmd)
 

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, flag
 from ladder.console import err, human_seconds, out, print_json, sci
+from ladder.errors import SpecError
 from ladder.model.config import format_count
 
 
@@ -26,6 +27,11 @@ def plan(
     study: str = typer.Argument(..., help="A study YAML file or a built-in study name (see `ladder studies list`)."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
     dry_run: bool = flag("dry-run", "Print the plan, write nothing."),
+    suggest: bool = flag("suggest", "Of a fitted STUDY directory: the one or two runs that would shrink the hero's "
+                         "interval most per FLOP."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="With --suggest: the most exact FLOPs the "
+                                         "suggested runs may cost together, e.g. 1e14."),
+    add: bool = flag("add", "With --suggest: add them to the study (ladder.extra_runs) and plan them."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Expand a study into runs and write a directory per run, named by the hash of its spec.
@@ -38,10 +44,29 @@ def plan(
     totals count each trunk once. Planning again is a no-op (unfinished runs take a new micro-batch, interval
     or compile setting, and runs not started yet the trunk or branch role of new budgets; a run's id is its
     science only); adding a value to an axis adds only the new runs; nothing is ever deleted.
+
+    --suggest values a larger size, another budget and a seed replicate by refitting the forecast with outcomes
+    drawn from it, and prints each with its cost and the hero's expected interval after; --add plans the best.
+
+    Example:
+
+    ladder plan ladder-runs/default --suggest --budget 1e14 --add
     """
     from ladder.plan import default_study_dir, expand, run_row, write_plan
     from ladder.plausibility import check_machine
     from ladder.studies import load_study
+
+    if not suggest:
+        for opt, given in (("--budget", budget is not None), ("--add", add)):
+            if given:
+                raise SpecError(f"{opt} goes with --suggest (e.g. `ladder plan STUDY_DIR --suggest {opt} ...`)")
+    elif out_dir is not None:
+        raise SpecError("--out does not go with --suggest: the suggested runs are planned into STUDY_DIR itself")
+    else:
+        from ladder.cli.suggest import print_suggestion
+
+        print_suggestion(study, budget, add, dry_run, as_json)
+        return
 
     spec = load_study(study)
     check_machine(spec)

@@ -2,7 +2,8 @@
 
 :class:`Builder` holds what every section reads (the fit, the runs, the finished runs, one style per variant)
 and numbers the figures; each section is a function of the builder in :mod:`ladder.reports.render.sections`.
-A section that raises becomes one line saying so, and the rest of the report renders.
+A section that raises becomes one line saying so, and the rest of the report renders; one that returns None
+has nothing to say and is left out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ladder.reports.render.figures.style import VariantStyles
 from ladder.reports.render.figures.sweeps import draw_sweeps
 from ladder.reports.render.sections import (
     ablations,
+    forecast,
     headline,
     health,
     hparams,
@@ -28,8 +30,8 @@ from ladder.reports.render.sections import (
 )
 from ladder.reports.render.study import StudyData, mapping, status_counts, unavailable
 
-ORDER: tuple[Callable[["Builder"], Section], ...] = (
-    headline.headline, runs.ladder, runs.curves, scaling.scaling, rollout.rollout, scaling.isoflop, hparams.hparams,
+ORDER: tuple[Callable[["Builder"], Section | None], ...] = (
+    forecast.forecast_vs_actual, headline.headline, runs.ladder, runs.curves, scaling.scaling, rollout.rollout, scaling.isoflop, hparams.hparams,
     ablations.tied, ablations.depth, health.health, tasks.tasks, health.reproducibility,
 )
 
@@ -42,8 +44,10 @@ class Builder:
         self.fit = data.fit or {}
         runs = data.runs
         self.runs = runs
-        self.done = runs[(runs["status"] == "done") & pd.to_numeric(runs["loss"], errors="coerce").notna()] \
-            if len(runs) else runs
+        ladder = runs[runs["role"].astype(str) != "hero"] if len(runs) and "role" in runs else runs
+        # the ladder's finished runs; a hero run is drawn as the forecast's check, never as a rung
+        self.done = ladder[(ladder["status"] == "done") & pd.to_numeric(ladder["loss"], errors="coerce").notna()] \
+            if len(ladder) else ladder
         self.styles = VariantStyles(runs["variant"].astype(str).tolist() if len(runs) else [])
         for name in (mapping(self.fit.get("loss_by_variant"))):
             self.styles.add(name)
@@ -87,7 +91,8 @@ class Builder:
                 name = make.__name__
                 sec = Section(name, name.capitalize()).missing(
                     f"this section could not be built: {type(exc).__name__}: {exc}")
-            out.append(sec)
+            if sec is not None:  # a section with nothing to say (Forecast vs actual before a score) is left out
+                out.append(sec)
         for i, sec in enumerate(out, 1):
             sec.number = i
         return out

@@ -1,7 +1,8 @@
 """The study directory as the report reads it, and the accessors the sections read ``fit.json`` with.
 
 Reads only the study directory (file names from :mod:`ladder.layout`): ``study.yaml``, ``plan.json``,
-``results.parquet``, ``curves.parquet``, ``fit.json`` and, per run, ``spec.json``/``result.json``/``error.json``.
+``results.parquet``, ``curves.parquet``, ``fit.json``, the frozen forecasts (``forecast.json``, ``forecast-2.json``,
+...) and, per run, ``spec.json``/``result.json``/``error.json``.
 Any of them may be missing or unreadable: :func:`load_study` notes it in ``problems`` and never raises, and
 ``fit.json`` is data (any entry may be anything), read through :func:`unavailable`, :func:`g`, :func:`seq`,
 :func:`maps`, :func:`mapping` and :func:`first`.
@@ -85,6 +86,8 @@ class StudyData:
     problems: list[str] = field(default_factory=list)
     has_results: bool = False
     env: dict = field(default_factory=dict)  # versions, source, hardware, date (``environment.environment()``)
+    forecasts: list[dict] = field(default_factory=list)  # the frozen forecasts, oldest first (+ number, file)
+    results_sha256: str | None = None  # the hash of the fitted rows of results.parquet (as a freeze records it)
 
 
 def _read_json(path: Path, problems: list[str], what: str) -> Any:
@@ -139,6 +142,19 @@ def load_study(study_dir: Path) -> StudyData:
             data.has_results = True
         except Exception as exc:  # noqa: BLE001
             problems.append(f"{layout.RESULTS_PARQUET} is unreadable ({exc})")
+    if data.has_results:
+        from ladder.reports.fits.study.table import results_hash
+
+        try:
+            data.results_sha256 = results_hash(runs)
+        except Exception as exc:  # noqa: BLE001 - a table that cannot be hashed only loses the check
+            problems.append(f"{layout.RESULTS_PARQUET} cannot be hashed ({exc})")
+    for number, path in sd.forecasts():
+        record = _read_json(path, problems, path.name)
+        if isinstance(record, dict):
+            data.forecasts.append({**record, "number": number, "file": path.name})
+        elif record is not None:
+            problems.append(f"{path.name} is not a JSON object")
     if sd.curves.is_file():
         try:
             data.curves = pd.read_parquet(sd.curves)

@@ -20,7 +20,10 @@ A table exported from another tool works too: ``fit_runs_file("runs.csv")`` (CSV
 Decisions (also listed in ``meta.decisions`` of every result):
 
 * Runs whose ``status`` is not ``done`` (failed, diverged, cancelled, interrupted, ...) are excluded from every
-  fit and listed in ``excluded`` with their state, error and the FLOPs they spent. A remaining run with a
+  fit and listed in ``excluded`` with their state, error and the FLOPs they spent. Hero runs (``role`` hero,
+  planned by ``ladder hero``) are never fitted, whatever their state: they score the frozen forecast; they are
+  listed in ``excluded`` too, and neither their FLOPs nor their rows count in the ladder's cost or its
+  ``meta.results_sha256`` (:func:`ladder.reports.fits.study.table.results_hash`). A remaining run with a
   missing, NaN or non-positive ``params``/``tokens``/``loss`` is a ``FitError`` naming the rows.
 * Variants: one loss forecast per *model variant* (the study's structural axis, tied vs untied embeddings; a
   table without ``axis/`` columns is grouped by its ``variant`` column, else by ``tie_embeddings``).
@@ -59,6 +62,7 @@ from ladder.studies.spec import StudySpec
 
 DECISIONS = (
     "runs whose status is not 'done' are excluded from every fit and listed in 'excluded' (with the FLOPs they spent)",
+    "hero runs (role 'hero') are never fitted: they score the frozen forecast (`ladder forecast score`)",
     "one loss forecast per model variant (tied vs untied); lr, batch and aspect-ratio sweeps are not variants: "
     "the loss laws use the best (tuned) configuration of each rung; seed replicates stay separate runs",
     "every identifiable law form is fitted (Huber on log residuals, delta 1e-3; residual bootstrap from fresh "
@@ -98,12 +102,22 @@ def fit_study(
     reasons: dict[str, str] = {}
 
     raw = table.prepare(runs)
+    heroes = table.is_hero(raw)
+    hero_rows = raw[heroes]
+    if heroes.all():
+        raise FitError(f"fit: the runs table holds only hero runs ({', '.join(map(str, hero_rows.index))}): "
+                       "a hero is scored (`ladder forecast score`), never fitted; fit the ladder's own runs")
+    raw = raw[~heroes].copy()
     ok = table.status_ok(raw)
     excluded = table.excluded_rows(raw, ok)
     if excluded:
         listed = "; ".join(f"{e['run']} ({e['status']}{': ' + e['reason'] if e['reason'] else ''})" for e in excluded[:8])
         more = f"; and {len(excluded) - 8} more" if len(excluded) > 8 else ""
         warnings.append(f"{len(excluded)} run(s) excluded from the fits (not done): {listed}{more}")
+    if len(hero_rows):
+        notes.append(f"hero run(s) {', '.join(map(str, hero_rows.index))} not fitted: a forecast is checked "
+                     "against the hero (`ladder forecast score`), so the hero never feeds it")
+    excluded.extend(table.hero_excluded(hero_rows))
     if not ok.any():
         raise FitError(
             f"fit: no finished runs to fit: none of the {len(raw)} run(s) is done "
@@ -220,6 +234,7 @@ def fit_study(
 
     meta = {
         "n_runs": int(len(raw)),
+        "n_hero_runs": int(len(hero_rows)),
         "n_used": int(len(df)),
         "n_excluded": len(excluded),
         "n_law_runs": int(len(prim_law_df)),
@@ -232,7 +247,7 @@ def fit_study(
         "seed": seed,
         "ladder_version": __version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "results_sha256": table.content_hash(runs),
+        "results_sha256": table.results_hash(runs),
         "decisions": list(DECISIONS),
     }
     return FitResult(

@@ -23,6 +23,7 @@ TUNING_AXES = ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "asp
 VARIANT_AXES = ("tie_embeddings",)
 REPLICATE_AXES = ("seed",)  # repeats of one configuration: the same rung, not a rung of their own
 RUNG_RTOL = 0.05  # runs whose params and tokens agree within 5% share a rung (tables without axis columns)
+HERO_REASON = "the hero run (scored by `ladder forecast score`, not fitted)"
 
 
 def prepare(runs: Any) -> pd.DataFrame:
@@ -69,6 +70,32 @@ def content_hash(runs: Any) -> str:
     df = df.reindex(sorted(map(str, df.columns)), axis=1)
     text = df.to_csv(index=False, float_format="%.17g")
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def is_hero(df: pd.DataFrame) -> np.ndarray:
+    """Which rows are hero runs (``role == "hero"``, planned by ``ladder hero``). A forecast checked against a run
+    it was fitted on checks nothing, so the fits never use them: they are scored against the frozen forecast."""
+    if "role" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    return (df["role"].astype(str).str.strip().str.lower() == "hero").to_numpy()
+
+
+def results_hash(runs: Any) -> str:
+    """:func:`content_hash` of the rows a fit uses (every row but the hero runs'), without the columns that are
+    empty in all of them: the hero's own row (planned, then training, then done) and the columns only it fills
+    never make a fit or a frozen forecast look older than the data it was made from."""
+    df = runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(runs)
+    df = df[~is_hero(df)].reset_index(drop=True).dropna(axis=1, how="all")
+    return content_hash(df)
+
+
+def hero_excluded(df: pd.DataFrame) -> list[dict]:
+    """The ``excluded`` entries of the hero runs, with :data:`HERO_REASON`."""
+    if not len(df):
+        return []
+    rows = excluded_rows(df.assign(status=df["status"] if "status" in df.columns else "unknown"),
+                         np.zeros(len(df), dtype=bool))
+    return [{**r, "reason": HERO_REASON} for r in rows]
 
 
 def spent(df: pd.DataFrame) -> np.ndarray:

@@ -20,6 +20,7 @@ from ladder.reports.render.figures.axes import (
     merged_legend,
 )
 from ladder.reports.render.figures.style import (
+    ACTUAL,
     FIT_COLOR,
     HERO,
     PALETTE,
@@ -38,9 +39,11 @@ def draw_scaling(
     *,
     in_law: set[str] | None = None,
     band: Sequence[Mapping[str, Any]] | None = None,
+    actual: Mapping[str, Any] | None = None,
 ) -> None:
     """Final loss against compute and against parameters; the forecast (the weighted law forms) along the hero's
-    tokens per parameter with its calibrated 90% interval, extrapolated to the hero."""
+    tokens per parameter with its calibrated 90% interval, extrapolated to the hero; ``actual``: the hero run's
+    real final loss (``loss``, ``params``, ``flops`` or ``tokens``) beside the forecast."""
     ax_c, ax_n = fig.subplots(1, 2, sharey=True)
     done = runs[(runs["status"] == "done")] if "status" in runs else runs
     in_law = in_law or set()
@@ -79,6 +82,13 @@ def draw_scaling(
                 ax.fill_between(x, lo, hi, color=FIT_COLOR, alpha=0.13, linewidth=0, label="calibrated 90% interval")
     hero_point(ax_c, hc, hero.get("loss"), hero.get("lo"), hero.get("hi"))
     hero_point(ax_n, hn, hero.get("loss"), hero.get("lo"), hero.get("hi"))
+    if actual and ok(actual.get("loss")) and pos(actual.get("params")):
+        an = num(actual["params"])
+        ac = num(actual.get("flops")) if pos(actual.get("flops")) else (
+            6 * an * num(actual.get("tokens")) * k_ladder if pos(actual.get("tokens")) else math.nan)
+        for ax, x in ((ax_c, ac), (ax_n, an)):
+            if pos(x):
+                ax.plot([x], [num(actual["loss"])], linestyle="none", label="hero run (actual)", **ACTUAL)
     flops_axis(ax_c)
     count_axis(ax_n, "parameters (N)")
     loss_axis(ax_c, "final eval loss (nats/token)")

@@ -22,6 +22,7 @@ PALETTE = (  # Okabe-Ito first (colour-blind safe), then Paul Tol's muted
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", "h", ">", "p", "*")
 LINESTYLES = ("-", "--", "-.", ":", (0, (6, 1.5, 1, 1.5, 1, 1.5)), (0, (9, 2.5)))
 HERO = {"color": "#111111", "marker": "*", "ms": 13, "mec": "white", "mew": 0.8, "zorder": 6}
+ACTUAL = {"color": "#d6604d", "marker": "D", "ms": 10, "mfc": "none", "mec": "#d6604d", "mew": 1.8, "zorder": 7}  # hollow: the star shows through
 FIT_COLOR = "#222222"
 MUTED = "#8a8a8a"
 

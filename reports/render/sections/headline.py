@@ -1,4 +1,5 @@
-"""The headline: the hero's forecast (a projection until a frozen forecast is scored against the hero), the
+"""The headline: the hero's forecast (a projection until a forecast frozen from the same results is scored against
+the hero's final loss: then a prediction, :mod:`ladder.reports.render.sections.forecast`), the
 ladder's cost, how far the rollout showed the ladder sees, the runs' status and the recommended hero
 configuration."""
 
@@ -25,6 +26,7 @@ from ladder.reports.render.fmt import (
     schedule_text,
     shape_text,
 )
+from ladder.reports.render.sections.forecast import is_prediction
 from ladder.reports.render.study import first, mapping, seq, unavailable
 
 if TYPE_CHECKING:
@@ -51,6 +53,12 @@ def headline(ctx: Builder) -> Section:
         half = hero.get("half_width_pct")
         kind = "projection" if hero.get("kind", "projection") == "projection" else str(hero.get("kind"))
         beyond = " Beyond the ladder's demonstrated reach." if hero.get("beyond_reach") else ""
+        checked = is_prediction(ctx)
+        if checked is not None:  # frozen from these results and scored against the hero's final loss
+            kind = "prediction"
+            beyond = (f" Checked against the hero run: actual {fmt_loss(checked.get('actual'), 3)}, error "
+                      f"{fmt_pct(checked.get('error_pct'), signed=True)}, "
+                      f"{'inside' if checked.get('inside') else 'outside'} the interval (Forecast vs actual).")
         tiles.append(Tile(f"Forecast loss ({kind})", fmt_loss(loss, 3),
                           f"nats/token; 90% interval {fmt_loss(lo, 3)} – {fmt_loss(hi, 3)}"
                           + (f" (±{fmt_pct(half)})" if ok(half) else "") + ext_text + "." + beyond, "primary"))

@@ -19,6 +19,7 @@ from ladder.reports.render.fmt import (
     num,
     ok,
 )
+from ladder.reports.render.sections.forecast import actual_point
 from ladder.reports.render.study import g, mapping, maps, unavailable
 
 if TYPE_CHECKING:
@@ -46,13 +47,14 @@ def scaling(ctx: Builder) -> Section:
     forms = mapping(law.get("forms"))
     in_law = {str(r.get("run")) for f in forms.values() if isinstance(f, Mapping) for r in maps(f.get("residuals"))}
     band = forecast_band(ctx.fit)
+    actual = actual_point(ctx)
     s.add(ctx.figure(
         "fig-scaling", "The runs, the forecast and its extrapolation to the hero",
         "Final eval loss of every finished run against compute and parameters (one marker per variant; outlined: "
         f"the runs the laws of variant {law.get('variant') or ''} were fitted to), the weighted forecast of the law "
         "forms along the hero's tokens per parameter with its calibrated 90% interval, extrapolated to the hero "
-        "(star: the hero's forecast).", 3.9,
-        lambda fig: draw_scaling(fig, ctx.done, ctx.hero, ctx.styles, in_law=in_law, band=band)))
+        "(star: the hero's forecast" + ("; diamond: the hero run's actual final loss" if actual else "") + ").", 3.9,
+        lambda fig: draw_scaling(fig, ctx.done, ctx.hero, ctx.styles, in_law=in_law, band=band, actual=actual)))
     rows = []
     for key, f in forms.items():
         f = mapping(f)

@@ -1,0 +1,163 @@
+"""`ladder forecast`: freeze the hero forecast before the hero trains, show the freezes, score them against it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ladder.cli.options import JSON_OPT
+from ladder.console import err, out, print_json
+
+app = typer.Typer(help="Freeze the hero forecast, show the freezes, score them against the hero run.",
+                  no_args_is_help=True)
+
+
+def _interval(p: dict) -> str:
+    if p.get("lo") is None or p.get("hi") is None:
+        return "-"
+    return f"[{p['lo']:.4g}, {p['hi']:.4g}]"
+
+
+def _score_text(s: dict | None) -> str:
+    if not s:
+        return "-"
+    if s.get("final"):
+        inside = {True: "inside", False: "OUTSIDE", None: "no interval"}[s.get("inside")]
+        z = f", z {s['z']:+.2f}" if s.get("z") is not None else ""
+        return f"actual {s['actual']:.4g}: error {s['error_pct']:+.2f}%, {inside}{z}"
+    p = s.get("partial") or {}
+    if not p.get("available"):
+        return f"partial: {p.get('reason', 'no forecast')}"
+    vs = p.get("vs_frozen") or {}
+    inside = {True: "inside", False: "OUTSIDE", None: "no interval"}[vs.get("inside")]
+    return (f"partial at {100 * p['fraction']:.0f}%: heads for {p['final_forecast']:.4g} {_interval(p)}; frozen is "
+            f"{vs.get('error_pct', 0):+.2f}% off it, {inside}")
+
+
+@app.command("freeze")
+def freeze(
+    study_dir: Path = typer.Argument(..., help="A collected and fitted study directory (holds a current fit.json)."),
+    predict: Optional[list[str]] = typer.Option(None, "--predict", help="Also freeze a forecast at PARAMS:TOKENS, "
+                                                "e.g. 800K:16M (repeatable)."),
+    note: Optional[str] = typer.Option(None, "--note", help="A note kept with the freeze."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Put the fit's hero forecast on record before the hero trains: forecast.json (a later freeze is
+    forecast-2.json, ...; none is overwritten).
+
+    It holds the hero's loss with its calibrated 90% interval, any --predict points, the law forms with their
+    parameters and weights, the hash of the results it was fitted on and of the study spec, the ladder version
+    and git revision, and the UTC time. Refuses a fit that is older than the results (run `ladder fit`).
+
+    Example:
+
+    ladder forecast freeze ladder-runs/default --predict 800K:16M --note "before the hero"
+    """
+    from ladder.forecasts import freeze as do_freeze
+
+    f = do_freeze(study_dir, predict=predict or [], note=note)
+    if as_json:
+        print_json({"number": f.number, "file": str(f.path), **f.record})
+        return
+    h = f.record["hero"]
+    out.print(f"froze forecast {f.number} in {f.path}: hero {h['params']:,.0f} params, {h['tokens']:,.0f} tokens: "
+              f"{h['loss']:.4g} nats/token, 90% interval {_interval(h)} (±{h['half_width_pct']:.2f}%)")
+    for p in f.record["predictions"]:
+        out.print(f"  {escape(str(p['label']))}: {p['loss']:.4g} {_interval(p)}" if p.get("loss") is not None
+                  else f"  {escape(str(p['label']))}: no forecast")
+    out.print(f"next: `ladder hero {escape(str(study_dir))}` plans the hero run; `ladder forecast score` scores it")
+
+
+@app.command("show")
+def show(
+    study_dir: Path = typer.Argument(..., help="A study directory."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Every freeze of the study: its number, time, hero forecast and interval, latest score, and a warning when
+    the study's results are no longer the ones it was fitted on.
+
+    Example:
+
+    ladder forecast show ladder-runs/default --json
+    """
+    from ladder.errors import StateError
+    from ladder.forecasts import show_rows
+
+    if not Path(study_dir).is_dir():
+        raise StateError(f"{study_dir} is not a study directory")
+    rows = show_rows(study_dir)
+    if as_json:
+        print_json({"study_dir": str(study_dir), "forecasts": rows})
+        return
+    if not rows:
+        out.print(f"no frozen forecast in {study_dir}: `ladder forecast freeze {escape(str(study_dir))}` makes one")
+        return
+    table = Table("#", "frozen at (UTC)", "hero forecast", "90% interval", "kind", "latest score",
+                  title=f"frozen forecasts: {escape(str(study_dir))}", title_justify="left")
+    for r in rows:
+        if r.get("problem"):
+            table.add_row(str(r["number"]), "-", "-", "-", "-", f"[red]{escape(r['file'])}: {escape(r['problem'])}[/]")
+            continue
+        h = r["hero"]
+        table.add_row(str(r["number"]), str(r["frozen_at"]), f"{h['loss']:.4g}" if h.get("loss") else "-",
+                      _interval(h), r["kind"], escape(_score_text(r["latest_score"])))
+    out.print(table)
+    for r in rows:
+        if r.get("warning"):
+            err.print(f"[yellow]warning[/]: forecast {r['number']}: {r['warning']}")
+
+
+@app.command("score")
+def score(
+    study_dir: Path = typer.Argument(..., help="A study directory with frozen forecasts."),
+    loss: Optional[float] = typer.Option(None, "--loss", help="The final eval loss of a hero trained elsewhere "
+                                         "(at the frozen hero's size)."),
+    curve: Optional[Path] = typer.Option(None, "--curve", help="The hero's loss curve: CSV, JSON lines or parquet "
+                                         "with tokens (or step) and eval_loss (or loss) columns."),
+    run: Optional[str] = typer.Option(None, "--run", help="The hero run to score against (default: the last one "
+                                      "`ladder hero` planned)."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Score every frozen forecast against the hero: error %, inside the 90% interval or not, z-score.
+
+    Each score is appended to its freeze's scores. While the hero still trains (or --curve stops before its
+    planned tokens), its final loss is forecast from its partial curve, by the ladder's own finished curves at
+    the same fraction of training, and compared with the frozen forecast: an early warning.
+
+    Examples (the second: a hero trained elsewhere):
+
+    ladder forecast score ladder-runs/default
+
+    ladder forecast score ladder-runs/default --loss 2.31
+    """
+    from ladder.score import score_study
+
+    outcome = score_study(study_dir, loss=loss, curve=curve, run_id=run)
+    if as_json:
+        print_json(outcome.to_dict())
+        return
+    src = outcome.observation.source
+    what = {"run": f"hero run {src.get('run_id')}", "loss": "--loss", "curve": f"--curve {src.get('file')}"}[src["kind"]]
+    for f, s in outcome.scored:
+        p = s.get("partial") or {}
+        line = f"forecast {f.number} ({f.record.get('frozen_at')}), {escape(str(s['point']))}: "
+        if s["final"]:
+            out.print(line + f"forecast {s['forecast']:.4g} {_interval(s)}, {escape(_score_text(s))} ({escape(what)})")
+        else:
+            out.print(line + escape(_score_text(s)) + f" ({escape(what)})")
+            if p.get("warning"):
+                err.print(f"[yellow]early warning[/]: {p['warning']}")
+        if s.get("frozen_before_training") is False:
+            err.print(f"[yellow]warning[/]: forecast {f.number} was frozen after the hero was first submitted")
+        if s.get("warning"):
+            err.print(f"[yellow]warning[/]: forecast {f.number}: {s['warning']}")
+    for number, why in outcome.unmatched.items():
+        err.print(f"[yellow]not scored[/]: forecast {number}: {why}")
+    if outcome.scored:
+        kind = "a prediction checked against the hero" if any(s["final"] for _, s in outcome.scored) else \
+            "still a projection (the hero has not finished)"
+        out.print(f"scored {len(outcome.scored)} frozen forecast(s): {kind}")

@@ -1,0 +1,84 @@
+"""`ladder hero`: the fit's recommended hero as a planned run of the study, for `ladder submit` to train."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ladder.cli.options import JSON_OPT, flag
+from ladder.console import human_seconds, out, print_json, sci
+
+
+def hero(
+    study_dir: Path = typer.Argument(..., help="A collected and fitted study directory (holds fit.json)."),
+    params: Optional[str] = typer.Option(None, "--params", help="Train the hero at this size instead, e.g. 800K "
+                                         "(in the study's param_count convention)."),
+    tokens: Optional[str] = typer.Option(None, "--tokens", help="Train the hero on this many tokens instead, e.g. "
+                                         "16M (default with --params: the study's tokens_per_param)."),
+    dry_run: bool = flag("dry-run", "Show the hero run, write nothing."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Plan the hero: the fit's recommendation (shape, tied or untied, tokens, batch, LR, schedule, seed) as a
+    run directory of the study, `role: hero` in its spec, listed in plan.json so that `ladder submit` trains it
+    on any executor. The fits never use it; `ladder forecast score` scores the frozen forecast against it.
+
+    With --params/--tokens the fit is made again with the hero there: the shape by the same rules, the LR and
+    batch by the fit's hyperparameter laws if it has them, else by the study's rules (the sources say which).
+    Freeze the forecast before the hero trains, so that it is on record first.
+
+    Examples (the loop; then a smaller hero, shown only):
+
+    ladder forecast freeze ladder-runs/default && ladder hero ladder-runs/default && ladder submit ladder-runs/default
+
+    ladder hero ladder-runs/default --params 800K --tokens 16M --dry-run
+    """
+    from ladder.hero_run import parse_override, plan_hero_run
+
+    n = parse_override(params, "--params")
+    d = parse_override(tokens, "--tokens")
+    run = plan_hero_run(study_dir, params=n, tokens=d, dry_run=dry_run)
+    if as_json:
+        print_json(run.to_dict())
+        return
+    s, spec = run.spec.shape, run.spec
+    table = Table("", "hero run", "from", title=f"hero: {escape(spec.study)}", title_justify="left", show_header=False)
+    src = run.sources
+    rows = [
+        ("run", f"{spec.run_id} ({run.state})", str(run.run_dir)),
+        (f"params ({spec.param_convention})", f"{spec.params:,}", src.get("params", src.get("shape", ""))),
+        ("shape", f"d_model {s.d_model}, {s.n_layers} layers, {s.n_heads}/{s.n_kv_heads} heads of {s.head_dim}, "
+                  f"ffn {s.ffn_dim}, {'tied' if s.tied else 'untied'}", src.get("aspect_ratio", "")),
+        ("tied", "yes" if s.tied else "no", src.get("tied", "")),
+        ("tokens", f"{spec.tokens:,} ({spec.tokens / spec.params:.3g}/param)", src.get("tokens", "")),
+        ("batch", f"{spec.batch_tokens:,} tokens", src.get("batch_tokens", "")),
+        ("peak LR", f"{spec.lr:.3e}", src.get("lr", "")),
+        ("steps / warmup", f"{spec.steps:,} / {spec.warmup_steps:,}", src.get("warmup", "")),
+        ("schedule", spec.schedule.kind, src.get("schedule", "")),
+        ("seed", str(spec.seed), src.get("seed", "")),
+        ("FLOPs (exact)", sci(spec.flops), f"{spec.flops_per_token:,} per token x tokens"),
+        ("est. time", human_seconds(run.est_wall_s), "the study's executor.hardware"),
+    ]
+    for label, value, where in rows:
+        table.add_row(label, escape(value), f"[dim]{escape(where)}[/]")
+    out.print(table)
+    fc = run.forecast
+    if fc.get("loss") is not None:
+        out.print(f"the fit forecasts {fc['loss']:.4g} nats/token, 90% interval [{fc['lo']:.4g}, {fc['hi']:.4g}] "
+                  f"({fc.get('kind') or 'projection'})")
+    for note in run.notes:
+        out.print(f"note: {escape(note)}")
+    if run.state == "dry run":
+        out.print("[yellow]dry run[/]: nothing written")
+        return
+    from ladder import layout
+
+    if not layout.StudyDir(study_dir).forecasts():
+        out.print(f"[yellow]no frozen forecast yet[/]: `ladder forecast freeze {escape(str(study_dir))}` puts the "
+                  "forecast on record before the hero trains")
+    verb = "planned" if run.state == "new" else "already planned"
+    out.print(f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`, score it with "
+              f"`ladder forecast score {escape(str(study_dir))}`")

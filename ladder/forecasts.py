@@ -1,0 +1,204 @@
+"""Frozen forecasts (``ladder forecast freeze``/``show``): the fit's hero forecast put on record before the hero
+trains, so that it can be checked against the hero afterwards (``ladder forecast score``).
+
+A freeze is one JSON file in the study directory (``forecast.json``, then ``forecast-2.json``, ...: names from
+:mod:`ladder.layout`). It is written once, atomically and never over another freeze (a temporary file hard-linked
+to a name no freeze holds yet); only its ``scores`` list grows afterwards (each score appended by an atomic
+rewrite that leaves everything else as it was). What a freeze holds:
+
+- ``hero``: params, tokens, exact FLOPs, shape, tied, loss, the calibrated 90% interval (``lo``, ``hi``,
+  ``level``, ``half_width_pct``) and ``kind`` (a projection until a score checks it);
+- ``predictions``: the fit's ``--predict`` points and the freeze's own, with their intervals;
+- the law forms with their parameters, 90% intervals and weights, the selection text, the calibration and reach;
+- ``results_sha256`` (the results the fit was made from), ``study_sha256`` (the study spec), the ladder version,
+  the git revision of the ladder source (null outside a checkout), the UTC time, a note.
+
+A freeze whose ``results_sha256`` is not the hash of the study's results now was made from other data: ``show``
+and ``score`` say so ("the data changed after this forecast").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ladder import layout
+from ladder.errors import StateError
+from ladder.fitted import current_fit, refit, results_hash_of, study_hash
+
+HERO_KEYS = ("params", "tokens", "flops", "shape", "tied", "loss", "lo", "hi", "level", "half_width_pct", "kind")
+POINT_KEYS = ("label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach")
+DATA_CHANGED = "the data changed after this forecast: the study's results are not the ones it was fitted on"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def git_revision() -> str | None:
+    """``git rev-parse HEAD`` of the ladder source, or None when it is not a git checkout."""
+    import ladder
+
+    try:
+        head = subprocess.run(["git", "-C", str(Path(ladder.__file__).resolve().parent), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=5,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() or None
+
+
+@dataclass
+class Frozen:
+    number: int
+    path: Path
+    record: dict  # the file's content ({} when unreadable)
+    problem: str | None = None  # why it could not be read
+
+    @property
+    def scores(self) -> list[dict]:
+        scores = self.record.get("scores")
+        return [s for s in scores if isinstance(s, dict)] if isinstance(scores, list) else []
+
+    @property
+    def latest_score(self) -> dict | None:
+        return self.scores[-1] if self.scores else None
+
+    @property
+    def final_score(self) -> dict | None:
+        """The latest score against the hero's final loss (a prediction checked), if any."""
+        final = [s for s in self.scores if s.get("final")]
+        return final[-1] if final else None
+
+
+def read_frozen(study_dir: Path) -> list[Frozen]:
+    """Every freeze of the study, oldest first; an unreadable one is listed with its problem, never raised."""
+    out = []
+    for number, path in layout.StudyDir(Path(study_dir)).forecasts():
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            out.append(Frozen(number, path, {}, f"unreadable ({exc})"))
+            continue
+        if not isinstance(record, dict):
+            out.append(Frozen(number, path, {}, "not a JSON object"))
+            continue
+        out.append(Frozen(number, path, record))
+    return out
+
+
+def _point(p: dict) -> dict:
+    return {k: p.get(k) for k in POINT_KEYS}
+
+
+def frozen_record(current, predictions: list[dict], note: str | None, number: int) -> dict:
+    """What a freeze holds (see the module doc), from the current fit."""
+    fit, hero = current.fit, current.hero
+    law = fit.get("loss") if isinstance(fit.get("loss"), dict) else {}
+    forms = law.get("forms") if isinstance(law.get("forms"), dict) else {}
+    from ladder import __version__
+
+    return {
+        "number": number,
+        "frozen_at": utc_now(),
+        "study": current.study.name,
+        "hero": {k: hero.get(k) for k in HERO_KEYS},
+        "predictions": predictions,
+        "variant": law.get("variant"),
+        "laws": {k: {"title": f.get("title"), "formula": f.get("formula"), "params": f.get("params"),
+                     "ci90": f.get("ci90"), "weight": f.get("weight")} for k, f in forms.items() if isinstance(f, dict)},
+        "weights": law.get("weights"),
+        "selection": law.get("selection"),
+        "calibration": law.get("calibration"),
+        "reach": law.get("reach"),
+        "results_sha256": current.meta.get("results_sha256"),
+        "study_sha256": study_hash(current.study),
+        "fit_created_at": current.meta.get("created_at"),
+        "n_boot": current.meta.get("n_boot"),
+        "ladder_version": __version__,
+        "git_revision": git_revision(),
+        "note": note,
+        "scores": [],
+    }
+
+
+def _claim(sd: layout.StudyDir, build) -> tuple[int, Path]:
+    """Write the next free freeze number's file, never over an existing one: a temporary file hard-linked to the
+    name (link fails when the name is taken; then the next number), so a reader sees the whole file or none."""
+    number = max((n for n, _ in sd.forecasts()), default=0) + 1
+    while True:
+        path = sd.forecast(number)
+        fd, tmp = tempfile.mkstemp(dir=sd.path, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            os.fchmod(fd, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(layout.jsonable(build(number)), indent=2) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                number += 1
+                continue
+            return number, path
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | None = None) -> Frozen:
+    """Freeze the current fit's hero forecast (and ``predict`` points: ``PARAMS:TOKENS``) as the next numbered
+    forecast file. Refuses a fit that is not of the study's current results, and a fit without a hero forecast."""
+    current = current_fit(study_dir)
+    hero = current.hero
+    if hero.get("loss") is None:
+        raise StateError(f"the fit has no hero forecast to freeze ({hero.get('loss_reason') or hero.get('reason')})")
+    points = [_point(p) for p in current.fit.get("predictions") or [] if isinstance(p, dict) and p.get("label") != "hero"]
+    if predict:
+        from ladder.reports.fits.study.forecast import parse_predict
+
+        parse_predict(predict)  # a bad point is the user's error before anything is fitted
+        result = refit(current, predict=predict)
+        have = {p["label"] for p in points}
+        points += [_point(p) for p in result.predictions if p.get("label") != "hero" and p.get("label") not in have]
+    sd = layout.StudyDir(Path(study_dir))
+    number, path = _claim(sd, lambda n: frozen_record(current, points, note, n))
+    return read_frozen_one(number, path)
+
+
+def read_frozen_one(number: int, path: Path) -> Frozen:
+    return Frozen(number, path, json.loads(path.read_text(encoding="utf-8")))
+
+
+def append_score(frozen: Frozen, score: dict) -> None:
+    """Append ``score`` to the freeze's ``scores`` (an atomic rewrite; nothing else in the file changes)."""
+    record = json.loads(frozen.path.read_text(encoding="utf-8"))
+    record.setdefault("scores", []).append(layout.jsonable(score))
+    layout.atomic_write_text(frozen.path, json.dumps(record, indent=2) + "\n")
+    frozen.record = record
+
+
+def show_rows(study_dir: Path) -> list[dict]:
+    """One row per freeze: number, time, hero forecast and interval, latest score, and whether the data changed."""
+    now = results_hash_of(study_dir)
+    rows = []
+    for f in read_frozen(study_dir):
+        if f.problem:
+            rows.append({"number": f.number, "file": f.path.name, "problem": f.problem})
+            continue
+        r, hero = f.record, f.record.get("hero") or {}
+        changed = now is not None and r.get("results_sha256") != now
+        rows.append({
+            "number": f.number, "file": f.path.name, "frozen_at": r.get("frozen_at"), "note": r.get("note"),
+            "hero": hero, "predictions": r.get("predictions") or [], "scores": len(f.scores),
+            "latest_score": f.latest_score, "final_score": f.final_score,
+            "kind": "prediction" if f.final_score else "projection",
+            "data_changed": changed, "warning": DATA_CHANGED if changed else None,
+        })
+    return rows

@@ -1,0 +1,152 @@
+"""The hero as a planned run of the study (``ladder hero``): the fit's recommendation made into a run directory
+of its own, listed in plan.json, so that ``ladder submit`` trains it like any rung on any executor.
+
+The run is the recommendation exactly: its shape (``recommend.hero_shape`` at the recommended size, tying and
+aspect ratio: the rules that size a rung), tokens, batch and peak LR, the study's schedule (warmup: the study's
+``warmup_tokens`` when given, else ``warmup_fraction`` of the hero's steps) and the study's seed, evaluated on
+the same validation tokens as the rungs so that its eval loss is the number the forecast is about. Its spec says
+``role: hero`` (not part of the run id): the fits never use it, ``ladder forecast score`` scores it.
+
+``--params``/``--tokens`` move the hero: the fit is made again with the study's hero at that size (the same
+results, bootstrap count and seed), so the shape follows the same rules as the recommendation and the LR and
+batch come from the fit's hyperparameter laws where it has them, else from the study's rules; the sources say
+which. A hero with the science of a rung of the ladder would be scored against a run it was fitted on: refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ladder import layout
+from ladder.errors import SpecError, StateError
+from ladder.fitted import CurrentFit, current_fit, refit
+from ladder.model.config import RunSpec, format_count, parse_count
+from ladder.plan import estimate_wall_s
+from ladder.rungs import make_run
+from ladder.studies.spec import StudySpec
+
+HERO_VARIANT = "hero"
+
+
+@dataclass
+class HeroRun:
+    spec: RunSpec
+    run_dir: Path
+    sources: dict[str, str]  # where each choice came from
+    state: str  # "new", "planned already" or "dry run"
+    est_wall_s: float
+    overrides: dict[str, Any] = field(default_factory=dict)
+    forecast: dict = field(default_factory=dict)  # the fit's forecast at this hero (loss, lo, hi)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ladder.plan import run_row
+
+        return {"run_id": self.spec.run_id, "run_dir": str(self.run_dir), "state": self.state,
+                "role": self.spec.role, "run": run_row(self.spec, None, self.est_wall_s) | {"run_dir": str(self.run_dir)},
+                "precision": self.spec.precision, "sources": self.sources, "overrides": self.overrides,
+                "forecast": self.forecast, "notes": self.notes}
+
+
+def parse_override(value: str | None, flag: str) -> float | None:
+    """A ``--params``/``--tokens`` count (``800K``, ``3.2M``, ``1.6e7``); SpecError naming the flag otherwise."""
+    if value is None:
+        return None
+    n = parse_count(value)
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not n > 0 or n != n:
+        raise SpecError(f"{flag} {value!r}: must be a positive count such as 800K, 3.2M or 1.6e7")
+    return float(n)
+
+
+def _recommendation(current: CurrentFit, params: float | None, tokens: float | None
+                    ) -> tuple[dict, dict, dict[str, Any], list[str]]:
+    """(recommendation, hero forecast, overrides, notes): fit.json's, or a fit made again with the study's hero at
+    the given size."""
+    fit, study = current.fit, current.study
+    if params is None and tokens is None:
+        rec = fit.get("recommendation")
+        if not isinstance(rec, dict) or rec.get("available") is False:
+            why = rec.get("reason") if isinstance(rec, dict) else "not in fit.json"
+            raise StateError(f"the fit has no recommendation to plan ({why})")
+        return rec, current.hero, {}, []
+    n = params if params is not None else float(current.hero.get("params") or 0)
+    if not n > 0:
+        raise StateError("the fit has no hero size to train --tokens at: give --params too")
+    d = tokens if tokens is not None else study.ladder.tokens_per_param * n
+    overrides = {"params": n, "tokens": d}
+    notes = [] if tokens is not None else [
+        f"tokens: the study's rule, ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params"]
+    if params is None:
+        notes.append(f"params: the fit's hero ({format_count(n)}), --tokens moves only its tokens")
+    hero = study.hero.model_copy(update={"params": int(round(n)), "tokens": int(round(d)), "compute": None})
+    result = refit(current, study=study.model_copy(update={"hero": hero}))
+    if result.recommendation is None:
+        raise StateError(f"the fit gives no recommendation at {format_count(n)} params, {format_count(d)} tokens "
+                         f"({result.reasons.get('recommendation', 'no reason given')})")
+    return result.recommendation.to_dict(), result.hero or {}, overrides, notes
+
+
+def hero_spec(study: StudySpec, rec: dict) -> RunSpec:
+    """The run of a recommendation (fit.json's ``recommendation`` entry), ``role: hero``."""
+    from ladder.reports.fits.recommend import hero_shape
+
+    shape = hero_shape(study, float(rec["params_target"]), tied=bool(rec["tied"]),
+                       aspect_ratio=float(rec["aspect_ratio_target"]))
+    want = {k: rec.get(k) for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "vocab_size")}
+    have = {k: getattr(shape, k) for k in want}
+    if want != have:
+        raise StateError(f"{layout.FIT}'s recommended shape {want} is not what this version of ladder sizes from it "
+                         f"({have}): run `ladder fit` again")
+    seq_len = int(rec.get("seq_len") or study.data.seq_len)
+    if seq_len != study.data.seq_len:  # the hero's own context length (hero.seq_len): its data windows too
+        study = study.model_copy(update={"data": study.data.model_copy(update={"seq_len": seq_len})})
+    sched = study.training.schedule
+    batch = int(rec["batch_tokens"])
+    warmup = int(round(sched.warmup_tokens / batch)) if sched.warmup_tokens is not None else None
+    run = make_run(study, shape, {}, {"size": format_count(shape.params(study.ladder.param_count))},
+                   study.training.seed, float(rec["tokens"]), batch, float(rec["lr"]), warmup)
+    return run.model_copy(update={"role": "hero", "variant": HERO_VARIANT})
+
+
+def _sources(study: StudySpec, rec: dict, overrides: dict) -> dict[str, str]:
+    given = rec.get("sources") if isinstance(rec.get("sources"), dict) else {}
+    out = {k: str(v) for k, v in given.items() if k != "loss"}
+    if overrides:
+        out["params"] = f"--params {format_count(overrides['params'])}"
+    sched = study.training.schedule
+    out["warmup"] = (f"study: training.schedule.warmup_tokens {sched.warmup_tokens:,}" if sched.warmup_tokens
+                     is not None else f"study: training.schedule.warmup_fraction {sched.warmup_fraction:g} of the steps")
+    out["seed"] = f"study: training.seed {study.training.seed}"
+    return out
+
+
+def plan_hero_run(study_dir: Path, *, params: float | None = None, tokens: float | None = None,
+                  dry_run: bool = False) -> HeroRun:
+    """Plan the hero run in the study directory (``dry_run``: only say what it would be)."""
+    current = current_fit(study_dir)
+    rec, forecast, overrides, notes = _recommendation(current, params, tokens)
+    spec = hero_spec(current.study, rec)
+    sd = layout.StudyDir(Path(study_dir))
+    rd = sd.run(spec.run_id)
+    plan = json.loads(sd.plan.read_text(encoding="utf-8"))
+    state = "dry run" if dry_run else "new"
+    if spec.run_id in plan.get("runs", []):
+        on_disk = json.loads(rd.spec.read_text(encoding="utf-8")) if rd.spec.is_file() else {}
+        if on_disk.get("role", "rung") != "hero":
+            raise StateError(f"the hero at {format_count(spec.params)} params, {format_count(spec.tokens)} tokens trains "
+                             f"exactly rung {spec.run_id} of the ladder (the same science): a forecast cannot be "
+                             "checked against a run it was fitted on; choose another --params/--tokens")
+        state = "planned already"
+    elif not dry_run:
+        rd.path.mkdir(parents=True, exist_ok=True)
+        if not rd.spec.is_file():
+            layout.atomic_write_json(rd.spec, spec.model_dump(mode="json"))
+        plan["runs"] = [*plan.get("runs", []), spec.run_id]
+        layout.atomic_write_json(sd.plan, plan)
+    fc = {k: forecast.get(k) for k in ("loss", "lo", "hi", "level", "half_width_pct", "kind")}
+    return HeroRun(spec=spec, run_dir=rd.path, sources=_sources(current.study, rec, overrides), state=state,
+                   est_wall_s=estimate_wall_s(spec, current.study.executor.hardware), overrides=overrides,
+                   forecast=fc, notes=notes + [str(n) for n in rec.get("notes") or []])

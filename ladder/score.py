@@ -1,0 +1,328 @@
+"""Scoring frozen forecasts against the hero (``ladder forecast score``).
+
+What the hero shows (:class:`Observation`): the study's hero run (``role: hero``: its result.json's final eval
+loss, or while it trains the eval points of its metrics.jsonl), a loss given with ``--loss`` (a hero trained
+elsewhere, at the frozen hero's size), or a loss curve given with ``--curve`` (CSV, JSON lines or parquet with
+a ``tokens`` or ``step`` column and an ``eval_loss`` or ``loss`` column).
+
+A freeze is scored at its forecast of the hero's point: its hero, or one of its predictions, whose params and
+tokens are both within 10% of the hero run's (the nearest; the offset is recorded). Against a final loss:
+
+- ``error_pct`` = 100 (forecast - actual) / actual (the sign convention of the rollout backtests);
+- ``inside``: lo <= actual <= hi (the calibrated 90% interval);
+- ``z`` = log(actual / forecast) / (log(hi / lo) / 2 / 1.645): the log error over the interval's half-width
+  read as 1.645 normal standard deviations (|z| > 1.645 is outside a symmetric interval).
+
+A hero still training gets an early warning instead (:func:`partial_forecast`): the forecast of its FINAL loss
+from its partial curve, compared with the frozen forecast in the same terms. A score is appended to each
+freeze's ``scores`` (``final`` says which kind it is): a freeze with a final score is a *prediction* checked
+against a real run; without one it stays a *projection*.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ladder import job_records, layout
+from ladder.errors import SpecError, StateError
+from ladder.forecasts import DATA_CHANGED, Frozen, append_score, read_frozen, utc_now
+from ladder.model.config import RunSpec
+from ladder.plan import read_plan
+
+Z90 = 1.645
+MATCH_RTOL = 0.10  # a frozen point forecasts the hero when its params and tokens are within 10% of the hero's
+REFERENCE_SIZES = 3  # the partial-curve forecast reads the curves of the ladder's largest 3 sizes
+RATIO_RTOL = 0.10
+METHOD = ("final = L_hero(f) / r(f): r(f) = L(f) / L_final of the ladder's largest finished runs with the hero's "
+          "schedule at the same fraction f of their tokens (interpolated in log f), whose shape is nearly "
+          "scale-free; 90% interval from the spread of r(f) across those runs (Student t)")
+
+
+@dataclass
+class Observation:
+    """What the hero shows: its final eval loss, and/or the eval points of its curve so far."""
+
+    source: dict[str, Any]
+    params: float | None = None  # the hero run's (None: a hero trained elsewhere, at the frozen hero's point)
+    tokens: float | None = None  # its planned tokens
+    steps: int | None = None  # its planned steps (for a curve in steps)
+    schedule: str | None = None
+    final: float | None = None
+    points: list[tuple[str, float, float]] = field(default_factory=list)  # (tokens|step, x, eval loss)
+    started_at: str | None = None  # the first submission of the hero run (jobs.json)
+
+    def curve(self, tokens_planned: float | None) -> list[tuple[float, float]]:
+        """(fraction of the planned tokens, loss) of each point."""
+        out = []
+        for kind, x, loss in self.points:
+            if kind == "step":
+                if not self.steps:
+                    raise StateError("the curve counts steps, but there is no hero run to say how many it plans: "
+                                     "give the curve a tokens column")
+                out.append((x / self.steps, loss))
+            elif tokens_planned:
+                out.append((x / tokens_planned, loss))
+        return sorted(out)
+
+
+def z_score(actual: float, forecast: float, lo: float, hi: float) -> float | None:
+    """log(actual / forecast) over the interval's half-width in normal standard deviations."""
+    if not (actual > 0 and forecast > 0 and hi > lo > 0):
+        return None
+    return math.log(actual / forecast) / (math.log(hi / lo) / 2 / Z90)
+
+
+def compare(point: dict, actual: float) -> dict[str, Any]:
+    """A frozen point against an actual (or a forecast final) loss: error, inside, z."""
+    f, lo, hi = float(point["loss"]), point.get("lo"), point.get("hi")
+    inside = None if lo is None or hi is None else bool(lo <= actual <= hi)
+    return {"forecast": f, "lo": lo, "hi": hi, "level": point.get("level", 0.9), "actual": actual,
+            "error_pct": 100.0 * (f - actual) / actual, "inside": inside,
+            "z": None if lo is None or hi is None else z_score(actual, f, float(lo), float(hi))}
+
+
+# ---- what the hero shows ------------------------------------------------------------------------------
+
+
+def _eval_points(rd: layout.RunDir) -> list[tuple[str, float, float]]:
+    if not rd.metrics.is_file():
+        return []
+    return [("tokens", float(r["tokens"]), float(r["eval_loss"])) for r in layout.read_jsonl(rd.metrics)
+            if r.get("kind") == "eval" and isinstance(r.get("eval_loss"), (int, float))
+            and isinstance(r.get("tokens"), (int, float)) and math.isfinite(r["eval_loss"])]
+
+
+def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
+    """The hero run's final loss (result.json of a done run) or its eval points so far."""
+    rd = sd.run(spec.run_id)
+    status = layout.result_status(rd)
+    book = job_records.read(sd).get(spec.run_id, [])
+    obs = Observation(source={"kind": "run", "run_id": spec.run_id}, params=float(spec.params),
+                      tokens=float(spec.tokens), steps=spec.steps, schedule=spec.schedule.kind,
+                      points=_eval_points(rd), started_at=min((r.submitted_at for r in book), default=None))
+    if status == "done":
+        import json
+
+        obs.final = float(json.loads(rd.result.read_text(encoding="utf-8"))["final_eval_loss"])
+    elif status in ("failed", "diverged"):
+        raise StateError(f"the hero run {spec.run_id} ended {status}: no loss to score (see `ladder status "
+                         f"{sd.path}`; `ladder submit --retry-failed` trains it again)")
+    elif not obs.points:
+        raise StateError(f"the hero run {spec.run_id} has no eval point yet: nothing to score (train it with "
+                         f"`ladder submit {sd.path}`)")
+    return obs
+
+
+def observe_curve(path: Path, hero: RunSpec | None) -> Observation:
+    """A loss curve file: ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"--curve {path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".jsonl", ".json", ".ndjson"):
+            df = pd.DataFrame(list(layout.read_jsonl(path)))
+        elif suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        else:
+            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
+        raise SpecError(f"--curve {path}: cannot read it ({type(exc).__name__}: {exc})") from None
+    x = next((c for c in ("tokens", "step") if c in df.columns), None)
+    y = next((c for c in ("eval_loss", "loss") if c in df.columns), None)
+    if x is None or y is None:
+        raise SpecError(f"--curve {path}: needs a tokens (or step) column and an eval_loss (or loss) column; it has "
+                        f"{', '.join(map(str, df.columns)) or 'none'}")
+    xs = pd.to_numeric(df[x], errors="coerce").to_numpy(float)
+    ys = pd.to_numeric(df[y], errors="coerce").to_numpy(float)
+    good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
+    if not good.any():
+        raise SpecError(f"--curve {path}: no row with a positive {x} and {y}")
+    points = sorted(("step" if x == "step" else "tokens", float(a), float(b)) for a, b in zip(xs[good], ys[good]))
+    obs = Observation(source={"kind": "curve", "file": str(path)}, points=points)
+    if hero is not None:
+        obs.params, obs.tokens, obs.steps = float(hero.params), float(hero.tokens), hero.steps
+        obs.schedule, obs.source["run_id"] = hero.schedule.kind, hero.run_id
+    return obs
+
+
+# ---- the early warning ---------------------------------------------------------------------------------
+
+
+def reference_curves(sd: layout.StudyDir, specs: list[RunSpec], ratio: float | None, schedule: str | None
+                     ) -> list[dict]:
+    """The finished rungs whose curves forecast the hero's final loss: not branches (a branch's curve starts at
+    its trunk's step), the hero's schedule, the hero's tokens/param within 10% when some are, the largest
+    :data:`REFERENCE_SIZES` sizes. Each: run id, params, fractions and log(L(f) / L_final)."""
+    import json
+
+    cands = []
+    for spec in specs:
+        if spec.role != "rung" or spec.trunk is not None or (schedule and spec.schedule.kind != schedule):
+            continue
+        rd = sd.run(spec.run_id)
+        if layout.result_status(rd) != "done":
+            continue
+        final = json.loads(rd.result.read_text(encoding="utf-8")).get("final_eval_loss")
+        pts = sorted((t / spec.tokens, loss) for _, t, loss in _eval_points(rd))
+        if not isinstance(final, (int, float)) or final <= 0 or len(pts) < 2:
+            continue
+        f = np.array([p[0] for p in pts])
+        cands.append({"run_id": spec.run_id, "params": float(spec.params), "ratio": spec.tokens / spec.params,
+                      "f": f, "log_r": np.log(np.array([p[1] for p in pts]) / final)})
+    if ratio:
+        near = [c for c in cands if abs(math.log(c["ratio"] / ratio)) <= math.log1p(RATIO_RTOL)]
+        cands = near or cands
+    sizes = sorted({round(c["params"]) for c in cands}, reverse=True)[:REFERENCE_SIZES]
+    return [c for c in cands if round(c["params"]) in sizes]
+
+
+def partial_forecast(curve: list[tuple[float, float]], refs: list[dict]) -> dict[str, Any]:
+    """The hero's final loss from its last eval point at fraction f of its tokens: L_hero(f) / r(f), one estimate
+    per reference run (see :data:`METHOD`); the point is their geometric mean, the 90% interval
+    ``mean +- t_{k-1} sd sqrt(1 + 1/k)`` of their logs (none with one reference)."""
+    from scipy import stats
+
+    frac, loss = curve[-1]
+    out: dict[str, Any] = {"fraction": frac, "loss_now": loss, "method": METHOD, "references": []}
+    est = []
+    for ref in refs:
+        f = ref["f"]
+        if not f[0] <= frac <= f[-1] * (1 + 1e-9):
+            continue  # no extrapolation along a curve
+        log_r = float(np.interp(math.log(frac), np.log(f), ref["log_r"]))
+        est.append(math.log(loss) - log_r)
+        out["references"].append({"run_id": ref["run_id"], "params": ref["params"], "r": math.exp(log_r)})
+    if not est:
+        out.update(available=False, reason=f"no finished rung of the hero's schedule has a curve through "
+                   f"{100 * frac:.0f}% of its tokens")
+        return out
+    e = np.array(est)
+    out.update(available=True, final_forecast=float(np.exp(e.mean())), lo=None, hi=None, level=0.90)
+    if len(e) >= 2:
+        half = float(stats.t.ppf(0.95, len(e) - 1) * e.std(ddof=1) * math.sqrt(1 + 1 / len(e)))
+        out.update(lo=float(np.exp(e.mean() - half)), hi=float(np.exp(e.mean() + half)))
+    return out
+
+
+# ---- scoring -------------------------------------------------------------------------------------------
+
+
+def match_point(record: dict, params: float | None, tokens: float | None) -> tuple[dict | None, dict]:
+    """The frozen point that forecasts the hero at (params, tokens): the nearest of the hero and the predictions
+    within :data:`MATCH_RTOL` in both; without a hero run's point, the frozen hero. Returns (point, offsets)."""
+    hero = {**(record.get("hero") or {}), "label": "hero"}
+    if params is None or tokens is None:
+        return hero, {}
+    best, best_d = None, math.inf
+    for p in [hero, *(record.get("predictions") or [])]:
+        if not isinstance(p, dict) or p.get("loss") is None or not p.get("params") or not p.get("tokens"):
+            continue
+        dn, dd = abs(math.log(params / p["params"])), abs(math.log(tokens / p["tokens"]))
+        if max(dn, dd) <= math.log1p(MATCH_RTOL) and dn + dd < best_d:
+            best, best_d = p, dn + dd
+    if best is None:
+        return None, {}
+    return best, {"params_pct": 100 * (params / best["params"] - 1), "tokens_pct": 100 * (tokens / best["tokens"] - 1)}
+
+
+@dataclass
+class ScoreOutcome:
+    observation: Observation
+    scored: list[tuple[Frozen, dict]] = field(default_factory=list)
+    unmatched: dict[int, str] = field(default_factory=dict)  # freeze number -> why it was not scored
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.observation.source, "final": self.observation.final,
+                "scores": [{"number": f.number, "file": f.path.name, **s} for f, s in self.scored],
+                "not_scored": {str(k): v for k, v in self.unmatched.items()}}
+
+
+def _hero_spec(specs: list[RunSpec], run_id: str | None, study_dir: Path) -> RunSpec | None:
+    heroes = [s for s in specs if s.role == "hero"]
+    if run_id is None:
+        return heroes[-1] if heroes else None
+    for s in heroes:
+        if s.run_id == run_id:
+            return s
+    raise SpecError(f"--run {run_id}: not a hero run of this study (hero runs: {', '.join(s.run_id for s in heroes) or 'none'}; "
+                    f"plan one with `ladder hero {study_dir}`)")
+
+
+def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | None = None,
+                run_id: str | None = None) -> ScoreOutcome:
+    """Score every frozen forecast of the study against its hero (see the module doc) and append each score."""
+    from ladder.fitted import results_hash_of
+
+    sd = layout.StudyDir(Path(study_dir))
+    if loss is not None and curve is not None:
+        raise SpecError("give --loss or --curve, not both")
+    if loss is not None and not (math.isfinite(loss) and loss > 0):
+        raise SpecError(f"--loss {loss}: must be a positive loss in nats/token")
+    study, specs = read_plan(sd.path)
+    frozen = [f for f in read_frozen(sd.path) if not f.problem]
+    if not frozen:
+        raise StateError(f"{sd.path} has no frozen forecast to score: run `ladder forecast freeze {sd.path}` (before "
+                         "the hero trains)")
+    hero = _hero_spec(specs, run_id, sd.path)
+    if loss is not None:
+        obs = Observation(source={"kind": "loss"}, final=float(loss), schedule=study.training.schedule.kind)
+    elif curve is not None:
+        obs = observe_curve(curve, hero)
+        obs.schedule = obs.schedule or study.training.schedule.kind
+    elif hero is None:
+        raise StateError(f"{sd.path} has no hero run: plan one with `ladder hero {sd.path}`, or score a hero trained "
+                         "elsewhere with --loss X or --curve FILE")
+    else:
+        obs = observe_run(sd, hero)
+    now = results_hash_of(sd.path)
+    refs: dict[float, list[dict]] = {}
+    outcome = ScoreOutcome(observation=obs)
+    for f in frozen:
+        point, offset = match_point(f.record, obs.params, obs.tokens)
+        if point is None:
+            fh = f.record.get("hero") or {}
+            outcome.unmatched[f.number] = (
+                f"no frozen point at the hero run's {obs.params:,.0f} params and {obs.tokens:,.0f} tokens (it froze "
+                f"the hero at {fh.get('params') or 0:,.0f} params, {fh.get('tokens') or 0:,.0f} tokens); freeze with "
+                f"--predict {obs.params:.4g}:{obs.tokens:.4g} before the hero trains")
+            continue
+        score: dict[str, Any] = {"scored_at": utc_now(), "source": obs.source, "point": point.get("label", "hero"),
+                                 "offset": offset, "final": False}
+        tokens_planned = obs.tokens or point.get("tokens")
+        final = obs.final
+        pts = obs.curve(tokens_planned) if final is None else []
+        if final is None and pts and pts[-1][0] >= 1 - 1e-9:
+            final = pts[-1][1]  # a curve that reached the planned tokens: its last point is the final loss
+        if final is not None:
+            score.update(final=True, **compare(point, final))
+        else:
+            ratio = tokens_planned / (obs.params or point["params"]) if tokens_planned else None
+            key = round(ratio or 0, 6)
+            if key not in refs:
+                refs[key] = reference_curves(sd, specs, ratio, obs.schedule)
+            early = partial_forecast(pts, refs[key])
+            if early.get("available"):
+                early["vs_frozen"] = compare(point, early["final_forecast"])
+                vs = early["vs_frozen"]
+                if vs["inside"] is False:
+                    early["warning"] = (f"at {100 * early['fraction']:.0f}% of its tokens the hero's curve heads for "
+                                        f"{early['final_forecast']:.4g}, outside the frozen 90% interval "
+                                        f"[{vs['lo']:.4g}, {vs['hi']:.4g}]")
+            score["partial"] = early
+        if obs.started_at and f.record.get("frozen_at"):
+            score["frozen_before_training"] = f.record["frozen_at"] <= obs.started_at
+        changed = now is not None and f.record.get("results_sha256") != now
+        score["data_changed"] = changed
+        if changed:
+            score["warning"] = DATA_CHANGED
+        append_score(f, score)
+        outcome.scored.append((f, score))
+    return outcome

@@ -1,0 +1,127 @@
+"""The report's "Forecast vs actual": it opens the report once a frozen forecast is scored, with the frozen number,
+the actual, the error, the interval, z and the time of the freeze, every user string escaped; the headline then
+says prediction, and the scaling figure shows the hero run's real loss. Unscored, there is no such section."""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from matplotlib.figure import Figure
+
+from ladder import layout
+from ladder.reports.render import render_report
+from ladder.reports.render.blocks import Fig
+from ladder.reports.render.report import build_sections
+from tests.hero_fixture import hero_spec, law_loss, make_ladder, refresh, shape_r, train
+from tests.reports.fixture_study import HOSTILE
+
+CURVE = "<img src=x onerror=alert(1)> & curve.csv"  # a file name is a user string too (no slash in a name)
+
+
+@pytest.fixture(scope="module")
+def frozen(tmp_path_factory) -> Path:
+    """A ladder with a hostile name, a freeze with a hostile note and a hero run that trained."""
+    from ladder.forecasts import freeze
+    from ladder.hero_run import plan_hero_run
+
+    root = make_ladder(tmp_path_factory.mktemp("ladder") / "study", name=f"hero {HOSTILE}")
+    freeze(root, note=f"note {HOSTILE} & more")
+    plan_hero_run(root)
+    refresh(root, fit=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def scored(frozen, tmp_path_factory) -> tuple[Path, dict, str]:
+    """The hero scored from its run, then from a curve file with a hostile name; rendered once."""
+    from ladder.score import score_study
+
+    root = Path(shutil.copytree(frozen, tmp_path_factory.mktemp("scored") / "study"))
+    hero = hero_spec(root)
+    train(layout.StudyDir(root), hero, law_loss(hero.params, hero.tokens))
+    refresh(root, fit=False)
+    score_study(root)
+    curve = root.parent / CURVE
+    actual = 1.01 * law_loss(hero.params, hero.tokens)
+    curve.write_text("tokens,loss\n" + "".join(f"{t},{actual * shape_r(t / hero.tokens)}\n"
+                                               for t in (hero.tokens / 2, hero.tokens)))
+    score_study(root, curve=curve)
+    rec = json.loads((root / "forecast.json").read_text())
+    out = render_report(root)
+    return root, rec, out["html"].read_text(encoding="utf-8")
+
+
+def test_forecast_vs_actual_opens_the_report_with_the_right_numbers(scored):
+    root, rec, html = scored
+    score = rec["scores"][-1]
+    assert score["final"] and score["source"]["kind"] == "curve"
+    assert html.index('<section id="forecast"') < html.index('<section id="headline"')
+    sec = html[html.index('<section id="forecast"'):html.index('<section id="headline"')]
+    text = html_lib.unescape(re.sub(r"<[^>]+>", " ", sec))
+    text = re.sub(r"\s+", " ", text)
+    assert "Forecast vs actual" in text and "A prediction checked against a real run" in text
+    h = rec["hero"]
+    assert f"was {h['loss']:.4f} nats/token (90% interval {h['lo']:.4f} – {h['hi']:.4f})" in text
+    assert f"final eval loss is {score['actual']:.4f}" in text
+    assert f"{score['error_pct']:+.2f}% off it" in text
+    assert f"{'inside' if score['inside'] else 'outside'} its interval (z = {score['z']:.2g})" in text
+    assert f"frozen at {rec['frozen_at']} UTC" in text and f"Error (forecast − actual) {score['error_pct']:+.2f}%" in text
+    assert score["error_pct"] == pytest.approx(100 * (h["loss"] - score["actual"]) / score["actual"])
+    assert f"note {HOSTILE} & more" in text  # the note, shown as text
+    assert f"the loss curve {root.parent / CURVE}" in text
+    # both earlier and latest scores are in the history table
+    assert "Every frozen forecast of the study" in text and f"actual {score['actual']:.4f}" in text
+    headline = html[html.index('<section id="headline"'):html.index('<section id="ladder"')]
+    assert "Forecast loss (prediction)" in headline and "Checked against the hero run" in headline
+
+
+def test_every_user_string_is_escaped(scored):
+    _, _, html = scored
+    assert "<script" not in html.lower() and "<img" not in html.lower()
+    assert html_lib.escape(CURVE, quote=False) in html or html_lib.escape(CURVE) in html
+    assert html.count(html_lib.escape(HOSTILE, quote=False)) + html.count(html_lib.escape(HOSTILE)) >= 3
+
+
+def test_the_scaling_figure_shows_the_hero_runs_real_loss(scored):
+    root, rec, _ = scored
+    _, sections = build_sections(root)
+    [fig_block] = [b for s in sections for b in s.blocks if isinstance(b, Fig) and b.spec.key == "fig-scaling"]
+    fig = Figure(figsize=(9, 4))
+    fig_block.spec.draw(fig)
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert "hero run (actual)" in labels and "hero forecast (90%)" in labels
+    actual = rec["scores"][-1]["actual"]
+    hero = hero_spec(root)
+    for ax, x in zip(fig.axes[:2], (hero.flops, hero.params)):
+        [line] = [ln for ln in ax.get_lines() if ln.get_label() == "hero run (actual)"]
+        assert list(line.get_ydata()) == [pytest.approx(actual)] and list(line.get_xdata()) == [pytest.approx(x)]
+    # the hero run is not drawn as a rung of the ladder: no run marker at its size but the actual's
+    markers = [ln for ln in fig.axes[1].get_lines() if ln.get_linestyle() == "None"
+               and ln.get_label() not in ("hero run (actual)", "hero forecast (90%)")]
+    assert markers and not any(x == pytest.approx(hero.params) for ln in markers for x in ln.get_xdata())
+
+
+def test_no_section_and_a_projection_before_any_score(frozen, tmp_path):
+    root = Path(shutil.copytree(frozen, tmp_path / "study"))
+    html = render_report(root, formats="html")["html"].read_text(encoding="utf-8")
+    assert '<section id="forecast"' not in html and "Forecast vs actual" not in html
+    assert "Forecast loss (projection)" in html
+
+
+def test_a_partial_score_is_shown_as_an_early_warning(frozen, tmp_path):
+    from ladder.score import score_study
+
+    root = Path(shutil.copytree(frozen, tmp_path / "study"))
+    hero = hero_spec(root)
+    train(layout.StudyDir(root), hero, 1.2 * law_loss(hero.params, hero.tokens), upto=0.5)
+    [(_, s)] = score_study(root).scored
+    html = render_report(root, formats="html")["html"].read_text(encoding="utf-8")
+    sec = html_lib.unescape(html[html.index('<section id="forecast"'):html.index('<section id="headline"')])
+    assert "The hero is still training, so the headline stays a projection" in sec
+    assert f"heads for a final loss of {s['partial']['final_forecast']:.4f}" in sec and "outside its" in sec
+    assert "Forecast loss (projection)" in html

@@ -1,0 +1,159 @@
+"""Frozen forecasts: `ladder forecast freeze` never overwrites a freeze (a new one is a new numbered file), refuses a
+fit older than the results, and `show`/`score` say when the results changed after a freeze; a score is appended
+and leaves the frozen forecast as it was."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ladder import layout
+from tests.cli_helpers import run_cli
+from tests.hero_fixture import make_ladder, refresh, train
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory) -> Path:
+    return make_ladder(tmp_path_factory.mktemp("ladder") / "study")
+
+
+@pytest.fixture
+def study(fitted, tmp_path) -> Path:
+    return Path(shutil.copytree(fitted, tmp_path / "study"))
+
+
+def _listing(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_freeze_writes_the_forecast_and_never_overwrites_it(study, capsys):
+    fit = json.loads((study / layout.FIT).read_text())
+    r = run_cli(capsys, "forecast", "freeze", study, "--note", "first", "--json")
+    assert r.code == 0, r.stderr
+    first = study / "forecast.json"
+    rec = json.loads(first.read_text())
+    assert rec["number"] == 1 and rec["note"] == "first" and rec["scores"] == []
+    assert rec["hero"]["loss"] == fit["hero"]["loss"] and rec["hero"]["lo"] == fit["hero"]["lo"]
+    assert rec["hero"]["hi"] == fit["hero"]["hi"] and rec["hero"]["kind"] == "projection"
+    assert rec["results_sha256"] == fit["meta"]["results_sha256"]
+    assert set(rec["laws"]) == set(fit["loss"]["forms"]) and rec["weights"] == fit["loss"]["weights"]
+    assert len(rec["study_sha256"]) == 64 and "git_revision" in rec and rec["ladder_version"]
+    before = first.read_bytes()
+
+    r = run_cli(capsys, "forecast", "freeze", study, "--predict", "300K:6M")
+    assert r.code == 0, r.stderr
+    assert first.read_bytes() == before  # the first freeze is never rewritten
+    second = json.loads((study / "forecast-2.json").read_text())
+    assert second["number"] == 2
+    [p] = second["predictions"]
+    assert p["label"] == "300K:6M" and p["lo"] < p["loss"] < p["hi"]
+    assert [n for n, _ in layout.StudyDir(study).forecasts()] == [1, 2]
+
+
+def test_freeze_refuses_a_fit_older_than_the_results(study, capsys):
+    spec = json.loads(next((study / "runs").iterdir()).joinpath("spec.json").read_text())
+    rd = layout.StudyDir(study).run(spec["run_id"])
+    result = json.loads(rd.result.read_text())
+    layout.atomic_write_json(rd.result, {**result, "final_eval_loss": result["final_eval_loss"] * 1.05})
+    refresh(study, fit=False)  # collected again, not fitted again
+    before = _listing(study)
+    r = run_cli(capsys, "forecast", "freeze", study)
+    assert r.code == 2 and "the fit is older than the results" in r.stderr and "ladder fit" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert _listing(study) == before  # nothing written
+
+
+def test_show_and_score_say_when_the_data_changed_after_a_freeze(study, capsys):
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    r = run_cli(capsys, "forecast", "show", study, "--json")
+    [row] = r.json()["forecasts"]
+    assert row["data_changed"] is False and row["warning"] is None and row["kind"] == "projection"
+
+    runs = pd.read_parquet(study / layout.RESULTS_PARQUET)
+    runs.loc[0, "loss"] *= 1.02  # the results change after the forecast was frozen
+    runs.to_parquet(study / layout.RESULTS_PARQUET, index=False)
+    r = run_cli(capsys, "forecast", "show", study, "--json")
+    [row] = r.json()["forecasts"]
+    assert row["data_changed"] is True and "the data changed after this forecast" in row["warning"]
+    r = run_cli(capsys, "forecast", "show", study)
+    assert r.code == 0 and "the data changed after this forecast" in r.stderr
+
+    r = run_cli(capsys, "forecast", "score", study, "--loss", "3.5", "--json")
+    assert r.code == 0, r.stderr
+    [s] = r.json()["scores"]
+    assert s["data_changed"] is True and "the data changed" in s["warning"]
+
+
+def test_a_score_is_appended_and_leaves_the_freeze_as_it_was(study, capsys):
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    path = study / "forecast.json"
+    frozen = json.loads(path.read_text())
+    for loss in (3.4, 3.6):
+        assert run_cli(capsys, "forecast", "score", study, "--loss", str(loss)).code == 0
+    after = json.loads(path.read_text())
+    scores = after.pop("scores")
+    assert after == {k: v for k, v in frozen.items() if k != "scores"}
+    assert [s["actual"] for s in scores] == [3.4, 3.6] and all(s["final"] for s in scores)
+    h = frozen["hero"]
+    assert scores[0]["error_pct"] == pytest.approx(100 * (h["loss"] - 3.4) / 3.4)
+    r = run_cli(capsys, "forecast", "show", study, "--json")
+    [row] = r.json()["forecasts"]
+    assert row["kind"] == "prediction" and row["scores"] == 2 and row["latest_score"]["actual"] == 3.6
+
+
+def test_the_hero_run_never_makes_the_fit_look_stale(study, capsys):
+    """The hero's own row in the results (planned, then done) is not data the fit used."""
+    assert run_cli(capsys, "hero", study).code == 0
+    refresh(study, fit=False)
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    spec = [json.loads(p.read_text()) for p in (study / "runs").glob("*/spec.json")]
+    hero = next(s for s in spec if s["role"] == "hero")
+    from ladder.model.config import RunSpec
+
+    train(layout.StudyDir(study), RunSpec.model_validate(hero), 3.5)
+    refresh(study, fit=False)
+    row = run_cli(capsys, "forecast", "show", study, "--json").json()["forecasts"][0]
+    assert row["data_changed"] is False
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0  # the fit is still the fit of these results
+
+
+def test_a_fit_of_the_collected_table_in_memory_is_current(study, capsys):
+    """`ladder run` fits the table collect returns before it is written: the freeze reads it from the parquet."""
+    from ladder.collect import collect
+    from ladder.plan import read_plan
+    from ladder.reports.fits import fit_study
+
+    fit_study(collect(study).runs, study=read_plan(study)[0], n_boot=20).write(study / layout.FIT)
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+
+
+def test_user_errors_exit_2_naming_the_flag_and_write_nothing(study, tmp_path, capsys):
+    before = _listing(study)
+    cases = [
+        (("forecast", "score", study, "--loss", "3"), "no frozen forecast"),
+        (("forecast", "freeze", study, "--predict", "lots"), "predict"),
+        (("forecast", "freeze", tmp_path / "nowhere"), "nowhere"),
+    ]
+    for args, words in cases:
+        r = run_cli(capsys, *args)
+        assert r.code == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    assert _listing(study) == before
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    before = _listing(study)
+    for args, words in [
+        (("--loss", "-1"), "--loss"),
+        (("--loss", "3", "--curve", tmp_path / "c.csv"), "not both"),
+        (("--curve", tmp_path / "missing.csv"), "--curve"),
+        ((), "no hero run"),
+        (("--run", "abc"), "--run abc"),
+    ]:
+        r = run_cli(capsys, "forecast", "score", study, *args)
+        assert r.code == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    (tmp_path / "bad.csv").write_text("x,y\n1,2\n")
+    r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "bad.csv")
+    assert r.code == 2 and "tokens (or step)" in r.stderr
+    assert _listing(study) == before

@@ -1,0 +1,155 @@
+"""`ladder hero`: the fit's recommendation as a planned run of the study (role hero, in plan.json, never fitted),
+kept when the study is planned again; and, end to end on a micro-study, a hero that trains through the debug and
+the local executors and is scored."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ladder import layout
+from ladder.model.config import RunSpec
+from tests.cli_helpers import run_cli
+from tests.hero_fixture import hero_spec, make_ladder, refresh, train
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory) -> Path:
+    return make_ladder(tmp_path_factory.mktemp("ladder") / "study")
+
+
+@pytest.fixture
+def study(fitted, tmp_path) -> Path:
+    return Path(shutil.copytree(fitted, tmp_path / "study"))
+
+
+def _plan_ids(study: Path) -> list[str]:
+    return json.loads((study / layout.PLAN).read_text())["runs"]
+
+
+def test_hero_plans_the_recommendation_as_a_run_of_the_study(study, capsys):
+    rec = json.loads((study / layout.FIT).read_text())["recommendation"]
+    before = _plan_ids(study)
+    r = run_cli(capsys, "hero", study, "--dry-run", "--json")
+    assert r.code == 0, r.stderr
+    dry = r.json()
+    assert dry["state"] == "dry run" and _plan_ids(study) == before
+    assert not (study / "runs" / dry["run_id"]).exists()  # --dry-run writes nothing
+
+    r = run_cli(capsys, "hero", study, "--json")
+    assert r.code == 0, r.stderr
+    got = r.json()
+    assert got["run_id"] == dry["run_id"] and got["state"] == "new"
+    assert _plan_ids(study) == [*before, got["run_id"]]
+    spec = RunSpec.model_validate_json((study / "runs" / got["run_id"] / "spec.json").read_text())
+    assert spec.role == "hero" and spec.run_id == spec.content_hash()
+    s = spec.shape
+    assert (s.d_model, s.n_layers, s.n_heads, s.ffn_dim, s.tied) == (rec["d_model"], rec["n_layers"], rec["n_heads"],
+                                                                    rec["ffn_dim"], rec["tied"])
+    assert (spec.tokens, spec.batch_tokens, spec.lr, spec.steps) == (rec["tokens"], rec["batch_tokens"], rec["lr"],
+                                                                    rec["steps"])
+    assert spec.schedule.kind == rec["schedule"]["kind"] and spec.warmup_steps == rec["warmup_steps"]
+    assert "lr" in got["sources"] and "batch_tokens" in got["sources"]
+    assert run_cli(capsys, "hero", study, "--json").json()["state"] == "planned already"
+    assert _plan_ids(study) == [*before, got["run_id"]]
+
+    # planning the study again keeps the hero; collect books it with its role; the fits never use it
+    from ladder.plan import expand, read_plan, write_plan
+
+    written = write_plan(expand(read_plan(study)[0]), study)
+    assert written.heroes == [got["run_id"]] and got["run_id"] not in written.orphans
+    assert _plan_ids(study)[-1] == got["run_id"]
+    train(layout.StudyDir(study), spec, 3.0)
+    refresh(study, fit=True)
+    import pandas as pd
+
+    runs = pd.read_parquet(study / layout.RESULTS_PARQUET)
+    assert runs.set_index("run_id").loc[got["run_id"], "role"] == "hero"
+    fit = json.loads((study / layout.FIT).read_text())
+    [ex] = [e for e in fit["excluded"] if e["run"] == got["run_id"]]
+    assert ex["reason"] == "the hero run (scored by `ladder forecast score`, not fitted)" and ex["status"] == "done"
+    used = {r["run"] for f in fit["loss"]["forms"].values() for r in f["residuals"]}
+    assert got["run_id"] not in used
+    assert fit["meta"]["n_hero_runs"] == 1 and fit["meta"]["n_runs"] == len(runs) - 1
+    assert fit["hero"]["ladder_flops"] == pytest.approx(runs[runs["role"] == "rung"]["flops_spent"].sum())
+
+
+def test_hero_at_another_size_says_where_lr_and_batch_come_from(study, capsys):
+    r = run_cli(capsys, "hero", study, "--params", "250K", "--json")
+    assert r.code == 0, r.stderr
+    got = r.json()
+    assert got["overrides"]["params"] == 250_000 and got["overrides"]["tokens"] == 20 * 250_000
+    assert abs(got["run"]["params"] / 250_000 - 1) < 0.1 and abs(got["run"]["tokens"] / 5e6 - 1) < 0.02
+    assert got["sources"]["lr"].startswith("study rule") and "no LR law" in got["sources"]["lr"]
+    assert any("tokens_per_param" in n for n in got["notes"])
+    r = run_cli(capsys, "hero", study, "--params", "250K", "--tokens", "2M", "--dry-run", "--json")
+    assert abs(r.json()["run"]["tokens"] / 2e6 - 1) < 0.02
+
+
+def test_a_hero_with_the_science_of_a_rung_is_refused(study, capsys):
+    from ladder.plan import read_plan
+
+    top = max(read_plan(study)[1], key=lambda s: s.params)
+    before = _plan_ids(study)
+    r = run_cli(capsys, "hero", study, "--params", str(top.params), "--tokens", str(top.tokens))
+    assert r.code == 2 and f"rung {top.run_id}" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert _plan_ids(study) == before
+
+
+def test_hero_errors_exit_2_naming_the_flag(study, tmp_path, capsys):
+    before = _plan_ids(study)
+    for args, words in [(("--params", "lots"), "--params 'lots'"), (("--tokens", "-5"), "--tokens"),
+                        ((), None)]:
+        target = study if words else tmp_path / "nowhere"
+        r = run_cli(capsys, "hero", target, *args)
+        assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert (words or "nowhere") in r.stderr
+    (study / layout.FIT).unlink()
+    r = run_cli(capsys, "hero", study)
+    assert r.code == 2 and "ladder fit" in r.stderr
+    assert _plan_ids(study) == before
+
+
+@pytest.mark.slow
+def test_a_planned_hero_trains_through_debug_and_local_executors_and_is_scored(tmp_path, tiny_jsonl_corpus, capsys):
+    from tests.micro import write_study
+
+    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, name="hero", sizes=("4K", "6K", "8K", "11K"),
+                       tokens_per_param=10, evals_per_run=5)
+    study = tmp_path / "hero"
+    assert run_cli(capsys, "plan", spec, "--out", study).code == 0
+    assert run_cli(capsys, "submit", study, "--executor", "debug").code == 0
+    assert run_cli(capsys, "collect", study).code == 0
+    r = run_cli(capsys, "fit", study, "--bootstrap", "30")
+    assert r.code == 0, r.stderr
+    assert run_cli(capsys, "forecast", "freeze", study, "--predict", "14K:140K").code == 0
+
+    # one hero through the local executor (worker processes), another through the debug executor
+    local = run_cli(capsys, "hero", study, "--params", "14K", "--json").json()
+    assert run_cli(capsys, "submit", study, "--executor", "local", "--run", local["run_id"]).code == 0
+    from tests.micro import result, wait_for
+
+    wait_for(lambda: (study / "runs" / local["run_id"] / "result.json").is_file(), 600, "the local hero to finish")
+    debug = run_cli(capsys, "hero", study, "--params", "16K", "--json").json()
+    assert debug["run_id"] != local["run_id"]
+    assert run_cli(capsys, "submit", study, "--executor", "debug", "--run", debug["run_id"]).code == 0
+    for hero in (local, debug):
+        assert result(study, hero["run_id"])["status"] == "done"
+    assert run_cli(capsys, "collect", study).code == 0
+
+    r = run_cli(capsys, "forecast", "score", study, "--run", local["run_id"], "--json")
+    assert r.code == 0, r.stderr
+    [s] = r.json()["scores"]
+    actual = result(study, local["run_id"])["final_eval_loss"]
+    assert s["final"] and s["actual"] == pytest.approx(actual) and s["point"] == "14K:140K"
+    assert s["error_pct"] == pytest.approx(100 * (s["forecast"] - actual) / actual)
+    assert s["frozen_before_training"] is True
+    r = run_cli(capsys, "forecast", "score", study, "--run", debug["run_id"], "--json")
+    assert r.code == 0 and r.json()["not_scored"]  # 16K is no frozen point: not scored against the wrong one
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    html = (study / "report" / "report.html").read_text()
+    assert '<section id="forecast"' in html and "Forecast vs actual" in html
+    assert hero_spec(study).run_id == debug["run_id"]
