@@ -17,11 +17,11 @@ class LawFit:
     forecasts with prediction intervals for new runs.
 
     Prediction interval of a new run at ``raw`` (in the target's log space): draws
-    ``point + kappa (boot_b - mean boot) + sigma t_dof`` where ``boot_b`` are the bootstrap forecasts
-    (parameter uncertainty), ``sigma`` the residual scatter (``sqrt(sum r^2 / dof)``, at least ``sigma_floor``,
-    e.g. the seed-to-seed noise of replicates), ``dof = n - p`` and ``kappa = t_{dof, 0.95} / z_{0.95}``
-    widens the bootstrap spread for the few degrees of freedom of a small ladder (the Student-t correction of
-    a linear model's prediction interval, applied to both sources)."""
+    ``point + kappa ((boot_b - mean boot) + sigma z)`` where ``boot_b`` are the bootstrap forecasts (parameter
+    uncertainty), ``sigma`` the residual scatter (``sqrt(sum r^2 / dof)``, at least ``sigma_floor``, e.g. the
+    seed-to-seed noise of replicates), ``z ~ N(0, 1)``, ``dof = n - p`` and ``kappa = t_{dof, 0.95} / z_{0.95}``:
+    for a linear law with Gaussian noise these are the classical ``t_dof s sqrt(1 + h)`` intervals, for the few
+    degrees of freedom of a small ladder."""
 
     form: Any
     theta: np.ndarray
@@ -91,18 +91,21 @@ class LawFit:
             raise ValueError("fitted without a bootstrap")
         return self.form.predict_many(self.boot, self._x(raw))
 
-    def draws(self, raw, *, n_draws: int = 20000, sigma_floor: float = 0.0, seed: int = 0, noise: bool = True
-              ) -> tuple[np.ndarray, np.ndarray]:
-        """``(point (m,), draws (n_draws, m))`` of a new run's target (``noise=False``: of the law itself)."""
+    def draws(self, raw, *, n_draws: int = 20000, sigma_floor: float = 0.0, seed: int = 0, noise: bool = True,
+              t_factor: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """``(point (m,), draws (n_draws, m))`` of a new run's target (``noise=False``: of the law itself).
+        ``t_factor=False`` leaves out ``kappa``: for callers that calibrate the intervals against held-out runs
+        themselves (the loss forecast's rollout), where it would widen twice for the same few degrees of freedom."""
         rng = np.random.default_rng(seed)
         point = self.predict(raw)
         boot = self.predict_boot(raw)
         pick = rng.integers(0, len(boot), n_draws)
-        out = point + self.kappa * (boot[pick] - boot.mean(axis=0))
+        dev = boot[pick] - boot.mean(axis=0)
         if noise:
-            sigma = max(self.sigma, sigma_floor)
-            out = out + sigma * rng.standard_t(self.dof, size=(n_draws, len(point)))
-        return point, out
+            dev = dev + max(self.sigma, sigma_floor) * rng.standard_normal((n_draws, len(point)))
+        # one Student-t factor on the sum: for a linear law with Gaussian noise this is exactly the classical
+        # prediction interval t_{dof} s sqrt(1 + h) (a t-distributed noise added to a widened spread is wider)
+        return point, point + (self.kappa if t_factor else 1.0) * dev
 
     def interval(self, raw, level: float = LEVEL, **kw) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         point, d = self.draws(raw, **kw)

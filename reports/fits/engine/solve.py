@@ -161,13 +161,18 @@ def search(form, x, y, w, *, delta=HUBER_DELTA, n_starts=8, extra=None):
     return theta, obj, np.concatenate([theta[None], th, pool])
 
 
-def bootstrap(form, theta, pool, x, y, w, *, n_boot, seed, delta=HUBER_DELTA, starts=2):
-    """Parametric-bootstrap refits, each from its own fresh starts; ``(n_boot, P)``."""
-    rng = np.random.default_rng(seed)
+def bootstrap(form, theta, pool, x, y, w, *, n_boot, seed, delta=HUBER_DELTA, starts=2, noise=None):
+    """Parametric-bootstrap refits, each from its own fresh starts; ``(n_boot, P)``. ``noise`` (``(n_boot, n)``
+    standard normals) replaces the seeded draws: several forms fitted to the same runs then see the same
+    redrawn data in replicate ``b``, so their replicates are paired (see the loss forecast's mixture)."""
     n, p = len(y), form.n_params
+    if noise is None:
+        noise = np.random.default_rng(seed).standard_normal((n_boot, n))
+    elif noise.shape != (n_boot, n):
+        raise ValueError(f"bootstrap noise has shape {noise.shape}, expected {(n_boot, n)}")
     yhat = form.predict_many(theta[None], x)[0]
     sigma = float(np.sqrt((w * (y - yhat) ** 2).sum() / max(1, n - p)))
-    ys = yhat + sigma * rng.standard_normal((n_boot, n))
+    ys = yhat + sigma * noise
     preds = form.predict_many(pool, x)  # (G, n): candidates do not depend on the targets
     # every replicate's own best `starts` candidates of the (already distinct) pool
     scores = np.einsum("bgn,n->bg", huber(preds[None] - ys[:, None, :], delta), w)
@@ -180,13 +185,14 @@ def bootstrap(form, theta, pool, x, y, w, *, n_boot, seed, delta=HUBER_DELTA, st
 
 @single_threaded_blas
 def fit(form, raw, y, *, weights=None, n_boot: int = 200, seed: int = 0, delta: float = HUBER_DELTA,
-        n_starts: int = 8, extra=None, labels=None) -> LawFit:
+        n_starts: int = 8, extra=None, labels=None, noise=None) -> LawFit:
     """Fit ``form`` to targets ``y`` (a log-space quantity) at raw inputs ``raw`` (n, F) and bootstrap it.
-    ``labels`` (run ids) are kept with the data used."""
+    ``labels`` (run ids) are kept with the data used; ``noise``: the bootstrap's standard normals, one column
+    per point (:func:`bootstrap`)."""
     y = np.asarray(y, dtype=float)
     x, center = form.prepare(raw)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
     theta, obj, pool = search(form, x, y, w, delta=delta, n_starts=n_starts, extra=extra)
-    boot = bootstrap(form, theta, pool, x, y, w, n_boot=n_boot, seed=seed, delta=delta) if n_boot else None
+    boot = bootstrap(form, theta, pool, x, y, w, n_boot=n_boot, seed=seed, delta=delta, noise=noise) if n_boot else None
     return LawFit(form=form, theta=theta, objective=obj, center=center, x=x, y=y, weights=w, boot=boot,
                   raw=np.asarray(raw, dtype=float), labels=None if labels is None else list(labels), delta=delta)

@@ -86,24 +86,30 @@ def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_b
         test_idx = np.flatnonzero(~train_mask)
         info = {"prefix": k, "largest_params": float(train.params.max()), "fitted": [], "skipped": {}}
         max_n, max_c = train.params.max(), train.compute.max()
+        noise = np.random.default_rng(seed + 1000 * k).standard_normal((n_boot, len(train.loss)))  # paired forms
         for key in forms:
             form = LOSS_FORMS[key]
-            sub = train.subset(form.fitted_on(train, target_ratio))
+            mask = np.asarray(form.fitted_on(train, target_ratio), dtype=bool)
+            sub = train.subset(mask)
             why = form.unidentifiable(sub)
             if why:
                 info["skipped"][key] = why
                 continue
             law = fit(form.engine, form.raw(sub.params, sub.tokens), np.log(sub.loss), n_boot=n_boot,
-                      seed=seed + 1000 * k)
+                      seed=seed + 1000 * k, noise=noise[:, mask])
             idx = [i for i in test_idx if form.applies(data.params[i], data.tokens[i], sub, target_ratio)]
             if not idx:
                 continue
             info["fitted"].append(key)
-            raw = form.raw(data.params[idx], data.tokens[idx])
-            point, draws = law.draws(raw, n_draws=ROW_DRAWS, sigma_floor=data.seed_sigma, seed=seed + k)
+            # drawn at every held-out run, whether the form applies there or not, so that a run's draws are
+            # paired across forms (the same replicate and new-run noise column)
+            raw = form.raw(data.params[test_idx], data.tokens[test_idx])
+            point, draws = law.draws(raw, n_draws=ROW_DRAWS, sigma_floor=data.seed_sigma, seed=seed + k, t_factor=False)
             lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
             ratio_ok = at_ratio(data, target_ratio)
-            for j, i in enumerate(idx):
+            column = {int(i): j for j, i in enumerate(test_idx)}
+            for i in idx:
+                j = column[int(i)]
                 rows.append(RolloutRow(
                     prefix=k, form=key, run_id=data.run_ids[i], params=float(data.params[i]),
                     tokens=float(data.tokens[i]), actual=float(data.loss[i]), point=float(np.exp(point[j])),
@@ -123,10 +129,23 @@ def _weighted_rms(rows: list[RolloutRow]) -> float:
     return float(100.0 * np.sqrt((w * e**2).sum() / w.sum()))
 
 
+def _weighted_interval_score(rows: list[RolloutRow], alpha: float = 0.10) -> float:
+    """Gneiting and Raftery's interval score of the central ``1 - alpha`` intervals in log space, in percent,
+    weighted by distance like the RMS: the width plus ``2 / alpha`` times how far the actual fell outside. A
+    proper scoring rule: a form scores best by intervals both calibrated and sharp, not by wide ones."""
+    lo = np.log([r.lo for r in rows])
+    hi = np.log([r.hi for r in rows])
+    y = np.log([r.actual for r in rows])
+    s = (hi - lo) + (2 / alpha) * (np.maximum(0, lo - y) + np.maximum(0, y - hi))
+    w = np.array([np.log(r.dist_params) for r in rows])
+    w = np.where(w > 0, w, 1e-3)
+    return float(100.0 * (w * s).sum() / w.sum())
+
+
 def score(ro: Rollout, forms) -> dict[str, dict]:
     """Per form: the rows it is judged on (the common set of (prefix, run) every scored form forecast, when
     that has >= MIN_COMMON rows; the rows at the target's ratio when there are some), its distance-weighted RMS error in
-    percent, its mean absolute error, interval coverage and the farthest distance it was tested at."""
+    percent, its interval score (:func:`_weighted_interval_score`), its mean absolute error, interval coverage and the farthest distance it was tested at."""
     by_form = {f: [r for r in ro.rows if r.form == f] for f in forms}
     by_form = {f: rs for f, rs in by_form.items() if rs}
     if not by_form:
@@ -145,6 +164,7 @@ def score(ro: Rollout, forms) -> dict[str, dict]:
             "n": len(use),
             "common": len(common) >= MIN_COMMON,
             "rms_pct": _weighted_rms(use),
+            "interval_score_pct": _weighted_interval_score(use),
             "mae_pct": float(np.mean([abs(r.err_pct) for r in use])),
             "coverage": float(np.mean([r.inside for r in use])),
             "max_params_x": float(max(r.dist_params for r in use)),
