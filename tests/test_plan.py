@@ -34,8 +34,19 @@ def test_default_study_meets_its_contract():
     assert len({r.axes["size"] for r in plan.runs}) >= 4
     assert sizes[-1] / sizes[0] >= 8
     assert {r.shape.tied for r in plan.runs} == {True, False}
-    for r in plan.runs:
+    trunks = [r for r in plan.runs if r.trunk is None]
+    branches = [r for r in plan.runs if r.trunk is not None]
+    for r in trunks:
         assert r.tokens / r.params == pytest.approx(20, rel=0.02)
+    # N and D separate: every size and variant also has cheaper budgets, cooled down from its 20 tokens/param trunk
+    by_trunk = {r.trunk.run_id for r in branches}
+    assert by_trunk == {r.run_id for r in trunks}
+    ratios = sorted({round(r.tokens / r.params) for r in branches})
+    assert ratios == [5, 10]
+    assert all(r.schedule.kind == "wsd" for r in plan.runs)
+    # a seed replicate of the smallest size (its noise floor)
+    smallest = min(sizes)
+    assert len({r.seed for r in plan.runs if r.params == smallest}) >= 2
 
 
 def test_plan_is_idempotent_and_additive(tmp_path, capsys):
@@ -173,7 +184,9 @@ def test_the_plan_states_one_flop_convention_per_number(tmp_path, capsys):
         assert key in conv, key
     assert "exact" in conv["flops"] and "exact" in conv["ladder_pct_of_hero"]
     assert data["totals"]["flops_convention"] == "exact" and "exact" in data["hero"]["compute_convention"]
-    assert data["totals"]["flops"] == pytest.approx(sum(run["flops"] for run in data["runs"]))
+    # each trunk counted once, each branch only for the updates after its trunk's snapshot
+    assert data["totals"]["flops"] == pytest.approx(sum(run["flops_own"] for run in data["runs"]))
+    assert data["totals"]["flops"] < sum(run["flops"] for run in data["runs"])
     assert data["totals"]["ladder_pct_of_hero"] == pytest.approx(100 * data["totals"]["flops"] / data["hero"]["compute"])
     on_disk = json.loads((tmp_path / "d" / "plan.json").read_text())
     assert on_disk["conventions"] == conv and on_disk["notes"] == data["notes"]
