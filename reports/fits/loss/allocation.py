@@ -16,6 +16,30 @@ import numpy as np
 from ladder.reports.fits.engine import LawFit
 
 ALLOCATING = ("chinchilla", "overtrain")
+MIN_TERM = 1e-3  # a term below this share of the loss at the median run is not measured
+MIN_EXPONENT = 0.02  # an exponent at its bound: the loss does not move with that quantity on these runs
+
+
+def degenerate(law: LawFit) -> str | None:
+    """Why ``law`` cannot split compute (an exponent at zero makes the optimum a corner), or None."""
+    alpha, beta = (float(v) for v in _exponents(law.params))
+    for name, v, moves, fixed in (("alpha", alpha, "N", "D"), ("beta", beta, "D", "N")):
+        if name not in law.params and "eta" in law.params:
+            name = "eta"
+        if v < MIN_EXPONENT:
+            return (f"the {law.form.name} law's {name} = {v:.3g}: on these runs the loss does not fall with {moves} "
+                    f"at fixed {fixed}, so the law puts all compute in one of them")
+    p = law.params
+    if law.raw is not None and len(law.raw):
+        n, d = np.median(law.raw[:, 0]), np.median(law.raw[:, 1])
+        loss = p["E"] + p["A"] * n**-alpha + p["B"] * d**-beta
+        an, bn = ("alpha", "beta") if "alpha" in p else ("eta", "eta")
+        for term, v, moves in ((f"A/N^{an}", p["A"] * n**-alpha, "N"), (f"B/D^{bn}", p["B"] * d**-beta, "D")):
+            if v < MIN_TERM * loss:
+                return (f"the {law.form.name} law's {term} is {v:.2g} at the ladder's median run (of a loss of "
+                        f"{loss:.3g}): on these runs the loss does not fall with {moves}, so the law cannot split "
+                        "compute")
+    return None
 
 
 def _exponents(p: dict) -> tuple:
@@ -34,6 +58,11 @@ def _split(p: dict, c: float):
 
 def allocation(law: LawFit, compute: float) -> dict:
     """``{params, tokens, tokens_per_param, a, b, ci90: {...}}`` at ``compute`` (6ND)."""
+    with np.errstate(all="ignore"):  # bootstrap refits at an exponent's bound give inf/nan, dropped below
+        return _allocation(law, compute)
+
+
+def _allocation(law: LawFit, compute: float) -> dict:
     n, d, a, b = _split(law.params, compute)
     out = {"form": law.form.name, "compute_6nd": float(compute), "params": float(n), "tokens": float(d),
            "tokens_per_param": float(d / n), "a": float(a), "b": float(b), "ci90": {}}

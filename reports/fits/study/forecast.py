@@ -13,7 +13,7 @@ from ladder.model.config import format_count, parse_count
 from ladder.model.recipe import params_for_compute
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import Forecast
-from ladder.reports.fits.loss.allocation import ALLOCATING, allocation
+from ladder.reports.fits.loss.allocation import ALLOCATING, allocation, degenerate
 from ladder.reports.fits.study.table import spent
 from ladder.studies.spec import StudySpec
 
@@ -81,10 +81,18 @@ def allocating_law(fc: Forecast | None):
     """The weighted L(N, D) law that splits a compute budget (the heaviest of chinchilla/overtrain), or None."""
     if fc is None:
         return None
-    cands = [k for k in ALLOCATING if k in fc.laws]
+    cands = [k for k in ALLOCATING if k in fc.laws and degenerate(fc.laws[k]) is None]
     if not cands:
         return None
     return fc.laws[max(cands, key=lambda k: fc.weights.get(k, 0.0))]
+
+
+def no_allocation_reason(fc: Forecast | None, same_ratio: str) -> str:
+    """Why no fitted law splits compute: no law, only degenerate ones, or ``same_ratio`` (one tokens/param)."""
+    if fc is None:
+        return "no loss law"
+    bad = [degenerate(fc.laws[k]) for k in ALLOCATING if k in fc.laws]
+    return "; ".join(b for b in bad if b) or same_ratio
 
 
 def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
@@ -104,8 +112,8 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
     else:
         budget = float(h.compute)
         law = allocating_law(fc)
-        why = ("not identifiable: every run has the same tokens/param ratio" if fc is not None
-               else "not available: no loss law")
+        why = ("not identifiable: " + no_allocation_reason(fc, "every run has the same tokens/param ratio")
+               if fc is not None else "not available: no loss law")
         if law is not None:
             a = allocation(law, budget)
             n, d, alloc = a["params"], a["tokens"], "compute_optimal"
@@ -195,8 +203,9 @@ def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | N
     the IsoFLOP fit's exponents."""
     law = allocating_law(fc)
     if law is None:
-        why = ("every run has the same tokens/param ratio, so N and D move together: give the ladder several "
-               "budgets per size" if fc is not None else f"no loss law ({no_law})")
+        why = (no_allocation_reason(fc, "every run has the same tokens/param ratio, so N and D move together: "
+                                    "give the ladder several budgets per size")
+               if fc is not None else f"no loss law ({no_law})")
         out: dict = {"identifiable": False, "reason": f"not identifiable: {why}", "source": None}
     else:
         c = 6 * hero["params"] * hero["tokens"] if hero else 6 * float(fc.data.params.max()) * float(fc.data.tokens.max())

@@ -118,3 +118,25 @@ def test_the_interval_is_stable_across_bootstrap_seeds_and_widens_without_the_la
     full = forecast_loss(data(loss), *HERO, n_boot=200, seed=1).points[0]
     fewer = forecast_loss(data(loss[keep], N[keep], D[keep]), *HERO, n_boot=200, seed=1).points[0]
     assert fewer.half_width_pct >= full.half_width_pct
+
+
+def test_a_law_whose_loss_ignores_n_gives_no_compute_split():
+    """Data whose loss depends on D alone (the micro ladder's short runs: a larger model at the same tokens is
+    no better): the fitted laws' N term vanishes, and the allocation says why it cannot split compute instead
+    of printing N* ~ C^1; a law with both terms splits it."""
+    from ladder.reports.fits.loss.allocation import allocation, degenerate
+    from ladder.reports.fits.study.forecast import allocating_law, no_allocation_reason
+
+    rng = np.random.default_rng(3)
+    only_d = (E + B * D**-0.366) * np.exp(rng.normal(0, 0.003, len(N)))
+    fc = forecast_loss(data(only_d), *HERO, n_boot=30, forms=("chinchilla", "overtrain"))
+    assert all(degenerate(fc.laws[k]) for k in fc.laws)
+    assert allocating_law(fc) is None
+    why = no_allocation_reason(fc, "same ratio")
+    assert "does not fall with N" in why and "same ratio" not in why
+
+    good = forecast_loss(data(law(N, D) * np.exp(rng.normal(0, 0.003, len(N)))), *HERO, n_boot=30,
+                         forms=("chinchilla",))
+    assert degenerate(good.laws["chinchilla"]) is None
+    a = allocation(allocating_law(good), 1e21)
+    assert a["a"] == pytest.approx(0.366 / (0.348 + 0.366), abs=0.08)
