@@ -113,11 +113,13 @@ class LoadWatch:
 
 # ------------------------------------------------------------------------------------------------ the runs
 def rung_specs(sizes: list[str] | None):
-    """The tied run of each default-study rung, as the plan makes it."""
+    """The tied run of each default-study rung, as the plan makes it: its 20 tokens/param trunk of seed 0 (the
+    branches start from its snapshots and the benchmark trains neither long enough to need one)."""
     from ladder.plan import expand
     from ladder.studies import load_study
 
-    runs = [r for r in expand(load_study("default")).runs if r.shape.tied]
+    runs = [r.model_copy(update={"branch_steps": []}) for r in expand(load_study("default")).runs
+            if r.shape.tied and r.trunk is None and r.seed == 0]
     by_size = {str(r.axes["size"]): r for r in runs}
     if sizes:
         missing = [s for s in sizes if s not in by_size]
