@@ -99,7 +99,8 @@ class ScheduleConfig(Strict):
     warmup_fraction: float = Field(
         default=0.05, ge=0, lt=1,
         description="share of steps warming up linearly; with several ladder.budgets under wsd, the share of "
-        "the SMALLEST budget's steps, so that every budget of a size shares one warmup",
+        "the steps of the size's 1x budget (tokens_per_param x N, what a hero planned alone at the rule gets), so "
+        "that every budget of a size shares one warmup",
     )  # fmt: skip
     warmup_tokens: Count | None = Field(
         default=None,

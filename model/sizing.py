@@ -31,6 +31,8 @@ class FamilyRules:
     norm_eps: float = 1e-5
     init_std: float = 0.02
     max_layers: int = 128
+    depth_rule: str = "count"  # "count": any depth, nearest count first; "aspect": the depth the aspect ratio gives
+
 
     @property
     def width_step(self) -> int:
@@ -78,6 +80,26 @@ def _width_for(target: int, n_layers: int, convention: str, rules: FamilyRules, 
     return (-b + math.sqrt(b * b + 4 * a * target)) / (2 * a)
 
 
+def aspect_depth(target: int, convention: str, aspect_ratio: float, rules: FamilyRules, tied: bool) -> int:
+    """The depth whose model at exactly ``aspect_ratio`` (unrounded width, ffn at ffn_ratio) has the count nearest
+    ``target`` in log: a count that grows with depth, so the depth never falls as the target grows.
+
+    Why a rule of its own: with whole-head widths, "nearest count first" lets depth bounce along a ladder (2, 3, 2,
+    3, 4, 3, 4 layers on the default study's sizes), and at these sizes depth moves the loss more than the
+    count does, so a ladder whose depth bounces has a bumpy loss that no law extrapolates."""
+    per_layer_d2 = 2 + 2 / rules.kv_ratio + 3 * rules.ffn_ratio
+    embedding = 0
+    if convention == "total":
+        embedding = rules.vocab_size * (1 if tied else 2)
+
+    def count(n_layers: int) -> float:
+        d = aspect_ratio * n_layers
+        return n_layers * per_layer_d2 * d * d + (2 * n_layers + 1) * d + embedding * d
+
+    best = min(range(1, rules.max_layers + 1), key=lambda n: abs(math.log(count(n) / target)))
+    return best
+
+
 def shape_for_params(
     target: int, convention: str, aspect_ratio: float, rules: FamilyRules, tied: bool
 ) -> ModelShape:
@@ -91,7 +113,10 @@ def shape_for_params(
         raise SpecError(f"target size must be positive, got {target}")
     step = rules.width_step
     best: tuple[float, ModelShape] | None = None
-    for n_layers in range(1, rules.max_layers + 1):
+    depths = range(1, rules.max_layers + 1)
+    if rules.depth_rule == "aspect":
+        depths = range(aspect_depth(target, convention, aspect_ratio, rules, tied), rules.max_layers + 1)[:1]
+    for n_layers in depths:
         centre = max(1, round(aspect_ratio * n_layers / step))
         hit = max(1, round(_width_for(target, n_layers, convention, rules, tied) / step))
         for k in {max(1, centre - 1), centre, centre + 1, max(1, hit - 1), hit, hit + 1}:

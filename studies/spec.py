@@ -60,6 +60,10 @@ class FamilySpec(Strict):
     aspect_ratio: PositiveFloat = Field(default=32.0, description="d_model / n_layers unless an ablation sets it")
     tie_embeddings: bool = Field(default=True, description="unless an ablation sets it")
     max_layers: PositiveInt = 128
+    depth_rule: Literal["count", "aspect"] = Field(
+        default="count", description="how a size picks its depth: 'count' = any depth, the parameter count "
+        "nearest first (depth may bounce between sizes); 'aspect' = the depth at which aspect_ratio gives the size "
+        "(depth never falls as size grows; width and ffn_dim land the count)")
 
     @model_validator(mode="after")
     def _even_heads(self) -> "FamilySpec":
@@ -81,6 +85,7 @@ class FamilySpec(Strict):
             norm_eps=self.norm_eps,
             init_std=self.init_std,
             max_layers=self.max_layers,
+            depth_rule=self.depth_rule,
         )
 
 

@@ -60,8 +60,9 @@ def test_wsd_budgets_are_one_trunk_and_branches_with_the_trunks_batch_lr_and_war
             steps.append(b.trunk.step)
         assert trunk.branch_steps == sorted(steps)
         assert cooldown_start(trunk.steps, trunk.schedule) >= max(steps)  # the trunk cools down after every branch
-        # warmup: warmup_fraction of the SMALLEST budget, whatever the run's own length
-        assert trunk.warmup_steps == round(0.1 * min(b.steps for b in branches))
+        # warmup: warmup_fraction of the 1x budget's steps (what the hero gets), whatever the run's own length
+        one_x = next(b for b in branches if b.axes["multiplier"] == 1)
+        assert trunk.warmup_steps == round(0.1 * one_x.steps) and trunk.warmup_steps > round(0.1 * branches[0].steps)
     # neither the trunk link nor the branch steps are in the id: a branch has the id of its independent twin
     b = next(r for r in plan.runs if r.trunk)
     assert b.model_copy(update={"trunk": None}).content_hash() == b.run_id
@@ -74,6 +75,14 @@ def test_warmup_tokens_sets_one_warmup_for_every_budget_and_kind():
             assert r.warmup_steps == round(16384 / r.batch_tokens)
     with pytest.raises(Exception, match="warmup_tokens"):
         expand(parse_study(study_dict(training__schedule={"kind": "wsd", "warmup_tokens": "100M"})))
+
+
+def test_a_warmup_past_the_smallest_branchs_cooldown_is_refused_naming_the_field():
+    # 10% of 1x is 40% of a 0.25x budget, whose cooldown (20%) starts at 80%: fine; 22% of 1x (88%) is not
+    expand(parse_study(study_dict(budgets=(0.25, 1))))
+    with pytest.raises(Exception, match=r"warmup_fraction = 0.22 .*cooldown starts"):
+        expand(parse_study(study_dict(budgets=(0.25, 1), training__schedule={
+            "kind": "wsd", "warmup_fraction": 0.22, "cooldown_fraction": 0.2})))
 
 
 def test_the_plan_counts_each_trunk_once():

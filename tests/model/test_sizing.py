@@ -60,6 +60,34 @@ def test_depth_vs_width_variants_within_5_percent():
         assert shapes[0].n_layers > shapes[1].n_layers  # a lower aspect ratio really is deeper
 
 
+@pytest.mark.parametrize("convention", ["total", "non_embedding"])
+def test_aspect_depth_rule_never_lets_depth_or_width_fall_as_the_size_grows(convention):
+    # the old default study's sizes under the count-first rule bounce: 2, 3, 2, 3, 4, 3, 4 layers
+    grid = [24_000, 35_000, 50_000, 71_000, 100_000, 141_000, 200_000]
+    count_first = FamilyRules(vocab_size=512, head_dim=16, ffn_multiple=8, ffn_band=1.2)
+    depths = [shape_for_params(t, "non_embedding", 16, count_first, True).n_layers for t in grid]
+    assert depths == [2, 3, 2, 3, 4, 3, 4]
+    for head_dim, aspect in ((16, 16), (16, 24), (32, 32), (64, 64)):
+        rules = FamilyRules(vocab_size=512, head_dim=head_dim, ffn_multiple=8, ffn_band=1.5, depth_rule="aspect")
+        floor = 12 * head_dim * head_dim * 2
+        shapes = [shape_for_params(int(floor * 2 ** (k / 2)), convention, aspect, rules, False) for k in range(14)]
+        for a, b in zip(shapes, shapes[1:]):
+            assert b.n_layers >= a.n_layers and (b.n_layers, b.d_model) >= (a.n_layers, a.d_model), (a, b)
+            assert b.params(convention) >= a.params(convention)
+        for s in shapes:
+            _valid(s, rules)
+            # the depth is the one whose exact-aspect model is nearest the count: its aspect within 2x either way
+            assert 0.5 <= s.aspect_ratio / aspect <= 2 or s.d_model == head_dim, s
+
+
+def test_aspect_depth_rule_matches_a_published_shape():
+    # Llama-2 7B: 4096 wide, 32 deep (aspect 128), 11008 ffn, 32000 vocabulary, untied: 6.74B in total
+    rules = FamilyRules(vocab_size=32000, head_dim=128, ffn_multiple=256, ffn_band=1.1, depth_rule="aspect")
+    s = shape_for_params(6_738_415_616, "total", 128, rules, tied=False)
+    assert (s.d_model, s.n_layers, s.n_heads) == (4096, 32, 32)
+    assert abs(s.params_total / 6_738_415_616 - 1) < 0.01
+
+
 def test_depth_sizing():
     rules = FamilyRules(vocab_size=1024, head_dim=16)
     s = shape_for_depth(4, 16, rules, tied=False)

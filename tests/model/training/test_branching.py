@@ -72,8 +72,8 @@ def assert_bit_identical(branch_dir: Path, branch: dict, alone_dir: Path, alone:
 
 @pytest.mark.parametrize("warmup", ["tokens", "fraction", "short cooldown"])
 def test_a_branch_is_bit_identical_to_the_independent_run_of_its_budget(tmp_path, warmup):
-    """THE defining test: every branch (warmup_tokens) or the smallest budget's (warmup_fraction of the smallest
-    budget) has the id of the run planned with its budget alone, and trains to the same bits. With a cooldown
+    """THE defining test: every branch (warmup_tokens, or warmup_fraction of the 1x budget's steps: the same
+    warmup whatever the budgets planned beside it) has the id of the run planned with its budget alone, and trains to the same bits. With a cooldown
     shorter than the final-loss window (the last 10% of steps) that window reaches back into the trunk's steps."""
     sched = {"warmup_tokens": 2048} if warmup != "fraction" else {"warmup_fraction": 0.1}
     if warmup == "short cooldown":
@@ -85,9 +85,7 @@ def test_a_branch_is_bit_identical_to_the_independent_run_of_its_budget(tmp_path
     for branch in branches:
         alone_runs, (alone,) = planned(tmp_path / f"alone-{branch.axes['multiplier']}",
                                        study([branch.axes["multiplier"]], **sched))
-        if warmup == "fraction" and branch.axes["multiplier"] != 0.5:
-            assert alone.warmup_steps != branch.warmup_steps  # alone, its warmup is a share of its own length
-            continue
+        assert alone.warmup_steps == branch.warmup_steps  # alone or beside others: the 1x budget's share
         assert alone.run_id == branch.run_id and alone.trunk is None  # same science, same id
         got, want = go(runs, branch), go(alone_runs, alone)
         assert got["trained_from_step"] == branch.trunk.step and got["trunk_run_id"] == trunk.run_id
@@ -96,7 +94,7 @@ def test_a_branch_is_bit_identical_to_the_independent_run_of_its_budget(tmp_path
         assert_bit_identical(runs / branch.run_id, got, alone_runs / alone.run_id, want, branch.trunk.step,
                              branch.log_interval)
         compared += 1
-    assert compared == (1 if warmup == "fraction" else 2)
+    assert compared == 2
 
 
 def test_a_branch_starts_with_its_trunks_curve_and_keeps_only_the_snapshots(tmp_path):
