@@ -9,6 +9,8 @@ bootstrap replicates are scored and refined together.
 - :class:`PowerSum`: ``L = E + sum_k A_k X_k^-alpha_{m(k)}`` predicted as ``log L = LSE(e, a_k - alpha_m(k)
   x_k)`` (Epoch's log-sum-exp form), exponents possibly shared between terms (``exp_map``); Chinchilla's
   ``L(N, D)``, the equal-exponent over-training law, ``L(C)``.
+- :class:`Bounded`: a PowerSum's reducible part ``R`` capped by a plateau, ``L = E + 1 / (1/R + 1/(U - E))``
+  (``U``: the loss the smallest runs cannot get below, near the context-free entropy of the data).
 - :class:`Linear`: ``y = Phi(x) beta`` for a design built from the raw inputs (power laws in log-log space,
   quadratic surfaces of log loss over log LR and log batch, log-linear trends).
 - :class:`ScaledPower`: ``y = c exp(-gamma x)``, a gap that shrinks (or grows) as a power of scale and never
@@ -23,6 +25,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 EXP_GRID = np.geomspace(0.02, 3.0, 36)
+NO_PLATEAU = 8.0  # Bounded's largest log(U - E) above the log of the highest loss: e^8 x, Chinchilla to 0.05%
 
 
 class Form(Protocol):
@@ -124,6 +127,85 @@ class PowerSum:
         a_raw = th[:, 1 : 1 + self.k] + (alpha @ self._m.T) * center
         cols = [np.exp(th[:, 0])] + [np.exp(a_raw[:, k]) for k in range(self.k)] + [alpha[:, j] for j in range(self.j)]
         out = dict(zip(self.param_names, cols))
+        return {k: (v[0] if np.ndim(thetas) == 1 else v) for k, v in out.items()}
+
+
+def _lse2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    m = np.maximum(a, b)
+    return m + np.log(np.exp(a - m) + np.exp(b - m))
+
+
+class Bounded:
+    """``L = E + R K / (R + K)`` with ``R = sum_k A_k X_k^-alpha_m(k)`` (a :class:`PowerSum` without its E) and
+    ``K = U - E``: the reducible loss is the harmonic sum of the power law's and the plateau's, so far above the
+    plateau (R << K) it is the power law itself and near it the loss levels off at ``U`` instead of growing
+    without bound as N and D shrink. A power law plus a constant is convex in log-log; a ladder of micro models
+    starts on the plateau (the loss of a model that has learned little more than token frequencies) and bends
+    down from it, so its log-log curve is concave there and the plain law, fitted to it, under-forecasts the gains
+    of the next rungs.
+
+    Parameters (internal): the PowerSum's ``[e, a_1..a_K, alpha_1..alpha_J]`` and ``k = log K``; public: the
+    PowerSum's and ``U = E + K``. Log loss is ``LSE(e, h)`` with ``h = -LSE(-log R, -k)``."""
+
+    def __init__(self, name: str, power: PowerSum, plateau_name: str = "U"):
+        self.name = name
+        self.power = power
+        self.param_names = power.param_names + (plateau_name,)
+        self.n_params = power.n_params + 1
+
+    def prepare(self, raw, center=None):
+        return self.power.prepare(raw, center)
+
+    def _parts(self, thetas, x):
+        th = np.atleast_2d(thetas)
+        p = self.power
+        t = p._terms(th[:, :-1], x)[..., 1:]  # (G, n, K): the power terms, no E
+        m = t.max(axis=2, keepdims=True)
+        s = np.exp(t - m)
+        tot = s.sum(axis=2, keepdims=True)
+        log_r = (m + np.log(tot))[..., 0]
+        k = th[:, -1][:, None]
+        h = -_lse2(-log_r, np.broadcast_to(-k, log_r.shape))
+        e = np.broadcast_to(th[:, 0][:, None], h.shape)
+        return th, e, k, log_r, h, s / tot
+
+    def predict_many(self, thetas, x):
+        _, e, _, _, h, _ = self._parts(thetas, x)
+        return _lse2(e, h)
+
+    def resid_jac_many(self, thetas, x, y):
+        th, e, k, log_r, h, soft = self._parts(thetas, x)
+        log_l = _lse2(e, h)
+        r = log_l - y
+        d_e = np.exp(e - log_l)  # d log L / d e
+        d_h = 1.0 - d_e
+        w_r = np.exp(h - log_r)  # d h / d log R = K / (R + K)
+        d_r = d_h * w_r
+        p = self.power
+        jac = np.empty(r.shape + (self.n_params,))
+        jac[..., 0] = d_e
+        jac[..., 1 : 1 + p.k] = d_r[..., None] * soft
+        jac[..., 1 + p.k : p.n_params] = -(d_r[..., None] * soft * x[None]) @ p._m
+        jac[..., -1] = d_h * (1.0 - w_r)
+        return r, jac
+
+    def bounds(self, y):
+        lo, hi = self.power.bounds(y)
+        return np.r_[lo, np.log(0.01) + float(np.min(y))], np.r_[hi, float(np.max(y)) + NO_PLATEAU]
+
+    def candidates(self, x, y):
+        """The power law's candidates, each with the plateau a few multiples of the highest loss above E (and
+        one at the upper bound: no plateau in reach, the power law alone)."""
+        base = self.power.candidates(x, y)
+        top = float(np.max(y))
+        ks = np.array([top + np.log(f) for f in (0.25, 0.5, 1.0, 2.0)] + [top + NO_PLATEAU])
+        return np.concatenate([np.c_[base, np.full(len(base), k)] for k in ks])
+
+    def public(self, thetas, center):
+        th = np.atleast_2d(np.asarray(thetas, dtype=float))
+        out = self.power.public(th[:, :-1], center)
+        out = {k: np.atleast_1d(v) for k, v in out.items()}
+        out[self.param_names[-1]] = np.exp(th[:, 0]) + np.exp(th[:, -1])
         return {k: (v[0] if np.ndim(thetas) == 1 else v) for k, v in out.items()}
 
 

@@ -11,6 +11,11 @@ overtrain      ``L(N, D) = E + A/N^eta + B/D^eta``: Chinchilla with one   every 
 ratio          ``L(C) = E + A C^-alpha`` at the target's tokens/param     the runs at that ratio (within 10%)
                ratio: Gadre's law with the ratio fixed
 frontier       ``L(C) = E + A C^-alpha`` on the compute-optimal frontier  the runs no cheaper run beats
+bounded        ``L(N, D) = E + 1/(1/R + 1/(U - E))``,                     every run; needs >= 2 ratios
+               ``R = A/N^alpha + B/D^beta``: Chinchilla's reducible
+               loss capped by a plateau U (the loss of a model that
+               has learned little more than token frequencies); far
+               below U it is Chinchilla, near U it levels off
 =============  =======================================================  =======================================
 
 N is the ``params`` column (the study's parameter convention) and ``C = 6 N D`` in that convention: the law's
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ladder.reports.fits.engine import PowerSum
+from ladder.reports.fits.engine import Bounded, PowerSum
 
 RATIO_TOL = 0.10  # runs within 10% of a tokens/param ratio share it
 SIZE_TOL = 0.05  # model sizes within 5% are one size
@@ -171,6 +176,9 @@ LOSS_FORMS: dict[str, LossForm] = {
                  PowerSum("ratio", ("E", "A", "alpha"), (0,)), True),
         LossForm("frontier", "L(C) on the compute-optimal frontier", "E + A C^-alpha",
                  PowerSum("frontier", ("E", "A", "alpha"), (0,)), True),
+        LossForm("bounded", "Chinchilla below a plateau", "E + 1/(1/(A/N^alpha + B/D^beta) + 1/(U - E))",
+                 Bounded("bounded", PowerSum("bounded", ("E", "A", "B", "alpha", "beta"), (0, 1),
+                                             exp_grid=np.geomspace(0.02, 3.0, 18))), False),
     )
 }
 

@@ -53,6 +53,23 @@ def test_the_selector_favours_the_form_the_data_come_from(truth, alpha, beta):
     assert wins >= 3
 
 
+def test_the_selector_favours_the_plateau_form_on_a_ladder_that_starts_on_the_plateau():
+    """A micro ladder whose smallest runs sit near the plateau (concave in log-log, losses 3.9 down to 2.7): the
+    bounded form forecasts the larger rungs from the smaller ones and wins the rollout, and its hero forecast
+    (4x the largest size) lands within 1%."""
+    def truth(n, d):
+        return 1.2 + 1 / (1 / (40.0 * n**-0.35 + 300.0 * d**-0.3) + 1 / 3.3)
+
+    n = np.repeat(np.geomspace(3e3, 3e5, 7), 3)
+    d = n * np.tile([10.0, 20.0, 40.0], 7)
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        loss = truth(n, d) * np.exp(rng.normal(0, 0.003, len(n)))
+        fc = forecast_loss(data(loss, n, d), 1.2e6, 2.4e7, n_boot=30, seed=seed, forms=("chinchilla", "bounded"))
+        assert fc.primary == "bounded"
+        assert fc.points[0].loss == pytest.approx(truth(1.2e6, 2.4e7), rel=0.01)
+
+
 def test_reach_and_calibration_on_a_misspecified_ladder():
     """Data whose exponent drifts with size: the fixed-exponent forms drift off at a distance; the reach says
     how far they stayed within 1% and 2%, the rollout coverage is measured, and the interval is widened when
