@@ -36,13 +36,15 @@ def test_default_study_meets_its_contract():
     assert {r.shape.tied for r in plan.runs} == {True, False}
     trunks = [r for r in plan.runs if r.trunk is None]
     branches = [r for r in plan.runs if r.trunk is not None]
-    for r in trunks:
-        assert r.tokens / r.params == pytest.approx(20, rel=0.02)
-    # N and D separate: every size and variant also has cheaper budgets, cooled down from its 20 tokens/param trunk
-    by_trunk = {r.trunk.run_id for r in branches}
-    assert by_trunk == {r.run_id for r in trunks}
-    ratios = sorted({round(r.tokens / r.params) for r in branches})
-    assert ratios == [5, 10]
+    # every size trains at the 20 tokens/param rule and at least one other ratio, so N and D separate; the
+    # cheap budgets are cooldown branches off a trunk that trains to the largest budget of its size
+    by_size: dict[int, set[int]] = {}
+    for r in plan.runs:
+        by_size.setdefault(r.params, set()).add(round(r.tokens / r.params))
+    assert all(20 in ratios and len(ratios) >= 2 for ratios in by_size.values()), by_size
+    assert {round(r.tokens / r.params) for r in plan.runs} == {10, 20, 40}
+    assert {r.trunk.run_id for r in branches} <= {r.run_id for r in trunks}
+    assert len(branches) >= len(plan.runs) / 2
     assert all(r.schedule.kind == "wsd" for r in plan.runs)
     # a seed replicate of the smallest size (its noise floor)
     smallest = min(sizes)
