@@ -60,7 +60,7 @@ def test_studies_list_and_show_print_json(capsys):
     from ladder.studies import load_study
 
     rows = {s["name"]: s for s in run_cli(capsys, "studies", "list", "--json").json()["studies"]}
-    assert rows["default"]["runs"] == len(expand(load_study("default")).runs) == 40  # 12 trunks, 24 branches, 4 runs at the top rung
+    assert rows["default"]["runs"] == len(expand(load_study("default")).runs) == 37  # 12 trunks, 24 branches, 1 run at the top rung
     assert all(isinstance(s["runs"], int) and s["runs"] > 0 for s in rows.values())
     shown = run_cli(capsys, "studies", "show", "default", "--json")
     assert shown.code == 0 and shown.json() == yaml.safe_load(run_cli(capsys, "studies", "show", "default").stdout)
