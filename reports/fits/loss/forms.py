@@ -34,6 +34,7 @@ from ladder.reports.fits.engine import Bounded, PowerSum
 RATIO_TOL = 0.10  # runs within 10% of a tokens/param ratio share it
 SIZE_TOL = 0.05  # model sizes within 5% are one size
 MIN_SIZES = 3
+BOUNDED_MIN_SIZES = 5
 MIN_DOF = 1
 MIN_SPREAD = 1.5  # N and D must each span at least this factor for a two-term law
 
@@ -138,6 +139,10 @@ class LossForm:
         n_sizes = len(np.unique(data.sizes)) if len(data) else 0
         if n_sizes < MIN_SIZES:
             return f"needs runs at >= {MIN_SIZES} model sizes (has {n_sizes})"
+        if self.key == "bounded" and n_sizes < BOUNDED_MIN_SIZES:
+            # six constants, two of them (E, U) set by the ends of the ladder: on 3-4 sizes the plateau trades
+            # against the exponents and its forecasts scatter (and its refits are the slowest of the forms)
+            return f"needs runs at >= {BOUNDED_MIN_SIZES} model sizes for its plateau (has {n_sizes})"
         if len(data) < self.engine.n_params + MIN_DOF:
             return f"needs >= {self.engine.n_params + MIN_DOF} runs for {self.engine.n_params} parameters (has {len(data)})"
         return None

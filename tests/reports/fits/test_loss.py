@@ -56,7 +56,7 @@ def test_the_selector_favours_the_form_the_data_come_from(truth, alpha, beta):
 def test_the_selector_favours_the_plateau_form_on_a_ladder_that_starts_on_the_plateau():
     """A micro ladder whose smallest runs sit near the plateau (concave in log-log, losses 3.9 down to 2.7): the
     bounded form forecasts the larger rungs from the smaller ones and wins the rollout, and its hero forecast
-    (4x the largest size) lands within 1%."""
+    (4x the largest size) lands within 2% (the mixture may keep a share of Chinchilla's form)."""
     def truth(n, d):
         return 1.2 + 1 / (1 / (40.0 * n**-0.35 + 300.0 * d**-0.3) + 1 / 3.3)
 
@@ -67,7 +67,7 @@ def test_the_selector_favours_the_plateau_form_on_a_ladder_that_starts_on_the_pl
         loss = truth(n, d) * np.exp(rng.normal(0, 0.003, len(n)))
         fc = forecast_loss(data(loss, n, d), 1.2e6, 2.4e7, n_boot=30, seed=seed, forms=("chinchilla", "bounded"))
         assert fc.primary == "bounded"
-        assert fc.points[0].loss == pytest.approx(truth(1.2e6, 2.4e7), rel=0.01)
+        assert fc.points[0].loss == pytest.approx(truth(1.2e6, 2.4e7), rel=0.02)
 
 
 def test_reach_and_calibration_on_a_misspecified_ladder():
