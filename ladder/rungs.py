@@ -169,7 +169,7 @@ def _warmup_steps(study: StudySpec, batch_tokens: int, all_steps: list[int], sha
     if sched.warmup_tokens is not None:
         warmup = int(round(sched.warmup_tokens / batch_tokens))
         field = f"training.schedule.warmup_tokens = {sched.warmup_tokens}"
-    elif shared or sched.kind == "wsd":  # a wsd run planned alone gets the warmup its branch twin has
+    elif sched.kind == "wsd" and study.ladder.mode == "chinchilla":  # alone or a branch: the same warmup
         warmup = int(round(sched.warmup_fraction * reference_steps))
         field = (f"training.schedule.warmup_fraction = {sched.warmup_fraction:g} (of the {reference_steps} steps "
                  "of the 1x budget)")

@@ -85,6 +85,14 @@ def test_a_warmup_past_the_smallest_branchs_cooldown_is_refused_naming_the_field
             "kind": "wsd", "warmup_fraction": 0.22, "cooldown_fraction": 0.2})))
 
 
+def test_isoflop_wsd_runs_warm_up_for_their_own_share():
+    # an IsoFLOP point has no 1x budget of its size: its warmup is warmup_fraction of its own steps
+    plan = expand(parse_study(study_dict(ladder={"mode": "isoflop", "compute_budgets": [1e12, 4e12]})))
+    assert plan.runs and all(r.schedule.kind == "wsd" for r in plan.runs)
+    for r in plan.runs:
+        assert r.warmup_steps == round(0.1 * r.steps)
+
+
 def test_the_plan_counts_each_trunk_once():
     plan = expand(parse_study(study_dict()))
     totals = plan.totals()
