@@ -33,7 +33,6 @@ class FamilyRules:
     max_layers: int = 128
     depth_rule: str = "count"  # "count": any depth, nearest count first; "aspect": the depth the aspect ratio gives
 
-
     @property
     def width_step(self) -> int:
         return self.head_dim * self.kv_ratio
@@ -69,14 +68,19 @@ def shape_for_depth(n_layers: int, aspect_ratio: float, rules: FamilyRules, tied
     return rules.shape(d_model, n_layers, ffn_dim, tied)
 
 
-def _width_for(target: int, n_layers: int, convention: str, rules: FamilyRules, tied: bool) -> float:
-    """The d_model at which a model of this depth, with ffn at ffn_ratio, has ``target`` parameters
-    (the positive root of the quadratic count in d_model)."""
+def _count_quadratic(n_layers: int, convention: str, rules: FamilyRules, tied: bool) -> tuple[float, float]:
+    """``(a, b)`` of the parameter count ``a d^2 + b d`` of a model this deep, d_model ``d``, ffn at ffn_ratio."""
     per_layer_d2 = 2 + 2 / rules.kv_ratio + 3 * rules.ffn_ratio  # q, o; k, v; gate, up, down
-    a = n_layers * per_layer_d2
     b = 2 * n_layers + 1  # norms
     if convention == "total":
         b += rules.vocab_size * (1 if tied else 2)
+    return n_layers * per_layer_d2, b
+
+
+def _width_for(target: int, n_layers: int, convention: str, rules: FamilyRules, tied: bool) -> float:
+    """The d_model at which a model of this depth, with ffn at ffn_ratio, has ``target`` parameters
+    (the positive root of the quadratic count in d_model)."""
+    a, b = _count_quadratic(n_layers, convention, rules, tied)
     return (-b + math.sqrt(b * b + 4 * a * target)) / (2 * a)
 
 
@@ -87,17 +91,13 @@ def aspect_depth(target: int, convention: str, aspect_ratio: float, rules: Famil
     Why a rule of its own: with whole-head widths, "nearest count first" lets depth bounce along a ladder (2, 3, 2,
     3, 4, 3, 4 layers on the default study's sizes), and at these sizes depth moves the loss more than the
     count does, so a ladder whose depth bounces has a bumpy loss that no law extrapolates."""
-    per_layer_d2 = 2 + 2 / rules.kv_ratio + 3 * rules.ffn_ratio
-    embedding = 0
-    if convention == "total":
-        embedding = rules.vocab_size * (1 if tied else 2)
 
-    def count(n_layers: int) -> float:
+    def miss(n_layers: int) -> float:
+        a, b = _count_quadratic(n_layers, convention, rules, tied)
         d = aspect_ratio * n_layers
-        return n_layers * per_layer_d2 * d * d + (2 * n_layers + 1) * d + embedding * d
+        return abs(math.log((a * d * d + b * d) / target))
 
-    best = min(range(1, rules.max_layers + 1), key=lambda n: abs(math.log(count(n) / target)))
-    return best
+    return min(range(1, rules.max_layers + 1), key=miss)
 
 
 def shape_for_params(
@@ -115,7 +115,7 @@ def shape_for_params(
     best: tuple[float, ModelShape] | None = None
     depths = range(1, rules.max_layers + 1)
     if rules.depth_rule == "aspect":
-        depths = range(aspect_depth(target, convention, aspect_ratio, rules, tied), rules.max_layers + 1)[:1]
+        depths = [aspect_depth(target, convention, aspect_ratio, rules, tied)]
     for n_layers in depths:
         centre = max(1, round(aspect_ratio * n_layers / step))
         hit = max(1, round(_width_for(target, n_layers, convention, rules, tied) / step))

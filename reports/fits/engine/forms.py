@@ -130,11 +130,6 @@ class PowerSum:
         return {k: (v[0] if np.ndim(thetas) == 1 else v) for k, v in out.items()}
 
 
-def _lse2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    m = np.maximum(a, b)
-    return m + np.log(np.exp(a - m) + np.exp(b - m))
-
-
 class Bounded:
     """``L = E + R K / (R + K)`` with ``R = sum_k A_k X_k^-alpha_m(k)`` (a :class:`PowerSum` without its E) and
     ``K = U - E``: the reducible loss is the harmonic sum of the power law's and the plateau's, so far above the
@@ -165,17 +160,17 @@ class Bounded:
         tot = s.sum(axis=2, keepdims=True)
         log_r = (m + np.log(tot))[..., 0]
         k = th[:, -1][:, None]
-        h = -_lse2(-log_r, np.broadcast_to(-k, log_r.shape))
+        h = -np.logaddexp(-log_r, -k)
         e = np.broadcast_to(th[:, 0][:, None], h.shape)
         return th, e, k, log_r, h, s / tot
 
     def predict_many(self, thetas, x):
         _, e, _, _, h, _ = self._parts(thetas, x)
-        return _lse2(e, h)
+        return np.logaddexp(e, h)
 
     def resid_jac_many(self, thetas, x, y):
         th, e, k, log_r, h, soft = self._parts(thetas, x)
-        log_l = _lse2(e, h)
+        log_l = np.logaddexp(e, h)
         r = log_l - y
         d_e = np.exp(e - log_l)  # d log L / d e
         d_h = 1.0 - d_e
