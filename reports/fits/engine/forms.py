@@ -74,15 +74,22 @@ class PowerSum:
         self.exp_grid = EXP_GRID if exp_grid is None else np.asarray(exp_grid, dtype=float)
         self._m = np.zeros((self.k, self.j))
         self._m[np.arange(self.k), self.exp_map] = 1.0
+        self._own_exponents = self.exp_map == tuple(range(self.k))  # then the selection matrix is the identity
 
     def prepare(self, raw, center=None):
         return _log_centered(raw, center)
 
     def _terms(self, thetas: np.ndarray, x: np.ndarray) -> np.ndarray:
-        e, a, alpha = thetas[:, 0], thetas[:, 1 : 1 + self.k], thetas[:, 1 + self.k :]
-        t = a[:, None, :] - (alpha @ self._m.T)[:, None, :] * x[None]  # (G, n, K)
-        e = np.broadcast_to(e[:, None, None], t.shape[:2] + (1,))
-        return np.concatenate([e, t], axis=2)
+        """``[e, a_k - alpha_m(k) x_k]`` per candidate and point, ``(G, n, 1 + K)``."""
+        alpha = thetas[:, 1 + self.k :]
+        out = np.empty((len(thetas), x.shape[0], 1 + self.k))
+        out[..., 0] = thetas[:, 0, None]
+        np.subtract(thetas[:, None, 1 : 1 + self.k], self._exponents(alpha)[:, None, :] * x[None], out=out[..., 1:])
+        return out
+
+    def _exponents(self, alpha: np.ndarray) -> np.ndarray:
+        """Each term's exponent (``alpha_m(k)``): the columns of ``alpha`` themselves when every term has its own."""
+        return alpha if self._own_exponents else alpha @ self._m.T
 
     def predict_many(self, thetas, x):
         t = self._terms(np.atleast_2d(thetas), x)
@@ -98,7 +105,10 @@ class PowerSum:
         soft = s / tot
         jac = np.empty(r.shape + (self.n_params,))
         jac[..., : 1 + self.k] = soft
-        jac[..., 1 + self.k :] = -(soft[..., 1:] * x[None]) @ self._m
+        if self._own_exponents:
+            np.negative(soft[..., 1:] * x[None], out=jac[..., 1 + self.k :])
+        else:
+            jac[..., 1 + self.k :] = -(soft[..., 1:] * x[None]) @ self._m
         return r, jac
 
     def bounds(self, y):

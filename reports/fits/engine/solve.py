@@ -75,7 +75,6 @@ def minimize_many(form, thetas, x, y, weights=None, *, delta=HUBER_DELTA, maxite
     r, jac = form.resid_jac_many(thetas, x, y)
     f = (w * huber(r, delta)).sum(axis=1)
     active = np.ones(size, dtype=bool)
-    eye = np.eye(thetas.shape[1])
     for _ in range(maxiter):
         idx = np.flatnonzero(active)
         if len(idx) == 0:
@@ -85,12 +84,14 @@ def minimize_many(form, thetas, x, y, weights=None, *, delta=HUBER_DELTA, maxite
         jwt = (ja * omega[:, :, None]).transpose(0, 2, 1)
         hess = jwt @ ja
         grad = (jwt @ ra[:, :, None])[..., 0]
-        diag = np.einsum("spp->sp", hess)
-        damp = lam[idx, None, None] * (diag[:, :, None] * eye + 1e-12 * diag.max(axis=1)[:, None, None] * eye + 1e-30 * eye)
+        diag = np.einsum("spp->sp", hess)  # a view: read before the damping is added in place
+        damp = lam[idx, None] * (diag + 1e-12 * diag.max(axis=1)[:, None] + 1e-30)
+        damped = hess.copy()
+        np.einsum("spp->sp", damped)[...] += damp
         try:
-            step = -np.linalg.solve(hess + damp, grad[..., None])[..., 0]
+            step = -np.linalg.solve(damped, grad[..., None])[..., 0]
         except np.linalg.LinAlgError:
-            step = -np.stack([np.linalg.lstsq(h + d, g, rcond=None)[0] for h, d, g in zip(hess, damp, grad)])
+            step = -np.stack([np.linalg.lstsq(h, g, rcond=None)[0] for h, g in zip(damped, grad)])
         cand = np.clip(thetas[idx] + step, lo, hi)
         rc, jc = form.resid_jac_many(cand, x, y[idx])
         fc = (wa * huber(rc, delta)).sum(axis=1)

@@ -19,6 +19,7 @@ from ladder.reports.fits.ablations.variant_laws import (
     law_unidentifiable,
     slope,
 )
+from tests.parallel import map_reps
 
 G = 0.1
 E_T, C0_T = 2.0, 1e17 * 1.5**10  # tied: L = E + (C0 / C)^G, 3.5 at 1e17
@@ -156,13 +157,13 @@ def test_gap_that_levels_off_never_crosses():
     assert res.hero["winner"] == "tied"
 
 
+def _constant_gap_call(s, n_boot):
+    return fit_tie_ablation(tie_runs(lambda c: float(tied_loss(c)) * math.exp(0.006), noise=0.003, seed=s),
+                            hero_flops=1e21, n_boot=n_boot, seed=s)
+
+
 def _constant_gap_calls(seeds, n_boot):
-    out = []
-    for s in seeds:
-        res = fit_tie_ablation(tie_runs(lambda c: float(tied_loss(c)) * math.exp(0.006), noise=0.003, seed=s),
-                               hero_flops=1e21, n_boot=n_boot, seed=s)
-        out.append(res)
-    return out
+    return map_reps(_constant_gap_call, [(s, n_boot) for s in seeds])
 
 
 def test_a_constant_gap_never_reports_a_flip():
