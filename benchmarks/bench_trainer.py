@@ -113,14 +113,19 @@ class LoadWatch:
 
 # ------------------------------------------------------------------------------------------------ the runs
 def rung_specs(sizes: list[str] | None):
-    """The tied run of each default-study rung, as the plan makes it: its 20 tokens/param trunk of seed 0 (the
-    branches start from its snapshots and the benchmark trains neither long enough to need one)."""
+    """One run of each default-study rung, as the plan makes it: the tied trunk of seed 0, or the untied run where
+    the rung has no tied one (the top rung is trained untied only); the branches start from a trunk's snapshots
+    and the benchmark trains neither long enough to need one."""
     from ladder.plan import expand
     from ladder.studies import load_study
 
-    runs = [r.model_copy(update={"branch_steps": []}) for r in expand(load_study("default")).runs
-            if r.shape.tied and r.trunk is None and r.seed == 0]
-    by_size = {str(r.axes["size"]): r for r in runs}
+    by_size: dict[str, object] = {}
+    for r in expand(load_study("default")).runs:  # tied runs first, so that a rung keeps its tied one
+        if r.trunk is None and r.seed == 0:
+            size = str(r.axes["size"])
+            if size not in by_size or (r.shape.tied and not by_size[size].shape.tied):
+                by_size[size] = r.model_copy(update={"branch_steps": []})
+    runs = list(by_size.values())  # the plan's order: sizes, then the extra runs
     if sizes:
         missing = [s for s in sizes if s not in by_size]
         if missing:
@@ -253,7 +258,7 @@ def measure_peak(threads: int) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default=None, help="comma-separated default-study sizes (default: all seven)")
+    p.add_argument("--sizes", default=None, help="comma-separated default-study sizes (default: every rung)")
     p.add_argument("--steps", type=int, default=20, help="timed optimizer steps per trial")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps before them")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (the default study uses 1)")

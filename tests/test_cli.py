@@ -1,5 +1,6 @@
 import re
 
+import pytest
 import typer.main
 
 from tests.cli_helpers import run_cli
@@ -83,3 +84,25 @@ def test_model_info_bad_shape_exits_2(capsys):
     assert r.code == 2 and "not divisible" in r.stderr
     r = run_cli(capsys, "model", "info", "--params", "lots")
     assert r.code == 2 and "--params" in r.stderr
+
+
+def test_a_ctrl_c_lost_on_its_way_up_is_raised_again_at_the_next_status_poll():
+    """`ladder run` remembers Ctrl-C: should the KeyboardInterrupt be swallowed (raised inside a destructor, say),
+    the wait for the runs raises it again instead of waiting the stopped workers out; the handler is restored."""
+    import os
+    import signal
+    import time
+
+    from ladder.cli.run import _ctrl_c
+
+    before = signal.getsignal(signal.SIGINT)
+    with _ctrl_c() as pressed:
+        pressed.check()  # nothing pressed yet
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler raises at once
+        except KeyboardInterrupt:
+            pass  # lost on its way up
+        with pytest.raises(KeyboardInterrupt):
+            pressed.check()
+    assert signal.getsignal(signal.SIGINT) is before

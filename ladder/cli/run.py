@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Optional
 
 import typer
@@ -11,6 +14,40 @@ from rich.markup import escape
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, parse_gpus
 from ladder.cli.status import watching
 from ladder.console import err, out, print_json
+
+
+class _Pressed:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def check(self) -> None:
+        if self.count:
+            raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _ctrl_c() -> Iterator[_Pressed]:
+    """Ctrl-C raises KeyboardInterrupt as always, and is also remembered: the wait for the runs raises it again at
+    its next poll, should the first have been lost on its way up (CPython ignores an exception raised inside a
+    destructor or a weakref callback). A lost one left the workers stopped and the command waiting them out."""
+    pressed = _Pressed()
+
+    def handler(signum, frame) -> None:
+        pressed.count += 1
+        signal.default_int_handler(signum, frame)
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # ignored (a background job) or taken
+        yield pressed
+        return
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (an embedding caller): Python's own handling only
+        yield pressed
+        return
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_cmd(
@@ -44,7 +81,11 @@ def run_cmd(
     human = err if as_json else out
 
     try:
-        with watching(human, f"training: {spec.name}") as on_status:
+        with watching(human, f"training: {spec.name}") as show, _ctrl_c() as pressed:
+            def on_status(rows) -> None:
+                pressed.check()
+                show(rows)
+
             outcome = run_study(study, out_dir=target, executor=ex_spec, on_status=on_status,
                                 log=lambda m: human.print(f"[bold]>[/] {escape(m)}", soft_wrap=True),
                                 skip_sanity=skip_sanity)
