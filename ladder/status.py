@@ -49,6 +49,9 @@ class RunStatus:
     problems: list[str] = field(default_factory=list)  # lines of its files that had to be skipped
     trunk_run_id: str | None = None
     job_alive: bool = False  # a job is queued or running for it (a waiting branch's job may be)
+    # the tokens of the updates it trains itself (a branch's prefix is its trunk's): what the study's totals add
+    own_tokens_done: int | None = None
+    own_tokens_planned: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +135,8 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
     if state == "done" and books.result is not None:  # the result's numbers, not the curve's
         train_loss, eval_loss = books.result.get("final_train_loss"), books.result.get("final_eval_loss")
     tps = last.get("tokens_per_s")
+    per_step = spec.sequences_per_batch * spec.data.seq_len
+    own_planned = spec.own_steps * per_step if spec.trunk is not None else spec.tokens
     eta = (spec.tokens - done_tokens) / tps if tps and state in LIVE else None
     rec = job_records.latest(book, spec.run_id)
     problems = [f"{layout.METRICS} line {n}: {what}" if n else f"{layout.METRICS}: {what}"
@@ -156,6 +161,8 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
         problems=problems,
         trunk_run_id=spec.trunk.run_id if spec.trunk else None,
         job_alive=own in LIVE,
+        own_tokens_done=min(own_planned, max(0, done_tokens - books.start_step * per_step)),
+        own_tokens_planned=own_planned,
     )
 
 
@@ -170,8 +177,9 @@ def totals(rows: list[RunStatus]) -> dict[str, Any]:
     counts = {s: 0 for s in STATES}
     for r in rows:
         counts[r.state] = counts.get(r.state, 0) + 1
-    done = sum(r.tokens_done for r in rows)
-    planned = sum(r.tokens_planned for r in rows)
+    # each token once: a branch adds the tokens after its branch step (its prefix is its trunk's)
+    done = sum(r.tokens_done if r.own_tokens_done is None else r.own_tokens_done for r in rows)
+    planned = sum(r.tokens_planned if r.own_tokens_planned is None else r.own_tokens_planned for r in rows)
     return {"runs": len(rows), "states": counts, "tokens_done": done, "tokens_planned": planned,
             "progress": done / planned if planned else 0.0, "all_ended": all(r.state in FINAL for r in rows),
             "flops_spent": float(sum(r.flops_spent for r in rows)),

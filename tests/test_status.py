@@ -115,3 +115,18 @@ def test_a_run_that_failed_under_a_live_local_worker_is_failed_until_it_is_resub
     assert row.run_id == spec.run_id and (row.state, row.error) == ("failed", "RuntimeError: boom")
     submit_at(now + dt.timedelta(minutes=5))  # --retry-failed: the worker will train it again
     assert study_status(root)[0].state == "queued"
+
+
+def test_the_totals_count_a_branchs_prefix_once_as_the_plan_does(tmp_path, capsys):
+    """A cooldown branch's first updates are its trunk's: the study's token totals add only the tokens after its
+    branch step, so that `ladder run`'s progress and ETA match the plan's totals (the default study: 37 runs, 24
+    of them branches)."""
+    root = tmp_path / "default"
+    plan = run_cli(capsys, "plan", "default", "--out", root, "--json").json()
+    rows = study_status(root)
+    t = totals(rows)
+    assert t["tokens_planned"] == plan["totals"]["tokens"] and t["tokens_done"] == 0
+    branches = [r for r in rows if r.trunk_run_id]
+    assert len(branches) == plan["totals"]["branches"] == 24
+    assert all(r.own_tokens_planned < r.tokens_planned for r in branches)
+    assert sum(r.tokens_planned for r in rows) > t["tokens_planned"]  # what the totals showed before
