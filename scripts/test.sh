@@ -21,4 +21,10 @@ if [ "$(id -u)" = 0 ]; then
 fi
 stop_slurm() { [ "$slurm_started" = 1 ] && bash scripts/slurm-down.sh >/dev/null 2>&1 || true; }
 trap stop_slurm EXIT
-.venv/bin/python -m pytest -q "$@"
+# two workers (pytest-xdist): the orchestration tests in order on one, the rest spread (see tests/conftest.py)
+workers=${LADDER_TEST_WORKERS:-2}
+xdist=()
+if [ "$workers" -gt 1 ] && .venv/bin/python -c "import xdist" 2>/dev/null; then
+    xdist=(-n "$workers" --dist loadgroup)
+fi
+.venv/bin/python -m pytest -q "${xdist[@]}" "$@"

@@ -18,6 +18,16 @@ _WORDS = (
 ).split()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist with ``--dist loadgroup`` (what scripts/test.sh runs): the orchestration tests at the top
+    of tests/ run one after another on one worker, since each starts local workers of its own that fill the
+    cores, and several share the one SLURM node; the tests of the package's rooms (tests/model, tests/reports,
+    tests/studies) spread over the workers."""
+    for item in items:
+        if Path(str(item.fspath)).parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.xdist_group("orchestration"))
+
+
 @pytest.fixture(autouse=True)
 def _ladder_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``$LADDER_CACHE`` points at one temporary folder for the whole session (never ~/.cache/ladder)."""
