@@ -66,7 +66,7 @@ def scaling(ctx: Builder) -> Section:
         rows.append([key, "", f"not fitted: {clip(reason, 200)}", ABSENT, ABSENT, "0"])
     s.add(Table(["Law form", "Law", "Parameters [90% interval]", "Runs", "Rollout error", "Weight"], rows, "lllrrr",
                 title="Law forms fitted by one engine (Huber on log loss, δ 1e-3; residual bootstrap from fresh "
-                      f"starts), weighted by their rollout error. {law.get('selection') or ''}"))
+                      f"starts), {law.get('selection') or 'weighted by their rollout error'}"))
     if ok(law.get("seed_sigma")) and num(law.get("seed_sigma")) > 0:
         s.add(Para(f"Seed noise floor: replicates of one configuration scatter by {fmt_pct(100 * num(law['seed_sigma']))} "
                    "(sd of log loss); every interval includes at least this scatter."))
