@@ -120,7 +120,7 @@ def rung_specs(sizes: list[str] | None):
     from ladder.studies import load_study
 
     by_size: dict[str, object] = {}
-    for r in expand(load_study("default")).runs:  # tied runs first, so that a rung keeps its tied one
+    for r in expand(load_study("default")).runs:  # a tied run replaces an untied one of its rung
         if r.trunk is None and r.seed == 0:
             size = str(r.axes["size"])
             if size not in by_size or (r.shape.tied and not by_size[size].shape.tied):

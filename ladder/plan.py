@@ -57,7 +57,7 @@ class Plan:
             "branches": sum(1 for r in self.runs if r.trunk is not None),
             "flops": self.total_flops,
             "flops_if_independent": float(sum(r.flops for r in self.runs)),
-            "tokens": int(sum(r.tokens * r.own_steps // r.steps for r in self.runs)),
+            "tokens": sum(r.own_tokens for r in self.runs),
             "est_wall_s": total_s,
             "hero_flops": self.hero.compute,
             "ladder_pct_of_hero": 100.0 * self.total_flops / self.hero.compute,

@@ -136,7 +136,6 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
         train_loss, eval_loss = books.result.get("final_train_loss"), books.result.get("final_eval_loss")
     tps = last.get("tokens_per_s")
     per_step = spec.sequences_per_batch * spec.data.seq_len
-    own_planned = spec.own_steps * per_step if spec.trunk is not None else spec.tokens
     eta = (spec.tokens - done_tokens) / tps if tps and state in LIVE else None
     rec = job_records.latest(book, spec.run_id)
     problems = [f"{layout.METRICS} line {n}: {what}" if n else f"{layout.METRICS}: {what}"
@@ -161,8 +160,8 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
         problems=problems,
         trunk_run_id=spec.trunk.run_id if spec.trunk else None,
         job_alive=own in LIVE,
-        own_tokens_done=min(own_planned, max(0, done_tokens - books.start_step * per_step)),
-        own_tokens_planned=own_planned,
+        own_tokens_done=min(spec.own_tokens, max(0, done_tokens - books.start_step * per_step)),
+        own_tokens_planned=spec.own_tokens,
     )
 
 

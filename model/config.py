@@ -201,6 +201,11 @@ class RunSpec(Strict):
         return self.steps - (self.trunk.step if self.trunk else 0)
 
     @property
+    def own_tokens(self) -> int:
+        """Tokens of the updates this run trains itself (``tokens`` for a trunk or an independent run)."""
+        return self.tokens * self.own_steps // self.steps
+
+    @property
     def own_flops(self) -> float:
         """FLOPs of the updates this run trains itself (``flops`` for a trunk or an independent run)."""
         return self.flops * self.own_steps / self.steps

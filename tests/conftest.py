@@ -24,7 +24,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cores, and several share the one SLURM node; the tests of the package's rooms (tests/model, tests/reports,
     tests/studies) spread over the workers."""
     for item in items:
-        if Path(str(item.fspath)).parent == Path(__file__).parent:
+        if item.path.parent == Path(__file__).parent:
             item.add_marker(pytest.mark.xdist_group("orchestration"))
 
 

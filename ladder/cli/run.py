@@ -36,18 +36,19 @@ def _ctrl_c() -> Iterator[_Pressed]:
         pressed.count += 1
         signal.default_int_handler(signum, frame)
 
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # ignored (a background job) or taken
-        yield pressed
-        return
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread (an embedding caller): Python's own handling only
-        yield pressed
-        return
+    previous = signal.getsignal(signal.SIGINT)
+    # SIGINT ignored (a background job) or taken by the caller: left as it is
+    ours = previous is signal.default_int_handler
+    if ours:
+        try:
+            signal.signal(signal.SIGINT, handler)
+        except ValueError:  # not the main thread (an embedding caller): Python's own handling only
+            ours = False
     try:
         yield pressed
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if ours:
+            signal.signal(signal.SIGINT, previous)
 
 
 def run_cmd(
