@@ -18,6 +18,9 @@ from ladder.reports.fits.engine import LawFit
 ALLOCATING = ("chinchilla", "overtrain")
 MIN_TERM = 1e-3  # a term below this share of the loss at the median run is not measured
 MIN_EXPONENT = 0.02  # an exponent at its bound: the loss does not move with that quantity on these runs
+# A split is advice only when its 90% interval for N_opt spans at most this factor (2x either way): beyond it the
+# ladder has not measured where the optimum lies, and a hero sized by it could be off by an order of magnitude.
+MAX_SPAN = 4.0
 
 
 def degenerate(law: LawFit) -> str | None:
@@ -40,6 +43,19 @@ def degenerate(law: LawFit) -> str | None:
                         f"{loss:.3g}): on these runs the loss does not fall with {moves}, so the law cannot split "
                         "compute")
     return None
+
+
+def undetermined(split: dict) -> str | None:
+    """Why a split (of :func:`allocation`) is too uncertain to size a run by, or None. Without bootstrap refits
+    there is nothing to judge it by, and it stands."""
+    ci = (split.get("ci90") or {}).get("params")
+    if not ci or not ci[0] > 0:
+        return None
+    lo, hi = ci
+    if hi / lo <= MAX_SPAN:
+        return None
+    return (f"the {split['form']} law's 90% interval for N_opt at 6ND = {split['compute_6nd']:.3g}, [{lo:.3g}, {hi:.3g}], spans "
+            f"{hi / lo:.3g}x (more than {MAX_SPAN:g}x): this ladder does not determine the split")
 
 
 def _exponents(p: dict) -> tuple:

@@ -13,7 +13,7 @@ from ladder.model.config import format_count, parse_count
 from ladder.model.recipe import params_for_compute
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import Forecast
-from ladder.reports.fits.loss.allocation import ALLOCATING, allocation, degenerate
+from ladder.reports.fits.loss.allocation import ALLOCATING, allocation, degenerate, undetermined
 from ladder.reports.fits.study.table import spent
 from ladder.studies.spec import StudySpec
 
@@ -99,7 +99,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
     """The hero: its allocation (given, by rule, or compute-optimal), shape and compute; ``(hero, shape, source)``."""
     h, lad = study.hero, study.ladder
     seq_len = h.seq_len or study.data.seq_len
-    reason = None
+    reason = alloc_law = None
     if h.params is not None:
         n = float(h.params)
         if h.tokens is not None:
@@ -114,9 +114,14 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
         law = allocating_law(fc)
         why = ("not identifiable: " + no_allocation_reason(fc, "every run has the same tokens/param ratio")
                if fc is not None else "not available: no loss law")
-        if law is not None:
-            a = allocation(law, budget)
+        split = allocation(law, budget) if law is not None else None
+        loose = undetermined(split) if split is not None else None
+        if loose is not None:
+            why = f"not determined: {loose}"
+        if split is not None and loose is None:
+            a = split
             n, d, alloc = a["params"], a["tokens"], "compute_optimal"
+            alloc_law = law.form.name
             src = (f"fit: compute-optimal allocation of the {law.form.name} law at 6ND = {budget:.3g} "
                    f"(D/N = {d / n:.3g})")
         elif iso is not None:
@@ -146,6 +151,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
         "allocation": alloc,
         "allocation_source": src,
         "allocation_reason": reason,
+        "allocation_law": alloc_law,
         "tied": tied,
         "aspect_ratio": shape.aspect_ratio,
         "shape": shape.public_dict(),
@@ -201,7 +207,9 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
 def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | None = None) -> dict:
     """The ``compute_optimal`` section: the allocating law's exponents and its split at the hero's 6ND, and
     the IsoFLOP fit's exponents."""
-    law = allocating_law(fc)
+    # the law that sized the hero, if one did: the forecast at the hero's own ratio may weight the forms anew
+    sized_by = (hero or {}).get("allocation_law")
+    law = fc.laws[sized_by] if fc is not None and sized_by in fc.laws else allocating_law(fc)
     if law is None:
         why = (no_allocation_reason(fc, "every run has the same tokens/param ratio, so N and D move together: "
                                     "give the ladder several budgets per size")
@@ -210,8 +218,10 @@ def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | N
     else:
         c = 6 * hero["params"] * hero["tokens"] if hero else 6 * float(fc.data.params.max()) * float(fc.data.tokens.max())
         a = allocation(law, c)
+        loose = undetermined(a)
         out = {"identifiable": True, "source": law.form.name, "a": a["a"], "b": a["b"],
-               "ci90": {"a": a["ci90"].get("a"), "b": a["ci90"].get("b")}, "at_hero": a if hero else None}
+               "ci90": {"a": a["ci90"].get("a"), "b": a["ci90"].get("b")}, "at_hero": a if hero else None,
+               "determined": loose is None, "reason": loose}
     out["isoflop"] = None
     if iso is not None:
         out["isoflop"] = {"a": iso.a, "b": iso.b, "ci90": iso.to_dict()["ci90"]}

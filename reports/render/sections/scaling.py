@@ -77,7 +77,11 @@ def scaling(ctx: Builder) -> Section:
         s.add(Para(f"Compute-optimal allocation ({alloc.get('source')} law): N_opt ∝ C^{fmt_g(alloc.get('a'))} "
                    f"(90%: {fmt_ci(aci.get('a'))}), D_opt ∝ C^{fmt_g(alloc.get('b'))} (90%: {fmt_ci(aci.get('b'))})"
                    + (f"; at the hero's 6ND = {fmt_flops(at.get('compute_6nd'))}: {fmt_count(at.get('params'))} "
-                      f"parameters, {fmt_g(at.get('tokens_per_param'))} tokens/param" if at else "") + "."))
+                      f"parameters (90%: {fmt_ci(mapping(at.get('ci90')).get('params'), fmt_count)}), "
+                      f"{fmt_g(at.get('tokens_per_param'))} tokens/param" if at else "") + "."))
+        if alloc.get("determined") is False:
+            s.add(Para(f"Not advice: {alloc.get('reason')}; size the hero by a rule (the study's tokens_per_param) "
+                       "or give the ladder a wider range of tokens per parameter.", "note"))
     elif alloc.get("reason"):
         s.add(Para(f"Compute-optimal allocation: {alloc['reason']}.", "note"))
     byv = mapping(ctx.fit.get("loss_by_variant"))

@@ -15,6 +15,7 @@ from ladder.collect import run_record
 from ladder.errors import FitError
 from ladder.plan import expand
 from ladder.reports.fits import FitResult, fit_runs_file, fit_study
+from ladder.reports.fits.loss.allocation import undetermined
 from ladder.reports.summary import print_fit
 from ladder.studies.spec import parse_study
 
@@ -329,6 +330,40 @@ def test_compute_hero_uses_the_fitted_allocation():
     true_loss = float(truth(hero["params"], hero["tokens"]))
     assert hero["lo"] < true_loss < hero["hi"]
     assert res.recommendation.allocation == "compute_optimal"
+    co = res.to_dict()["compute_optimal"]
+    assert co["determined"] is True and co["reason"] is None
+    # one split in the fit: the section reports the law that sized the hero, at the hero's compute
+    assert co["source"] == hero["allocation_law"] and co["at_hero"]["params"] == pytest.approx(hero["params"])
+    lo, hi = co["at_hero"]["ci90"]["params"]
+    assert lo < hero["params"] < hi and hi / lo < 4
+
+
+def test_compute_hero_with_an_undetermined_split_falls_back_to_the_rule():
+    # three sizes, 2x either side of 20 tokens/param, 3% noise: the law is identifiable but its split at the
+    # hero's compute is not measured (N_opt's interval spans orders of magnitude), so it must not size the hero
+    study = make_study(
+        ladder={"sizes": ["25K", "50K", "100K"], "param_count": "non_embedding", "tokens_per_param": 20,
+                "budgets": [0.5, 1, 2]},
+        ablations={},
+        hero={"compute": 2e15},
+    )
+    d = fit_study(study_table(study, noise=0.03), study=study, n_boot=100).to_dict()
+    co = d["compute_optimal"]
+    assert co["identifiable"] is True and co["determined"] is False
+    lo, hi = co["at_hero"]["ci90"]["params"]
+    assert hi / lo > 4 and f"spans {hi / lo:.3g}x" in co["reason"]
+    hero = d["hero"]
+    assert hero["allocation"] == "rule" and "not determined" in hero["allocation_reason"]
+    assert hero["tokens"] / hero["params"] == pytest.approx(20)
+    assert any("split by the study's tokens_per_param rule" in w for w in d["warnings"])
+
+
+def test_a_split_is_judged_by_its_interval():
+    split = {"form": "chinchilla", "compute_6nd": 1e15, "ci90": {"params": [1e5, 3.9e5]}}
+    assert undetermined(split) is None
+    split["ci90"]["params"] = [1e5, 4.1e5]
+    assert "spans 4.1x (more than 4x)" in undetermined(split)
+    assert undetermined({"form": "chinchilla", "compute_6nd": 1e15, "ci90": {}}) is None  # no bootstrap
 
 
 def test_compute_hero_on_a_degenerate_ladder_falls_back_to_the_rule(tie_study):
