@@ -22,7 +22,6 @@ import datetime as dt
 import json
 import os
 import platform
-import re
 import time
 from pathlib import Path
 
@@ -34,6 +33,8 @@ from ladder.reports.fits.loss import LossData, forecast_loss
 from ladder.reports.fits.loss.forms import LOSS_FORMS
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366  # Epoch AI's Chinchilla replication
+from readme_table import update_section  # noqa: E402 (the script's folder is on sys.path)
+
 README = Path(__file__).with_name("README.md")
 HEADING = "## Scaling-law fit speed"
 HEADER = ("| date | machine | runs | forms | bootstrap | rollout fits | total (s) | CPU (s) | load | hero err % |\n"
@@ -85,22 +86,16 @@ def epoch(path: Path, n_boot: int) -> dict:
                          "weights": fc.weights}}
 
 
+INTRO = (
+    "One loss forecast with every law form, 200 bootstrap refits per form (fresh starts) and the whole rollout\n"
+    "backtest, on 250 synthetic runs (50 sizes x 5 tokens/param, 1.5% noise); target < 30 s on 2 cores.\n"
+    "Measured with `python benchmarks/bench_fit.py`; CPU is process time; load is the 1-minute load average\n"
+    "when the run started (a figure needs a quiet machine: load < 0.5)."
+)
+
+
 def update_readme(row: str, path: Path = README) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(HEADING)}\n(.*?)(?=^## |\Z)", re.S | re.M)
-    old = pattern.search(text)
-    rows = [r for r in re.findall(r"^\| \d{4}-\d\d-\d\d.*$", old.group(1), re.M) if r.count("|") == HEADER.split("\n")[0].count("|")] if old else []
-    rows = (rows + [row])[-10:]
-    section = (
-        f"{HEADING}\n\n"
-        "One loss forecast with every law form, 200 bootstrap refits per form (fresh starts) and the whole rollout\n"
-        "backtest, on 250 synthetic runs (50 sizes x 5 tokens/param, 1.5% noise); target < 30 s on 2 cores.\n"
-        "Measured with `python benchmarks/bench_fit.py`; CPU is process time; load is the 1-minute load average\n"
-        "when the run started (a figure needs a quiet machine: load < 0.5).\n\n"
-        f"{HEADER}\n" + "\n".join(rows) + "\n\n"
-    )
-    text = pattern.sub(lambda _: section, text) if old else text.rstrip("\n") + "\n\n" + section
-    path.write_text(text.rstrip("\n") + "\n")
+    update_section(HEADING, INTRO, HEADER, row, path)
 
 
 def main() -> None:

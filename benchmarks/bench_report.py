@@ -19,7 +19,6 @@ import argparse
 import datetime as dt
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -27,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from readme_table import update_section  # noqa: E402 (the script's folder is on sys.path)
 
 README = Path(__file__).with_name("README.md")
 HEADING = "## Report rendering"
@@ -43,22 +44,14 @@ def timed(fn):
 
 
 def update_readme(row: str, command: str, path: Path = README) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(HEADING)}\n(.*?)(?=^## |\Z)", re.S | re.M)
-    old = pattern.search(text)
-    rows = re.findall(r"^\| \d{4}-\d\d-\d\d.*$", old.group(1), re.M) if old else []
-    rows = (rows + [row])[-10:]
-    section = (
-        f"{HEADING}\n\n"
+    intro = (
         "`ladder report` of a 50-run study (IsoFLOP ladder: 5 budgets x 5 sizes x tied/untied, with loss curves,\n"
         "task evaluations, a diverged and two failed runs; fitted by `fit_study`): one self-contained HTML file\n"
         "(inline SVG figures) and an A4 PDF (matplotlib `PdfPages`, no browser). Target < 30 s on 2 cores.\n"
         f"Measured with `{command}`; only rendering is timed (the study is built and fitted first). CPU is\n"
-        "process time; load is the 1-minute load average when the run started (the machine is shared).\n\n"
-        f"{HEADER}\n" + "\n".join(rows) + "\n\n"
+        "process time; load is the 1-minute load average when the run started (the machine is shared)."
     )
-    text = pattern.sub(lambda _: section, text) if old else text.rstrip("\n") + "\n\n" + section
-    path.write_text(text.rstrip("\n") + "\n")
+    update_section(HEADING, intro, HEADER, row, path)
 
 
 def main() -> None:
