@@ -49,6 +49,8 @@ def print_fit(result: Any, console: Console | None = None) -> None:
             f"[bold]compute-optimal[/]: N* ~ C^{_num(co.get('a'), 3)}, D* ~ C^{_num(co.get('b'), 3)}"
             + (f" (isoflop: a = {_num(co['isoflop']['a'], 3)})" if co.get("isoflop") else "")
         )
+        if co.get("assumption"):
+            console.print(f"  [yellow]assumed[/]: {co['assumption']}")
         if co.get("determined") is False:
             console.print(f"  [yellow]not advice[/]: {co.get('reason')}")
     else:

@@ -78,13 +78,13 @@ def hero_start(study: StudySpec) -> dict:
 
 
 def allocating_law(fc: Forecast | None):
-    """The weighted L(N, D) law that splits a compute budget (the heaviest of chinchilla/overtrain), or None."""
+    """The L(N, D) law that splits a compute budget, or None: Chinchilla's, which fits alpha and beta apart and
+    so measures the split; the over-training law only when Chinchilla's is degenerate, since its alpha = beta
+    makes the split an assumption (a = b = 1/2), however it is weighted for the loss."""
     if fc is None:
         return None
     cands = [k for k in ALLOCATING if k in fc.laws and degenerate(fc.laws[k]) is None]
-    if not cands:
-        return None
-    return fc.laws[max(cands, key=lambda k: fc.weights.get(k, 0.0))]
+    return fc.laws[cands[0]] if cands else None
 
 
 def no_allocation_reason(fc: Forecast | None, same_ratio: str) -> str:
@@ -221,7 +221,9 @@ def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | N
         loose = undetermined(a)
         out = {"identifiable": True, "source": law.form.name, "a": a["a"], "b": a["b"],
                "ci90": {"a": a["ci90"].get("a"), "b": a["ci90"].get("b")}, "at_hero": a if hero else None,
-               "determined": loose is None, "reason": loose}
+               "determined": loose is None, "reason": loose,
+               "assumption": ("alpha = beta (the over-training form): a = b = 1/2 by assumption, not measured"
+                              if law.form.name == "overtrain" else None)}
     out["isoflop"] = None
     if iso is not None:
         out["isoflop"] = {"a": iso.a, "b": iso.b, "ci90": iso.to_dict()["ci90"]}

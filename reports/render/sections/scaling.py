@@ -79,6 +79,8 @@ def scaling(ctx: Builder) -> Section:
                    + (f"; at the hero's 6ND = {fmt_flops(at.get('compute_6nd'))}: {fmt_count(at.get('params'))} "
                       f"parameters (90%: {fmt_ci(mapping(at.get('ci90')).get('params'), fmt_count)}), "
                       f"{fmt_g(at.get('tokens_per_param'))} tokens/param" if at else "") + "."))
+        if alloc.get("assumption"):
+            s.add(Para(f"The split rests on {alloc['assumption']}.", "note"))
         if alloc.get("determined") is False:
             s.add(Para(f"Not advice: {alloc.get('reason')}; size the hero by a rule (the study's tokens_per_param) "
                        "or give the ladder a wider range of tokens per parameter.", "note"))

@@ -336,6 +336,10 @@ def test_compute_hero_uses_the_fitted_allocation():
     assert co["source"] == hero["allocation_law"] and co["at_hero"]["params"] == pytest.approx(hero["params"])
     lo, hi = co["at_hero"]["ci90"]["params"]
     assert lo < hero["params"] < hi and hi / lo < 4
+    # the split comes from the law that fits alpha and beta apart (the over-training law, alpha = beta, would put
+    # it at a = 1/2 by assumption, with an interval that need not hold the truth), and its interval holds it
+    assert co["source"] == "chinchilla" and co["assumption"] is None
+    assert lo < n_true < hi
 
 
 def test_compute_hero_with_an_undetermined_split_falls_back_to_the_rule():
