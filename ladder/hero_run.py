@@ -89,8 +89,9 @@ def _recommendation(current: CurrentFit, params: float | None, tokens: float | N
     return result.recommendation.to_dict(), result.hero or {}, overrides, notes
 
 
-def hero_spec(study: StudySpec, rec: dict) -> RunSpec:
-    """The run of a recommendation (fit.json's ``recommendation`` entry), ``role: hero``."""
+def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
+    """The run of a recommendation (fit.json's ``recommendation`` entry), ``role: hero``; ``seed``: a replicate
+    that differs only in its seed (initialisation and data order)."""
     from ladder.reports.fits.recommend import hero_shape
 
     shape = hero_shape(study, float(rec["params_target"]), tied=bool(rec["tied"]),
@@ -106,12 +107,15 @@ def hero_spec(study: StudySpec, rec: dict) -> RunSpec:
     sched = study.training.schedule
     batch = int(rec["batch_tokens"])
     warmup = int(round(sched.warmup_tokens / batch)) if sched.warmup_tokens is not None else None
-    run = make_run(study, shape, {}, {"size": format_count(shape.params(study.ladder.param_count))},
-                   study.training.seed, float(rec["tokens"]), batch, float(rec["lr"]), warmup)
+    axes: dict = {"size": format_count(shape.params(study.ladder.param_count))}
+    if seed is not None:
+        axes["seed"] = seed
+    run = make_run(study, shape, {}, axes, study.training.seed if seed is None else seed, float(rec["tokens"]),
+                   batch, float(rec["lr"]), warmup)
     return run.model_copy(update={"role": "hero", "variant": HERO_VARIANT})
 
 
-def _sources(study: StudySpec, rec: dict, overrides: dict) -> dict[str, str]:
+def _sources(study: StudySpec, rec: dict, overrides: dict, seed: int | None = None) -> dict[str, str]:
     given = rec.get("sources") if isinstance(rec.get("sources"), dict) else {}
     out = {k: str(v) for k, v in given.items() if k != "loss"}
     if overrides:
@@ -119,16 +123,20 @@ def _sources(study: StudySpec, rec: dict, overrides: dict) -> dict[str, str]:
     sched = study.training.schedule
     out["warmup"] = (f"study: training.schedule.warmup_tokens {sched.warmup_tokens:,}" if sched.warmup_tokens
                      is not None else f"study: training.schedule.warmup_fraction {sched.warmup_fraction:g} of the steps")
-    out["seed"] = f"study: training.seed {study.training.seed}"
+    out["seed"] = (f"study: training.seed {study.training.seed}" if seed is None
+                   else f"--seed {seed}: a replicate of the hero (its initialisation and data order)")
     return out
 
 
 def plan_hero_run(study_dir: Path, *, params: float | None = None, tokens: float | None = None,
-                  dry_run: bool = False) -> HeroRun:
-    """Plan the hero run in the study directory (``dry_run``: only say what it would be)."""
+                  seed: int | None = None, dry_run: bool = False) -> HeroRun:
+    """Plan the hero run in the study directory (``seed``: a replicate with that seed; ``dry_run``: only say
+    what it would be)."""
+    if seed is not None and seed < 0:
+        raise SpecError(f"--seed {seed}: must be a non-negative integer")
     current = current_fit(study_dir)
     rec, forecast, overrides, notes = _recommendation(current, params, tokens)
-    spec = hero_spec(current.study, rec)
+    spec = hero_spec(current.study, rec, seed)
     sd = layout.StudyDir(Path(study_dir))
     rd = sd.run(spec.run_id)
     plan = json.loads(sd.plan.read_text(encoding="utf-8"))
@@ -147,6 +155,6 @@ def plan_hero_run(study_dir: Path, *, params: float | None = None, tokens: float
         plan["runs"] = [*plan.get("runs", []), spec.run_id]
         layout.atomic_write_json(sd.plan, plan)
     fc = {k: forecast.get(k) for k in ("loss", "lo", "hi", "level", "half_width_pct", "kind")}
-    return HeroRun(spec=spec, run_dir=rd.path, sources=_sources(current.study, rec, overrides), state=state,
+    return HeroRun(spec=spec, run_dir=rd.path, sources=_sources(current.study, rec, overrides, seed), state=state,
                    est_wall_s=estimate_wall_s(spec, current.study.executor.hardware), overrides=overrides,
                    forecast=fc, notes=notes + [str(n) for n in rec.get("notes") or []])

@@ -256,6 +256,30 @@ def _hero_spec(specs: list[RunSpec], run_id: str | None, study_dir: Path) -> Run
                     f"plan one with `ladder hero {study_dir}`)")
 
 
+def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict[str, Any] | None:
+    """The finished seed replicates of ``hero`` (hero runs of the same science but the seed, ``ladder hero
+    --seed``), ``hero`` included: their losses, mean and spread; None with fewer than two done."""
+    import json
+
+    def science(s: RunSpec) -> str:
+        return s.model_copy(update={"seed": 0}).content_hash()
+
+    mine = science(hero)
+    runs = []
+    for s in specs:
+        if s.role != "hero" or science(s) != mine or layout.result_status(sd.run(s.run_id)) != "done":
+            continue
+        loss = float(json.loads(sd.run(s.run_id).result.read_text(encoding="utf-8"))["final_eval_loss"])
+        runs.append({"run_id": s.run_id, "seed": s.seed, "final": loss})
+    if len(runs) < 2:
+        return None
+    logs = [math.log(r["final"]) for r in runs]
+    mean_log = sum(logs) / len(logs)
+    sd_log = math.sqrt(sum((x - mean_log) ** 2 for x in logs) / (len(logs) - 1))
+    return {"runs": runs, "n": len(runs), "mean": math.exp(mean_log), "sd_log_pct": 100.0 * sd_log,
+            "note": "the mean is geometric (the mean of log losses); sd_log_pct: the seeds' spread, sd of log loss"}
+
+
 def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | None = None,
                 run_id: str | None = None) -> ScoreOutcome:
     """Score every frozen forecast of the study against its hero (see the module doc) and append each score."""
@@ -282,6 +306,7 @@ def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | Non
                          "elsewhere with --loss X or --curve FILE")
     else:
         obs = observe_run(sd, hero)
+    reps = replicates(sd, specs, hero) if hero is not None and loss is None and curve is None else None
     now = results_hash_of(sd.path)
     refs: dict[float, list[dict]] = {}
     outcome = ScoreOutcome(observation=obs)
@@ -303,6 +328,8 @@ def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | Non
             final = pts[-1][1]  # a curve that reached the planned tokens: its last point is the final loss
         if final is not None:
             score.update(final=True, **compare(point, final))
+            if reps is not None:  # the forecast against the seeds' mean: one run's own noise is not its error
+                score["replicates"] = {**reps, "vs_mean": compare(point, reps["mean"])}
         else:
             ratio = tokens_planned / (obs.params or point["params"]) if tokens_planned else None
             key = round(ratio or 0, 6)

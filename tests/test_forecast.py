@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -119,6 +120,39 @@ def test_the_hero_run_never_makes_the_fit_look_stale(study, capsys):
     row = run_cli(capsys, "forecast", "show", study, "--json").json()["forecasts"][0]
     assert row["data_changed"] is False
     assert run_cli(capsys, "forecast", "freeze", study).code == 0  # the fit is still the fit of these results
+
+
+def test_a_hero_with_seed_replicates_is_scored_against_their_mean(study, capsys):
+    from ladder.model.config import RunSpec
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    first = run_cli(capsys, "hero", study, "--json").json()
+    again = run_cli(capsys, "hero", study, "--seed", "1", "--json").json()
+    assert again["state"] == "new" and again["run_id"] != first["run_id"]
+    specs = {s["run_id"]: s for s in (json.loads(p.read_text()) for p in (study / "runs").glob("*/spec.json"))}
+    a, b = specs[first["run_id"]], specs[again["run_id"]]
+    assert (a["seed"], b["seed"]) == (0, 1) and b["role"] == "hero"
+    assert {k: v for k, v in a.items() if k not in ("seed", "run_id", "axes")} == \
+        {k: v for k, v in b.items() if k not in ("seed", "run_id", "axes")}  # only the seed differs
+    assert "--seed 1" in again["sources"]["seed"]
+    sd = layout.StudyDir(study)
+    train(sd, RunSpec.model_validate(a), 3.4)
+    r = run_cli(capsys, "forecast", "score", study, "--run", a["run_id"], "--json")
+    assert "replicates" not in r.json()["scores"][0]  # one finished run: nothing to average
+    train(sd, RunSpec.model_validate(b), 3.6)
+    r = run_cli(capsys, "forecast", "score", study, "--run", a["run_id"], "--json")
+    assert r.code == 0, r.stderr
+    [score] = r.json()["scores"]
+    reps = score["replicates"]
+    mean = float(np.exp((np.log(3.4) + np.log(3.6)) / 2))
+    assert reps["n"] == 2 and {x["final"] for x in reps["runs"]} == {3.4, 3.6}
+    assert reps["mean"] == pytest.approx(mean) and score["actual"] == 3.4
+    assert reps["sd_log_pct"] == pytest.approx(100 * abs(np.log(3.6 / 3.4)) / np.sqrt(2))
+    assert reps["vs_mean"]["error_pct"] == pytest.approx(100 * (score["forecast"] - mean) / mean)
+    text = run_cli(capsys, "forecast", "score", study, "--run", a["run_id"]).stdout
+    assert "2 seeds: mean " in text
+    r = run_cli(capsys, "hero", study, "--seed", "-1")
+    assert r.code == 2 and "--seed -1" in r.stderr
 
 
 def test_a_fit_of_the_collected_table_in_memory_is_current(study, capsys):

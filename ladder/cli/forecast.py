@@ -28,7 +28,13 @@ def _score_text(s: dict | None) -> str:
     if s.get("final"):
         inside = {True: "inside", False: "OUTSIDE", None: "no interval"}[s.get("inside")]
         z = f", z {s['z']:+.2f}" if s.get("z") is not None else ""
-        return f"actual {s['actual']:.4g}: error {s['error_pct']:+.2f}%, {inside}{z}"
+        text = f"actual {s['actual']:.4g}: error {s['error_pct']:+.2f}%, {inside}{z}"
+        reps = s.get("replicates")
+        if reps:
+            vs = reps["vs_mean"]
+            text += (f"; {reps['n']} seeds: mean {reps['mean']:.4g} (sd {reps['sd_log_pct']:.2g}%), error "
+                     f"{vs['error_pct']:+.2f}%, {'inside' if vs['inside'] else 'OUTSIDE' if vs['inside'] is False else 'no interval'}")
+        return text
     p = s.get("partial") or {}
     if not p.get("available"):
         return f"partial: {p.get('reason', 'no forecast')}"
@@ -126,7 +132,9 @@ def score(
 
     Each score is appended to its freeze's scores. While the hero still trains (or --curve stops before its
     planned tokens), its final loss is forecast from its partial curve, by the ladder's own finished curves at
-    the same fraction of training, and compared with the frozen forecast: an early warning.
+    the same fraction of training, and compared with the frozen forecast: an early warning. When the hero has
+    finished seed replicates (`ladder hero --seed N`), the forecast is also scored against their mean, with their
+    spread: one run's own seed noise is not the forecast's error.
 
     Examples (the second: a hero trained elsewhere):
 

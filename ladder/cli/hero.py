@@ -19,6 +19,9 @@ def hero(
                                          "(in the study's param_count convention)."),
     tokens: Optional[str] = typer.Option(None, "--tokens", help="Train the hero on this many tokens instead, e.g. "
                                          "16M (default with --params: the study's tokens_per_param)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Plan a replicate of the hero with this seed (its "
+                                       "initialisation and data order; the same run otherwise): `ladder forecast "
+                                       "score` then scores the forecast against the replicates' mean too."),
     dry_run: bool = flag("dry-run", "Show the hero run, write nothing."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -35,12 +38,14 @@ def hero(
     ladder forecast freeze ladder-runs/default && ladder hero ladder-runs/default && ladder submit ladder-runs/default
 
     ladder hero ladder-runs/default --params 800K --tokens 16M --dry-run
+
+    A replicate, to see how far the hero's own seed moves its loss: ladder hero ladder-runs/default --seed 1
     """
     from ladder.hero_run import parse_override, plan_hero_run
 
     n = parse_override(params, "--params")
     d = parse_override(tokens, "--tokens")
-    run = plan_hero_run(study_dir, params=n, tokens=d, dry_run=dry_run)
+    run = plan_hero_run(study_dir, params=n, tokens=d, seed=seed, dry_run=dry_run)
     if as_json:
         print_json(run.to_dict())
         return
