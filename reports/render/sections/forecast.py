@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ladder.reports.render.blocks import KV, Para, Section, Table
-from ladder.reports.render.fmt import ABSENT, fmt_count, fmt_g, fmt_loss, fmt_pct, ok
+from ladder.reports.render.fmt import ABSENT, fmt_count, fmt_g, fmt_int, fmt_loss, fmt_pct, ok
 from ladder.reports.render.study import mapping, maps
 
 if TYPE_CHECKING:
@@ -140,6 +140,14 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
                   ("Error (forecast − actual)", f"{fmt_pct(score.get('error_pct'), signed=True)} of the actual"),
                   ("Inside the 90% interval", _inside(score.get("inside"))),
                   ("z", f"{fmt_g(score.get('z'), 3)} (log error over the half-width in normal sd)")]
+        reps = mapping(score.get("replicates"))
+        if reps:
+            vs = mapping(reps.get("vs_mean"))
+            items += [("Seed replicates of the hero", f"{fmt_int(reps.get('n'))} done: "
+                       + ", ".join(f"seed {r.get('seed')} {fmt_loss(r.get('final'))}" for r in maps(reps.get("runs")))
+                       + f"; spread {fmt_pct(reps.get('sd_log_pct'))} (sd of log loss)"),
+                      ("Error against their mean", f"{fmt_pct(vs.get('error_pct'), signed=True)} of "
+                       f"{fmt_loss(reps.get('mean'))}, {_inside(vs.get('inside'))} the interval")]
     items += [("Frozen at", f"{rec.get('frozen_at')} UTC"), ("Scored at", f"{score.get('scored_at')} UTC"),
               ("Scored against", _source(score)),
               ("Frozen before the hero was submitted", {True: "yes", False: "no"}.get(before, "unknown"))]

@@ -125,3 +125,27 @@ def test_a_partial_score_is_shown_as_an_early_warning(frozen, tmp_path):
     assert "The hero is still training, so the headline stays a projection" in sec
     assert f"heads for a final loss of {s['partial']['final_forecast']:.4f}" in sec and "outside its" in sec
     assert "Forecast loss (projection)" in html
+
+
+def test_seed_replicates_of_the_hero_are_shown_with_the_error_against_their_mean(frozen, tmp_path):
+    from ladder.hero_run import plan_hero_run
+    from ladder.reports.render.blocks import KV
+    from ladder.score import score_study
+
+    root = Path(shutil.copytree(frozen, tmp_path / "study"))
+    first = hero_spec(root)
+    plan_hero_run(root, seed=7)
+    second = hero_spec(root)
+    assert second.seed == 7 and second.run_id != first.run_id
+    sd = layout.StudyDir(root)
+    train(sd, first, 3.4)
+    train(sd, second, 3.6)
+    refresh(root, fit=False)
+    score_study(root, run_id=first.run_id)
+    _, sections = build_sections(root)
+    [section] = [s for s in sections if s.id == "forecast"]
+    items = dict(next(b for b in section.blocks if isinstance(b, KV)).items)
+    assert items["Seed replicates of the hero"].startswith("2 done: seed 0 3.4")
+    assert "seed 7 3.6" in items["Seed replicates of the hero"]
+    assert items["Error against their mean"].startswith(
+        f"{100 * (json.loads((root / 'forecast.json').read_text())['hero']['loss'] / (3.4 * 3.6) ** 0.5 - 1):+.2f}%")
