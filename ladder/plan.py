@@ -73,7 +73,7 @@ class Plan:
 
 def estimate_wall_s(run: RunSpec, hardware: str) -> float:
     """What training the run itself takes (a branch: its steps after the branch step)."""
-    return planning_seconds(run.own_flops, run.tokens * run.own_steps / run.steps, hardware)
+    return planning_seconds(run.own_flops, run.own_tokens, hardware)
 
 
 def expand(study: StudySpec) -> Plan:

@@ -235,3 +235,15 @@ def test_the_plan_says_what_a_size_holds_fixed_and_how_embedding_and_head_decay(
     assert len(warned.warnings) == 1 and "tied matrix follows the embedding" in warned.warnings[0]
     untied_only = {**differ, "ablations": {"tie_embeddings": [False]}}
     assert expand(parse_study(untied_only)).warnings == []  # no tied matrix: nothing ambiguous
+
+
+def test_a_branchs_time_estimate_counts_only_its_own_updates():
+    from ladder.model.hardware import planning_seconds
+    from ladder.plan import estimate_wall_s
+
+    plan = expand(load_study("default"))
+    branch = next(r for r in plan.runs if r.trunk is not None)
+    trunk = next(r for r in plan.runs if r.run_id == branch.trunk.run_id)
+    assert branch.own_tokens == branch.tokens - branch.trunk.step * branch.batch_tokens > 0
+    assert estimate_wall_s(branch, "cpu") == planning_seconds(branch.own_flops, branch.own_tokens, "cpu")
+    assert estimate_wall_s(branch, "cpu") < estimate_wall_s(trunk, "cpu")
