@@ -97,6 +97,13 @@ def _eval_points(rd: layout.RunDir) -> list[tuple[str, float, float]]:
             and isinstance(r.get("tokens"), (int, float)) and math.isfinite(r["eval_loss"])]
 
 
+def _final_loss(rd: layout.RunDir) -> float:
+    """The final eval loss of a done run (its result.json)."""
+    import json
+
+    return float(json.loads(rd.result.read_text(encoding="utf-8"))["final_eval_loss"])
+
+
 def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
     """The hero run's final loss (result.json of a done run) or its eval points so far."""
     rd = sd.run(spec.run_id)
@@ -106,9 +113,7 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
                       tokens=float(spec.tokens), steps=spec.steps, schedule=spec.schedule.kind,
                       points=_eval_points(rd), started_at=min((r.submitted_at for r in book), default=None))
     if status == "done":
-        import json
-
-        obs.final = float(json.loads(rd.result.read_text(encoding="utf-8"))["final_eval_loss"])
+        obs.final = _final_loss(rd)
     elif status in ("failed", "diverged"):
         raise StateError(f"the hero run {spec.run_id} ended {status}: no loss to score (see `ladder status "
                          f"{sd.path}`; `ladder submit --retry-failed` trains it again)")
@@ -259,7 +264,6 @@ def _hero_spec(specs: list[RunSpec], run_id: str | None, study_dir: Path) -> Run
 def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict[str, Any] | None:
     """The finished seed replicates of ``hero`` (hero runs of the same science but the seed, ``ladder hero
     --seed``), ``hero`` included: their losses, mean and spread; None with fewer than two done."""
-    import json
 
     def science(s: RunSpec) -> str:
         return s.model_copy(update={"seed": 0}).content_hash()
@@ -269,8 +273,7 @@ def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict
     for s in specs:
         if s.role != "hero" or science(s) != mine or layout.result_status(sd.run(s.run_id)) != "done":
             continue
-        loss = float(json.loads(sd.run(s.run_id).result.read_text(encoding="utf-8"))["final_eval_loss"])
-        runs.append({"run_id": s.run_id, "seed": s.seed, "final": loss})
+        runs.append({"run_id": s.run_id, "seed": s.seed, "final": _final_loss(sd.run(s.run_id))})
     if len(runs) < 2:
         return None
     logs = [math.log(r["final"]) for r in runs]

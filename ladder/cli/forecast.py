@@ -25,23 +25,22 @@ def _interval(p: dict) -> str:
 def _score_text(s: dict | None) -> str:
     if not s:
         return "-"
+    inside = {True: "inside", False: "OUTSIDE", None: "no interval"}
     if s.get("final"):
-        inside = {True: "inside", False: "OUTSIDE", None: "no interval"}[s.get("inside")]
         z = f", z {s['z']:+.2f}" if s.get("z") is not None else ""
-        text = f"actual {s['actual']:.4g}: error {s['error_pct']:+.2f}%, {inside}{z}"
+        text = f"actual {s['actual']:.4g}: error {s['error_pct']:+.2f}%, {inside[s.get('inside')]}{z}"
         reps = s.get("replicates")
         if reps:
             vs = reps["vs_mean"]
             text += (f"; {reps['n']} seeds: mean {reps['mean']:.4g} (sd {reps['sd_log_pct']:.2g}%), error "
-                     f"{vs['error_pct']:+.2f}%, {'inside' if vs['inside'] else 'OUTSIDE' if vs['inside'] is False else 'no interval'}")
+                     f"{vs['error_pct']:+.2f}%, {inside[vs.get('inside')]}")
         return text
     p = s.get("partial") or {}
     if not p.get("available"):
         return f"partial: {p.get('reason', 'no forecast')}"
     vs = p.get("vs_frozen") or {}
-    inside = {True: "inside", False: "OUTSIDE", None: "no interval"}[vs.get("inside")]
     return (f"partial at {100 * p['fraction']:.0f}%: heads for {p['final_forecast']:.4g} {_interval(p)}; frozen is "
-            f"{vs.get('error_pct', 0):+.2f}% off it, {inside}")
+            f"{vs.get('error_pct', 0):+.2f}% off it, {inside[vs.get('inside')]}")
 
 
 @app.command("freeze")

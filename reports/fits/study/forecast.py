@@ -119,8 +119,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
         if loose is not None:
             why = f"not determined: {loose}"
         if split is not None and loose is None:
-            a = split
-            n, d, alloc = a["params"], a["tokens"], "compute_optimal"
+            n, d, alloc = split["params"], split["tokens"], "compute_optimal"
             alloc_law = law.form.name
             src = (f"fit: compute-optimal allocation of the {law.form.name} law at 6ND = {budget:.3g} "
                    f"(D/N = {d / n:.3g})")
