@@ -121,7 +121,8 @@ class ScheduleConfig(Strict):
 
 
 class DivergenceConfig(Strict):
-    spike_factor: float = Field(default=2.0, gt=1, description="loss above factor x its running minimum ...")
+    spike_factor: float = Field(default=2.0, gt=1, description="loss above factor x its lowest typical loss (the median of "
+                                "`patience` steps) ...")
     patience: int = Field(default=20, ge=1, description="... for this many consecutive steps diverges")
 
 

@@ -36,13 +36,14 @@ from ladder.layout import RunDir, atomic_write_text, read_jsonl, result_status
 from ladder.model.config import NOT_SCIENCE_SUBFIELDS, SCIENCE_FIELDS, RunSpec
 from ladder.model.schedule import cooldown_start
 from ladder.model.training import checkpoint as ckpt
+from ladder.model.training import divergence
 
 SCIENCE = tuple(f for f in SCIENCE_FIELDS if f not in ("tokens", "steps"))
 """What a branch and its trunk must share: the science of a run (what is hashed into its id, the optimizer and
 its decay treatment included) but its budget's length, so everything that decides the updates (and the evals of
 the curve it copies) up to the branch step."""
 
-_KEPT = ("step", "recent_losses", "running_min", "spike_count")  # the trunk's state a branch carries on
+_KEPT = ("step", "recent_losses", *divergence.KEYS)  # the trunk's state a branch carries on
 
 
 class Waiting(StateError):
@@ -172,6 +173,7 @@ def start_state(start: BranchStart, run: RunDir, *, model: torch.nn.Module, opti
             if trunk.metrics.is_file() else []  # fmt: skip
         atomic_write_text(run.metrics, "".join(json.dumps(r) + "\n" for r in records))
     books["branched_from"]["step"] = start.step
+    divergence.upgrade(state)
     return {**{k: state[k] for k in _KEPT}, **books}
 
 

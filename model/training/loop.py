@@ -34,9 +34,10 @@ Result (``result.json``): :mod:`ladder.model.training.result`.
 Divergence
 ----------
 A non-finite loss or gradient norm at step N stops the run BEFORE the optimizer applies that update: no state
-is written from a NaN. A loss above ``spike_factor`` x its running minimum for ``patience`` consecutive STEPS
-(every step is checked, not only logged ones) also stops it. Either way ``result.json`` gets ``status:
-diverged``, ``diverged_at_step: N`` and a ``reason``; the last good checkpoint is kept; no ``model/`` is written.
+is written from a NaN. A loss above ``spike_factor`` x its lowest typical loss for ``patience`` consecutive STEPS
+(every step is checked, not only logged ones; :mod:`ladder.model.training.divergence`) also stops it. Either way
+``result.json`` gets ``status: diverged``, ``diverged_at_step: N`` and a ``reason``; the last good checkpoint is
+kept; no ``model/`` is written.
 Test hook: ``force_nan_at_step=N`` or the environment variable ``LADDER_FORCE_NAN_AT_STEP=N`` turns the loss of
 update N into NaN.
 
@@ -67,7 +68,7 @@ from ladder.model.config import RunSpec
 from ladder.model.hardware import mfu as compute_mfu
 from ladder.model.hardware import peak_flops, reset_peak_memory
 from ladder.model.schedule import lr_at
-from ladder.model.training import branching, tracking
+from ladder.model.training import branching, divergence, tracking
 from ladder.model.training import checkpoint as ckpt
 from ladder.model.training.distributed import Dist, barrier, setup_distributed
 from ladder.model.training.inputs import TrainData, resolve_data
@@ -196,8 +197,7 @@ class _Trainer:
             "step": 0,
             "tokens_trained": 0,
             "recent_losses": [],
-            "running_min": None,
-            "spike_count": 0,
+            **divergence.fresh(),
             "log_loss_sum": 0.0,
             "log_steps": 0,
             "log_time": 0.0,
@@ -207,7 +207,7 @@ class _Trainer:
         }
         resumed = branching.resume(run, self.branch, self.model, self.optimizer, self.state["spec_hash"], d.is_main)
         if resumed is not None:
-            self.state.update(resumed)
+            self.state.update(divergence.upgrade(resumed))
             log.info("resuming %s from step %d (restart %d)", run.run_id, self.state["step"], self.state["restarts"])
         self.window_len = max(1, math.ceil(FINAL_LOSS_WINDOW * self.total_steps))
         self.recent = deque(self.state["recent_losses"], maxlen=self.window_len)
@@ -294,13 +294,7 @@ class _Trainer:
                 st["log_loss_sum"] += loss
                 st["log_steps"] += 1
                 st["log_time"] += dt
-                # sustained spike: loss above factor x running minimum for `patience` consecutive steps
-                rmin = st["running_min"]
-                if rmin is not None and loss > spec.divergence.spike_factor * rmin:
-                    st["spike_count"] += 1
-                else:
-                    st["spike_count"] = 0
-                st["running_min"] = loss if rmin is None else min(rmin, loss)
+                diverged = divergence.update(st, loss, spec.divergence.spike_factor, spec.divergence.patience)
                 tokens = done * self.tokens_per_step
 
                 if done % spec.log_interval == 0 or done == self.total_steps:
@@ -316,12 +310,8 @@ class _Trainer:
                     st["log_loss_sum"], st["log_steps"], st["log_time"] = 0.0, 0, 0.0
                 bar.update(tokens, loss, self.tokens_per_step / dt if dt > 0 else None)
 
-                if st["spike_count"] >= spec.divergence.patience:
-                    return self._diverged(
-                        done,
-                        f"loss above {spec.divergence.spike_factor:g} x its running minimum ({st['running_min']:.4g}) "
-                        f"for {st['spike_count']} consecutive steps (loss {loss:.4g} at step {done})",
-                    )
+                if diverged:
+                    return self._diverged(done, divergence.reason(st, spec.divergence.spike_factor, loss, done))
                 if done == self.total_steps:
                     break
                 if done % spec.eval_interval == 0:
