@@ -176,8 +176,11 @@ def _print_law(d: dict, console: Console) -> None:
         console.print(f"  [dim]{law['selection']}[/]")
     cal = law.get("calibration") or {}
     if cal.get("coverage") is not None:
+        lean = law.get("lean") or {}
+        side = (f"; mean error {lean['mean_err_pct']:+.1f}%, {lean['n_high']} of {lean['n']} too high"
+                if lean.get("mean_err_pct") is not None else "")
         console.print(f"  rollout: {cal.get('n')} weighted forecasts, {100 * cal['coverage']:.0f}% inside their 90% "
-                      f"interval; widening {cal.get('factor', 1):.3g}x")
+                      f"interval; widening {cal.get('factor', 1):.3g}x{side}")
 
 
 def _print_variants(d: dict, console: Console) -> None:

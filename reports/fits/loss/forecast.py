@@ -22,6 +22,15 @@ synthetic heroes), every interval half-width is multiplied by the conformal fact
 ``ceil((m + 1) level)``-th smallest ``z`` (never below 1; the interval is never narrowed).
 
 Reach: sorted by distance, the largest distance up to which every mixture forecast stayed within 1% (2%).
+
+Lean: on every mixture forecast (at every ratio: the hero's alone are 3 on a 5-size ladder, too few for any test),
+the mean signed error and how many forecasts were too high. When so
+many fall on one side that unbiased forecasts would do so with probability below ``LEAN_P`` (a two-sided sign
+test) and their mean error is at least ``LEAN_MIN_PCT`` (a lean of 0.2% is noise, not news), the forecast is
+said to lean that way: the ladder's loss curve bends away from every weighted law (on the
+default study it steepens, and its larger rungs beat the forecasts), and the hero's forecast probably errs the
+same way. The rows of one prefix share their fits, so the test is a description, not a calibrated p-value; the
+forecast is not shifted (how the lean grows with distance is itself an extrapolation).
 """
 
 from __future__ import annotations
@@ -38,6 +47,10 @@ from ladder.reports.fits.loss.rollout import Rollout, RolloutRow, rollout
 
 LEVEL = 0.90
 SHORTFALL_P = 0.05  # widen when the rollout's coverage is this unlikely for calibrated intervals
+HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the fits' Huber delta): on noiseless
+# data a zero-width interval made z ~ 1e10 and the widened hero interval overflowed
+LEAN_P = 0.05  # say the forecasts lean when this many on one side is this unlikely for unbiased ones
+LEAN_MIN_PCT = 1.0  # ... and their mean error is at least the reach's finer tolerance
 N_BOOT = 200
 
 
@@ -105,6 +118,7 @@ class Forecast:
     coverage: float | None
     factor: float
     reach: dict[str, dict]
+    lean: dict = field(default_factory=dict)
     points: list[PointForecast] = field(default_factory=list)
 
     @property
@@ -131,6 +145,7 @@ class Forecast:
                         "scores": self.rollout.scores, "mixture": self.mixture_rows},
             "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor,
                             "n": len(self.mixture_rows)},
+            "lean": self.lean,
             "reach": self.reach,
             "points": [p.to_dict() for p in self.points],
         }
@@ -213,13 +228,28 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
         out.append({"prefix": prefix, "run_id": run_id, "params": r0.params, "tokens": r0.tokens,
                     "actual": r0.actual, "forecast": math.exp(point), "interval": [math.exp(lo), math.exp(hi)],
                     "err_pct": 100.0 * (math.exp(point) - r0.actual) / r0.actual,
-                    "inside": bool(lo <= actual <= hi), "z": float(abs(err) / max(half, 1e-12)),
+                    "inside": bool(lo <= actual <= hi), "z": float(abs(err) / max(half, HALF_FLOOR)),
                     "params_x": r0.dist_params, "compute_x": r0.dist_compute, "at_target_ratio": r0.at_target_ratio})
     return out
 
 
+def _judged(rows: list[dict]) -> list[dict]:
+    """The rows that judge the hero's interval: those at its tokens/param ratio when there are any."""
+    return [r for r in rows if r["at_target_ratio"]] or rows
+
+
+def _lean(rows: list[dict]) -> dict:
+    errs = [r["err_pct"] for r in rows]
+    high = sum(e > 0 for e in errs)
+    p = float(stats.binomtest(high, len(errs), 0.5).pvalue) if errs else None
+    mean = float(np.mean(errs)) if errs else None
+    leans = p is not None and p < LEAN_P and abs(mean) >= LEAN_MIN_PCT
+    direction = ("high" if 2 * high > len(errs) else "low") if leans else None
+    return {"n": len(errs), "n_high": high, "mean_err_pct": mean, "p": p, "direction": direction}
+
+
 def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
-    judged = [r for r in rows if r["at_target_ratio"]] or rows
+    judged = _judged(rows)
     if not judged:
         return None, 1.0
     z = np.sort([r["z"] for r in judged])
@@ -310,7 +340,8 @@ def forecast_loss(data: LossData, target_params: float, target_tokens: float, *,
     rows = _mixture_rows(ro, weights)
     coverage, factor = _calibrate(rows)
     fc = Forecast(data=data, target_ratio=target_ratio, laws=laws, skipped=skipped, rollout=ro, weights=weights,
-                  why=why, mixture_rows=rows, coverage=coverage, factor=factor, reach=_reach(rows))
+                  why=why, mixture_rows=rows, coverage=coverage, factor=factor, reach=_reach(rows),
+                  lean=_lean(rows))
     for p, t in [(target_params, target_tokens), *predict]:
         try:
             fc.points.append(fc.predict(p, t, seed=seed))

@@ -201,6 +201,23 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
         )
     if px > FAR_EXTRAPOLATION:
         warnings.append(f"the hero is {px:.0f}x the largest ladder model: a forecast this far out is fragile; add a larger rung")
+    lean = lean_text(fc.lean)
+    if lean:
+        warnings.append(lean)
+
+
+def lean_text(lean: dict) -> str | None:
+    """The warning for a rollout whose forecasts erred to one side (``Forecast.lean``), or None."""
+    if not lean or not lean.get("direction"):
+        return None
+    n, high = lean["n"], lean["n_high"]
+    if lean["direction"] == "high":
+        return (f"the rollout's forecasts ran high ({high} of {n} above the actual loss, mean error "
+                f"{lean['mean_err_pct']:+.1f}%): the larger rungs beat what the smaller ones forecast (the loss "
+                "curve steepens with scale), so the hero's forecast probably runs high too")
+    return (f"the rollout's forecasts ran low ({n - high} of {n} below the actual loss, mean error "
+            f"{lean['mean_err_pct']:+.1f}%): the larger rungs fell short of what the smaller ones forecast (the "
+            "loss curve flattens with scale), so the hero's forecast probably runs low too")
 
 
 def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | None = None) -> dict:

@@ -54,7 +54,14 @@ def rollout(ctx: Builder) -> Section:
          if ok(cal.get("coverage")) else ABSENT),
         ("Widening applied", f"{fmt_g(cal.get('factor'), 3)}× (conformal factor: intervals are widened only when the "
                              "rollout covered less than promised)"),
+        ("Lean", _lean(mapping(law.get("lean")))),
     ], "The ladder's demonstrated reach (weighted forecast)"))
+    lean = mapping(law.get("lean"))
+    if lean.get("direction"):
+        s.add(Para(f"The rollout's forecasts lean {lean['direction']}: more of them erred on that side than "
+                   "unbiased forecasts would (a sign test at 5%). The ladder's curve bends away from every weighted "
+                   "law, and the hero's forecast probably errs the same way. The forecast is not shifted for it.",
+                   "warn"))
     hero = ctx.hero
     if hero.get("beyond_reach"):
         s.add(Para(f"The hero lies {fmt_g(mapping(hero.get('extrapolation')).get('params'), 2)}× beyond the ladder's "
@@ -82,3 +89,10 @@ def rollout(ctx: Builder) -> Section:
                      "Error", "90% interval", "Inside"], table, "rlrrrrrrrrl", mono=(1,),
                     title=f"The rollout table{more}: the last prefix is the classic held-out-largest-size backtest"))
     return s
+
+
+def _lean(lean: dict) -> str:
+    if not ok(lean.get("mean_err_pct")):
+        return ABSENT
+    return (f"mean error {fmt_pct(lean.get('mean_err_pct'), 1, signed=True)}; {fmt_int(lean.get('n_high'))} of "
+            f"{fmt_int(lean.get('n'))} forecasts too high" + (f" (leans {lean['direction']})" if lean.get("direction") else ""))

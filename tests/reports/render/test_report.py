@@ -235,3 +235,20 @@ def test_a_figure_that_fails_to_draw_says_so_instead_of_breaking_the_report():
     svg = to_svg(FigureSpec("fig-x", "Figure 1. Broken <b>", "", 2.0, broken), context="s <script>")
     assert svg.startswith("<svg") and "could not be drawn: KeyError" in svg
     assert "<b>" not in svg and "<script>" not in svg and "&lt;script&gt;" in svg
+
+
+def test_the_rollout_section_says_when_the_forecasts_lean(hostile, tmp_path):
+    root = Path(shutil.copytree(hostile[0], tmp_path / "study"))
+    sd = layout.StudyDir(root)
+    fit = json.loads(sd.fit.read_text())
+    assert fit["loss"]["lean"]["n"] == len(fit["loss"]["rollout"]["mixture"]) > 0  # what the fit wrote
+    fit["loss"]["lean"] = {"n": 9, "n_high": 9, "mean_err_pct": 3.2, "p": 0.004, "direction": "high"}
+    sd.fit.write_text(json.dumps(fit))
+    rollout = next(s for s in Builder(load_study(root)).sections() if s.id == "rollout")
+    text = repr(rollout.blocks)
+    assert "+3.2%" in text and "9 of 9 forecasts too high (leans high)" in text
+    assert "The rollout's forecasts lean high" in text
+    fit["loss"]["lean"]["direction"] = None
+    sd.fit.write_text(json.dumps(fit))
+    rollout = next(s for s in Builder(load_study(root)).sections() if s.id == "rollout")
+    assert "forecasts too high" in repr(rollout.blocks) and "lean high" not in repr(rollout.blocks)
