@@ -23,14 +23,13 @@ synthetic heroes), every interval half-width is multiplied by the conformal fact
 
 Reach: sorted by distance, the largest distance up to which every mixture forecast stayed within 1% (2%).
 
-Lean: on every mixture forecast (at every ratio: the hero's alone are 3 on a 5-size ladder, too few for any test),
-the mean signed error and how many forecasts were too high. When so
-many fall on one side that unbiased forecasts would do so with probability below ``LEAN_P`` (a two-sided sign
-test) and their mean error is at least ``LEAN_MIN_PCT`` (a lean of 0.2% is noise, not news), the forecast is
-said to lean that way: the ladder's loss curve bends away from every weighted law (on the
-default study it steepens, and its larger rungs beat the forecasts), and the hero's forecast probably errs the
-same way. The rows of one prefix share their fits, so the test is a description, not a calibrated p-value; the
-forecast is not shifted (how the lean grows with distance is itself an extrapolation).
+Lean: on every mixture forecast (at every ratio: those at the hero's alone are 3 on a 5-size ladder, too few for
+any test), the mean signed error and how many forecasts were too high. When so many fall on one side that
+unbiased forecasts would do so with probability below ``LEAN_P`` (a two-sided sign test) and their mean error is
+at least ``LEAN_MIN_PCT`` (a lean of 0.2% is noise, not news), the forecast is said to lean that way: the
+ladder's loss curve bends away from every weighted law, and the hero's forecast probably errs the same way. The
+rows of one prefix share their fits, so the test is a description, not a calibrated p-value; the forecast is not
+shifted (how the lean grows with distance is itself an extrapolation).
 """
 
 from __future__ import annotations
@@ -233,11 +232,6 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
     return out
 
 
-def _judged(rows: list[dict]) -> list[dict]:
-    """The rows that judge the hero's interval: those at its tokens/param ratio when there are any."""
-    return [r for r in rows if r["at_target_ratio"]] or rows
-
-
 def _lean(rows: list[dict]) -> dict:
     errs = [r["err_pct"] for r in rows]
     high = sum(e > 0 for e in errs)
@@ -249,7 +243,7 @@ def _lean(rows: list[dict]) -> dict:
 
 
 def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
-    judged = _judged(rows)
+    judged = [r for r in rows if r["at_target_ratio"]] or rows
     if not judged:
         return None, 1.0
     z = np.sort([r["z"] for r in judged])

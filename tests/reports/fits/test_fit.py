@@ -403,3 +403,15 @@ def test_hero_off_the_degenerate_line_has_no_forecast_but_no_crash(tie_study):
     assert any("hero forecast unavailable" in w for w in d["warnings"])
     assert d["recommendation"]["available"] and d["recommendation"]["loss"] is None
     json.dumps(d, allow_nan=False)
+
+
+def test_the_lean_warning_says_which_way_and_nothing_without_a_lean():
+    from ladder.reports.fits.study.forecast import lean_text
+
+    high = lean_text({"n": 9, "n_high": 8, "mean_err_pct": 2.5, "p": 0.04, "direction": "high"})
+    assert high.startswith("the rollout's forecasts ran high (8 of 9 above the actual loss, mean error +2.5%)")
+    assert "probably runs high too" in high
+    low = lean_text({"n": 9, "n_high": 1, "mean_err_pct": -2.5, "p": 0.04, "direction": "low"})
+    assert "ran low (8 of 9 below the actual loss, mean error -2.5%)" in low and "runs low too" in low
+    assert lean_text({"n": 9, "n_high": 6, "mean_err_pct": 2.5, "p": 0.5, "direction": None}) is None
+    assert lean_text({}) is None
