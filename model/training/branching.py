@@ -173,7 +173,6 @@ def start_state(start: BranchStart, run: RunDir, *, model: torch.nn.Module, opti
             if trunk.metrics.is_file() else []  # fmt: skip
         atomic_write_text(run.metrics, "".join(json.dumps(r) + "\n" for r in records))
     books["branched_from"]["step"] = start.step
-    divergence.upgrade(state)
     return {**{k: state[k] for k in _KEPT}, **books}
 
 

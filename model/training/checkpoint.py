@@ -30,6 +30,7 @@ import torch
 
 from ladder.errors import StateError
 from ladder.layout import CHECKPOINT_PREFIX, SNAPSHOT_PREFIX, RunDir, atomic_write_json
+from ladder.model.training import divergence
 from ladder.model.training.llama import save_model
 
 MODEL_DIR = "model"
@@ -203,9 +204,10 @@ def load_checkpoint(
     restore_rng: bool = True,
 ) -> dict[str, Any]:
     """Load a checkpoint directory into ``model`` and ``optimizer`` (in place), restore the RNG states when asked,
-    and return the trainer state."""
+    and return the trainer state (a state written by an older version in today's form: every resume and every
+    branch start reads it here)."""
     path = Path(path)
-    state = json.loads((path / STATE_FILE).read_text())
+    state = divergence.upgrade(json.loads((path / STATE_FILE).read_text()))
     load_model_weights(model, path / MODEL_DIR)
     if optimizer is not None:
         opt_state = torch.load(path / OPTIMIZER_FILE, map_location="cpu", weights_only=True)

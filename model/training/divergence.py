@@ -27,7 +27,7 @@ def fresh() -> dict[str, Any]:
 
 def upgrade(state: dict[str, Any]) -> dict[str, Any]:
     """A state written before the window existed held the lowest single-step loss in ``running_min``: not
-    comparable, so the reference starts again."""
+    comparable, so the reference starts again (``checkpoint.load_checkpoint`` applies it to every state it reads)."""
     if "spike_window" not in state:
         state.update(fresh())
     return state

@@ -207,7 +207,7 @@ class _Trainer:
         }
         resumed = branching.resume(run, self.branch, self.model, self.optimizer, self.state["spec_hash"], d.is_main)
         if resumed is not None:
-            self.state.update(divergence.upgrade(resumed))
+            self.state.update(resumed)
             log.info("resuming %s from step %d (restart %d)", run.run_id, self.state["step"], self.state["restarts"])
         self.window_len = max(1, math.ceil(FINAL_LOSS_WINDOW * self.total_steps))
         self.recent = deque(self.state["recent_losses"], maxlen=self.window_len)

@@ -189,7 +189,8 @@ def hero_loss(point, fc: Forecast, variant: str) -> dict:
 
 
 def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
-    """Say plainly how far beyond the ladder the hero lies, and whether the rollout ever tested that far."""
+    """Say plainly how far beyond the ladder the hero lies, whether the rollout ever tested that far, and which
+    way the rollout's forecasts erred when they leaned."""
     px = hero["extrapolation"]["params"]
     reach = fc.reach.get("2%", {}).get("params_x", 1.0)
     tested = fc.reach.get("tested", {}).get("params_x", 1.0)

@@ -44,6 +44,7 @@ def rollout(ctx: Builder) -> Section:
         lambda fig: draw_rollout(fig, rows, mixture, weights)))
     reach = mapping(law.get("reach"))
     cal = mapping(law.get("calibration"))
+    lean = mapping(law.get("lean"))
     r1, r2, tested = mapping(reach.get("1%")), mapping(reach.get("2%")), mapping(reach.get("tested"))
     s.add(KV([
         ("Within 1% up to", f"{fmt_g(r1.get('params_x'), 3)}× in parameters, {fmt_g(r1.get('compute_x'), 3)}× in compute"),
@@ -54,9 +55,8 @@ def rollout(ctx: Builder) -> Section:
          if ok(cal.get("coverage")) else ABSENT),
         ("Widening applied", f"{fmt_g(cal.get('factor'), 3)}× (conformal factor: intervals are widened only when the "
                              "rollout covered less than promised)"),
-        ("Lean", _lean(mapping(law.get("lean")))),
+        ("Lean", _lean(lean)),
     ], "The ladder's demonstrated reach (weighted forecast)"))
-    lean = mapping(law.get("lean"))
     if lean.get("direction"):
         s.add(Para(f"The rollout's forecasts lean {lean['direction']}: more of them erred on that side than "
                    "unbiased forecasts would (a sign test at 5%). The ladder's curve bends away from every weighted "
@@ -94,5 +94,6 @@ def rollout(ctx: Builder) -> Section:
 def _lean(lean: dict) -> str:
     if not ok(lean.get("mean_err_pct")):
         return ABSENT
+    leans = f" (leans {lean['direction']})" if lean.get("direction") else ""
     return (f"mean error {fmt_pct(lean.get('mean_err_pct'), 1, signed=True)}; {fmt_int(lean.get('n_high'))} of "
-            f"{fmt_int(lean.get('n'))} forecasts too high" + (f" (leans {lean['direction']})" if lean.get("direction") else ""))
+            f"{fmt_int(lean.get('n'))} forecasts too high{leans}")
