@@ -13,13 +13,14 @@ export TOKENIZERS_PARALLELISM ?= false
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@$(VENV)/bin/python -m pip install -q --upgrade pip
 	@# torch first: 2.13.0 is a local CPU wheel on the reference machines; elsewhere any torch>=2.4 will do
 	@$(VENV)/bin/python -c "import torch" 2>/dev/null || $(VENV)/bin/python -m pip install -q torch==2.13.0 \
 	  || $(VENV)/bin/python -m pip install -q "torch>=2.4"
-	@$(VENV)/bin/python -m pip install -q -e ".[test]"
+	@# every other package at the version constraints.txt pins (the main job's embedded corpus reads their source)
+	@$(VENV)/bin/python -m pip install -q -c constraints.txt -e ".[test]"
 	@touch $(STAMP)
 	@echo "installed: $(VENV)/bin/ladder"
 

@@ -24,13 +24,15 @@ from ladder.layout import atomic_write_json
 from ladder.model.data.cache import default_cache_root, file_lock, sha256_json
 
 EMBEDDED = "embedded"
-EMBEDDED_VERSION = 1  # bump when the selection rules change: the cache key changes with it
+EMBEDDED_VERSION = 2  # bump when the selection rules change: the cache key changes with it
 EMBEDDED_DEFAULT_MAX_BYTES = 64_000_000
 EMBEDDED_MIN_FILE_BYTES = 512  # __init__.py stubs and one-liners teach nothing
 EMBEDDED_MAX_FILE_BYTES = 1_000_000  # generated tables (unicode data, protobuf dumps) are not code
 EMBEDDED_SHARD_BYTES = 4_000_000
 EMBEDDED_MANIFEST = "manifest.json"
 EMBEDDED_SKIP_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"})
+# written by an editable install and naming the checkout's folder: with them two clones built different corpora
+EMBEDDED_SKIP_PREFIXES = ("__editable__",)
 
 
 def embedded_roots() -> list[tuple[str, Path]]:
@@ -60,7 +62,7 @@ def _embedded_candidates(roots: list[tuple[str, Path]]) -> list[tuple[str, Path,
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = [d for d in dirnames if d not in EMBEDDED_SKIP_DIRS and not d.startswith(".")]
             for fn in filenames:
-                if not fn.endswith(".py"):
+                if not fn.endswith(".py") or fn.startswith(EMBEDDED_SKIP_PREFIXES):
                     continue
                 full = os.path.join(dirpath, fn)
                 try:
@@ -83,7 +85,8 @@ def build_embedded_corpus(
     """Assemble the embedded corpus once and return (its folder of ``jsonl.gz`` shards, its manifest).
 
     Rules, all deterministic: the ``*.py`` files of the standard library, then of site-packages, in sorted
-    path order; files under ``EMBEDDED_MIN_FILE_BYTES`` or over ``EMBEDDED_MAX_FILE_BYTES`` skipped, files
+    path order (an editable install's ``__editable__*`` finders left out: they name the checkout's folder, and
+    the Makefile pins site-packages with ``constraints.txt``, so two clones build one corpus); files under ``EMBEDDED_MIN_FILE_BYTES`` or over ``EMBEDDED_MAX_FILE_BYTES`` skipped, files
     that are not UTF-8 skipped, repeated contents kept once (by SHA-256); the first files taken until their
     text reaches ``max_bytes``. The chosen documents are stored in the order of their content hash (so every
     shard mixes all packages) in shards of about ``EMBEDDED_SHARD_BYTES``.

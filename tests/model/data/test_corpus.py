@@ -52,6 +52,7 @@ def test_embedded_rules_on_a_fake_tree(tmp_path):
     (root / "pkg" / "notes.txt").write_text(body)  # not .py
     (root / "site-packages" / "f.py").write_text("# f\n" + body)  # nested site-packages: not stdlib
     (root / "z.py").write_text("# z\n" + body)  # beyond the budget
+    (root / "__editable___pkg_finder.py").write_text(f"MAPPING = {{'pkg': '{tmp_path}'}}\n" + body)  # names a path
     folder, m = build_embedded_corpus(2000, cache_root=tmp_path / "cache", roots=[("stdlib", root)])
     ids = sorted(d["id"] for d in _shard_docs(folder))
     assert ids == ["stdlib/a.py", "stdlib/pkg/e.py"]
