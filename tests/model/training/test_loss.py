@@ -98,7 +98,9 @@ def test_padding_rows_change_neither_the_loss_nor_the_gradient():
         results.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
     torch.testing.assert_close(results[0][0], results[1][0], rtol=2e-6, atol=0)
     for a, b in zip(results[0][1], results[1][1]):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
+        # round-off at the tensor's scale: padding rows change how the matmuls block their sums (on an AMD EPYC host
+        # an MLP weight's gradient, largest element 0.61, differed by 1.8e-7 in one element)
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5 * float(a.abs().max()))
 
 
 def test_bf16_autocast_stays_close_to_the_generic_loss():
