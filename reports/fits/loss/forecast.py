@@ -213,9 +213,12 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
         groups.setdefault((r.prefix, r.run_id), []).append(r)
     out = []
     for (prefix, run_id), rs in groups.items():
+        # the weighted forms this prefix fitted, mixed as the hero's forecast mixes the weighted forms that apply
+        # to it: what the procedure would have forecast from those runs (requiring every weighted form left only
+        # the last prefix on a 6-size ladder, where the bounded form is fitted from 5 sizes on)
         have = {r.form: r for r in rs if weights.get(r.form, 0) > 0}
-        if not have or set(have) != {k for k in weights if weights[k] > 0 and any(x.form == k for x in ro.rows)}:
-            continue  # judge the mixture only where every weighted form forecast this run
+        if not have:
+            continue
         mixed = _mix({k: r.draws for k, r in have.items()}, {k: math.log(r.point) for k, r in have.items()},
                      weights, rng)
         point, pooled = mixed
