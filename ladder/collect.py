@@ -61,6 +61,11 @@ BOOK_COLUMNS = {
     "role": "'rung' (a run of the ladder: the fits use it) or 'hero' (planned by `ladder hero`: scored against the "
             "frozen forecast by `ladder forecast score`, never fitted)",
     "loss": "final eval loss (nats/token) of a done run; NaN for every other state",
+    "loss_repeats": "a done run's final eval loss over the in-context repeats alone, the targets whose trigram "
+                    "already ended earlier in their window (ladder.model.data.repeats); NaN otherwise or when the "
+                    "run predates the split",
+    "loss_novel": "the same over the other (novel) targets",
+    "repeat_share": "the repeats' share of the evaluation targets (the same for every run of one data key)",
     "problems": "'; '-joined problems found in the run's files (skipped metrics lines, unreadable lm-eval "
                 "files, a truncated curve); null when none",
 }
@@ -104,6 +109,8 @@ def _curves(spec: RunSpec, books: RunBooks) -> list[dict]:
                 "flops": float(tokens) * spec.flops_per_token if isinstance(tokens, (int, float)) else None,
                 "loss": rec.get("loss"),
                 "eval_loss": rec.get("eval_loss"),
+                "eval_loss_repeats": rec.get("eval_loss_repeats"),
+                "eval_loss_novel": rec.get("eval_loss_novel"),
                 "lr": rec.get("lr"),
                 "grad_norm": rec.get("grad_norm"),
                 "tokens_per_s": rec.get("tokens_per_s"),
@@ -159,6 +166,10 @@ def _reason(spec: RunSpec, state: str, error: str | None, books: RunBooks) -> st
     }.get(state, f"{state} (step {step} of {spec.steps})")
 
 
+def _number(x: Any) -> float:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
+
+
 def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error: str | None = None,
                reason: str | None = None, tokens_done: int | None = None, flops_spent: float | None = None,
                problems: list[Problem] | None = None) -> dict[str, Any]:
@@ -174,7 +185,8 @@ def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error:
     # the run's point (D, C): its result's numbers, or as planned; what it consumed is tokens_done/flops_spent
     tokens = result.get("tokens", spec.tokens)
     flops = result.get("flops", float(spec.flops_per_token) * tokens if tokens is not None else spec.flops)
-    loss = result.get("final_eval_loss") if status == "done" else None
+    done = status == "done"
+    loss = result.get("final_eval_loss") if done else None
     row: dict[str, Any] = {
         "run_id": spec.run_id,
         "variant": spec.variant,
@@ -220,6 +232,9 @@ def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error:
             "final_train_loss": result.get("final_train_loss"),
             "final_eval_loss": result.get("final_eval_loss"),
             "loss": float(loss) if isinstance(loss, (int, float)) else math.nan,
+            "loss_repeats": _number(result.get("final_eval_loss_repeats")) if done else math.nan,
+            "loss_novel": _number(result.get("final_eval_loss_novel")) if done else math.nan,
+            "repeat_share": _number(result.get("eval_repeat_share")) if done else math.nan,
             "wall_time_s": result.get("wall_time_s"),
             "tokens_per_s": result.get("tokens_per_s"),
             "mfu": result.get("mfu"),

@@ -21,8 +21,10 @@ What one call does
 6. Logs ``{"kind": "train", "step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "elapsed_s"}``
    every ``log_interval`` steps (``loss``: mean of the per-step losses since the previous record; ``lr`` and
    ``grad_norm``: of the logged step; ``tokens_per_s`` over the interval's step time; ``elapsed_s``: wall time
-   since the run first started, summed over restarts) and ``{"kind": "eval", "step", "tokens", "eval_loss"}``
-   every ``eval_interval`` steps and once at the end. ``step`` counts completed optimizer updates (1..steps),
+   since the run first started, summed over restarts) and ``{"kind": "eval", "step", "tokens", "eval_loss",
+   "eval_loss_repeats", "eval_loss_novel"}`` (the loss over every validation target, and over the in-context
+   repeats and the novel targets apart: :mod:`ladder.model.data.repeats`) every ``eval_interval`` steps and once
+   at the end. ``step`` counts completed optimizer updates (1..steps),
    ``tokens`` = step x tokens per step.
 7. Checkpoints (:mod:`ladder.model.training.checkpoint`) every ``checkpoint_interval`` steps and whenever
    ``checkpoint_minutes`` have passed since the last one (never at the final step: the run ends instead).
@@ -316,7 +318,7 @@ class _Trainer:
                     break
                 if done % spec.eval_interval == 0:
                     ev = self.steps.evaluate()
-                    self.metrics.append({"kind": "eval", "step": done, "tokens": tokens, "eval_loss": ev})
+                    self.metrics.append({"kind": "eval", "step": done, "tokens": tokens, **ev.record()})
 
                 if d.enabled:  # every rank must agree: use the flags all-reduced with this step's loss
                     signum = next((s for s, f in zip(self.trap.signals, flags) if f > 0), None)
@@ -345,12 +347,16 @@ class _Trainer:
         # ---- the end: final eval, model, result, cleanup
         ev = self.steps.evaluate()
         tokens = st["step"] * self.tokens_per_step
-        self.metrics.append({"kind": "eval", "step": st["step"], "tokens": tokens, "eval_loss": ev})
+        self.metrics.append({"kind": "eval", "step": st["step"], "tokens": tokens, **ev.record()})
         self._write(lambda: save_final_model(run, self.model, self.data.tokenizer_dir))
-        result = self._finish("done", final_eval_loss=finite_or_none(ev), eval_tokens=self.n_eval * self.seq_len)
+        result = self._finish(
+            "done", final_eval_loss=finite_or_none(ev.loss), final_eval_loss_repeats=finite_or_none(ev.repeats),
+            final_eval_loss_novel=finite_or_none(ev.novel), eval_repeat_share=ev.repeat_share,
+            eval_tokens=self.n_eval * self.seq_len,
+        )  # fmt: skip
         self._write(lambda: ckpt.remove_checkpoints(run))
         barrier(d)
-        log.info("run %s done: eval loss %.4f", result["run_id"], ev)
+        log.info("run %s done: eval loss %.4f", result["run_id"], ev.loss)
         return result
 
     def _diverged(self, step: int, reason: str) -> dict[str, Any]:

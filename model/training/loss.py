@@ -98,6 +98,25 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, labels: torch.Te
         return _LinearCrossEntropy.apply(h, weight, labels, rows, compute_dtype)
 
 
+@torch.no_grad()
+def linear_token_losses(h: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, *,
+                        rows: int | None = None) -> torch.Tensor:  # fmt: skip
+    """Per-row next-token losses (``[N]``, fp32) of hidden states ``h`` under the LM head ``weight`` at ``labels``
+    (:data:`IGNORE` rows get 0), chunked like :func:`linear_cross_entropy`; for evaluation, no gradient."""
+    compute_dtype = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else None
+    if rows is None:
+        rows = chunk_rows(h.shape[0], weight.shape[0], weight.shape[1], h.device)
+    w = weight if compute_dtype is None else weight.to(compute_dtype)
+    out = torch.empty(h.shape[0], dtype=torch.float32, device=h.device)
+    with torch.autocast(h.device.type, enabled=False):
+        for i in range(0, h.shape[0], rows):
+            hc = h[i : i + rows] if compute_dtype is None else h[i : i + rows].to(compute_dtype)
+            logits = torch.mm(hc, w.t())
+            logp = torch.log_softmax(logits if logits.dtype == torch.float32 else logits.float(), dim=-1)
+            out[i : i + rows] = F.nll_loss(logp, labels[i : i + rows], ignore_index=IGNORE, reduction="none")
+    return out
+
+
 def is_causal_lm(model: torch.nn.Module) -> bool:
     """Whether ``model`` is a transformers causal LM with a decoder stack ``model.model`` and a linear ``lm_head``
     without bias (the shape of every model this package builds)."""
@@ -194,16 +213,33 @@ class CausalLMLoss(torch.nn.Module):
         self.fused = fused and is_causal_lm(model)
         self.exact_llama = self.fused and _llama_hidden_is_exact(model)
 
-    def forward(self, windows: torch.Tensor, real_rows: int | None = None) -> torch.Tensor:
+    def _inputs(self, windows: torch.Tensor, real_rows: int | None) -> tuple[torch.Tensor, torch.Tensor]:
         x, y = windows[:, :-1], windows[:, 1:]
         if real_rows is not None and real_rows < windows.shape[0]:
             rows = torch.arange(windows.shape[0], device=windows.device)[:, None]
             y = torch.where(rows < real_rows, y, IGNORE)
+        return x, y
+
+    def _hidden(self, x: torch.Tensor) -> torch.Tensor:
+        if self.exact_llama:
+            return llama_hidden(self.model, x)
+        return self.model.model(input_ids=x, use_cache=False).last_hidden_state
+
+    @torch.no_grad()
+    def token_losses(self, windows: torch.Tensor, real_rows: int | None = None) -> torch.Tensor:
+        """``[B, T]`` fp32 loss of every target (0 on padding rows): what an evaluation splits by token kind."""
+        x, y = self._inputs(windows, real_rows)
         if self.fused:
-            if self.exact_llama:
-                h = llama_hidden(self.model, x)
-            else:
-                h = self.model.model(input_ids=x, use_cache=False).last_hidden_state
+            h = self._hidden(x)
+            flat = linear_token_losses(h.reshape(-1, h.shape[-1]), self.model.lm_head.weight, y.reshape(-1))
+            return flat.view(y.shape)
+        logits = self.model(input_ids=x, use_cache=False).logits.float()
+        return F.cross_entropy(logits.transpose(1, 2), y, ignore_index=IGNORE, reduction="none")
+
+    def forward(self, windows: torch.Tensor, real_rows: int | None = None) -> torch.Tensor:
+        x, y = self._inputs(windows, real_rows)
+        if self.fused:
+            h = self._hidden(x)
             return linear_cross_entropy(h.reshape(-1, h.shape[-1]), self.model.lm_head.weight, y.reshape(-1))
         logits = self.model(input_ids=x, use_cache=False).logits
         logits = logits if logits.dtype == torch.float32 else logits.float()

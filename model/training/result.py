@@ -1,7 +1,10 @@
 """The fields every ``result.json`` of :func:`ladder.model.training.loop.train` holds, whatever its status.
 
 ``status`` (done | diverged | failed), ``run_id``, ``final_train_loss`` (the MEAN of the per-step training losses
-over the last ``max(1, ceil(steps / 10))`` steps: a smoothed, exactly reproducible number), ``final_eval_loss``,
+over the last ``max(1, ceil(steps / 10))`` steps: a smoothed, exactly reproducible number), ``final_eval_loss``
+(on a finished run also ``final_eval_loss_repeats`` and ``final_eval_loss_novel``, the same loss over the targets
+that repeat their window's earlier text and over the others, and ``eval_repeat_share``, the repeats' share of the
+targets: :mod:`ladder.model.data.repeats`),
 ``tokens``, ``steps``, ``flops`` (= flops_per_token x tokens), ``wall_time_s`` (wall time of all attempts up to their
 last checkpoint plus the last attempt: work lost to a kill after the last checkpoint is not counted),
 ``train_time_s`` (time inside training steps), ``tokens_per_s`` (tokens / train_time_s), ``mfu``, ``peak_flops``,

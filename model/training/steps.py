@@ -21,12 +21,14 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import torch
 
 from ladder.model.config import RunSpec
+from ladder.model.data.repeats import repeat_mask
 from ladder.model.data.windows import window_order
 from ladder.model.hardware import tune_cpu_allocator
 from ladder.model.training.distributed import Dist, all_reduce_sum
@@ -34,6 +36,21 @@ from ladder.model.training.inputs import TrainData
 from ladder.model.training.llama import build_model
 from ladder.model.training.loss import CausalLMLoss
 from ladder.model.training.optim import build_optimizer
+
+
+@dataclass(frozen=True)
+class EvalLoss:
+    """One evaluation: the mean loss over every target, and over the in-context repeats and the novel targets
+    apart (None where a kind has no target), with the repeats' share of the targets."""
+
+    loss: float
+    repeats: float | None
+    novel: float | None
+    repeat_share: float
+
+    def record(self) -> dict[str, float | None]:
+        """The fields a ``metrics.jsonl`` eval record carries."""
+        return {"eval_loss": self.loss, "eval_loss_repeats": self.repeats, "eval_loss_novel": self.novel}
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -76,6 +93,7 @@ class Steps:
         self.loss = CausalLMLoss(self.model)
         self.train_model: torch.nn.Module = self.loss
         self._next: tuple[int, list[torch.Tensor]] | None = None
+        self._repeats: np.ndarray | None = None  # the evaluation windows' in-context repeats (on this rank)
 
     def distribute(self) -> None:
         """Compile the decoder layers (``spec.compile``) and wrap the loss in DDP (several ranks); after a checkpoint
@@ -172,20 +190,28 @@ class Steps:
         return loss_mean, float(host[-1]), [float(x) for x in host[1:-1]]
 
     @torch.no_grad()
-    def evaluate(self) -> float:
-        """Mean next-token loss over the first ``n_eval`` validation windows (split over ranks, summed back)."""
+    def evaluate(self) -> EvalLoss:
+        """Mean next-token loss over the first ``n_eval`` validation windows (split over ranks, summed back), and
+        apart on the targets that repeat their window's earlier text and on the others
+        (:mod:`ladder.model.data.repeats`)."""
         d = self.d
         self.model.eval()
         idx = list(range(d.rank, self.n_eval, d.world_size))
+        if self._repeats is None:  # a property of the validation windows: found once per run
+            self._repeats = repeat_mask(self.data.val.batch(idx)) if idx else np.zeros((0, 0), dtype=bool)
         m = max(1, self.spec.micro_batch_size)
-        total = torch.zeros(2, dtype=torch.float64, device=self.dev)
+        total = torch.zeros(4, dtype=torch.float64, device=self.dev)  # loss sum, targets, repeats' loss, repeats
         for i in range(0, len(idx), m):
             rows = idx[i : i + m]
             windows = self._windows(self.data.val, rows)
             with self.autocast():
-                s = self.loss(windows, len(rows) if len(rows) < windows.shape[0] else None)
-            total[0] += s.double()
-            total[1] += len(rows) * (windows.shape[1] - 1)
+                losses = self.loss.token_losses(windows, len(rows) if len(rows) < windows.shape[0] else None)
+            losses = losses[: len(rows)].double()
+            repeats = torch.from_numpy(self._repeats[i : i + len(rows)]).to(self.dev)
+            total += torch.stack([losses.sum(), torch.tensor(float(losses.numel()), dtype=torch.float64,
+                                  device=self.dev), losses[repeats].sum(), repeats.sum().double()])  # fmt: skip
         total = all_reduce_sum(total, d)
         self.model.train()
-        return float(total[0] / total[1])
+        loss_sum, n, rep_sum, n_rep = (float(x) for x in total.cpu())
+        return EvalLoss(loss=loss_sum / n, repeats=rep_sum / n_rep if n_rep else None,
+                        novel=(loss_sum - rep_sum) / (n - n_rep) if n > n_rep else None, repeat_share=n_rep / n)

@@ -203,6 +203,23 @@ def test_short_run_writes_every_file_and_the_model_loads_in_plain_transformers(t
 
     assert not rd.checkpoint_pointer.exists() and not rd.checkpoint_dirs()  # cleaned up when done
     model = AutoModelForCausalLM.from_pretrained(rd.model)
+    # the final evaluation again, from the saved model's own forward and a plain loop over the windows' trigrams
+    windows = torch.from_numpy(data.val.batch(range(math.ceil(spec.eval_tokens / SEQ))))
+    with torch.no_grad():
+        logits = model(input_ids=windows[:, :-1]).logits
+    nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none").double()
+    repeats = torch.zeros_like(nll, dtype=torch.bool)
+    for r, w in enumerate(windows.tolist()):
+        seen = set()
+        for p in range(2, len(w)):
+            repeats[r, p - 1] = tuple(w[p - 2 : p + 1]) in seen
+            seen.add(tuple(w[p - 2 : p + 1]))
+    assert 0 < repeats.sum() < repeats.numel()  # the text repeats itself: both kinds are there
+    assert result["final_eval_loss"] == pytest.approx(float(nll.mean()), rel=1e-5)
+    assert result["final_eval_loss_repeats"] == pytest.approx(float(nll[repeats].mean()), rel=1e-5)
+    assert result["final_eval_loss_novel"] == pytest.approx(float(nll[~repeats].mean()), rel=1e-5)
+    assert result["eval_repeat_share"] == pytest.approx(float(repeats.double().mean()), rel=1e-12)
+    assert eval_recs[-1]["eval_loss_repeats"] == result["final_eval_loss_repeats"]
     hf_tok = AutoTokenizer.from_pretrained(rd.model)
     assert model.config.eos_token_id == eos == hf_tok.eos_token_id
     ids = hf_tok("the ladder", return_tensors="pt").input_ids
