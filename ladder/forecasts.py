@@ -98,6 +98,16 @@ def _point(p: dict) -> dict:
     return {k: p.get(k) for k in POINT_KEYS}
 
 
+def _in_context(sec: object) -> dict | None:
+    """The fit's forecast of each kind of target at the hero (in-context repeats, novel tokens), if it has one."""
+    if not isinstance(sec, dict) or not sec.get("available"):
+        return None
+    fc = sec.get("forecasts") or {}
+    kinds = {k: {q: (fc.get(k) or {}).get(q) for q in ("loss", "lo", "hi")} for k in ("novel", "repeats")
+             if (fc.get(k) or {}).get("available")}
+    return {"params": fc.get("params"), "tokens": fc.get("tokens"), "repeat_share": sec.get("repeat_share"), **kinds}
+
+
 def frozen_record(current, predictions: list[dict], note: str | None, number: int) -> dict:
     """What a freeze holds (see the module doc), from the current fit."""
     fit, hero = current.fit, current.hero
@@ -118,6 +128,7 @@ def frozen_record(current, predictions: list[dict], note: str | None, number: in
         "selection": law.get("selection"),
         "calibration": law.get("calibration"),
         "reach": law.get("reach"),
+        "in_context": _in_context(fit.get("in_context")),
         "results_sha256": current.meta.get("results_sha256"),
         "study_sha256": study_hash(current.study),
         "fit_created_at": current.meta.get("created_at"),

@@ -99,9 +99,36 @@ def _eval_points(rd: layout.RunDir) -> list[tuple[str, float, float]]:
 
 def _final_loss(rd: layout.RunDir) -> float:
     """The final eval loss of a done run (its result.json)."""
+    return float(_result(rd)["final_eval_loss"])
+
+
+def _result(rd: layout.RunDir) -> dict:
     import json
 
-    return float(json.loads(rd.result.read_text(encoding="utf-8"))["final_eval_loss"])
+    return json.loads(rd.result.read_text(encoding="utf-8"))
+
+
+def _split(rd: layout.RunDir) -> dict[str, float] | None:
+    """A done run's final loss on the in-context repeats and on the novel targets, when its result has them."""
+    r = _result(rd)
+    kinds = {"repeats": r.get("final_eval_loss_repeats"), "novel": r.get("final_eval_loss_novel")}
+    return {k: float(v) for k, v in kinds.items()} if all(isinstance(v, (int, float)) for v in kinds.values()) else None
+
+
+def in_context_score(record: dict, split: dict[str, float], params: float | None, tokens: float | None) -> dict:
+    """The hero's loss on each kind of target, against the freeze's forecast of that kind when it froze one at the
+    hero's point: where the total's error comes from (a model that learned to copy misses on the repeats)."""
+    out: dict[str, Any] = {"actual": split}
+    ic = record.get("in_context") or {}
+    if not ic or params is None or tokens is None or not ic.get("params") or not ic.get("tokens"):
+        return out
+    if max(abs(math.log(params / ic["params"])), abs(math.log(tokens / ic["tokens"]))) > math.log1p(MATCH_RTOL):
+        return out
+    for kind, actual in split.items():
+        point = ic.get(kind) or {}
+        if point.get("loss") is not None:
+            out[kind] = compare(point, actual)
+    return out
 
 
 def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
@@ -273,14 +300,22 @@ def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict
     for s in specs:
         if s.role != "hero" or science(s) != mine or layout.result_status(sd.run(s.run_id)) != "done":
             continue
-        runs.append({"run_id": s.run_id, "seed": s.seed, "final": _final_loss(sd.run(s.run_id))})
+        runs.append({"run_id": s.run_id, "seed": s.seed, "final": _final_loss(sd.run(s.run_id)),
+                     "split": _split(sd.run(s.run_id))})
     if len(runs) < 2:
         return None
-    logs = [math.log(r["final"]) for r in runs]
-    mean_log = sum(logs) / len(logs)
-    sd_log = math.sqrt(sum((x - mean_log) ** 2 for x in logs) / (len(logs) - 1))
-    return {"runs": runs, "n": len(runs), "mean": math.exp(mean_log), "sd_log_pct": 100.0 * sd_log,
-            "note": "the mean is geometric (the mean of log losses); sd_log_pct: the seeds' spread, sd of log loss"}
+
+    def spread(values: list[float]) -> tuple[float, float]:
+        logs = [math.log(v) for v in values]
+        mean_log = sum(logs) / len(logs)
+        return math.exp(mean_log), 100.0 * math.sqrt(sum((x - mean_log) ** 2 for x in logs) / (len(logs) - 1))
+
+    mean, sd_pct = spread([r["final"] for r in runs])
+    out = {"runs": runs, "n": len(runs), "mean": mean, "sd_log_pct": sd_pct,
+           "note": "the mean is geometric (the mean of log losses); sd_log_pct: the seeds' spread, sd of log loss"}
+    if all(r["split"] for r in runs):  # which kind of target the seeds disagree on
+        out["sd_log_pct_by_kind"] = {k: spread([r["split"][k] for r in runs])[1] for k in ("repeats", "novel")}
+    return out
 
 
 def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | None = None,
@@ -331,6 +366,9 @@ def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | Non
             final = pts[-1][1]  # a curve that reached the planned tokens: its last point is the final loss
         if final is not None:
             score.update(final=True, **compare(point, final))
+            split = _split(sd.run(hero.run_id)) if obs.source.get("kind") == "run" and hero is not None else None
+            if split is not None:
+                score["in_context"] = in_context_score(f.record, split, obs.params, obs.tokens)
             if reps is not None:  # the forecast against the seeds' mean: one run's own noise is not its error
                 score["replicates"] = {**reps, "vs_mean": compare(point, reps["mean"])}
         else:

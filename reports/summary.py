@@ -82,6 +82,7 @@ def print_fit(result: Any, console: Console | None = None) -> None:
             f"  ladder cost {_num(hero['ladder_flops'], 3)} FLOPs = {hero['ladder_pct_of_hero']:.3g}% of the hero"
         )
     _print_predictions(d, console)
+    _print_in_context(d, console)
 
     for key, title in (("hparams", "hyperparameter laws"), ("tied_vs_untied", "tied vs untied"),
                        ("depth_vs_width", "depth vs width"), ("isoflop", "isoflop")):
@@ -194,3 +195,26 @@ def _print_variants(d: dict, console: Console) -> None:
         t = f.get("target") or {}
         at = f"at the hero {_num(t.get('loss'))}{_ci([t.get('lo'), t.get('hi')])}" if t.get("loss") is not None else ""
         console.print(f"  variant {v}: {at}")
+
+
+def _print_in_context(d: dict, console: Console) -> None:
+    """The loss split into in-context repeats and novel tokens: the copy ratio's trend and each kind's forecast."""
+    sec = d.get("in_context") or {}
+    if not sec.get("available"):
+        console.print(f"[bold]in-context repeats[/]: [dim]{sec.get('reason')}[/]")
+        return
+    tr, fc = sec["trend"], sec["forecasts"]
+    console.print(
+        f"[bold]in-context repeats[/] ({100 * sec['repeat_share']:.0f}% of eval targets): repeats/novel loss "
+        f"{tr['ratio_at_smallest']:.3f} -> {tr['ratio_at_largest']:.3f} over {tr['compute_span']:.3g}x compute "
+        f"(slope {tr['slope']:+.3f}{_ci(tr['ci90'])})"
+    )
+    kinds = []
+    for key in ("novel", "repeats", "combined"):
+        k = fc.get(key) or {}
+        if k.get("available"):
+            rms = k.get("rollout_rms_pct")
+            kinds.append(f"{key} {k['loss']:.4g} [{k['lo']:.4g}, {k['hi']:.4g}]"
+                         + (f" (rollout RMS {rms:.2g}%)" if rms is not None else ""))
+    if kinds:
+        console.print(f"  at {_count(fc['params'])} x {_count(fc['tokens'])}: " + "; ".join(kinds))

@@ -34,13 +34,31 @@ def _score_text(s: dict | None) -> str:
             vs = reps["vs_mean"]
             text += (f"; {reps['n']} seeds: mean {reps['mean']:.4g} (sd {reps['sd_log_pct']:.2g}%), error "
                      f"{vs['error_pct']:+.2f}%, {inside[vs.get('inside')]}")
-        return text
+            by_kind = reps.get("sd_log_pct_by_kind")
+            if by_kind:
+                text += f" (sd on repeats {by_kind['repeats']:.2g}%, on novel tokens {by_kind['novel']:.2g}%)"
+        return text + _in_context_text(s.get("in_context"))
     p = s.get("partial") or {}
     if not p.get("available"):
         return f"partial: {p.get('reason', 'no forecast')}"
     vs = p.get("vs_frozen") or {}
     return (f"partial at {100 * p['fraction']:.0f}%: heads for {p['final_forecast']:.4g} {_interval(p)}; frozen is "
             f"{vs.get('error_pct', 0):+.2f}% off it, {inside[vs.get('inside')]}")
+
+
+def _in_context_text(ic: dict | None) -> str:
+    """The hero's loss on each kind of target, against its frozen forecast where there is one."""
+    if not ic:
+        return ""
+    parts = []
+    for kind, label in (("novel", "novel tokens"), ("repeats", "in-context repeats")):
+        vs = ic.get(kind)
+        actual = (ic.get("actual") or {}).get(kind)
+        if vs:
+            parts.append(f"{label} {actual:.4g} (forecast {vs['forecast']:.4g}, error {vs['error_pct']:+.2f}%)")
+        elif actual is not None:
+            parts.append(f"{label} {actual:.4g}")
+    return "; " + "; ".join(parts) if parts else ""
 
 
 @app.command("freeze")

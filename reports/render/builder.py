@@ -23,6 +23,7 @@ from ladder.reports.render.sections import (
     headline,
     health,
     hparams,
+    in_context,
     rollout,
     runs,
     scaling,
@@ -31,8 +32,9 @@ from ladder.reports.render.sections import (
 from ladder.reports.render.study import StudyData, mapping, status_counts, unavailable
 
 ORDER: tuple[Callable[["Builder"], Section | None], ...] = (
-    forecast.forecast_vs_actual, headline.headline, runs.ladder, runs.curves, scaling.scaling, rollout.rollout, scaling.isoflop, hparams.hparams,
-    ablations.tied, ablations.depth, health.health, tasks.tasks, health.reproducibility,
+    forecast.forecast_vs_actual, headline.headline, runs.ladder, runs.curves, scaling.scaling, rollout.rollout,
+    in_context.in_context, scaling.isoflop, hparams.hparams, ablations.tied, ablations.depth, health.health,
+    tasks.tasks, health.reproducibility,
 )
 
 

@@ -26,6 +26,9 @@ HOSTILE = "<script>alert(1)</script>"
 TASK = "ladder_py_next_line"
 
 
+REPEAT_SHARE = 0.3
+
+
 def study_dict(
     *,
     name: str = "fixture study",
@@ -182,9 +185,13 @@ def make_study(
                 })
             continue
         train_losses = [r["loss"] for r in lines if r["kind"] == "train"]
+        # 30% of the targets repeat their context; the larger runs copy more (the repeats' loss falls faster)
+        copy_ratio = 0.97 * (run.flops / c_min) ** -0.03
+        novel = final / (REPEAT_SHARE * copy_ratio + 1 - REPEAT_SHARE)
         layout.atomic_write_json(rd.result, {
             "status": "done", **base, "final_train_loss": float(np.mean(train_losses[-3:])) * 1.01,
-            "final_eval_loss": final, "eval_tokens": 65536,
+            "final_eval_loss": final, "final_eval_loss_repeats": copy_ratio * novel, "final_eval_loss_novel": novel,
+            "eval_repeat_share": REPEAT_SHARE, "eval_tokens": 65536,
         })
         if tasks:
             bpb = 0.35 + 0.22 * final * float(np.exp(rng.normal(0, 0.01)))

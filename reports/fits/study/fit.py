@@ -211,6 +211,7 @@ def fit_study(
         for key, why in fc.skipped.items():
             notes.append(f"law form {key} not fitted: {why}")
     compute_optimal = forecast.compute_optimal(fc, iso, hero, reasons.get("loss"))
+    in_context = parts.in_context(prim_law_df, primary, hero, fc, reasons, warnings, seed, n_boot)
     task_fits = parts.tasks(df, hero, reasons, warnings, n_boot, seed)
     if fc is None:
         standalone = (hparams is not None and (hparams.has_lr_sweep or hparams.has_batch_sweep)) or (
@@ -270,6 +271,7 @@ def fit_study(
         reasons=reasons,
         meta=meta,
         tasks=task_fits,
+        in_context=in_context,
         forecast_curve=curve,
         runs=df.drop(columns=["_rung", "_variant"]).assign(rung=df["_rung"], law_variant=df["_variant"]),
         law_runs=law_df.drop(columns=["_rung", "_variant"]).assign(rung=law_df["_rung"], law_variant=law_df["_variant"]),

@@ -189,3 +189,22 @@ def tasks(df: pd.DataFrame, hero: dict | None, reasons: dict, warnings: list[str
     for task, message in result.errors.items():
         warnings.append(f"task {task}: {message}")
     return result
+
+
+def in_context(prim_law_df: pd.DataFrame, primary: str, hero: dict | None, fc, reasons: dict, warnings: list[str],
+               seed: int, n_boot: int):
+    """The primary variant's loss split into in-context repeats and novel tokens, each kind forecast at the hero
+    (:mod:`ladder.reports.fits.in_context`); None with a reason when the runs do not carry the split."""
+    from ladder.reports.fits.in_context import N_BOOT, available, fit_in_context
+
+    why = available(prim_law_df)
+    if why is None and hero is None and (fc is None or not fc.points):
+        why = "no hero or forecast target to forecast each kind at"
+    if why is not None:
+        reasons["in_context"] = why
+        return None
+    target = (hero["params"], hero["tokens"]) if hero is not None else (fc.points[0].params, fc.points[0].tokens)
+    result = fit_in_context(prim_law_df, primary, float(target[0]), float(target[1]), seed=seed,
+                            n_boot=min(n_boot, N_BOOT))
+    warnings.extend(result.warnings)
+    return result

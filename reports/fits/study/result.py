@@ -41,6 +41,7 @@ class FitResult:
     reasons: dict[str, str] = field(default_factory=dict)  # section -> why it is unavailable
     meta: dict = field(default_factory=dict)
     tasks: Any | None = None  # task-accuracy forecasts (ladder.reports.fits.tasks.TaskScaling)
+    in_context: Any | None = None  # the loss on in-context repeats and novel tokens (ladder.reports.fits.in_context)
     forecast_curve: list[dict] | None = None  # the calibrated 90% band along the hero's tokens/param
     runs: pd.DataFrame | None = field(default=None, repr=False)  # the runs after exclusion
     law_runs: pd.DataFrame | None = field(default=None, repr=False)  # the runs each variant's laws were fitted to
@@ -87,6 +88,7 @@ class FitResult:
             "depth_vs_width": self._section("depth_vs_width", self.depth_vs_width),
             "recommendation": self._section("recommendation", self.recommendation),
             "tasks": self._section("tasks", self.tasks),
+            "in_context": self._section("in_context", self.in_context),
             "forecast_curve": self.forecast_curve,
             "excluded": list(self.excluded),
             "warnings": list(self.warnings),

@@ -148,6 +148,17 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
                        + f"; spread {fmt_pct(reps.get('sd_log_pct'))} (sd of log loss)"),
                       ("Error against their mean", f"{fmt_pct(vs.get('error_pct'), signed=True)} of "
                        f"{fmt_loss(reps.get('mean'))}, {_inside(vs.get('inside'))} the interval")]
+            by_kind = mapping(reps.get("sd_log_pct_by_kind"))
+            if by_kind:
+                items.append(("Their spread by kind of target", f"{fmt_pct(by_kind.get('repeats'))} on the in-context "
+                              f"repeats, {fmt_pct(by_kind.get('novel'))} on the novel tokens (sd of log loss)"))
+        ic = mapping(score.get("in_context"))
+        for kind, label in (("novel", "novel tokens"), ("repeats", "in-context repeats")):
+            actual, vs = mapping(ic.get("actual")).get(kind), mapping(ic.get(kind))
+            if actual is not None:
+                items.append((f"Loss on the {label}", fmt_loss(actual) + (
+                    f" (forecast {fmt_loss(vs.get('forecast'))}, error {fmt_pct(vs.get('error_pct'), signed=True)}, "
+                    f"{_inside(vs.get('inside'))} its interval)" if vs else "")))
     items += [("Frozen at", f"{rec.get('frozen_at')} UTC"), ("Scored at", f"{score.get('scored_at')} UTC"),
               ("Scored against", _source(score)),
               ("Frozen before the hero was submitted", {True: "yes", False: "no"}.get(before, "unknown"))]

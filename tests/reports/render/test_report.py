@@ -23,10 +23,10 @@ from ladder.reports.render.builder import Builder
 from ladder.reports.render.study import load_study
 from tests.reports.fixture_study import HOSTILE, make_study, study_dict
 
-SECTIONS = ["headline", "ladder", "curves", "scaling", "rollout", "isoflop", "hparams", "tied", "depth",
+SECTIONS = ["headline", "ladder", "curves", "scaling", "rollout", "in-context", "isoflop", "hparams", "tied", "depth",
             "health", "tasks", "reproducibility"]
 TITLES = ["Forecast for the hero run", "The ladder", "Loss curves", "Scaling laws",
-          "Rollout backtests: how far the ladder sees", "IsoFLOP profiles", "Learning rate and batch size",
+          "Rollout backtests: how far the ladder sees", "In-context repeats and novel tokens", "IsoFLOP profiles", "Learning rate and batch size",
           "Tied vs untied embeddings", "Depth vs width", "Run health", "Task accuracy forecasts", "Reproducibility"]
 CHROMIUM = ("chromium", "chromium-browser", "/usr/bin/chromium")
 
@@ -88,7 +88,7 @@ def test_every_section_is_present_in_order(hostile, html):
     assert tile.group(2).startswith(f"nats/token; 90% interval {hero['lo']:.3f} – {hero['hi']:.3f} "
                                     f"(±{hero['half_width_pct']:.2f}%)")
     for fig in ("fig-curves", "fig-scaling", "fig-isoflop", "fig-lr-sweeps", "fig-hparam-laws", "fig-tied",
-                "fig-rollout", "fig-health", "fig-task-"):
+                "fig-rollout", "fig-in-context", "fig-health", "fig-task-"):
         assert f'id="{fig}' in html, fig
     assert "this study has no depth-vs-width sweep" in html  # a missing section says so in one line
     assert "DataLoader worker (pid 4242)" in html and "OutOfMemoryError" in html  # failed runs with reasons
@@ -180,7 +180,9 @@ def test_broken_and_unavailable_inputs_never_crash(tmp_path):
                "isoflop": "nonsense", "hparams": {"has_lr_sweep": True, "scales": [{"points": [{"lr": -1}]}, 3]},
                "tied_vs_untied": {"scales": [{"flops": None}], "crossover": None}, "depth_vs_width": {"scales": 7},
                "tasks": {"tasks": {"t": {"points": None, "hero": {"loss": "nan"}}}}, "recommendation": "x",
-               "predictions": [None, {"label": 1}], "warnings": ["a <b>warning</b>"], "backtest": {"held_out": [{}]}}
+               "predictions": [None, {"label": 1}], "warnings": ["a <b>warning</b>"], "backtest": {"held_out": [{}]},
+               "in_context": {"available": True, "runs": [None, {"params": "x"}], "forecasts": 3, "trend": None,
+                              "warnings": [None]}}
     sd.fit.write_text(json.dumps(garbage))
     sections = Builder(load_study(root)).sections()
     assert [s.id for s in sections] == SECTIONS

@@ -1,0 +1,47 @@
+"""The loss split into in-context repeats and novel tokens: both against compute, and the copy ratio."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from matplotlib.figure import FigureBase
+
+from ladder.reports.render.figures.axes import empty, finite_arrays, flops_axis, interval_err, legend, loss_axis
+from ladder.reports.render.figures.style import PALETTE
+from ladder.reports.render.fmt import num, ok
+
+KINDS = (("novel", "novel tokens", PALETTE[0], "o"), ("repeats", "in-context repeats", PALETTE[1], "^"))
+
+
+def draw_in_context(fig: FigureBase, runs: Sequence[Mapping[str, Any]], forecasts: Mapping[str, Any]) -> None:
+    """Left: each run's loss on the novel tokens and on the repeats against 6ND compute, with each kind's
+    forecast at the target (90%). Right: repeats' loss over the novel tokens' (1: nothing is copied)."""
+    ax_l, ax_r = fig.subplots(1, 2)
+    if not runs:
+        empty(ax_l, "no runs carry the split")
+        empty(ax_r, "")
+        return
+    c = [6.0 * num(r.get("params")) * num(r.get("tokens")) for r in runs]
+    for key, label, color, marker in KINDS:
+        xs, ys = finite_arrays(c, [r.get(key) for r in runs])
+        ax_l.plot(xs, ys, linestyle="none", marker=marker, markersize=4.5, color=color, alpha=0.85, label=label)
+        f = forecasts.get(key) or {}
+        if f.get("available") and ok(forecasts.get("params"), forecasts.get("tokens"), f.get("loss")):
+            x, y = 6.0 * num(forecasts["params"]) * num(forecasts["tokens"]), num(f["loss"])
+            ax_l.errorbar([x], [y], yerr=interval_err(y, f.get("lo"), f.get("hi")), fmt="*", markersize=10,
+                          color=color, ecolor=color, elinewidth=1.2, capsize=4, label=f"{label}: forecast (90%)")
+    flops_axis(ax_l, "compute 6ND (FLOPs)")
+    loss_axis(ax_l)
+    ax_l.set_title("loss by token kind")
+    legend(ax_l, fontsize=6.5)
+    xs, ys = finite_arrays(c, [r.get("copy_ratio") for r in runs])
+    ax_r.plot(xs, ys, linestyle="none", marker="o", markersize=4.5, color=PALETTE[2])
+    if len(xs) > 1:
+        slope, icpt = np.polyfit(np.log(xs), np.log(ys), 1)
+        grid = np.geomspace(xs.min(), xs.max(), 50)
+        ax_r.plot(grid, np.exp(icpt + slope * np.log(grid)), color=PALETTE[2], linewidth=1, alpha=0.7)
+    ax_r.axhline(1.0, color="#444444", linewidth=0.8, linestyle=":")
+    flops_axis(ax_r, "compute 6ND (FLOPs)")
+    ax_r.set_ylabel("repeats' loss / novel loss")
+    ax_r.set_title("copy ratio (falls as copying is learned)")
