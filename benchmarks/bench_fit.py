@@ -8,7 +8,8 @@
    full-data constants against Epoch's (E 1.82, A 482, B 2085, alpha 0.348, beta 0.366; they drop the 5
    highest-loss points, as here), and a forecast fitted on the runs below 1e20 FLOPs scored on those above.
    The CSV is not shipped (no licence to redistribute) and this machine cannot download it: pass
-   `--epoch-csv PATH` (columns "Model Size", "Training FLOP", "loss"); without it this part is skipped.
+   `--epoch-csv PATH` (columns "Model Size", "Training FLOP", "loss", or params, flops, loss); without it this
+   part is skipped.
 
     .venv/bin/python benchmarks/bench_fit.py [--epoch-csv svg_extracted_data.csv] [--json] [--no-readme]
 
@@ -63,11 +64,24 @@ def speed(n_boot: int) -> dict:
             "weights": fc.weights, "pass": wall < 30}
 
 
-def epoch(path: Path, n_boot: int) -> dict:
+def read_epoch(path: Path) -> pd.DataFrame:
+    """Epoch's CSV ("Model Size", "Training FLOP", "loss") or the same runs as params, flops, loss; tokens are
+    ``flops / (6 params)``, as Epoch's analysis has them."""
     raw = pd.read_csv(path)
-    df = pd.DataFrame({"params": raw["Model Size"].astype(float), "flops": raw["Training FLOP"].astype(float),
-                       "loss": raw["loss"].astype(float)}).dropna()
+    names = {"params": "Model Size", "flops": "Training FLOP", "loss": "loss"}
+    if not all(v in raw.columns for v in names.values()):
+        names = {k: k for k in names}
+    missing = [v for v in names.values() if v not in raw.columns]
+    if missing:
+        raise SystemExit(f"{path}: no column(s) {', '.join(missing)} (Epoch's 'Model Size', 'Training FLOP', "
+                         "'loss', or params, flops, loss)")
+    df = pd.DataFrame({k: raw[v].astype(float) for k, v in names.items()}).dropna()
     df["tokens"] = df["flops"] / (6 * df["params"])
+    return df
+
+
+def epoch(path: Path, n_boot: int) -> dict:
+    df = read_epoch(path)
     df = df.sort_values("loss").iloc[:-5]  # Epoch drops the 5 highest-loss points
     form = LOSS_FORMS["chinchilla"]
     law = fit(form.engine, form.raw(df["params"], df["tokens"]), np.log(df["loss"]), n_boot=n_boot)
@@ -82,8 +96,12 @@ def epoch(path: Path, n_boot: int) -> dict:
     return {"full_data": law.params, "full_data_ci90": law.intervals(),
             "epoch": {"E": E, "A": A, "B": B, "alpha": ALPHA, "beta": BETA},
             "held_out": {"n_fit": len(low), "n_forecast": len(err), "mean_abs_err_pct": float(np.mean(np.abs(err))),
-                         "max_abs_err_pct": float(np.max(np.abs(err))), "coverage": float(inside),
-                         "weights": fc.weights}}
+                         "mean_err_pct": float(np.mean(err)), "max_abs_err_pct": float(np.max(np.abs(err))),
+                         "coverage": float(inside), "median_half_width_pct": float(np.median(
+                             [p.half_width_pct for p in points if p.loss is not None])),
+                         "largest_params_x": float(high["params"].max() / low["params"].max()),
+                         "largest_compute_x": float(high["flops"].max() / low["flops"].max()),
+                         "weights": fc.weights, "reach": fc.reach}}
 
 
 INTRO = (

@@ -52,11 +52,14 @@ def fit(
 ) -> None:
     """Fit scaling laws and forecast the hero, with 90% intervals and a recommended configuration.
 
-    Also: a backtest, hyperparameter laws and ablation effects across scale.
+    Also: rollout backtests, hyperparameter laws, ablation effects across scale, and the loss on in-context
+    repeats and novel tokens apart.
 
-    L(N, D) = E + A/N^alpha + B/D^beta (Chinchilla Approach 3, Huber loss on log-loss, bootstrap over runs);
-    IsoFLOP (Approach 2) when the study has budgets; L(C) on the compute-optimal frontier; a backtest that
-    refits without the largest rung and reports its forecast error. N is in the study's parameter convention.
+    Law forms (Huber loss on log-loss, bootstrap from fresh starts): Chinchilla L(N, D) = E + A/N^alpha +
+    B/D^beta, the over-training law, L(C) at the hero's tokens/param and on the compute-optimal frontier, and
+    Chinchilla below a plateau; IsoFLOP (Approach 2) when the study has budgets. Rollout backtests (fit the
+    smallest sizes, forecast the larger) weight the forms, show how far the ladder sees and calibrate the 90%
+    intervals. N is in the study's parameter convention.
 
     A ladder trained elsewhere: `ladder fit --runs runs.jsonl --columns
     params=config.n_params,tokens=config.tokens,loss=summary.eval/loss` reads a W&B runs export (JSON lines
