@@ -103,9 +103,14 @@ def _in_context(sec: object) -> dict | None:
     if not isinstance(sec, dict) or not sec.get("available"):
         return None
     fc = sec.get("forecasts") or {}
-    kinds = {k: {q: (fc.get(k) or {}).get(q) for q in ("loss", "lo", "hi")} for k in ("novel", "repeats")
-             if (fc.get(k) or {}).get("available")}
-    return {"params": fc.get("params"), "tokens": fc.get("tokens"), "repeat_share": sec.get("repeat_share"), **kinds}
+
+    def point(p: dict) -> dict:
+        kinds = {k: {q: (p.get(k) or {}).get(q) for q in ("loss", "lo", "hi")} for k in ("novel", "repeats")
+                 if (p.get(k) or {}).get("available")}
+        return {"label": p.get("label", "hero"), "params": p.get("params"), "tokens": p.get("tokens"), **kinds}
+
+    return {"repeat_share": sec.get("repeat_share"),
+            "points": [point(fc), *(point(p) for p in fc.get("predictions") or [] if isinstance(p, dict))]}
 
 
 def frozen_record(current, predictions: list[dict], note: str | None, number: int) -> dict:

@@ -119,13 +119,16 @@ def in_context_score(record: dict, split: dict[str, float], params: float | None
     """The hero's loss on each kind of target, against the freeze's forecast of that kind when it froze one at the
     hero's point: where the total's error comes from (a model that learned to copy misses on the repeats)."""
     out: dict[str, Any] = {"actual": split}
-    ic = record.get("in_context") or {}
-    if not ic or params is None or tokens is None or not ic.get("params") or not ic.get("tokens"):
+    points = [p for p in (record.get("in_context") or {}).get("points") or [] if p.get("params") and p.get("tokens")]
+    if params is None or tokens is None or not points:
         return out
-    if max(abs(math.log(params / ic["params"])), abs(math.log(tokens / ic["tokens"]))) > math.log1p(MATCH_RTOL):
+    dist = [max(abs(math.log(params / p["params"])), abs(math.log(tokens / p["tokens"]))) for p in points]
+    if min(dist) > math.log1p(MATCH_RTOL):
         return out
+    frozen = points[dist.index(min(dist))]
+    out["point"] = frozen.get("label")
     for kind, actual in split.items():
-        point = ic.get(kind) or {}
+        point = frozen.get(kind) or {}
         if point.get("loss") is not None:
             out[kind] = compare(point, actual)
     return out

@@ -209,12 +209,13 @@ def _print_in_context(d: dict, console: Console) -> None:
         f"{tr['ratio_at_smallest']:.3f} -> {tr['ratio_at_largest']:.3f} over {tr['compute_span']:.3g}x compute "
         f"(slope {tr['slope']:+.3f}{_ci(tr['ci90'])})"
     )
-    kinds = []
-    for key in ("novel", "repeats", "combined"):
-        k = fc.get(key) or {}
-        if k.get("available"):
-            rms = k.get("rollout_rms_pct")
-            kinds.append(f"{key} {k['loss']:.4g} [{k['lo']:.4g}, {k['hi']:.4g}]"
-                         + (f" (rollout RMS {rms:.2g}%)" if rms is not None else ""))
-    if kinds:
-        console.print(f"  at {_count(fc['params'])} x {_count(fc['tokens'])}: " + "; ".join(kinds))
+    for i, point in enumerate([fc, *(fc.get("predictions") or [])]):
+        kinds = []
+        for key in ("novel", "repeats", "combined"):
+            k = point.get(key) or {}
+            if k.get("available"):
+                rms = k.get("rollout_rms_pct") if i == 0 else None  # the rollout is the same for every point
+                kinds.append(f"{key} {k['loss']:.4g} [{k['lo']:.4g}, {k['hi']:.4g}]"
+                             + (f" (rollout RMS {rms:.2g}%)" if rms is not None else ""))
+        if kinds:
+            console.print(f"  at {_count(point['params'])} x {_count(point['tokens'])}: " + "; ".join(kinds))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ladder import layout
-from ladder.score import compare, partial_forecast, z_score
+from ladder.score import compare, in_context_score, partial_forecast, z_score
 from tests.cli_helpers import run_cli
 from tests.hero_fixture import hero_spec, law_loss, make_ladder, refresh, shape_r, train
 
@@ -43,6 +43,21 @@ def test_error_inside_and_z_of_a_final_loss():
     assert s["z"] == pytest.approx(math.log(2.1 / 2.0) / (math.log(2.2 / 1.8) / 2 / 1.645))
     assert compare(point, 2.3)["inside"] is False and compare(point, 1.7)["z"] < -1.645
     assert z_score(2.0, 2.0, 1.8, 2.2) == 0
+
+
+def test_the_hero_loss_by_kind_is_scored_against_the_frozen_point_it_matches():
+    record = {"in_context": {"repeat_share": 0.3, "points": [
+        {"label": "hero", "params": 8e5, "tokens": 16e6, "novel": {"loss": 2.3, "lo": 2.1, "hi": 2.5},
+         "repeats": {"loss": 1.7, "lo": 1.5, "hi": 1.9}},
+        {"label": "400K:8M", "params": 4e5, "tokens": 8e6, "novel": {"loss": 2.55, "lo": 2.37, "hi": 2.76},
+         "repeats": {"loss": 1.98, "lo": 1.80, "hi": 2.19}}]}}
+    split = {"repeats": 1.158, "novel": 2.495}
+    got = in_context_score(record, split, 3.98e5, 8.0e6)  # the check run: the prediction, not the hero
+    assert got["point"] == "400K:8M" and got["actual"] == split
+    assert got["novel"]["error_pct"] == pytest.approx(100 * (2.55 - 2.495) / 2.495) and got["novel"]["inside"]
+    assert got["repeats"]["error_pct"] == pytest.approx(100 * (1.98 - 1.158) / 1.158) and not got["repeats"]["inside"]
+    assert in_context_score(record, split, 1.6e6, 32e6) == {"actual": split}  # no frozen point there
+    assert in_context_score({}, split, 4e5, 8e6) == {"actual": split}  # a freeze from before the split
 
 
 def test_a_partial_curve_forecasts_the_final_loss():

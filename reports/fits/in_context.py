@@ -98,37 +98,55 @@ def _seed_spread(df: pd.DataFrame) -> dict:
     return {"repeats": pooled("loss_repeats"), "novel": pooled("loss_novel"), "configurations": len(groups)}
 
 
-def _forecast(df: pd.DataFrame, col: str, params: float, tokens: float, seed: int, n_boot: int) -> dict:
+def _forecast(df: pd.DataFrame, col: str, targets: list[tuple[float, float]], seed: int, n_boot: int
+              ) -> list[dict]:
+    """One kind's forecast at each target (the first is the hero), with the rollout's RMS error."""
     data = LossData(df["params"].to_numpy(float), df["tokens"].to_numpy(float), df[col].to_numpy(float),
                     [str(i) for i in df.index])
     try:
-        fc = forecast_loss(data, params, tokens, n_boot=n_boot, seed=seed)
+        fc = forecast_loss(data, *targets[0], predict=targets[1:], n_boot=n_boot, seed=seed)
     except ValueError as exc:
-        return {"available": False, "reason": str(exc)}
-    p = fc.points[0]
+        return [{"available": False, "reason": str(exc)} for _ in targets]
     errs = [r["err_pct"] for r in fc.mixture_rows]
-    return {"available": True, "loss": p.loss, "lo": p.lo, "hi": p.hi, "half_width_pct": p.half_width_pct,
-            "weights": fc.weights, "rollout_n": len(errs),
-            "rollout_rms_pct": float(np.sqrt(np.mean(np.square(errs)))) if errs else None}
+    rollout = {"weights": fc.weights, "rollout_n": len(errs),
+               "rollout_rms_pct": float(np.sqrt(np.mean(np.square(errs)))) if errs else None}
+    out = []
+    for p in fc.points:
+        if p.loss is None:
+            out.append({"available": False, "reason": p.to_dict().get("note")})
+        else:
+            out.append({"available": True, "loss": p.loss, "lo": p.lo, "hi": p.hi,
+                        "half_width_pct": p.half_width_pct, **rollout})
+    return out
 
 
-def fit_in_context(law_df: pd.DataFrame, variant: str, params: float, tokens: float, *, seed: int = 0,
+def _combine(share: float, novel: dict, repeats: dict) -> dict:
+    if not (novel["available"] and repeats["available"]):
+        return {"available": False, "reason": "a kind has no forecast"}
+    mix = {q: share * repeats[q] + (1 - share) * novel[q] for q in ("loss", "lo", "hi")}
+    return {"available": True, **mix, "note": "share-weighted; lo and hi add the kinds' bounds (as if their errors "
+            "moved together: a conservative interval)"}
+
+
+def fit_in_context(law_df: pd.DataFrame, variant: str, params: float, tokens: float, *, predict=(), seed: int = 0,
                    n_boot: int = N_BOOT) -> InContext:
     """The split of one variant's law runs (``available(law_df)`` must be None), with each kind forecast at
-    (``params``, ``tokens``) with ``n_boot`` bootstrap refits per form."""
+    (``params``, ``tokens``) and at each ``predict`` point ((params, tokens, label) tuples) with ``n_boot``
+    bootstrap refits per form."""
     df = law_df[law_df[list(COLUMNS)].notna().all(axis=1)].copy()
     share = float(df["repeat_share"].median())
     df["copy_ratio"] = df["loss_repeats"] / df["loss_novel"]
     compute = 6.0 * df["params"].to_numpy(float) * df["tokens"].to_numpy(float)
     trend = _trend(compute, df["copy_ratio"].to_numpy(float))
     seeds = _seed_spread(df)
-    kinds = {k: _forecast(df, f"loss_{k}", params, tokens, seed, n_boot) for k in ("novel", "repeats")}
-    combined = {"available": False, "reason": "a kind has no forecast"}
-    if all(f["available"] for f in kinds.values()):
-        mix = {q: share * kinds["repeats"][q] + (1 - share) * kinds["novel"][q] for q in ("loss", "lo", "hi")}
-        combined = {"available": True, **mix, "note": "share-weighted; lo and hi add the kinds' bounds (as if "
-                    "their errors moved together: a conservative interval)"}
-    forecasts = {"params": params, "tokens": tokens, **kinds, "combined": combined}
+    predict = [(float(p[0]), float(p[1]), str(p[2]) if len(p) > 2 else f"{p[0]:.4g}:{p[1]:.4g}") for p in predict]
+    targets = [(params, tokens), *[p[:2] for p in predict]]
+    novel, repeats = (_forecast(df, f"loss_{k}", targets, seed, n_boot) for k in ("novel", "repeats"))
+    forecasts = {"params": params, "tokens": tokens, "novel": novel[0], "repeats": repeats[0],
+                 "combined": _combine(share, novel[0], repeats[0]),
+                 "predictions": [{"label": label, "params": n, "tokens": d, "novel": nv, "repeats": rp,
+                                  "combined": _combine(share, nv, rp)}
+                                 for (n, d, label), nv, rp in zip(predict, novel[1:], repeats[1:])]}
     warnings = []
     if trend["ci90"][1] < 0:
         warnings.append(

@@ -211,7 +211,7 @@ def fit_study(
         for key, why in fc.skipped.items():
             notes.append(f"law form {key} not fitted: {why}")
     compute_optimal = forecast.compute_optimal(fc, iso, hero, reasons.get("loss"))
-    in_context = parts.in_context(prim_law_df, primary, hero, fc, reasons, warnings, seed, n_boot)
+    in_context = parts.in_context(prim_law_df, primary, hero, fc, predictions_in, reasons, warnings, seed, n_boot)
     task_fits = parts.tasks(df, hero, reasons, warnings, n_boot, seed)
     if fc is None:
         standalone = (hparams is not None and (hparams.has_lr_sweep or hparams.has_batch_sweep)) or (

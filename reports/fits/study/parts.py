@@ -191,10 +191,11 @@ def tasks(df: pd.DataFrame, hero: dict | None, reasons: dict, warnings: list[str
     return result
 
 
-def in_context(prim_law_df: pd.DataFrame, primary: str, hero: dict | None, fc, reasons: dict, warnings: list[str],
-               seed: int, n_boot: int):
+def in_context(prim_law_df: pd.DataFrame, primary: str, hero: dict | None, fc, predict: list, reasons: dict,
+               warnings: list[str], seed: int, n_boot: int):
     """The primary variant's loss split into in-context repeats and novel tokens, each kind forecast at the hero
-    (:mod:`ladder.reports.fits.in_context`); None with a reason when the runs do not carry the split."""
+    and the ``predict`` points (:mod:`ladder.reports.fits.in_context`); None with a reason when the runs do not
+    carry the split."""
     from ladder.reports.fits.in_context import N_BOOT, available, fit_in_context
 
     why = available(prim_law_df)
@@ -204,7 +205,7 @@ def in_context(prim_law_df: pd.DataFrame, primary: str, hero: dict | None, fc, r
         reasons["in_context"] = why
         return None
     target = (hero["params"], hero["tokens"]) if hero is not None else (fc.points[0].params, fc.points[0].tokens)
-    result = fit_in_context(prim_law_df, primary, float(target[0]), float(target[1]), seed=seed,
+    result = fit_in_context(prim_law_df, primary, float(target[0]), float(target[1]), predict=predict, seed=seed,
                             n_boot=min(n_boot, N_BOOT))
     warnings.extend(result.warnings)
     return result

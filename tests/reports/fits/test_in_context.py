@@ -47,7 +47,8 @@ def ladder(slope: float, noise: float = 0.003, seed: int = 0, replicate_sd: tupl
 def test_a_ladder_learning_to_copy_is_told_and_each_kind_is_forecast():
     df = ladder(slope=-0.04)
     assert available(df) is None
-    ic = fit_in_context(df, "tied", *HERO, n_boot=40)
+    near = (SIZES[-1] * 1.5, SIZES[-1] * 30, "near")
+    ic = fit_in_context(df, "tied", *HERO, predict=[near], n_boot=40)
     lo, hi = ic.trend["ci90"]
     assert lo <= -0.04 <= hi and hi < 0  # the known slope, inside an interval that excludes 0
     assert ic.trend["ratio_at_largest"] < ic.trend["ratio_at_smallest"] < 1
@@ -58,6 +59,10 @@ def test_a_ladder_learning_to_copy_is_told_and_each_kind_is_forecast():
     comb = ic.forecasts["combined"]
     want = SHARE * ic.forecasts["repeats"]["loss"] + (1 - SHARE) * novel["loss"]
     assert comb["loss"] == pytest.approx(want) and comb["lo"] < comb["loss"] < comb["hi"]
+    (pred,) = ic.forecasts["predictions"]  # a prediction point gets each kind too, from the same fits
+    assert pred["label"] == "near" and pred["novel"]["available"] and pred["combined"]["available"]
+    assert abs(pred["novel"]["loss"] / novel_law(*near[:2]) - 1) < 0.02
+    assert pred["novel"]["rollout_rms_pct"] == novel["rollout_rms_pct"]
     assert ic.share == SHARE and len(ic.runs) == len(df)
     assert ic.seeds["configurations"] == 0 and ic.seeds["repeats"] is None  # no replicates, no spread
 
