@@ -32,8 +32,9 @@ def in_context(ctx: Builder) -> Section:
     s.add(ctx.figure(
         "fig-in-context", "Loss on in-context repeats and on novel tokens",
         "Left: every run's loss on each kind of target against compute, with each kind forecast at the hero by "
-        "its own weighted laws (90%). Right: the repeats' loss over the novel tokens' loss with its log-log trend.",
-        3.4, lambda fig: draw_in_context(fig, runs, fc)))
+        "its own weighted laws (90%) and any finished hero run's actual losses (hollow diamonds; never fitted). "
+        "Right: the repeats' loss over the novel tokens' loss with its log-log trend.",
+        3.4, lambda fig: draw_in_context(fig, runs, fc, _heroes(ctx))))
     s.add(KV([
         ("Copy ratio", f"{fmt_g(tr.get('ratio_at_smallest'), 3)} at the smallest compute, "
                        f"{fmt_g(tr.get('ratio_at_largest'), 3)} at the largest ({fmt_g(tr.get('compute_span'), 3)}× "
@@ -65,3 +66,13 @@ def in_context(ctx: Builder) -> Section:
         s.add(Table(["Params", "Tokens", "Seed", "Loss", "Novel", "Repeats", "Copy ratio"], table, "rrrrrrr",
                     title="The runs" + (f" (first {MAX_ROWS} of {len(runs)})" if len(runs) > MAX_ROWS else "")))
     return s
+
+
+def _heroes(ctx: Builder) -> list[dict]:
+    """The finished hero runs' losses by kind (the forecast's checks: never fitted)."""
+    r = ctx.runs
+    if not len(r) or "role" not in r or "loss_novel" not in r or "loss_repeats" not in r:
+        return []
+    done = r[(r["role"].astype(str) == "hero") & (r["status"] == "done")]
+    return [{"params": h["params"], "tokens": h["tokens"], "novel": h["loss_novel"], "repeats": h["loss_repeats"]}
+            for _, h in done.iterrows()]
