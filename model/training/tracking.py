@@ -42,7 +42,8 @@ EXTRAS = {"tensorboard": ("tensorboard", "ladder[tensorboard]"), "wandb": ("wand
 _KEYS = {"train": {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
                    "tokens_per_s": "train/tokens_per_s", "mfu": "train/mfu", "elapsed_s": "train/elapsed_s",
                    "tokens": "tokens"},
-         "eval": {"eval_loss": "eval/loss"}}  # fmt: skip
+         "eval": {"eval_loss": "eval/loss", "eval_loss_repeats": "eval/loss_repeats",
+                  "eval_loss_novel": "eval/loss_novel"}}  # fmt: skip
 
 
 def scalars(record: dict[str, Any]) -> dict[str, float]:

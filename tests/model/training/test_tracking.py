@@ -57,7 +57,9 @@ def test_tensorboard_events_read_back_and_a_resumed_run_continues_its_steps(tmp_
     ea = EventAccumulator(str(logdirs[0]))
     ea.Reload()
     assert {"train/loss", "train/lr", "train/grad_norm", "train/tokens_per_s", "train/mfu", "eval/loss",
-            "tokens"} <= set(ea.Tags()["scalars"])
+            "eval/loss_novel", "tokens"} <= set(ea.Tags()["scalars"])
+    # a repeats' loss of None (windows without a repeated trigram) is left out, not logged
+    assert ("eval/loss_repeats" in ea.Tags()["scalars"]) == any(r["eval_loss_repeats"] for r in metrics(run, "eval"))
     train_recs = metrics(run, "train")
     steps = [e.step for e in ea.Scalars("train/loss")]
     assert steps == [r["step"] for r in train_recs] == list(range(2, STEPS + 1, 2))  # no duplicate, no gap
@@ -208,5 +210,7 @@ def test_scalars_and_names():
     assert tracking.scalars({"kind": "train", "step": 3, "loss": 2.5, "lr": 1e-3, "tokens": 96, "mfu": None}) == {
         "train/loss": 2.5, "train/lr": 1e-3, "tokens": 96.0}
     assert tracking.scalars({"kind": "eval", "step": 3, "tokens": 96, "eval_loss": 2.0}) == {"eval/loss": 2.0}
+    assert tracking.scalars({"kind": "eval", "eval_loss": 2.0, "eval_loss_repeats": 1.5, "eval_loss_novel": None}) == {
+        "eval/loss": 2.0, "eval/loss_repeats": 1.5}
     spec = make_spec(axes={"size": "50K", "multiplier": 0.5}, variant="untied")
     assert tracking.run_name(spec) == "untied 50K 0.5x"
