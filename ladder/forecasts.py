@@ -98,23 +98,33 @@ def _point(p: dict) -> dict:
     return {k: p.get(k) for k in POINT_KEYS}
 
 
-def _in_context(sec: object) -> dict | None:
-    """The fit's forecast of each kind of target at the hero (in-context repeats, novel tokens), if it has one."""
-    if not isinstance(sec, dict) or not sec.get("available"):
-        return None
-    fc = sec.get("forecasts") or {}
+def _in_context(*sections: object) -> dict | None:
+    """The fits' forecasts of each kind of target (in-context repeats, novel tokens) at the hero and their
+    predictions, if they have them; a later section adds the points an earlier one lacks (by label)."""
+    out: dict | None = None
 
     def point(p: dict) -> dict:
         kinds = {k: {q: (p.get(k) or {}).get(q) for q in ("loss", "lo", "hi")} for k in ("novel", "repeats")
                  if (p.get(k) or {}).get("available")}
         return {"label": p.get("label", "hero"), "params": p.get("params"), "tokens": p.get("tokens"), **kinds}
 
-    return {"repeat_share": sec.get("repeat_share"),
-            "points": [point(fc), *(point(p) for p in fc.get("predictions") or [] if isinstance(p, dict))]}
+    for sec in sections:
+        if not isinstance(sec, dict) or not sec.get("available"):
+            continue
+        fc = sec.get("forecasts") or {}
+        points = [point(fc), *(point(p) for p in fc.get("predictions") or [] if isinstance(p, dict))]
+        if out is None:
+            out = {"repeat_share": sec.get("repeat_share"), "points": points}
+        else:
+            have = {p["label"] for p in out["points"]}
+            out["points"] += [p for p in points if p["label"] not in have]
+    return out
 
 
-def frozen_record(current, predictions: list[dict], note: str | None, number: int) -> dict:
-    """What a freeze holds (see the module doc), from the current fit."""
+def frozen_record(current, predictions: list[dict], note: str | None, number: int,
+                  in_context: dict | None = None) -> dict:
+    """What a freeze holds (see the module doc), from the current fit (``in_context``: the kinds' forecasts, when
+    the freeze fitted its own points)."""
     fit, hero = current.fit, current.hero
     law = fit.get("loss") if isinstance(fit.get("loss"), dict) else {}
     forms = law.get("forms") if isinstance(law.get("forms"), dict) else {}
@@ -133,7 +143,7 @@ def frozen_record(current, predictions: list[dict], note: str | None, number: in
         "selection": law.get("selection"),
         "calibration": law.get("calibration"),
         "reach": law.get("reach"),
-        "in_context": _in_context(fit.get("in_context")),
+        "in_context": in_context if in_context is not None else _in_context(fit.get("in_context")),
         "results_sha256": current.meta.get("results_sha256"),
         "study_sha256": study_hash(current.study),
         "fit_created_at": current.meta.get("created_at"),
@@ -176,6 +186,7 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
     if hero.get("loss") is None:
         raise StateError(f"the fit has no hero forecast to freeze ({hero.get('loss_reason') or hero.get('reason')})")
     points = [_point(p) for p in current.fit.get("predictions") or [] if isinstance(p, dict) and p.get("label") != "hero"]
+    in_context = None
     if predict:
         from ladder.reports.fits.study.forecast import parse_predict
 
@@ -183,8 +194,10 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
         result = refit(current, predict=predict)
         have = {p["label"] for p in points}
         points += [_point(p) for p in result.predictions if p.get("label") != "hero" and p.get("label") not in have]
+        # the kinds at the freeze's own points come from the same refit
+        in_context = _in_context(current.fit.get("in_context"), result.to_dict().get("in_context"))
     sd = layout.StudyDir(Path(study_dir))
-    number, path = _claim(sd, lambda n: frozen_record(current, points, note, n))
+    number, path = _claim(sd, lambda n: frozen_record(current, points, note, n, in_context))
     return read_frozen_one(number, path)
 
 

@@ -55,6 +55,21 @@ def test_freeze_writes_the_forecast_and_never_overwrites_it(study, capsys):
     assert [n for n, _ in layout.StudyDir(study).forecasts()] == [1, 2]
 
 
+def test_freeze_records_each_kind_of_target_at_its_own_predict_points(tmp_path, capsys):
+    """A point given to freeze alone (not to the fit) gets its in-context and novel forecasts from the freeze's own
+    refit, beside the hero's from the fit."""
+    study = make_ladder(tmp_path / "study", split=True)
+    fit = json.loads((study / layout.FIT).read_text())
+    assert fit["in_context"]["available"] and not fit["in_context"]["forecasts"]["predictions"]
+    r = run_cli(capsys, "forecast", "freeze", study, "--predict", "300K:6M")
+    assert r.code == 0, r.stderr
+    ic = json.loads((study / "forecast.json").read_text())["in_context"]
+    assert ic["repeat_share"] == pytest.approx(0.3)
+    assert [p["label"] for p in ic["points"]] == ["hero", "300K:6M"]
+    for p in ic["points"]:
+        assert p["novel"]["lo"] < p["novel"]["loss"] < p["novel"]["hi"] and p["repeats"]["loss"] < p["novel"]["loss"]
+
+
 def test_freeze_refuses_a_fit_older_than_the_results(study, capsys):
     spec = json.loads(next((study / "runs").iterdir()).joinpath("spec.json").read_text())
     rd = layout.StudyDir(study).run(spec["run_id"])
