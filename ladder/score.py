@@ -53,6 +53,7 @@ class Observation:
     steps: int | None = None  # its planned steps (for a curve in steps)
     schedule: str | None = None
     final: float | None = None
+    split: dict[str, float] | None = None  # a finished hero run's final loss on each kind of target
     points: list[tuple[str, float, float]] = field(default_factory=list)  # (tokens|step, x, eval loss)
     started_at: str | None = None  # the first submission of the hero run (jobs.json)
 
@@ -97,21 +98,16 @@ def _eval_points(rd: layout.RunDir) -> list[tuple[str, float, float]]:
             and isinstance(r.get("tokens"), (int, float)) and math.isfinite(r["eval_loss"])]
 
 
-def _final_loss(rd: layout.RunDir) -> float:
-    """The final eval loss of a done run (its result.json)."""
-    return float(_result(rd)["final_eval_loss"])
-
-
 def _result(rd: layout.RunDir) -> dict:
+    """A run's result.json."""
     import json
 
     return json.loads(rd.result.read_text(encoding="utf-8"))
 
 
-def _split(rd: layout.RunDir) -> dict[str, float] | None:
+def _split(result: dict) -> dict[str, float] | None:
     """A done run's final loss on the in-context repeats and on the novel targets, when its result has them."""
-    r = _result(rd)
-    kinds = {"repeats": r.get("final_eval_loss_repeats"), "novel": r.get("final_eval_loss_novel")}
+    kinds = {"repeats": result.get("final_eval_loss_repeats"), "novel": result.get("final_eval_loss_novel")}
     return {k: float(v) for k, v in kinds.items()} if all(isinstance(v, (int, float)) for v in kinds.values()) else None
 
 
@@ -119,13 +115,9 @@ def in_context_score(record: dict, split: dict[str, float], params: float | None
     """The hero's loss on each kind of target, against the freeze's forecast of that kind when it froze one at the
     hero's point: where the total's error comes from (a model that learned to copy misses on the repeats)."""
     out: dict[str, Any] = {"actual": split}
-    points = [p for p in (record.get("in_context") or {}).get("points") or [] if p.get("params") and p.get("tokens")]
-    if params is None or tokens is None or not points:
+    frozen = _nearest((record.get("in_context") or {}).get("points") or [], params, tokens)
+    if frozen is None:
         return out
-    dist = [max(abs(math.log(params / p["params"])), abs(math.log(tokens / p["tokens"]))) for p in points]
-    if min(dist) > math.log1p(MATCH_RTOL):
-        return out
-    frozen = points[dist.index(min(dist))]
     out["point"] = frozen.get("label")
     for kind, actual in split.items():
         point = frozen.get(kind) or {}
@@ -143,7 +135,8 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
                       tokens=float(spec.tokens), steps=spec.steps, schedule=spec.schedule.kind,
                       points=_eval_points(rd), started_at=min((r.submitted_at for r in book), default=None))
     if status == "done":
-        obs.final = _final_loss(rd)
+        result = _result(rd)
+        obs.final, obs.split = float(result["final_eval_loss"]), _split(result)
     elif status in ("failed", "diverged"):
         raise StateError(f"the hero run {spec.run_id} ended {status}: no loss to score (see `ladder status "
                          f"{sd.path}`; `ladder submit --retry-failed` trains it again)")
@@ -196,8 +189,6 @@ def reference_curves(sd: layout.StudyDir, specs: list[RunSpec], ratio: float | N
     """The finished rungs whose curves forecast the hero's final loss: not branches (a branch's curve starts at
     its trunk's step), the hero's schedule, the hero's tokens/param within 10% when some are, the largest
     :data:`REFERENCE_SIZES` sizes. Each: run id, params, fractions and log(L(f) / L_final)."""
-    import json
-
     cands = []
     for spec in specs:
         if spec.role != "rung" or spec.trunk is not None or (schedule and spec.schedule.kind != schedule):
@@ -205,7 +196,7 @@ def reference_curves(sd: layout.StudyDir, specs: list[RunSpec], ratio: float | N
         rd = sd.run(spec.run_id)
         if layout.result_status(rd) != "done":
             continue
-        final = json.loads(rd.result.read_text(encoding="utf-8")).get("final_eval_loss")
+        final = _result(rd).get("final_eval_loss")
         pts = sorted((t / spec.tokens, loss) for _, t, loss in _eval_points(rd))
         if not isinstance(final, (int, float)) or final <= 0 or len(pts) < 2:
             continue
@@ -256,16 +247,25 @@ def match_point(record: dict, params: float | None, tokens: float | None) -> tup
     hero = {**(record.get("hero") or {}), "label": "hero"}
     if params is None or tokens is None:
         return hero, {}
+    points = [p for p in [hero, *(record.get("predictions") or [])] if isinstance(p, dict) and p.get("loss") is not None]
+    best = _nearest(points, params, tokens)
+    if best is None:
+        return None, {}
+    return best, {"params_pct": 100 * (params / best["params"] - 1), "tokens_pct": 100 * (tokens / best["tokens"] - 1)}
+
+
+def _nearest(points: list, params: float | None, tokens: float | None) -> dict | None:
+    """The point nearest (params, tokens) among those within :data:`MATCH_RTOL` of it in both; None without one."""
+    if params is None or tokens is None:
+        return None
     best, best_d = None, math.inf
-    for p in [hero, *(record.get("predictions") or [])]:
-        if not isinstance(p, dict) or p.get("loss") is None or not p.get("params") or not p.get("tokens"):
+    for p in points:
+        if not isinstance(p, dict) or not p.get("params") or not p.get("tokens"):
             continue
         dn, dd = abs(math.log(params / p["params"])), abs(math.log(tokens / p["tokens"]))
         if max(dn, dd) <= math.log1p(MATCH_RTOL) and dn + dd < best_d:
             best, best_d = p, dn + dd
-    if best is None:
-        return None, {}
-    return best, {"params_pct": 100 * (params / best["params"] - 1), "tokens_pct": 100 * (tokens / best["tokens"] - 1)}
+    return best
 
 
 @dataclass
@@ -303,8 +303,9 @@ def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict
     for s in specs:
         if s.role != "hero" or science(s) != mine or layout.result_status(sd.run(s.run_id)) != "done":
             continue
-        runs.append({"run_id": s.run_id, "seed": s.seed, "final": _final_loss(sd.run(s.run_id)),
-                     "split": _split(sd.run(s.run_id))})
+        result = _result(sd.run(s.run_id))
+        runs.append({"run_id": s.run_id, "seed": s.seed, "final": float(result["final_eval_loss"]),
+                     "split": _split(result)})
     if len(runs) < 2:
         return None
 
@@ -369,9 +370,8 @@ def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | Non
             final = pts[-1][1]  # a curve that reached the planned tokens: its last point is the final loss
         if final is not None:
             score.update(final=True, **compare(point, final))
-            split = _split(sd.run(hero.run_id)) if obs.source.get("kind") == "run" and hero is not None else None
-            if split is not None:
-                score["in_context"] = in_context_score(f.record, split, obs.params, obs.tokens)
+            if obs.split is not None:
+                score["in_context"] = in_context_score(f.record, obs.split, obs.params, obs.tokens)
             if reps is not None:  # the forecast against the seeds' mean: one run's own noise is not its error
                 score["replicates"] = {**reps, "vs_mean": compare(point, reps["mean"])}
         else:
