@@ -231,7 +231,7 @@ def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error:
             "error": error,
             "final_train_loss": result.get("final_train_loss"),
             "final_eval_loss": result.get("final_eval_loss"),
-            "loss": float(loss) if isinstance(loss, (int, float)) else math.nan,
+            "loss": _number(loss),
             "loss_repeats": _number(result.get("final_eval_loss_repeats")) if done else math.nan,
             "loss_novel": _number(result.get("final_eval_loss_novel")) if done else math.nan,
             "repeat_share": _number(result.get("eval_repeat_share")) if done else math.nan,

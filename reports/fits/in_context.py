@@ -32,6 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from ladder.reports.fits.loss import LossData, forecast_loss
+from ladder.reports.fits.loss.forms import seed_sigma
 
 COLUMNS = ("loss_repeats", "loss_novel", "repeat_share")
 MIN_RUNS = 4  # runs with the split needed for a trend
@@ -84,20 +85,15 @@ def _trend(compute: np.ndarray, ratio: np.ndarray) -> dict:
 
 
 def _seed_spread(df: pd.DataFrame) -> dict:
-    """Pooled sd of log loss between seeds of one configuration (params, tokens), per kind; None without
-    replicates."""
+    """Pooled sd of log loss between seeds of one configuration (params, tokens), per kind (the loss laws' own
+    noise floor, :func:`~ladder.reports.fits.loss.forms.seed_sigma`); None without replicates."""
     if "seed" not in df.columns:
         return {"repeats": None, "novel": None, "configurations": 0}
-    groups = [g for _, g in df.groupby([df["params"].round(), df["tokens"].round()]) if g["seed"].nunique() > 1]
-    if not groups:
+    seeds = df["seed"].tolist()
+    (rep, rows), (nov, _) = (seed_sigma(df["params"], df["tokens"], df[f"loss_{k}"], seeds) for k in ("repeats", "novel"))
+    if not rows:
         return {"repeats": None, "novel": None, "configurations": 0}
-
-    def pooled(col: str) -> float:
-        ss = sum(float(((np.log(g[col]) - np.log(g[col]).mean()) ** 2).sum()) for g in groups)
-        dof = sum(len(g) - 1 for g in groups)
-        return math.sqrt(ss / dof)
-
-    return {"repeats": pooled("loss_repeats"), "novel": pooled("loss_novel"), "configurations": len(groups)}
+    return {"repeats": rep, "novel": nov, "configurations": sum(r["groups"] for r in rows)}
 
 
 def _forecast(df: pd.DataFrame, col: str, targets: list[tuple[float, float]], seed: int, n_boot: int
