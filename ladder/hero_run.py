@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ladder import layout
+from ladder.compiling import resolve_compile
 from ladder.errors import SpecError, StateError
 from ladder.fitted import CurrentFit, current_fit, refit
 from ladder.model.config import RunSpec, format_count, parse_count
@@ -112,7 +113,9 @@ def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
         axes["seed"] = seed
     run = make_run(study, shape, {}, axes, study.training.seed if seed is None else seed, float(rec["tokens"]),
                    batch, float(rec["lr"]), warmup)
-    return run.model_copy(update={"role": "hero", "variant": HERO_VARIANT})
+    run = run.model_copy(update={"role": "hero", "variant": HERO_VARIANT})
+    hw = study.executor.hardware
+    return resolve_compile([run], study.training.compile, hw, {run.run_id: estimate_wall_s(run, hw)})[0][0]
 
 
 def _sources(study: StudySpec, rec: dict, overrides: dict, seed: int | None = None) -> dict[str, str]:

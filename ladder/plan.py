@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ladder import layout
+from ladder.compiling import resolve_compile
 from ladder.errors import SpecError, StateError
 from ladder.hero import HeroPlan, plan_hero
 from ladder.model.config import RunSpec
@@ -98,8 +99,9 @@ def expand(study: StudySpec) -> Plan:
                 runs.append(run)
     plan = Plan(study=study, runs=runs, hero=plan_hero(study))
     plan.estimates_s = {r.run_id: estimate_wall_s(r, study.executor.hardware) for r in runs}
+    plan.runs, compile_note = resolve_compile(runs, study.training.compile, study.executor.hardware, plan.estimates_s)
     plan.notes, plan.warnings = notes_and_warnings(study, runs)
-    plan.notes += adjustments(study, runs)
+    plan.notes += adjustments(study, runs) + ([compile_note] if compile_note else [])
     plan.warnings += check_runs(study, runs, plan.estimates_s) + cost_warning(study, plan.totals()["ladder_pct_of_hero"])
     plan.packing = packing(study.executor, runs)
     plan.memory = check_memory(runs, study.executor, plan.packing)  # refuses a run that cannot fit
@@ -278,6 +280,7 @@ def run_row(run: RunSpec, study_dir: Path | None, est_wall_s: float | None = Non
         "schedule": run.schedule.kind,
         "est_wall_s": est_wall_s,
         "micro_batch_size": run.micro_batch_size,
+        "compile": run.compile,
         "est_memory_bytes": memory.total if memory else None,
         "est_memory": memory.to_dict() if memory else None,
     }

@@ -226,7 +226,10 @@ class TrainingSpec(Strict):
     precision: Literal["auto", "fp32", "bf16"] = Field(
         default="auto", description="'auto': the plan writes what executor.hardware trains in (fp32 on cpu, bf16 "
         "on GPUs); the resolved value is part of each run's id")
-    compile: bool = Field(default=False, description="torch.compile; not part of a run's id (same computation)")
+    compile: Union[bool, Auto] = Field(
+        default="auto", description="torch.compile of the decoder layers: true, false, or auto (on CPU, the runs "
+        "whose faster steps pay back the compile time; on GPUs none until measured: ladder.compiling); not part of "
+        "a run's id (same computation)")
     seed: int = Field(default=0, description="one seed per run drives both its initialisation and its data order")
     evals_per_run: PositiveInt = 10
     eval_tokens: Count = 65536

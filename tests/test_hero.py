@@ -153,3 +153,19 @@ def test_a_planned_hero_trains_through_debug_and_local_executors_and_is_scored(t
     html = (study / "report" / "report.html").read_text()
     assert '<section id="forecast"' in html and "Forecast vs actual" in html
     assert hero_spec(study).run_id == debug["run_id"]
+
+
+def test_compile_auto_compiles_a_hero_long_enough_to_repay_it(study, monkeypatch):
+    import yaml
+
+    from ladder.hero_run import plan_hero_run
+
+    monkeypatch.setattr("ladder.compiling.cxx_compiler", lambda: "g++")
+    data = yaml.safe_load((study / layout.STUDY).read_text())
+    data.setdefault("training", {})["compile"] = "auto"
+    (study / layout.STUDY).write_text(yaml.safe_dump(data))
+    short = plan_hero_run(study, dry_run=True)
+    assert short.est_wall_s < 440 and not short.spec.compile  # this hero trains for seconds: eager
+    monkeypatch.setattr("ladder.hero_run.estimate_wall_s", lambda spec, hw: 3600.0)
+    long = plan_hero_run(study, dry_run=True)
+    assert long.spec.run_id == short.spec.run_id and long.spec.compile  # an hour of training repays the compile
