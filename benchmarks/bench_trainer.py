@@ -4,6 +4,7 @@ on the same model, data and batch, side by side in one run, with MFU against the
     python benchmarks/bench_trainer.py             # every default rung, 1 thread (what the main job uses)
     python benchmarks/bench_trainer.py --json      # the same, one JSON object on stdout (progress on stderr)
     python benchmarks/bench_trainer.py --packing   # also: 2 runs x 1 thread against 1 run x 2 threads
+    python benchmarks/bench_trainer.py --compile   # also: ladder with its decoder layers compiled
     python benchmarks/bench_trainer.py --sizes 24K,200K --steps 10 --repeats 2    # a quicker look
 
 Per rung (the tied variant of each default-study size: the shape, batch, sequence length, LR and schedule that
@@ -16,6 +17,13 @@ the HF loop does not do either. Throughput is tokens over the wall time between 
 end of the last step. MFU = ``flops_per_token`` (6 x matmul params + attention) x tokens/s over the best fp32
 1024^2 matmul rate at the same thread count, measured before every timed trial.
 
+``--compile`` adds a third trainer, ladder with ``compile: true`` (its decoder layers compiled by inductor), in a
+fresh process per trial as a run has, with a compile cache of its own per rung: its first round compiles cold
+(what a fresh machine pays once per shape), the later rounds load the cached kernels (what every later run of
+the shape pays). The compile time is what the warm-up steps took beyond the eager trainer's warm-up at the
+compiled step rate; ``pays_after_steps`` is where the faster steps have paid it back, to compare with the
+rung's planned ``steps``. The HF loop stays eager: the target is against a plain ``Trainer``.
+
 The load: before and after every trial the benchmark reads the 1-minute load average and, from /proc/stat, the
 CPU time that everything but the benchmark used during the trial (other processes, the kernel, steal). Results are figures only on a quiet machine (other processes
 below ``QUIET_OTHER_CORES`` of a core on average in every trial); otherwise it prints a loud warning and
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import os
 import platform
@@ -148,6 +157,11 @@ def bench_spec(spec, steps: int, warmup: int):
 
 
 def bench_ladder(spec, steps: int, warmup: int, workdir: Path) -> float:
+    return bench_ladder_timed(spec, steps, warmup, workdir)[0]
+
+
+def bench_ladder_timed(spec, steps: int, warmup: int, workdir: Path) -> tuple[float, float]:
+    """(tokens/s after the warm-up, seconds the run took to the end of its warm-up: setup, compile, steps)."""
     from ladder.model.training.inputs import ArrayWindows, TrainData
     from ladder.model.training.loop import train
 
@@ -162,7 +176,7 @@ def bench_ladder(spec, steps: int, warmup: int, workdir: Path) -> float:
     recs = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     recs = {r["step"]: r for r in recs if r["kind"] == "train"}
     a, b = recs[warmup], recs[spec.steps]
-    return (b["tokens"] - a["tokens"]) / (b["elapsed_s"] - a["elapsed_s"])
+    return (b["tokens"] - a["tokens"]) / (b["elapsed_s"] - a["elapsed_s"]), a["elapsed_s"]
 
 
 def bench_hf(spec, steps: int, warmup: int, workdir: Path) -> float:
@@ -204,10 +218,15 @@ def bench_hf(spec, steps: int, warmup: int, workdir: Path) -> float:
     return steps * S * seq / (ends[-1] - ends[warmup - 1])
 
 
-def _trial(which: str, spec_json: str, steps: int, warmup: int, threads: int) -> float:
+def _trial(which: str, spec_json: str, steps: int, warmup: int, threads: int,
+           compile_cache: str | None = None) -> tuple[float, float | None]:
     """One timed trial in a worker process of its own trainer (each trainer keeps its process for every trial, so
-    that neither inherits the other's allocator or library state)."""
+    that neither inherits the other's allocator or library state; ``compiled`` gets a fresh process per trial,
+    with the rung's compile cache ``compile_cache``). Returns (tokens/s, ladder's seconds to the warm-up's end)."""
     from ladder.model.config import RunSpec
+
+    if compile_cache is not None:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = compile_cache
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(threads)
@@ -220,7 +239,11 @@ def _trial(which: str, spec_json: str, steps: int, warmup: int, threads: int) ->
     spec = RunSpec.model_validate_json(spec_json)
     work = Path(tempfile.mkdtemp(prefix="bench-trainer-"))
     try:
-        return (bench_ladder if which == "ladder" else bench_hf)(spec, steps, warmup, work)
+        if which == "hf":
+            return bench_hf(spec, steps, warmup, work), None
+        if which == "compiled":
+            spec = spec.model_copy(update={"compile": True})
+        return bench_ladder_timed(spec, steps, warmup, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -249,6 +272,29 @@ def aggregate(spec, n_runs: int, threads: int, steps: int, warmup: int, workdir:
     return float(sum(rates))
 
 
+def compile_figures(warm: dict[str, list[tuple[float, float]]], spec, warmup: int, fpt: int, peak: float,
+                    best: dict[str, float]) -> dict[str, Any]:
+    """The compiled trainer's figures: its best rate, ratios, and the compile time it paid cold (its first trial)
+    and warm (the best later one) beyond the eager trainer's setup, with the steps that pay each back."""
+    tokens = spec.sequences_per_batch * spec.data.seq_len
+    setup = min(s - warmup * tokens / r for r, s in warm["ladder"])  # the eager run's setup before its steps
+    step_eager, step_compiled = tokens / best["ladder"], tokens / best["compiled"]
+    paid = [max(0.0, s - warmup * tokens / r - setup) for r, s in warm["compiled"]]
+    cold, hot = paid[0], (min(paid[1:]) if len(paid) > 1 else None)
+    gain = step_eager - step_compiled
+
+    def pays(seconds: float | None) -> int | None:
+        return None if seconds is None or gain <= 0 else int(math.ceil(seconds / gain))
+
+    return {
+        "compiled_tok_s": round(best["compiled"], 1), "compiled_mfu": round(fpt * best["compiled"] / peak, 4),
+        "ratio_compiled": round(best["compiled"] / best["hf"], 3),
+        "compiled_over_eager": round(best["compiled"] / best["ladder"], 3),
+        "compile_cold_s": round(cold, 1), "compile_warm_s": None if hot is None else round(hot, 1),
+        "pays_after_steps_cold": pays(cold), "pays_after_steps_warm": pays(hot), "planned_steps": spec.steps,
+    }  # fmt: skip
+
+
 # ------------------------------------------------------------------------------------------------ main
 def measure_peak(threads: int) -> float:
     from ladder.model.hardware import measure_matmul_flops
@@ -264,6 +310,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (the default study uses 1)")
     p.add_argument("--repeats", type=int, default=3, help="alternating rounds per rung; the best of each is kept")
     p.add_argument("--packing", action="store_true", help="also measure 2 runs x 1 thread vs 1 run x 2 threads")
+    p.add_argument("--compile", action="store_true", help="also ladder with its decoder layers compiled (cold, warm)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout only")
     a = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -287,22 +334,35 @@ def main() -> None:
     pools = {w: ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) for w in ("ladder", "hf")}
     for pool in pools.values():  # start them (imports) before anything is timed
         pool.submit(time.sleep, 0).result()
+    trainers = ["ladder", "hf"] + (["compiled"] if a.compile else [])
     for spec in specs:
         size = str(spec.axes["size"])
         fpt = spec.flops_per_token
-        best = {"ladder": 0.0, "hf": 0.0}
+        best = dict.fromkeys(trainers, 0.0)
+        warm: dict[str, list[tuple[float, float]]] = {w: [] for w in trainers}  # (tok/s, s to warm-up's end)
         trials, peaks = [], []
-        for rep in range(a.repeats):
-            for which in (["ladder", "hf"] if rep % 2 == 0 else ["hf", "ladder"]):
-                peaks.append(measure_peak(a.threads))
-                with LoadWatch() as w:
-                    tps = pools[which].submit(_trial, which, spec.model_dump_json(), a.steps, a.warmup,
-                                              a.threads).result()  # fmt: skip
-                best[which] = max(best[which], tps)
-                trials.append({"trainer": which, "tokens_per_s": round(tps, 1), **w.to_dict()})
-                all_watch.append(w.to_dict())
-                log(f"#   {size} round {rep} {which}: {tps:,.0f} tok/s (others {w.other_cores:.2f} cores, load "
-                    f"{w.load_before:.2f}, peak {peaks[-1] / 1e9:.0f} GFLOP/s)")  # fmt: skip
+        cache = tempfile.mkdtemp(prefix="bench-inductor-") if a.compile else None
+        try:
+            for rep in range(a.repeats):
+                for which in (trainers if rep % 2 == 0 else trainers[::-1]):
+                    peaks.append(measure_peak(a.threads))
+                    args = (_trial, which, spec.model_dump_json(), a.steps, a.warmup, a.threads)
+                    with LoadWatch() as w:
+                        if which == "compiled":  # a fresh process, as every run of the shape has
+                            with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+                                tps, to_warm = pool.submit(*args, cache).result()
+                        else:
+                            tps, to_warm = pools[which].submit(*args).result()
+                    best[which] = max(best[which], tps)
+                    if to_warm is not None:
+                        warm[which].append((tps, to_warm))
+                    trials.append({"trainer": which, "tokens_per_s": round(tps, 1), **w.to_dict()})
+                    all_watch.append(w.to_dict())
+                    log(f"#   {size} round {rep} {which}: {tps:,.0f} tok/s (others {w.other_cores:.2f} cores, load "
+                        f"{w.load_before:.2f}, peak {peaks[-1] / 1e9:.0f} GFLOP/s)")  # fmt: skip
+        finally:
+            if cache is not None:
+                shutil.rmtree(cache, ignore_errors=True)
         peak = max(peaks)
         rungs[size] = {
             "run_shape": spec.shape.describe(), "params_non_embedding": spec.shape.params_non_embedding,
@@ -312,6 +372,8 @@ def main() -> None:
             "ladder_mfu": round(fpt * best["ladder"] / peak, 4), "hf_mfu": round(fpt * best["hf"] / peak, 4),
             "ratio": round(best["ladder"] / best["hf"], 3), "trials": trials,
         }  # fmt: skip
+        if a.compile:
+            rungs[size].update(compile_figures(warm, spec, a.warmup, fpt, peak, best))
     for pool in pools.values():
         pool.shutdown()
     packing = None
@@ -347,6 +409,17 @@ def main() -> None:
             print(f"| {size} ({r['params_non_embedding']:,}) | {r['run_shape']} | {r['batch_sequences']} x "
                   f"{r['seq_len']} | {r['peak_gflops']:.0f} | {r['ladder_tok_s']:,.0f} | {r['hf_tok_s']:,.0f} | "
                   f"{100 * r['ladder_mfu']:.1f}% | {100 * r['hf_mfu']:.1f}% | {r['ratio']:.2f}x |")  # fmt: skip
+        if a.compile:
+            print()
+            print("| rung | ladder tok/s | compiled tok/s | compiled MFU | compiled/HF | compiled/eager | compile cold s "
+                  "| warm s | pays after steps (cold / warm) | planned steps |")  # fmt: skip
+            print("|---|---|---|---|---|---|---|---|---|---|")
+            for size, r in rungs.items():
+                print(f"| {size} | {r['ladder_tok_s']:,.0f} | {r['compiled_tok_s']:,.0f} | {100 * r['compiled_mfu']:.1f}% "
+                      f"| {r['ratio_compiled']:.2f}x | {r['compiled_over_eager']:.2f}x | {r['compile_cold_s']:.1f} | "
+                      f"{r['compile_warm_s'] if r['compile_warm_s'] is not None else '-'} | "
+                      f"{r['pays_after_steps_cold'] or 'never'} / {r['pays_after_steps_warm'] or 'never'} | "
+                      f"{r['planned_steps']:,} |")  # fmt: skip
         if packing:
             print()
             print("| rung | 1 run x 1 thread | 2 runs x 1 thread | 1 run x 2 threads | 2x1 / 1x2 |")
