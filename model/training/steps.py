@@ -99,7 +99,13 @@ class Steps:
         """Compile the decoder layers (``spec.compile``) and wrap the loss in DDP (several ranks); after a checkpoint
         is loaded."""
         if self.spec.compile:
+            import torch._dynamo
+
             from ladder.model.data.cache import default_cache_root
+
+            # a local worker trains run after run in one process: the graphs of earlier runs' shapes would count
+            # toward dynamo's recompile limit (8 per function), past which every later run silently trains eager
+            torch._dynamo.reset()
 
             # compiled kernels kept with the ladder's cache, so runs of one shape (sweeps, seeds, resumes, other
             # nodes on a shared filesystem) load them instead of compiling again
