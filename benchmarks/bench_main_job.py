@@ -4,6 +4,7 @@ lm-eval, fit and report are outside the timing).
 
     python benchmarks/bench_main_job.py                 # plans into a fresh temporary folder, prints a table
     python benchmarks/bench_main_job.py --json          # one JSON object: stage seconds and every run's result
+    python benchmarks/bench_main_job.py --compile true  # every run compiled (--inductor-cache DIR: warm or cold)
 
 Only APIs that every version of ladder since the calibrated default study has (plan, prepare, submit, wait), so
 the same file times an older checkout: check that commit out in the same folder (the embedded corpus hashes
@@ -39,8 +40,14 @@ def idle_sample(seconds: float = 3.0) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=None, help="study folder (default: a temporary one, removed)")
+    p.add_argument("--compile", choices=("auto", "true", "false"), default=None,
+                   help="the study's training.compile (default: as the study says; versions before it: leave unset)")
+    p.add_argument("--inductor-cache", type=Path, default=None,
+                   help="compiled kernels' folder (TORCHINDUCTOR_CACHE_DIR): an empty one times a cold compile")
     p.add_argument("--json", action="store_true", help="print one JSON object only")
     a = p.parse_args()
+    if a.inductor_cache is not None:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(a.inductor_cache.resolve())
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import ladder
@@ -51,6 +58,9 @@ def main() -> None:
     from ladder.submit import submit
 
     study = load_study("default")
+    if a.compile is not None:
+        setting = {"true": True, "false": False}.get(a.compile, "auto")
+        study = study.model_copy(update={"training": study.training.model_copy(update={"compile": setting})})
     tmp = None
     out = a.out
     if out is None:
@@ -75,13 +85,15 @@ def main() -> None:
                 r = {"status": "missing"}
             runs[d.name] = {k: r.get(k) for k in ("status", "final_train_loss", "final_eval_loss", "train_time_s",
                                                   "wall_time_s", "tokens_per_s", "mfu", "steps")}  # fmt: skip
+            runs[d.name]["compile"] = json.loads((d / "spec.json").read_text()).get("compile")
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     done = sum(r["status"] == "done" for r in runs.values())
     report = {
         "ladder": str(Path(ladder.__file__).resolve().parent), "cores": os.cpu_count(),
-        "training_stage_s": round(stage, 2), "runs": len(runs), "done": done,
+        "training_stage_s": round(stage, 2), "runs": len(runs), "done": done, "compile": a.compile,
+        "compiled_runs": sum(bool(r.get("compile")) for r in runs.values()),
         "sum_train_time_s": round(sum(r["train_time_s"] or 0 for r in runs.values()), 2),
         "sum_wall_time_s": round(sum(r["wall_time_s"] or 0 for r in runs.values()), 2),
         "load_before": load0[0], "load_after_1min": load1[0], "other_cores_before": round(before, 3),

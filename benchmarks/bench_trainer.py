@@ -83,7 +83,8 @@ def _descendants() -> list[int]:
 
 def _own_seconds() -> float:
     """CPU seconds of this process, of its children that have been waited for, and of its live descendants (the
-    trainers' worker processes)."""
+    trainers' worker processes) with what each of them has waited for: a worker that exits and is reaped by its
+    parent while the watch runs moves its time into that parent's, instead of out of the count."""
     import resource
 
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -93,7 +94,7 @@ def _own_seconds() -> float:
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
+            total += sum(int(x) for x in fields[11:15]) / tick  # utime, stime, cutime, cstime
         except (OSError, IndexError, ValueError):
             continue
     return total
