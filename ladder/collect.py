@@ -34,7 +34,7 @@ import pandas as pd
 from ladder import job_records, layout
 from ladder.books import RunBooks, read_books
 from ladder.model.config import RunSpec
-from ladder.plan import read_plan
+from ladder.plan import Damaged, plan_entries
 from ladder.status import FINAL, STATES, classify
 
 PENDING = tuple(s for s in STATES if s not in FINAL)  # not ended yet: planned, waiting, queued, running, interrupted
@@ -249,11 +249,18 @@ def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error:
 
 def collect(study_dir: Path) -> Collected:
     sd = layout.StudyDir(Path(study_dir))
-    _, specs = read_plan(sd.path)
+    entries = plan_entries(sd.path)
     book = job_records.read(sd)
     rows, curves, problems = [], [], []
     states: dict[str, list[str]] = {}
-    for spec in specs:
+    for spec in entries:
+        if isinstance(spec, Damaged):
+            error = f"{spec.why}; `{spec.repair}` rewrites it"
+            states.setdefault("damaged", []).append(spec.run_id)
+            problems.append(Problem(spec.run_id, layout.SPEC, f"{spec.why}; `{spec.repair}` rewrites it"))
+            rows.append({"run_id": spec.run_id, "status": "damaged", "error": error, "reason": error,
+                         "loss": math.nan, "problems": spec.why})
+            continue
         rd = sd.run(spec.run_id)
         books = read_books(rd, spec)
         state, error = classify(sd, spec, book, books)

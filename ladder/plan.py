@@ -207,12 +207,10 @@ def _update_existing(rd: layout.RunDir, planned: RunSpec) -> tuple[bool, bool]:
     new role (a trunk, a branch or independent); one that has started keeps the trunk it started from, and a
     trunk also snapshots at the new branch steps it reaches (the union of both). Returns whether the settings
     and whether the links changed."""
-    if layout.result_status(rd) in ("done", "diverged"):
+    read = read_run_spec(rd)
+    on_disk: RunSpec | None = None if isinstance(read, str) else read  # unreadable: the plan's spec replaces it
+    if on_disk is not None and layout.result_status(rd) in ("done", "diverged"):
         return False, False
-    try:
-        on_disk: RunSpec | None = RunSpec.model_validate_json(rd.spec.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        on_disk = None  # unreadable: the plan's spec replaces it
     started = rd.metrics.is_file() or rd.checkpoint_pointer.is_file() or rd.result.is_file()
     if on_disk is None or not started:
         trunk, steps = _links(planned)
@@ -230,25 +228,86 @@ def _update_existing(rd: layout.RunDir, planned: RunSpec) -> tuple[bool, bool]:
     return not same_settings, relinked
 
 
+def repair_command(study_dir: Path) -> str:
+    """The command that rewrites a planned study's missing or unreadable files (plan.json, a run's spec.json) in
+    place: the study's own study.yaml planned again into the same directory (a bare ``ladder plan NAME`` would
+    plan a new study under ./ladder-runs instead)."""
+    sd = layout.StudyDir(Path(study_dir))
+    return f"ladder plan {sd.study} --out {sd.path}"
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A run of the plan whose run directory cannot be read as a run: what is wrong, and the command that
+    repairs it."""
+
+    run_id: str
+    why: str
+    repair: str
+
+    def __str__(self) -> str:
+        return f"{self.run_id}: {self.why}; `{self.repair}` rewrites it"
+
+
+def _plan_ids(sd: layout.StudyDir) -> list[str]:
+    if not sd.plan.is_file():
+        raise StateError(f"{sd.path} is not a planned study directory (no {layout.PLAN}); run `ladder plan` first")
+    try:
+        ids = json.loads(sd.plan.read_text(encoding="utf-8"))["runs"]
+        if not isinstance(ids, list):
+            raise ValueError(f"'runs' is a {type(ids).__name__}, not a list")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StateError(f"{sd.plan} is unreadable ({exc}); `{repair_command(sd.path)}` rewrites it") from None
+    return [str(i) for i in ids]
+
+
+def read_run_spec(rd: layout.RunDir) -> RunSpec | str:
+    """The run spec of run directory ``rd``, or why it cannot be read (the directory or spec.json is missing, or
+    spec.json is not a valid run spec of this run)."""
+    if not rd.path.is_dir():
+        return "its run directory is missing"
+    try:
+        text = rd.spec.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return f"its {layout.SPEC} is missing"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"its {layout.SPEC} cannot be read ({exc})"
+    try:
+        spec = RunSpec.model_validate_json(text)
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()
+        return f"its {layout.SPEC} is not a valid run spec ({first[0] if first else type(exc).__name__})"
+    if spec.run_id != rd.run_id:
+        return f"its {layout.SPEC} is the spec of another run ({spec.run_id})"
+    return spec
+
+
+def plan_entries(study_dir: Path) -> list[RunSpec | Damaged]:
+    """Every run of the current plan, in plan order: its spec, or a :class:`Damaged` entry saying what is wrong
+    with its directory. One damaged run never hides the others (``ladder status`` and ``collect`` read this);
+    only a missing or unreadable plan.json raises."""
+    sd = layout.StudyDir(Path(study_dir))
+    entries: list[RunSpec | Damaged] = []
+    for run_id in _plan_ids(sd):
+        spec = read_run_spec(sd.run(run_id))
+        entries.append(Damaged(run_id, spec, repair_command(sd.path)) if isinstance(spec, str) else spec)
+    return entries
+
+
 def read_plan(study_dir: Path) -> tuple[StudySpec, list[RunSpec]]:
-    """The study and run specs of a planned study directory (the current plan's runs, in plan order)."""
+    """The study and run specs of a planned study directory (the current plan's runs, in plan order). Raises on
+    the first damaged run, naming the command that repairs it (what acts on every run, like ``submit``, needs
+    all of them; ``status`` and ``collect`` read :func:`plan_entries` instead)."""
     from ladder.studies.spec import read_study_file
 
     sd = layout.StudyDir(Path(study_dir))
-    if not sd.plan.is_file():
-        raise StateError(f"{sd.path} is not a planned study directory (no {layout.PLAN}); run `ladder plan` first")
+    entries = plan_entries(sd.path)
     study = read_study_file(sd.study)
-    try:
-        ids = json.loads(sd.plan.read_text())["runs"]
-    except (ValueError, KeyError) as exc:
-        raise StateError(f"{sd.plan} is unreadable ({exc}); run `ladder plan` again") from None
     runs = []
-    for run_id in ids:
-        rd = sd.run(run_id)
-        try:
-            runs.append(RunSpec.model_validate_json(rd.spec.read_text()))
-        except (OSError, ValueError) as exc:
-            raise StateError(f"{rd.spec} is missing or unreadable ({exc}); run `ladder plan` again") from None
+    for entry in entries:
+        if isinstance(entry, Damaged):
+            raise StateError(f"run {entry.run_id} of {sd.path}: {entry.why}; `{entry.repair}` rewrites it")
+        runs.append(entry)
     return study, runs
 
 

@@ -1,7 +1,8 @@
 """Where every run of a study stands: planned, waiting (a cooldown branch whose trunk has not reached its branch
 step), queued, running, done, failed, diverged, cancelled, interrupted (stopped without finishing; a new submit
-resumes it from its checkpoint) or corrupt (it trained, but its result.json is missing or unusable: the problem
-is stated).
+resumes it from its checkpoint), corrupt (it trained, but its result.json is missing or unusable: the problem
+is stated) or damaged (its run directory or spec.json is missing or unreadable: the row says what is wrong and
+the command that repairs it, and the other runs are shown as ever).
 
 Built only from files: the run directory (read by :mod:`ladder.books`: result, error, metrics, checkpoint,
 model) plus its lock, and ``jobs.json`` with the executor's view of those jobs. A finished run shows the losses
@@ -19,12 +20,12 @@ from typing import Any
 from ladder import job_records, layout
 from ladder.books import RunBooks, read_books
 from ladder.model.config import RunSpec
-from ladder.plan import read_plan
+from ladder.plan import Damaged, plan_entries
 from ladder.run_lock import lock_holder
 
 STATES = ("planned", "waiting", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled",
-          "corrupt")
-FINAL = {"done", "failed", "diverged", "cancelled", "corrupt"}
+          "corrupt", "damaged")
+FINAL = {"done", "failed", "diverged", "cancelled", "corrupt", "damaged"}
 LIVE = {"queued", "running"}
 
 
@@ -165,11 +166,23 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
     )
 
 
+def damaged_status(entry: Damaged) -> RunStatus:
+    """The row of a run whose directory or spec.json cannot be read: ``damaged``, with what is wrong and the
+    command that repairs it as its error."""
+    return RunStatus(run_id=entry.run_id, variant="?", size="?", state="damaged", tokens_done=0, tokens_planned=0,
+                     progress=0.0, train_loss=None, eval_loss=None, tokens_per_s=None, eta_s=None, job_id=None,
+                     executor=None, error=f"{entry.why}; `{entry.repair}` rewrites it",
+                     own_tokens_done=0, own_tokens_planned=0)
+
+
 def study_status(study_dir: Path) -> list[RunStatus]:
+    """Every run of the plan in plan order; a damaged run (:class:`ladder.plan.Damaged`) is a row of its own and
+    never hides the others."""
     sd = layout.StudyDir(Path(study_dir))
-    _, specs = read_plan(sd.path)
+    entries = plan_entries(sd.path)
     book = job_records.read(sd)
-    return [run_status(sd, spec, book, read_books(sd.run(spec.run_id), spec)) for spec in specs]
+    return [damaged_status(e) if isinstance(e, Damaged) else run_status(sd, e, book, read_books(sd.run(e.run_id), e))
+            for e in entries]
 
 
 def totals(rows: list[RunStatus]) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.model.config import format_count
 
 PROGRESS_EVERY_S = 60.0  # without a terminal: a progress line at least this often while runs go on
-FAILED = ("failed", "diverged", "corrupt")
-COLOURS = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red", "running": "cyan",
+FAILED = ("failed", "diverged", "corrupt", "damaged")
+COLOURS = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red", "damaged": "red", "running": "cyan",
            "queued": "yellow", "cancelled": "magenta", "interrupted": "yellow", "waiting": "blue"}
 
 
@@ -121,15 +121,16 @@ def status(
     watch: bool = flag("watch", "Keep a live display until every run has ended (without a terminal: a progress "
                        "line when a run changes state, else about once a minute)."),
     interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes with --watch."),
-    check: bool = flag("check", "Exit 1 when a run failed, diverged or is corrupt (with --watch: once every run "
-                       "has ended), naming them; for scripts and CI."),
+    check: bool = flag("check", "Exit 1 when a run failed, diverged, is corrupt or damaged (with --watch: once "
+                       "every run has ended), naming them; for scripts and CI."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Show each run's state, progress, losses, throughput, ETA and job id.
 
     States: planned, waiting (a cooldown branch whose trunk has not reached its branch step; it names the
     trunk), queued, running, interrupted (resumable), done, failed, diverged, cancelled, corrupt (trained, but
-    result.json is missing or unusable); a failed, diverged or corrupt run shows its error, and a run whose
+    result.json is missing or unusable), damaged (its run directory or spec.json is missing or unreadable: the
+    command that repairs it is named); a failed, diverged, corrupt or damaged run shows its error, and a run whose
     files had lines to skip shows them. A finished run shows the losses of its result.json. Totals follow the
     table, with the FLOPs spent by every run (a branch: its own steps)."""
     from ladder.status import study_status, totals, wait
@@ -147,7 +148,7 @@ def status(
             out.print(totals_line(totals(rows)))
     bad = [r.run_id for r in rows if r.state in FAILED]
     if check and bad:
-        err.print(f"[red]{len(bad)} runs failed, diverged or are corrupt[/]: {', '.join(bad)}")
+        err.print(f"[red]{len(bad)} runs failed, diverged, are corrupt or damaged[/]: {', '.join(bad)}")
         raise typer.Exit(1)
 
 

@@ -1,0 +1,125 @@
+"""A damaged study (issue 28): one run whose directory or spec.json is missing or corrupt, or whose result.json is
+corrupt, is reported by `ladder status` and `ladder collect` and never blocks the rest of the study. The advice
+names the command that repairs it in place (`ladder plan STUDY_DIR/study.yaml --out STUDY_DIR`), and that command
+does repair it (a bare `ladder plan NAME` would plan a new study under ./ladder-runs)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ladder import layout
+from ladder.errors import StateError
+from tests.cli_helpers import run_cli
+from tests.fake_runs import finish, plan_micro
+
+
+def _damage(root, spec, how: str) -> None:
+    rd = layout.StudyDir(root).run(spec.run_id)
+    if how == "deleted_dir":
+        shutil.rmtree(rd.path)
+    elif how == "deleted_spec":
+        rd.spec.unlink()
+    elif how == "corrupt_spec":
+        rd.spec.write_text('{"run_id": "abc", "vari')
+    elif how == "wrong_spec":
+        rd.spec.write_text('{"run_id": 3}')
+    else:
+        raise AssertionError(how)
+
+
+DAMAGE = {"deleted_dir": "run directory is missing", "deleted_spec": "spec.json is missing",
+          "corrupt_spec": "spec.json is not a valid run spec", "wrong_spec": "spec.json is not a valid run spec"}
+
+
+@pytest.fixture()
+def planned(tmp_path):
+    root = tmp_path / "S2"
+    specs = plan_micro(root)
+    sd = layout.StudyDir(root)
+    finish(sd, specs[0], 3.5)
+    finish(sd, specs[2], 3.4)
+    return root, specs
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_status_shows_a_damaged_run_and_every_other_run(planned, capsys, how):
+    root, specs = planned
+    _damage(root, specs[2], how)
+    r = run_cli(capsys, "status", root, "--json")
+    assert r.code == 0, r.stderr
+    rows = {row["run_id"]: row for row in r.json()["runs"]}
+    assert list(rows) == [s.run_id for s in specs]  # every run, in plan order
+    bad = rows[specs[2].run_id]
+    assert bad["state"] == "damaged" and DAMAGE[how] in bad["error"]
+    assert f"ladder plan {root / 'study.yaml'} --out {root}" in bad["error"]
+    assert rows[specs[0].run_id]["state"] == "done" and rows[specs[1].run_id]["state"] == "planned"
+    assert r.json()["totals"]["states"]["damaged"] == 1
+    human = run_cli(capsys, "status", root)
+    assert human.code == 0
+    assert f"{specs[2].run_id} damaged: " in " ".join(human.stdout.split())
+    check = run_cli(capsys, "status", root, "--check")
+    assert check.code == 1 and specs[2].run_id in check.stderr
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_collect_warns_about_a_damaged_run_and_collects_the_rest(planned, capsys, how):
+    root, specs = planned
+    _damage(root, specs[2], how)
+    r = run_cli(capsys, "collect", root)
+    assert r.code == 0, r.stderr
+    err = " ".join(r.stderr.split())
+    assert specs[2].run_id in err and DAMAGE[how] in err and f"--out {root}" in err
+    from ladder.collect import read_results
+
+    df = read_results(root).set_index("run_id")
+    assert list(df.index) == [s.run_id for s in specs]
+    assert df.loc[specs[2].run_id, "status"] == "damaged"
+    assert df.loc[specs[0].run_id, "status"] == "done" and df.loc[specs[0].run_id, "loss"] == 3.5
+
+
+def test_a_corrupt_result_never_blocks_the_rest(planned, capsys):
+    root, specs = planned
+    layout.StudyDir(root).run(specs[0].run_id).result.write_text("{not json")
+    r = run_cli(capsys, "status", root, "--json")
+    assert r.code == 0
+    states = [row["state"] for row in r.json()["runs"]]
+    assert states[0] == "corrupt" and states[2] == "done"
+    c = run_cli(capsys, "collect", root)
+    assert c.code == 0 and specs[0].run_id in c.stderr
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_the_advised_command_repairs_the_study_in_place(planned, capsys, how, monkeypatch, tmp_path):
+    root, specs = planned
+    _damage(root, specs[2], how)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    r = run_cli(capsys, "plan", root / "study.yaml", "--out", root)
+    assert r.code == 0, r.stderr
+    assert not (elsewhere / "ladder-runs").exists()  # no new study anywhere else
+    rows = {row["run_id"]: row["state"] for row in run_cli(capsys, "status", root, "--json").json()["runs"]}
+    assert "damaged" not in rows.values()
+    # a finished run whose spec.json was damaged has it rewritten and stays done
+    assert rows[specs[0].run_id] == "done"
+
+
+def test_a_done_run_with_a_corrupt_spec_is_repaired_and_stays_done(planned, capsys):
+    root, specs = planned
+    _damage(root, specs[0], "corrupt_spec")
+    assert run_cli(capsys, "plan", root / "study.yaml", "--out", root).code == 0
+    rows = {row["run_id"]: row["state"] for row in run_cli(capsys, "status", root, "--json").json()["runs"]}
+    assert rows[specs[0].run_id] == "done"
+
+
+def test_what_needs_every_run_refuses_naming_the_repair(planned):
+    from ladder.plan import read_plan
+
+    root, specs = planned
+    _damage(root, specs[1], "deleted_dir")
+    with pytest.raises(StateError) as exc:
+        read_plan(root)
+    assert specs[1].run_id in str(exc.value) and f"ladder plan {root / 'study.yaml'} --out {root}" in str(exc.value)
+    assert "run `ladder plan` again" not in str(exc.value)
