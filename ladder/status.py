@@ -12,6 +12,7 @@ of its result.json (authoritative); metrics.jsonl gives the progress of the othe
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ class RunStatus:
     progress: float
     train_loss: float | None
     eval_loss: float | None
-    tokens_per_s: float | None
+    tokens_per_s: float | None  # tokens trained / seconds inside training steps: result.json's tokens_per_s
     eta_s: float | None
     job_id: str | None
     executor: str | None
@@ -53,6 +54,7 @@ class RunStatus:
     # the tokens of the updates it trains itself (a branch's prefix is its trunk's): what the study's totals add
     own_tokens_done: int | None = None
     own_tokens_planned: int | None = None
+    seed: int | None = None  # runs that differ only by seed are replicates of one configuration
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -135,7 +137,9 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
     train_loss, eval_loss = last.get("loss"), last.get("eval_loss")
     if state == "done" and books.result is not None:  # the result's numbers, not the curve's
         train_loss, eval_loss = books.result.get("final_train_loss"), books.result.get("final_eval_loss")
-    tps = last.get("tokens_per_s")
+    tps = last.get("tokens_per_s")  # the trainer's tokens trained so far / seconds in training steps so far
+    if books.result is not None and isinstance(books.result.get("tokens_per_s"), (int, float)):
+        tps = float(books.result["tokens_per_s"])  # an ended run: its result's (the same definition, whole run)
     per_step = spec.sequences_per_batch * spec.data.seq_len
     eta = (spec.tokens - done_tokens) / tps if tps and state in LIVE else None
     rec = job_records.latest(book, spec.run_id)
@@ -163,6 +167,7 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
         job_alive=own in LIVE,
         own_tokens_done=min(spec.own_tokens, max(0, done_tokens - books.start_step * per_step)),
         own_tokens_planned=spec.own_tokens,
+        seed=spec.seed,
     )
 
 
@@ -197,6 +202,81 @@ def totals(rows: list[RunStatus]) -> dict[str, Any]:
             "flops_spent": float(sum(r.flops_spent for r in rows)),
             "flops_planned": float(sum(r.flops_planned for r in rows)),
             "flops_convention": "exact counted training FLOPs (flops_per_token x tokens)"}
+
+
+def remaining_work(rows: list[RunStatus]) -> tuple[float, float, float, str]:
+    """(work done, work left, the running runs' present rate of work, the unit): in exact counted FLOPs, each run's
+    own (a branch: its steps after its branch step), so that runs of every size weigh what they cost; in tokens
+    when no run knows its FLOPs. Ended runs (done, failed, cancelled, ...) have nothing left."""
+    flops = any(r.flops_planned > 0 for r in rows)
+    done = left = rate = 0.0
+    for r in rows:
+        own_done = r.tokens_done if r.own_tokens_done is None else r.own_tokens_done
+        own_planned = r.tokens_planned if r.own_tokens_planned is None else r.own_tokens_planned
+        per_token = (r.flops_planned / own_planned if own_planned else 0.0) if flops else 1.0
+        done += r.flops_spent if flops else own_done
+        if r.state not in FINAL:
+            left += max(0.0, (r.flops_planned - r.flops_spent) if flops else own_planned - own_done)
+        if r.state == "running" and r.tokens_per_s:
+            rate += r.tokens_per_s * per_token
+    return done, left, rate, "FLOPs" if flops else "tokens"
+
+
+class EtaClock:
+    """The time left for a study's remaining work, from its measured rate, smoothed so that it moves steadily.
+
+    Each call (a poll of :func:`study_status`) measures the work done since the previous one (FLOPs, or tokens:
+    :func:`remaining_work`) over the wall time between them, and folds it into an exponentially smoothed rate with
+    time constant ``tau_s``. The smoothed rate starts from the running runs' own throughput (result.json's
+    definition, from the first poll at which a run is running; else the average since the first poll once work
+    shows),
+    whose weight then fades as exp(-elapsed / tau_s). The ETA shown counts down with the clock between polls and
+    moves towards work left / smoothed rate at the pace of ``glide_s``, so that work that shows in lumps (a run's
+    metrics arrive every log interval) does not make it jump. A run that starts or ends, of any
+    size, then moves the ETA only as much as it changes the study's throughput, not by the ratio of model sizes
+    (tokens per second of a small model say nothing of a large one's)."""
+
+    def __init__(self, tau_s: float = 300.0, glide_s: float = 60.0, clock=time.monotonic) -> None:
+        self.tau_s, self.glide_s, self.clock = tau_s, glide_s, clock
+        self.rate: float | None = None
+        self.eta: float | None = None
+        self.last: tuple[float, float] | None = None
+        self.started: float | None = None
+        self.started_done: float = 0.0
+        self.unit: str | None = None
+
+    def __call__(self, rows: list[RunStatus]) -> float | None:
+        now = self.clock()
+        done, left, instant, unit = remaining_work(rows)
+        if unit != self.unit:
+            self.rate, self.last, self.started, self.unit, self.eta = None, None, None, unit, None
+        if self.last is not None and now > self.last[0]:
+            dt, worked = now - self.last[0], max(0.0, done - self.last[1])  # a reset run (less done) adds nothing
+            measured = worked / dt
+            if self.rate is None:
+                # nothing ran at the first poll: start from the running runs' own rate as soon as one runs, else
+                # from the average since the first poll once some work has shown
+                if instant > 0:
+                    self.rate = instant
+                elif done > self.started_done and now > self.started:
+                    self.rate = (done - self.started_done) / (now - self.started)
+            else:
+                self.rate += (1.0 - math.exp(-dt / self.tau_s)) * (measured - self.rate)
+        elif self.last is None:
+            self.started, self.started_done = now, done
+            self.rate = instant or None
+        dt = now - self.last[0] if self.last is not None else 0.0
+        self.last = (now, done)
+        if left <= 0:
+            self.eta = 0.0
+            return 0.0
+        raw = left / self.rate if self.rate and self.rate > 0 else None
+        if raw is None or self.eta is None:
+            self.eta = raw
+        else:  # count down with the clock, and move towards the measured estimate at the pace of glide_s
+            ticked = max(0.0, self.eta - dt)
+            self.eta = ticked + (1.0 - math.exp(-dt / self.glide_s)) * (raw - ticked)
+        return self.eta
 
 
 def wait(study_dir: Path, *, poll_s: float = 2.0, on_update=None, timeout_s: float | None = None) -> list[RunStatus]:

@@ -26,10 +26,12 @@ COLOURS = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red"
 
 def status_table(rows, title: str) -> Group:
     """The runs as a table that fits 120 columns, then a line per run with an error or skipped lines (a message
-    never wraps inside a cell)."""
+    never wraps inside a cell). FLOPs: spent (exact counted); train, eval: the latest losses (a finished run: its
+    result's); tok/s: tokens trained / seconds in training steps (result.json's definition)."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   collapse_padding=True)
-    for name in ("run", "variant", "size", "state", "progress", "FLOPs spent", "train loss", "eval loss", "tok/s",
+    # seed and budget (planned tokens) tell replicates apart; progress is the share of the budget trained
+    for name in ("run", "variant", "size", "seed", "budget", "state", "progress", "FLOPs", "train", "eval", "tok/s",
                  "ETA", "job"):
         table.add_column(name, no_wrap=name not in ("variant", "job"),
                          justify="left" if name in ("run", "variant", "size", "state", "job") else "right")
@@ -37,8 +39,9 @@ def status_table(rows, title: str) -> Group:
     for r in rows:
         colour = COLOURS.get(r.state, "white")
         table.add_row(
-            r.run_id, r.variant, r.size, f"[{colour}]{r.state}[/]",
-            f"{format_count(r.tokens_done)}/{format_count(r.tokens_planned)} {100 * r.progress:.0f}%",
+            r.run_id, r.variant, r.size, "-" if r.seed is None else str(r.seed),
+            format_count(r.tokens_planned) if r.tokens_planned else "-", f"[{colour}]{r.state}[/]",
+            f"{100 * r.progress:.0f}%",
             sci(r.flops_spent),
             f"{r.train_loss:.4f}" if r.train_loss is not None else "-",
             f"{r.eval_loss:.4f}" if r.eval_loss is not None else "-",
@@ -51,36 +54,41 @@ def status_table(rows, title: str) -> Group:
     return Group(table, *lines)
 
 
-def progress_line(rows, what: str) -> str:
-    """One compact line for a log: runs done and running, tokens, and the time left at the current rate."""
+def progress_line(rows, what: str, eta_s: float | None = None) -> str:
+    """One compact line for a log: runs done and running, tokens (a branch: the ones it trains itself), and the
+    time left (``eta_s``: an :class:`ladder.status.EtaClock`'s, from the measured throughput)."""
     from ladder.status import totals
 
     t = totals(rows)
     counts = t["states"]
     parts = [f"{counts.get('done', 0)}/{t['runs']} done"]
     parts += [f"{n} {state}" for state, n in counts.items() if n and state != "done"]
-    rate = sum(r.tokens_per_s or 0.0 for r in rows if r.state == "running")
     left = t["tokens_planned"] - t["tokens_done"]
-    eta = human_seconds(left / rate) if rate > 0 and left > 0 else "-"
+    eta = human_seconds(eta_s) if eta_s is not None and eta_s > 0 and left > 0 else "-"
     return (f"{time.strftime('%H:%M:%S')} {what}: {', '.join(parts)}; {format_count(t['tokens_done'])}/"
             f"{format_count(t['tokens_planned'])} tokens ({100 * t['progress']:.0f}%), ETA {eta}")
 
 
 class StatusLines:
     """Progress where there is no terminal to redraw (a log, CI): a :func:`progress_line` when the runs' states
-    change, and otherwise about once a minute (``PROGRESS_EVERY_S``)."""
+    change, and otherwise about once a minute (``PROGRESS_EVERY_S``). The ETA is measured on every poll, printed
+    or not (:class:`ladder.status.EtaClock`)."""
 
     def __init__(self, console, what: str, every_s: float | None = None, clock=time.monotonic) -> None:
+        from ladder.status import EtaClock
+
         self.console, self.what, self.clock = console, what, clock
         self.every_s = PROGRESS_EVERY_S if every_s is None else every_s
         self.last_states: tuple | None = None
         self.last_at = -math.inf
+        self.eta = EtaClock(clock=clock)
 
     def __call__(self, rows) -> None:
+        eta_s = self.eta(rows)
         states = tuple(r.state for r in rows)
         now = self.clock()
         if states != self.last_states or now - self.last_at >= self.every_s:
-            self.console.print(progress_line(rows, self.what), soft_wrap=True)
+            self.console.print(progress_line(rows, self.what, eta_s), soft_wrap=True)
             self.last_states, self.last_at = states, now
 
 
@@ -95,12 +103,15 @@ def watching(console, title: str) -> Iterator[Callable[[list], None]]:
         return
     from rich.live import Live
 
+    from ladder.status import EtaClock
+
     live = Live(console=console, refresh_per_second=2, transient=False)
+    eta = EtaClock()
 
     def show(rows) -> None:
         if not live.is_started:
             live.start()
-        live.update(Group(status_table(rows, title), totals_line(totals(rows))))
+        live.update(Group(status_table(rows, title), totals_line(totals(rows), eta(rows))))
 
     try:
         yield show
@@ -109,11 +120,12 @@ def watching(console, title: str) -> Iterator[Callable[[list], None]]:
             live.stop()
 
 
-def totals_line(t: dict) -> str:
+def totals_line(t: dict, eta_s: float | None = None) -> str:
     states = ", ".join(f"{n} {s}" for s, n in t["states"].items() if n)
-    return (f"{t['runs']} runs: {states}; {t['tokens_done']:,}/{t['tokens_planned']:,} tokens "
-            f"({100 * t['progress']:.0f}%); {sci(t['flops_spent'])} of {sci(t['flops_planned'])} FLOPs spent "
-            "(exact counted: flops_per_token x tokens, failed and cancelled runs included)")
+    eta = f"; ETA {human_seconds(eta_s)}" if eta_s else ""
+    return (f"{t['runs']} runs: {states}; {format_count(t['tokens_done'])}/{format_count(t['tokens_planned'])} "
+            f"tokens ({100 * t['progress']:.0f}%); {sci(t['flops_spent'])} of {sci(t['flops_planned'])} FLOPs spent "
+            f"(exact counted: flops_per_token x tokens, failed and cancelled runs included){eta}")
 
 
 def status(

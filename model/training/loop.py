@@ -18,10 +18,12 @@ What one call does
 5. fp32 on CPU; bf16 autocast on CUDA (``precision: auto``; weights and optimizer stay fp32; TF32 matmuls on);
    SDPA attention; ``torch.compile`` when ``spec.compile``. On CPU in fp32 a run is bit-reproducible at a fixed
    thread count, also across kills and resumes.
-6. Logs ``{"kind": "train", "step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "elapsed_s"}``
-   every ``log_interval`` steps (``loss``: mean of the per-step losses since the previous record; ``lr`` and
-   ``grad_norm``: of the logged step; ``tokens_per_s`` over the interval's step time; ``elapsed_s``: wall time
-   since the run first started, summed over restarts) and ``{"kind": "eval", "step", "tokens", "eval_loss",
+6. Logs ``{"kind": "train", "step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "interval_tokens_per_s",
+   "mfu", "elapsed_s", "train_time_s"}`` every ``log_interval`` steps (``loss``: mean of the per-step losses since
+   the previous record; ``lr`` and ``grad_norm``: of the logged step; ``tokens_per_s``: the tokens this run has
+   trained so far over ``train_time_s``, its time inside training steps so far, the definition of result.json's
+   ``tokens_per_s`` (:func:`.result.throughput`), and ``mfu`` of it; ``interval_tokens_per_s``: over the
+   interval's step time alone; ``elapsed_s``: wall time since the run first started, summed over restarts) and ``{"kind": "eval", "step", "tokens", "eval_loss",
    "eval_loss_repeats", "eval_loss_novel"}`` (the loss over every validation target, and over the in-context
    repeats and the novel targets apart: :mod:`ladder.model.data.repeats`) every ``eval_interval`` steps and once
    at the end. ``step`` counts completed optimizer updates (1..steps),
@@ -76,7 +78,7 @@ from ladder.model.training.distributed import Dist, barrier, setup_distributed
 from ladder.model.training.inputs import TrainData, resolve_data
 from ladder.model.training.preemption import Preempted, SignalTrap
 from ladder.model.training.progress import Progress
-from ladder.model.training.result import base_result
+from ladder.model.training.result import base_result, throughput
 from ladder.model.training.run_files import (
     finite_or_none,
     model_tmp_prefix,
@@ -300,13 +302,14 @@ class _Trainer:
                 tokens = done * self.tokens_per_step
 
                 if done % spec.log_interval == 0 or done == self.total_steps:
-                    tps = self.tokens_per_step * st["log_steps"] / st["log_time"] if st["log_time"] > 0 else None
+                    tps = throughput(st)  # result.json's definition, so far: status shows the same number
+                    recent = self.tokens_per_step * st["log_steps"] / st["log_time"] if st["log_time"] > 0 else None
                     rec = {
                         "kind": "train", "step": done, "tokens": tokens,
                         "loss": st["log_loss_sum"] / st["log_steps"], "lr": lr, "grad_norm": grad_norm,
-                        "tokens_per_s": tps,
+                        "tokens_per_s": tps, "interval_tokens_per_s": recent,
                         "mfu": compute_mfu(spec.flops_per_token, tps, self.peak.flops, d.world_size) if tps else None,
-                        "elapsed_s": round(self._elapsed(), 3),
+                        "elapsed_s": round(self._elapsed(), 3), "train_time_s": round(st["train_time_s"], 3),
                     }  # fmt: skip
                     self.metrics.append(rec)
                     st["log_loss_sum"], st["log_steps"], st["log_time"] = 0.0, 0, 0.0

@@ -7,7 +7,7 @@ that repeat their window's earlier text and over the others, and ``eval_repeat_s
 targets: :mod:`ladder.model.data.repeats`),
 ``tokens``, ``steps``, ``flops`` (= flops_per_token x tokens), ``wall_time_s`` (wall time of all attempts up to their
 last checkpoint plus the last attempt: work lost to a kill after the last checkpoint is not counted),
-``train_time_s`` (time inside training steps), ``tokens_per_s`` (tokens / train_time_s), ``mfu``, ``peak_flops``,
+``train_time_s`` (time inside training steps), ``tokens_per_s`` (tokens trained / train_time_s: :func:`throughput`), ``mfu``, ``peak_flops``,
 ``restarts``, ``device``, ``device_name``, ``precision``, ``world_size``, ``flops_spent`` (:mod:`.branching`),
 ``peak_rss_bytes`` and ``peak_gpu_allocated_bytes`` (this process's peak resident memory and, on CUDA, the
 allocator's peak, over the last attempt); on divergence ``diverged_at_step`` and ``reason``; on failure ``reason``
@@ -29,6 +29,13 @@ from ladder.model.training import branching
 from ladder.model.training.run_files import finite_or_none
 
 
+def throughput(state: dict[str, Any]) -> float | None:
+    """THE throughput of a run (result.json's ``tokens_per_s``, and each train record's in metrics.jsonl, which
+    ``ladder status`` shows): the tokens it trained itself (a branch: after its branch step; every attempt) over
+    its seconds inside training steps (``train_time_s``: compiles included, evaluations and checkpoints not)."""
+    return state["tokens_trained"] / state["train_time_s"] if state["train_time_s"] > 0 else None
+
+
 def base_result(
     spec: RunSpec,
     run: RunDir,
@@ -47,7 +54,7 @@ def base_result(
     that status brings."""
     st = state
     tokens = st["step"] * tokens_per_step
-    tps = st["tokens_trained"] / st["train_time_s"] if st["train_time_s"] > 0 else None
+    tps = throughput(st)
     return {
         "run_id": spec.run_id or run.run_id,
         "steps": st["step"],

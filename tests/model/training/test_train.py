@@ -193,7 +193,12 @@ def test_short_run_writes_every_file_and_the_model_loads_in_plain_transformers(t
 
     train_recs, eval_recs = metrics(run, "train"), metrics(run, "eval")
     assert [r["step"] for r in train_recs] == list(range(1, 31))
-    assert set(train_recs[0]) == {"kind", "step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "elapsed_s"}
+    assert set(train_recs[0]) == {"kind", "step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s",
+                                  "interval_tokens_per_s", "mfu", "elapsed_s", "train_time_s"}
+    # one throughput: the last record's tokens_per_s is the result's (tokens trained / seconds in steps so far)
+    last = train_recs[-1]
+    assert last["tokens_per_s"] == pytest.approx(result["tokens_per_s"], rel=1e-3)
+    assert last["train_time_s"] == result["train_time_s"]
     assert [r["step"] for r in eval_recs] == [10, 20, 30]
     assert eval_recs[-1]["eval_loss"] == result["final_eval_loss"]
     # final_train_loss: mean of the per-step losses of the last ceil(10%) of steps (here: log_interval = 1)

@@ -1,0 +1,180 @@
+"""Progress numbers you can trust (issue 28), on fake runs (no training):
+
+- throughput has one definition, tokens trained / seconds inside training steps, in result.json, in each train
+  record of metrics.jsonl and so in `ladder status`; status shows a finished run's result's number, and a seed
+  and a budget column that tell replicates apart;
+- the ETA of `ladder run`'s progress lines comes from the measured rate of work (FLOPs, so that runs of every
+  size weigh what they cost; a branch its own steps) and moves smoothly when runs of other sizes start and end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+from ladder import layout
+from ladder.run_lock import run_lock
+from ladder.status import EtaClock, study_status
+from tests.cli_helpers import run_cli
+from tests.fake_runs import done_result, metrics_lines, plan_micro
+
+
+def test_status_shows_the_throughput_result_json_gives(tmp_path, capsys):
+    root = tmp_path / "s"
+    specs = plan_micro(root)
+    sd = layout.StudyDir(root)
+    spec = specs[0]
+    rd = sd.run(spec.run_id)
+    # the last log interval ran fast (11,289 tok/s); the run as a whole, compile included, 2,449 tok/s
+    lines = [json.loads(x) for x in metrics_lines(spec, spec.steps)]
+    for rec in lines:
+        if rec["kind"] == "train":
+            rec["tokens_per_s"] = 11289.0
+    rd.metrics.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    layout.atomic_write_json(rd.result, {**done_result(spec, 3.5), "tokens_per_s": 2449.0})
+    rows = {r.run_id: r for r in study_status(root)}
+    assert rows[spec.run_id].tokens_per_s == 2449.0
+    r = run_cli(capsys, "status", root, "--json")
+    assert next(x for x in r.json()["runs"] if x["run_id"] == spec.run_id)["tokens_per_s"] == 2449.0
+    human = run_cli(capsys, "status", root)
+    assert "2,449" in human.stdout and "11,289" not in human.stdout
+
+
+def test_status_has_seed_and_budget_columns(tmp_path, capsys):
+    from ladder.plan import expand, write_plan
+    from ladder.studies.spec import parse_study
+
+    study = parse_study({
+        "name": "reps", "data": {"seq_len": 32, "validation_tokens": 1024},
+        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
+        "ladder": {"sizes": ["4K", "8K", "16K"], "tokens_per_param": 10, "budgets": [1, 2],
+                   "replicates": {"sizes": ["8K"], "seeds": [1]}},
+        "training": {"batch_min_sequences": 8}, "hero": {"params": "1M"}, "sanity_check": False,
+    })
+    root = tmp_path / "reps"
+    write_plan(expand(study), root)
+    rows = study_status(root)
+    assert sorted({r.seed for r in rows}) == [0, 1]
+    r = run_cli(capsys, "status", root, "--json")
+    assert {x["seed"] for x in r.json()["runs"]} == {0, 1}
+    human = run_cli(capsys, "status", root)
+    header = next(line for line in human.stdout.splitlines() if line.lstrip().startswith("run "))
+    assert " seed " in header and " budget " in header
+    table = [line for line in human.stdout.splitlines() if line.startswith(tuple(r.run_id for r in rows))]
+    assert len(table) == len(rows) and max(len(line.rstrip()) for line in table) <= 120
+
+
+def test_the_trainer_writes_one_throughput():
+    """result.json's tokens_per_s and each train record's are :func:`throughput` of the trainer's books."""
+    import inspect
+
+    from ladder.model.training import loop, result
+
+    assert result.throughput({"tokens_trained": 4898, "train_time_s": 2.0}) == 2449.0
+    assert result.throughput({"tokens_trained": 0, "train_time_s": 0.0}) is None
+    source = inspect.getsource(loop)
+    assert '"tokens_per_s": tps' in source and "tps = throughput(st)" in source
+    assert "tps = throughput(st)" in inspect.getsource(result.base_result)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _simulate(root, flops_per_s: float, poll_s: float, eta_at):
+    """Train the micro-study's runs one after another at a constant rate of FLOPs (a small model's tokens per
+    second are many times a large one's), writing the files a run leaves; at each poll, ask ``eta_at(t, rows)``.
+    Returns [(t, eta, true time left)]."""
+    specs = plan_micro(root)
+    sd = layout.StudyDir(root)
+    spans, t0 = [], 0.0
+    for s in specs:
+        spans.append((t0, t0 + s.own_flops / flops_per_s))
+        t0 += s.own_flops / flops_per_s
+    total = t0
+    finished: set[str] = set()
+    out = []
+    t = poll_s
+    while t < total:
+        with contextlib.ExitStack() as stack:
+            for s, (a, b) in zip(specs, spans):
+                rd = sd.run(s.run_id)
+                if t >= b and s.run_id not in finished:
+                    rd.metrics.write_text("".join(metrics_lines(s, s.steps)))
+                    layout.atomic_write_json(rd.result, {**done_result(s, 4.0),
+                                                         "tokens_per_s": flops_per_s / s.flops_per_token})
+                    finished.add(s.run_id)
+                elif a <= t < b:
+                    k = int((t - a) / (b - a) * s.steps) // s.log_interval * s.log_interval
+                    recs = [json.loads(x) for x in metrics_lines(s, k)]
+                    for rec in recs:
+                        if rec["kind"] == "train":
+                            rec["tokens_per_s"] = flops_per_s / s.flops_per_token
+                    rd.metrics.write_text("".join(json.dumps(r) + "\n" for r in recs))
+                    assert stack.enter_context(run_lock(rd))
+            rows = study_status(root)
+            out.append((t, eta_at(t, rows), total - t))
+        t += poll_s
+    return out
+
+
+def test_the_eta_comes_from_the_measured_rate_and_moves_smoothly(tmp_path):
+    clock = _Clock()
+    eta = EtaClock(tau_s=300.0, clock=clock)
+
+    def at(t, rows):
+        clock.t = t
+        return eta(rows)
+
+    flops_per_s = 2e8
+    seen = _simulate(tmp_path / "s", flops_per_s, poll_s=2.0, eta_at=at)
+    assert len(seen) > 100
+    # past its first tenth: within 25% (and half a minute) of the true time left, and never moving by more than
+    # 5% of itself besides the clock's own tick from one poll to the next
+    late = [(t, e, truth) for t, e, truth in seen if t > 0.1 * seen[-1][0] and truth > 20]
+    bad = [(round(t), round(e or -1), round(truth)) for t, e, truth in late
+           if e is None or abs(e - truth) > 0.25 * truth + 30]
+    assert not bad, bad[:20]
+    for (t1, e1, _), (t2, e2, _) in zip(late, late[1:]):
+        assert abs(e2 - e1) <= 0.05 * e1 + (t2 - t1), (t1, e1, e2)
+
+
+def test_the_old_eta_from_summed_tokens_per_second_jumps(tmp_path):
+    """What the progress line did before: tokens left / tokens per second of the runs running now. With a small
+    run running the ETA is several times what it is with a large one: the test above would fail on it."""
+    from ladder.status import totals
+
+    def at(t, rows):
+        tot = totals(rows)
+        rate = sum(r.tokens_per_s or 0.0 for r in rows if r.state == "running")
+        return (tot["tokens_planned"] - tot["tokens_done"]) / rate if rate else None
+
+    seen = _simulate(tmp_path / "s", 2e8, poll_s=5.0, eta_at=at)
+    ratios = [e / truth for t, e, truth in seen if e and truth > 20]
+    assert max(ratios) / min(ratios) > 1.5
+
+
+def test_progress_lines_print_the_eta_of_the_clock():
+    from rich.console import Console
+
+    from ladder.cli.status import StatusLines
+    from ladder.status import RunStatus
+
+    def row(state, done, spent):
+        return RunStatus(run_id="r", variant="base", size="4K", state=state, tokens_done=done, tokens_planned=1000,
+                         progress=done / 1000, train_loss=None, eval_loss=None, tokens_per_s=50.0, eta_s=None,
+                         job_id=None, executor=None, error=None, flops_spent=spent, flops_planned=1000.0 * 6)
+
+    console = Console(record=True, width=120, file=open("/dev/null", "w"))
+    clock = _Clock()
+    lines = StatusLines(console, "training: s", every_s=0, clock=clock)
+    lines([row("running", 0, 0.0)])
+    for t in range(1, 6):
+        clock.t = 2.0 * t
+        lines([row("running", 100 * t, 600.0 * t)])  # 300 FLOPs/s measured: 50 tokens/s of 6 FLOPs each
+    printed = console.export_text().splitlines()
+    assert printed[-1].endswith("500/1K tokens (50%), ETA 10s")  # 3,000 FLOPs left at 300 FLOPs/s
