@@ -94,6 +94,36 @@ def _shapes_by_target(study: StudySpec) -> dict[tuple[bool, float], list[tuple[s
     return out
 
 
+MAX_TARGET = 1e15  # a size beyond 1P parameters is a typo, not a model (and its shape would overflow the sizing)
+
+
+def check_target(label: str, target: float, shape: ModelShape | None, *, conv: str, aspect: float,
+                 rules: FamilyRules, tied: bool) -> ModelShape:
+    """Refuse a size the family cannot build near its target (the same bounds for a rung, the hero of a study and
+    ``ladder hero --params``); returns its shape. ``label`` names the field or option and its value."""
+    if not 0 < target <= MAX_TARGET:
+        raise SpecError(f"{label}: beyond what this family builds (at most {format_count(MAX_TARGET)} parameters)")
+    if shape is None:
+        shape = shape_for_params(int(round(target)), conv, aspect, rules, tied)
+    got = shape.params(conv)
+    if got > FAR * target:
+        small = _smallest(rules, tied)
+        raise SpecError(
+            f"{label}: below what this family builds (it lands on a model of {format_count(got)} {conv} "
+            f"parameters, {got / target:.3g}x the target; its smallest, one layer of one head group of "
+            f"model.head_dim {rules.head_dim} x kv_ratio {rules.kv_ratio}, has "
+            f"{format_count(small.params(conv))}): raise the size or lower model.head_dim")
+    if got * FAR < target:
+        raise SpecError(f"{label}: the nearest model this family builds has {format_count(got)} {conv} "
+                        f"parameters ({target / got:.3g}x fewer); raise model.max_layers")
+    if shape.n_layers == rules.max_layers and shape.aspect_ratio > ASPECT_FAR * aspect:
+        raise SpecError(
+            f"{label}: beyond what this family builds: at model.max_layers {rules.max_layers} the model "
+            f"would be {shape.d_model:,} wide ({shape.n_heads:,} heads, aspect ratio "
+            f"{shape.aspect_ratio:,.0f} instead of {aspect:g}); lower the size or raise model.max_layers")
+    return shape
+
+
 def check_sizes(study: StudySpec) -> None:
     """Sizes the family cannot build near their targets, and sizes that become the same model."""
     rules = study.model.rules(study.data.seq_len)
@@ -103,21 +133,7 @@ def check_sizes(study: StudySpec) -> None:
         for field, target, shape in shapes:
             got = shape.params(conv)
             label = f"{field} = {format_count(target)}"
-            if got > FAR * target:
-                small = _smallest(rules, tied)
-                raise SpecError(
-                    f"{label}: below what this family builds (it lands on a model of {format_count(got)} {conv} "
-                    f"parameters, {got / target:.3g}x the target; its smallest, one layer of one head group of "
-                    f"model.head_dim {rules.head_dim} x kv_ratio {rules.kv_ratio}, has "
-                    f"{format_count(small.params(conv))}): raise the size or lower model.head_dim")
-            if got * FAR < target:
-                raise SpecError(f"{label}: the nearest model this family builds has {format_count(got)} {conv} "
-                                f"parameters ({target / got:.3g}x fewer); raise model.max_layers")
-            if shape.n_layers == rules.max_layers and shape.aspect_ratio > ASPECT_FAR * aspect:
-                raise SpecError(
-                    f"{label}: beyond what this family builds: at model.max_layers {rules.max_layers} the model "
-                    f"would be {shape.d_model:,} wide ({shape.n_heads:,} heads, aspect ratio "
-                    f"{shape.aspect_ratio:,.0f} instead of {aspect:g}); lower the size or raise model.max_layers")
+            check_target(label, target, shape, conv=conv, aspect=aspect, rules=rules, tied=tied)
             if shape in seen:
                 raise SpecError(
                     f"{seen[shape]} and {label} become the same model ({shape.describe()}, {format_count(got)} "

@@ -54,7 +54,7 @@ Flops = Annotated[float, BeforeValidator(parse_count), Field(gt=0)]
 class Strict(BaseModel):
     """Unknown fields are errors: a typo in a spec must never be silently ignored."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DataConfig(Strict):

@@ -37,6 +37,15 @@ from ladder.studies.messages import pydantic_message
 from ladder.studies.yaml_load import DuplicateKeyError, load_yaml
 
 Auto = Literal["auto"]
+MAX_LAYERS = 1024  # deeper than any model trained (Llama 3 405B has 126 layers); a bound that keeps sizing finite
+AspectRatio = Annotated[float, Field(gt=0, le=1e4)]
+"""d_model / n_layers: positive, and at most 10,000 (real models sit between about 10 and 300)."""
+Seed = Annotated[int, Field(ge=0, lt=2**32)]
+Multiplier = Annotated[float, Field(gt=0, le=1e4)]
+"""A factor on a rule's learning rate or batch: positive, at most 10,000."""
+LearningRate = Annotated[float, Field(gt=0, le=100)]
+"""A peak learning rate: positive, at most 100 (AdamW's are below 0.1)."""
+"""A seed numpy and torch both take: 0 to 2**32 - 1."""
 
 
 def _unique(values: list | None, what: str) -> None:
@@ -57,9 +66,9 @@ class FamilySpec(Strict):
     norm_eps: PositiveFloat = 1e-5
     rope_theta: PositiveFloat = 10000.0
     init_std: PositiveFloat = 0.02
-    aspect_ratio: PositiveFloat = Field(default=32.0, description="d_model / n_layers unless an ablation sets it")
+    aspect_ratio: AspectRatio = Field(default=32.0, description="d_model / n_layers unless an ablation sets it")
     tie_embeddings: bool = Field(default=True, description="unless an ablation sets it")
-    max_layers: PositiveInt = 128
+    max_layers: PositiveInt = Field(default=128, le=MAX_LAYERS, description="the deepest model the family builds")
     depth_rule: Literal["count", "aspect"] = Field(
         default="count", description="how a size picks its depth: 'count' = any depth, the parameter count "
         "nearest first (depth may bounce between sizes); 'aspect' = the depth at which aspect_ratio gives the size "
@@ -89,11 +98,29 @@ class FamilySpec(Strict):
         )
 
 
+MIN_TOKENS_PER_PARAM = 0.01
+MAX_TOKENS_PER_PARAM = 1e5
+
+
+def _sane_tokens_per_param(tpp: float, budgets: list[float]) -> None:
+    """Every run's tokens per parameter (tokens_per_param x each budget) between 0.01 (a run that sees 1% of its
+    parameter count in tokens has learnt nothing to fit) and 100,000 (5,000x Chinchilla's 20; the most
+    over-trained models stay below 10,000): beyond those the counts overflow or vanish."""
+    if not MIN_TOKENS_PER_PARAM <= tpp <= MAX_TOKENS_PER_PARAM:
+        raise ValueError(f"tokens_per_param = {tpp:g}: must be between {MIN_TOKENS_PER_PARAM:g} and "
+                         f"{MAX_TOKENS_PER_PARAM:g} tokens per parameter (Chinchilla's rule is 20)")
+    for i, b in enumerate(budgets):
+        if not MIN_TOKENS_PER_PARAM <= tpp * b <= MAX_TOKENS_PER_PARAM:
+            raise ValueError(f"budgets[{i}] = {b:g}: x tokens_per_param {tpp:g} is {tpp * b:.3g} tokens per "
+                             f"parameter; every budget must give between {MIN_TOKENS_PER_PARAM:g} and "
+                             f"{MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)")
+
+
 class ReplicatesSpec(Strict):
     """Seed replicates at chosen sizes: every variant and budget of those sizes again with each seed."""
 
     sizes: Annotated[list[Count], Field(min_length=1)] = Field(description="sizes of ladder.sizes to repeat")
-    seeds: Annotated[list[int], Field(min_length=1)] = Field(
+    seeds: Annotated[list[Seed], Field(min_length=1)] = Field(
         description="the extra seeds; a run's one seed drives both its initialisation and its data order"
     )
 
@@ -126,8 +153,8 @@ class LadderSpec(Strict):
     isoflop_sizes: Annotated[list[Count], Field(min_length=3)] | None = Field(
         default=None, description="isoflop: an explicit size grid used at every budget"
     )
-    isoflop_points: int = Field(default=5, ge=3, description="isoflop: sizes per budget when no grid is given")
-    isoflop_span: float = Field(default=8.0, gt=1, description="isoflop: largest/smallest size per budget")
+    isoflop_points: int = Field(default=5, ge=3, le=64, description="isoflop: sizes per budget when no grid is given")
+    isoflop_span: float = Field(default=8.0, gt=1, le=1e4, description="isoflop: largest/smallest size per budget")
     extra_runs: list[ExtraRunSpec] | None = Field(
         default=None, description="runs beyond the grid, e.g. what `ladder plan STUDY_DIR --suggest --add` writes "
         "(ladder.studies.extra_runs)")
@@ -149,6 +176,7 @@ class LadderSpec(Strict):
     def _one_way_to_size(self) -> "LadderSpec":
         for name in ("sizes", "depths", "budgets", "compute_budgets", "isoflop_sizes"):
             _unique(getattr(self, name), name)
+        _sane_tokens_per_param(self.tokens_per_param, self.budgets)
         if self.mode == "chinchilla":
             if (self.sizes is None) == (self.depths is None):
                 raise ValueError("chinchilla mode needs exactly one of 'sizes' or 'depths'")
@@ -179,14 +207,14 @@ class AblationSpec(Strict):
     absolute values or as multipliers of the recipe's rule, not both."""
 
     tie_embeddings: Annotated[list[bool], Field(min_length=1)] | None = None
-    aspect_ratio: Annotated[list[PositiveFloat], Field(min_length=1)] | None = Field(
+    aspect_ratio: Annotated[list[AspectRatio], Field(min_length=1)] | None = Field(
         default=None, description="d_model / n_layers at equal parameter count (depth vs width)"
     )
     batch_tokens: Annotated[list[Count], Field(min_length=1)] | None = None
-    batch_multipliers: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
-    lr: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
-    lr_multipliers: Annotated[list[PositiveFloat], Field(min_length=1)] | None = None
-    seed: Annotated[list[int], Field(min_length=1)] | None = Field(
+    batch_multipliers: Annotated[list[Multiplier], Field(min_length=1)] | None = None
+    lr: Annotated[list[LearningRate], Field(min_length=1)] | None = None
+    lr_multipliers: Annotated[list[Multiplier], Field(min_length=1)] | None = None
+    seed: Annotated[list[Seed], Field(min_length=1)] | None = Field(
         default=None, description="seed replicates of every run (one seed drives initialisation and data order); "
         "not a variant: runs that differ only by seed are repeats of one configuration",
     )
@@ -208,13 +236,13 @@ class AblationSpec(Strict):
 class TrainingSpec(Strict):
     """The recipe. LR and batch default to documented rules of scale (``ladder.model.recipe``)."""
 
-    lr: Union[PositiveFloat, Auto] = "auto"
+    lr: Union[LearningRate, Auto] = "auto"
     lr_rule: Literal["olmo", "deepseek"] = "olmo"
-    lr_scale: PositiveFloat = Field(default=1.0, description="multiplies the rule")
-    lr_max: PositiveFloat | None = Field(default=None, description="clamp for tiny models")
+    lr_scale: Multiplier = Field(default=1.0, description="multiplies the rule")
+    lr_max: LearningRate | None = Field(default=None, description="clamp for tiny models")
     batch_tokens: Union[Count, Auto] = "auto"
     batch_rule: Literal["olmo", "deepseek"] = "olmo"
-    batch_scale: PositiveFloat = 1.0
+    batch_scale: Multiplier = 1.0
     batch_min_sequences: PositiveInt = 8
     batch_max_tokens: Count | None = None
     micro_batch_tokens: Count = Field(
@@ -230,7 +258,7 @@ class TrainingSpec(Strict):
         default="auto", description="torch.compile of the decoder layers: true, false, or auto (on CPU, the runs "
         "whose faster steps pay back the compile time; on GPUs none until measured: ladder.compiling); not part of "
         "a run's id (same computation)")
-    seed: int = Field(default=0, description="one seed per run drives both its initialisation and its data order")
+    seed: Seed = Field(default=0, description="one seed per run drives both its initialisation and its data order")
     evals_per_run: PositiveInt = 10
     eval_tokens: Count = 65536
     logs_per_run: PositiveInt = 100
@@ -248,8 +276,8 @@ class HeroSpec(Strict):
         default=None, description="EXACT counted training FLOPs (flops_per_token x tokens of the hero's shape, not "
         "6ND); the plan splits it by tokens_per_param, the fit by its compute-optimal allocation")
     tied: bool | None = None
-    aspect_ratio: PositiveFloat | None = None
-    seq_len: PositiveInt | None = None
+    aspect_ratio: AspectRatio | None = None
+    seq_len: PositiveInt | None = Field(default=None, le=1_048_576)
 
     @model_validator(mode="after")
     def _params_or_compute(self) -> "HeroSpec":

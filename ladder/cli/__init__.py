@@ -4,14 +4,17 @@ One module per command group (``ladder.cli.plan``, ``ladder.cli.training``, ...)
 app from them, in the order ``ladder --help`` lists them. A user error prints one line and exits 2: a
 ``LadderError`` (a bad file, field or state) and a bad command line alike (an unknown option, a value of the
 wrong type, a missing argument: click's usage errors, which would otherwise print a boxed panel). Any other
-exception is a bug in ladder and exits 1 with its traceback.
+exception is a bug in ladder and exits 1 with its traceback, but an ``OSError`` (a place that cannot be read or
+written: one line naming it, exit 2) and Ctrl-C (one line, exit 130: the same command continues).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
+import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 import typer.main
@@ -130,7 +133,63 @@ def main() -> None:
     except typer.Abort:
         sys.exit(1)
     except LadderError as exc:  # the message may hold brackets (a path, an extra): not rich markup
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
-        sys.exit(2)
+        _fail(str(exc))
+    except KeyboardInterrupt:  # Ctrl-C outside training (a fit, a collect, a report): nothing half-written counts
+        _interrupted(signal.SIGINT)
+    except BrokenPipeError:  # `ladder ... | head`: the reader left; nothing to say, and nowhere to say it
+        _quiet_stdout()
+        sys.exit(1)
+    except OSError as exc:  # a place that cannot be read or written (a read-only study, --out /proc/x)
+        _fail(os_error_line(exc))
+    except Exception as exc:
+        from ladder.model.training.preemption import Preempted
+
+        if isinstance(exc, Preempted):  # training stopped at a step boundary, its checkpoint written
+            _interrupted(exc.signum)
+        raise
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+INTERRUPTED = "run the same command to continue"
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    sys.exit(2)
+
+
+def _interrupted(signum: int) -> NoReturn:
+    """One line and the shell's code for the signal (130 for Ctrl-C): what was done is kept (checkpoints, and
+    files written whole or not at all), so the same command continues."""
+    if signum == signal.SIGINT:
+        err.print(f"[yellow]interrupted[/]: {INTERRUPTED}", soft_wrap=True)
+    else:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        err.print(f"[yellow]stopped by {name}[/]: {INTERRUPTED}", soft_wrap=True)
+    sys.exit(128 + int(signum))
+
+
+def _quiet_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as the user's problem: the path it names and why it failed, in one line."""
+    why = exc.strerror or str(exc) or type(exc).__name__
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    if not paths:
+        return f"{why} ({type(exc).__name__})"
+    hint = ""
+    if isinstance(exc, PermissionError):
+        hint = " (check its permissions, or give another place where the command takes --out)"
+    elif isinstance(exc, NotADirectoryError):
+        hint = " (a part of the path is a file, not a folder)"
+    return f"cannot use {' -> '.join(paths)}: {why}{hint}"

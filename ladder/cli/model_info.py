@@ -29,7 +29,7 @@ def model_info(
     ),
     convention: str = typer.Option("total", "--convention", help="total | non_embedding, for --params."),
     aspect_ratio: float = typer.Option(32.0, "--aspect-ratio", help="d_model / n_layers, for --params."),
-    kv_ratio: int = typer.Option(1, "--kv-ratio", help="Query heads per KV head, for --params."),
+    kv_ratio: int = typer.Option(1, "--kv-ratio", help="Query heads per KV head (GQA): KV heads = heads / ratio."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Parameter counts (total / embedding / non-embedding) and training FLOPs per token of a shape.
@@ -81,11 +81,19 @@ def model_info(
                 raise SpecError("give --d-model and --n-layers (or --params with --aspect-ratio)")
             hd = head_dim or (d_model // n_heads if n_heads else 64)
             heads = n_heads or max(1, d_model // hd)
+            if kv_ratio < 1:
+                raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number of query heads per KV head, >= 1")
+            if n_kv_heads is None and heads % kv_ratio:
+                raise SpecError(f"--kv-ratio {kv_ratio}: does not divide the {heads} query heads; give a ratio that "
+                                "does, or --n-kv-heads")
+            if n_kv_heads is not None and kv_ratio != 1 and n_kv_heads * kv_ratio != heads:
+                raise SpecError(f"--kv-ratio {kv_ratio} and --n-kv-heads {n_kv_heads} disagree ({heads} query "
+                                "heads): give one of them")
             shape = ModelShape(
                 d_model=d_model,
                 n_layers=n_layers,
                 n_heads=heads,
-                n_kv_heads=n_kv_heads or heads,
+                n_kv_heads=n_kv_heads or heads // kv_ratio,
                 head_dim=hd,
                 ffn_dim=ffn_dim or max(16, int(round(8 * d_model / 3 / 16)) * 16),
                 vocab_size=vocab_size,
