@@ -14,16 +14,24 @@ EXACT_FLOPS = ("exact counted training FLOPs: flops_per_token x tokens (model/sh
                "LM head included, plus causal attention)")
 
 
+# What the ladder's cost counts, wherever it is shown (the plan, ``ladder fit``'s summary, the report's headline and
+# its section on the ladder): one figure, the exact counted FLOPs of the ladder's own training.
+LADDER_COST_COUNTS = ("each trunk once, each cooldown branch only its steps after its branch point, every seed "
+                      "replicate, failed and cancelled runs as far as they trained; not the hero run")
+
+
 def conventions(study: StudySpec, runs: list[RunSpec]) -> dict[str, str]:
     """The convention of every number the plan prints, by the name it has in the plan's JSON."""
     conv = study.ladder.param_count
     out = {
-        "flops": EXACT_FLOPS,
+        "flops": EXACT_FLOPS + f"; the ladder's cost (totals): {LADDER_COST_COUNTS}",
         "hero_flops": "exact counted FLOPs of the hero's shape x its tokens"
         + ("; hero.compute, as the study gives it, is read as exact counted FLOPs, and the hero's size is the one "
            "that spends it at tokens_per_param" if study.hero.compute is not None else ""),
         "ladder_pct_of_hero": "exact FLOPs the ladder trains (each planned run; a shared trunk once, a cooldown "
                               "branch only its own steps) / exact hero FLOPs",
+        "ladder_cost": f"totals.flops, the ladder's cost as planned: {LADDER_COST_COUNTS} (the report's ladder cost "
+                       "is the same count of what the runs spent)",
         "params": f"{conv} parameters (ladder.param_count)",
         "tokens_per_param": f"training tokens / {conv} parameters",
     }

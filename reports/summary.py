@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ladder.model.config import format_count
+from ladder.plan_notes import LADDER_COST_COUNTS
+from ladder.reports.render.fmt import fmt_flops
 
 __all__ = ["print_fit"]
 
@@ -61,7 +63,7 @@ def print_fit(result: Any, console: Console | None = None) -> None:
         loss = hero.get("loss")
         line = (
             f"[bold]hero[/] {_count(hero['params'])} params x {_count(hero['tokens'])} tokens "
-            f"({hero['allocation']}), C = {_num(hero['compute'], 3)}: "
+            f"({hero['allocation']}), C = {fmt_flops(hero['compute'])} FLOPs: "
         )
         if loss is not None:
             line += (f"loss [bold]{loss:.4g}[/] (90% [{_num(hero['lo'])}, {_num(hero['hi'])}], "
@@ -79,7 +81,8 @@ def print_fit(result: Any, console: Console | None = None) -> None:
                 + (" [yellow](the hero is beyond the demonstrated reach)[/]" if hero.get("beyond_reach") else "")
             )
         console.print(
-            f"  ladder cost {_num(hero['ladder_flops'], 3)} FLOPs = {hero['ladder_pct_of_hero']:.3g}% of the hero"
+            f"  ladder cost {fmt_flops(hero['ladder_flops'])} FLOPs = {hero['ladder_pct_of_hero']:.3g}% of the hero "
+            f"(exact counted training FLOPs spent: {LADDER_COST_COUNTS})"
         )
     _print_predictions(d, console)
     _print_in_context(d, console)

@@ -174,3 +174,43 @@ def schedule_text(sch: Any) -> str:
             parts.append(f"final LR {100 * num(sch['final_lr_fraction']):.0f}% of peak")
         return ", ".join(p for p in parts if p)
     return str(sch) if sch else ABSENT
+
+
+def fmt_size(n: Any) -> str:
+    """A parameter or token count as the CLI writes it: 397.7K, 7.999M (4 significant digits, no trailing zeros)."""
+    from ladder.model.config import format_count
+
+    x = num(n)
+    return format_count(x) if math.isfinite(x) and x >= 0 else ABSENT
+
+
+def fmt_point(label: Any, params: Any = None, tokens: Any = None) -> str:
+    """A forecast point for a person: ``hero``, or a ``--predict`` point as "397.7K params × 7.999M tokens" (its
+    label, ``397680:7999488``, is the machine's spelling). ``params`` and ``tokens`` win over the label's."""
+    text = "" if label is None else str(label)
+    if text == "hero" and params is None:
+        return text
+    n, d = num(params), num(tokens)
+    if not (math.isfinite(n) and math.isfinite(d)):
+        head, sep, tail = text.partition(":")
+        if sep:
+            n, d = num(_parse_number(head)), num(_parse_number(tail))
+    if math.isfinite(n) and math.isfinite(d):
+        return f"{fmt_size(n)} params × {fmt_size(d)} tokens"
+    return text or ABSENT
+
+
+def fmt_label(label: Any) -> str:
+    """A forecast's label for a table: a ``--predict`` label ``397680:7999488`` as ``397.7K:7.999M``; any other
+    label as it is."""
+    text = "" if label is None else str(label)
+    head, sep, tail = text.partition(":")
+    n, d = (_parse_number(head), _parse_number(tail)) if sep else (None, None)
+    return f"{fmt_size(n)}:{fmt_size(d)}" if n is not None and d is not None else text
+
+
+def _parse_number(text: str) -> float | None:
+    from ladder.model.config import parse_count
+
+    value = parse_count(text.strip())
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ladder.reports.render.blocks import KV, Para, Section, Table
-from ladder.reports.render.fmt import ABSENT, fmt_count, fmt_g, fmt_int, fmt_loss, fmt_pct, ok
+from ladder.reports.render.fmt import ABSENT, fmt_g, fmt_int, fmt_loss, fmt_pct, fmt_point, ok
 from ladder.reports.render.study import mapping, maps
 
 if TYPE_CHECKING:
@@ -131,10 +131,14 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
         s.add(Para(text, "warn" if point.get("inside") is False else "note"))
     if data_changed(ctx, rec):
         s.add(Para(DATA_CHANGED, "warn"))
-    items = [("Frozen forecast", frozen), ("Forecast of", f"{score.get('point', 'hero')}: "
-              f"{fmt_count(mapping(rec.get('hero')).get('params'))} params, "
-              f"{fmt_count(mapping(rec.get('hero')).get('tokens'))} tokens" if score.get("point", "hero") == "hero"
-              else str(score.get("point")))]
+    label = score.get("point", "hero")
+    if label == "hero":
+        hero_point = mapping(rec.get("hero"))
+        of = f"hero: {fmt_point(None, hero_point.get('params'), hero_point.get('tokens'))}"
+    else:  # a --predict point: its label is params:tokens in full (397680:7999488)
+        pred = next((p for p in maps(rec.get("predictions")) if p.get("label") == label), {})
+        of = f"prediction {fmt_point(label, pred.get('params'), pred.get('tokens'))}"
+    items = [("Frozen forecast", frozen), ("Forecast of", of)]
     if score.get("final"):
         items += [("Actual", f"{fmt_loss(score.get('actual'))} nats/token"),
                   ("Error (forecast − actual)", f"{fmt_pct(score.get('error_pct'), signed=True)} of the actual"),

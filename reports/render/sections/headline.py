@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ladder.reports.render.blocks import Bullets, Headline, Para, Pre, Section, Tile
+from ladder.reports.render.cost import ladder_cost
 from ladder.reports.render.fmt import (
     ABSENT,
     cap,
@@ -66,11 +67,13 @@ def headline(ctx: Builder) -> Section:
         tiles.append(Tile("Forecast loss", ABSENT, "no forecast: " + (
             "run `ladder fit` first" if not fit else (unavailable(fit.get("loss")) or "the fit has no hero loss")),
             "primary"))
-    pct = first(hero.get("ladder_pct_of_hero"), totals.get("ladder_pct_of_hero"))
-    ladder_flops = first(hero.get("ladder_flops"), totals.get("flops"))
+    cost = ladder_cost(hero, ctx.runs, ctx.d.has_results, totals)
     hero_c = first(hero.get("compute"), rec.get("compute"), plan_hero.get("compute"), totals.get("hero_flops"))
-    tiles.append(Tile("Ladder cost", fmt_pct(pct, 1) if ok(pct) else ABSENT,
-                      f"of the hero's compute ({fmt_flops(ladder_flops)} of {fmt_flops(hero_c)} FLOPs)"))
+    pct = 100.0 * num(cost.flops) / num(hero_c) if ok(cost.flops) and pos(hero_c) else None
+    shown = (fmt_pct(pct, 1) if pct >= 1 else f"{fmt_g(pct, 2)}%") if ok(pct) else ABSENT
+    tiles.append(Tile("Ladder cost", shown,
+                      f"of the hero's compute ({fmt_flops(cost.flops)} of {fmt_flops(hero_c)} FLOPs; "
+                      f"{cost.counts})"))
     reach = mapping(hero.get("reach")) or mapping(mapping(fit.get("loss")).get("reach"))
     cal = mapping(mapping(fit.get("loss")).get("calibration"))
     r2 = mapping(reach.get("2%"))

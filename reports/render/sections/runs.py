@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from ladder.reports.render.blocks import Para, Section, Table
+from ladder.reports.render.cost import ladder_cost
 from ladder.reports.render.figures.curves import draw_curves
 from ladder.reports.render.fmt import (
     fmt_count,
@@ -16,6 +15,7 @@ from ladder.reports.render.fmt import (
     shape_text,
     slug,
 )
+from ladder.reports.render.study import mapping
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -39,10 +39,14 @@ def ladder(ctx: Builder) -> Section:
             fmt_loss(r.get("final_eval_loss", r.get("loss"))), (status, f"status-{slug(status)}"),
         ])
     counts = ctx.status_counts()
-    total_flops = pd.to_numeric(runs["flops"], errors="coerce").sum()
+    cost = ladder_cost(ctx.hero, runs, ctx.d.has_results, mapping(ctx.d.plan.get("totals")))
+    branches = "trunk_run_id" in runs and runs["trunk_run_id"].notna().any()
     s.add(Para(f"{len(runs)} runs in {runs['variant'].nunique()} variant(s): "
                + ", ".join(f"{v} {k}" for k, v in counts.items())
-               + f"; {fmt_flops(total_flops)} FLOPs in all. Parameters are counted "
+               + f"; the ladder costs {fmt_flops(cost.flops)} FLOPs ({cost.counts}). The FLOPs column is each "
+               + "run's point C (flops_per_token x its tokens"
+               + ("; a branch's includes its trunk's prefix, so the column adds up to more than the cost"
+                  if branches else "") + "). Parameters are counted "
                + (f"{ctx.d.study.ladder.param_count.replace('_', '-')}" if ctx.d.study is not None else "as planned")
                + "; losses in nats/token."))
     s.add(Table(["Run", "Variant", "Rung", "Shape", "Params", "Tokens", "FLOPs", "Batch", "LR", "Train loss",

@@ -14,8 +14,10 @@ from ladder.reports.render.fmt import (
     fmt_flops,
     fmt_g,
     fmt_int,
+    fmt_label,
     fmt_loss,
     fmt_pct,
+    fmt_size,
     num,
     ok,
 )
@@ -103,7 +105,7 @@ def scaling(ctx: Builder) -> Section:
     preds = maps(ctx.fit.get("predictions"))
     if preds:
         s.add(Table(["Forecast", "Parameters", "Tokens", "Loss (nats/token)", "90% interval", "±", "Distance"],
-                    [[str(p.get("label", "")), fmt_count(p.get("params")), fmt_count(p.get("tokens")),
+                    [[fmt_label(p.get("label", "")), fmt_size(p.get("params")), fmt_size(p.get("tokens")),
                       fmt_loss(p.get("loss")), fmt_ci([p.get("lo"), p.get("hi")], fmt_loss),
                       fmt_pct(p.get("half_width_pct")),
                       f"{fmt_g(p.get('params_x'), 2)}×" + (" (beyond reach)" if p.get("beyond_reach") else "")]

@@ -1,0 +1,54 @@
+"""The ladder's cost: one figure with one meaning for the report's headline and its section on the ladder (and
+the same count as the plan's totals and ``ladder fit``'s summary): exact counted training FLOPs, what
+:data:`ladder.plan_notes.LADDER_COST_COUNTS` says it counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ladder.plan_notes import LADDER_COST_COUNTS
+from ladder.reports.render.fmt import num, ok
+
+
+@dataclass(frozen=True)
+class LadderCost:
+    flops: float | None
+    basis: str  # "spent" (what the runs spent) or "planned" (the plan's totals, before results)
+
+    @property
+    def counts(self) -> str:
+        return f"exact counted training FLOPs {self.basis}: {LADDER_COST_COUNTS}"
+
+
+def spent_flops(runs: pd.DataFrame) -> float | None:
+    """FLOPs the ladder's runs spent (hero rows left out): collect's ``flops_spent`` (a branch's own steps, a
+    partial run's consumed FLOPs), else a row's ``flops``; None without a column to read."""
+    if not len(runs) or not ({"flops_spent", "flops"} & set(runs.columns)):
+        return None
+    if "role" in runs.columns:
+        runs = runs[runs["role"].astype(str).str.strip().str.lower() != "hero"]
+    out = np.zeros(len(runs))
+    for col in ("flops", "flops_spent"):  # the later column wins where it is known
+        if col in runs.columns:
+            v = pd.to_numeric(runs[col], errors="coerce").to_numpy(dtype=float)
+            out = np.where(np.isfinite(v), v, out)
+    return float(out.sum())
+
+
+def ladder_cost(fit_hero: Mapping[str, Any], runs: pd.DataFrame, has_results: bool,
+                plan_totals: Mapping[str, Any]) -> LadderCost:
+    """The fit's ``hero.ladder_flops`` (what the fitted runs' table says they spent), else the collected runs'
+    spent FLOPs, else the plan's total as planned."""
+    if ok(fit_hero.get("ladder_flops")):
+        return LadderCost(num(fit_hero.get("ladder_flops")), "spent")
+    if has_results:
+        spent = spent_flops(runs)
+        if spent is not None:
+            return LadderCost(spent, "spent")
+    if ok(plan_totals.get("flops")):
+        return LadderCost(num(plan_totals.get("flops")), "planned")
+    return LadderCost(None, "planned")

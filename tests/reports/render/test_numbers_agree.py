@@ -1,0 +1,139 @@
+"""One number per quantity (issue 28): the ladder's cost is one figure with a stated meaning in the plan, the
+report's headline and its section on the ladder (the section used to add up every run's point FLOPs, a branch's
+trunk prefix included: 3.63e13 against the headline's 2.63e13); sizes and compute in human units (a
+``--predict`` point's label ``397680:7999488`` reads 397.7K x 7.999M)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from ladder import layout
+from ladder.reports.render.builder import Builder
+from ladder.reports.render.sections.headline import headline
+from ladder.reports.render.sections.runs import ladder
+from ladder.reports.render.study import load_study
+
+
+def _texts(obj) -> str:
+    """Every string in a section's blocks, joined."""
+    if isinstance(obj, str):
+        return obj
+    if dataclasses.is_dataclass(obj):
+        return " ".join(_texts(getattr(obj, f.name)) for f in dataclasses.fields(obj))
+    if isinstance(obj, (list, tuple)):
+        return " ".join(_texts(x) for x in obj)
+    return ""
+
+
+@pytest.fixture(scope="module")
+def wsd_study(tmp_path_factory) -> tuple[Path, float, float]:
+    """A trained (fake) wsd ladder: trunks with cooldown branches, a seed replicate, one failed run."""
+    from ladder.collect import collect, write_collected
+    from ladder.plan import expand, write_plan
+    from ladder.studies.spec import parse_study
+    from tests.fake_runs import done_result, metrics_lines
+
+    study = parse_study({
+        "name": "cost", "data": {"seq_len": 32, "validation_tokens": 1024},
+        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
+        "ladder": {"sizes": ["4K", "8K", "16K"], "tokens_per_param": 10, "budgets": [0.5, 1, 2],
+                   "replicates": {"sizes": ["4K"], "seeds": [1]}},
+        "training": {"batch_min_sequences": 8, "logs_per_run": 10, "evals_per_run": 4,
+                     "schedule": {"kind": "wsd", "warmup_fraction": 0.1, "cooldown_fraction": 0.2}},
+        "hero": {"params": "1M"}, "sanity_check": False,
+    })
+    root = tmp_path_factory.mktemp("cost") / "study"
+    plan = expand(study)
+    write_plan(plan, root)
+    assert plan.totals()["branches"] > 0
+    sd = layout.StudyDir(root)
+    for spec in plan.runs:  # every run done, spending what the trainer says it spent (a branch its own steps)
+        rd = sd.run(spec.run_id)
+        rd.metrics.write_text("".join(metrics_lines(spec, spec.steps)))
+        layout.atomic_write_json(rd.result, {**done_result(spec, 4.0), "flops_spent": spec.own_flops})
+    write_collected(root, collect(root))
+    return root, plan.totals()["flops"], plan.totals()["flops_if_independent"]
+
+
+def test_the_headline_and_the_ladder_section_give_one_cost_saying_what_it_counts(wsd_study):
+    from ladder.reports.render.fmt import fmt_flops
+
+    root, planned, independent = wsd_study
+    assert independent > 1.2 * planned  # the two figures the report used to show
+    ctx = Builder(load_study(root))
+    head, section = _texts(headline(ctx)), _texts(ladder(ctx))
+    assert fmt_flops(planned) in head and fmt_flops(planned) in section
+    assert fmt_flops(independent) not in section and fmt_flops(independent) not in head
+    for text in (head, section):
+        assert "each trunk once" in text and "cooldown branch only its steps after its branch point" in text
+        assert "seed replicate" in text and "failed and cancelled runs" in text and "not the hero" in text
+
+
+def test_a_fits_ladder_flops_is_the_one_figure_in_both(wsd_study):
+    from ladder.reports.render.fmt import fmt_flops
+
+    root, planned, _ = wsd_study
+    data = load_study(root)
+    data.fit = {"hero": {"ladder_flops": 2.63e12, "compute": 1e13, "ladder_pct_of_hero": 26.3}}
+    ctx = Builder(data)
+    head, section = _texts(headline(ctx)), _texts(ladder(ctx))
+    assert fmt_flops(2.63e12) in head and fmt_flops(2.63e12) in section and fmt_flops(planned) not in section
+    assert "26.3% of the hero's compute (2.63e12 of 1.00e13 FLOPs" in head
+    data.fit = {"hero": {"ladder_flops": 1.234e9, "compute": 1e13}}
+    assert "0.012% of the hero's compute" in _texts(headline(Builder(data)))  # never "0.0%"
+
+
+def test_the_plan_says_what_its_cost_counts(capsys):
+    from tests.cli_helpers import run_cli
+
+    r = run_cli(capsys, "plan", "default", "--dry-run")
+    assert r.code == 0
+    text = " ".join(r.stdout.split())
+    assert "each trunk once, each cooldown branch only its steps after its branch point, every seed replicate" in text
+    j = run_cli(capsys, "plan", "default", "--dry-run", "--json").json()
+    assert "not the hero" in j["conventions"]["ladder_cost"]
+
+
+def test_fit_summary_says_what_the_ladder_cost_counts_in_human_units():
+    from rich.console import Console
+
+    from ladder.reports.summary import print_fit
+
+    console = Console(record=True, width=200, file=open("/dev/null", "w"))
+    print_fit({"loss": {}, "hero": {"params": 8e5, "tokens": 1.6e7, "allocation": "rule", "compute": 9.58e13,
+                                    "loss": 2.0, "lo": 1.9, "hi": 2.1, "half_width_pct": 5.0,
+                                    "ladder_flops": 2.63e13, "ladder_pct_of_hero": 27.5}}, console)
+    text = console.export_text()
+    assert "ladder cost 2.63e13 FLOPs" in text and "each trunk once" in text
+    assert "C = 9.58e13 FLOPs" in text and "e+13" not in text
+
+
+def test_a_predicted_point_reads_in_human_units():
+    from ladder.reports.render.fmt import fmt_label, fmt_point
+
+    assert fmt_point("397680:7999488") == "397.7K params × 7.999M tokens"
+    assert fmt_label("397680:7999488") == "397.7K:7.999M"
+    assert fmt_label("hero") == "hero" and fmt_label("my point") == "my point"
+    assert fmt_point(None, 8e5, 1.6e7) == "800K params × 16M tokens"
+
+
+def test_the_forecast_of_row_is_in_human_units(tmp_path):
+    from ladder.reports.render.sections.forecast import forecast_vs_actual
+    from ladder.reports.render.study import StudyData
+
+    data = StudyData(path=tmp_path, name="s")
+    data.forecasts = [{"number": 1, "file": "forecast.json", "frozen_at": "2026-01-01T00:00:00",
+                       "hero": {"params": 8e5, "tokens": 1.6e7, "loss": 2.0},
+                       "predictions": [{"label": "397680:7999488", "params": 397680, "tokens": 7999488,
+                                        "loss": 2.5, "lo": 2.4, "hi": 2.6}],
+                       "scores": [{"final": True, "point": "397680:7999488", "actual": 2.45, "forecast": 2.5,
+                                   "lo": 2.4, "hi": 2.6, "error_pct": 2.0, "inside": True, "z": 0.5,
+                                   "source": {"kind": "loss"}}]}]
+    sec = forecast_vs_actual(Builder(data))
+    if sec is None:
+        pytest.skip("this forecast record does not open the section")
+    text = _texts(sec)
+    assert "397680:7999488" not in text and "397.7K params × 7.999M tokens" in text
