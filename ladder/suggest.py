@@ -36,8 +36,10 @@ class Candidate:
     entry: dict[str, Any]  # the ladder.extra_runs entry
     runs: list[RunSpec] = field(default_factory=list)  # the runs it adds
     value: Any = None  # reports.fits.study.suggest.Value
-    gain_pct: float | None = None
+    gain_pct: float | None = None  # pp of the hero's loss the interval's half-width loses (on the fit's interval)
     gain_per_flop: float | None = None
+    after_pct: float | None = None  # the hero's half-width after it, on the fit's interval (see Suggestion)
+    widens_in: int | None = None  # of the simulated outcomes, how many refits widened the interval
 
     @property
     def flops(self) -> float:
@@ -50,12 +52,26 @@ class Candidate:
                 "tokens": self.runs[0].tokens if self.runs else None, "flops": self.flops,
                 "pct_of_hero": 100 * self.flops / hero_flops if hero_flops else None,
                 "expected_half_width_pct": v.get("half_width_pct"), "half_width_sd": v.get("half_width_sd"),
-                "gain_pct": self.gain_pct, "gain_per_flop": self.gain_per_flop, "reason": v.get("reason"),
+                "half_width_after_pct": self.after_pct, "gain_pct": self.gain_pct,
+                "gain_per_flop": self.gain_per_flop, "widens_in": self.widens_in, "reason": v.get("reason"),
                 "outcomes": v.get("outcomes")}
+
+    def summary(self, current_pct: float | None) -> str:
+        """The candidate in words: the interval before and after, what it costs."""
+        if self.after_pct is None or current_pct is None:
+            return f"{self.what}: not valued ({self.value.reason if self.value is not None else 'no value'})"
+        return (f"{self.what}: interval half-width {current_pct:.2f}% -> {self.after_pct:.2f}% "
+                f"({self.after_pct - current_pct:+.2f} pp) for {self.flops:.3g} FLOPs")
 
 
 @dataclass
 class Suggestion:
+    """One baseline: the fit's interval (``current_half_width_pct``). A candidate is valued by refitting the
+    forecast with and without it on the same footing (fewer bootstrap refits than the fit's, the same seed): the
+    refit without it is ``baseline_half_width_pct``, which differs from the fit's by the bootstrap's own noise,
+    so the candidate's ratio (expected / baseline) is applied to the fit's interval: ``after_pct`` and
+    ``gain_pct`` are on the interval the fit printed."""
+
     study_dir: Path
     current_half_width_pct: float | None  # the fit's
     baseline_half_width_pct: float | None  # refitted as every candidate is
@@ -147,9 +163,11 @@ def with_extra_runs(study: StudySpec, entries: list[dict]) -> StudySpec:
 
 
 def suggest(study_dir: Path, *, budget: float | None = None, add: bool = False, k: int | None = None,
-            n_boot: int | None = None) -> Suggestion:
+            n_boot: int | None = None, progress=None) -> Suggestion:
     """Value every candidate on the current fit and pick the best per FLOP (at most :data:`MAX_SUGGESTED`, their
-    total cost within ``budget`` FLOPs); ``add`` plans them into the study."""
+    total cost within ``budget`` FLOPs); ``add`` plans them into the study. ``progress(step, of, what)`` is
+    called before each refit stage (the baseline, then each candidate) so that a caller can show how far it is."""
+    say = progress or (lambda *_: None)
     from ladder.reports.fits.study import suggest as value
 
     if budget is not None and not (math.isfinite(budget) and budget > 0):
@@ -163,21 +181,36 @@ def suggest(study_dir: Path, *, budget: float | None = None, add: bool = False, 
     hero = (float(result.hero["params"]), float(result.hero["tokens"]))
     law_df = result.law_runs[result.law_runs["law_variant"] == result.primary_variant]
     kw = {"k": k or value.K, "n_boot": n_boot or value.N_BOOT, "seed": int(current.meta.get("seed") or 0)}
-    base = value.baseline(law_df, hero, n_boot=kw["n_boot"], seed=kw["seed"])
     planned = {r.run_id for r in expand(study).runs}
-    cands = []
+    todo = []
     for c in candidates(study, result.primary_variant, hero[1] / hero[0]):
         c.runs = [r for r in expand(with_extra_runs(study, [c.entry])).runs if r.run_id not in planned]
-        if not c.runs:
-            continue  # already planned
+        if c.runs:  # else already planned
+            todo.append(c)
+    stages = len(todo) + 1
+    say(1, stages, f"the current runs refitted as each candidate will be ({kw['n_boot']} bootstrap refits)")
+    base = value.baseline(law_df, hero, n_boot=kw["n_boot"], seed=kw["seed"])
+    current_pct = result.hero.get("half_width_pct")
+    cands = []
+    for i, c in enumerate(todo, start=2):
+        say(i, stages, f"{c.what} ({kw['k']} simulated outcomes, a refit each)")
         law_run = c.runs[0]
         c.value = value.value(fc, law_df, hero, value.Point(law_run.params, law_run.tokens, law_run.seed), **kw)
         if c.value.reason and c.kind == "another budget":
             c.value.reason += ("; such a run's worth is that it separates N from D (a law of both), which outcomes "
                                "drawn from the current forms cannot measure")
-        if c.value.half_width_pct is not None and base is not None:
-            c.gain_pct = base - c.value.half_width_pct
+        if c.value.half_width_pct is not None and base:
+            ref = current_pct if current_pct is not None else base
+            c.after_pct = ref * c.value.half_width_pct / base  # the paired change, on the fit's interval
+            c.gain_pct = ref - c.after_pct
             c.gain_per_flop = c.gain_pct / c.flops
+            c.widens_in = sum(1 for w in c.value.half_widths if w > base)
+            if c.gain_pct < 0:
+                c.value.reason = (
+                    f"widens the interval: in {c.widens_in} of {len(c.value.half_widths)} simulated outcomes the "
+                    "refit's interval is wider than without it: an outcome drawn from the spread of the current "
+                    "forms disagrees with some of them, which moves their weights or the rollout's calibration "
+                    "apart; such a run would show that the present interval is too narrow rather than narrow it")
         cands.append(c)
     ranked = sorted((c for c in cands if c.gain_per_flop is not None and c.gain_per_flop > 0),
                     key=lambda c: -c.gain_per_flop)

@@ -8,7 +8,7 @@ from typing import Optional
 from rich.markup import escape
 from rich.table import Table
 
-from ladder.console import out, print_json, sci
+from ladder.console import err, out, print_json, sci
 from ladder.errors import SpecError
 
 
@@ -24,6 +24,23 @@ def parse_budget(budget: Optional[str]) -> Optional[float]:
     return float(value)
 
 
+def _entry_text(entry: dict) -> str:
+    """A ``ladder.extra_runs`` entry as a person reads it: ``size 141K, budget 2x, seed 3, variant tied``."""
+    from ladder.model.config import format_count
+
+    parts = []
+    for key, value in entry.items():
+        if key in ("size",) and isinstance(value, (int, float)):
+            parts.append(f"size {format_count(value)}")
+        elif key == "budget" and isinstance(value, (int, float)):
+            parts.append(f"budget {value:.3g} FLOPs" if value >= 1e6 else f"budget {value:g}x")
+        elif key == "depth":
+            parts.append(f"depth {value} layers")
+        else:
+            parts.append(f"{key} {value}")
+    return ", ".join(parts)
+
+
 def print_suggestion(study: str, budget: Optional[str], add: bool, dry_run: bool, as_json: bool) -> None:
     from ladder.suggest import suggest
 
@@ -31,35 +48,44 @@ def print_suggestion(study: str, budget: Optional[str], add: bool, dry_run: bool
     if not path.is_dir():
         raise SpecError(f"--suggest {study!r}: give a planned, collected and fitted study directory (it reads its "
                         "fit.json), not a study file or name")
-    s = suggest(path, budget=parse_budget(budget), add=add and not dry_run)
+
+    def progress(step: int, of: int, what: str) -> None:  # on stderr, so that --json stays JSON
+        err.print(f"[dim]--suggest {step}/{of}: refitting {escape(what)}[/]", soft_wrap=True)
+
+    s = suggest(path, budget=parse_budget(budget), add=add and not dry_run, progress=progress)
     if as_json:
         print_json({**s.to_dict(), "dry_run": dry_run})
         return
-    pct = f"{s.current_half_width_pct:.2f}%" if s.current_half_width_pct is not None else "-"
-    base = f"{s.baseline_half_width_pct:.2f}%" if s.baseline_half_width_pct is not None else "-"
-    out.print(f"hero interval now: ±{pct} (90%); refitted as each candidate is: ±{base}")
-    table = Table("candidate", "runs", "FLOPs (exact)", "% of hero", "half-width after", "gain", "gain per FLOP",
-                  title=f"what to train next: {escape(str(path))}", title_justify="left")
+    now = s.current_half_width_pct
+    pct = f"±{now:.2f}%" if now is not None else "-"
+    base = f"±{s.baseline_half_width_pct:.2f}%" if s.baseline_half_width_pct is not None else "-"
+    out.print(f"hero interval now: {pct} (90%, the fit's). Each candidate is refitted with and without it on the "
+              f"same footing (fewer bootstrap refits: {base} without it), and its change is applied to {pct}.")
+    table = Table("candidate", "runs", "cost (exact FLOPs)", "half-width now -> after", "change",
+                  title=f"what to train next: {escape(str(path))} (* suggested; ranked by the change per FLOP)",
+                  title_justify="left")
     chosen = {id(c) for c in s.suggested}
     for c in s.candidates:
-        v = c.value
-        after = f"±{v.half_width_pct:.2f}%" if v is not None and v.half_width_pct is not None else \
-            f"[dim]{escape(v.reason if v is not None else '-')}[/]"
-        pct_hero = f"{100 * c.flops / s.hero_flops:.2g}%" if s.hero_flops else "-"
-        gain = f"{c.gain_pct:+.2f} pp" if c.gain_pct is not None else "-"
+        pct_hero = f" ({100 * c.flops / s.hero_flops:.2g}% of the hero)" if s.hero_flops else ""
+        if c.after_pct is not None and now is not None:
+            after, change = f"{now:.2f}% -> {c.after_pct:.2f}%", f"{c.after_pct - now:+.2f} pp"
+        else:
+            after, change = "[dim]not valued[/]", "-"
         mark = "[bold green]* [/]" if id(c) in chosen else "  "
-        table.add_row(mark + escape(c.what), str(len(c.runs)), sci(c.flops), pct_hero, after, gain,
-                      sci(c.gain_per_flop) + " pp" if c.gain_per_flop is not None else "-")
+        table.add_row(mark + escape(c.what), str(len(c.runs)), sci(c.flops) + pct_hero, after, change)
     out.print(table)
-    out.print("[dim]half-width after: the mean over simulated outcomes drawn from the current forecast at the run; "
-              "gain: the interval's half-width it removes, in percentage points (pp) of the hero's loss[/]")
+    out.print("[dim]after: the mean over simulated outcomes drawn from the current forecast at the run; change: in "
+              "percentage points (pp) of the hero's loss (negative: the interval narrows)[/]")
+    for c in s.candidates:
+        if c.value is not None and c.value.reason:
+            out.print(f"[dim]{escape(c.what)}: {escape(c.value.reason)}[/]", soft_wrap=True)
     if s.note:
         out.print(f"[yellow]{escape(s.note)}[/]")
     if not s.suggested:
         return
-    out.print("suggested (*), as ladder.extra_runs of the study:")
+    out.print("suggested (*), as runs added to the study's ladder.extra_runs:")
     for c in s.suggested:
-        out.print(f"  - {escape(str(c.entry))}")
+        out.print(f"  - {escape(_entry_text(c.entry))}: {escape(c.summary(now))}")
     if s.added:
         out.print(f"added to {path / 'study.yaml'} and planned: {len(s.added)} new runs "
                   f"({', '.join(s.added)}); train them with `ladder submit {escape(str(path))}`")
