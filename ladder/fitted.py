@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,17 +57,60 @@ def study_hash(study: StudySpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+# the fields of fit.json that the forecast commands and the report read as numbers (None: not available)
+_NUMBERS = {
+    "hero": ("params", "tokens", "tokens_per_param", "compute", "flops", "loss", "lo", "hi", "level",
+             "half_width_pct", "aspect_ratio", "seq_len", "ladder_flops", "ladder_pct_of_hero"),
+    "recommendation": ("params", "params_target", "params_total", "params_non_embedding", "tokens",
+                       "tokens_per_param", "compute", "flops", "d_model", "n_layers", "n_heads", "n_kv_heads",
+                       "head_dim", "ffn_dim", "vocab_size", "aspect_ratio", "aspect_ratio_target", "seq_len",
+                       "batch_tokens", "lr", "steps", "warmup_steps", "warmup_fraction", "micro_batch_size", "loss"),
+    "predictions": ("params", "tokens", "loss", "lo", "hi", "level", "half_width_pct"),
+    "meta": ("n_runs", "n_used", "n_boot", "seed"),
+}
+_OBJECTS = ("loss", "hero", "recommendation", "meta", "rollout", "compute_optimal", "tied_vs_untied")
+
+
+def fit_problem(fit: Any) -> str | None:
+    """What makes a fit.json unusable (a hand edit, a torn write), or None: the sections must be JSON objects and
+    the numbers the forecast commands read must be numbers (or null)."""
+    if not isinstance(fit, dict):
+        return f"it is a JSON {type(fit).__name__}, not an object"
+    for key in _OBJECTS:
+        if fit.get(key) is not None and not isinstance(fit[key], dict):
+            return f"{key} is {type(fit[key]).__name__}, not an object"
+    preds = fit.get("predictions")
+    if preds is not None and not (isinstance(preds, list) and all(isinstance(p, dict) for p in preds)):
+        return "predictions is not a list of objects"
+    for section, keys in _NUMBERS.items():
+        value = fit.get(section)
+        entries = [(f"{section}[{i}]", p) for i, p in enumerate(value)] if section == "predictions" and value \
+            else [(section, value)]
+        for where, entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            for key in keys:
+                v = entry.get(key)
+                if v is None:
+                    continue
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    return f"{where}.{key} = {v!r} is not a number"
+    return None
+
+
 def read_fit(study_dir: Path) -> dict:
+    """fit.json, refused in one line when it is missing, unreadable or damaged (then `ladder fit` writes it anew)."""
     sd = layout.StudyDir(Path(study_dir))
     if not sd.fit.is_file():
         raise StateError(f"{sd.path} has no {layout.FIT}: run `ladder collect {sd.path}` and `ladder fit {sd.path}` "
                          "first")
     try:
         fit = json.loads(sd.fit.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise StateError(f"{sd.fit} is unreadable ({exc}): run `ladder fit {sd.path}` again") from None
-    if not isinstance(fit, dict):
-        raise StateError(f"{sd.fit} is not a JSON object: run `ladder fit {sd.path}` again")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StateError(f"{sd.fit} is damaged (not JSON: {exc}): refit with `ladder fit {sd.path}`") from None
+    problem = fit_problem(fit)
+    if problem:
+        raise StateError(f"{sd.fit} is damaged ({problem}): refit with `ladder fit {sd.path}`")
     return fit
 
 

@@ -77,6 +77,7 @@ def _recommendation(current: CurrentFit, params: float | None, tokens: float | N
     if not n > 0:
         raise StateError("the fit has no hero size to train --tokens at: give --params too")
     d = tokens if tokens is not None else study.ladder.tokens_per_param * n
+    _check_override(study, n, d, params is not None, tokens is not None)
     overrides = {"params": n, "tokens": d}
     notes = [] if tokens is not None else [
         f"tokens: the study's rule, ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params"]
@@ -88,6 +89,28 @@ def _recommendation(current: CurrentFit, params: float | None, tokens: float | N
         raise StateError(f"the fit gives no recommendation at {format_count(n)} params, {format_count(d)} tokens "
                          f"({result.reasons.get('recommendation', 'no reason given')})")
     return result.recommendation.to_dict(), result.hero or {}, overrides, notes
+
+
+def _check_override(study: StudySpec, n: float, d: float, params_given: bool, tokens_given: bool) -> None:
+    """The same bounds as a study's hero (``studies validate``): a size the family builds, at least one sequence
+    of tokens, at most MAX_TOKENS_PER_PARAM tokens per parameter."""
+    from ladder.plausibility import check_target
+    from ladder.studies.spec import MAX_TOKENS_PER_PARAM
+
+    h = study.hero
+    seq_len = h.seq_len or study.data.seq_len
+    tied = study.model.tie_embeddings if h.tied is None else h.tied
+    size = format_count(n) if n < 1e18 else f"{n:.3g}"
+    label = f"--params {size}" if params_given else f"the fit's hero ({size} parameters)"
+    check_target(label, n, None, conv=study.ladder.param_count, aspect=h.aspect_ratio or study.model.aspect_ratio,
+                 rules=study.model.rules(seq_len), tied=tied)
+    what = f"--tokens {format_count(d) if d < 1e18 else f'{d:.3g}'}" if tokens_given else (
+        f"{format_count(d)} tokens (ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params)")
+    if d < seq_len:
+        raise SpecError(f"{what}: less than one sequence of {seq_len} tokens")
+    if d > MAX_TOKENS_PER_PARAM * n:
+        raise SpecError(f"{what}: {d / n:.3g} tokens per parameter, beyond {MAX_TOKENS_PER_PARAM:g} (Chinchilla's "
+                        "rule is 20)")
 
 
 def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
@@ -131,6 +154,29 @@ def _sources(study: StudySpec, rec: dict, overrides: dict, seed: int | None = No
     return out
 
 
+def _write_hero(sd: layout.StudyDir, rd: layout.RunDir, spec: RunSpec, plan: dict) -> None:
+    """The hero's run directory and spec.json, then its entry in plan.json; when a write fails (a read-only
+    study, a full disk), what this call created is removed again, so that no run folder is left that the plan
+    does not list."""
+    import shutil
+
+    created = [p for p in (rd.path.parent, rd.path) if not p.exists()]
+    wrote_spec = False
+    try:
+        rd.path.mkdir(parents=True, exist_ok=True)
+        if not rd.spec.is_file():
+            layout.atomic_write_json(rd.spec, spec.model_dump(mode="json"))
+            wrote_spec = True
+        plan["runs"] = [*plan.get("runs", []), spec.run_id]
+        layout.atomic_write_json(sd.plan, plan)
+    except BaseException:
+        if wrote_spec:
+            rd.spec.unlink(missing_ok=True)
+        for path in reversed(created):
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
 def plan_hero_run(study_dir: Path, *, params: float | None = None, tokens: float | None = None,
                   seed: int | None = None, dry_run: bool = False) -> HeroRun:
     """Plan the hero run in the study directory (``seed``: a replicate with that seed; ``dry_run``: only say
@@ -152,11 +198,7 @@ def plan_hero_run(study_dir: Path, *, params: float | None = None, tokens: float
                              "checked against a run it was fitted on; choose another --params/--tokens")
         state = "planned already"
     elif not dry_run:
-        rd.path.mkdir(parents=True, exist_ok=True)
-        if not rd.spec.is_file():
-            layout.atomic_write_json(rd.spec, spec.model_dump(mode="json"))
-        plan["runs"] = [*plan.get("runs", []), spec.run_id]
-        layout.atomic_write_json(sd.plan, plan)
+        _write_hero(sd, rd, spec, plan)
     fc = {k: forecast.get(k) for k in ("loss", "lo", "hi", "level", "half_width_pct", "kind")}
     return HeroRun(spec=spec, run_dir=rd.path, sources=_sources(current.study, rec, overrides, seed), state=state,
                    est_wall_s=estimate_wall_s(spec, current.study.executor.hardware), overrides=overrides,

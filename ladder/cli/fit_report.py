@@ -7,8 +7,10 @@ from typing import Optional
 
 import typer
 
-from ladder.cli.options import JSON_OPT
-from ladder.console import out, print_json
+from rich.markup import escape
+
+from ladder.cli.options import JSON_OPT, flag
+from ladder.console import err, out, print_json
 
 RUNS_HELP = ("Instead of a study: a table of runs with columns params, tokens, loss (optional flops, lr, "
              "batch_size, variant, status): a CSV or parquet file, a W&B runs export (the CSV of the UI's runs "
@@ -18,17 +20,24 @@ COLUMNS_HELP = ("Where params, tokens and loss (and any optional column) are in 
                 "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss.")
 
 
-def _check_predictions(predict: list[str]) -> list[str]:
-    """Each --predict PARAMS:TOKENS as given, once both are finite positive counts (the fit reads them)."""
+MAX_BOOTSTRAP = 10_000  # each resample refits every law form: 10,000 is minutes and a few GB; more is neither
+MAX_PREDICT = 1e15  # parameters or tokens per --predict point beyond this are a typo (1P)
+
+
+def _check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
+    """Each --predict PARAMS:TOKENS as (text, params, tokens), once both are counts of at least one (a
+    fraction of a parameter or token is no model) and at most 1P."""
     import math
 
     from ladder.errors import SpecError
     from ladder.model.config import parse_count
 
+    points = []
     for item in predict:
         parts = item.split(":")
         if len(parts) != 2:
             raise SpecError(f"--predict {item!r}: write PARAMS:TOKENS, e.g. 7e9:4e12 or 3.2M:64M")
+        values = []
         for what, text in zip(("params", "tokens"), parts):
             value = parse_count(text.strip())
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -37,7 +46,62 @@ def _check_predictions(predict: list[str]) -> list[str]:
                 raise SpecError(f"--predict {item!r}: {what} {text!r} is too large to be a number")
             if value <= 0:
                 raise SpecError(f"--predict {item!r}: {what} must be positive")
-    return predict
+            if value < 1:
+                raise SpecError(f"--predict {item!r}: {what} {text!r} is less than one {what[:-1]}: not a model "
+                                "a law can forecast (write counts, e.g. 7e9:4e12)")
+            if value > MAX_PREDICT:
+                raise SpecError(f"--predict {item!r}: {what} {text!r} is beyond {MAX_PREDICT:.0e}: not a model "
+                                "a law can forecast")
+            values.append(float(value))
+        points.append((item, values[0], values[1]))
+    return points
+
+
+def _check_predictions_in_family(points: list[tuple[str, float, float]], study) -> None:
+    """With a study: a --predict size its family can build (the bounds `studies validate` applies to sizes)."""
+    from ladder.plausibility import check_target
+
+    seq_len = study.hero.seq_len or study.data.seq_len
+    for item, params, _ in points:
+        check_target(f"--predict {item!r}: params", params, None, conv=study.ladder.param_count,
+                     aspect=study.model.aspect_ratio, rules=study.model.rules(seq_len),
+                     tied=study.model.tie_embeddings)
+
+
+def _far_from_the_ladder(points: list[tuple[str, float, float]], table) -> list[str]:
+    """Warnings for --predict points below the ladder: a law of scale extrapolates up, not down."""
+    import pandas as pd
+
+    warnings = []
+    try:
+        params = pd.to_numeric(table["params"], errors="coerce").dropna()
+        tokens = pd.to_numeric(table["tokens"], errors="coerce").dropna()
+    except (KeyError, TypeError):
+        return warnings
+    if params.empty or tokens.empty:
+        return warnings
+    for item, n, d in points:
+        if n < params.min() / 2 or d < tokens.min() / 2:
+            warnings.append(f"--predict {item}: below the ladder (its smallest run has {params.min():.3g} params and "
+                            f"{tokens.min():.3g} tokens): the laws are fitted to forecast larger runs, this forecast "
+                            "is not to be trusted")
+    return warnings
+
+
+def _duplicates(table, source) -> tuple[object, list[str]]:
+    """The rows of a --runs table that repeat an earlier row in every column (its line label aside): their labels."""
+    cols = [c for c in table.columns if c != "run_id"]
+    if not cols:
+        return table, []
+    dup = table.duplicated(subset=cols, keep="first")
+    labels = [str(x) for x in table.loc[dup, "run_id"]] if "run_id" in table.columns else [str(i) for i in
+                                                                                             table.index[dup]]
+    return table.loc[~dup].reset_index(drop=True), labels
+
+
+def _few(labels: list[str], limit: int = 4) -> str:
+    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
+    return ", ".join(labels[:limit]) + more
 
 
 def fit(
@@ -46,8 +110,12 @@ def fit(
     columns: Optional[str] = typer.Option(None, "--columns", help=COLUMNS_HELP),
     predict: Optional[list[str]] = typer.Option(None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 "
                                                 "(repeatable)."),
-    bootstrap: int = typer.Option(200, "--bootstrap", min=0, help="Bootstrap resamples for the 90% intervals."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling (the same seed, the same fit)."),
+    bootstrap: int = typer.Option(200, "--bootstrap", help=f"Bootstrap resamples for the 90% intervals, 1 to "
+                                  f"{MAX_BOOTSTRAP:,}."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling, 0 to 2^32-1 (the same seed, the "
+                             "same fit)."),
+    keep_duplicates: bool = flag("keep-duplicates", "With --runs: fit rows that repeat an earlier row in every "
+                                 "column too (by default each is counted once, with a warning)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Fit scaling laws and forecast the hero, with 90% intervals and a recommended configuration.
@@ -74,9 +142,27 @@ def fit(
         raise LadderError("give a study directory or --runs FILE (exactly one)")
     if columns is not None and runs is None:
         raise SpecError("--columns maps the columns of a --runs file; give --runs FILE too")
-    predict = _check_predictions(predict or [])
+    if not 1 <= bootstrap <= MAX_BOOTSTRAP:
+        raise SpecError(f"--bootstrap {bootstrap}: must be from 1 to {MAX_BOOTSTRAP:,} resamples (each refits every "
+                        "law form; 200, the default, gives stable 90% intervals)")
+    if not 0 <= seed < 2**32:
+        raise SpecError(f"--seed {seed}: must be a whole number from 0 to 2^32-1 (the bootstrap's seed)")
+    if keep_duplicates and runs is None:
+        raise SpecError("--keep-duplicates is about the rows of a --runs file; give --runs FILE too")
+    points = _check_predictions(predict or [])
+    predict = [item for item, _, _ in points]
+    warnings: list[str] = []
     if runs is not None:
         table = read_runs_file(runs, columns=columns)
+        table, repeated = _duplicates(table, runs)
+        if repeated and keep_duplicates:
+            table = read_runs_file(runs, columns=columns)
+            warnings.append(f"{runs}: {len(repeated)} rows repeat an earlier row in every column ({_few(repeated)}); "
+                            "fitted all the same (--keep-duplicates): the intervals count them as independent runs")
+        elif repeated:
+            warnings.append(f"{runs}: {len(repeated)} rows repeat an earlier row in every column ({_few(repeated)}); "
+                            "each is counted once (--keep-duplicates fits them all)")
+        warnings += _far_from_the_ladder(points, table)
         try:
             result = fit_study(table, predict=predict, n_boot=bootstrap, seed=seed)
         except FitError as exc:
@@ -87,8 +173,13 @@ def fit(
         from ladder.plan import read_plan
 
         study, _ = read_plan(study_dir)
-        result = fit_study(read_results(study_dir), study=study, predict=predict, n_boot=bootstrap, seed=seed)
+        _check_predictions_in_family(points, study)
+        table = read_results(study_dir)
+        warnings += _far_from_the_ladder(points, table)
+        result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed)
         result.write(layout.StudyDir(study_dir).fit)
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
     if as_json:
         print_json(result.to_dict())
         return
@@ -109,11 +200,15 @@ def report(
     curves, scaling fits with the hero extrapolation, IsoFLOP, LR/batch laws, ablations, residuals, run
     health, task forecasts and reproducibility. Sections without data say so in one line.
     """
+    from ladder import layout
     from ladder.errors import SpecError
+    from ladder.fitted import read_fit
     from ladder.reports.render import render_report
 
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         raise SpecError(f"--out {out_dir}: exists and is not a folder (the report is report.html and report.pdf in it)")
+    if layout.StudyDir(study_dir).fit.is_file():  # a damaged fit.json is refused before a report is overwritten
+        read_fit(study_dir)
     try:
         paths = render_report(study_dir, out_dir, formats=formats)
     except ValueError as exc:
