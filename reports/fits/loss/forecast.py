@@ -21,7 +21,21 @@ is what a calibrated interval does 47% of the time, and widening on it made 90% 
 synthetic heroes), every interval half-width is multiplied by the conformal factor: the
 ``ceil((m + 1) level)``-th smallest ``z`` (never below 1; the interval is never narrowed).
 
-Reach: sorted by distance, the largest distance up to which every mixture forecast stayed within 1% (2%).
+Distance: a forecast's distance is the largest log multiple, in parameters, tokens or compute, by which it lies
+beyond the runs it was fitted on (:func:`~ladder.reports.fits.loss.rollout.log_distance`). The z check above
+judges the intervals where the rollout looked; the hero lies farther. So the error that the rollout's rows made
+*beyond* their (widened) intervals is read as a rate per unit of distance, ``r_i = max(0, |e_i| - factor h_i) /
+d_i`` (rows at ``d_i >= log 2``: nearer rows say more about noise than about drift), and the hero's half-width
+grows by ``r d`` with ``r`` the rows' conformal 90% quantile: the rollout's error-versus-distance trend,
+extrapolated linearly in log distance, as a misestimated exponent makes it (a wrong exponent by ``delta`` errs
+by ``delta log(C_hero / C_ladder)``). And the half-width is never below ``PUBLIC_RATE d``: the typical error per
+unit of distance of this engine's forecasts on published ladders (benchmarks/public_ladders.py), so that a ladder
+whose own rollout happens to look clean, or tested only short distances, still gets no interval narrower than
+the engine's track record at that distance. A forecast beyond the farthest distance the rollout tested says so
+(``beyond_tested``).
+
+Reach: sorted by distance in each axis, the largest multiple up to which every mixture forecast stayed within 1%
+(2%); a point beyond the 2% reach in any axis is ``beyond_reach``. The reach is never more than the rollout tested.
 
 Lean: on every mixture forecast (at every ratio: those at the hero's alone are 3 on a 5-size ladder, too few for
 any test), the mean signed error and how many forecasts were too high. When so many fall on one side that
@@ -42,7 +56,7 @@ from scipy import stats
 
 from ladder.reports.fits.engine import LawFit, fit
 from ladder.reports.fits.loss.forms import LOSS_FORMS, LossData
-from ladder.reports.fits.loss.rollout import Rollout, RolloutRow, rollout
+from ladder.reports.fits.loss.rollout import ROLLOUT_BOOT, Rollout, RolloutRow, log_distance, rollout
 
 LEVEL = 0.90
 SHORTFALL_P = 0.05  # widen when the rollout's coverage is this unlikely for calibrated intervals
@@ -51,6 +65,14 @@ HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the f
 LEAN_P = 0.05  # say the forecasts lean when this many on one side is this unlikely for unbiased ones
 LEAN_MIN_PCT = 1.0  # ... and their mean error is at least the reach's finer tolerance
 N_BOOT = 200
+RATE_MIN_DISTANCE = math.log(2.0)  # rows nearer than 2x say more about noise than about drift
+# The loss forecast's typical |log error| per unit of log distance on published ladders: the median over
+# ladders of each ladder's median |log(actual / forecast)| / distance, for forecasts at least 2x beyond their
+# ladder, measured by benchmarks/public_ladders.py before this floor existed (per ladder: Porian et al. 2024's
+# three decay-chinchilla isoFLOP configurations 0.019, 0.011, 0.021; Beck et al. 2025's Llama ctx8192 0.001;
+# Li et al. 2025 0.022; Epoch's Chinchilla extraction 0.004). A 20x forecast (distance 3.0) is never given
+# less than +-4.5%. Numbers only: the data stay in ../shared/ladders.
+PUBLIC_RATE = 0.0075
 
 
 def run_noise(n_runs: int, n_boot: int, seed: int) -> np.ndarray:
@@ -58,6 +80,7 @@ def run_noise(n_runs: int, n_boot: int, seed: int) -> np.ndarray:
     runs it is fitted on, so that replicate ``b`` of every form sees the same redrawn runs."""
     return np.random.default_rng(seed).standard_normal((n_boot, n_runs))
 RELATIVE_RMS_CUT = 2.0
+SHORT_EVIDENCE = 0.5  # a form's rollout must reach this share of the farthest tested distance to be weighted
 REACH_TOLS = (1.0, 2.0)
 
 
@@ -73,16 +96,23 @@ class PointForecast:
     compute_x: float
     beyond_reach: bool
     note: str = ""
+    tokens_x: float = 1.0
+    distance: dict = field(default_factory=dict)  # how far, what the rollout tested there, how much it widened
 
     @property
     def half_width_pct(self) -> float:
         return 100.0 * (self.hi - self.lo) / 2.0 / self.loss
 
+    @property
+    def beyond_tested(self) -> bool:
+        return bool(self.distance.get("beyond_tested"))
+
     def to_dict(self) -> dict:
         return {"params": self.params, "tokens": self.tokens, "compute_6nd": 6.0 * self.params * self.tokens,
                 "loss": self.loss, "lo": self.lo, "hi": self.hi, "level": LEVEL,
                 "half_width_pct": self.half_width_pct, "by_form": self.by_form, "params_x": self.params_x,
-                "compute_x": self.compute_x, "beyond_reach": self.beyond_reach, "note": self.note}
+                "tokens_x": self.tokens_x, "compute_x": self.compute_x, "beyond_reach": self.beyond_reach,
+                "beyond_tested": self.beyond_tested, "distance": self.distance, "note": self.note}
 
 
 @dataclass
@@ -94,14 +124,16 @@ class NoForecast:
     reason: str
     loss = lo = hi = None
     by_form: dict = field(default_factory=dict)
-    params_x = compute_x = None
-    beyond_reach = False
+    params_x = compute_x = tokens_x = None
+    beyond_reach = beyond_tested = False
     half_width_pct = None
+    distance: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"params": self.params, "tokens": self.tokens, "compute_6nd": 6.0 * self.params * self.tokens,
                 "loss": None, "lo": None, "hi": None, "level": LEVEL, "half_width_pct": None, "by_form": {},
-                "params_x": None, "compute_x": None, "beyond_reach": False, "note": self.reason}
+                "params_x": None, "tokens_x": None, "compute_x": None, "beyond_reach": False,
+                "beyond_tested": False, "distance": {}, "note": self.reason}
 
 
 @dataclass
@@ -118,6 +150,8 @@ class Forecast:
     factor: float
     reach: dict[str, dict]
     lean: dict = field(default_factory=dict)
+    drift: dict = field(default_factory=dict)
+    far_error: dict | None = None
     points: list[PointForecast] = field(default_factory=list)
 
     @property
@@ -143,7 +177,7 @@ class Forecast:
             "rollout": {"rows": [r.to_dict() for r in self.rollout.rows], "prefixes": self.rollout.prefixes,
                         "scores": self.rollout.scores, "mixture": self.mixture_rows},
             "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor,
-                            "n": len(self.mixture_rows)},
+                            "n": len(self.mixture_rows), "drift": self.drift, "far_error": self.far_error},
             "lean": self.lean,
             "reach": self.reach,
             "points": [p.to_dict() for p in self.points],
@@ -163,6 +197,11 @@ def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], st
         w = {k: 1.0 / len(laws) for k in laws}
         return w, ("no rollout forecasts (the ladder has too few sizes to backtest), so every identifiable form "
                    f"counts equally: {', '.join(laws)}")
+    # a form whose own rollout forecasts never reached half the distance the best-tested form reached (the ratio
+    # form tested on the few runs at the hero's ratio) is judged on evidence too short for the hero: not weighted
+    far = max(s.get("tested_distance", 0.0) for s in scored.values())
+    short = [k for k, s in scored.items() if s.get("tested_distance", 0.0) < SHORT_EVIDENCE * far]
+    scored = {k: s for k, s in scored.items() if k not in short}
     key = "rms_pct"
     best = min(s[key] for s in scored.values())
     keep = {k: s for k, s in scored.items() if s[key] <= RELATIVE_RMS_CUT * max(best, 1e-3)}
@@ -175,6 +214,9 @@ def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], st
            + ", ".join(f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1])))
     if dropped:
         why += f"; left out (more than {RELATIVE_RMS_CUT:g}x the best error): {', '.join(dropped)}"
+    if short:
+        why += (f"; left out (its rollout reached less than {SHORT_EVIDENCE:g} of the farthest distance tested): "
+                + ", ".join(short))
     return w, why
 
 
@@ -231,7 +273,8 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
                     "actual": r0.actual, "forecast": math.exp(point), "interval": [math.exp(lo), math.exp(hi)],
                     "err_pct": 100.0 * (math.exp(point) - r0.actual) / r0.actual,
                     "inside": bool(lo <= actual <= hi), "z": float(abs(err) / max(half, HALF_FLOOR)),
-                    "params_x": r0.dist_params, "compute_x": r0.dist_compute, "at_target_ratio": r0.at_target_ratio})
+                    "params_x": r0.dist_params, "compute_x": r0.dist_compute, "tokens_x": r0.dist_tokens,
+                    "distance": r0.distance, "half_log": float(half), "at_target_ratio": r0.at_target_ratio})
     return out
 
 
@@ -258,12 +301,44 @@ def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
     return coverage, max(1.0, float(q))
 
 
+def _conformal(values, level: float = LEVEL) -> float:
+    """The ``ceil((m + 1) level)``-th smallest of ``values`` (the largest when there are too few)."""
+    v = np.sort(np.asarray(values, dtype=float))
+    return float(v[min(len(v) - 1, int(math.ceil((len(v) + 1) * level)) - 1)])
+
+
+def _drift(rows: list[dict], factor: float) -> dict:
+    """The rollout's error beyond its (widened) intervals per unit of log distance (see the module's doc)."""
+    far = [r for r in rows if r["distance"] >= RATE_MIN_DISTANCE]
+    rates = [max(0.0, abs(math.log(r["actual"] / r["forecast"])) - factor * r["half_log"]) / r["distance"]
+             for r in far]
+    own = _conformal(rates) if len(rates) >= 3 else None
+    return {"n": len(rates), "rate": own or 0.0, "public_rate": PUBLIC_RATE,
+            "tested_distance": max((r["distance"] for r in rows), default=0.0)}
+
+
+def _far_error(rows: list[dict]) -> dict | None:
+    """The rollout's error at the farthest distances it tested: the rows in the top third of its distances."""
+    if not rows:
+        return None
+    top = max(r["distance"] for r in rows)
+    far = [r for r in rows if r["distance"] >= top * 2 / 3]
+    e = np.array([r["err_pct"] for r in far])
+    return {"n": len(far), "min_distance_x": float(math.exp(min(r["distance"] for r in far))),
+            "max_distance_x": float(math.exp(top)), "median_abs_err_pct": float(np.median(np.abs(e))),
+            "worst_abs_err_pct": float(np.max(np.abs(e))),
+            "coverage": float(np.mean([r["inside"] for r in far]))}
+
+
+AXES = ("params_x", "tokens_x", "compute_x")
+
+
 def _reach(rows: list[dict]) -> dict[str, dict]:
     out = {}
     for tol in REACH_TOLS:
         key = f"{tol:g}%"
         entry = {}
-        for dist in ("params_x", "compute_x"):
+        for dist in AXES:
             best = 1.0
             for r in sorted(rows, key=lambda r: r[dist]):
                 if abs(r["err_pct"]) > tol:
@@ -271,8 +346,8 @@ def _reach(rows: list[dict]) -> dict[str, dict]:
                 best = r[dist]
             entry[dist] = best
         out[key] = entry
-    out["tested"] = {"params_x": max((r["params_x"] for r in rows), default=1.0),
-                     "compute_x": max((r["compute_x"] for r in rows), default=1.0)}
+    out["tested"] = {ax: max([1.0] + [r[ax] for r in rows]) for ax in AXES}
+    out["tested"]["distance_x"] = math.exp(max((r["distance"] for r in rows), default=0.0))
     return out
 
 
@@ -295,8 +370,9 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
     weights = {k: v for k, v in fc.weights.items() if k in draws}
     note = ""
     if not weights:  # the weighted forms do not apply here (e.g. the ratio form at another ratio)
-        weights = {k: 1.0 for k in draws}
-        note = "the rollout-weighted forms do not apply at this point; the applicable forms count equally"
+        weights, _ = _weights(fc.rollout, {k: fc.laws[k] for k in draws}) if draws else ({}, "")
+        note = ("the rollout-weighted forms do not apply at this point; the applicable forms are weighted by their "
+                "own rollout errors")
     mixed = _mix(draws, points, weights, rng)
     if mixed is None:
         scopes = "; ".join(LOSS_FORMS[k].scope(fc.data, fc.target_ratio) for k in fc.laws)
@@ -305,12 +381,27 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
                          f"({tokens / params:.3g} tokens/param): {scopes}" + (f"; {skipped}" if skipped else ""))
     point, pooled = mixed
     lo, hi = np.quantile(pooled, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    lo, hi = point - fc.factor * (point - lo), point + fc.factor * (hi - point)
     px = params / float(fc.data.params.max())
+    tx = tokens / float(fc.data.tokens.max())
     cx = 6 * params * tokens / float(fc.data.compute.max())
-    reach2 = fc.reach.get("2%", {}).get("params_x", 1.0)
-    beyond = px > reach2 * 1.0001
-    return PointForecast(params, tokens, math.exp(point), math.exp(lo), math.exp(hi), by_form, px, cx, beyond, note)
+    d = log_distance(px, tx, cx)
+    rate = fc.drift.get("rate", 0.0) or 0.0
+    floor = PUBLIC_RATE * d
+    lo = point - max(fc.factor * (point - lo) + rate * d, floor)
+    hi = point + max(fc.factor * (hi - point) + rate * d, floor)
+    reach2 = fc.reach.get("2%", {})
+    tested = fc.reach.get("tested", {})
+    beyond = any(x > reach2.get(ax, 1.0) * 1.0001 for ax, x in zip(AXES, (px, tx, cx)))
+    beyond_axes = [ax[:-2] for ax, x in zip(AXES, (px, tx, cx)) if x > tested.get(ax, 1.0) * 1.0001]
+    tested_d = fc.drift.get("tested_distance", 0.0) or 0.0
+    dist = {"params_x": px, "tokens_x": tx, "compute_x": cx, "distance_x": math.exp(d),
+            "tested_distance_x": math.exp(tested_d), "tested": tested,
+            "beyond_tested": bool(d > tested_d + 1e-9 or beyond_axes), "beyond_tested_axes": beyond_axes,
+            "rollout_error": fc.far_error, "drift_rate": rate,
+            "drift_widening_pct": 100.0 * math.expm1(rate * d),
+            "public_floor_pct": 100.0 * math.expm1(floor)}
+    return PointForecast(params, tokens, math.exp(point), math.exp(lo), math.exp(hi), by_form, px, cx, beyond, note,
+                         tokens_x=tx, distance=dist)
 
 
 def forecast_loss(data: LossData, target_params: float, target_tokens: float, *, predict=(), seed: int = 0,
@@ -332,13 +423,13 @@ def forecast_loss(data: LossData, target_params: float, target_tokens: float, *,
                       labels=sub.run_ids, noise=noise[:, np.asarray(mask, dtype=bool)])
     if not laws:
         raise ValueError("no loss form is identifiable on these runs: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
-    ro = rollout(data, target_ratio, tuple(laws), seed=seed)
+    ro = rollout(data, target_ratio, tuple(laws), seed=seed, n_boot=min(ROLLOUT_BOOT, n_boot))
     weights, why = _weights(ro, laws)
     rows = _mixture_rows(ro, weights)
     coverage, factor = _calibrate(rows)
     fc = Forecast(data=data, target_ratio=target_ratio, laws=laws, skipped=skipped, rollout=ro, weights=weights,
                   why=why, mixture_rows=rows, coverage=coverage, factor=factor, reach=_reach(rows),
-                  lean=_lean(rows))
+                  lean=_lean(rows), drift=_drift(rows, factor), far_error=_far_error(rows))
     for p, t in [(target_params, target_tokens), *predict]:
         try:
             fc.points.append(fc.predict(p, t, seed=seed))

@@ -1,25 +1,36 @@
-"""Rollout ("grow the ladder") backtests: for each prefix of the ladder's sizes (the smallest 3, 4, ... of K),
-fit every identifiable form on those runs alone and forecast every larger run, with the same intervals the hero
-gets. The rows say how wrong each form was at each extrapolation distance (in parameter and compute multiples
-of the largest run it was fitted on); they choose the forms, demonstrate the ladder's reach and calibrate the
-intervals (:mod:`ladder.reports.fits.loss.forecast`).
+"""Rollout ("grow the ladder") backtests: for each prefix of the ladder (the smallest 3, 4, ... of K sizes, or the
+cheapest compute levels, see below), fit every identifiable form on those runs alone and forecast every run
+beyond, with the same intervals the hero gets. The rows say how wrong each form was at each extrapolation
+distance; they choose the forms, demonstrate the ladder's reach and calibrate the intervals
+(:mod:`ladder.reports.fits.loss.forecast`).
 
-Distances: ``params x`` = the run's parameters over the largest fitted run's, ``compute x`` = its ``6ND`` over the
-largest fitted ``6ND``. A form is scored by the root of the mean squared log error over its forecasts, each
-weighted by ``log(params x)``, so that far forecasts (what the hero needs) count most. Forms are compared on the
-forecasts they all made (the same prefixes and runs) when there are at least two of them.
+Prefixes by size or by compute (:func:`prefix_axis`): the hero lies beyond the ladder in compute and tokens as
+well as in parameters, and the rollout must test that. A ladder whose sizes each span their own compute range
+(one ratio, or a few budgets per size) is grown by size: a prefix holds every budget of its sizes and forecasts
+larger models at larger budgets. On an isoFLOP ladder (several sizes per budget) a prefix of sizes would
+forecast larger models at budgets it had already fitted (10x the parameters at ~1x the compute) and vouch for a
+hero 20x beyond the top budget that it never tested; there the runs are grouped into compute levels (``6ND``
+within 10%) and grown by budget.
+
+Distances: ``params x`` = the run's parameters over the largest fitted run's, ``tokens x`` and ``compute x``
+(``6ND``) likewise; the *distance* of a forecast is the largest of their logs (:func:`log_distance`). A form is
+scored by the root of the mean squared log error over its forecasts, each weighted by that distance, so that far
+forecasts (what the hero needs) count most. Forms are compared on the forecasts they all made (the same prefixes
+and runs) when there are at least two of them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ladder.reports.fits.engine import fit
-from ladder.reports.fits.loss.forms import LOSS_FORMS, MIN_SIZES, LossData, at_ratio
+from ladder.reports.fits.loss.forms import LOSS_FORMS, MIN_SIZES, LossData, at_ratio, groups
 
 MAX_PREFIXES = 8
+LEVEL_TOL = 0.10  # runs within 10% of each other's compute share a compute level
 MIN_COMMON = 2  # forms are compared on the forecasts they share when there are at least this many
 ROLLOUT_BOOT = 100
 ROW_DRAWS = 800
@@ -39,6 +50,7 @@ class RolloutRow:
     dist_params: float
     dist_compute: float
     at_target_ratio: bool
+    dist_tokens: float = 1.0
     draws: np.ndarray = field(repr=False, default=None)  # log-loss draws of the forecast
 
     @property
@@ -53,7 +65,12 @@ class RolloutRow:
         return {"prefix": self.prefix, "form": self.form, "run_id": self.run_id, "params": self.params,
                 "tokens": self.tokens, "actual": self.actual, "forecast": self.point, "interval": [self.lo, self.hi],
                 "err_pct": self.err_pct, "inside": self.inside, "params_x": self.dist_params,
-                "compute_x": self.dist_compute, "at_target_ratio": self.at_target_ratio}
+                "compute_x": self.dist_compute, "tokens_x": self.dist_tokens,
+                "distance": self.distance, "at_target_ratio": self.at_target_ratio}
+
+    @property
+    def distance(self) -> float:
+        return log_distance(self.dist_params, self.dist_tokens, self.dist_compute)
 
 
 @dataclass
@@ -66,9 +83,39 @@ class Rollout:
         return [r for r in self.rows if r.form == form]
 
 
-def _prefix_ks(n_sizes: int) -> list[int]:
-    ks = list(range(MIN_SIZES, n_sizes))
-    if len(ks) > MAX_PREFIXES:  # spread them, always keeping the last (the one held-out rung backtest)
+def log_distance(params_x: float, tokens_x: float, compute_x: float) -> float:
+    """How far a point lies beyond the runs fitted, in any axis: the largest of the logs of its parameter,
+    token and compute multiples (0 inside the ladder's span)."""
+    return max(0.0, math.log(max(params_x, 1e-300)), math.log(max(tokens_x, 1e-300)),
+               math.log(max(compute_x, 1e-300)))
+
+
+def compute_levels(data: LossData) -> np.ndarray:
+    return groups(data.compute, LEVEL_TOL)
+
+
+def prefix_axis(data: LossData) -> str:
+    """``compute`` when several model sizes share a compute level (an isoFLOP design: a prefix of sizes would
+    forecast larger models at budgets it has fitted), else ``size`` (each level one size, its budgets spread
+    above it: a prefix of sizes holds every budget of its sizes and its forecasts reach beyond in both)."""
+    levels, sizes = compute_levels(data), data.sizes
+    per_level = [len(np.unique(sizes[levels == k])) for k in np.unique(levels)]
+    return "compute" if per_level and float(np.median(per_level)) >= 2 else "size"
+
+
+def prefix_groups(data: LossData) -> np.ndarray:
+    """The label each run's prefix membership is judged by: its compute level or its size (see
+    :func:`prefix_axis`); a prefix is every run whose label is below the first held-out one."""
+    return compute_levels(data) if prefix_axis(data) == "compute" else data.sizes
+
+
+def prefix_levels(data: LossData) -> list[int]:
+    """The first held-out group of each prefix: from the first prefix holding >= MIN_SIZES sizes and >= 2
+    groups; at most MAX_PREFIXES of them, spread, always keeping the last (the top group held out)."""
+    levels, sizes = prefix_groups(data), data.sizes
+    n = int(levels.max()) + 1 if len(levels) else 0
+    ks = [k for k in range(2, n) if len(np.unique(sizes[levels < k])) >= MIN_SIZES]
+    if len(ks) > MAX_PREFIXES:
         pick = np.unique(np.round(np.linspace(0, len(ks) - 1, MAX_PREFIXES)).astype(int))
         ks = [ks[i] for i in pick]
     return ks
@@ -76,16 +123,18 @@ def _prefix_ks(n_sizes: int) -> list[int]:
 
 def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_boot: int = ROLLOUT_BOOT,
             seed: int = 0) -> Rollout:
-    sizes = data.sizes
-    order = np.unique(sizes)
+    levels = prefix_groups(data)
+    axis = prefix_axis(data)
     rows: list[RolloutRow] = []
     prefixes = []
-    for k in _prefix_ks(len(order)):
-        train_mask = sizes < order[k]
+    for k in prefix_levels(data):
+        train_mask = levels < k
         train = data.subset(train_mask)
         test_idx = np.flatnonzero(~train_mask)
-        info = {"prefix": k, "largest_params": float(train.params.max()), "fitted": [], "skipped": {}}
-        max_n, max_c = train.params.max(), train.compute.max()
+        max_n, max_c, max_d = train.params.max(), train.compute.max(), train.tokens.max()
+        info = {"prefix": k, "by": axis, "sizes": int(len(np.unique(train.sizes))), "runs": int(len(train)),
+                "largest_params": float(max_n), "largest_compute": float(max_c), "largest_tokens": float(max_d),
+                "fitted": [], "skipped": {}}
         noise = np.random.default_rng(seed + 1000 * k).standard_normal((n_boot, len(train.loss)))  # paired forms
         for key in forms:
             form = LOSS_FORMS[key]
@@ -115,17 +164,21 @@ def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_b
                     tokens=float(data.tokens[i]), actual=float(data.loss[i]), point=float(np.exp(point[j])),
                     lo=float(np.exp(lo[j])), hi=float(np.exp(hi[j])), dist_params=float(data.params[i] / max_n),
                     dist_compute=float(data.compute[i] / max_c), at_target_ratio=bool(ratio_ok[i]),
-                    draws=draws[:, j]))
+                    draws=draws[:, j], dist_tokens=float(data.tokens[i] / max_d)))
         prefixes.append(info)
     out = Rollout(rows=rows, prefixes=prefixes)
     out.scores = score(out, forms)
     return out
 
 
+def _distance_weights(rows: list[RolloutRow]) -> np.ndarray:
+    w = np.array([r.distance for r in rows])
+    return np.where(w > 0, w, 1e-3)
+
+
 def _weighted_rms(rows: list[RolloutRow]) -> float:
     e = np.array([np.log(r.point / r.actual) for r in rows])
-    w = np.array([np.log(r.dist_params) for r in rows])
-    w = np.where(w > 0, w, 1e-3)
+    w = _distance_weights(rows)
     return float(100.0 * np.sqrt((w * e**2).sum() / w.sum()))
 
 
@@ -137,8 +190,7 @@ def _weighted_interval_score(rows: list[RolloutRow], alpha: float = 0.10) -> flo
     hi = np.log([r.hi for r in rows])
     y = np.log([r.actual for r in rows])
     s = (hi - lo) + (2 / alpha) * (np.maximum(0, lo - y) + np.maximum(0, y - hi))
-    w = np.array([np.log(r.dist_params) for r in rows])
-    w = np.where(w > 0, w, 1e-3)
+    w = _distance_weights(rows)
     return float(100.0 * (w * s).sum() / w.sum())
 
 
@@ -169,5 +221,8 @@ def score(ro: Rollout, forms) -> dict[str, dict]:
             "coverage": float(np.mean([r.inside for r in use])),
             "max_params_x": float(max(r.dist_params for r in use)),
             "max_compute_x": float(max(r.dist_compute for r in use)),
+            "max_tokens_x": float(max(r.dist_tokens for r in use)),
+            "n_own": len(rs),
+            "tested_distance": float(max(r.distance for r in rs)),
         }
     return out

@@ -8,7 +8,7 @@ from scipy import stats
 
 from ladder.reports.fits.loss import LossData, forecast_loss, rollout
 from ladder.reports.fits.loss.forms import seed_sigma
-from tests.parallel import map_reps
+from ladder.reports.fits.loss.rollout import compute_levels, prefix_groups, prefix_levels
 
 E, A, B = 1.82, 482.0, 2085.0
 SIZES = np.geomspace(1e7, 1.6e8, 6)
@@ -29,12 +29,14 @@ def plateau_truth(n, d):
     return 1.2 + 1 / (1 / (40.0 * n**-0.35 + 300.0 * d**-0.3) + 1 / 3.3)
 
 
-def test_rollout_fits_every_prefix_and_forecasts_every_larger_run():
-    ro = rollout(data(law(N, D)), 20.0, ("chinchilla", "ratio"), n_boot=20)
-    prefixes = sorted({r.prefix for r in ro.rows})
-    assert prefixes == [3, 4, 5]  # the smallest 3, 4, 5 of 6 sizes
+def test_rollout_grows_a_ladder_of_sizes_by_size_and_forecasts_every_larger_run():
+    d = data(law(N, D))
+    ro = rollout(d, 20.0, ("chinchilla", "ratio"), n_boot=20)
+    assert prefix_levels(d) == [3, 4, 5]  # the smallest 3, 4, 5 of 6 sizes: each size spans its own compute
+    assert sorted({r.prefix for r in ro.rows}) == [3, 4, 5] and {p["by"] for p in ro.prefixes} == {"size"}
     for r in ro.rows:
         assert r.dist_params > 1.0  # only larger runs are forecast
+        assert r.distance == pytest.approx(np.log(max(r.dist_params, r.dist_tokens, r.dist_compute, 1.0)))
         assert r.form in ("chinchilla", "ratio")
         if r.form == "ratio":
             assert r.at_target_ratio  # the ratio law forecasts only at its ratio
@@ -43,6 +45,24 @@ def test_rollout_fits_every_prefix_and_forecasts_every_larger_run():
     assert max(abs(r.err_pct) for r in chin) < 0.01  # noiseless data from the law itself
     # the ratio law needs 4 runs at its ratio: only prefixes of >= 4 sizes
     assert min(r.prefix for r in ro.rows if r.form == "ratio") == 4
+
+
+def test_the_rollout_tests_compute_distance_on_an_isoflop_ladder():
+    """An isoFLOP ladder (8 budgets x 9 sizes): the prefixes are budgets, so the rollout forecasts runs many
+    times beyond the compute it fitted (a prefix of sizes would forecast larger models at budgets it had
+    fitted, ~1x in compute)."""
+    budgets = np.geomspace(1e17, 1e19, 8)
+    n = np.concatenate([np.sqrt(c / 120) * np.geomspace(0.25, 4, 9) for c in budgets])
+    dd = np.repeat(budgets, 9) / (6 * n)
+    d = data(law(n, dd), n, dd)
+    ro = rollout(d, 20.0, ("chinchilla",), n_boot=10)
+    assert {p["by"] for p in ro.prefixes} == {"compute"}
+    assert max(r.dist_compute for r in ro.rows) > 50
+    levels = compute_levels(d)
+    assert np.array_equal(prefix_groups(d), levels)
+    for p in ro.prefixes:  # each prefix holds the cheapest budgets, all their sizes
+        assert p["runs"] == 9 * p["prefix"] and p["largest_compute"] < d.compute[levels == p["prefix"]].min()
+    assert all(r.dist_compute > 1.0 for r in ro.rows)
 
 
 @pytest.mark.parametrize("truth, alpha, beta", [("chinchilla", 0.55, 0.25), ("overtrain", 0.32, 0.32)])
@@ -80,9 +100,9 @@ def test_reach_and_calibration_on_a_misspecified_ladder():
     drift = E + A * N ** -(0.348 * (1 + 0.08 * np.log(N / 1e7))) + B * D**-0.366
     fc = forecast_loss(data(drift), *HERO, n_boot=50)
     reach = fc.reach
-    assert reach["1%"]["params_x"] <= reach["2%"]["params_x"] <= reach["tested"]["params_x"]
-    assert reach["tested"]["params_x"] == max(m["params_x"] for m in fc.mixture_rows)
-    assert reach["tested"]["params_x"] <= SIZES[-1] / SIZES[2] * (1 + 1e-9)  # at most 6th size / 3rd
+    for ax in ("params_x", "tokens_x", "compute_x"):
+        assert reach["1%"][ax] <= reach["2%"][ax] <= reach["tested"][ax]
+        assert reach["tested"][ax] == max([1.0] + [m[ax] for m in fc.mixture_rows])
     assert fc.coverage is not None and 0 <= fc.coverage <= 1
     assert fc.factor >= 1.0
     judged = [r for r in fc.mixture_rows if r["at_target_ratio"]] or fc.mixture_rows
@@ -91,7 +111,7 @@ def test_reach_and_calibration_on_a_misspecified_ladder():
     assert (fc.factor > 1.0) == short
     hero = fc.points[0]
     assert hero.lo < hero.loss < hero.hi
-    assert hero.beyond_reach == (hero.params_x > reach["2%"]["params_x"])
+    assert hero.beyond_reach == any(getattr(hero, ax) > reach["2%"][ax] for ax in ("params_x", "tokens_x", "compute_x"))
 
 
 def test_seed_replicates_set_the_noise_floor():
@@ -114,25 +134,21 @@ def test_the_hero_interval_grows_with_the_seed_floor():
     assert loud.points[0].half_width_pct > quiet.points[0].half_width_pct + 2
 
 
-def _hero_covered(loss, actual, seed):
-    p = forecast_loss(data(loss), *HERO, n_boot=100, seed=seed).points[0]
-    return p.lo <= actual <= p.hi
-
-
-@pytest.mark.slow
-def test_hero_intervals_cover_90_percent_of_new_runs():
-    """200 synthetic ladders from a known law with 0.5% noise (6 sizes x 3 budgets, the WSD-branch design): the
-    hero 4x beyond the largest size is covered by its nominal 90% interval in 85-95% of repetitions.
-    (benchmarks/bench_coverage.py runs this and harder scenarios.) The repetitions run one per core."""
-    reps = 200
+def test_hero_intervals_cover_new_runs_smoke():
+    """A smoke test of coverage (benchmarks/bench_coverage.py repeats it over 200 ladders and harder scenarios):
+    12 synthetic ladders from a known law with 0.5% noise (6 sizes x 3 budgets, the WSD-branch design); the hero
+    4x beyond the largest size is covered by its nominal 90% interval in at least 9 of them, and the intervals
+    are not vacuous (median half-width under 10%)."""
     rng = np.random.default_rng(2024)
-    draws = []
-    for r in range(reps):
+    hits, halves = 0, []
+    for r in range(12):
         loss = law(N, D) * np.exp(rng.normal(0, 0.005, len(N)))
         actual = law(*HERO) * np.exp(rng.normal(0, 0.005))
-        draws.append((loss, actual, r))
-    hits = sum(map_reps(_hero_covered, draws))
-    assert 0.85 <= hits / reps <= 0.95, hits / reps
+        p = forecast_loss(data(loss), *HERO, n_boot=20, seed=r).points[0]
+        hits += p.lo <= actual <= p.hi
+        halves.append(p.half_width_pct)
+    assert hits >= 9, hits
+    assert np.median(halves) < 10, halves
 
 
 def test_the_interval_is_stable_across_bootstrap_seeds_and_widens_without_the_largest_size():

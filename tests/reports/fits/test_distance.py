@@ -1,0 +1,100 @@
+"""Intervals honest at the target's distance (issue 26): they grow with how far the target lies beyond what the
+ladder has shown, in parameters, tokens and compute; a dense ladder does not buy a narrow interval far out; and
+no reach is claimed beyond the distance the rollout tested."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ladder.reports.fits.loss import LossData, forecast_loss
+from ladder.reports.fits.loss.forecast import PUBLIC_RATE
+
+E, A, B = 1.82, 482.0, 2085.0
+
+
+def drifting(n, d, steepen=0.06):
+    """Chinchilla's law whose parameter exponent grows with size: forecasts from the small runs run high, more
+    the farther they reach (as on Porian et al.'s isoFLOP ladders)."""
+    alpha = 0.34 * (1 + steepen * np.log(n / 1e7))
+    return E + A * n**-alpha + B * d**-0.37
+
+
+def isoflop(budgets, per_budget, rng, noise=0.003, truth=drifting):
+    n = np.concatenate([np.sqrt(c / 120) * np.geomspace(0.2, 5, per_budget) for c in budgets])
+    d = np.repeat(budgets, per_budget) / (6 * n)
+    loss = truth(n, d) * np.exp(rng.normal(0, noise, len(n)))
+    return LossData(n, d, loss, [f"r{i}" for i in range(len(n))])
+
+
+def test_intervals_grow_with_distance_when_the_error_does():
+    """On a ladder whose rollout errors grow with distance, the forecasts at 2x, 8x, 32x and 128x the top
+    budget get ever wider intervals, each at least the rollout's error growth (and the published-ladder floor)
+    times its distance."""
+    rng = np.random.default_rng(0)
+    budgets = np.geomspace(1e17, 3e18, 6)
+    data = isoflop(budgets, 9, rng)
+    top = budgets[-1]
+    pts = [(math.sqrt(c / 120), c / (6 * math.sqrt(c / 120))) for c in top * np.array([2.0, 8.0, 32.0, 128.0])]
+    fc = forecast_loss(data, *pts[-1], predict=pts[:-1], n_boot=20)
+    by_dist = sorted(fc.points, key=lambda p: p.compute_x)
+    halves = [p.half_width_pct for p in by_dist]
+    assert halves == sorted(halves) and halves[-1] > 1.5 * halves[0], halves
+    rate = max(fc.drift["rate"], PUBLIC_RATE)
+    for p in by_dist:
+        d = math.log(p.distance["distance_x"])
+        assert math.log(p.hi / p.loss) >= rate * d - 1e-9
+        assert math.log(p.loss / p.lo) >= rate * d - 1e-9
+    assert fc.drift["n"] > 0 and fc.drift["rate"] > 0  # the rollout measured the drift
+
+
+def test_a_dense_ladder_gets_no_narrow_interval_far_beyond_it():
+    """Hundreds of runs on an isoFLOP ladder (8 budgets x 30 sizes) whose irreducible loss itself falls with
+    compute (no form has that term): a bootstrap's spread shrinks with the number of runs, but the
+    forecast 20x beyond the top budget (where the rollout tested up to ~9x) gets at least the published-ladder
+    floor for that distance, and its interval covers the truth."""
+    rng = np.random.default_rng(1)
+    budgets = np.geomspace(1e17, 1.3e18, 8)
+
+    def truth(n, d):
+        return 1.82 * (6 * n * d / 1e17) ** -0.1 + A * n**-0.34 + B * d**-0.37
+
+    data = isoflop(budgets, 30, rng, truth=truth)
+    assert len(data) == 240
+    c = budgets[-1] * 20
+    n = math.sqrt(c / 120)
+    d = c / (6 * n)
+    fc = forecast_loss(data, n, d, n_boot=20)
+    p = fc.points[0]
+    assert p.compute_x == pytest.approx(20, rel=0.05)
+    assert p.beyond_tested and p.distance["tested_distance_x"] < p.distance["distance_x"]
+    floor = PUBLIC_RATE * math.log(p.distance["distance_x"])
+    assert min(math.log(p.hi / p.loss), math.log(p.loss / p.lo)) >= floor - 1e-9
+    assert floor > 0.02  # not +-1%
+    assert p.lo <= truth(n, d) <= p.hi
+
+
+@pytest.mark.parametrize("design", ["chinchilla", "isoflop"])
+def test_reach_is_never_claimed_beyond_the_tested_distance_in_any_axis(design):
+    rng = np.random.default_rng(2)
+    if design == "isoflop":
+        data = isoflop(np.geomspace(1e17, 1e18, 5), 7, rng, truth=lambda n, d: E + A * n**-0.34 + B * d**-0.37)
+    else:
+        n = np.repeat(np.geomspace(1e7, 1.6e8, 6), 3)
+        d = n * np.tile([5.0, 10.0, 20.0], 6)
+        loss = (E + A * n**-0.34 + B * d**-0.37) * np.exp(rng.normal(0, 0.003, len(n)))
+        data = LossData(n, d, loss, [f"r{i}" for i in range(len(n))])
+    hero = (float(data.params.max()) * 6, float(data.params.max()) * 6 * 20)
+    fc = forecast_loss(data, *hero, n_boot=20)
+    tested = fc.reach["tested"]
+    for tol in ("1%", "2%"):
+        for ax in ("params_x", "tokens_x", "compute_x"):
+            assert 1.0 <= fc.reach[tol][ax] <= tested[ax]
+    p = fc.points[0]
+    axes = {"params": p.params_x, "tokens": p.tokens_x, "compute": p.compute_x}
+    beyond = [k for k, x in axes.items() if x > tested[f"{k}_x"] * 1.0001]
+    assert beyond  # the hero lies beyond what the rollout tested (6x the largest model)
+    assert p.beyond_tested and p.beyond_reach
+    assert set(p.distance["beyond_tested_axes"]) == set(beyond)
