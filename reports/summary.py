@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ladder.model.config import format_count
 from ladder.plan_notes import LADDER_COST_COUNTS
+from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.render.fmt import fmt_flops
 
 __all__ = ["print_fit"]
@@ -119,7 +120,8 @@ def print_fit(result: Any, console: Console | None = None) -> None:
         src = r.get("sources", {})
         t.add_row("shape", f"d_model {r['d_model']}, n_layers {r['n_layers']}, heads {r['n_heads']}/{r['n_kv_heads']} kv, "
                   f"head_dim {r['head_dim']}, ffn {r['ffn_dim']}", src.get("shape", ""))
-        t.add_row("tied", str(r["tied"]).lower(), src.get("tied", ""))
+        doubt = tied_uncertainty((d.get("tied_vs_untied") or {}).get("hero"))
+        t.add_row("tied", str(r["tied"]).lower() + (f" [yellow]({doubt})[/]" if doubt else ""), src.get("tied", ""))
         t.add_row("aspect ratio", _num(r["aspect_ratio"], 3), src.get("aspect_ratio", ""))
         t.add_row("params", f"{_count(r['params'])} {r['param_convention']} ({_count(r['params_total'])} total)", "")
         t.add_row("tokens", f"{_count(r['tokens'])} ({_num(r['tokens_per_param'], 3)}/param)", src.get("tokens", ""))
@@ -187,17 +189,45 @@ def _print_law(d: dict, console: Console) -> None:
                       f"interval; widening {cal.get('factor', 1):.3g}x{side}")
 
 
+def _weights(f: dict) -> str:
+    w = {k: x for k, x in (f.get("weights") or {}).items() if isinstance(x, (int, float)) and x > 0.005}
+    return ", ".join(f"{k} {x:.2f}" for k, x in sorted(w.items(), key=lambda kv: -kv[1])) or "-"
+
+
 def _print_variants(d: dict, console: Console) -> None:
+    """Each other variant at the hero. With a tied-vs-untied call, its number first (the hero's forecast moved by
+    the call's gap): the per-variant law, fitted on that variant's runs apart, is shown second and says so, so
+    that the forecasts never contradict the call without a word."""
+    from ladder.reports.fits.ablations.tied import paired_forecast
+
     primary = d["loss"].get("variant")
-    for v, f in d.get("loss_by_variant", {}).items():
+    by = d.get("loss_by_variant", {}) or {}
+    call = ((d.get("tied_vs_untied") or {}).get("hero")) if (d.get("tied_vs_untied") or {}).get("available", True) else None
+    own_primary = (by.get(primary) or {}).get("target") or {}
+    hero_t = {"loss": (d.get("hero") or {}).get("loss")} if (d.get("hero") or {}).get("loss") is not None else own_primary
+    for v, f in by.items():
         if v == primary:
             continue
+        paired = paired_forecast(primary, hero_t, call, v)
+        if paired is not None:
+            console.print(
+                f"  variant {v} at the hero: {_num(paired['loss'])}{_ci([paired['lo'], paired['hi']])} by the paired "
+                f"tied-vs-untied comparison, the call's basis ({primary}'s {_num(paired['from_loss'])} x "
+                f"e^{paired['gap']:+.4f}; the interval is the gap's)")
         if not f.get("available"):
             console.print(f"  variant {v}: [yellow]no law[/] ({f.get('reason')})")
             continue
         t = f.get("target") or {}
         at = f"at the hero {_num(t.get('loss'))}{_ci([t.get('lo'), t.get('hi')])}" if t.get("loss") is not None else ""
-        console.print(f"  variant {v}: {at}")
+        if paired is None:
+            console.print(f"  variant {v}: {at}")
+            continue
+        agree = t.get("loss") is not None and (t["loss"] - paired["from_loss"]) * (paired["loss"] - paired["from_loss"]) > 0
+        console.print(
+            f"  [dim]variant {v}'s own loss law alone (fitted on its runs apart, weights {_weights(f)}; {primary}'s: "
+            f"{_weights(by.get(primary) or {})}): {at}"
+            + ("" if agree else f"; it disagrees with the paired comparison, which compares the variants rung by "
+                                f"rung at matched compute and is what the call and the recommendation use") + "[/]")
 
 
 def _print_in_context(d: dict, console: Console) -> None:

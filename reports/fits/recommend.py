@@ -49,14 +49,35 @@ __all__ = [
 # ------------------------------------------------------------------------------------------ the choices
 
 
+SURE_P = 0.9  # below this probability that the winner wins, the tied-vs-untied choice is shown as uncertain
+
+
+def tied_uncertainty(hero_call: Any) -> str | None:
+    """Why the tied-vs-untied choice is uncertain, in a few words, when the ablation's call at the hero gives its
+    winner a probability below :data:`SURE_P` (``hero_call``: ``TieAblation.hero`` or fit.json's
+    ``tied_vs_untied.hero``); None when it is sure enough or there is no call."""
+    if not isinstance(hero_call, dict) or hero_call.get("winner") not in ("tied", "untied"):
+        return None
+    p = hero_call.get("p_winner")
+    if not isinstance(p, (int, float)) or not math.isfinite(p) or p >= SURE_P:
+        return None
+    other = "untied" if hero_call["winner"] == "tied" else "tied"
+    flip = " (close to a coin flip)" if p < 0.6 else ""
+    return (f"uncertain: P = {p:.2f} that {hero_call['winner']} beats {other} at the hero{flip}, below "
+            f"{SURE_P:g}; either choice is within the ablation's noise")
+
+
 def choose_tied(study: StudySpec, tie: Any | None) -> tuple[bool, str]:
     """Tied or untied for the hero, and why. ``tie``: a ``TieAblation`` (or None). The fit's winner is the sign
     of its one gap at the hero (``TieAblation.hero``), with the call it made (certain, likely, undetermined)
-    and the same numbers fit.json and the report show."""
+    and the same numbers fit.json and the report show; a winner with P < :data:`SURE_P` is said to be uncertain
+    first."""
     hero = getattr(tie, "hero", None) if tie is not None else None
     if hero and hero.get("winner") in ("tied", "untied"):
         n = sum(1 for s in tie.scales if s.gap is not None)
-        return hero["winner"] == "tied", f"fit: tied-vs-untied ablation over {n} rungs: {hero['message']}"
+        doubt = tied_uncertainty(hero)
+        return hero["winner"] == "tied", (f"fit: tied-vs-untied ablation over {n} rungs: "
+                                          + (f"{doubt.upper()[:9]}{doubt[9:]}; " if doubt else "") + hero["message"])
     if study.hero.tied is not None:
         why = "" if tie is None else f" (the ablation gives no hero prediction: {getattr(tie, 'reason', None)})"
         return bool(study.hero.tied), "study: hero.tied" + why

@@ -276,3 +276,21 @@ def fit_tie_ablation(
         hero = calls.hero_call(trend, float(hero_flops), slope_at)
     return TieAblation(tuple(scales), trend, reason, cross, laws, pair, hero_flops, hero, noise, TIE_METHOD,
                        tuple(notes))
+
+
+def paired_forecast(primary: str, target: dict, hero_call: dict | None, other: str) -> dict | None:
+    """The ``other`` variant's loss at the hero by the paired tied-vs-untied comparison (the call's basis): the
+    primary variant's forecast ``target`` moved by the ablation's one gap at the hero, ``ln L_untied - ln
+    L_tied``. Its interval is the gap's alone (the primary's own uncertainty is shared by both). None unless the
+    two variants are ``tied`` and ``untied`` and the call has a gap. Each variant's own loss law, fitted on its
+    runs apart, may weigh other forms and disagree with it; this is the number that agrees with the call."""
+    names = {primary, other}
+    if names != {"tied", "untied"} or not isinstance(hero_call, dict) or not isinstance(target, dict):
+        return None
+    g, ci, loss = hero_call.get("gap"), hero_call.get("gap_ci90") or [None, None], target.get("loss")
+    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in (g, loss, *ci)):
+        return None
+    sign = 1.0 if other == "untied" else -1.0  # the gap is untied minus tied
+    lo, hi = sorted((loss * math.exp(sign * ci[0]), loss * math.exp(sign * ci[1])))
+    return {"variant": other, "loss": loss * math.exp(sign * g), "lo": lo, "hi": hi, "from": primary,
+            "from_loss": loss, "gap": g, "basis": "paired comparison (the tied-vs-untied call)"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ladder.reports.render.blocks import Bullets, Headline, Para, Pre, Section, Tile
+from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.render.cost import ladder_cost
 from ladder.reports.render.fmt import (
     ABSENT,
@@ -96,6 +97,9 @@ def headline(ctx: Builder) -> Section:
     params = first(rec.get("params"), hero.get("params"), plan_hero.get("params"))
     tokens = first(rec.get("tokens"), hero.get("tokens"), plan_hero.get("tokens"))
     conv = rec.get("param_convention") or (ctx.d.study.ladder.param_count if ctx.d.study is not None else None)
+    tie_call = mapping(mapping(fit.get("tied_vs_untied")).get("hero"))
+    doubt = tied_uncertainty(dict(tie_call)) if rec and tie_call.get("winner") == (
+        "tied" if shape.get("tied") else "untied") else None
     config = [
         ("Parameters", f"{fmt_count(params)}" + (f" ({str(conv).replace('_', '-')})" if conv else ""),
          src.get("params", "")),
@@ -105,7 +109,7 @@ def headline(ctx: Builder) -> Section:
         ("Compute", f"{fmt_flops(hero_c)} FLOPs", src.get("compute", "")),
         ("Shape", shape_text(shape), src.get("shape", src.get("aspect_ratio", ""))),
         ("Feed-forward / vocabulary", f"{fmt_int(shape.get('ffn_dim'))} / {fmt_int(shape.get('vocab_size'))}", ""),
-        ("Tied embeddings", fmt_bool(shape.get("tied")), src.get("tied", "")),
+        ("Tied embeddings", fmt_bool(shape.get("tied")) + (f" ({doubt})" if doubt else ""), src.get("tied", "")),
     ]
     if rec:
         config += [

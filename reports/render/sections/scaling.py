@@ -90,18 +90,36 @@ def scaling(ctx: Builder) -> Section:
         s.add(Para(f"Compute-optimal allocation: {alloc['reason']}.", "note"))
     byv = mapping(ctx.fit.get("loss_by_variant"))
     if len(byv) > 1:
+        from ladder.reports.fits.ablations.tied import paired_forecast
+
         vrows = []
+        primary = next((n for n, v in byv.items() if mapping(v).get("primary")), None)
+        call = mapping(mapping(ctx.fit.get("tied_vs_untied")).get("hero"))
+        hero_loss = {"loss": ctx.hero.get("loss")} if ok(ctx.hero.get("loss")) else \
+            dict(mapping(mapping(byv.get(primary)).get("target")))
+        any_paired = False
         for name, v in byv.items():
             why_v = unavailable(v)
+            paired = paired_forecast(primary, hero_loss, dict(call), name) if primary and name != primary else None
+            any_paired = any_paired or paired is not None
+            by_call = (f"{fmt_loss(paired['loss'])} ({fmt_ci([paired['lo'], paired['hi']], fmt_loss)})"
+                       if paired else (fmt_loss(hero_loss.get("loss")) if name == primary and call else ABSENT))
             if why_v:
-                vrows.append([name, ABSENT, ABSENT, clip(why_v, 160)])
+                vrows.append([name, by_call, ABSENT, ABSENT, clip(why_v, 160)])
                 continue
             t = mapping(v.get("target"))
             w = ", ".join(f"{k} {num(x):.2f}" for k, x in mapping(v.get("weights")).items())
-            vrows.append([name + (" (hero's)" if v.get("primary") else ""), fmt_loss(t.get("loss")),
+            vrows.append([name + (" (hero's)" if v.get("primary") else ""), by_call, fmt_loss(t.get("loss")),
                           fmt_ci([t.get("lo"), t.get("hi")], fmt_loss), w])
-        s.add(Table(["Variant", "Forecast at the hero", "90% interval", "Weights"], vrows, "lrrl",
-                    title="Each variant's own forecast at the hero's size and tokens"))
+        s.add(Table(["Variant", "By the tied-vs-untied call", "Own law at the hero", "90% interval", "Weights"],
+                    vrows, "lrrrl",
+                    title="Each variant at the hero's size and tokens: by the paired tied-vs-untied comparison (the "
+                          "call's and the recommendation's basis: the hero's forecast moved by the gap at the hero; "
+                          "its interval is the gap's), and by its own loss law, fitted on its runs apart"))
+        if any_paired:
+            s.add(Para("The variants' own laws are fitted apart and may put their weight on different forms; where "
+                       "they disagree with the paired comparison, the comparison (rung by rung, at matched compute) "
+                       "is the one the call and the recommendation use.", "note"))
     preds = maps(ctx.fit.get("predictions"))
     if preds:
         s.add(Table(["Forecast", "Parameters", "Tokens", "Loss (nats/token)", "90% interval", "±", "Distance"],
