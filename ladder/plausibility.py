@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from pathlib import Path
 from typing import Any, Iterable
 
 from ladder.errors import DataError, SpecError
@@ -224,6 +225,14 @@ def check_machine(study: StudySpec) -> None:
             resolve_corpus(corpus, study.data.text_key)
         except DataError as exc:
             raise SpecError(f"data.corpus = {corpus!r}: {exc}") from None
+    ev = study.evals
+    if ev is not None and (ev.tasks or ev.include_path):  # refused now, not after the ladder has trained
+        from ladder.model.evaluation.downstream import SHIPPED_TASKS, resolve_task_manager
+
+        try:
+            resolve_task_manager(list(ev.tasks or SHIPPED_TASKS), Path(ev.include_path) if ev.include_path else None)
+        except SpecError as exc:
+            raise SpecError(f"evals: {str(exc).replace('--include-path', 'evals.include_path')}") from None
     kind = study.tracking.kind
     if kind in TRACKER_PACKAGES:
         module, extra = TRACKER_PACKAGES[kind]

@@ -170,6 +170,17 @@ def observe_curve(path: Path, hero: RunSpec | None) -> Observation:
                         f"{', '.join(map(str, df.columns)) or 'none'}")
     xs = pd.to_numeric(df[x], errors="coerce").to_numpy(float)
     ys = pd.to_numeric(df[y], errors="coerce").to_numpy(float)
+    for col, values in ((x, xs), (y, ys)):  # an empty cell is a row without it; anything else must be a number
+        given = df[col].notna().to_numpy()
+        bad = given & ~(np.isfinite(values) & (values > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            where = {"csv": f"line {i + 2}", "jsonl": f"record {i + 1}", "parquet": f"row {i + 1}"}[
+                "jsonl" if suffix in (".jsonl", ".json", ".ndjson") else "parquet" if suffix in (".parquet", ".pq")
+                else "csv"]
+            more = f" (and {int(bad.sum()) - 1} more rows)" if bad.sum() > 1 else ""
+            raise SpecError(f"--curve {path}: {where}, column {col}: {df[col].iloc[i]!r} is not a positive number"
+                            f"{more}; fix the file, nothing was scored")
     good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
     if not good.any():
         raise SpecError(f"--curve {path}: no row with a positive {x} and {y}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -28,11 +29,20 @@ def eval_cmd(
     Finished evaluations are not redone. `ladder collect` then adds task/<task>/<metric> columns, and `ladder
     fit` forecasts the hero's task loss and accuracy from them.
     """
+    from ladder.errors import SpecError
     from ladder.plan import read_plan
     from ladder.submit import submit_evals
 
     task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    if tasks is not None and not task_list:
+        raise SpecError(f"--tasks {tasks!r}: give lm-eval task names, comma separated")
+    if limit is not None and not (math.isfinite(limit) and limit > 0):
+        raise SpecError(f"--limit {limit:g}: must be a positive number of examples per task (a fraction below 1)")
     study, _ = read_plan(study_dir)
+    if task_list or include_path is not None:  # unknown names refused here, not inside a job
+        from ladder.model.evaluation.downstream import SHIPPED_TASKS, resolve_task_manager
+
+        resolve_task_manager(task_list or list(SHIPPED_TASKS), include_path)
     ex = executor_spec(study, executor, {})
     res = submit_evals(study_dir, ex, tasks=task_list, include_path=include_path, limit=limit,
                        batch_size=batch_size, device=device)

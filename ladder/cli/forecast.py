@@ -110,8 +110,11 @@ def show(
     from ladder.errors import StateError
     from ladder.forecasts import show_rows
 
-    if not Path(study_dir).is_dir():
-        raise StateError(f"{study_dir} is not a study directory")
+    from ladder import layout
+
+    if not layout.StudyDir(Path(study_dir)).plan.is_file():
+        raise StateError(f"no study at {study_dir} (no {layout.StudyDir(Path(study_dir)).plan.name}): give a study "
+                         "directory that `ladder plan` wrote")
     rows = show_rows(study_dir)
     if as_json:
         print_json({"study_dir": str(study_dir), "forecasts": rows})
