@@ -239,3 +239,94 @@ def check_machine(study: StudySpec) -> None:
         if importlib.util.find_spec(module) is None:
             raise SpecError(f"tracking.kind = {kind!r} needs the {module} package, which is not installed: "
                             f"pip install '{extra}'")
+
+
+# ---- what data preparation and the fit need --------------------------------------------------------------
+
+# the fit's own thresholds (ladder.reports.fits.loss.forms; a test checks that they agree): runs at >= 3 sizes;
+# a form's parameters + 1 runs; Chinchilla's two terms need >= 2 tokens/param ratios (10% apart); a rollout
+# backtest fits the smaller sizes and forecasts the next, so it needs one size more than a fit
+FIT_MIN_SIZES = 3
+FIT_MIN_DOF = 1
+FIT_RATIO_TOL = 0.10
+FIT_PARAMS = {"chinchilla": 5, "ratio": 3}
+ROLLOUT_MIN_SIZES = FIT_MIN_SIZES + 1
+
+
+def data_requirements(study: StudySpec) -> list[str]:
+    """What data preparation will refuse later, said now: a vocabulary a byte-level BPE cannot have, a corpus cap
+    too small to hold the validation set."""
+    from ladder.model.data.tokenizer import MIN_VOCAB_SIZE, SPECIAL_TOKENS
+
+    problems = []
+    d, vocab = study.data, study.model.vocab_size
+    if d.tokenizer.strip() == "train" and vocab < MIN_VOCAB_SIZE:
+        problems.append(f"model.vocab_size = {vocab}: data.tokenizer 'train' trains a byte-level BPE, which needs at "
+                        f"least {MIN_VOCAB_SIZE} ids (256 bytes + {len(SPECIAL_TOKENS)} special tokens + 1 merge)")
+    if d.max_bytes is not None:
+        need = d.validation_tokens / d.validation_fraction  # a token is at least one byte
+        if d.max_bytes < need:
+            problems.append(
+                f"data.max_bytes = {format_count(d.max_bytes)}: the validation split (data.validation_fraction "
+                f"{d.validation_fraction:g} of the documents) must hold data.validation_tokens {d.validation_tokens:,} "
+                f"tokens of at least one byte each, so the corpus needs at least {format_count(need)} bytes; raise "
+                "data.max_bytes, or lower data.validation_tokens")
+    return problems
+
+
+def _ratio_groups(ratios: list[float]) -> int:
+    groups, start = 0, -math.inf
+    for r in sorted(math.log(x) for x in ratios):
+        if r - start > math.log1p(FIT_RATIO_TOL):
+            groups, start = groups + 1, r
+    return groups
+
+
+def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], list[str]]:
+    """(what `ladder fit` will refuse, what it can use only partly) of a planned ladder, per variant, with the
+    whole requirement said at once: runs at >= 3 sizes; either >= 2 tokens/param ratios and >= 6 runs (the
+    Chinchilla law's 5 constants + 1), or >= 4 runs at the hero's ratio (the L(C) forms' 3 + 1); a rollout
+    backtest needs >= 4 sizes."""
+    rungs = [r for r in runs if r.role == "rung"]
+    # the fit's law variants are tied and untied (ladder.reports.fits.study.table.VARIANT_AXES); runs that differ
+    # only in a tuning axis (LR, batch, aspect ratio) are one rung of its law, seed replicates are runs of their own
+    tie_varies = len({r.shape.tied for r in rungs}) > 1
+    by_variant: dict[str, list[RunSpec]] = {}
+    seen: set = set()
+    for r in rungs:
+        variant = ("tied" if r.shape.tied else "untied") if tie_varies else "all"
+        key = (variant, r.axes.get("size", r.params), f"{r.tokens / r.params:.3g}", r.seed)
+        if key not in seen:
+            seen.add(key)
+            by_variant.setdefault(variant, []).append(r)
+    refuse, partly = [], []
+    need = (f"the fit needs runs at >= {FIT_MIN_SIZES} sizes per variant, and either >= 2 tokens/param ratios "
+            f"(ladder.budgets) with >= {FIT_PARAMS['chinchilla'] + FIT_MIN_DOF} runs for the Chinchilla law, or >= "
+            f"{FIT_PARAMS['ratio'] + FIT_MIN_DOF} runs at one ratio for its L(C) forms")
+    cannot = {}
+    for variant, rs in by_variant.items():
+        sizes = sorted({r.params for r in rs})
+        ratios = [r.tokens / r.params for r in rs]
+        n_ratios = _ratio_groups(ratios)
+        label = f"variant {variant!r}" if len(by_variant) > 1 else "the ladder"
+        have = (f"{label} has {len(rs)} runs at {len(sizes)} sizes ({', '.join(format_count(s) for s in sizes)}) and "
+                f"{n_ratios} tokens/param ratio{'s' if n_ratios != 1 else ''}")
+        chinchilla = n_ratios >= 2 and len(rs) >= FIT_PARAMS["chinchilla"] + FIT_MIN_DOF
+        at_ratio = max((sum(1 for x in ratios if abs(math.log(x / y)) <= math.log1p(FIT_RATIO_TOL)) for y in ratios),
+                       default=0)
+        lc = at_ratio >= FIT_PARAMS["ratio"] + FIT_MIN_DOF
+        if len(sizes) < FIT_MIN_SIZES or not (chinchilla or lc):
+            cannot[variant] = have
+        elif len(sizes) < ROLLOUT_MIN_SIZES:
+            partly.append(f"{have}: no rollout backtest, which needs >= {ROLLOUT_MIN_SIZES} sizes (fit the smaller, "
+                          "forecast the larger), so the forecast's interval is not calibrated; add a size")
+    ab = study.ablations
+    sweeps = [name for name in ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "aspect_ratio",
+                                "tie_embeddings") if len(getattr(ab, name) or []) > 1]
+    if cannot and len(cannot) == len(by_variant) and not sweeps:
+        refuse.append(f"{need}: {'; '.join(cannot.values())}; add sizes (ladder.sizes) or budgets (ladder.budgets)")
+    elif cannot:
+        what = ("those variants get no loss law" if len(cannot) < len(by_variant) else
+                f"no loss law and no hero forecast, only the ablations' comparisons ({', '.join(sweeps)})")
+        partly.append(f"{need}: {'; '.join(cannot.values())}: {what}")
+    return refuse, partly

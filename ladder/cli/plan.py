@@ -53,7 +53,7 @@ def plan(
     ladder plan ladder-runs/default --suggest --budget 1e14 --add
     """
     from ladder.plan import default_study_dir, expand, run_row, write_plan
-    from ladder.plausibility import check_machine
+    from ladder.plausibility import check_machine, data_requirements, fit_requirements
     from ladder.studies import load_study
 
     if not suggest:
@@ -71,6 +71,9 @@ def plan(
     spec = load_study(study)
     check_machine(spec)
     p = expand(spec)
+    refuse, partly = fit_requirements(spec, p.runs)
+    p.warnings += ([f"data preparation will refuse this study: {w}" for w in data_requirements(spec)]
+                   + [f"`ladder fit` will refuse this ladder: {w}" for w in refuse] + partly)
     target = out_dir or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]

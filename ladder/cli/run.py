@@ -72,11 +72,19 @@ def run_cmd(
     """
     from ladder.pipeline import run_study
     from ladder.plan import default_study_dir
-    from ladder.plausibility import check_machine
+    from ladder.errors import SpecError
+    from ladder.plan import expand
+    from ladder.plausibility import check_machine, data_requirements, fit_requirements
     from ladder.studies import load_study
 
     spec = load_study(study)
     check_machine(spec)
+    problems = data_requirements(spec)
+    if problems:  # data preparation would refuse it after the plan: nothing is written
+        raise SpecError("; ".join(problems))
+    refuse, _ = fit_requirements(spec, expand(spec).runs)
+    for w in refuse:
+        err.print(f"[yellow]warning[/]: `ladder fit` will refuse this ladder: {escape(w)}", soft_wrap=True)
     target = out_dir or default_study_dir(spec)
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})
     human = err if as_json else out

@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
-from ladder.console import out, print_json
+from ladder.console import err, out, print_json
 
 app = typer.Typer(help="List, show and validate study specs.", no_args_is_help=True)
 
@@ -56,15 +57,25 @@ def studies_validate(
     """Check a study file without writing anything; a bad field exits 2 naming the field and the value.
 
     Beyond the schema: sizes the family cannot build, a head wider than the model, a batch below one sequence,
-    runs that do not fit the hardware, a corpus that does not exist here, a tracker that is not installed."""
+    runs that do not fit the hardware, a corpus that does not exist here, a tracker that is not installed, an
+    lm-eval task nobody knows, a vocabulary or corpus cap that data preparation refuses, a ladder that `ladder
+    fit` cannot fit (too few sizes, runs or budgets per variant); warned: what the fit can use only partly."""
     from ladder.plan import expand
-    from ladder.plausibility import check_machine
+    from ladder.errors import SpecError
+    from ladder.plausibility import check_machine, data_requirements, fit_requirements
     from ladder.studies import load_study
 
     study = load_study(file)
     check_machine(study)
     plan = expand(study)
+    refuse, partly = fit_requirements(study, plan.runs)
+    problems = data_requirements(study) + refuse
+    if problems:
+        raise SpecError("; ".join(problems))
+    warnings = plan.warnings + partly
     if as_json:
-        print_json({"valid": True, "name": study.name, "runs": len(plan.runs)})
+        print_json({"valid": True, "name": study.name, "runs": len(plan.runs), "warnings": warnings})
         return
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
     out.print(f"[green]ok[/]: {study.name!s} is valid ({len(plan.runs)} runs)")
