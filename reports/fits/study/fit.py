@@ -201,11 +201,12 @@ def fit_study(
             row.update(parts.hparams_at(hparams, reasons, _n, _d))  # hparams: LR and batch at this (N, D)
             if row["loss"] is None:
                 warnings.append(f"prediction {label}: {row['reason']}")
-            elif row["beyond_reach"]:
+            elif row["beyond_tested"] or row["beyond_reach"]:
+                what = ("beyond the distance the rollout tested" if row["beyond_tested"]
+                        else "beyond the distance the rollout showed forecasts within 2%")
                 warnings.append(
-                    f"prediction {label}: {row['params_x']:.1f}x the ladder's largest model in parameters "
-                    f"({row['compute_x']:.0f}x in 6ND compute), beyond the distance the rollout showed forecasts "
-                    "within 2%"
+                    f"prediction {label}: {row['params_x']:.3g}x the ladder's largest model in parameters, "
+                    f"{row['tokens_x']:.3g}x in tokens, {row['compute_x']:.3g}x in 6ND compute: {what}"
                 )
             predictions.append(row)
         for key, why in fc.skipped.items():

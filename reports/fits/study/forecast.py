@@ -12,7 +12,7 @@ from ladder.layout import jsonable
 from ladder.model.config import format_count, parse_count
 from ladder.model.recipe import params_for_compute
 from ladder.reports.fits import recommend as rec
-from ladder.reports.fits.loss import Forecast
+from ladder.reports.fits.loss import Forecast, track_record
 from ladder.reports.fits.loss.allocation import ALLOCATING, allocation, degenerate, undetermined
 from ladder.reports.fits.study.table import spent
 from ladder.studies.spec import StudySpec
@@ -181,8 +181,11 @@ def hero_loss(point, fc: Forecast, variant: str) -> dict:
         "kind": "projection",
         "loss_source": f"fit: {len(fc.laws)} law form(s) of variant {variant} weighted by rollout ({weighted})",
         "by_form": point.by_form,
-        "extrapolation": {"params": point.params_x, "compute_6nd": point.compute_x},
+        "extrapolation": {"params": point.params_x, "compute_6nd": point.compute_x, "tokens": point.tokens_x},
         "beyond_reach": point.beyond_reach,
+        "beyond_tested": point.beyond_tested,
+        "distance": point.distance,
+        "track_record": track_record.at(point.compute_x),
         "reach": fc.reach,
         "calibration": {"coverage": fc.coverage, "factor": fc.factor},
     }
@@ -192,14 +195,30 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
     """Say plainly how far beyond the ladder the hero lies, whether the rollout ever tested that far, and which
     way the rollout's forecasts erred when they leaned."""
     px = hero["extrapolation"]["params"]
-    reach = fc.reach.get("2%", {}).get("params_x", 1.0)
-    tested = fc.reach.get("tested", {}).get("params_x", 1.0)
-    if hero["beyond_reach"]:
+    dist = hero.get("distance") or {}
+    where = (f"{px:.3g}x the ladder's largest model, {dist.get('tokens_x', 1.0):.3g}x its most tokens and "
+             f"{dist.get('compute_x', 1.0):.3g}x its largest compute")
+    if not fc.mixture_rows:
+        warnings.append(f"the hero is {where}; no rollout forecast tested any distance (too few sizes or budgets to "
+                        "backtest), so its interval is the fit's own and the published-ladder floor, unchecked")
+    elif hero.get("beyond_tested"):
+        far = dist.get("rollout_error") or {}
+        axes = ", ".join(dist.get("beyond_tested_axes") or []) or "distance"
         warnings.append(
-            f"the hero is {px:.1f}x the ladder's largest model: beyond the ladder's demonstrated reach (forecasts "
-            f"stayed within 2% up to {reach:.2g}x; the rollout tested up to {tested:.2g}x); its interval is "
-            "a projection, not a checked prediction"
-        )
+            f"the hero is {where}: beyond what the rollout tested ({axes}; it tested up to "
+            f"{dist.get('tested_distance_x', 1.0):.3g}x"
+            + (f" and erred by a median of {far['median_abs_err_pct']:.1f}% there" if far else "")
+            + f"); its interval was widened for the distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, "
+            f"at least the published-ladder floor of {dist.get('public_floor_pct', 0):.1f}%): a projection, "
+            "not a checked prediction")
+    elif hero["beyond_reach"]:
+        reach = fc.reach.get("2%", {})
+        warnings.append(
+            f"the hero is {where}: beyond the ladder's demonstrated reach (forecasts stayed within 2% up to "
+            f"{reach.get('params_x', 1.0):.2g}x params, {reach.get('compute_x', 1.0):.2g}x compute)")
+    record = track_record.sentence(hero.get("track_record"))
+    if record and (hero.get("beyond_tested") or hero["beyond_reach"]):
+        warnings.append(f"track record: {record}")
     if px > FAR_EXTRAPOLATION:
         warnings.append(f"the hero is {px:.0f}x the largest ladder model: a forecast this far out is fragile; add a larger rung")
     lean = lean_text(fc.lean)

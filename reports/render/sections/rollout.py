@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ladder.reports.render.blocks import KV, Para, Section, Table
+from ladder.reports.fits.loss import track_record
 from ladder.reports.render.figures.rollout import draw_rollout
+from ladder.reports.render.figures.track_record import draw_track_record
 from ladder.reports.render.fmt import (
     ABSENT,
     fmt_count,
@@ -49,7 +51,8 @@ def rollout(ctx: Builder) -> Section:
     s.add(KV([
         ("Within 1% up to", f"{fmt_g(r1.get('params_x'), 3)}× in parameters, {fmt_g(r1.get('compute_x'), 3)}× in compute"),
         ("Within 2% up to", f"{fmt_g(r2.get('params_x'), 3)}× in parameters, {fmt_g(r2.get('compute_x'), 3)}× in compute"),
-        ("Tested up to", f"{fmt_g(tested.get('params_x'), 3)}× in parameters, {fmt_g(tested.get('compute_x'), 3)}× in compute"),
+        ("Tested up to", f"{fmt_g(tested.get('params_x'), 3)}× in parameters, {fmt_g(tested.get('tokens_x'), 3)}× in "
+                         f"tokens, {fmt_g(tested.get('compute_x'), 3)}× in compute"),
         ("Interval coverage", (f"{fmt_pct(100 * num(cal.get('coverage')), 0)} of {fmt_int(cal.get('n'))} weighted "
                                f"forecasts inside their nominal {fmt_pct(100 * num(cal.get('level', 0.9)), 0)} interval")
          if ok(cal.get("coverage")) else ABSENT),
@@ -63,10 +66,33 @@ def rollout(ctx: Builder) -> Section:
                    "law, and the hero's forecast probably errs the same way. The forecast is not shifted for it.",
                    "warn"))
     hero = ctx.hero
-    if hero.get("beyond_reach"):
-        s.add(Para(f"The hero lies {fmt_g(mapping(hero.get('extrapolation')).get('params'), 2)}× beyond the ladder's "
-                   "largest model in parameters: beyond the demonstrated reach. Its interval is a projection, not a "
-                   "checked prediction; a larger rung would test it.", "warn"))
+    dist = mapping(hero.get("distance"))
+    if dist:
+        far = mapping(dist.get("rollout_error"))
+        s.add(KV([
+            ("The hero's distance", f"{fmt_g(dist.get('params_x'), 3)}× in parameters, {fmt_g(dist.get('tokens_x'), 3)}× "
+                                    f"in tokens, {fmt_g(dist.get('compute_x'), 3)}× in compute"),
+            ("The rollout's error there", (f"median {fmt_pct(far.get('median_abs_err_pct'))}, worst "
+                                           f"{fmt_pct(far.get('worst_abs_err_pct'))} at "
+                                           f"{fmt_g(far.get('min_distance_x'), 3)}–{fmt_g(far.get('max_distance_x'), 3)}× "
+                                           "(its farthest forecasts)") if far else ABSENT),
+            ("Widened for the distance", f"{fmt_pct(dist.get('drift_widening_pct'), 1, signed=True)} (the rollout's error "
+                                         "growth per unit of log distance), at least the published-ladder floor of "
+                                         f"{fmt_pct(dist.get('public_floor_pct'), 1)}"),
+            ("Track record", track_record.sentence(mapping(hero.get("track_record"))) or ABSENT),
+        ], "How far the hero lies, and what that distance has cost forecasts"))
+    if hero.get("beyond_tested") or hero.get("beyond_reach"):
+        s.add(Para(f"The hero lies {fmt_g(dist.get('distance_x') or mapping(hero.get('extrapolation')).get('params'), 3)}× "
+                   "beyond the ladder (in its farthest axis): beyond what the rollout "
+                   + ("tested" if hero.get("beyond_tested") else "showed within 2%")
+                   + ". Its interval is a projection, not a checked prediction; a larger rung would test it.", "warn"))
+    if track_record.BY_LADDER:
+        s.add(ctx.figure(
+            "fig-track-record", "This engine's track record on published ladders",
+            f"Median |error| of the loss forecast by compute distance on each published ladder ({track_record.SOURCE}); "
+            "the dashed line is the hero's distance.", 3.2,
+            lambda fig: draw_track_record(fig, track_record.BY_LADDER, [b for b in track_record.BAND_ORDER],
+                                          track_record.band_of(num(dist.get("compute_x"))) if dist else None)))
     scores = mapping(ro.get("scores"))
     if scores:
         s.add(Table(["Form", "Forecasts judged", "Distance-weighted RMS", "Mean |error|", "Interval coverage",

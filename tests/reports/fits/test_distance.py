@@ -98,3 +98,14 @@ def test_reach_is_never_claimed_beyond_the_tested_distance_in_any_axis(design):
     assert beyond  # the hero lies beyond what the rollout tested (6x the largest model)
     assert p.beyond_tested and p.beyond_reach
     assert set(p.distance["beyond_tested_axes"]) == set(beyond)
+
+
+def test_the_track_record_names_the_band_of_a_forecast_and_says_it_in_words():
+    from ladder.reports.fits.loss import track_record
+
+    rec = track_record.at(20.0)
+    assert rec["band"] == "16-64x" and rec["n"] > 0 and 0 <= rec["coverage"] <= 1
+    assert track_record.at(1e6)["band"] == "64x+"  # farther than any band: the farthest there is
+    words = track_record.sentence(rec)
+    assert "published ladder" in words and "16-64x" in words and f"{rec['median_abs_err_pct']:.1f}%" in words
+    assert track_record.at(None) is None and track_record.sentence(None) is None

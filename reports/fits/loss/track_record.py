@@ -1,0 +1,66 @@
+"""The loss forecast's track record on published ladders, by distance: what ``ladder fit`` tells a user about
+forecasts as far out as theirs, and what the report draws (error against distance, one line per ladder).
+
+Measured by ``python benchmarks/public_ladders.py`` (n_boot 100; benchmarks/README.md has the tables and the
+protocol) on the open tuning set in ../shared/ladders: Porian et al. 2024's three decay-chinchilla isoFLOP
+configurations (MIT), Beck et al. 2025's Llama ctx8192 isoFLOPs, Li et al. 2025's best-LR runs, and Epoch AI's
+extraction of Chinchilla's runs. These are summary statistics of this engine's own forecasts; none of the
+ladders' data is shipped (most carry no licence).
+"""
+
+from __future__ import annotations
+
+import math
+
+SOURCE = "benchmarks/public_ladders.py on 6 published ladders (2026-12-03)"
+
+# band of the compute multiple (target 6ND over the largest fitted 6ND) ->
+# (forecasts, ladders, median |error| %, worst |error| %, coverage of the 90% interval, median half-width %)
+BANDS: dict[str, tuple[int, int, float, float, float, float]] = {
+    "0-1x": (19, 1, 0.88, 4.15, 1.0, 5.37),
+    "1-4x": (67, 4, 0.49, 4.04, 0.97, 1.28),
+    "4-16x": (58, 6, 0.86, 5.75, 0.97, 1.71),
+    "16-64x": (27, 4, 2.13, 9.18, 1.0, 2.6),
+    "64x+": (1, 1, 4.28, 4.28, 0.0, 3.65),
+}
+
+# ladder -> [(band, median |error| %)] for the report's figure
+BY_LADDER: dict[str, list[tuple[str, float]]] = {
+    "Porian OWT2 (val)": [("1-4x", 3.63), ("4-16x", 5.25), ("16-64x", 6.54)],
+    "Porian RefinedWeb (attention, train)": [("4-16x", 0.27), ("16-64x", 5.67)],
+    "Porian RefinedWeb (val)": [("1-4x", 3.31), ("4-16x", 5.53), ("16-64x", 7.42)],
+    "Beck Llama ctx8192": [("4-16x", 0.17)],
+    "Li et al. open_lm C4": [("0-1x", 0.88), ("1-4x", 1.55), ("4-16x", 4.11)],
+    "Chinchilla (Epoch)": [("1-4x", 0.38), ("4-16x", 0.81), ("16-64x", 1.43), ("64x+", 4.28)],
+}
+
+EDGES = ((0.0, 1.0), (1.0, 4.0), (4.0, 16.0), (16.0, 64.0), (64.0, math.inf))
+BAND_ORDER = tuple(f"{lo:g}x+" if math.isinf(hi) else f"{lo:g}-{hi:g}x" for lo, hi in EDGES)
+
+
+def band_of(compute_x: float) -> str:
+    for lo, hi in EDGES:
+        if lo <= compute_x < hi:
+            return f"{lo:g}x+" if math.isinf(hi) else f"{lo:g}-{hi:g}x"
+    return "0-1x"
+
+
+def at(compute_x: float | None) -> dict | None:
+    """The track record at a forecast's compute multiple, or None when no published forecast was that far."""
+    if compute_x is None or not BANDS:
+        return None
+    band = band_of(compute_x)
+    if band not in BANDS:  # farther than any published forecast: the farthest band there is, said as such
+        far = [b for b in BANDS if b.endswith("x+")] or list(BANDS)
+        band = far[-1]
+    n, ladders, med, worst, cover, half = BANDS[band]
+    return {"band": band, "n": n, "ladders": ladders, "median_abs_err_pct": med, "worst_abs_err_pct": worst,
+            "coverage": cover, "median_half_width_pct": half, "source": SOURCE}
+
+
+def sentence(record: dict | None) -> str | None:
+    if not record:
+        return None
+    return (f"on {record['ladders']} published ladder(s), {record['n']} forecasts at {record['band']} compute erred by a "
+            f"median of {record['median_abs_err_pct']:.1f}% (worst {record['worst_abs_err_pct']:.1f}%), and their 90% "
+            f"intervals covered {100 * record['coverage']:.0f}%")
