@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ladder import layout
-from ladder.errors import StateError
+from ladder.errors import SpecError, StateError
 from ladder.fitted import current_fit, refit, results_hash_of, study_hash
 
 HERO_KEYS = ("params", "tokens", "flops", "shape", "tied", "loss", "lo", "hi", "level", "half_width_pct", "kind")
@@ -231,3 +231,43 @@ def show_rows(study_dir: Path) -> list[dict]:
             "data_changed": changed, "warning": DATA_CHANGED if changed else None,
         })
     return rows
+
+
+def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
+    """The points of a hero's loss curve file (``forecast score --curve``): (``tokens`` or ``step``, x, loss), from
+    its ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns. An empty cell is a row without that value
+    (a train record of metrics.jsonl); any other value that is not a positive number is refused, naming its row."""
+    import numpy as np
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"--curve {path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".jsonl", ".json", ".ndjson"):
+            df = pd.DataFrame(list(layout.read_jsonl(path)))
+        elif suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        else:
+            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
+        raise SpecError(f"--curve {path}: cannot read it ({type(exc).__name__}: {exc})") from None
+    x = next((c for c in ("tokens", "step") if c in df.columns), None)
+    y = next((c for c in ("eval_loss", "loss") if c in df.columns), None)
+    if x is None or y is None:
+        raise SpecError(f"--curve {path}: needs a tokens (or step) column and an eval_loss (or loss) column; it has "
+                        f"{', '.join(map(str, df.columns)) or 'none'}")
+    xs = pd.to_numeric(df[x], errors="coerce").to_numpy(float)
+    ys = pd.to_numeric(df[y], errors="coerce").to_numpy(float)
+    for col, values in ((x, xs), (y, ys)):  # an empty cell is a row without it; anything else must be a number
+        bad = np.flatnonzero(df[col].notna().to_numpy() & ~(np.isfinite(values) & (values > 0)))
+        if len(bad):
+            json_or_parquet = suffix in (".jsonl", ".json", ".ndjson", ".parquet", ".pq")
+            at = f"record {bad[0] + 1}" if json_or_parquet else f"line {bad[0] + 2}"  # the header is line 1
+            raise SpecError(f"--curve {path}: {at}, column {col}: {df[col].iloc[bad[0]]!r} is not a positive number "
+                            f"({len(bad)} such row{'s' if len(bad) > 1 else ''}); fix the file, nothing was scored")
+    good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
+    if not good.any():
+        raise SpecError(f"--curve {path}: no row with a positive {x} and {y}")
+    return sorted(("step" if x == "step" else "tokens", float(a), float(b)) for a, b in zip(xs[good], ys[good]))

@@ -148,43 +148,9 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
 
 def observe_curve(path: Path, hero: RunSpec | None) -> Observation:
     """A loss curve file: ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns."""
-    import pandas as pd
+    from ladder.forecasts import read_curve_points
 
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"--curve {path}: no such file")
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".jsonl", ".json", ".ndjson"):
-            df = pd.DataFrame(list(layout.read_jsonl(path)))
-        elif suffix in (".parquet", ".pq"):
-            df = pd.read_parquet(path)
-        else:
-            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
-    except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
-        raise SpecError(f"--curve {path}: cannot read it ({type(exc).__name__}: {exc})") from None
-    x = next((c for c in ("tokens", "step") if c in df.columns), None)
-    y = next((c for c in ("eval_loss", "loss") if c in df.columns), None)
-    if x is None or y is None:
-        raise SpecError(f"--curve {path}: needs a tokens (or step) column and an eval_loss (or loss) column; it has "
-                        f"{', '.join(map(str, df.columns)) or 'none'}")
-    xs = pd.to_numeric(df[x], errors="coerce").to_numpy(float)
-    ys = pd.to_numeric(df[y], errors="coerce").to_numpy(float)
-    for col, values in ((x, xs), (y, ys)):  # an empty cell is a row without it; anything else must be a number
-        given = df[col].notna().to_numpy()
-        bad = given & ~(np.isfinite(values) & (values > 0))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            where = {"csv": f"line {i + 2}", "jsonl": f"record {i + 1}", "parquet": f"row {i + 1}"}[
-                "jsonl" if suffix in (".jsonl", ".json", ".ndjson") else "parquet" if suffix in (".parquet", ".pq")
-                else "csv"]
-            more = f" (and {int(bad.sum()) - 1} more rows)" if bad.sum() > 1 else ""
-            raise SpecError(f"--curve {path}: {where}, column {col}: {df[col].iloc[i]!r} is not a positive number"
-                            f"{more}; fix the file, nothing was scored")
-    good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
-    if not good.any():
-        raise SpecError(f"--curve {path}: no row with a positive {x} and {y}")
-    points = sorted(("step" if x == "step" else "tokens", float(a), float(b)) for a, b in zip(xs[good], ys[good]))
+    points = read_curve_points(Path(path))
     obs = Observation(source={"kind": "curve", "file": str(path)}, points=points)
     if hero is not None:
         obs.params, obs.tokens, obs.steps = float(hero.params), float(hero.tokens), hero.steps

@@ -38,14 +38,10 @@ from ladder.studies.yaml_load import DuplicateKeyError, load_yaml
 
 Auto = Literal["auto"]
 MAX_LAYERS = 1024  # deeper than any model trained (Llama 3 405B has 126 layers); a bound that keeps sizing finite
-AspectRatio = Annotated[float, Field(gt=0, le=1e4)]
-"""d_model / n_layers: positive, and at most 10,000 (real models sit between about 10 and 300)."""
-Seed = Annotated[int, Field(ge=0, lt=2**32)]
-Multiplier = Annotated[float, Field(gt=0, le=1e4)]
-"""A factor on a rule's learning rate or batch: positive, at most 10,000."""
-LearningRate = Annotated[float, Field(gt=0, le=100)]
-"""A peak learning rate: positive, at most 100 (AdamW's are below 0.1)."""
-"""A seed numpy and torch both take: 0 to 2**32 - 1."""
+AspectRatio = Annotated[float, Field(gt=0, le=1e4)]  # d_model / n_layers (real models: about 10 to 300)
+Seed = Annotated[int, Field(ge=0, lt=2**32)]  # a seed numpy and torch both take
+Multiplier = Annotated[float, Field(gt=0, le=1e4)]  # a factor on a rule's learning rate or batch
+LearningRate = Annotated[float, Field(gt=0, le=100)]  # a peak learning rate (AdamW's are below 0.1)
 
 
 def _unique(values: list | None, what: str) -> None:

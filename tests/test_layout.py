@@ -86,7 +86,24 @@ def test_every_room_is_a_package_listed_in_pyproject():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert config["package-dir"] == {name: folder for folder, name in ROOMS.items()}
     packages = {m for m, p in MODULES.items() if p.name == "__init__.py"}
-    assert set(config["packages"]) == packages, "every folder with an __init__.py is listed, and nothing else"
+    data = {name for name in config["packages"] if name in config.get("package-data", {}) and name not in packages}
+    assert set(config["packages"]) == packages | data, "every folder with an __init__.py is listed, and data folders"
+    assert data == DATA_FOLDERS, "a data folder is listed with its files in package-data, and nothing else"
+
+
+# folders of data files (no Python): listed as packages with their package-data, so that pip installs them quietly
+DATA_FOLDERS = {"ladder.studies.builtin", "ladder.reports.render.templates", "ladder.model.evaluation.tasks.data"}
+
+
+def test_the_install_is_quiet():
+    """The project's own output is the first thing a user sees: no setuptools warning about data folders."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for name in DATA_FOLDERS:
+        *_, rest = name.partition(".")
+        room, _, sub = rest.partition(".")
+        folder = ROOT / {v: k for k, v in ROOMS.items()}[f"ladder.{room}"] / sub.replace(".", "/")
+        assert folder.is_dir() and not (folder / "__init__.py").exists(), folder
+        assert any(folder.glob(pattern) for pattern in config["package-data"][name]), name
 
 
 def test_no_bare_room_names():
