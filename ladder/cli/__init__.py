@@ -121,9 +121,10 @@ def usage_line(exc: Any) -> str:
 
 
 def main() -> None:
-    command = typer.main.get_command(app)
-    _polish(command)
     try:
+        command = typer.main.get_command(app)
+        _polish(command)
+        _catch_ctrl_c(command)
         code = command.main(prog_name="ladder", standalone_mode=False)
     except _usage_errors() as exc:
         if not exc.format_message():  # a group called without a command: click printed its help
@@ -134,7 +135,7 @@ def main() -> None:
         sys.exit(1)
     except LadderError as exc:  # the message may hold brackets (a path, an extra): not rich markup
         _fail(str(exc))
-    except KeyboardInterrupt:  # Ctrl-C outside training (a fit, a collect, a report): nothing half-written counts
+    except (KeyboardInterrupt, _Interrupted):  # Ctrl-C outside training (a fit, a collect, a report)
         _interrupted(signal.SIGINT)
     except BrokenPipeError:  # `ladder ... | head`: the reader left; nothing to say, and nowhere to say it
         _quiet_stdout()
@@ -152,6 +153,22 @@ def main() -> None:
 
 
 INTERRUPTED = "run the same command to continue"
+
+
+class _Interrupted(Exception):
+    """Ctrl-C on its way out of a command: typer would turn a KeyboardInterrupt into a silent exit 130."""
+
+
+def _catch_ctrl_c(command: Any) -> None:
+    invoke = command.invoke
+
+    def guarded(ctx: Any) -> Any:
+        try:
+            return invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+
+    command.invoke = guarded
 
 
 def _fail(message: str) -> NoReturn:

@@ -24,7 +24,7 @@ MAX_BOOTSTRAP = 10_000  # each resample refits every law form: 10,000 is minutes
 MAX_PREDICT = 1e15  # parameters or tokens per --predict point beyond this are a typo (1P)
 
 
-def _check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
+def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
     """Each --predict PARAMS:TOKENS as (text, params, tokens), once both are counts of at least one (a
     fraction of a parameter or token is no model) and at most 1P."""
     import math
@@ -57,7 +57,7 @@ def _check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
     return points
 
 
-def _check_predictions_in_family(points: list[tuple[str, float, float]], study) -> None:
+def check_predictions_in_family(points: list[tuple[str, float, float]], study) -> None:
     """With a study: a --predict size its family can build (the bounds `studies validate` applies to sizes)."""
     from ladder.plausibility import check_target
 
@@ -149,7 +149,7 @@ def fit(
         raise SpecError(f"--seed {seed}: must be a whole number from 0 to 2^32-1 (the bootstrap's seed)")
     if keep_duplicates and runs is None:
         raise SpecError("--keep-duplicates is about the rows of a --runs file; give --runs FILE too")
-    points = _check_predictions(predict or [])
+    points = check_predictions(predict or [])
     predict = [item for item, _, _ in points]
     warnings: list[str] = []
     if runs is not None:
@@ -173,7 +173,7 @@ def fit(
         from ladder.plan import read_plan
 
         study, _ = read_plan(study_dir)
-        _check_predictions_in_family(points, study)
+        check_predictions_in_family(points, study)
         table = read_results(study_dir)
         warnings += _far_from_the_ladder(points, table)
         result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed)
@@ -207,7 +207,11 @@ def report(
 
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         raise SpecError(f"--out {out_dir}: exists and is not a folder (the report is report.html and report.pdf in it)")
-    if layout.StudyDir(study_dir).fit.is_file():  # a damaged fit.json is refused before a report is overwritten
+    if layout.StudyDir(study_dir).plan.is_file():  # a damaged plan.json or fit.json: refused, the report untouched
+        from ladder.plan import read_plan
+
+        read_plan(study_dir)
+    if layout.StudyDir(study_dir).fit.is_file():
         read_fit(study_dir)
     try:
         paths = render_report(study_dir, out_dir, formats=formats)

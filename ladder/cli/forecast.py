@@ -80,8 +80,14 @@ def freeze(
 
     ladder forecast freeze ladder-runs/default --predict 800K:16M --note "before the hero"
     """
+    from ladder.cli.fit_report import check_predictions, check_predictions_in_family
     from ladder.forecasts import freeze as do_freeze
 
+    points = check_predictions(predict or [])
+    if points:  # the bounds `ladder fit --predict` applies, before anything is fitted
+        from ladder.plan import read_plan
+
+        check_predictions_in_family(points, read_plan(study_dir)[0])
     f = do_freeze(study_dir, predict=predict or [], note=note)
     if as_json:
         print_json({"number": f.number, "file": str(f.path), **f.record})

@@ -29,11 +29,17 @@ def sanity(
     from ladder.model.data.prepare import prepare_data
     from ladder.model.evaluation.sanity import run_sanity
     from ladder.plan import expand
+    from ladder.plausibility import check_machine, data_requirements
     from ladder.studies import load_study
 
     spec = load_study(study)
+    check_machine(spec)
+    runs = expand(spec).runs  # nonsense in the study is refused before the data is prepared
+    problems = data_requirements(spec)
+    if problems:
+        raise SpecError("; ".join(problems))
     prepared = prepare_data(spec.data, spec.model.vocab_size, progress=not as_json)
-    smallest = min(expand(spec).runs, key=lambda r: r.shape.params_total).shape
+    smallest = min(runs, key=lambda r: r.shape.params_total).shape
     report = run_sanity(prepared, smallest, label_shift_bug=break_labels)
     if as_json:
         print_json(report.to_dict())
