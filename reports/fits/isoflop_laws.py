@@ -8,7 +8,11 @@
   laws (:data:`ladder.reports.fits.loss.LOSS_FORMS` ``["frontier"]``), the IsoFLOP forecast of a compute-optimal
   run (:class:`MinimumLossLaw`). Its rollout fits the profiles of the smallest ``k`` budgets alone (so a prefix
   borrows nothing from the larger budgets), fits the law on their minima and forecasts the larger budgets'
-  minima, as the loss laws' rollout does with runs.
+  minima, as the loss laws' rollout does with runs. Its rows are judged by the one rule of every rollout
+  (:mod:`ladder.reports.fits.backtest`): ``z = |log error| / half-width`` on the error's side; when the share
+  covered falls short of 90% by more than chance, the forecast's half-widths are multiplied by the conformal
+  factor of ``z`` (never below 1); the reach is the largest compute multiple up to which every forecast's
+  widened interval covered the budget's minimum.
 
 C is the budgets' FLOPs (the runs' ``flops`` column, ``6ND`` when there is none).
 """
@@ -20,11 +24,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ladder.reports.fits.backtest import LEVEL, calibrate, interval, reach, side_z, weighted_rms
 from ladder.reports.fits.engine import LawFit, Linear, fit
 from ladder.reports.fits.loss import LOSS_FORMS
 
-LEVEL = 0.90
-ROLLOUT_BOOT = 100
+ROLLOUT_BOOT = 100  # at most (the fit's n_boot when smaller, at least MIN_ROLLOUT_BOOT)
+MIN_ROLLOUT_BOOT = 20  # a rollout forecast needs an interval, as the law's own does
+HALF_FLOOR = 1e-3  # a rollout interval is judged at least this wide in log loss, as the loss forecast's are
 MIN_BOOT = 100  # the minimum-loss law always bootstraps: its forecast is an interval
 MIN_PREFIX = 4  # budgets a rollout prefix fits the loss law on (3 parameters + a residual degree of freedom)
 
@@ -38,7 +44,7 @@ LOSS = LOSS_FORMS["frontier"]
 
 
 def _q(v: np.ndarray) -> tuple[float, float]:
-    lo, hi = np.quantile(v, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    lo, hi = interval(v)
     return float(lo), float(hi)
 
 
@@ -87,7 +93,7 @@ class AllocationLaw:
             y = self(x)
             return y, y
         preds = np.exp(self.law.predict_boot(np.array([[float(x)]]))[:, 0])
-        lo, hi = np.quantile(preds, [(1 - level) / 2, (1 + level) / 2])
+        lo, hi = interval(preds, level)
         return float(lo), float(hi)
 
     def extrapolates(self, x: float) -> bool:
@@ -110,33 +116,55 @@ def fit_allocation(compute: np.ndarray, values: np.ndarray, *, n_boot: int, seed
 @dataclass
 class MinimumLossLaw:
     """``L*(C) = E + A C^-alpha`` through the budgets' minimum losses; ``sigma_floor``: the typical bootstrap
-    scatter of one budget's minimum (log loss), the least a new budget's minimum scatters about the law."""
+    scatter of one budget's minimum (log loss), the least a new budget's minimum scatters about the law;
+    ``coverage``/``factor``: the rollout's calibration (:func:`~ladder.reports.fits.backtest.calibrate`), the
+    factor the forecast's half-widths are multiplied by."""
 
     law: LawFit
     compute: np.ndarray
     sigma_floor: float = 0.0
     rollout: list[dict] = field(default_factory=list)
+    coverage: float | None = None
+    factor: float = 1.0
 
     def predict(self, compute) -> tuple[float, float, float]:
-        """``(loss, lo, hi)``: the minimum loss of a budget ``compute`` with its 90% prediction interval."""
+        """``(loss, lo, hi)``: the minimum loss of a budget ``compute`` with its 90% prediction interval,
+        widened by the rollout's calibration factor."""
         point, lo, hi = self.law.interval(np.array([[float(compute)]]), sigma_floor=self.sigma_floor)
-        return float(np.exp(point[0])), float(np.exp(lo[0])), float(np.exp(hi[0]))
+        p, lo, hi = float(point[0]), float(lo[0]), float(hi[0])
+        if self.factor != 1.0:
+            lo, hi = p - self.factor * (p - lo), p + self.factor * (hi - p)
+        return float(np.exp(p)), float(np.exp(lo)), float(np.exp(hi))
+
+    def calibrate_rollout(self) -> None:
+        """Judge the rollout's intervals by the one rule: coverage, and the factor when it falls short."""
+        self.coverage, self.factor = calibrate([r["z"] for r in self.rollout])
 
     @property
     def rollout_score(self) -> dict | None:
         if not self.rollout:
             return None
-        e = np.array([math.log(r["forecast"] / r["actual"]) for r in self.rollout])
-        w = np.maximum(np.log([r["compute_x"] for r in self.rollout]), 1e-3)
-        return {"n": len(self.rollout), "rms_pct": float(100 * np.sqrt((w * e * e).sum() / w.sum())),
+        e = [math.log(r["forecast"] / r["actual"]) for r in self.rollout]
+        f = self.factor
+
+        def covered(r):
+            lo, hi = (math.log(v) for v in r["interval"])
+            p = math.log(r["forecast"])
+            return p - f * (p - lo) <= math.log(r["actual"]) <= p + f * (hi - p)
+
+        return {"n": len(self.rollout),
+                "rms_pct": 100 * weighted_rms(e, np.log([r["compute_x"] for r in self.rollout])),
                 "mae_pct": float(np.mean([abs(r["err_pct"]) for r in self.rollout])),
                 "coverage": float(np.mean([r["inside"] for r in self.rollout])),
-                "max_compute_x": float(max(r["compute_x"] for r in self.rollout))}
+                "max_compute_x": float(max(r["compute_x"] for r in self.rollout)),
+                "reach_compute_x": reach(self.rollout, "compute_x", covered)}
 
     def to_dict(self) -> dict:
         return {"available": True, "title": "IsoFLOP minima L*(C)", "formula": "E + A C^-alpha",
                 "fitted_on": "the fitted minimum loss of each budget's profile", **self.law.to_dict(),
-                "sigma_floor": self.sigma_floor, "rollout": self.rollout, "rollout_score": self.rollout_score}
+                "sigma_floor": self.sigma_floor, "rollout": self.rollout, "rollout_score": self.rollout_score,
+                "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor,
+                                "n": len(self.rollout)}}
 
 
 def unfit_reason(n_budgets: int) -> str | None:
@@ -155,11 +183,12 @@ def fit_minimum_loss(compute: np.ndarray, loss_opt: np.ndarray, *, n_boot: int, 
     out = MinimumLossLaw(law, compute, sigma_floor)
     if prefix_minima is None:
         return out
+    boot = max(MIN_ROLLOUT_BOOT, min(ROLLOUT_BOOT, n_boot))
     for k in range(MIN_PREFIX, len(compute)):
         minima = prefix_minima(k)
         if minima is None or not np.all(np.isfinite(minima)):
             continue
-        part = fit(LOSS.engine, compute[:k, None], np.log(minima), n_boot=ROLLOUT_BOOT, seed=seed + 1000 * k)
+        part = fit(LOSS.engine, compute[:k, None], np.log(minima), n_boot=boot, seed=seed + 1000 * k)
         point, lo, hi = part.interval(compute[k:, None], sigma_floor=sigma_floor, seed=seed + k)
         for j, c in enumerate(compute[k:]):
             actual = float(loss_opt[k + j])
@@ -168,5 +197,7 @@ def fit_minimum_loss(compute: np.ndarray, loss_opt: np.ndarray, *, n_boot: int, 
                                 "interval": [float(np.exp(lo[j])), float(np.exp(hi[j]))],
                                 "err_pct": 100.0 * (fc - actual) / actual,
                                 "inside": bool(np.exp(lo[j]) <= actual <= np.exp(hi[j])),
-                                "compute_x": float(c / compute[k - 1])})
+                                "compute_x": float(c / compute[k - 1]),
+                                "z": side_z(math.log(actual), float(point[j]), float(lo[j]), float(hi[j]), HALF_FLOOR)})
+    out.calibrate_rollout()
     return out

@@ -33,7 +33,8 @@ from typing import Callable
 import numpy as np
 
 from ladder.reports.fits.ablations.common import Z90
-from ladder.reports.fits.ablations.trend import LEVEL, Trend
+from ladder.reports.fits.ablations.trend import Trend
+from ladder.reports.fits.backtest import interval
 
 LIKELY = 0.75
 CROSS_LIMIT = 10.0  # crossings are searched up to this many times the hero's (or the largest rung's) compute
@@ -67,7 +68,7 @@ def multiplier(slope_at: SlopeFn | None, c: float, gaps: np.ndarray) -> tuple[fl
     g = np.asarray(gaps[1:], dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):  # a draw whose loss does not fall never catches up
         logm = np.where(sd < 0, -g / np.where(sd < 0, sd, -1.0), np.sign(g) * np.inf)
-    lo, hi = np.quantile(logm, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], method="inverted_cdf")
+    lo, hi = interval(logm, method="inverted_cdf")
     return m, [math.exp(lo) if abs(lo) <= MAX_LN_M else None, math.exp(hi) if abs(hi) <= MAX_LN_M else None]
 
 
@@ -91,7 +92,7 @@ def _curve_zeros(lc: np.ndarray, curves: np.ndarray, pick) -> np.ndarray:
 
 
 def _interval(z: np.ndarray) -> list:
-    lo, hi = np.quantile(z, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], method="inverted_cdf")
+    lo, hi = interval(z, method="inverted_cdf")
     return [math.exp(lo) if np.isfinite(lo) else None, math.exp(hi) if np.isfinite(hi) else None]
 
 

@@ -20,8 +20,9 @@ from ladder.reports.fits.ablations.forms import (
     constant,
     log_linear,
 )
-from ladder.reports.fits.ablations.trend import LEVEL, Trend, fit_trend
+from ladder.reports.fits.ablations.trend import Trend, fit_trend
 from ladder.reports.fits.ablations.variant_laws import fit_law, law_dict, slope
+from ladder.reports.fits.backtest import interval
 from ladder.reports.fits.engine import LawFit, Linear, fit
 from ladder.reports.fits.hparams.rungs import REQUIRED, check_columns, group_scales
 
@@ -155,11 +156,10 @@ def fit_aspect(ar: np.ndarray, y: np.ndarray, *, n_boot: int, seed: int, window:
             kappa = stats.t.ppf(0.95, dof) / stats.norm.ppf(0.95)
             xb = -bb["b1"][good] / (2 * bb["b2"][good])
             xd = xo + kappa * (xb - xb.mean())
-            q = [(1 - LEVEL) / 2, (1 + LEVEL) / 2]
-            ci = [float(v) for v in np.exp(np.quantile(xd, q))]
+            ci = [float(v) for v in np.exp(interval(xd))]
             log_sd = float(kappa * xb.std())
             pb = lstar * np.expm1(bb["b2"][good] * LN2SQ)
-            pen_ci = [float(v) for v in np.quantile(pen + kappa * (pb - pb.mean()), q)]
+            pen_ci = [float(v) for v in interval(pen + kappa * (pb - pb.mean()))]
     status, msg = "ok", None
     if not x.min() <= xo <= x.max():
         status = "edge"

@@ -8,14 +8,22 @@ An *effect* is a log-space quantity measured at each rung against the rung's com
 - rollout: rungs within 10% of each other's compute share a *level*; for each prefix of the smallest k levels
   (k = 1, 2, ..., K-1; at most 6 of them, spread, the last always kept), every form identifiable there is fitted on those rungs alone and forecasts every larger
   rung, with the same draws the hero gets (bootstrap spread + residual scatter or the known point noise);
-- weights: ``w_f ∝ 1 / max(rms_f, floor)^2`` over the forms whose RMS is within 2x of the best; ``rms_f`` is the
-  root mean squared forecast error weighted by ``ln(compute x)`` (far forecasts count most), on the forecasts
+- weights: ``w_f ∝ 1 / max(rms_f, floor)^2`` over the forms whose RMS is within 2x of the best
+  (:func:`~ladder.reports.fits.backtest.rms_weights`); ``rms_f`` is the root mean squared forecast error weighted
+  by ``ln(compute x)`` (far forecasts count most; :func:`~ladder.reports.fits.backtest.weighted_rms`), on the forecasts
   every scored form made (a form with more parameters starts at a larger prefix, so the forms are compared on
   the same forecasts, not one at short distances against another at long ones); ``floor`` is the noise of one
   measured effect (errors below it say nothing); without rollout forecasts every identifiable form counts
   equally, and it says so;
+- mixture: the weighted forms' draws mixed by :func:`~ladder.reports.fits.backtest.mix`. The engine's forms
+  are fitted on the same rungs with the same seed (so the same bootstrap normals) and drawn with one seed (the
+  same replicate picks and new-run normals): their draws are paired, and only their disagreement beyond noise is
+  added. A form fitted on other data (the variants' pair law, :mod:`.variant_laws`) has replicates of its own:
+  a mixture that weighs it pools the forms' draws instead (each draw one form's own, the safe side; see
+  :func:`~ladder.reports.fits.backtest.mix`);
 - calibration: on the rollout forecasts of the weighted mixture, ``z = |error| / half-width`` on the error's
-  side; when fewer than 90% have ``z <= 1``, every half-width is multiplied by the conformal factor
+  side; when the share with ``z <= 1`` falls short of 90% by more than chance (the one-sided binomial test of
+  :func:`~ladder.reports.fits.backtest.calibrate`), every half-width is multiplied by the conformal factor
   (the ``ceil((m + 1) 0.9)``-th smallest z; never below 1);
 - reach: sorted by compute distance, the largest distance up to which every mixture forecast's calibrated
   90% interval covered the measured effect (1 when the first missed or there were none).
@@ -29,10 +37,19 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ladder.reports.fits.ablations.forms import EffectData, Fitted, TrendForm
+from ladder.reports.fits.ablations.forms import EffectData, EngineFitted, Fitted, TrendForm
+from ladder.reports.fits.backtest import (
+    LEVEL,
+    RELATIVE_RMS_CUT,
+    calibrate,
+    interval,
+    mix,
+    reach,
+    rms_weights,
+    side_z,
+    weighted_rms,
+)
 
-LEVEL = 0.90
-RELATIVE_RMS_CUT = 2.0
 MIN_COMMON = 1  # forms are compared on the forecasts they all made whenever there is one
 N_BOOT = 200
 ROLLOUT_BOOT = 100
@@ -91,7 +108,7 @@ def rollout(data: EffectData, forms: Sequence[TrendForm], *, n_boot: int = ROLLO
         c = data.compute[test]
         for key, ft in fits.items():
             point, draws = ft.draws(c, n_draws=ROW_DRAWS, seed=seed + k, noise=True, sigma_floor=data.noise)
-            lo, hi = np.quantile(draws, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=0)
+            lo, hi = interval(draws, axis=0)
             for j, i in enumerate(test):
                 rows.append(TrendRow(k, key, data.labels[i], float(c[j]), float(data.y[i]), float(point[j]),
                                      float(lo[j]), float(hi[j]), float(c[j] / top), draws[:, j]))
@@ -99,9 +116,7 @@ def rollout(data: EffectData, forms: Sequence[TrendForm], *, n_boot: int = ROLLO
 
 
 def _weighted_rms(rows: list[TrendRow]) -> float:
-    e = np.array([r.point - r.actual for r in rows])
-    w = np.array([math.log(r.compute_x) if r.compute_x > 1 else 1e-3 for r in rows])
-    return float(np.sqrt((w * e**2).sum() / w.sum()))
+    return weighted_rms([r.point - r.actual for r in rows], [math.log(r.compute_x) for r in rows])
 
 
 def score(rows: list[TrendRow], forms: Sequence[str]) -> dict[str, dict]:
@@ -126,32 +141,23 @@ def weigh(scores: dict[str, dict], fitted: Sequence[str], floor: float) -> tuple
         return w, ("no rollout forecasts (too few rungs to fit on the smaller ones and check on the larger), so "
                    f"every identifiable form counts equally: {', '.join(fitted)}")
     floor = max(floor, 1e-6)
-    best = max(min(s["rms"] for s in scored.values()), floor)
-    keep = {k: s for k, s in scored.items() if s["rms"] <= RELATIVE_RMS_CUT * best}
-    raw = {k: 1.0 / max(s["rms"], floor) ** 2 for k, s in keep.items()}
-    tot = sum(raw.values())
-    w = {k: v / tot for k, v in raw.items()}
+    w, dropped = rms_weights({k: s["rms"] for k, s in scored.items()}, floor)
     parts = [f"{k} {s['rms']:.3g}" for k, s in sorted(scored.items(), key=lambda kv: kv[1]["rms"])]
     why = (f"weighted by rollout error (distance-weighted RMS: {', '.join(parts)}; floor {floor:.2g}, the noise "
            "of one rung); weights " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1])))
-    dropped = [k for k in scored if k not in keep]
     if dropped:
         why += f"; left out (more than {RELATIVE_RMS_CUT:g}x the best error): {', '.join(dropped)}"
     return w, why
 
 
-def _pool(points: dict[str, np.ndarray], draws: dict[str, np.ndarray], weights: dict[str, float], rng, n: int):
-    """Weighted mean of the forms' points and a weighted pool of their draw rows (each row one curve)."""
-    names = [k for k in draws if weights.get(k, 0) > 0]
-    w = np.array([weights[k] for k in names])
-    w = w / w.sum()
-    point = sum(wi * points[k] for wi, k in zip(w, names))
-    counts = rng.multinomial(n, w)
-    pooled = np.concatenate([draws[k][rng.integers(0, len(draws[k]), c)] for k, c in zip(names, counts) if c])
-    return point, pooled
+def _paired(fits: dict[str, Fitted], names) -> bool:
+    """Are these forms' draws paired? The engine's forms are fitted on the same rungs with the same seed and
+    bootstrap size (the same bootstrap normals) and drawn with one seed (the same replicate picks and new-run
+    normals); any other form (the variants' pair law, fitted on their losses) has replicates of its own."""
+    return all(isinstance(fits.get(k), EngineFitted) for k in names)
 
 
-def mixture_rows(rows: list[TrendRow], weights: dict[str, float]) -> list[dict]:
+def mixture_rows(rows: list[TrendRow], weights: dict[str, float], paired: bool = True) -> list[dict]:
     rng = np.random.default_rng(0)
     weighted = {k for k, v in weights.items() if v > 0 and any(r.form == k for r in rows)}
     grouped: dict[tuple, list[TrendRow]] = {}
@@ -162,39 +168,25 @@ def mixture_rows(rows: list[TrendRow], weights: dict[str, float]) -> list[dict]:
         have = {r.form: r for r in rs if r.form in weighted}
         if not have or set(have) != weighted:
             continue  # the mixture is judged only where every weighted form forecast this rung
-        point, pooled = _pool({k: np.array([r.point]) for k, r in have.items()},
-                              {k: r.draws[:, None] for k, r in have.items()}, weights, rng, ROW_DRAWS)
-        point = float(point[0])
-        lo, hi = np.quantile(pooled[:, 0], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        point, mixed = mix({k: r.draws for k, r in have.items()}, {k: r.point for k, r in have.items()}, weights,
+                           rng, paired=paired)
+        point = float(point)
+        lo, hi = interval(mixed)
         r0 = rs[0]
-        err = r0.actual - point
-        half = (hi - point) if err > 0 else (point - lo)
         out.append({"prefix": prefix, "rung": label, "compute": r0.compute, "compute_x": r0.compute_x,
                     "actual": r0.actual, "forecast": point, "interval": [float(lo), float(hi)],
-                    "error": point - r0.actual, "z": float(abs(err) / max(half, 1e-12))})
+                    "error": point - r0.actual, "z": side_z(r0.actual, point, lo, hi, 1e-12)})
     return out
 
 
-def calibrate(rows: list[dict]) -> tuple[float | None, float]:
-    if not rows:
-        return None, 1.0
-    z = np.sort([r["z"] for r in rows])
-    coverage = float(np.mean(z <= 1.0))
-    if coverage >= LEVEL:
-        return coverage, 1.0
-    q = z[min(len(z) - 1, int(math.ceil((len(z) + 1) * LEVEL)) - 1)]
-    return coverage, max(1.0, float(q))
+def trend_reach(rows: list[dict], factor: float) -> dict:
+    """The largest compute multiple up to which every mixture forecast's widened interval covered the effect."""
+    def covered(r):
+        (lo, hi), p = r["interval"], r["forecast"]
+        return p - factor * (p - lo) <= r["actual"] <= p + factor * (hi - p)
 
-
-def reach(rows: list[dict], factor: float) -> dict:
-    best = 1.0
-    for r in sorted(rows, key=lambda r: r["compute_x"]):
-        lo, hi = r["interval"]
-        p = r["forecast"]
-        if not (p - factor * (p - lo) <= r["actual"] <= p + factor * (hi - p)):
-            break
-        best = r["compute_x"]
-    return {"compute_x": best, "tested_compute_x": max((r["compute_x"] for r in rows), default=1.0)}
+    return {"compute_x": reach(rows, "compute_x", covered),
+            "tested_compute_x": max((r["compute_x"] for r in rows), default=1.0)}
 
 
 @dataclass
@@ -231,18 +223,19 @@ class Trend:
         ``noise=False`` each draw row is one curve of the trend itself (for crossings)."""
         c = np.atleast_1d(np.asarray(c, dtype=float))
         rng = np.random.default_rng(self.seed if seed is None else seed)
+        one = int(rng.integers(1 << 31))  # one seed for every form: paired draws (see :func:`_paired`)
         points, draws = {}, {}
         for k, w in self.weights.items():
             if w > 0:
-                points[k], draws[k] = self.fits[k].draws(c, n_draws=n_draws, seed=int(rng.integers(1 << 31)),
-                                                         noise=noise, sigma_floor=self.data.noise)
-        point, pooled = _pool(points, draws, self.weights, rng, n_draws)
-        return point, point + self.factor * (pooled - point)
+                points[k], draws[k] = self.fits[k].draws(c, n_draws=n_draws, seed=one, noise=noise,
+                                                         sigma_floor=self.data.noise)
+        point, mixed = mix(draws, points, self.weights, rng, paired=_paired(self.fits, draws))
+        return point, point + self.factor * (mixed - point)
 
     def predict(self, c: float) -> dict:
         """The calibrated forecast of the effect at compute ``c``: point, 90% interval, draws, per-form points."""
         point, d = self.curves([c], noise=True)
-        lo, hi = np.quantile(d[:, 0], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        lo, hi = interval(d[:, 0])
         by_form = {k: float(f.predict(np.array([c]))[0]) for k, f in self.fits.items()}
         return {"point": float(point[0]), "lo": float(lo), "hi": float(hi), "draws": d[:, 0], "by_form": by_form,
                 "compute_x": float(c / self.max_compute), "within_reach": bool(c / self.max_compute
@@ -250,7 +243,7 @@ class Trend:
 
     def band(self, grid) -> dict:
         point, d = self.curves(grid, noise=True, n_draws=1500)
-        lo, hi = np.quantile(d, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=0)
+        lo, hi = interval(d, axis=0)
         return {"compute": [float(x) for x in grid], "point": point.tolist(), "lo": lo.tolist(), "hi": hi.tolist()}
 
     def to_dict(self) -> dict:
@@ -281,7 +274,7 @@ def fit_trend(data: EffectData, forms: Sequence[TrendForm], *, quantity: str, fl
     scores = score(rows, list(fits))
     fl = floor(fits) if callable(floor) else floor
     weights, why = weigh(scores, list(fits), fl)
-    mix = mixture_rows(rows, weights)
-    coverage, factor = calibrate(mix)
+    mixed = mixture_rows(rows, weights, paired=_paired(fits, [k for k, v in weights.items() if v > 0]))
+    coverage, factor = calibrate([r["z"] for r in mixed])
     return Trend(quantity, data, fits, skipped, {f.key: f.title for f in forms}, rows, prefixes, scores, weights,
-                 why, mix, coverage, factor, reach(mix, factor), seed)
+                 why, mixed, coverage, factor, trend_reach(mixed, factor), seed)

@@ -233,7 +233,7 @@ def fit_hparams(
         pts, excl = _collect(rows, axis, value, use_edge)
         res = fit_optimum_law(pts, quantity=quantity, prefer=prefer, hero=hero, excluded=excl,
                               no_data_reason=no_data, n_boot=n_boot, seed=seed + 1000 * k)
-        return with_rollout(res, seed=seed + 1000 * k) if value == "opt" else res
+        return with_rollout(res, n_boot=n_boot, seed=seed + 1000 * k) if value == "opt" else res
 
     result = HparamResult(
         scales=tuple(rows),

@@ -4,7 +4,8 @@ the optimum of every larger rung, at every k, as the loss laws are backtested (:
 A forecast is *covered* when its error in ln space is within the root-sum-square of the law's 90% half-width
 there and the measured optimum's own (the side towards the other). The reach is the largest distance (in
 compute multiples of the prefix's largest rung) up to which every forecast was covered, and the largest up to
-which every forecast was within 10%; a learning rate 10% off costs a few thousandths of a nat (see the penalty).
+which every forecast was within 10%; a learning rate 10% off costs a few thousandths of a nat (see the penalty);
+both by the reach of every rollout (:func:`ladder.reports.fits.backtest.reach`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from ladder.reports.fits.backtest import reach
 from ladder.reports.fits.hparams.law import FORMS, OptimumLaw, choose, fit_form
 
-N_BOOT = 50
+N_BOOT = 50  # at most: the fit's own n_boot when smaller
 WITHIN_PCT = 10.0
 
 
@@ -26,16 +28,6 @@ def _half(value: float, ci, towards: float) -> float:
         return math.inf
     bound = ci[1] if towards > value else ci[0]
     return abs(math.log(bound) - math.log(value)) if bound and bound > 0 else math.inf
-
-
-def _reach(rows: list[dict], ok) -> float | None:
-    """The largest compute multiple up to which every forecast passed ``ok`` (None: the nearest failed)."""
-    best = None
-    for r in sorted(rows, key=lambda r: r["compute_x"]):
-        if not ok(r):
-            break
-        best = r["compute_x"]
-    return best
 
 
 def rollout(law: OptimumLaw, *, n_boot: int = N_BOOT, seed: int = 0) -> dict | None:
@@ -72,10 +64,11 @@ def rollout(law: OptimumLaw, *, n_boot: int = N_BOOT, seed: int = 0) -> dict | N
         "rms_pct": float(np.sqrt(np.mean(errs**2))),
         "max_abs_pct": float(np.max(np.abs(errs))),
         "coverage": float(np.mean([r["covered"] for r in rows])),
-        "reach": _reach(rows, lambda r: r["covered"]),
-        "reach_within_10pct": _reach(rows, lambda r: abs(r["error_pct"]) <= WITHIN_PCT),
+        "reach": reach(rows, "compute_x", lambda r: r["covered"], start=None),
+        "reach_within_10pct": reach(rows, "compute_x", lambda r: abs(r["error_pct"]) <= WITHIN_PCT, start=None),
     }
 
 
-def with_rollout(law: OptimumLaw, *, seed: int = 0) -> OptimumLaw:
-    return replace(law, rollout=rollout(law, seed=seed))
+def with_rollout(law: OptimumLaw, *, n_boot: int = N_BOOT, seed: int = 0) -> OptimumLaw:
+    """The law with its rollout, refitted with ``min(N_BOOT, n_boot)`` replicates per prefix."""
+    return replace(law, rollout=rollout(law, n_boot=min(N_BOOT, n_boot), seed=seed))
