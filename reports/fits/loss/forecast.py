@@ -16,7 +16,7 @@ ladder too short to backtest).
 
 Calibration: on the rollout's mixture forecasts (each (prefix, run) forecast by the weighted forms), ``z_i =
 |log actual - log forecast| / half-width`` on the side of the error. If the share with ``z <= 1`` falls short
-of the nominal level by more than chance (a one-sided binomial test at ``SHORTFALL_P``: one miss in six rows
+of the nominal level by more than chance (a one-sided binomial test at ``backtest.SHORTFALL_P``: one miss in six rows
 is what a calibrated interval does 47% of the time, and widening on it made 90% intervals cover 95-96% of
 synthetic heroes), every interval half-width is multiplied by the conformal factor: the
 ``ceil((m + 1) level)``-th smallest ``z`` (never below 1; the interval is never narrowed).
@@ -54,12 +54,20 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from ladder.reports.fits.backtest import (
+    LEVEL,
+    RELATIVE_RMS_CUT,
+    calibrate,
+    conformal,
+    interval,
+    mix,
+    reach,
+    rms_weights,
+)
 from ladder.reports.fits.engine import LawFit, fit
 from ladder.reports.fits.loss.forms import LOSS_FORMS, LossData
 from ladder.reports.fits.loss.rollout import ROLLOUT_BOOT, Rollout, RolloutRow, log_distance, rollout
 
-LEVEL = 0.90
-SHORTFALL_P = 0.05  # widen when the rollout's coverage is this unlikely for calibrated intervals
 HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the fits' Huber delta): on noiseless
 # data a zero-width interval made z ~ 1e10 and the widened hero interval overflowed
 LEAN_P = 0.05  # say the forecasts lean when this many on one side is this unlikely for unbiased ones
@@ -79,7 +87,6 @@ def run_noise(n_runs: int, n_boot: int, seed: int) -> np.ndarray:
     """The bootstrap's standard normals, one column per run of the data: each form takes the columns of the
     runs it is fitted on, so that replicate ``b`` of every form sees the same redrawn runs."""
     return np.random.default_rng(seed).standard_normal((n_boot, n_runs))
-RELATIVE_RMS_CUT = 2.0
 SHORT_EVIDENCE = 0.5  # a form's rollout must reach this share of the farthest tested distance to be weighted
 REACH_TOLS = (1.0, 2.0)
 
@@ -203,13 +210,8 @@ def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], st
     short = [k for k, s in scored.items() if s.get("tested_distance", 0.0) < SHORT_EVIDENCE * far]
     scored = {k: s for k, s in scored.items() if k not in short}
     key = "rms_pct"
-    best = min(s[key] for s in scored.values())
-    keep = {k: s for k, s in scored.items() if s[key] <= RELATIVE_RMS_CUT * max(best, 1e-3)}
-    raw = {k: 1.0 / max(s[key], 1e-3) ** 2 for k, s in keep.items()}
-    tot = sum(raw.values())
-    w = {k: v / tot for k, v in raw.items()}
+    w, dropped = rms_weights({k: s[key] for k, s in scored.items()}, 1e-3)
     parts = [f"{k} {s[key]:.2f}%" for k, s in sorted(scored.items(), key=lambda kv: kv[1][key])]
-    dropped = [k for k in scored if k not in keep]
     why = (f"weighted by rollout error (distance-weighted RMS: {', '.join(parts)}); weights "
            + ", ".join(f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1])))
     if dropped:
@@ -218,34 +220,6 @@ def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], st
         why += (f"; left out (its rollout reached less than {SHORT_EVIDENCE:g} of the farthest distance tested): "
                 + ", ".join(short))
     return w, why
-
-
-def _mix(draws: dict[str, np.ndarray], points: dict[str, float], weights: dict[str, float], rng):
-    """The weighted forms' forecast and its draws. Every form's draw ``i`` comes from the same bootstrap
-    replicate of the same redrawn runs and the same new-run noise (paired, :func:`run_noise`), so the
-    weighted point's own uncertainty is the weighted sum of the forms' deviations. The forms' disagreement
-    is partly that same noise: the replicates show how far apart noise alone puts the forms
-    (``D_noise``, the mean weighted variance of their paired deviations); only the observed disagreement
-    beyond it (``D_obs - D_noise``) is added, by centring each draw on one form's point (picked with its
-    weight), pulled towards the weighted point by ``sqrt(excess / D_obs)``. Pooling the forms' draws instead
-    counted the shared noise once per form and once more as disagreement: on synthetic ladders from a
-    known law its nominal 90% intervals covered 96-97%."""
-    names = [k for k in draws if weights.get(k, 0) > 0]
-    if not names:
-        return None
-    if len({len(draws[k]) for k in names}) != 1:
-        raise ValueError("the forms' draws are not paired (different numbers of draws)")
-    w = np.array([weights[k] for k in names])
-    w = w / w.sum()
-    centers = np.array([points[k] for k in names])
-    point = float(w @ centers)
-    devs = np.stack([draws[k] - points[k] for k in names])  # (forms, draws)
-    dev = w @ devs
-    d_obs = float(w @ (centers - point) ** 2)
-    d_noise = float(np.mean(w @ (devs - dev) ** 2))
-    shrink = math.sqrt(max(0.0, d_obs - d_noise) / d_obs) if d_obs > 0 else 0.0
-    pick = rng.choice(len(names), size=len(dev), p=w)
-    return point, point + shrink * (centers[pick] - point) + dev
 
 
 def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
@@ -261,10 +235,10 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
         have = {r.form: r for r in rs if weights.get(r.form, 0) > 0}
         if not have:
             continue
-        mixed = _mix({k: r.draws for k, r in have.items()}, {k: math.log(r.point) for k, r in have.items()},
+        mixed = mix({k: r.draws for k, r in have.items()}, {k: math.log(r.point) for k, r in have.items()},
                      weights, rng)
         point, pooled = mixed
-        lo, hi = np.quantile(pooled, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        lo, hi = interval(pooled)
         r0 = rs[0]
         actual = math.log(r0.actual)
         err = actual - point
@@ -290,21 +264,7 @@ def _lean(rows: list[dict]) -> dict:
 
 def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
     judged = [r for r in rows if r["at_target_ratio"]] or rows
-    if not judged:
-        return None, 1.0
-    z = np.sort([r["z"] for r in judged])
-    coverage = float(np.mean(z <= 1.0))
-    if coverage >= LEVEL or stats.binom.cdf(int(np.sum(z <= 1.0)), len(z), LEVEL) >= SHORTFALL_P:
-        return coverage, 1.0
-    m = len(z)
-    q = z[min(m - 1, int(math.ceil((m + 1) * LEVEL)) - 1)]
-    return coverage, max(1.0, float(q))
-
-
-def _conformal(values, level: float = LEVEL) -> float:
-    """The ``ceil((m + 1) level)``-th smallest of ``values`` (the largest when there are too few)."""
-    v = np.sort(np.asarray(values, dtype=float))
-    return float(v[min(len(v) - 1, int(math.ceil((len(v) + 1) * level)) - 1)])
+    return calibrate([r["z"] for r in judged])
 
 
 def _drift(rows: list[dict], factor: float) -> dict:
@@ -312,7 +272,7 @@ def _drift(rows: list[dict], factor: float) -> dict:
     far = [r for r in rows if r["distance"] >= RATE_MIN_DISTANCE]
     rates = [max(0.0, abs(math.log(r["actual"] / r["forecast"])) - factor * r["half_log"]) / r["distance"]
              for r in far]
-    own = _conformal(rates) if len(rates) >= 3 else None
+    own = conformal(rates) if len(rates) >= 3 else None
     return {"n": len(rates), "rate": own or 0.0, "public_rate": PUBLIC_RATE,
             "tested_distance": max((r["distance"] for r in rows), default=0.0)}
 
@@ -339,12 +299,7 @@ def _reach(rows: list[dict]) -> dict[str, dict]:
         key = f"{tol:g}%"
         entry = {}
         for dist in AXES:
-            best = 1.0
-            for r in sorted(rows, key=lambda r: r[dist]):
-                if abs(r["err_pct"]) > tol:
-                    break
-                best = r[dist]
-            entry[dist] = best
+            entry[dist] = reach(rows, dist, lambda r: not abs(r["err_pct"]) > tol)
         out[key] = entry
     out["tested"] = {ax: max([1.0] + [r[ax] for r in rows]) for ax in AXES}
     out["tested"]["distance_x"] = math.exp(max((r["distance"] for r in rows), default=0.0))
@@ -364,7 +319,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         p, d = law.draws(form.raw(params, tokens), sigma_floor=fc.data.seed_sigma, seed=seed,
                          t_factor=fc.coverage is None)
         draws[k], points[k] = d[:, 0], float(p[0])
-        lo, hi = np.quantile(d[:, 0], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        lo, hi = interval(d[:, 0])
         by_form[k] = {"applies": True, "loss": math.exp(p[0]), "lo": math.exp(lo), "hi": math.exp(hi),
                       "weight": fc.weights.get(k, 0.0)}
     weights = {k: v for k, v in fc.weights.items() if k in draws}
@@ -373,14 +328,14 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         weights, _ = _weights(fc.rollout, {k: fc.laws[k] for k in draws}) if draws else ({}, "")
         note = ("the rollout-weighted forms do not apply at this point; the applicable forms are weighted by their "
                 "own rollout errors")
-    mixed = _mix(draws, points, weights, rng)
+    mixed = mix(draws, points, weights, rng)
     if mixed is None:
         scopes = "; ".join(LOSS_FORMS[k].scope(fc.data, fc.target_ratio) for k in fc.laws)
         skipped = "; ".join(f"{k} not fitted ({why})" for k, why in fc.skipped.items())
         raise ValueError(f"no fitted law form can forecast {params:.4g} params x {tokens:.4g} tokens "
                          f"({tokens / params:.3g} tokens/param): {scopes}" + (f"; {skipped}" if skipped else ""))
     point, pooled = mixed
-    lo, hi = np.quantile(pooled, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    lo, hi = interval(pooled)
     px = params / float(fc.data.params.max())
     tx = tokens / float(fc.data.tokens.max())
     cx = 6 * params * tokens / float(fc.data.compute.max())
