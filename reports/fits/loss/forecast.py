@@ -65,7 +65,7 @@ from ladder.reports.fits.backtest import (
     rms_weights,
 )
 from ladder.reports.fits.engine import LawFit, fit
-from ladder.reports.fits.loss.forms import LOSS_FORMS, LossData
+from ladder.reports.fits.loss.forms import LOSS_FORMS, NEAR_OPT_TOL, LossData, near_optimum
 from ladder.reports.fits.loss.rollout import ROLLOUT_BOOT, Rollout, RolloutRow, log_distance, rollout
 
 HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the fits' Huber delta): on noiseless
@@ -159,6 +159,7 @@ class Forecast:
     lean: dict = field(default_factory=dict)
     drift: dict = field(default_factory=dict)
     far_error: dict | None = None
+    left_out: list[str] = field(default_factory=list)  # runs far from their isoFLOP budget's optimum, not fitted
     points: list[PointForecast] = field(default_factory=list)
 
     @property
@@ -181,6 +182,9 @@ class Forecast:
             "skipped": self.skipped,
             "weights": self.weights,
             "selection": self.why,
+            "left_out": {"runs": self.left_out, "why": (
+                f"more than {100 * NEAR_OPT_TOL:g}% above their isoFLOP budget's lowest loss: far from its optimum, "
+                "where every form is least right") if self.left_out else None},
             "rollout": {"rows": [r.to_dict() for r in self.rollout.rows], "prefixes": self.rollout.prefixes,
                         "scores": self.rollout.scores, "mixture": self.mixture_rows},
             "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor,
@@ -364,6 +368,10 @@ def forecast_loss(data: LossData, target_params: float, target_tokens: float, *,
     """Fit, backtest, weigh and calibrate the loss forms on ``data``; forecast the target (the hero) and any
     extra ``predict`` points ((params, tokens) pairs). The first of ``points`` is the target."""
     target_ratio = target_tokens / target_params
+    near = near_optimum(data)
+    left_out = [r for r, k in zip(data.run_ids, near) if not k]
+    if left_out:  # runs far from their isoFLOP budget's optimum: see forms.near_optimum
+        data = data.subset(near)
     laws, skipped = {}, {}
     noise = run_noise(len(data.loss), n_boot, seed)
     for k in forms:
@@ -384,7 +392,7 @@ def forecast_loss(data: LossData, target_params: float, target_tokens: float, *,
     coverage, factor = _calibrate(rows)
     fc = Forecast(data=data, target_ratio=target_ratio, laws=laws, skipped=skipped, rollout=ro, weights=weights,
                   why=why, mixture_rows=rows, coverage=coverage, factor=factor, reach=_reach(rows),
-                  lean=_lean(rows), drift=_drift(rows, factor), far_error=_far_error(rows))
+                  lean=_lean(rows), drift=_drift(rows, factor), far_error=_far_error(rows), left_out=left_out)
     for p, t in [(target_params, target_tokens), *predict]:
         try:
             fc.points.append(fc.predict(p, t, seed=seed))

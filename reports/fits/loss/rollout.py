@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ladder.reports.fits.engine import fit
-from ladder.reports.fits.loss.forms import LOSS_FORMS, MIN_SIZES, LossData, at_ratio, groups
+from ladder.reports.fits.loss.forms import LEVEL_TOL, LOSS_FORMS, MIN_SIZES, LossData, at_ratio, groups
 
 MAX_PREFIXES = 8
-LEVEL_TOL = 0.10  # runs within 10% of each other's compute share a compute level
 MIN_COMMON = 2  # forms are compared on the forecasts they share when there are at least this many
 ROLLOUT_BOOT = 100
 ROW_DRAWS = 800

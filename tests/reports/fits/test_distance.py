@@ -109,3 +109,24 @@ def test_the_track_record_names_the_band_of_a_forecast_and_says_it_in_words():
     words = track_record.sentence(rec)
     assert "published ladder" in words and "16-64x" in words and f"{rec['median_abs_err_pct']:.1f}%" in words
     assert track_record.at(None) is None and track_record.sentence(None) is None
+
+
+def test_runs_far_from_their_isoflop_budgets_optimum_are_left_out_and_named():
+    from ladder.reports.fits.loss.forms import NEAR_OPT_TOL, near_optimum
+
+    rng = np.random.default_rng(3)
+    iso = isoflop(np.geomspace(1e17, 1e18, 4), 9, rng)
+    keep = near_optimum(iso)
+    assert 0 < keep.sum() < len(iso)
+    for c in np.unique(np.round(np.log(iso.compute), 1)):
+        m = np.round(np.log(iso.compute), 1) == c
+        assert np.all(iso.loss[m & keep] <= iso.loss[m].min() * (1 + NEAR_OPT_TOL))
+        assert np.all(iso.loss[m & ~keep] > iso.loss[m].min() * (1 + NEAR_OPT_TOL))
+    fc = forecast_loss(iso, 4e8, 8e9, n_boot=10)
+    assert set(fc.left_out) == {r for r, k in zip(iso.run_ids, keep) if not k}
+    assert fc.to_dict()["left_out"]["runs"] == fc.left_out and len(fc.data) == keep.sum()
+    # a ladder of sizes (each compute level one size) keeps every run
+    n = np.repeat(np.geomspace(1e7, 1.6e8, 6), 3)
+    d = n * np.tile([5.0, 10.0, 20.0], 6)
+    sizes = LossData(n, d, E + A * n**-0.34 + B * d**-0.37, [f"r{i}" for i in range(len(n))])
+    assert near_optimum(sizes).all()
