@@ -8,16 +8,13 @@ Pure: a study and its runs in, text out (``ladder plan`` prints it, ``plan.json`
 from __future__ import annotations
 
 from ladder.model.config import OptimizerConfig, RunSpec
+from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.studies.spec import StudySpec
 
 EXACT_FLOPS = ("exact counted training FLOPs: flops_per_token x tokens (model/shape.py: 6 x the matmul parameters, "
                "LM head included, plus causal attention)")
 
 
-# What the ladder's cost counts, wherever it is shown (the plan, ``ladder fit``'s summary, the report's headline and
-# its section on the ladder): one figure, the exact counted FLOPs of the ladder's own training.
-LADDER_COST_COUNTS = ("each trunk once, each cooldown branch only its steps after its branch point, every seed "
-                      "replicate, failed and cancelled runs as far as they trained; not the hero run")
 
 
 def conventions(study: StudySpec, runs: list[RunSpec]) -> dict[str, str]:

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ladder.model.config import format_count
-from ladder.plan_notes import LADDER_COST_COUNTS
+from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.render.fmt import fmt_flops
 

@@ -1,6 +1,6 @@
 """The ladder's cost: one figure with one meaning for the report's headline and its section on the ladder (and
 the same count as the plan's totals and ``ladder fit``'s summary): exact counted training FLOPs, what
-:data:`ladder.plan_notes.LADDER_COST_COUNTS` says it counts."""
+:data:`ladder.model.shape.LADDER_COST_COUNTS` says it counts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ladder.plan_notes import LADDER_COST_COUNTS
+from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.render.fmt import num, ok
 
 
