@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ladder.errors import FitError
+from ladder.reports.fits.backtest import interval
 from ladder.reports.fits.engine.solve import single_threaded_blas
 from ladder.reports.fits.isoflop_laws import (
     AllocationLaw,
@@ -253,7 +254,7 @@ def fit_isoflop(
             col = boot_opts[:, j]
             col = col[np.isfinite(col)]
             if len(col) > 1:
-                lo, hi = np.quantile(col, [0.05, 0.95])
+                lo, hi = interval(col)
                 c0, sl = tok_lines[j]
                 d_lo, d_hi = sorted(np.exp([c0 + sl * lo, c0 + sl * hi]))
                 row["ci90"] = {"params_opt": [float(np.exp(lo)), float(np.exp(hi))], "tokens_opt": [float(d_lo), float(d_hi)]}
