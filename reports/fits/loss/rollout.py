@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ladder.reports.fits.backtest import NEAR_WEIGHT, interval, weighted_rms
 from ladder.reports.fits.engine import fit
 from ladder.reports.fits.loss.forms import LEVEL_TOL, LOSS_FORMS, MIN_SIZES, LossData, at_ratio, groups
 
@@ -153,7 +154,7 @@ def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_b
             # paired across forms (the same replicate and new-run noise column)
             raw = form.raw(data.params[test_idx], data.tokens[test_idx])
             point, draws = law.draws(raw, n_draws=ROW_DRAWS, sigma_floor=data.seed_sigma, seed=seed + k, t_factor=False)
-            lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
+            lo, hi = interval(draws, axis=0)
             ratio_ok = at_ratio(data, target_ratio)
             column = {int(i): j for j, i in enumerate(test_idx)}
             for i in idx:
@@ -172,13 +173,11 @@ def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_b
 
 def _distance_weights(rows: list[RolloutRow]) -> np.ndarray:
     w = np.array([r.distance for r in rows])
-    return np.where(w > 0, w, 1e-3)
+    return np.where(w > 0, w, NEAR_WEIGHT)
 
 
 def _weighted_rms(rows: list[RolloutRow]) -> float:
-    e = np.array([np.log(r.point / r.actual) for r in rows])
-    w = _distance_weights(rows)
-    return float(100.0 * np.sqrt((w * e**2).sum() / w.sum()))
+    return 100.0 * weighted_rms([np.log(r.point / r.actual) for r in rows], [r.distance for r in rows])
 
 
 def _weighted_interval_score(rows: list[RolloutRow], alpha: float = 0.10) -> float:

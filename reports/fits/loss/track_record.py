@@ -17,21 +17,21 @@ SOURCE = "benchmarks/public_ladders.py on 6 published ladders (2026-12-03)"
 # band of the compute multiple (target 6ND over the largest fitted 6ND) ->
 # (forecasts, ladders, median |error| %, worst |error| %, coverage of the 90% interval, median half-width %)
 BANDS: dict[str, tuple[int, int, float, float, float, float]] = {
-    "0-1x": (19, 1, 0.88, 4.15, 1.0, 5.37),
-    "1-4x": (67, 4, 0.49, 4.04, 0.97, 1.28),
-    "4-16x": (58, 6, 0.86, 5.75, 0.97, 1.71),
-    "16-64x": (27, 4, 2.13, 9.18, 1.0, 2.6),
-    "64x+": (1, 1, 4.28, 4.28, 0.0, 3.65),
+    "0-1x": (19, 1, 0.28, 6.31, 0.95, 5.53),
+    "1-4x": (67, 4, 0.49, 3.87, 0.84, 0.89),
+    "4-16x": (58, 6, 0.58, 6.50, 0.88, 1.71),
+    "16-64x": (27, 4, 1.66, 8.05, 0.85, 2.56),
+    "64x+": (1, 1, 2.92, 2.92, 1.00, 3.65),
 }
 
 # ladder -> [(band, median |error| %)] for the report's figure
 BY_LADDER: dict[str, list[tuple[str, float]]] = {
-    "Porian OWT2 (val)": [("1-4x", 3.63), ("4-16x", 5.25), ("16-64x", 6.54)],
-    "Porian RefinedWeb (attention, train)": [("4-16x", 0.27), ("16-64x", 5.67)],
-    "Porian RefinedWeb (val)": [("1-4x", 3.31), ("4-16x", 5.53), ("16-64x", 7.42)],
-    "Beck Llama ctx8192": [("4-16x", 0.17)],
-    "Li et al. open_lm C4": [("0-1x", 0.88), ("1-4x", 1.55), ("4-16x", 4.11)],
-    "Chinchilla (Epoch)": [("1-4x", 0.38), ("4-16x", 0.81), ("16-64x", 1.43), ("64x+", 4.28)],
+    "Porian OWT2 (val)": [("1-4x", 3.59), ("4-16x", 5.99), ("16-64x", 7.41)],
+    "Porian RefinedWeb (attention, train)": [("4-16x", 2.21), ("16-64x", 4.92)],
+    "Porian RefinedWeb (val)": [("1-4x", 2.7), ("4-16x", 6.29), ("16-64x", 7.91)],
+    "Beck Llama ctx8192": [("4-16x", 3.02)],
+    "Li et al. open_lm C4": [("0-1x", 0.28), ("1-4x", 0.43), ("4-16x", 0.83)],
+    "Chinchilla (Epoch)": [("1-4x", 0.44), ("4-16x", 0.39), ("16-64x", 0.79), ("64x+", 2.92)],
 }
 
 EDGES = ((0.0, 1.0), (1.0, 4.0), (4.0, 16.0), (16.0, 64.0), (64.0, math.inf))
