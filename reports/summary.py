@@ -75,12 +75,21 @@ def print_fit(result: Any, console: Console | None = None) -> None:
         console.print(line)
         ext = hero.get("extrapolation") or {}
         if ext.get("params") is not None:
-            reach = ((d.get("loss") or {}).get("reach") or {}).get("2%") or {}
-            console.print(
-                f"  {_num(ext['params'], 3)}x the ladder's largest model in parameters; forecasts stayed within 2% up "
-                f"to {_num(reach.get('params_x'), 3)}x in the rollout"
-                + (" [yellow](the hero is beyond the demonstrated reach)[/]" if hero.get("beyond_reach") else "")
-            )
+            law = d.get("loss") or {}
+            reach = (law.get("reach") or {}).get("2%") or {}
+            tested = (law.get("reach") or {}).get("tested") or {}
+            where = (f"  {_num(ext['params'], 3)}x the ladder's largest model in parameters, "
+                     f"{_num(ext.get('tokens'), 3)}x in tokens, {_num(ext.get('compute_6nd'), 3)}x in compute; ")
+            if not (law.get("calibration") or {}).get("n"):
+                console.print(where + "[yellow]no rollout forecast tested any distance[/]")
+            else:
+                console.print(
+                    where + f"forecasts stayed within 2% up to {_num(reach.get('params_x'), 3)}x params, "
+                    f"{_num(reach.get('compute_x'), 3)}x compute in the rollout (tested up to "
+                    f"{_num(tested.get('compute_x'), 3)}x compute)"
+                    + (" [yellow](the hero is beyond what the rollout tested)[/]" if hero.get("beyond_tested")
+                       else " [yellow](the hero is beyond the demonstrated reach)[/]" if hero.get("beyond_reach")
+                       else ""))
         console.print(
             f"  ladder cost {fmt_flops(hero['ladder_flops'])} FLOPs = {hero['ladder_pct_of_hero']:.3g}% of the hero "
             f"(exact counted training FLOPs spent: {LADDER_COST_COUNTS})"

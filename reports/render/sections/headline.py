@@ -78,14 +78,17 @@ def headline(ctx: Builder) -> Section:
     reach = mapping(hero.get("reach")) or mapping(mapping(fit.get("loss")).get("reach"))
     cal = mapping(mapping(fit.get("loss")).get("calibration"))
     r2 = mapping(reach.get("2%"))
-    if ok(r2.get("params_x")) and ok(mapping(reach.get("tested")).get("params_x")):
+    if ok(r2.get("params_x")) and ok(mapping(reach.get("tested")).get("params_x")) and num(cal.get("n") or 0) > 0:
         cov = f"; its 90% intervals covered {fmt_pct(100 * num(cal.get('coverage')), 0)} of them" if ok(cal.get("coverage")) else ""
         widened = f" (widened {fmt_g(cal.get('factor'), 3)}×)" if ok(cal.get("factor")) and num(cal.get("factor")) > 1 else ""
         tiles.append(Tile("Demonstrated reach", f"{fmt_g(r2.get('params_x'), 2)}×",
-                          f"in parameters: rollout forecasts stayed within 2% up to this distance (tested up to "
-                          f"{fmt_g(mapping(reach.get('tested')).get('params_x'), 2)}×){cov}{widened}"))
+                          f"in parameters ({fmt_g(r2.get('compute_x'), 2)}× in compute): rollout forecasts stayed "
+                          f"within 2% up to this distance (tested up to "
+                          f"{fmt_g(mapping(reach.get('tested')).get('params_x'), 2)}× in parameters, "
+                          f"{fmt_g(mapping(reach.get('tested')).get('compute_x'), 2)}× in compute){cov}{widened}"))
     else:
-        tiles.append(Tile("Demonstrated reach", ABSENT, "no rollout backtest (the ladder has too few sizes)"))
+        tiles.append(Tile("Demonstrated reach", ABSENT, "no rollout forecast: the ladder has too few sizes or "
+                                                        "budgets to fit on the smaller and check on the larger"))
     counts = ctx.status_counts()
     total = sum(counts.values())
     bad = ", ".join(f"{v} {k}" for k, v in counts.items() if k != "done" and v)
