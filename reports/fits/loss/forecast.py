@@ -380,6 +380,8 @@ def forecast_loss(data: LossData, target_params: float, target_tokens: float, *,
         sub = data.subset(mask)
         why = form.unidentifiable(sub)
         if why:
+            if len(sub) < len(data):  # say which runs it counted: the header counts them all
+                why += f" (fitted on {len(sub)} of the {len(data)} runs: {form.runs_words(target_ratio)})"
             skipped[k] = why
             continue
         laws[k] = fit(form.engine, form.raw(sub.params, sub.tokens), np.log(sub.loss), n_boot=n_boot, seed=seed,

@@ -178,6 +178,14 @@ class LossForm:
             return bool(len(on)) and on.min() / (1 + RATIO_TOL) <= ratio <= on.max() * (1 + RATIO_TOL)
         return True
 
+    def runs_words(self, target_ratio: float) -> str:
+        """Which runs the form is fitted on, in words."""
+        if self.key == "ratio":
+            return f"those within {100 * RATIO_TOL:g}% of the hero's {target_ratio:.3g} tokens/param"
+        if self.key == "frontier":
+            return "those on the compute-optimal frontier (no cheaper run reached a lower loss)"
+        return "every run"
+
     def scope(self, fitted: LossData, target_ratio: float) -> str:
         """Where the form forecasts, in words (for a point none can forecast)."""
         if self.key == "ratio":

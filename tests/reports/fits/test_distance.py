@@ -130,3 +130,14 @@ def test_runs_far_from_their_isoflop_budgets_optimum_are_left_out_and_named():
     d = n * np.tile([5.0, 10.0, 20.0], 6)
     sizes = LossData(n, d, E + A * n**-0.34 + B * d**-0.37, [f"r{i}" for i in range(len(n))])
     assert near_optimum(sizes).all()
+
+
+def test_a_form_skipped_for_too_few_runs_says_which_runs_it_counted():
+    """Issue 28: 'needs >= 4 runs for 3 parameters (has 3)' next to a header of 4 runs; the reason now says the
+    ratio form counted only the runs at the hero's ratio."""
+    n = np.array([1e7, 2e7, 4e7, 1e7, 2e7, 4e7, 8e7])
+    d = n * np.array([20, 20, 20, 5, 5, 5, 5])
+    data = LossData(n, d, E + A * n**-0.34 + B * d**-0.37, [f"r{i}" for i in range(7)])
+    fc = forecast_loss(data, 1.6e8, 3.2e9, n_boot=10, forms=("chinchilla", "ratio"))
+    why = fc.skipped["ratio"]
+    assert "(has 3)" in why and "fitted on 3 of the 7 runs" in why and "20 tokens/param" in why
