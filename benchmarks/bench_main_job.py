@@ -51,11 +51,11 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import ladder
+    from ladder.books.run_status import wait
+    from ladder.jobs.submit import submit
     from ladder.pipeline import prepare
-    from ladder.plan import expand, write_plan
-    from ladder.status import wait
+    from ladder.plan.planner import expand, write_plan
     from ladder.studies import load_study
-    from ladder.submit import submit
 
     study = load_study("default")
     if a.compile is not None:

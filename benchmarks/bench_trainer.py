@@ -126,7 +126,7 @@ def rung_specs(sizes: list[str] | None):
     """One run of each default-study rung, as the plan makes it: the tied trunk of seed 0, or the untied run where
     the rung has no tied one (the top rung is trained untied only); the branches start from a trunk's snapshots
     and the benchmark trains neither long enough to need one."""
-    from ladder.plan import expand
+    from ladder.plan.planner import expand
     from ladder.studies import load_study
 
     by_size: dict[str, object] = {}

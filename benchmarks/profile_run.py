@@ -149,7 +149,7 @@ def main() -> None:
 
     transformers.logging.set_verbosity_error()
     from ladder.model.data.prepare import prepare_data
-    from ladder.plan import expand
+    from ladder.plan.planner import expand
     from ladder.studies import load_study
 
     study = load_study(a.study)

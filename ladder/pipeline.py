@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ladder import layout
-from ladder.plan import default_study_dir, expand, write_plan
+from ladder.plan.planner import default_study_dir, expand, write_plan
 from ladder.studies import load_study
 from ladder.studies.spec import ExecutorSpec, StudySpec
 
@@ -86,10 +86,10 @@ def run_study(
     skip_sanity: bool = False,
     poll_s: float = 2.0,
 ) -> RunOutcome:
-    from ladder.collect import collect, write_collected
+    from ladder.books.collect import collect, write_collected
+    from ladder.books.run_status import wait
     from ladder.errors import StateError
-    from ladder.status import wait
-    from ladder.submit import submit
+    from ladder.jobs.submit import submit
 
     study = load_study(study_ref)
     study_dir = Path(out_dir) if out_dir else default_study_dir(study)
@@ -134,7 +134,7 @@ def run_study(
     outcome.stages.append("train")
 
     if study.evals is not None:
-        from ladder.submit import submit_evals
+        from ladder.jobs.submit import submit_evals
 
         ev = study.evals
         res = submit_evals(study_dir, ex, tasks=ev.tasks, limit=ev.limit,

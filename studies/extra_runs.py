@@ -1,6 +1,6 @@
 """Runs beyond the ladder's grid (``ladder.extra_runs``): what ``ladder plan STUDY_DIR --suggest --add`` writes,
 one entry per run the fit says would narrow the hero's interval most per FLOP. ``ladder plan`` expands each
-entry like a rung (:func:`ladder.rungs.extra_rungs`): the study's sizing rules, recipe and schedule, every
+entry like a rung (:func:`ladder.plan.rung_runs.extra_rungs`): the study's sizing rules, recipe and schedule, every
 ablation combination of the entry's variant.
 """
 

@@ -252,8 +252,8 @@ class TrainingSpec(Strict):
         "on GPUs); the resolved value is part of each run's id")
     compile: Union[bool, Auto] = Field(
         default="auto", description="torch.compile of the decoder layers: true, false, or auto (on CPU, the runs "
-        "whose faster steps pay back the compile time; on GPUs none until measured: ladder.compiling); not part of "
-        "a run's id (same computation)")
+        "whose faster steps pay back the compile time; on GPUs none until measured: ladder.plan.compiling); not "
+        "part of a run's id (same computation)")
     seed: Seed = Field(default=0, description="one seed per run drives both its initialisation and its data order")
     evals_per_run: PositiveInt = 10
     eval_tokens: Count = 65536
@@ -300,7 +300,7 @@ class SlurmSpec(Strict):
 
 
 class LocalSpec(Strict):
-    """Local workers. Fields left unset follow the plan's packing rule (``ladder.packing``)."""
+    """Local workers. Fields left unset follow the plan's packing rule (``ladder.plan.packing``)."""
 
     gpus: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, description="GPU ids; none: CPU")
     runs_per_gpu: PositiveInt | None = Field(default=None, description="runs sharing one GPU; default: 1")

@@ -18,14 +18,50 @@ _WORDS = (
 ).split()
 
 
+# Under pytest-xdist with ``--dist loadgroup`` (what scripts/test.sh runs) every test spreads over the workers
+# except these, which share something a second test at the same moment would disturb. Each group runs on one
+# worker, one test after another:
+# - "workers": tests that start local workers (submitit's local executor, `ladder run`/`submit --executor local`)
+#   that fill the cores, and tests that submit to the one local SLURM node (besides every test marked ``slurm``);
+# - "repo-root": the README's commands check that they write nothing into the repository's root, and the wheel
+#   test builds the package there (pip leaves build/ behind).
+# Everything else trains in-process on one thread, works in its own tmp_path and $LADDER_CACHE (per xdist worker),
+# and picks free ports. A name listed here that its module no longer defines fails the collection.
+XDIST_GROUPS = {
+    "workers": (
+        "test_branches.py::test_local_executor_trains_trunks_then_branches_from_their_snapshots",
+        "test_branches.py::test_slurm_branches_start_after_their_trunks_job_and_match_an_undisturbed_run",
+        "test_hero.py::test_a_planned_hero_trains_through_debug_and_local_executors_and_is_scored",
+        "test_pipeline.py::test_ladder_run_survives_ctrl_c_and_kill_9",
+        "test_submit.py::test_local_executor_runs_the_micro_study",
+        "test_submit.py::test_submit_piped_into_another_process_returns_while_the_runs_go_on",
+        "test_submit.py::test_slurm_micro_study_preemption_and_requeue",
+        "test_submit.py::test_slurm_a_run_that_raises_shows_its_error",
+    ),
+    "repo-root": (
+        "test_readme.py::test_a_readme_command_runs_as_written",
+        "test_layout.py::test_a_wheel_installs_and_runs",
+    ),
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist with ``--dist loadgroup`` (what scripts/test.sh runs): the orchestration tests at the top
-    of tests/ run one after another on one worker, since each starts local workers of its own that fill the
-    cores, and several share the one SLURM node; the tests of the package's rooms (tests/model, tests/reports,
-    tests/studies) spread over the workers."""
+    """Pin the tests of :data:`XDIST_GROUPS` (and every ``slurm`` test) to their xdist group."""
+    here = Path(__file__).parent
+    group_of = {name: group for group, names in XDIST_GROUPS.items() for name in names}
+    modules = {}
     for item in items:
-        if item.path.parent == Path(__file__).parent:
-            item.add_marker(pytest.mark.xdist_group("orchestration"))
+        rel = item.path.relative_to(here).as_posix() if item.path.is_relative_to(here) else item.path.name
+        modules.setdefault(rel, getattr(item, "module", None))
+        group = group_of.get(f"{rel}::{getattr(item, 'originalname', item.name)}")
+        if group is None and item.get_closest_marker("slurm"):
+            group = "workers"
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    stale = [name for name in group_of if (m := modules.get(name.split("::")[0])) is not None
+             and not hasattr(m, name.split("::")[1])]
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py XDIST_GROUPS names tests that do not exist: {stale}")
 
 
 @pytest.fixture(autouse=True)

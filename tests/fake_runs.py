@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ladder import job_records, layout
+from ladder import layout
+from ladder.books import job_records
 from ladder.model.config import RunSpec
-from ladder.plan import expand, read_plan, write_plan
+from ladder.plan.planner import expand, read_plan, write_plan
 from ladder.studies.spec import parse_study
 
 SIZES = ["4K", "6K", "8K", "11K", "16K", "23K"]

@@ -79,7 +79,7 @@ def make_ladder(root: Path, *, seed: int = 0, noise: float = 0.003, fit: bool = 
                 skip: tuple[str, ...] = (), split: bool = False, **kw: Any) -> Path:
     """Plan the study in ``root``, train every rung (sizes in ``skip`` stay planned; ``split``: results with the
     loss by kind of target), collect and fit."""
-    from ladder.plan import expand, write_plan
+    from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 
     study = parse_study(study_dict(**kw))
@@ -97,19 +97,19 @@ def make_ladder(root: Path, *, seed: int = 0, noise: float = 0.003, fit: bool = 
 
 def refresh(root: Path, *, fit: bool = True, n_boot: int = 30) -> None:
     """Collect the study again and (``fit``) write its fit.json with the real fit code."""
-    from ladder.collect import collect, write_collected
-    from ladder.plan import read_plan
+    from ladder.books.collect import collect, write_collected
+    from ladder.plan.planner import read_plan
     from ladder.reports.fits import fit_study
 
     write_collected(root, collect(root))
     if fit:
-        from ladder.collect import read_results
+        from ladder.books.collect import read_results
 
         study, _ = read_plan(root)
         fit_study(read_results(root), study=study, n_boot=n_boot).write(layout.StudyDir(Path(root)).fit)
 
 
 def hero_spec(root: Path) -> RunSpec:
-    from ladder.plan import read_plan
+    from ladder.plan.planner import read_plan
 
     return [s for s in read_plan(root)[1] if s.role == "hero"][-1]

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from ladder import layout
+from ladder.books.run_lock import run_lock
+from ladder.jobs.on_node import WorkerJob
 from ladder.model.config import RunSpec
-from ladder.node_jobs import WorkerJob
-from ladder.plan import read_plan
-from ladder.run_lock import run_lock
+from ladder.plan.planner import read_plan
 from tests.cli_helpers import run_cli
 from tests.micro import require_slurm, result, write_study
 
@@ -73,7 +73,7 @@ def test_status_and_collect_agree_on_a_branch_and_count_only_its_own_flops(branc
     """The books of a branch: waiting (collect: no error, the wait as its reason), then partial (its FLOPs spent
     leave out the trunk's prefix that its metrics and checkpoint step include), then done (its result's
     flops_spent); the FLOPs planned, like the plan's totals, count each trunk once and a branch's own steps."""
-    from ladder.collect import collect
+    from ladder.books.collect import collect
     from tests.fake_runs import done_result, partial
 
     study_dir, (trunk,), (branch,) = branched()
@@ -124,7 +124,7 @@ def test_submit_skips_a_branch_whose_trunk_will_not_run_and_says_why(branched, c
 
 
 def test_submit_puts_trunks_before_branches(branched, capsys, monkeypatch):
-    import ladder.submit as submit
+    import ladder.jobs.submit as submit
 
     study_dir, trunks, branches = branched(sizes=("4K", "8K"))
     seen: list[str] = []
@@ -134,8 +134,8 @@ def test_submit_puts_trunks_before_branches(branched, capsys, monkeypatch):
 
 
 def test_a_job_that_finds_its_branch_waiting_records_no_failure(branched, capsys):
+    from ladder.jobs.on_node import run_one
     from ladder.model.training.branching import Waiting
-    from ladder.node_jobs import run_one
 
     study_dir, (trunk,), (branch,) = branched()
     rd = layout.StudyDir(study_dir).run(branch.run_id)
@@ -170,7 +170,7 @@ class FakeTrainer:
 
 
 def test_the_local_queue_trains_a_trunk_before_its_branch_whatever_the_order(branched, monkeypatch):
-    import ladder.node_jobs as node_jobs
+    import ladder.jobs.on_node as node_jobs
 
     study_dir, (trunk,), (branch,) = branched()
     fake = FakeTrainer(study_dir)
@@ -181,7 +181,7 @@ def test_the_local_queue_trains_a_trunk_before_its_branch_whatever_the_order(bra
 
 
 def test_the_local_queue_waits_while_the_trunk_trains_elsewhere(branched, monkeypatch):
-    import ladder.node_jobs as node_jobs
+    import ladder.jobs.on_node as node_jobs
 
     study_dir, (trunk,), (branch,) = branched()
     fake = FakeTrainer(study_dir)
@@ -200,8 +200,8 @@ def test_the_local_queue_waits_while_the_trunk_trains_elsewhere(branched, monkey
 
 
 def test_the_local_queue_does_not_wait_for_a_trunk_that_stopped(branched, monkeypatch, capsys):
-    import ladder.node_jobs as node_jobs
-    from ladder import job_records
+    import ladder.jobs.on_node as node_jobs
+    from ladder.books import job_records
 
     study_dir, (trunk,), (branch,) = branched()
     fake = FakeTrainer(study_dir)
@@ -230,7 +230,7 @@ def test_local_executor_trains_trunks_then_branches_from_their_snapshots(branche
     r = run_cli(capsys, "submit", study_dir, "--executor", "local", "--parallel", "2", "--cpus-per-run", "1",
                 "--json")  # fmt: skip
     assert r.code == 0, r.stderr
-    from ladder.status import wait
+    from ladder.books.run_status import wait
 
     rows = wait(study_dir, poll_s=1.0, timeout_s=300)
     assert {row.state for row in rows} == {"done"}, [(row.run_id, row.state, row.error) for row in rows]
@@ -272,7 +272,7 @@ def test_slurm_branches_start_after_their_trunks_job_and_match_an_undisturbed_ru
     _, base_specs = read_plan(base_dir)
     for spec in sorted(base_specs, key=lambda s: s.trunk is not None):
         assert run_cli(capsys, "train", base_dir / "runs" / spec.run_id, "--threads", "1").code == 0
-    from ladder.status import wait
+    from ladder.books.run_status import wait
 
     rows = wait(study_dir, poll_s=2.0, timeout_s=600)
     assert {row.state for row in rows} == {"done"}, [(row.run_id, row.state, row.error) for row in rows]

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from ladder import layout
-from ladder.collect import BOOK_COLUMNS, collect, run_record, write_collected
-from ladder.plan import expand
-from ladder.run_lock import run_lock
+from ladder.books.collect import BOOK_COLUMNS, collect, run_record, write_collected
+from ladder.books.run_lock import run_lock
+from ladder.plan.planner import expand
 from ladder.studies.spec import parse_study
 from tests.cli_helpers import run_cli
 from tests.fake_runs import (

@@ -1,12 +1,13 @@
-"""ladder.compiling: ``training.compile: auto`` compiles the groups of runs whose faster steps repay the compile."""
+"""ladder.plan.compiling: ``training.compile: auto`` compiles the groups of runs whose faster steps repay the
+compile."""
 
 from __future__ import annotations
 
 import pytest
 
-from ladder.compiling import CPU_COSTS, CompileCosts, compile_group, resolve_compile
 from ladder.errors import SpecError
-from ladder.plan import expand
+from ladder.plan.compiling import CPU_COSTS, CompileCosts, compile_group, resolve_compile
+from ladder.plan.planner import expand
 from ladder.studies import load_study
 from ladder.studies.spec import StudySpec, parse_study
 
@@ -31,7 +32,7 @@ def test_costs_pay_back_by_hand_arithmetic():
 
 
 def test_auto_compiles_only_the_groups_that_pay(monkeypatch):
-    monkeypatch.setattr("ladder.compiling.cxx_compiler", lambda: "g++")
+    monkeypatch.setattr("ladder.plan.compiling.cxx_compiler", lambda: "g++")
     runs = expand(_study(False)).runs
     groups = {compile_group(r) for r in runs}
     assert len(groups) == 2  # tied and untied runs of a size share their layers (and so one compiled graph)
@@ -53,7 +54,7 @@ def test_auto_stays_eager_on_gpus_and_without_a_cxx_compiler(monkeypatch):
     long = {r.run_id: 1e5 for r in runs}
     out, note = resolve_compile(runs, "auto", "h100", long)
     assert not any(r.compile for r in out) and "not measured on a GPU" in note
-    monkeypatch.setattr("ladder.compiling.cxx_compiler", lambda: None)
+    monkeypatch.setattr("ladder.plan.compiling.cxx_compiler", lambda: None)
     out, note = resolve_compile(runs, "auto", "cpu", long)
     assert not any(r.compile for r in out) and "no C++ compiler" in note
 
@@ -66,7 +67,7 @@ def test_true_and_false_are_kept_as_given():
 
 
 def test_the_plan_decides_and_says_so(monkeypatch):
-    monkeypatch.setattr("ladder.compiling.cxx_compiler", lambda: "g++")
+    monkeypatch.setattr("ladder.plan.compiling.cxx_compiler", lambda: "g++")
     plan = expand(_study("auto"))
     assert not any(r.compile for r in plan.runs)  # the default study's small rungs train for seconds
     assert any(n.startswith(f"compile auto: 0 of {len(plan.runs)} run(s) compiled") for n in plan.notes)
@@ -87,7 +88,7 @@ def test_plan_json_says_which_runs_compile(tmp_path, capsys, monkeypatch):
 
     from tests.cli_helpers import run_cli
 
-    monkeypatch.setattr("ladder.compiling.cxx_compiler", lambda: "g++")
+    monkeypatch.setattr("ladder.plan.compiling.cxx_compiler", lambda: "g++")
     study = tmp_path / "s.yaml"
     study.write_text(yaml.safe_dump(_study(True).model_dump(mode="json")))
     r = run_cli(capsys, "plan", study, "--out", tmp_path / "out", "--json")

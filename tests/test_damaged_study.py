@@ -71,7 +71,7 @@ def test_collect_warns_about_a_damaged_run_and_collects_the_rest(planned, capsys
     assert r.code == 0, r.stderr
     err = " ".join(r.stderr.split())
     assert specs[2].run_id in err and DAMAGE[how] in err and f"--out {root}" in err
-    from ladder.collect import read_results
+    from ladder.books.collect import read_results
 
     df = read_results(root).set_index("run_id")
     assert list(df.index) == [s.run_id for s in specs]
@@ -115,7 +115,7 @@ def test_a_done_run_with_a_corrupt_spec_is_repaired_and_stays_done(planned, caps
 
 
 def test_what_needs_every_run_refuses_naming_the_repair(planned):
-    from ladder.plan import read_plan
+    from ladder.plan.planner import read_plan
 
     root, specs = planned
     _damage(root, specs[1], "deleted_dir")

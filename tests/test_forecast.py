@@ -172,8 +172,8 @@ def test_a_hero_with_seed_replicates_is_scored_against_their_mean(study, capsys)
 
 def test_a_fit_of_the_collected_table_in_memory_is_current(study, capsys):
     """`ladder run` fits the table collect returns before it is written: the freeze reads it from the parquet."""
-    from ladder.collect import collect
-    from ladder.plan import read_plan
+    from ladder.books.collect import collect
+    from ladder.plan.planner import read_plan
     from ladder.reports.fits import fit_study
 
     fit_study(collect(study).runs, study=read_plan(study)[0], n_boot=20).write(study / layout.FIT)

@@ -57,7 +57,7 @@ def test_hero_plans_the_recommendation_as_a_run_of_the_study(study, capsys):
     assert _plan_ids(study) == [*before, got["run_id"]]
 
     # planning the study again keeps the hero; collect books it with its role; the fits never use it
-    from ladder.plan import expand, read_plan, write_plan
+    from ladder.plan.planner import expand, read_plan, write_plan
 
     written = write_plan(expand(read_plan(study)[0]), study)
     assert written.heroes == [got["run_id"]] and got["run_id"] not in written.orphans
@@ -90,7 +90,7 @@ def test_hero_at_another_size_says_where_lr_and_batch_come_from(study, capsys):
 
 
 def test_a_hero_with_the_science_of_a_rung_is_refused(study, capsys):
-    from ladder.plan import read_plan
+    from ladder.plan.planner import read_plan
 
     top = max(read_plan(study)[1], key=lambda s: s.params)
     before = _plan_ids(study)
@@ -158,14 +158,14 @@ def test_a_planned_hero_trains_through_debug_and_local_executors_and_is_scored(t
 def test_compile_auto_compiles_a_hero_long_enough_to_repay_it(study, monkeypatch):
     import yaml
 
-    from ladder.hero_run import plan_hero_run
+    from ladder.forecast.hero_run import plan_hero_run
 
-    monkeypatch.setattr("ladder.compiling.cxx_compiler", lambda: "g++")
+    monkeypatch.setattr("ladder.plan.compiling.cxx_compiler", lambda: "g++")
     data = yaml.safe_load((study / layout.STUDY).read_text())
     data.setdefault("training", {})["compile"] = "auto"
     (study / layout.STUDY).write_text(yaml.safe_dump(data))
     short = plan_hero_run(study, dry_run=True)
     assert short.est_wall_s < 440 and not short.spec.compile  # this hero trains for seconds: eager
-    monkeypatch.setattr("ladder.hero_run.estimate_wall_s", lambda spec, hw: 3600.0)
+    monkeypatch.setattr("ladder.forecast.hero_run.estimate_wall_s", lambda spec, hw: 3600.0)
     long = plan_hero_run(study, dry_run=True)
     assert long.spec.run_id == short.spec.run_id and long.spec.compile  # an hour of training repays the compile

@@ -3,8 +3,8 @@ job with a task per GPU; an lm-eval job is one task on at most one GPU, and only
 
 from __future__ import annotations
 
+from ladder.jobs.submit import _slurm_parameters
 from ladder.studies.spec import ExecutorSpec, SlurmSpec
-from ladder.submit import _slurm_parameters
 
 
 def test_training_takes_a_task_per_gpu_and_eval_one_task():
@@ -19,7 +19,7 @@ def test_training_takes_a_task_per_gpu_and_eval_one_task():
 
 def test_only_the_first_task_of_a_job_evaluates(tmp_path, monkeypatch):
     import ladder.model.evaluation.downstream as downstream
-    from ladder.node_jobs import evaluate_runs
+    from ladder.jobs.on_node import evaluate_runs
 
     calls = []
     monkeypatch.setattr(downstream, "evaluate_run", lambda run_dir, *a, **k: calls.append(run_dir) or {"results": {}})

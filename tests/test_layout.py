@@ -184,6 +184,24 @@ def test_fits_never_render():
     assert not {x for x in drawing if x[1] in ("matplotlib", "jinja2", "rich")}
 
 
+# ladder/'s stages, and the other stages each may import: the plan comes first, the books read what the plan and
+# the jobs wrote, the jobs submit what the books say is unfinished, the forecast reads the books' results.
+STAGES = {"ladder.plan": set(), "ladder.books": {"ladder.plan"}, "ladder.jobs": {"ladder.plan", "ladder.books"},
+          "ladder.forecast": {"ladder.plan", "ladder.books"}}
+
+
+def test_stages_import_one_way():
+    """Within ladder/, a stage imports only the stages before it (pipeline and the CLI, at the top, import any)."""
+    def allowed(m: str, t: str) -> bool:
+        return not any(_in(t, stage) and not _in(m, stage) and stage not in STAGES[own]
+                       for own in STAGES if _in(m, own) for stage in STAGES)
+
+    for stage in STAGES:
+        assert not _violations(stage, allowed)
+    for room in ("ladder.model", "ladder.studies", "ladder.reports"):
+        assert not _violations(room, lambda m, t: not any(_in(t, stage) for stage in STAGES))
+
+
 def test_no_torch_where_it_is_not_needed():
     """torch (and transformers) only in the node-side model room and where a job runs: the CLI, the plan,
     status, collect, the studies, the model's accounting and every report import it lazily or not at all, so
@@ -201,7 +219,8 @@ def test_importing_the_light_modules_loads_no_torch():
     """The same rule, observed: import them in a fresh interpreter and look at sys.modules."""
     light = sorted(m for m in MODULES if m in MODEL_ACCOUNTING or _in(m, "ladder.studies")
                    or _in(m, "ladder.reports") or _in(m, "ladder.cli")
-                   or m in ("ladder.plan", "ladder.status", "ladder.collect", "ladder.layout"))
+                   or m in ("ladder.plan.planner", "ladder.books.run_status", "ladder.books.collect",
+                            "ladder.layout"))
     code = (f"import importlib, sys\nfor m in {light!r}:\n    importlib.import_module(m)\n"
             "print(sorted(n for n in ('torch', 'transformers', 'lm_eval') if n in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", check=True)

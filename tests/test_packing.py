@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from ladder.packing import packing
-from ladder.plan import expand
+from ladder.plan.packing import packing
+from ladder.plan.planner import expand
 from ladder.studies import load_study
 from ladder.studies.spec import ExecutorSpec, LocalSpec
 from tests.cli_helpers import run_cli

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from ladder import layout
-from ladder.plan import expand, read_plan
+from ladder.plan.planner import expand, read_plan
 from ladder.studies import builtin_names, load_study
 from tests.cli_helpers import run_cli
 
@@ -126,7 +126,7 @@ def test_refuses_other_studys_directory(tmp_path, capsys):
 
 
 def test_replanning_with_another_micro_batch_compile_or_intervals_keeps_every_finished_run(tmp_path, capsys):
-    from ladder.submit import _select
+    from ladder.jobs.submit import _select
     from tests.fake_runs import finish
 
     spec = {
@@ -239,7 +239,7 @@ def test_the_plan_says_what_a_size_holds_fixed_and_how_embedding_and_head_decay(
 
 def test_a_branchs_time_estimate_counts_only_its_own_updates():
     from ladder.model.hardware import planning_seconds
-    from ladder.plan import estimate_wall_s
+    from ladder.plan.planner import estimate_wall_s
 
     plan = expand(load_study("default"))
     branch = next(r for r in plan.runs if r.trunk is not None)

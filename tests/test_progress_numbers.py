@@ -13,8 +13,8 @@ import contextlib
 import json
 
 from ladder import layout
-from ladder.run_lock import run_lock
-from ladder.status import EtaClock, study_status
+from ladder.books.run_lock import run_lock
+from ladder.books.run_status import EtaClock, study_status
 from tests.cli_helpers import run_cli
 from tests.fake_runs import done_result, metrics_lines, plan_micro
 
@@ -41,7 +41,7 @@ def test_status_shows_the_throughput_result_json_gives(tmp_path, capsys):
 
 
 def test_status_has_seed_and_budget_columns(tmp_path, capsys):
-    from ladder.plan import expand, write_plan
+    from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 
     study = parse_study({
@@ -146,7 +146,7 @@ def test_the_eta_comes_from_the_measured_rate_and_moves_smoothly(tmp_path):
 def test_the_old_eta_from_summed_tokens_per_second_jumps(tmp_path):
     """What the progress line did before: tokens left / tokens per second of the runs running now. With a small
     run running the ETA is several times what it is with a large one: the test above would fail on it."""
-    from ladder.status import totals
+    from ladder.books.run_status import totals
 
     def at(t, rows):
         tot = totals(rows)
@@ -161,8 +161,8 @@ def test_the_old_eta_from_summed_tokens_per_second_jumps(tmp_path):
 def test_progress_lines_print_the_eta_of_the_clock():
     from rich.console import Console
 
+    from ladder.books.run_status import RunStatus
     from ladder.cli.status import StatusLines
-    from ladder.status import RunStatus
 
     def row(state, done, spent):
         return RunStatus(run_id="r", variant="base", size="4K", state=state, tokens_done=done, tokens_planned=1000,

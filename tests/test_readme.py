@@ -75,7 +75,7 @@ def test_a_readme_command_runs_as_written(argv, capsys, monkeypatch):
 
 def test_the_readme_example_study_gets_the_default_recipes_lr():
     from ladder.model.recipe import rule_lr
-    from ladder.plan import expand
+    from ladder.plan.planner import expand
     from ladder.studies import load_study
     from ladder.studies.spec import parse_study
 
@@ -89,7 +89,7 @@ def test_the_readme_example_study_gets_the_default_recipes_lr():
 
 
 def test_the_readme_describes_the_default_plan():
-    from ladder.plan import expand
+    from ladder.plan.planner import expand
     from ladder.studies import load_study
 
     study = load_study("default")

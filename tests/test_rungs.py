@@ -12,7 +12,7 @@ import yaml
 from ladder.model.config import RunSpec
 from ladder.model.recipe import rule_lr
 from ladder.model.schedule import cooldown_start
-from ladder.plan import expand, write_plan
+from ladder.plan.planner import expand, write_plan
 from ladder.studies.spec import parse_study
 from tests.cli_helpers import run_cli
 

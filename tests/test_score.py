@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from ladder import layout
-from ladder.score import compare, in_context_score, partial_forecast, z_score
+from ladder.forecast.score import compare, in_context_score
+from ladder.reports.fits.scoring import partial_forecast, z_score
 from tests.cli_helpers import run_cli
 from tests.hero_fixture import hero_spec, law_loss, make_ladder, refresh, shape_r, train
 
@@ -20,8 +21,8 @@ from tests.hero_fixture import hero_spec, law_loss, make_ladder, refresh, shape_
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory) -> Path:
     """A fitted ladder with a frozen forecast and a hero run planned (not trained)."""
-    from ladder.forecasts import freeze
-    from ladder.hero_run import plan_hero_run
+    from ladder.forecast.frozen import freeze
+    from ladder.forecast.hero_run import plan_hero_run
 
     root = make_ladder(tmp_path_factory.mktemp("ladder") / "study")
     freeze(root, note="before the hero")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from ladder import job_records, layout
-from ladder.collect import collect
-from ladder.status import study_status, totals
-from ladder.submit import _select
+from ladder import layout
+from ladder.books import job_records
+from ladder.books.collect import collect
+from ladder.books.run_status import study_status, totals
+from ladder.jobs.submit import _select
 from tests.cli_helpers import run_cli
 from tests.fake_runs import outcomes, per_step, steps_of
 
@@ -76,7 +77,7 @@ def test_status_cli_shows_errors_and_json(study, capsys):
 
 def test_submit_leaves_corrupt_runs_alone_unless_asked(study):
     root, by = study
-    from ladder.plan import read_plan
+    from ladder.plan.planner import read_plan
 
     sd = layout.StudyDir(root)
     _, specs = read_plan(root)

@@ -96,7 +96,7 @@ def test_local_executor_runs_the_micro_study(planned, capsys):
     assert sorted(r.json()["submitted"]) == sorted(ids)
     again = run_cli(capsys, "submit", study_dir, "--executor", "local", "--json").json()
     assert again["submitted"] == []  # workers alive or runs done: nothing twice
-    from ladder.status import wait
+    from ladder.books.run_status import wait
 
     rows = wait(study_dir, poll_s=1.0, timeout_s=300)
     assert {r.state for r in rows} == {"done"}, [(r.run_id, r.state, r.error) for r in rows]
@@ -131,7 +131,7 @@ def test_submit_piped_into_another_process_returns_while_the_runs_go_on(planned,
                     assert os.getsid(int(job)) != os.getsid(0)
         logs = sorted(p.name for p in (study_dir / "logs").iterdir())
         assert logs and all(n.startswith("worker-") and n.endswith(".log") for n in logs), logs
-        from ladder.status import wait
+        from ladder.books.run_status import wait
 
         rows = wait(study_dir, poll_s=1.0, timeout_s=300)
         assert {r.state for r in rows} == {"done"}, [(r.run_id, r.state, r.error) for r in rows]
@@ -172,7 +172,7 @@ def test_slurm_micro_study_preemption_and_requeue(tmp_path, tiny_jsonl_corpus, c
     for run_id in ids:
         assert run_cli(capsys, "train", base / "runs" / run_id, "--threads", "1").code == 0
 
-    from ladder.status import wait
+    from ladder.books.run_status import wait
 
     rows = wait(study, poll_s=2.0, timeout_s=600)
     assert {r.state for r in rows} == {"done"}, [(r.run_id, r.state, r.error) for r in rows]
@@ -193,7 +193,7 @@ def test_slurm_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, ca
     out = tmp_path / "bad"
     assert run_cli(capsys, "plan", spec, "--out", out).code == 0
     assert run_cli(capsys, "submit", out, "--json").json()["submitted"]
-    from ladder.status import wait
+    from ladder.books.run_status import wait
 
     rows = wait(out, poll_s=1.0, timeout_s=180)
     assert rows[0].state == "failed" and "nonexistent" in (rows[0].error or "")

@@ -89,7 +89,7 @@ def test_suggest_errors_exit_2_and_write_nothing(study, capsys):
 
 
 def test_extra_runs_expand_like_rungs():
-    from ladder.plan import expand
+    from ladder.plan.planner import expand
     from ladder.studies.spec import parse_study
 
     base = study_dict(sizes=SIZES[:3], ablations={"tie_embeddings": [True, False]})

@@ -56,7 +56,7 @@ def test_help_shows_no_bool_type_and_reflows_paragraphs(capsys):
 
 
 def test_studies_list_and_show_print_json(capsys):
-    from ladder.plan import expand
+    from ladder.plan.planner import expand
     from ladder.studies import load_study
 
     rows = {s["name"]: s for s in run_cli(capsys, "studies", "list", "--json").json()["studies"]}
@@ -124,8 +124,8 @@ class _Clock:
 def test_status_lines_print_on_a_change_and_about_once_a_minute():
     from rich.console import Console
 
+    from ladder.books.run_status import RunStatus
     from ladder.cli.status import StatusLines
-    from ladder.status import RunStatus
 
     def row(state, done, tps=None):
         return RunStatus(run_id="r", variant="base", size="4K", state=state, tokens_done=done, tokens_planned=1000,
@@ -144,12 +144,12 @@ def test_status_lines_print_on_a_change_and_about_once_a_minute():
     lines([row("running", 900, 50.0), row("queued", 0)])  # a minute since the last line
     printed = console.export_text().splitlines()
     assert len(printed) == 3
-    # the ETA: from the measured rate (ladder.status.EtaClock; tests/test_progress_numbers.py)
+    # the ETA: from the measured rate (ladder.books.run_status.EtaClock; tests/test_progress_numbers.py)
     assert "training: s: 0/2 done, 1 queued, 1 running; 900/2K tokens (45%), ETA " in printed[-1]
 
 
 def test_the_plan_says_what_it_rounded_and_warns_about_a_costly_ladder():
-    from ladder.plan import expand
+    from ladder.plan.planner import expand
     from ladder.studies.spec import parse_study
 
     spec = {"name": "t", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16},

@@ -131,12 +131,12 @@ def test_ctrl_c_in_collect_fit_and_report_says_so(fitted, capsys, monkeypatch, c
     def stop(*a, **k):
         raise KeyboardInterrupt
 
-    import ladder.collect
+    import ladder.books.collect
 
     if command == "report":
         monkeypatch.setattr(render, "render_report", stop)
     elif command == "collect":
-        monkeypatch.setattr(ladder.collect, "collect", stop)
+        monkeypatch.setattr(ladder.books.collect, "collect", stop)
     else:
         monkeypatch.setattr(pd, "read_parquet", stop)
     r = run_cli(capsys, command, fitted)
@@ -147,7 +147,7 @@ def test_ctrl_c_in_collect_fit_and_report_says_so(fitted, capsys, monkeypatch, c
 def test_ctrl_c_while_submit_trains_in_process(capsys, monkeypatch, tmp_path):
     """`submit --executor debug` trains in this process: the training loop's SIGINT stop (a checkpoint written,
     Preempted raised) is one line and exit 130, not a traceback."""
-    import ladder.node_jobs as node_jobs
+    import ladder.jobs.on_node as node_jobs
     from ladder.model.training.preemption import Preempted
     from tests.fake_runs import plan_micro
 
@@ -162,7 +162,7 @@ def test_ctrl_c_while_submit_trains_in_process(capsys, monkeypatch, tmp_path):
 
 
 def test_sigterm_while_training_says_which_signal(capsys, monkeypatch, tmp_path):
-    import ladder.node_jobs as node_jobs
+    import ladder.jobs.on_node as node_jobs
     from ladder.model.training.preemption import Preempted
     from tests.fake_runs import plan_micro
 
@@ -505,7 +505,7 @@ def test_a_ladder_the_fit_can_use_only_partly_is_warned(tmp_path, capsys):
 
 
 def test_the_fit_thresholds_validate_checks_are_the_fits():
-    from ladder import plausibility
+    from ladder.plan import plausibility
     from ladder.reports.fits.loss import forms
 
     assert plausibility.FIT_MIN_SIZES == forms.MIN_SIZES and plausibility.FIT_MIN_DOF == forms.MIN_DOF
@@ -534,7 +534,7 @@ def test_model_info_applies_kv_ratio_to_an_explicit_shape(capsys):
 
 def test_eval_refuses_an_unknown_task_before_submitting(fitted, capsys, monkeypatch):
     import ladder.model.evaluation.downstream as downstream
-    import ladder.submit as submit
+    import ladder.jobs.submit as submit
     from ladder.model.evaluation.tasks import SHIPPED_TASKS
 
     class Known:  # lm-eval's index of every task takes ~20 s to build: the shipped tasks stand in for it

@@ -30,8 +30,8 @@ def eval_cmd(
     fit` forecasts the hero's task loss and accuracy from them.
     """
     from ladder.errors import SpecError
-    from ladder.plan import read_plan
-    from ladder.submit import submit_evals
+    from ladder.jobs.submit import submit_evals
+    from ladder.plan.planner import read_plan
 
     task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     if tasks is not None and not task_list:

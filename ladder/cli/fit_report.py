@@ -59,7 +59,7 @@ def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
 
 def check_predictions_in_family(points: list[tuple[str, float, float]], study) -> None:
     """With a study: a --predict size its family can build (the bounds `studies validate` applies to sizes)."""
-    from ladder.plausibility import check_target
+    from ladder.plan.plausibility import check_target
 
     seq_len = study.hero.seq_len or study.data.seq_len
     for item, params, _ in points:
@@ -169,8 +169,8 @@ def fit(
             raise FitError(f"{runs}: {exc}") from None
     else:
         from ladder import layout
-        from ladder.collect import read_results
-        from ladder.plan import read_plan
+        from ladder.books.collect import read_results
+        from ladder.plan.planner import read_plan
 
         study, _ = read_plan(study_dir)
         check_predictions_in_family(points, study)
@@ -202,13 +202,13 @@ def report(
     """
     from ladder import layout
     from ladder.errors import SpecError
-    from ladder.fitted import read_fit
+    from ladder.forecast.fitted import read_fit
     from ladder.reports.render import render_report
 
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         raise SpecError(f"--out {out_dir}: exists and is not a folder (the report is report.html and report.pdf in it)")
     if layout.StudyDir(study_dir).plan.is_file():  # a damaged plan.json or fit.json: refused, the report untouched
-        from ladder.plan import read_plan
+        from ladder.plan.planner import read_plan
 
         read_plan(study_dir)
     if layout.StudyDir(study_dir).fit.is_file():

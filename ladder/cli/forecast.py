@@ -81,11 +81,11 @@ def freeze(
     ladder forecast freeze ladder-runs/default --predict 800K:16M --note "before the hero"
     """
     from ladder.cli.fit_report import check_predictions, check_predictions_in_family
-    from ladder.forecasts import freeze as do_freeze
+    from ladder.forecast.frozen import freeze as do_freeze
 
     points = check_predictions(predict or [])
     if points:  # the bounds `ladder fit --predict` applies, before anything is fitted
-        from ladder.plan import read_plan
+        from ladder.plan.planner import read_plan
 
         check_predictions_in_family(points, read_plan(study_dir)[0])
     f = do_freeze(study_dir, predict=predict or [], note=note)
@@ -114,7 +114,7 @@ def show(
     ladder forecast show ladder-runs/default --json
     """
     from ladder.errors import StateError
-    from ladder.forecasts import show_rows
+    from ladder.forecast.frozen import show_rows
 
     from ladder import layout
 
@@ -168,7 +168,7 @@ def score(
 
     ladder forecast score ladder-runs/default --loss 2.31
     """
-    from ladder.score import score_study
+    from ladder.forecast.score import score_study
 
     outcome = score_study(study_dir, loss=loss, curve=curve, run_id=run)
     if as_json:

@@ -41,7 +41,7 @@ def hero(
 
     A replicate, to see how far the hero's own seed moves its loss: ladder hero ladder-runs/default --seed 1
     """
-    from ladder.hero_run import parse_override, plan_hero_run
+    from ladder.forecast.hero_run import parse_override, plan_hero_run
 
     n = parse_override(params, "--params")
     d = parse_override(tokens, "--tokens")

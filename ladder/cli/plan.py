@@ -52,8 +52,8 @@ def plan(
 
     ladder plan ladder-runs/default --suggest --budget 1e14 --add
     """
-    from ladder.plan import default_study_dir, expand, run_row, write_plan
-    from ladder.plausibility import check_machine, data_requirements, fit_requirements
+    from ladder.plan.planner import default_study_dir, expand, run_row, write_plan
+    from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
     from ladder.studies import load_study
 
     if not suggest:
@@ -151,7 +151,7 @@ def plan(
 
 def _budget_and_seed_lines(spec, p) -> list[str]:
     """What the study's budgets and seeds mean for its runs, in words."""
-    from ladder.rungs import branches_off_a_trunk
+    from ladder.plan.rung_runs import branches_off_a_trunk
 
     lines = []
     lad = spec.ladder

@@ -70,11 +70,11 @@ def run_cmd(
     per stage and about once a minute while they train. --json prints the outcome as JSON on stdout (the
     progress goes to stderr).
     """
-    from ladder.pipeline import run_study
-    from ladder.plan import default_study_dir
     from ladder.errors import SpecError
-    from ladder.plan import expand
-    from ladder.plausibility import check_machine, data_requirements, fit_requirements
+    from ladder.pipeline import run_study
+    from ladder.plan.planner import default_study_dir
+    from ladder.plan.planner import expand
+    from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
     from ladder.studies import load_study
 
     spec = load_study(study)

@@ -56,8 +56,8 @@ def status_table(rows, title: str) -> Group:
 
 def progress_line(rows, what: str, eta_s: float | None = None) -> str:
     """One compact line for a log: runs done and running, tokens (a branch: the ones it trains itself), and the
-    time left (``eta_s``: an :class:`ladder.status.EtaClock`'s, from the measured throughput)."""
-    from ladder.status import totals
+    time left (``eta_s``: an :class:`ladder.books.run_status.EtaClock`'s, from the measured throughput)."""
+    from ladder.books.run_status import totals
 
     t = totals(rows)
     counts = t["states"]
@@ -72,10 +72,10 @@ def progress_line(rows, what: str, eta_s: float | None = None) -> str:
 class StatusLines:
     """Progress where there is no terminal to redraw (a log, CI): a :func:`progress_line` when the runs' states
     change, and otherwise about once a minute (``PROGRESS_EVERY_S``). The ETA is measured on every poll, printed
-    or not (:class:`ladder.status.EtaClock`)."""
+    or not (:class:`ladder.books.run_status.EtaClock`)."""
 
     def __init__(self, console, what: str, every_s: float | None = None, clock=time.monotonic) -> None:
-        from ladder.status import EtaClock
+        from ladder.books.run_status import EtaClock
 
         self.console, self.what, self.clock = console, what, clock
         self.every_s = PROGRESS_EVERY_S if every_s is None else every_s
@@ -96,14 +96,14 @@ class StatusLines:
 def watching(console, title: str) -> Iterator[Callable[[list], None]]:
     """What shows the runs while a command waits for them: the live table on a terminal, :class:`StatusLines`
     elsewhere."""
-    from ladder.status import totals
+    from ladder.books.run_status import totals
 
     if not console.is_terminal:
         yield StatusLines(console, title)
         return
     from rich.live import Live
 
-    from ladder.status import EtaClock
+    from ladder.books.run_status import EtaClock
 
     live = Live(console=console, refresh_per_second=2, transient=False)
     eta = EtaClock()
@@ -145,7 +145,7 @@ def status(
     command that repairs it is named); a failed, diverged, corrupt or damaged run shows its error, and a run whose
     files had lines to skip shows them. A finished run shows the losses of its result.json. Totals follow the
     table, with the FLOPs spent by every run (a branch: its own steps)."""
-    from ladder.status import study_status, totals, wait
+    from ladder.books.run_status import study_status, totals, wait
 
     positive_number(interval, "--interval")
     if watch and not as_json:
@@ -173,8 +173,8 @@ def collect(
 
     Reads only the files the runs wrote. A problem (an unusable result.json, a torn metrics line, an unreadable
     lm-eval file) costs only what it touches and is reported; the run's row stays, with its state and error."""
-    from ladder.collect import collect as do_collect
-    from ladder.collect import write_collected
+    from ladder.books.collect import collect as do_collect
+    from ladder.books.collect import write_collected
 
     c = do_collect(study_dir)
     paths = write_collected(study_dir, c)

@@ -17,7 +17,7 @@ app = typer.Typer(help="List, show and validate study specs.", no_args_is_help=T
 @app.command("list")
 def studies_list(as_json: bool = JSON_OPT) -> None:
     """List the built-in studies with their descriptions and how many runs each plans."""
-    from ladder.plan import expand
+    from ladder.plan.planner import expand
     from ladder.studies import builtin_names, load_study
 
     rows = []
@@ -60,9 +60,9 @@ def studies_validate(
     runs that do not fit the hardware, a corpus that does not exist here, a tracker that is not installed, an
     lm-eval task nobody knows, a vocabulary or corpus cap that data preparation refuses, a ladder that `ladder
     fit` cannot fit (too few sizes, runs or budgets per variant); warned: what the fit can use only partly."""
-    from ladder.plan import expand
     from ladder.errors import SpecError
-    from ladder.plausibility import check_machine, data_requirements, fit_requirements
+    from ladder.plan.planner import expand
+    from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
     from ladder.studies import load_study
 
     study = load_study(file)

@@ -42,7 +42,7 @@ def _entry_text(entry: dict) -> str:
 
 
 def print_suggestion(study: str, budget: Optional[str], add: bool, dry_run: bool, as_json: bool) -> None:
-    from ladder.suggest import suggest
+    from ladder.forecast.next_runs import suggest
 
     path = Path(study)
     if not path.is_dir():

@@ -28,8 +28,8 @@ def sanity(
     """
     from ladder.model.data.prepare import prepare_data
     from ladder.model.evaluation.sanity import run_sanity
-    from ladder.plan import expand
-    from ladder.plausibility import check_machine, data_requirements
+    from ladder.plan.planner import expand
+    from ladder.plan.plausibility import check_machine, data_requirements
     from ladder.studies import load_study
 
     spec = load_study(study)
@@ -74,8 +74,8 @@ def train(
     """
     from ladder import layout
     from ladder.errors import StateError
+    from ladder.jobs.on_node import run_one
     from ladder.model.training.preemption import Preempted
-    from ladder.node_jobs import run_one
 
     rd = layout.RunDir(run_dir)
     if not rd.spec.is_file():
@@ -134,8 +134,8 @@ def submit(
     of their own and write to files in the study (logs/, submitit/local/), never to this command's output, so
     `ladder submit DIR --json | jq .` ends when submit does; `ladder cancel` stops them.
     """
-    from ladder.plan import read_plan
-    from ladder.submit import submit as do_submit
+    from ladder.jobs.submit import submit as do_submit
+    from ladder.plan.planner import read_plan
 
     study, _ = read_plan(study_dir)
     ex = executor_spec(
@@ -169,7 +169,7 @@ def cancel(
     """Cancel queued and running jobs (all, or those given with --run).
 
     Running runs checkpoint first, so a later `ladder submit` resumes them."""
-    from ladder.submit import cancel as do_cancel
+    from ladder.jobs.submit import cancel as do_cancel
 
     cancelled = do_cancel(study_dir, run)
     if as_json:

@@ -2,7 +2,7 @@
 
 :func:`evaluate_run` loads the run's ``model/`` folder (``save_pretrained`` weights plus tokenizer) as
 lm-eval's ``hf`` model and runs ``lm_eval.simple_evaluate`` once per requested task, writing one results file
-per task, atomically, into the run's ``lm_eval/`` folder (``results_<task>.json``; ``ladder.collect`` turns its
+per task, atomically, into the run's ``lm_eval/`` folder (``results_<task>.json``; ``ladder.books.collect`` turns its
 ``results[task][metric]`` numbers into ``task/<task>/<metric>`` columns). A task whose results file exists for
 the same ``limit`` and the same model files is not evaluated again.
 

@@ -20,7 +20,7 @@ from ladder import layout
 from ladder.errors import StateError
 from ladder.model.evaluation.tasks import SHIPPED_TASKS
 
-RESULTS_PREFIX = "results_"  # ladder.collect reads lm_eval/**/results*.json
+RESULTS_PREFIX = "results_"  # ladder.books.collect reads lm_eval/**/results*.json
 SAMPLES_PREFIX = "samples_"
 FORMAT_VERSION = 1
 

@@ -1,5 +1,5 @@
 """Cooldown branches on the node: a trunk keeps a snapshot after each of its branch steps, and a branch with no
-checkpoint of its own starts from its trunk's snapshot (the plan's side: :mod:`ladder.rungs`).
+checkpoint of its own starts from its trunk's snapshot (the plan's side: :mod:`ladder.plan.rung_runs`).
 
 Snapshot (:func:`write_snapshot`): at a branch step the trunk first writes an ordinary checkpoint (so that a
 later resume of the trunk never goes back across that step and trims metrics a branch copied), then links (or

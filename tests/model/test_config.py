@@ -11,7 +11,7 @@ from ladder.model.config import (
     OptimizerConfig,
     RunSpec,
 )
-from ladder.plan import expand
+from ladder.plan.planner import expand
 from ladder.studies.spec import parse_study
 
 

@@ -1,8 +1,8 @@
 """A synthetic study directory for report tests and the report benchmark.
 
-The study is planned for real (``ladder.plan.expand`` + ``write_plan``), every run gets the files a training run
+The study is planned for real (``ladder.plan.planner.expand`` + ``write_plan``), every run gets the files a training run
 writes (``metrics.jsonl``, ``result.json``, lm-eval results, or ``error.json`` for a run that raised) from a known
-law, ``ladder.collect`` turns them into ``results.parquet``/``curves.parquet``, and the real fit code writes
+law, ``ladder.books.collect`` turns them into ``results.parquet``/``curves.parquet``, and the real fit code writes
 ``fit.json``. Losses follow ``L = E + A / N^alpha + B / D^beta`` (N in the study's parameter convention) plus an LR
 penalty ``c (ln lr / lr*)^2``, an embedding-tying effect that changes sign along the ladder, and 0.4% noise.
 """
@@ -94,8 +94,8 @@ def make_study(
     **study_kwargs: Any,
 ) -> Path:
     """Plan, fake-train, collect and (``fit``) fit a study in ``root``; returns the study directory."""
-    from ladder.collect import collect, write_collected
-    from ladder.plan import expand, write_plan
+    from ladder.books.collect import collect, write_collected
+    from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 
     hostile = bool(study_kwargs.get("hostile"))
@@ -214,8 +214,8 @@ def make_study(
 
 def write_fit(study_dir: Path, *, n_boot: int = 40, seed: int = 0) -> Path:
     """``fit.json`` from the real fit code (``ladder.reports.fits.fit_study``)."""
-    from ladder.collect import read_results
-    from ladder.plan import read_plan
+    from ladder.books.collect import read_results
+    from ladder.plan.planner import read_plan
     from ladder.reports.fits import fit_study
 
     sd = layout.StudyDir(Path(study_dir))

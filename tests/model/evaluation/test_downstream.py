@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ladder import layout
-from ladder.collect import _read_tasks
+from ladder.books.collect import _read_tasks
 from ladder.errors import SpecError, StateError
 from ladder.model.evaluation import downstream, results
 from ladder.model.evaluation.tasks import DATA_DIR, SHIPPED_TASKS, TASKS_DIR

@@ -1,7 +1,7 @@
 """Cooldown branches: a branch started from its trunk's snapshot ends bit-identical (losses and weights) to the
 independent WSD run planned with its budget alone (CPU, fp32, one thread), also after kills of the trunk or the
 branch at random moments; it waits for its trunk, refuses a trunk of other science, and trains from step 0 when
-its trunk finished without a snapshot. Runs are planned by ``ladder.plan`` and trained on injected windows."""
+its trunk finished without a snapshot. Runs are planned by ``ladder.plan.planner`` and trained on injected windows."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from ladder.layout import RunDir, read_jsonl
 from ladder.model.config import RunSpec
 from ladder.model.training.branching import Waiting
 from ladder.model.training.checkpoint import latest_checkpoint
+from ladder.model.training.faults import nan_at_step
 from ladder.model.training.loop import train
-from ladder.plan import expand, write_plan
+from ladder.plan.planner import expand, write_plan
 from ladder.studies.spec import parse_study
 from tests.model.training.test_resume import start
 from tests.model.training.test_train import one_thread, tiny_data  # noqa: F401 - one_thread is an autouse fixture
@@ -185,7 +186,7 @@ def test_a_trunk_with_another_decay_treatment_is_other_science():
 
 def test_a_branch_of_a_diverged_trunk_fails_with_its_reason(tmp_path):
     runs, (trunk, branch, _) = planned(tmp_path, study([0.5, 1, 2], warmup_tokens=2048))
-    assert go(runs, trunk, force_nan_at_step=branch.trunk.step - 2)["status"] == "diverged"
+    assert go(runs, trunk, nan_at=nan_at_step(branch.trunk.step - 2))["status"] == "diverged"
     with pytest.raises(StateError, match="diverged before step") as info:
         go(runs, branch)
     assert not isinstance(info.value, Waiting)  # a failure (recorded in error.json by the job), not a wait

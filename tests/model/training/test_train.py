@@ -23,6 +23,7 @@ from ladder.model.config import (
 )
 from ladder.model.shape import ModelShape
 from ladder.model.training.inputs import ArrayWindows, TrainData
+from ladder.model.training.faults import from_environment, nan_at_step
 from ladder.model.training.loop import train
 
 SEQ = 32
@@ -238,11 +239,10 @@ def test_short_run_writes_every_file_and_the_model_loads_in_plain_transformers(t
     assert rd.metrics.read_text() == before
 
 
-def test_forced_nan_marks_the_run_diverged_without_a_checkpoint_from_the_nan_state(tmp_path, monkeypatch):
+def test_forced_nan_marks_the_run_diverged_without_a_checkpoint_from_the_nan_state(tmp_path):
     spec = make_spec(steps=20, checkpoint_interval=5)
     run = make_run(tmp_path, spec)
-    monkeypatch.setenv("LADDER_FORCE_NAN_AT_STEP", "7")
-    result = train(run, dataset=tiny_data())
+    result = train(run, dataset=tiny_data(), nan_at=nan_at_step(7))
     assert result["status"] == "diverged" and result["diverged_at_step"] == 7
     assert "non-finite" in result["reason"] and result["steps"] == 6
     assert json.loads((run / "result.json").read_text())["status"] == "diverged"
@@ -250,7 +250,6 @@ def test_forced_nan_marks_the_run_diverged_without_a_checkpoint_from_the_nan_sta
     assert [p.name for p in RunDir(run).checkpoint_dirs()] == ["ckpt-000000005"]
     assert not (run / "model").exists()
     assert all(math.isfinite(r["loss"]) for r in metrics(run, "train"))
-    monkeypatch.delenv("LADDER_FORCE_NAN_AT_STEP")
     assert train(run, dataset=tiny_data())["status"] == "diverged"  # a diverged run is final
 
 
@@ -259,7 +258,7 @@ def test_sustained_loss_spike_diverges(tmp_path):
     spec = make_spec(steps=60, lr=3.0, warmup_steps=0, schedule=ScheduleConfig(kind="constant"), grad_clip=None,
                      divergence=DivergenceConfig(spike_factor=1.5, patience=3))  # fmt: skip
     run = make_run(tmp_path, spec)
-    result = train(run, dataset=tiny_data(), force_nan_at_step=None)
+    result = train(run, dataset=tiny_data())
     assert result["status"] == "diverged"
     assert result["diverged_at_step"] < 60
     assert "lowest typical loss" in result["reason"]  # finite but far above its minimum (deterministic on CPU)
@@ -304,3 +303,17 @@ def test_training_on_prepared_data_end_to_end(tmp_path):
     assert model.config.eos_token_id == tiny["prepared"].eos_id == tok.eos_token_id
     ids = tok("kalo mi", return_tensors="pt").input_ids
     assert model.generate(ids, max_new_tokens=3, do_sample=False).shape[1] >= ids.shape[1] + 1
+
+
+def test_the_nan_hook_comes_from_the_environment_only_through_the_jobs_entry_point(monkeypatch):
+    """The loop never reads the environment: faults.from_environment is what a job's entry point installs."""
+    import inspect
+
+    from ladder.model.training import loop
+
+    monkeypatch.setenv("LADDER_FORCE_NAN_AT_STEP", "3")
+    hook = from_environment()
+    assert hook(3) and not hook(2) and not hook(4)
+    monkeypatch.delenv("LADDER_FORCE_NAN_AT_STEP")
+    assert from_environment() is None
+    assert "LADDER_FORCE_NAN_AT_STEP" not in inspect.getsource(loop)

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from ladder.collect import run_record
+from ladder.books.collect import run_record
 from ladder.errors import FitError
-from ladder.plan import expand
+from ladder.plan.planner import expand
 from ladder.reports.fits import FitResult, fit_runs_file, fit_study
 from ladder.reports.fits.loss.allocation import undetermined
 from ladder.reports.summary import print_fit

@@ -26,8 +26,8 @@ CURVE = "<img src=x onerror=alert(1)> & curve.csv"  # a file name is a user stri
 @pytest.fixture(scope="module")
 def frozen(tmp_path_factory) -> Path:
     """A ladder with a hostile name, a freeze with a hostile note and a hero run that trained."""
-    from ladder.forecasts import freeze
-    from ladder.hero_run import plan_hero_run
+    from ladder.forecast.frozen import freeze
+    from ladder.forecast.hero_run import plan_hero_run
 
     root = make_ladder(tmp_path_factory.mktemp("ladder") / "study", name=f"hero {HOSTILE}")
     freeze(root, note=f"note {HOSTILE} & more")
@@ -39,7 +39,7 @@ def frozen(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def scored(frozen, tmp_path_factory) -> tuple[Path, dict, str]:
     """The hero scored from its run, then from a curve file with a hostile name; rendered once."""
-    from ladder.score import score_study
+    from ladder.forecast.score import score_study
 
     root = Path(shutil.copytree(frozen, tmp_path_factory.mktemp("scored") / "study"))
     hero = hero_spec(root)
@@ -114,7 +114,7 @@ def test_no_section_and_a_projection_before_any_score(frozen, tmp_path):
 
 
 def test_a_partial_score_is_shown_as_an_early_warning(frozen, tmp_path):
-    from ladder.score import score_study
+    from ladder.forecast.score import score_study
 
     root = Path(shutil.copytree(frozen, tmp_path / "study"))
     hero = hero_spec(root)
@@ -128,9 +128,9 @@ def test_a_partial_score_is_shown_as_an_early_warning(frozen, tmp_path):
 
 
 def test_seed_replicates_of_the_hero_are_shown_with_the_error_against_their_mean(frozen, tmp_path):
-    from ladder.hero_run import plan_hero_run
+    from ladder.forecast.hero_run import plan_hero_run
+    from ladder.forecast.score import score_study
     from ladder.reports.render.blocks import KV
-    from ladder.score import score_study
 
     root = Path(shutil.copytree(frozen, tmp_path / "study"))
     first = hero_spec(root)

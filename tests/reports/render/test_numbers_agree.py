@@ -31,8 +31,8 @@ def _texts(obj) -> str:
 @pytest.fixture(scope="module")
 def wsd_study(tmp_path_factory) -> tuple[Path, float, float]:
     """A trained (fake) wsd ladder: trunks with cooldown branches, a seed replicate, one failed run."""
-    from ladder.collect import collect, write_collected
-    from ladder.plan import expand, write_plan
+    from ladder.books.collect import collect, write_collected
+    from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
     from tests.fake_runs import done_result, metrics_lines
 
@@ -137,3 +137,30 @@ def test_the_forecast_of_row_is_in_human_units(tmp_path):
         pytest.skip("this forecast record does not open the section")
     text = _texts(sec)
     assert "397680:7999488" not in text and "397.7K params × 7.999M tokens" in text
+
+
+def test_no_rollout_claim_without_rollout_rows():
+    """A 3-size ladder has no rollout forecast: the summary and the headline say so instead of claiming that
+    forecasts stayed within 2% up to 1x (issue 28); with rows, both give the reach in parameters and compute."""
+    from rich.console import Console
+
+    from ladder.reports.render.study import StudyData
+    from ladder.reports.summary import print_fit
+
+    hero = {"params": 8e5, "tokens": 1.6e7, "allocation": "rule", "compute": 9.58e13, "loss": 2.0, "lo": 1.9,
+            "hi": 2.1, "half_width_pct": 5.0, "ladder_flops": 2.63e13, "ladder_pct_of_hero": 27.5,
+            "extrapolation": {"params": 4.0, "tokens": 8.0, "compute_6nd": 32.0}}
+    none = {"reach": {"2%": {"params_x": 1.0, "compute_x": 1.0}, "tested": {"params_x": 1.0, "compute_x": 1.0}},
+            "calibration": {"n": 0}}
+    some = {"reach": {"2%": {"params_x": 2.0, "compute_x": 5.0}, "tested": {"params_x": 3.0, "compute_x": 9.0}},
+            "calibration": {"n": 12, "coverage": 0.9, "factor": 1.0}}
+    texts = {}
+    for key, law in (("none", none), ("some", some)):
+        console = Console(record=True, width=300, file=open("/dev/null", "w"))
+        print_fit({"loss": law, "hero": {**hero, "reach": law["reach"]}}, console)
+        data = StudyData(path=Path("."), name="s")
+        data.fit = {"loss": law, "hero": {**hero, "reach": law["reach"]}}
+        texts[key] = console.export_text() + " " + _texts(headline(Builder(data)))
+    assert "stayed within 2%" not in texts["none"] and "no rollout forecast" in texts["none"]
+    assert "stayed within 2% up to 2x params, 5x compute" in texts["some"]
+    assert "no rollout forecast" not in texts["some"]

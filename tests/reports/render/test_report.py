@@ -1,7 +1,7 @@
 """The report: one self-contained HTML file and a paginated PDF, from a synthetic study through the real fit code.
 
 The main fixture is a hostile study (HTML in its name, description, notes, variant names, an axis value and
-error messages) planned with ``ladder.plan``, fake-trained, collected and fitted (``fixture_study``); it is
+error messages) planned with ``ladder.plan.planner``, fake-trained, collected and fitted (``fixture_study``); it is
 rendered once per module. Chromium and poppler are needed for the browser and PDF checks: without them the
 checks skip, except in CI (``CI`` or ``LADDER_TEST_SLURM`` set), where they fail.
 """
@@ -146,7 +146,7 @@ def test_chromium_opens_the_html_without_errors_and_screenshots_it(hostile, tmp_
 
 
 def _planned_only(root: Path) -> Path:
-    from ladder.plan import expand, write_plan
+    from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 
     write_plan(expand(parse_study(study_dict(name="planned only", budgets=(1e12, 3e12), points=3))), root)

@@ -149,7 +149,7 @@ def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, flo
     if not runs:
         return []
     biggest = max(runs, key=lambda r: r.shape.params_total)
-    # before the plan's full estimate (ladder.packing.check_memory): no micro-batch makes this size fit
+    # before the plan's full estimate (ladder.plan.packing.check_memory): no micro-batch makes this size fit
     need_gb = STATE_BYTES_PER_PARAM * biggest.shape.params_total / 2**30
     cap_gb = device_memory_bytes(hw) / 2**30
     ex = study.executor

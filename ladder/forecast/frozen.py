@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ladder import layout
 from ladder.errors import SpecError, StateError
-from ladder.fitted import current_fit, refit, results_hash_of, study_hash
+from ladder.forecast.fitted import current_fit, refit, results_hash_of, study_hash
 
 HERO_KEYS = ("params", "tokens", "flops", "shape", "tied", "loss", "lo", "hi", "level", "half_width_pct", "kind")
 POINT_KEYS = ("label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach")

@@ -1,10 +1,10 @@
 """Expand a study into runs, and write them as run directories.
 
 ``expand`` is pure: study -> ``Plan`` (one ``RunSpec`` per run, the hero, totals, each run's memory estimate and
-the packing of runs on devices, :mod:`ladder.packing`; a run that cannot fit its device is refused here).
+the packing of runs on devices, :mod:`ladder.plan.packing`; a run that cannot fit its device is refused here).
 ``write_plan`` puts it on disk: a directory per run named by the hash of its spec, written only if missing, so
 planning again is a no-op, adding an axis value adds only the new runs, and nothing is ever deleted. A hero run
-that ``ladder hero`` added (:mod:`ladder.hero_run`) stays in plan.json when the study is planned again.
+that ``ladder hero`` added (:mod:`ladder.forecast.hero_run`) stays in plan.json when the study is planned again.
 """
 
 from __future__ import annotations
@@ -15,22 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from ladder import layout
-from ladder.compiling import resolve_compile
 from ladder.errors import SpecError, StateError
-from ladder.hero import HeroPlan, plan_hero
 from ladder.model.config import RunSpec
 from ladder.model.hardware import planning_seconds
 from ladder.model.memory import MemoryEstimate
-from ladder.packing import Packing, check_memory, packing
-from ladder.plan_notes import conventions, notes_and_warnings
-from ladder.plausibility import (
+from ladder.plan.compiling import resolve_compile
+from ladder.plan.hero_size import HeroPlan, plan_hero
+from ladder.plan.notes import conventions, notes_and_warnings
+from ladder.plan.packing import Packing, check_memory, packing
+from ladder.plan.plausibility import (
     adjustments,
     check_runs,
     check_sizes,
     check_study,
     cost_warning,
 )
-from ladder.rungs import axis_combos, extra_rungs, rung_runs, rungs, variant_matches
+from ladder.plan.rung_runs import axis_combos, extra_rungs, rung_runs, rungs, variant_matches
 from ladder.studies.spec import StudySpec
 
 
@@ -79,9 +79,10 @@ def estimate_wall_s(run: RunSpec, hardware: str) -> float:
 
 def expand(study: StudySpec) -> Plan:
     """All runs of a study, in a stable order: rung by rung, ablation combinations within a rung, then seeds,
-    then budgets (a trunk before its branches), then the study's ``ladder.extra_runs``; see :mod:`ladder.rungs`.
+    then budgets (a trunk before its branches), then the study's ``ladder.extra_runs``; see
+    :mod:`ladder.plan.rung_runs`.
     Nonsense that validates as a schema is refused here, and what the plan changed from what the study asked is
-    noted (:mod:`ladder.plausibility`)."""
+    noted (:mod:`ladder.plan.plausibility`)."""
     check_study(study)
     check_sizes(study)
     rules = study.model.rules(study.data.seq_len)

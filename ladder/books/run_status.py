@@ -4,7 +4,7 @@ resumes it from its checkpoint), corrupt (it trained, but its result.json is mis
 is stated) or damaged (its run directory or spec.json is missing or unreadable: the row says what is wrong and
 the command that repairs it, and the other runs are shown as ever).
 
-Built only from files: the run directory (read by :mod:`ladder.books`: result, error, metrics, checkpoint,
+Built only from files: the run directory (read by :mod:`ladder.books.run_books`: result, error, metrics, checkpoint,
 model) plus its lock, and ``jobs.json`` with the executor's view of those jobs. A finished run shows the losses
 of its result.json (authoritative); metrics.jsonl gives the progress of the others.
 """
@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ladder import job_records, layout
-from ladder.books import RunBooks, read_books
+from ladder import layout
+from ladder.books import job_records
+from ladder.books.run_books import RunBooks, read_books
+from ladder.books.run_lock import lock_holder
 from ladder.model.config import RunSpec
-from ladder.plan import Damaged, plan_entries
-from ladder.run_lock import lock_holder
+from ladder.plan.planner import Damaged, plan_entries
 
 STATES = ("planned", "waiting", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled",
           "corrupt", "damaged")
@@ -46,7 +47,7 @@ class RunStatus:
     job_id: str | None
     executor: str | None
     error: str | None  # also why a waiting branch waits
-    flops_spent: float = 0.0  # exact counted FLOPs of the tokens it trained (see ladder.books; a branch: its own)
+    flops_spent: float = 0.0  # exact counted FLOPs of the tokens it trained (ladder.books.run_books; a branch: its own)
     flops_planned: float = 0.0  # as planned: a branch, its own steps (the plan's totals count them so)
     problems: list[str] = field(default_factory=list)  # lines of its files that had to be skipped
     trunk_run_id: str | None = None
@@ -181,7 +182,7 @@ def damaged_status(entry: Damaged) -> RunStatus:
 
 
 def study_status(study_dir: Path) -> list[RunStatus]:
-    """Every run of the plan in plan order; a damaged run (:class:`ladder.plan.Damaged`) is a row of its own and
+    """Every run of the plan in plan order; a damaged run (:class:`ladder.plan.planner.Damaged`) is a row of its own and
     never hides the others."""
     sd = layout.StudyDir(Path(study_dir))
     entries = plan_entries(sd.path)

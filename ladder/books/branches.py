@@ -1,5 +1,5 @@
 """Cooldown branches seen from the study directory: whether a branch still waits for its trunk, for the local
-queue (:mod:`ladder.node_jobs`), the books (:mod:`ladder.books`: ``ladder status`` and ``collect``) and
+queue (:mod:`ladder.jobs.on_node`), the books (:mod:`ladder.books.run_books`: ``ladder status`` and ``collect``) and
 ``ladder submit``.
 
 A branch waits while it has not started on its own (no checkpoint, no result), its trunk's snapshot at the branch

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ladder import layout
-from ladder.compiling import resolve_compile
 from ladder.errors import SpecError, StateError
-from ladder.fitted import CurrentFit, current_fit, refit
+from ladder.forecast.fitted import CurrentFit, current_fit, refit
 from ladder.model.config import RunSpec, format_count, parse_count
-from ladder.plan import estimate_wall_s
-from ladder.rungs import make_run
+from ladder.plan.compiling import resolve_compile
+from ladder.plan.planner import estimate_wall_s
+from ladder.plan.rung_runs import make_run
 from ladder.studies.spec import StudySpec
 
 HERO_VARIANT = "hero"
@@ -44,7 +44,7 @@ class HeroRun:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        from ladder.plan import run_row
+        from ladder.plan.planner import run_row
 
         return {"run_id": self.spec.run_id, "run_dir": str(self.run_dir), "state": self.state,
                 "role": self.spec.role, "run": run_row(self.spec, None, self.est_wall_s) | {"run_dir": str(self.run_dir)},
@@ -94,7 +94,7 @@ def _recommendation(current: CurrentFit, params: float | None, tokens: float | N
 def _check_override(study: StudySpec, n: float, d: float, params_given: bool, tokens_given: bool) -> None:
     """The same bounds as a study's hero (``studies validate``): a size the family builds, at least one sequence
     of tokens, at most MAX_TOKENS_PER_PARAM tokens per parameter."""
-    from ladder.plausibility import check_target
+    from ladder.plan.plausibility import check_target
     from ladder.studies.spec import MAX_TOKENS_PER_PARAM
 
     h = study.hero

@@ -116,8 +116,8 @@ def read_fit(study_dir: Path) -> dict:
 
 def current_fit(study_dir: Path) -> CurrentFit:
     """The study, its fit.json and its results table, refusing a fit that is not of these results."""
-    from ladder.collect import read_results
-    from ladder.plan import read_plan
+    from ladder.books.collect import read_results
+    from ladder.plan.planner import read_plan
 
     study_dir = Path(study_dir)
     study, _ = read_plan(study_dir)

@@ -2,8 +2,8 @@
 per-step curves (``curves.parquet``).
 
 ONE ROW PER PLANNED RUN, whatever its state: nothing is lost from the books. Reads only the files the runs
-wrote (through :mod:`ladder.books`: ``spec.json``, ``result.json``, ``metrics.jsonl``, ``error.json``, the
-checkpoint pointer, lm-eval's results) and ``jobs.json`` (through :mod:`ladder.status`, for queued, running
+wrote (through :mod:`ladder.books.run_books`: ``spec.json``, ``result.json``, ``metrics.jsonl``, ``error.json``, the
+checkpoint pointer, lm-eval's results) and ``jobs.json`` (through :mod:`ladder.books.run_status`, for queued, running
 and cancelled runs). Nothing here raises on a bad run: a problem costs only what it touches, and is reported
 (run, file, line when there is one, what is wrong):
 
@@ -18,7 +18,7 @@ Columns the books add to the run's shape, recipe and result (see :data:`BOOK_COL
 ``error``, ``reason``, ``tokens_done``, ``flops_spent``, ``flops_planned``, ``problems``, and what relates runs:
 ``seed``, ``trunk_run_id``, ``branch_step``, and the run's ``role`` (a rung, fitted, or the hero, scored);
 ``loss`` is the result's eval loss for a done run and NaN for every other state. ``status`` agrees with
-``ladder status`` (the same books, the same :func:`ladder.status.classify`), ``waiting`` included.
+``ladder status`` (the same books, the same :func:`ladder.books.run_status.classify`), ``waiting`` included.
 """
 
 from __future__ import annotations
@@ -31,11 +31,12 @@ from typing import Any
 
 import pandas as pd
 
-from ladder import job_records, layout
-from ladder.books import RunBooks, read_books
+from ladder import layout
+from ladder.books import job_records
+from ladder.books.run_books import RunBooks, read_books
+from ladder.books.run_status import FINAL, STATES, classify
 from ladder.model.config import RunSpec
-from ladder.plan import Damaged, plan_entries
-from ladder.status import FINAL, STATES, classify
+from ladder.plan.planner import Damaged, plan_entries
 
 PENDING = tuple(s for s in STATES if s not in FINAL)  # not ended yet: planned, waiting, queued, running, interrupted
 BOOK_COLUMNS = {

@@ -2,7 +2,7 @@
 line by line, its checkpoint step, whether it trained to its last step, and the tokens and FLOPs it consumed.
 
 ``ladder status`` and ``ladder collect`` read every run through :func:`read_books`, so the two always agree on a
-run's state, error, tokens and FLOPs. Nothing here looks at jobs (``ladder.status`` adds the executor's view).
+run's state, error, tokens and FLOPs. Nothing here looks at jobs (``ladder.books.run_status`` adds the executor's view).
 
 Conventions:
 
@@ -18,7 +18,7 @@ Conventions:
   its metrics and checkpoint step include, is the trunk's: ``branch_step x tokens per step x flops_per_token``
   less).
 - Waiting: a cooldown branch that has not started while its trunk may still reach the branch step
-  (:func:`ladder.branches.waits_for`, the rule the local queue and ``submit`` follow too).
+  (:func:`ladder.books.branches.waits_for`, the rule the local queue and ``submit`` follow too).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ladder import layout
-from ladder.branches import waits_for
+from ladder.books.branches import waits_for
 from ladder.model.config import RunSpec
 
 RESULT_STATES = ("done", "diverged", "failed")

@@ -209,7 +209,7 @@ def make_run(study: StudySpec, shape: ModelShape, combo: dict[str, Any], axes: d
         optimizer=t.optimizer,
         grad_clip=t.grad_clip,
         precision=resolved_precision(t.precision, study.executor.hardware),
-        compile=t.compile is True,  # auto: decided for the whole plan (ladder.compiling)
+        compile=t.compile is True,  # auto: decided for the whole plan (ladder.plan.compiling)
         seed=seed,
         eval_interval=every(st.steps, t.evals_per_run),
         eval_tokens=min(t.eval_tokens, study.data.validation_tokens),

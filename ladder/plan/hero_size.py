@@ -43,7 +43,7 @@ class HeroPlan:
 def plan_hero(study: StudySpec) -> HeroPlan:
     """The hero as the study gives it: params (tokens given or by tokens_per_param), or an exact compute budget
     split by tokens_per_param (a fit refines that split later)."""
-    from ladder.plausibility import check_target
+    from ladder.plan.plausibility import check_target
 
     h, lad = study.hero, study.ladder
     seq_len = h.seq_len or study.data.seq_len

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ladder.errors import SpecError
-from ladder.fitted import current_fit, refit
+from ladder.forecast.fitted import current_fit, refit
 from ladder.model.config import RunSpec, format_count
-from ladder.plan import expand, write_plan
+from ladder.plan.planner import expand, write_plan
 from ladder.studies.spec import StudySpec, parse_study
 
 MAX_SUGGESTED = 2
@@ -114,7 +114,7 @@ def candidates(study: StudySpec, variant: str | None, hero_ratio: float | None) 
     seed = max([study.training.seed, *(study.ablations.seed or []), *((lad.replicates.seeds if lad.replicates
                                                                          else []))]) + 1
     if lad.mode == "isoflop":
-        from ladder.rungs import rungs
+        from ladder.plan.rung_runs import rungs
 
         budgets = sorted(lad.compute_budgets or [])
         nxt = budgets[-1] * _spacing(budgets)

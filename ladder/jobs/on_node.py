@@ -4,10 +4,10 @@ Both are submitit ``Checkpointable``: on SIGUSR2 (preemption, time limit) the tr
 flight, writes a checkpoint and hands over to submitit's handler, which calls ``checkpoint()`` (nothing left
 to save: it returns the same job to requeue) and requeues; the requeued job resumes from that checkpoint. A
 job killed outright resumes from its last periodic checkpoint. A run is trained by at most one process at a
-time (:mod:`ladder.run_lock`).
+time (:mod:`ladder.books.run_lock`).
 
 The local queue takes the first run in its (longest-first) order that can start; a cooldown branch can once its
-trunk's snapshot is there (:mod:`ladder.branches`). While only branches whose trunk is still training are left,
+trunk's snapshot is there (:mod:`ladder.books.branches`). While only branches whose trunk is still training are left,
 the worker polls; a branch whose trunk is not training is tried anyway (it fails with its trunk's failure, or
 trains from step 0 when its trunk finished without a snapshot), or left for a later submit when the trunk was
 interrupted, or cancelled with its cancelled trunk.
@@ -25,11 +25,12 @@ from typing import Any
 
 import submitit
 
-from ladder import job_records, layout
-from ladder.branches import waits_for
-from ladder.job_records import is_cancelled
+from ladder import layout
+from ladder.books import job_records
+from ladder.books.branches import waits_for
+from ladder.books.job_records import is_cancelled
+from ladder.books.run_lock import lock_holder, run_lock
 from ladder.model.config import RunSpec
-from ladder.run_lock import lock_holder, run_lock
 
 
 def _write_error(rd: layout.RunDir, exc: BaseException) -> None:

@@ -13,8 +13,8 @@ tokens are both within 10% of the hero run's (the nearest; the offset is recorde
 - ``z`` = log(actual / forecast) / (log(hi / lo) / 2 / 1.645): the log error over the interval's half-width
   read as 1.645 normal standard deviations (|z| > 1.645 is outside a symmetric interval).
 
-A hero still training gets an early warning instead (:func:`partial_forecast`): the forecast of its FINAL loss
-from its partial curve, compared with the frozen forecast in the same terms. A score is appended to each
+A hero still training gets an early warning instead (:func:`ladder.reports.fits.scoring.partial_forecast`):
+the forecast of its FINAL loss from its partial curve, compared with the frozen forecast in the same terms. A score is appended to each
 freeze's ``scores`` (``final`` says which kind it is): a freeze with a final score is a *prediction* checked
 against a real run; without one it stays a *projection*.
 """
@@ -28,19 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from ladder import job_records, layout
+from ladder import layout
+from ladder.books import job_records
 from ladder.errors import SpecError, StateError
-from ladder.forecasts import DATA_CHANGED, Frozen, append_score, read_frozen, utc_now
+from ladder.forecast.frozen import DATA_CHANGED, Frozen, append_score, read_frozen, utc_now
 from ladder.model.config import RunSpec
-from ladder.plan import read_plan
+from ladder.plan.planner import read_plan
+from ladder.reports.fits.scoring import partial_forecast, z_score
 
-Z90 = 1.645
 MATCH_RTOL = 0.10  # a frozen point forecasts the hero when its params and tokens are within 10% of the hero's
 REFERENCE_SIZES = 3  # the partial-curve forecast reads the curves of the ladder's largest 3 sizes
 RATIO_RTOL = 0.10
-METHOD = ("final = L_hero(f) / r(f): r(f) = L(f) / L_final of the ladder's largest finished runs with the hero's "
-          "schedule at the same fraction f of their tokens (interpolated in log f), whose shape is nearly "
-          "scale-free; 90% interval from the spread of r(f) across those runs (Student t)")
 
 
 @dataclass
@@ -69,13 +67,6 @@ class Observation:
             elif tokens_planned:
                 out.append((x / tokens_planned, loss))
         return sorted(out)
-
-
-def z_score(actual: float, forecast: float, lo: float, hi: float) -> float | None:
-    """log(actual / forecast) over the interval's half-width in normal standard deviations."""
-    if not (actual > 0 and forecast > 0 and hi > lo > 0):
-        return None
-    return math.log(actual / forecast) / (math.log(hi / lo) / 2 / Z90)
 
 
 def compare(point: dict, actual: float) -> dict[str, Any]:
@@ -148,7 +139,7 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
 
 def observe_curve(path: Path, hero: RunSpec | None) -> Observation:
     """A loss curve file: ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns."""
-    from ladder.forecasts import read_curve_points
+    from ladder.forecast.frozen import read_curve_points
 
     points = read_curve_points(Path(path))
     obs = Observation(source={"kind": "curve", "file": str(path)}, points=points)
@@ -185,34 +176,6 @@ def reference_curves(sd: layout.StudyDir, specs: list[RunSpec], ratio: float | N
         cands = near or cands
     sizes = sorted({round(c["params"]) for c in cands}, reverse=True)[:REFERENCE_SIZES]
     return [c for c in cands if round(c["params"]) in sizes]
-
-
-def partial_forecast(curve: list[tuple[float, float]], refs: list[dict]) -> dict[str, Any]:
-    """The hero's final loss from its last eval point at fraction f of its tokens: L_hero(f) / r(f), one estimate
-    per reference run (see :data:`METHOD`); the point is their geometric mean, the 90% interval
-    ``mean +- t_{k-1} sd sqrt(1 + 1/k)`` of their logs (none with one reference)."""
-    from scipy import stats
-
-    frac, loss = curve[-1]
-    out: dict[str, Any] = {"fraction": frac, "loss_now": loss, "method": METHOD, "references": []}
-    est = []
-    for ref in refs:
-        f = ref["f"]
-        if not f[0] <= frac <= f[-1] * (1 + 1e-9):
-            continue  # no extrapolation along a curve
-        log_r = float(np.interp(math.log(frac), np.log(f), ref["log_r"]))
-        est.append(math.log(loss) - log_r)
-        out["references"].append({"run_id": ref["run_id"], "params": ref["params"], "r": math.exp(log_r)})
-    if not est:
-        out.update(available=False, reason=f"no finished rung of the hero's schedule has a curve through "
-                   f"{100 * frac:.0f}% of its tokens")
-        return out
-    e = np.array(est)
-    out.update(available=True, final_forecast=float(np.exp(e.mean())), lo=None, hi=None, level=0.90)
-    if len(e) >= 2:
-        half = float(stats.t.ppf(0.95, len(e) - 1) * e.std(ddof=1) * math.sqrt(1 + 1 / len(e)))
-        out.update(lo=float(np.exp(e.mean() - half)), hi=float(np.exp(e.mean() + half)))
-    return out
 
 
 # ---- scoring -------------------------------------------------------------------------------------------
@@ -302,7 +265,7 @@ def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict
 def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | None = None,
                 run_id: str | None = None) -> ScoreOutcome:
     """Score every frozen forecast of the study against its hero (see the module doc) and append each score."""
-    from ladder.fitted import results_hash_of
+    from ladder.forecast.fitted import results_hash_of
 
     sd = layout.StudyDir(Path(study_dir))
     if loss is not None and curve is not None:

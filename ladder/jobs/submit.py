@@ -21,16 +21,17 @@ from typing import Any
 
 import submitit
 
-from ladder import job_records, layout
-from ladder.branches import snapshot_ready, waits_for
+from ladder import layout
+from ladder.books import job_records
+from ladder.books.branches import snapshot_ready, waits_for
+from ladder.books.run_lock import lock_holder
+from ladder.books.run_status import own_state
 from ladder.errors import SpecError, StateError
-from ladder.local_workers import DetachedLocalExecutor
+from ladder.jobs.local_workers import DetachedLocalExecutor
+from ladder.jobs.on_node import TrainJob, WorkerJob
 from ladder.model.config import RunSpec
-from ladder.node_jobs import TrainJob, WorkerJob
-from ladder.packing import packing
-from ladder.plan import read_plan
-from ladder.run_lock import lock_holder
-from ladder.status import own_state
+from ladder.plan.packing import packing
+from ladder.plan.planner import read_plan
 from ladder.studies.spec import ExecutorSpec
 
 LOCAL_TIMEOUT_MIN = 60 * 24 * 30  # local workers have no scheduler limit; submitit needs one
@@ -169,7 +170,7 @@ def _submit_array(executor: submitit.AutoExecutor, sd: layout.StudyDir, runs: li
 
 
 def _local_slots(ex: ExecutorSpec, runs: list[RunSpec]) -> list[tuple[list[int], int]]:
-    """(visible GPUs, threads) per worker: the plan's packing (:mod:`ladder.packing`) of these runs."""
+    """(visible GPUs, threads) per worker: the plan's packing (:mod:`ladder.plan.packing`) of these runs."""
     pack = packing(ex, runs)
     if ex.local.gpus:
         return [([g], pack.threads_per_run) for g in ex.local.gpus for _ in range(pack.runs_per_device)]
@@ -178,7 +179,7 @@ def _local_slots(ex: ExecutorSpec, runs: list[RunSpec]) -> list[tuple[list[int],
 
 def _local_executor(sd: layout.StudyDir, folder: Path, gpus: list[int], detach: bool) -> DetachedLocalExecutor:
     """A worker process on this machine that sees only ``gpus`` (none: CPU), logging to the study's logs/ (in a
-    session of its own when ``detach``: see :mod:`ladder.local_workers`)."""
+    session of its own when ``detach``: see :mod:`ladder.jobs.local_workers`)."""
     executor = DetachedLocalExecutor(folder, sd.logs, new_session=detach)
     params: dict[str, Any] = {"timeout_min": LOCAL_TIMEOUT_MIN, "gpus_per_node": len(gpus)}
     if gpus:
@@ -288,8 +289,8 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
     """Run lm-eval on every finished run that lacks these results, through the study's executors: one SLURM
     array task per run, local workers splitting the runs, or in this process. Returns the results per run
     (when waited for) and the job ids."""
+    from ladder.jobs.on_node import evaluate_runs
     from ladder.model.evaluation.results import runs_to_evaluate
-    from ladder.node_jobs import evaluate_runs
 
     sd = layout.StudyDir(Path(study_dir))
     todo = [str(rd.path) for rd in runs_to_evaluate(sd.path, tasks, limit=limit)]

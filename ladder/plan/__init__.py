@@ -1,0 +1,2 @@
+"""The plan stage: a study expanded into runs (rungs, hero, packing, compile choice, plausibility checks) and
+written as run directories with plan.json; imports nothing from the later stages (books, jobs, forecast)."""
