@@ -55,6 +55,7 @@ def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: s
     import torch
 
     from ladder.model.training.branching import Waiting
+    from ladder.model.training.faults import from_environment
     from ladder.model.training.loop import train
     from ladder.model.training.preemption import Preempted
 
@@ -63,13 +64,14 @@ def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: s
     rd = layout.RunDir(Path(run_dir))
     if int(os.environ.get("RANK", "0")) > 0:
         # a DDP rank other than 0: rank 0 holds the lock and writes the files; this one only trains
-        return train(rd.path, device=device, progress=False)
+        return train(rd.path, device=device, progress=False, nan_at=from_environment())
     with run_lock(rd) as held:
         if not held:
             return {"status": "busy", "run_id": rd.run_id}
         rd.error.unlink(missing_ok=True)
         try:
-            return train(rd.path, device=device, progress=progress)
+            # the test hook a study-wide divergence test sets in the environment; None in any real job
+            return train(rd.path, device=device, progress=progress, nan_at=from_environment())
         except (Preempted, Waiting, KeyboardInterrupt, SystemExit):  # not failures: the run can go again
             raise
         except BaseException as exc:

@@ -42,8 +42,8 @@ is written from a NaN. A loss above ``spike_factor`` x its lowest typical loss f
 (every step is checked, not only logged ones; :mod:`ladder.model.training.divergence`) also stops it. Either way
 ``result.json`` gets ``status: diverged``, ``diverged_at_step: N`` and a ``reason``; the last good checkpoint is
 kept; no ``model/`` is written.
-Test hook: ``force_nan_at_step=N`` or the environment variable ``LADDER_FORCE_NAN_AT_STEP=N`` turns the loss of
-update N into NaN.
+Test hook: ``nan_at`` (:mod:`ladder.model.training.faults`), a callback asked at every update whether to turn its
+loss into NaN.
 
 Signals (SIGTERM, SIGINT, SIGUSR2, submitit's preemption signal) stop the run at a step boundary with a fresh
 checkpoint and raise :class:`~ladder.model.training.preemption.Preempted`: the contract is in
@@ -89,7 +89,6 @@ from ladder.model.training.steps import Steps
 
 log = logging.getLogger("ladder.train")
 
-FORCE_NAN_ENV = "LADDER_FORCE_NAN_AT_STEP"
 FINAL_LOSS_WINDOW = 0.1  # final_train_loss: mean over the last 10% of steps
 
 
@@ -101,7 +100,7 @@ def train(
     progress: bool = False,
     data_cache: str | os.PathLike | None = None,
     stop_after_steps: int | None = None,
-    force_nan_at_step: int | None = None,
+    nan_at: Callable[[int], bool] | None = None,
     handle_signals: bool = True,
 ) -> dict[str, Any]:
     """Train the run in ``run_dir`` (resuming from its checkpoint if any) and return the result dict.
@@ -109,7 +108,7 @@ def train(
     ``dataset``: inject data (a :class:`TrainData` or a ``PreparedData``) instead of preparing ``spec.data``;
     ``data_cache``: cache root for ``prepare_data``. ``stop_after_steps=N``: stop once N steps are complete,
     write a checkpoint there and return ``{"status": "stopped", "steps_done": N, ...}`` without a result.json.
-    ``force_nan_at_step``: test hook (see Divergence). ``handle_signals=False`` leaves signal handlers alone.
+    ``nan_at``: test hook (see Divergence). ``handle_signals=False`` leaves signal handlers alone.
     Raises :class:`Preempted` on a handled signal (see :mod:`ladder.model.training.preemption`).
     """
     run = RunDir(Path(run_dir))
@@ -126,7 +125,7 @@ def train(
     d, dev = setup_distributed(device)
     try:
         return _Trainer(run, spec, d, dev, dataset, data_cache, progress, stop_after_steps,
-                        force_nan_at_step, handle_signals).run()  # fmt: skip
+                        nan_at, handle_signals).run()  # fmt: skip
     finally:
         if d.initialized_here:
             import torch.distributed as dist
@@ -135,7 +134,7 @@ def train(
 
 
 class _Trainer:
-    def __init__(self, run, spec, d, dev, dataset, data_cache, progress, stop_after_steps, force_nan, handle_signals):
+    def __init__(self, run, spec, d, dev, dataset, data_cache, progress, stop_after_steps, nan_at, handle_signals):
         self.run_dir: RunDir = run
         self.spec: RunSpec = spec
         self.d: Dist = d
@@ -144,8 +143,7 @@ class _Trainer:
         self.data_cache = data_cache
         self.progress = progress and d.is_main
         self.stop_after_steps = stop_after_steps
-        env_nan = os.environ.get(FORCE_NAN_ENV)
-        self.force_nan = force_nan if force_nan is not None else (int(env_nan) if env_nan else None)
+        self.nan_at = nan_at
         self.trap = SignalTrap(handle_signals)
         self.attempt_start = time.perf_counter()
         reset_peak_memory(dev)
@@ -227,7 +225,7 @@ class _Trainer:
         spec = self.spec
         lr = lr_at(step, peak=spec.lr, total_steps=self.total_steps, warmup_steps=spec.warmup_steps,
                    schedule=spec.schedule)  # fmt: skip
-        nan = self.force_nan is not None and step + 1 == self.force_nan
+        nan = self.nan_at is not None and self.nan_at(step + 1)
         loss, grad_norm, flags = self.steps.gradients(step, lr, self.trap.flags, force_nan=nan)
         return loss, grad_norm, lr, flags
 
