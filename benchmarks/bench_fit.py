@@ -31,7 +31,7 @@ import pandas as pd
 
 from ladder.reports.fits.engine import fit
 from ladder.reports.fits.loss import LossData, forecast_loss
-from ladder.reports.fits.loss.forms import LOSS_FORMS
+from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366  # Epoch AI's Chinchilla replication
 from readme_table import update_section  # noqa: E402 (the script's folder is on sys.path)

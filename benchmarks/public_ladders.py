@@ -45,7 +45,7 @@ import pandas as pd
 
 from ladder.reports.fits.engine import fit
 from ladder.reports.fits.loss import LossData, forecast_loss
-from ladder.reports.fits.loss.forms import LOSS_FORMS
+from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "ladders"
 ISOFLOP_CUTS = (4.0, 16.0, 32.0)

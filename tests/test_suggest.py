@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ladder import layout
-from ladder.reports.fits.study import suggest as value
+from ladder.reports.fits.study import run_value as value
 from tests.cli_helpers import run_cli
 from tests.hero_fixture import SIZES, make_ladder, study_dict
 

@@ -506,11 +506,11 @@ def test_a_ladder_the_fit_can_use_only_partly_is_warned(tmp_path, capsys):
 
 def test_the_fit_thresholds_validate_checks_are_the_fits():
     from ladder.plan import plausibility
-    from ladder.reports.fits.loss import forms
+    from ladder.reports.fits.loss import loss_forms
 
-    assert plausibility.FIT_MIN_SIZES == forms.MIN_SIZES and plausibility.FIT_MIN_DOF == forms.MIN_DOF
-    assert plausibility.FIT_RATIO_TOL == forms.RATIO_TOL
-    assert plausibility.FIT_PARAMS == {k: forms.LOSS_FORMS[k].engine.n_params for k in ("chinchilla", "ratio")}
+    assert plausibility.FIT_MIN_SIZES == loss_forms.MIN_SIZES and plausibility.FIT_MIN_DOF == loss_forms.MIN_DOF
+    assert plausibility.FIT_RATIO_TOL == loss_forms.RATIO_TOL
+    assert plausibility.FIT_PARAMS == {k: loss_forms.LOSS_FORMS[k].engine.n_params for k in ("chinchilla", "ratio")}
 
 
 def test_a_study_fit_refuses_is_refused_by_the_fit_too(capsys, tmp_path):

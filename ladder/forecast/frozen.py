@@ -188,7 +188,7 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
     points = [_point(p) for p in current.fit.get("predictions") or [] if isinstance(p, dict) and p.get("label") != "hero"]
     in_context = None
     if predict:
-        from ladder.reports.fits.study.forecast import parse_predict
+        from ladder.reports.fits.study.study_hero import parse_predict
 
         parse_predict(predict)  # a bad point is the user's error before anything is fitted
         result = refit(current, predict=predict)

@@ -1,5 +1,5 @@
 """What to train next (``ladder plan STUDY_DIR --suggest``): the one or two runs that would shrink the hero's 90%
-interval most per FLOP, valued by :mod:`ladder.reports.fits.study.suggest`, and (``--add``) added to the study
+interval most per FLOP, valued by :mod:`ladder.reports.fits.study.run_value`, and (``--add``) added to the study
 as ``ladder.extra_runs`` and planned.
 
 Candidates, each a ``ladder.extra_runs`` entry of the primary variant (the forecast's), planned like a rung
@@ -35,7 +35,7 @@ class Candidate:
     what: str
     entry: dict[str, Any]  # the ladder.extra_runs entry
     runs: list[RunSpec] = field(default_factory=list)  # the runs it adds
-    value: Any = None  # reports.fits.study.suggest.Value
+    value: Any = None  # reports.fits.study.run_value.Value
     gain_pct: float | None = None  # pp of the hero's loss the interval's half-width loses (on the fit's interval)
     gain_per_flop: float | None = None
     after_pct: float | None = None  # the hero's half-width after it, on the fit's interval (see Suggestion)
@@ -83,7 +83,7 @@ class Suggestion:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        from ladder.reports.fits.study import suggest as value
+        from ladder.reports.fits.study import run_value as value
 
         return {"study_dir": str(self.study_dir), "current_half_width_pct": self.current_half_width_pct,
                 "baseline_half_width_pct": self.baseline_half_width_pct, "hero_flops": self.hero_flops,
@@ -168,7 +168,7 @@ def suggest(study_dir: Path, *, budget: float | None = None, add: bool = False, 
     total cost within ``budget`` FLOPs); ``add`` plans them into the study. ``progress(step, of, what)`` is
     called before each refit stage (the baseline, then each candidate) so that a caller can show how far it is."""
     say = progress or (lambda *_: None)
-    from ladder.reports.fits.study import suggest as value
+    from ladder.reports.fits.study import run_value as value
 
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise SpecError(f"--budget {budget}: must be a positive number of FLOPs, e.g. 1e14")

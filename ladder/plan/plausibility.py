@@ -243,7 +243,7 @@ def check_machine(study: StudySpec) -> None:
 
 # ---- what data preparation and the fit need --------------------------------------------------------------
 
-# the fit's own thresholds (ladder.reports.fits.loss.forms; a test checks that they agree): runs at >= 3 sizes;
+# the fit's own thresholds (ladder.reports.fits.loss.loss_forms; a test checks that they agree): runs at >= 3 sizes;
 # a form's parameters + 1 runs; Chinchilla's two terms need >= 2 tokens/param ratios (10% apart); a rollout
 # backtest fits the smaller sizes and forecasts the next, so it needs one size more than a fit
 FIT_MIN_SIZES = 3

@@ -1,7 +1,7 @@
 """What every rollout ("grow the ladder") backtest shares: the loss laws (:mod:`ladder.reports.fits.loss`), the
 ablation trends (:mod:`ladder.reports.fits.ablations.trend`), the hyperparameter optimum laws
-(:mod:`ladder.reports.fits.hparams.rollout`) and the IsoFLOP minimum-loss law
-(:mod:`ladder.reports.fits.isoflop_laws`) each fit on a prefix of their ladder and forecast the rest; they judge
+(:mod:`ladder.reports.fits.hparams.optimum_rollout`) and the IsoFLOP minimum-loss law
+(:mod:`ladder.reports.fits.isoflop.budget_laws`) each fit on a prefix of their ladder and forecast the rest; they judge
 those forecasts by the rules here, so that one ladder's "90%", "widened" and "reach" mean the same thing in
 every section of a report.
 

@@ -32,7 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from ladder.reports.fits.loss import LossData, forecast_loss
-from ladder.reports.fits.loss.forms import seed_sigma
+from ladder.reports.fits.loss.loss_forms import seed_sigma
 
 COLUMNS = ("loss_repeats", "loss_novel", "repeat_share")
 MIN_RUNS = 4  # runs with the split needed for a trend
@@ -86,7 +86,7 @@ def _trend(compute: np.ndarray, ratio: np.ndarray) -> dict:
 
 def _seed_spread(df: pd.DataFrame) -> dict:
     """Pooled sd of log loss between seeds of one configuration (params, tokens), per kind (the loss laws' own
-    noise floor, :func:`~ladder.reports.fits.loss.forms.seed_sigma`); None without replicates."""
+    noise floor, :func:`~ladder.reports.fits.loss.loss_forms.seed_sigma`); None without replicates."""
     if "seed" not in df.columns:
         return {"repeats": None, "novel": None, "configurations": 0}
     seeds = df["seed"].tolist()

@@ -15,7 +15,7 @@ from scipy import stats
 from ladder.errors import FitError
 from ladder.layout import jsonable
 from ladder.reports.fits.ablations.common import COMPUTE_MATCH_TOL, best_config
-from ladder.reports.fits.ablations.forms import (
+from ladder.reports.fits.ablations.trend_forms import (
     EffectData,
     constant,
     log_linear,

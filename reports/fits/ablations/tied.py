@@ -19,7 +19,7 @@ from ladder.reports.fits.ablations.common import (
     best_config,
     pooled_sd,
 )
-from ladder.reports.fits.ablations.forms import (
+from ladder.reports.fits.ablations.trend_forms import (
     EffectData,
     constant,
     log_linear,

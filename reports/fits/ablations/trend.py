@@ -1,5 +1,5 @@
 """The trend of an ablation's effect across scale, chosen and weighted by rollout backtests, as the loss laws
-are (:mod:`ladder.reports.fits.loss.forecast`).
+are (:mod:`ladder.reports.fits.loss.loss_forecast`).
 
 An *effect* is a log-space quantity measured at each rung against the rung's compute (the tie gap
 ``log L_untied - log L_tied``, the log of the best aspect ratio, the log of a 2x penalty). Candidate trend forms
@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ladder.reports.fits.ablations.forms import EffectData, EngineFitted, Fitted, TrendForm
+from ladder.reports.fits.ablations.trend_forms import EffectData, EngineFitted, Fitted, TrendForm
 from ladder.reports.fits.backtest import (
     LEVEL,
     RELATIVE_RMS_CUT,

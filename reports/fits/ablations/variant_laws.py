@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ladder.reports.fits.ablations.forms import EffectData
+from ladder.reports.fits.ablations.trend_forms import EffectData
 from ladder.reports.fits.engine import LawFit, Linear, fit
-from ladder.reports.fits.engine.forms import EXP_GRID
-from ladder.reports.fits.loss.forms import LOSS_FORMS, frontier_mask, groups
+from ladder.reports.fits.engine.law_forms import EXP_GRID
+from ladder.reports.fits.loss.loss_forms import LOSS_FORMS, frontier_mask, groups
 
 SLOPE_STEP = 0.01  # ln C step of the numerical slope
 POWER = Linear("power_law", ("a", "b"), lambda raw: np.c_[np.ones(len(raw)), np.log(raw[:, 0])])

@@ -25,7 +25,7 @@ from contextlib import nullcontext
 import numpy as np
 from scipy.optimize import minimize
 
-from ladder.reports.fits.engine.result import LawFit
+from ladder.reports.fits.engine.law_fit import LawFit
 
 try:
     from threadpoolctl import ThreadpoolController

@@ -25,7 +25,7 @@ Method (one choice, documented here and in every result):
 4. An optimum must be bracketed: it is flagged ``edge`` when the best run is at an end of the grid or the
    vertex lies outside it ("optimum at grid edge, widen the sweep"); ``no_minimum`` when the fit has no
    minimum at all. Such rungs are left out of the laws (``use_edge=True`` keeps the edge ones).
-5. Laws (:mod:`.law`): ``ln lr* = c + a ln N + b ln D`` and ``ln B* = c + b ln D`` (as Step Law and DeepSeek
+5. Laws (:mod:`.optimum_law`): ``ln lr* = c + a ln N + b ln D`` and ``ln B* = c + b ln D`` (as Step Law and DeepSeek
    find, the LR depends on both, the batch mostly on D), weighted by each optimum's precision, with bootstrap
    intervals; in compute C when the rungs cannot separate N from D (one tokens/param), which the law says.
    A sweep at one size gives no law: its optimum transfers by the recipe's rule (the recommendation cites it).
@@ -40,8 +40,8 @@ sweep), ``law`` (the power laws, step 5), ``laws`` (``fit_hparams``: the whole s
 
 from __future__ import annotations
 
-from ladder.reports.fits.hparams.law import OptimumLaw, fit_optimum_law
-from ladder.reports.fits.hparams.laws import HparamResult, HparamScale, fit_hparams
+from ladder.reports.fits.hparams.optimum_law import OptimumLaw, fit_optimum_law
+from ladder.reports.fits.hparams.hparam_laws import HparamResult, HparamScale, fit_hparams
 from ladder.reports.fits.hparams.optimum import AxisOptimum
 from ladder.reports.fits.hparams.rungs import Scale, group_scales
 from ladder.reports.fits.hparams.sweep import (

@@ -2,8 +2,8 @@
 at every extrapolation distance, weighted by that evidence, with intervals calibrated on the rollout.
 numpy/scipy only; imports the engine and nothing from rendering or orchestration."""
 
-from ladder.reports.fits.loss.forecast import Forecast, forecast_loss
-from ladder.reports.fits.loss.forms import LOSS_FORMS, LossData
-from ladder.reports.fits.loss.rollout import Rollout, rollout
+from ladder.reports.fits.loss.loss_forecast import Forecast, forecast_loss
+from ladder.reports.fits.loss.loss_forms import LOSS_FORMS, LossData
+from ladder.reports.fits.loss.loss_rollout import Rollout, rollout
 
 __all__ = ["LOSS_FORMS", "Forecast", "LossData", "Rollout", "forecast_loss", "rollout"]

@@ -31,9 +31,9 @@ Decisions (also listed in ``meta.decisions`` of every result):
   configuration with the lowest mean loss (the tuned loss). Seed replicates are kept as separate runs: their
   spread is the noise floor of every interval.
 * Each variant's forecast fits every identifiable law form (Chinchilla L(N, D), the over-training law,
-  L(C) at the hero's tokens/param, L(C) on the frontier; :mod:`ladder.reports.fits.loss.forms`), backtests them
+  L(C) at the hero's tokens/param, L(C) on the frontier; :mod:`ladder.reports.fits.loss.loss_forms`), backtests them
   by rollout (fit the smallest sizes, forecast the larger), weights them by that evidence and calibrates the
-  90% interval on it (:mod:`ladder.reports.fits.loss.forecast`).
+  90% interval on it (:mod:`ladder.reports.fits.loss.loss_forecast`).
 * The primary variant (the hero's): the tied-vs-untied ablation's winner at the hero's compute; else the
   study's hero/family default; without a study, the variant with the lowest loss at the largest size.
 * N is the ``params`` column (the study's param_count convention); the laws' compute is ``C = 6 N D`` in it.
@@ -56,7 +56,7 @@ import pandas as pd
 from ladder.errors import FitError
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.runs import as_runs
-from ladder.reports.fits.study import forecast, loss, parts, table
+from ladder.reports.fits.study import loss, parts, study_hero, table
 from ladder.reports.fits.study.result import FitResult
 from ladder.studies.spec import StudySpec
 
@@ -96,7 +96,7 @@ def fit_study(
     """
     if n_boot < 1:
         raise FitError(f"fit: n_boot must be >= 1, got {n_boot}")
-    predictions_in = forecast.parse_predict(predict)
+    predictions_in = study_hero.parse_predict(predict)
     warnings: list[str] = []
     notes: list[str] = []
     reasons: dict[str, str] = {}
@@ -139,7 +139,7 @@ def fit_study(
         notes.append(sweep_note)
     variants = sorted(law_df["_variant"].unique().tolist())
 
-    hero0 = forecast.hero_start(study) if study is not None else None
+    hero0 = study_hero.hero_start(study) if study is not None else None
     target = (hero0["params"], hero0["tokens"]) if hero0 is not None else None
     forecasts, noise = loss.fit_variants(law_df, variants, target, predictions_in, n_boot=n_boot, seed=seed,
                                          reasons=reasons)
@@ -170,7 +170,7 @@ def fit_study(
         reasons["hero"] = "no study given: the hero is defined by a study (pass study=, or use predict=)"
         reasons["recommendation"] = "no study given: the recommendation needs the study's hero and recipe"
     else:
-        hero, shape, alloc_src = forecast.size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings)
+        hero, shape, alloc_src = study_hero.size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings)
         if fc is not None and abs(hero["tokens"] / hero["params"] / fc.target_ratio - 1) > 0.1:
             # a compute budget split by the fit: forecast again at the hero's own tokens/param
             forecasts, noise = loss.fit_variants(law_df, variants, (hero["params"], hero["tokens"]),
@@ -192,10 +192,10 @@ def fit_study(
                 warnings.append(f"hero forecast unavailable: {exc}")
                 predictions.append({**loss.point_row(fc, 0, "hero", primary), "reason": str(exc)})
             else:
-                hero.update(forecast.hero_loss(fc.points[0], fc, primary))
+                hero.update(study_hero.hero_loss(fc.points[0], fc, primary))
                 predictions.append(loss.point_row(fc, 0, "hero", primary))
                 curve = loss.curve(fc, hero, float(prim_law_df["params"].min()))
-                forecast.reach_warnings(hero, fc, warnings)
+                study_hero.reach_warnings(hero, fc, warnings)
         for i, (_n, _d, label) in enumerate(predictions_in):
             row = loss.point_row(fc, i + 1, label, primary)
             row.update(parts.hparams_at(hparams, reasons, _n, _d))  # hparams: LR and batch at this (N, D)
@@ -211,7 +211,7 @@ def fit_study(
             predictions.append(row)
         for key, why in fc.skipped.items():
             notes.append(f"law form {key} not fitted: {why}")
-    compute_optimal = forecast.compute_optimal(fc, iso, hero, reasons.get("loss"))
+    compute_optimal = study_hero.compute_optimal(fc, iso, hero, reasons.get("loss"))
     in_context = parts.in_context(prim_law_df, primary, hero, fc, predictions_in, reasons, warnings, seed, n_boot)
     task_fits = parts.tasks(df, hero, reasons, warnings, n_boot, seed)
     if fc is None:

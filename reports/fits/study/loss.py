@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ladder.reports.fits.loss import Forecast, LossData, forecast_loss
-from ladder.reports.fits.loss.forms import seed_sigma
+from ladder.reports.fits.loss.loss_forms import seed_sigma
 
 
 def loss_data(law_df: pd.DataFrame) -> tuple[LossData, list[dict]]:

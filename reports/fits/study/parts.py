@@ -10,12 +10,12 @@ import pandas as pd
 from ladder.errors import FitError
 from ladder.reports.fits.ablations.depth_width import fit_depth_width
 from ladder.reports.fits.ablations.tied import fit_tie_ablation
-from ladder.reports.fits.hparams.laws import fit_hparams
-from ladder.reports.fits.isoflop import fit_isoflop
+from ladder.reports.fits.hparams.hparam_laws import fit_hparams
+from ladder.reports.fits.isoflop.isoflop_fit import fit_isoflop
 from ladder.reports.fits.runs import group_budgets, tie_kind
 from ladder.reports.fits.study import table
 from ladder.reports.fits.tasks.columns import task_columns
-from ladder.reports.fits.tasks.forecast import fit_tasks
+from ladder.reports.fits.tasks.task_forecast import fit_tasks
 
 ABLATION_BOOT = 100  # bootstrap refits per ablation trend form (the rollout's fits get half)
 

@@ -25,7 +25,7 @@ four parameters, and a plain percentile bootstrap is then too narrow (on synthet
 accuracy intervals covered the true value about 70% of the time), so the sigmoid's draws are stretched about the
 point estimate by ``sqrt(n / (n - p)) * t_{n-p} / z`` (``correct=True``, the default). ``interval``: the
 uncertainty of the curves; ``prediction_interval`` adds a new run's scatter about them (step 1's residual
-scatter, then resampled accuracy residuals), several scatters per draw (:mod:`.hero`).
+scatter, then resampled accuracy residuals), several scatters per draw (:mod:`.task_hero`).
 
 Input: a results table (``results.parquet`` from ``ladder collect``) with ``params``, ``tokens``, ``flops`` and
 ``task/<task>/<metric>`` columns; rows with a ``status`` other than ``done`` and rows without the task's
@@ -40,14 +40,14 @@ from __future__ import annotations
 
 from ladder.reports.fits.tasks.accuracy import AccuracyLaw, sigmoid
 from ladder.reports.fits.tasks.columns import column, task_columns
-from ladder.reports.fits.tasks.forecast import (
+from ladder.reports.fits.tasks.task_forecast import (
     TaskFit,
     TaskScaling,
     collinear,
     fit_task,
     fit_tasks,
 )
-from ladder.reports.fits.tasks.hero import HeroForecast
+from ladder.reports.fits.tasks.task_hero import HeroForecast
 from ladder.reports.fits.tasks.task_loss import LossLaw, Step1
 
 __all__ = [

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ladder.reports.fits.loss import LossData, forecast_loss
-from ladder.reports.fits.loss.forecast import PUBLIC_RATE
+from ladder.reports.fits.loss.loss_forecast import PUBLIC_RATE
 
 E, A, B = 1.82, 482.0, 2085.0
 
@@ -112,7 +112,7 @@ def test_the_track_record_names_the_band_of_a_forecast_and_says_it_in_words():
 
 
 def test_runs_far_from_their_isoflop_budgets_optimum_are_left_out_and_named():
-    from ladder.reports.fits.loss.forms import NEAR_OPT_TOL, near_optimum
+    from ladder.reports.fits.loss.loss_forms import NEAR_OPT_TOL, near_optimum
 
     rng = np.random.default_rng(3)
     iso = isoflop(np.geomspace(1e17, 1e18, 4), 9, rng)

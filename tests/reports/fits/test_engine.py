@@ -8,7 +8,7 @@ import pytest
 
 from ladder.reports.fits.engine import Bounded, Linear, PowerSum, ScaledPower, fit
 from ladder.reports.fits.engine.solve import bootstrap, search
-from ladder.reports.fits.loss.forms import LOSS_FORMS
+from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
 
 # Epoch AI's full-data constants for Chinchilla (Besiroglu et al. 2024)
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
@@ -234,7 +234,7 @@ def test_a_fixed_token_budget_or_size_cannot_separate_the_terms():
 
 
 def test_the_frontier_is_the_runs_no_cheaper_run_beats():
-    from ladder.reports.fits.loss.forms import frontier_mask
+    from ladder.reports.fits.loss.loss_forms import frontier_mask
 
     c = np.array([1.0, 2.0, 2.0, 3.0, 4.0, 5.0])
     loss = np.array([5.0, 4.0, 4.5, 4.2, 3.0, 3.1])

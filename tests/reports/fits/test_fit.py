@@ -406,7 +406,7 @@ def test_hero_off_the_degenerate_line_has_no_forecast_but_no_crash(tie_study):
 
 
 def test_the_lean_warning_says_which_way_and_nothing_without_a_lean():
-    from ladder.reports.fits.study.forecast import lean_text
+    from ladder.reports.fits.study.study_hero import lean_text
 
     high = lean_text({"n": 9, "n_high": 8, "mean_err_pct": 2.5, "p": 0.04, "direction": "high"})
     assert high.startswith("the rollout's forecasts ran high (8 of 9 above the actual loss, mean error +2.5%)")

@@ -10,7 +10,7 @@ import pytest
 
 from ladder.errors import FitError
 from ladder.reports.fits.engine import LawFit, Linear
-from ladder.reports.fits.isoflop import fit_isoflop
+from ladder.reports.fits.isoflop.isoflop_fit import fit_isoflop
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
 G = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from ladder.reports.fits.loss import LossData, forecast_loss, rollout
-from ladder.reports.fits.loss.forms import seed_sigma
-from ladder.reports.fits.loss.rollout import compute_levels, prefix_groups, prefix_levels
+from ladder.reports.fits.loss.loss_forms import seed_sigma
+from ladder.reports.fits.loss.loss_rollout import compute_levels, prefix_groups, prefix_levels
 
 E, A, B = 1.82, 482.0, 2085.0
 SIZES = np.geomspace(1e7, 1.6e8, 6)
@@ -169,7 +169,7 @@ def test_a_law_whose_loss_ignores_n_gives_no_compute_split():
     no better): the fitted laws' N term vanishes, and the allocation says why it cannot split compute instead
     of printing N* ~ C^1; a law with both terms splits it."""
     from ladder.reports.fits.loss.allocation import allocation, degenerate
-    from ladder.reports.fits.study.forecast import allocating_law, no_allocation_reason
+    from ladder.reports.fits.study.study_hero import allocating_law, no_allocation_reason
 
     rng = np.random.default_rng(3)
     only_d = (E + B * D**-0.366) * np.exp(rng.normal(0, 0.003, len(N)))

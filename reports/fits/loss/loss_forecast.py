@@ -22,7 +22,7 @@ synthetic heroes), every interval half-width is multiplied by the conformal fact
 ``ceil((m + 1) level)``-th smallest ``z`` (never below 1; the interval is never narrowed).
 
 Distance: a forecast's distance is the largest log multiple, in parameters, tokens or compute, by which it lies
-beyond the runs it was fitted on (:func:`~ladder.reports.fits.loss.rollout.log_distance`). The z check above
+beyond the runs it was fitted on (:func:`~ladder.reports.fits.loss.loss_rollout.log_distance`). The z check above
 judges the intervals where the rollout looked; the hero lies farther. So the error that the rollout's rows made
 *beyond* their (widened) intervals is read as a rate per unit of distance, ``r_i = max(0, |e_i| - factor h_i) /
 d_i`` (rows at ``d_i >= log 2``: nearer rows say more about noise than about drift), and the hero's half-width
@@ -65,8 +65,8 @@ from ladder.reports.fits.backtest import (
     rms_weights,
 )
 from ladder.reports.fits.engine import LawFit, fit
-from ladder.reports.fits.loss.forms import LOSS_FORMS, NEAR_OPT_TOL, LossData, near_optimum
-from ladder.reports.fits.loss.rollout import ROLLOUT_BOOT, Rollout, RolloutRow, log_distance, rollout
+from ladder.reports.fits.loss.loss_forms import LOSS_FORMS, NEAR_OPT_TOL, LossData, near_optimum
+from ladder.reports.fits.loss.loss_rollout import ROLLOUT_BOOT, Rollout, RolloutRow, log_distance, rollout
 
 HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the fits' Huber delta): on noiseless
 # data a zero-width interval made z ~ 1e10 and the widened hero interval overflowed

@@ -2,7 +2,7 @@
 cheapest compute levels, see below), fit every identifiable form on those runs alone and forecast every run
 beyond, with the same intervals the hero gets. The rows say how wrong each form was at each extrapolation
 distance; they choose the forms, demonstrate the ladder's reach and calibrate the intervals
-(:mod:`ladder.reports.fits.loss.forecast`).
+(:mod:`ladder.reports.fits.loss.loss_forecast`).
 
 Prefixes by size or by compute (:func:`prefix_axis`): the hero lies beyond the ladder in compute and tokens as
 well as in parameters, and the rollout must test that. A ladder whose sizes each span their own compute range
@@ -28,7 +28,7 @@ import numpy as np
 
 from ladder.reports.fits.backtest import NEAR_WEIGHT, interval, weighted_rms
 from ladder.reports.fits.engine import fit
-from ladder.reports.fits.loss.forms import LEVEL_TOL, LOSS_FORMS, MIN_SIZES, LossData, at_ratio, groups
+from ladder.reports.fits.loss.loss_forms import LEVEL_TOL, LOSS_FORMS, MIN_SIZES, LossData, at_ratio, groups
 
 MAX_PREFIXES = 8
 MIN_COMMON = 2  # forms are compared on the forecasts they share when there are at least this many

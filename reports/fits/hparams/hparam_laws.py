@@ -11,8 +11,8 @@ import pandas as pd
 from ladder.errors import FitError
 from ladder.layout import jsonable
 from ladder.reports.fits.engine import HUBER_DELTA
-from ladder.reports.fits.hparams.law import N_BOOT, OptimumLaw, fit_optimum_law
-from ladder.reports.fits.hparams.rollout import with_rollout
+from ladder.reports.fits.hparams.optimum_law import N_BOOT, OptimumLaw, fit_optimum_law
+from ladder.reports.fits.hparams.optimum_rollout import with_rollout
 from ladder.reports.fits.hparams.rungs import REQUIRED, check_columns, group_scales
 from ladder.reports.fits.hparams.surface import noise_for, pooled_noise
 from ladder.reports.fits.hparams.sweep import SweepFit, fit_one, sweep_from_fit

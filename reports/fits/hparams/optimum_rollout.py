@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from ladder.reports.fits.backtest import reach
-from ladder.reports.fits.hparams.law import FORMS, OptimumLaw, choose, fit_form
+from ladder.reports.fits.hparams.optimum_law import FORMS, OptimumLaw, choose, fit_form
 
 N_BOOT = 50  # at most: the fit's own n_boot when smaller
 WITHIN_PCT = 10.0

@@ -22,7 +22,7 @@ How the minimum of each budget is found (``method``):
   and says so in ``note``.
 * ``"parabola"``: the classic quadratic in ``log N`` per budget (Hoffmann et al. 2022).
 
-Across budgets, by the one engine (:mod:`ladder.reports.fits.isoflop_laws`): ``N_opt = k C^a`` and
+Across budgets, by the one engine (:mod:`ladder.reports.fits.isoflop.budget_laws`): ``N_opt = k C^a`` and
 ``D_opt = k' C^b`` with the :class:`~ladder.reports.fits.engine.Linear` form ``log y = log k + a log C`` and
 its residual bootstrap over the budgets (the 90% intervals of ``a``, ``b``, ``k``); and the IsoFLOP loss
 forecast, the minimum loss of each budget against compute ``L*(C) = E + A C^-alpha`` (the loss laws' frontier
@@ -46,14 +46,14 @@ import numpy as np
 from ladder.errors import FitError
 from ladder.reports.fits.backtest import interval
 from ladder.reports.fits.engine.solve import single_threaded_blas
-from ladder.reports.fits.isoflop_laws import (
+from ladder.reports.fits.isoflop.budget_laws import (
     AllocationLaw,
     MinimumLossLaw,
     fit_allocation,
     fit_minimum_loss,
     unfit_reason,
 )
-from ladder.reports.fits.isoflop_profiles import (
+from ladder.reports.fits.isoflop.budget_profiles import (
     ParabolaFitter,
     ShapeFitter,
     residual_rows,

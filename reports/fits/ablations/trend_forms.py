@@ -11,7 +11,7 @@ from typing import Protocol
 import numpy as np
 
 from ladder.reports.fits.engine import LawFit, Linear, ScaledPower, fit
-from ladder.reports.fits.loss.forms import groups
+from ladder.reports.fits.loss.loss_forms import groups
 
 LEVEL_TOL = 0.10  # rungs within 10% of compute are one level of the rollout
 

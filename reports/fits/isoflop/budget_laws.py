@@ -1,4 +1,4 @@
-"""The laws across budgets of the IsoFLOP fit (:mod:`ladder.reports.fits.isoflop`), fitted by the one engine:
+"""The laws across budgets of the IsoFLOP fit (:mod:`.isoflop_fit`), fitted by the one engine:
 
 * the allocation ``N_opt = k C^a`` and ``D_opt = k' C^b``: the engine's :class:`Linear` form
   ``log y = log k + a log C`` (Huber on the log residuals, delta 1e-3: nearly least absolute deviations, so one

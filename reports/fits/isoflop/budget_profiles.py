@@ -1,4 +1,4 @@
-"""The per-budget loss profiles of the IsoFLOP fit (:mod:`ladder.reports.fits.isoflop`): a parabola in log N per
+"""The per-budget loss profiles of the IsoFLOP fit (:mod:`.isoflop_fit`): a parabola in log N per
 budget, or the two-exponential shape the Chinchilla law implies (shared exponents, free linear coefficients per
 budget). Both expose ``fit(y)``, ``optima``, ``fitted``, ``loss_at`` and ``n_params`` for the bootstrap; and the
 per-run residuals of the profiles (``residual_rows``, ``residual_summary``)."""

@@ -91,7 +91,7 @@ class OptimumLaw:
     hero: dict | None = None
     curve: tuple[dict, ...] = ()
     single: dict | None = None
-    rollout: dict | None = None  # backtest: fitted on the smaller rungs, forecasting the larger (:mod:`.rollout`)
+    rollout: dict | None = None  # backtest: fitted on the smaller rungs, forecasting the larger (.optimum_rollout)
     boot: np.ndarray | None = field(default=None, repr=False)  # internal replicates behind the intervals
     dof: float = math.inf  # behind the widening of the replicates' spread
 
