@@ -47,7 +47,7 @@ def update_readme(row: str, command: str, path: Path = README) -> None:
     intro = (
         "`ladder report` of a 50-run study (IsoFLOP ladder: 5 budgets x 5 sizes x tied/untied, with loss curves,\n"
         "task evaluations, a diverged and two failed runs; fitted by `fit_study`): one self-contained HTML file\n"
-        "(inline SVG figures) and an A4 PDF (matplotlib `PdfPages`, no browser). Target < 30 s on 2 cores.\n"
+        "(inline SVG figures) and an A4 PDF (the same HTML printed by WeasyPrint). Target < 30 s on 2 cores.\n"
         f"Measured with `{command}`; only rendering is timed (the study is built and fitted first). CPU is\n"
         "process time; load is the 1-minute load average when the run started (the machine is shared)."
     )
@@ -56,6 +56,7 @@ def update_readme(row: str, command: str, path: Path = README) -> None:
 
 def main() -> None:
     from ladder.reports.render import report as R
+    from ladder.reports.render.blocks import Fig
     from ladder.reports.render.pdf import write_pdf
     from tests.reports.fixture_study import make_study
 
@@ -85,7 +86,7 @@ def main() -> None:
     pages, t_pdf, c_pdf = timed(lambda: write_pdf(out / R.PDF_NAME, data, sections))
     total, cpu = t_build + t_html + t_pdf, c_build + c_html + c_pdf
     n_runs = len(data.runs)
-    n_figs = sum(isinstance(b, R.Fig) for s in sections for b in s.blocks)
+    n_figs = sum(isinstance(b, Fig) for s in sections for b in s.blocks)
     kb_html, kb_pdf = (out / R.HTML_NAME).stat().st_size / 1024, (out / R.PDF_NAME).stat().st_size / 1024
     print(f"{n_runs} runs, {n_figs} figures, {pages} PDF pages: load + sections {t_build:.2f} s, HTML {t_html:.2f} s, "
           f"PDF {t_pdf:.2f} s, total {total:.2f} s wall ({cpu:.2f} s CPU), load {load:.1f}; "

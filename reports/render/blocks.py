@@ -1,6 +1,6 @@
-"""The report's content as plain blocks, written once and laid out twice: as HTML by
-``templates/report.html.j2`` (:mod:`ladder.reports.render.report`) and on A4 pages by
-:mod:`ladder.reports.render.pdf`. A block's ``kind`` names the template branch and the PDF layout method."""
+"""The report's content as plain blocks, written once as HTML by ``templates/report.html.j2``
+(:mod:`ladder.reports.render.document`); the PDF is that HTML printed (:mod:`ladder.reports.render.pdf`).
+A block's ``kind`` names its template branch."""
 
 from __future__ import annotations
 

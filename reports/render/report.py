@@ -1,33 +1,31 @@
 """``ladder report``: one self-contained ``report.html`` and a paginated ``report.pdf`` from a study directory.
 
 The content is built once as sections of plain blocks (:mod:`ladder.reports.render.blocks`, by
-:mod:`ladder.reports.render.builder`); ``templates/report.html.j2`` turns them into HTML (jinja2 with autoescape:
-every string from the study is escaped) and :mod:`ladder.reports.render.pdf` lays the same blocks out on A4
-pages. Figures are inline SVG; the HTML makes no external request and needs no JavaScript.
+:mod:`ladder.reports.render.builder`); :mod:`ladder.reports.render.document` turns them into HTML (jinja2 with
+autoescape: every string from the study is escaped) and :mod:`ladder.reports.render.pdf` prints that HTML on A4
+pages with WeasyPrint. Figures are inline SVG; the HTML makes no external request and needs no JavaScript.
+Without WeasyPrint's system libraries the PDF is left out with one line on stderr saying why.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Iterable
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
-
 from ladder import layout
 from ladder.errors import StateError
-from ladder.reports.render.blocks import Fig, Section
+from ladder.reports.render.blocks import Section
 from ladder.reports.render.builder import Builder
-from ladder.reports.render.environment import environment, version
-from ladder.reports.render.figures.spec import to_svg
-from ladder.reports.render.pdf import write_pdf
+from ladder.reports.render.document import render_html
+from ladder.reports.render.environment import environment
+from ladder.reports.render.pdf import PdfUnavailable, write_pdf
 from ladder.reports.render.study import StudyData, load_study
 
 FORMATS = ("html", "pdf")
 HTML_NAME = "report.html"
 PDF_NAME = "report.pdf"
-TEMPLATES = Path(__file__).parent / "templates"
 
 
 def build_sections(study_dir: Path) -> tuple[StudyData, list[Section]]:
@@ -38,17 +36,7 @@ def build_sections(study_dir: Path) -> tuple[StudyData, list[Section]]:
 
 
 def _html(data: StudyData, sections: list[Section]) -> str:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
-    for sec in sections:
-        for b in sec.blocks:
-            if isinstance(b, Fig) and not b.svg:
-                b.svg = to_svg(b.spec, context=data.name)
-    return env.get_template("report.html.j2").render(
-        name=data.name, description=data.description, sections=sections,
-        generated=(data.env or environment())["date"], version=version("ladder"), markup=Markup,
-        study_dir=str(data.path),
-    )
+    return render_html(data, sections)
 
 
 def render_report(study_dir: Path, out_dir: Path | None = None, formats: Iterable[str] = FORMATS) -> dict[str, Path]:
@@ -79,7 +67,9 @@ def render_report(study_dir: Path, out_dir: Path | None = None, formats: Iterabl
         try:
             write_pdf(tmp, data, sections)
             os.replace(tmp, path)
+            written["pdf"] = path
+        except PdfUnavailable as exc:  # the HTML says everything; the PDF waits for the system's libraries
+            print(f"{PDF_NAME} not written: {exc}", file=sys.stderr)
         finally:
             tmp.unlink(missing_ok=True)
-        written["pdf"] = path
     return written

@@ -1,6 +1,6 @@
 """A figure as the report holds it (:class:`FigureSpec`: a title, a caption, a height and a drawing function)
-and the two ways it is drawn: :func:`to_svg` for the HTML's inline SVG, :func:`draw_safely` into any figure or
-subfigure (a slot on a PDF page). The same function draws both, so the PDF's figures look like the HTML's."""
+and how it is drawn: :func:`to_svg` for the inline SVG of the HTML and of the PDF printed from it,
+:func:`draw_safely` into any figure or subfigure."""
 
 from __future__ import annotations
 
@@ -42,11 +42,13 @@ def draw_safely(spec: FigureSpec, target: FigureBase) -> None:
         empty(target.add_subplot(), f"this figure could not be drawn: {type(exc).__name__}: {exc}")
 
 
-def to_svg(spec: FigureSpec, prefix: str | None = None, context: str = "") -> str:
+def to_svg(spec: FigureSpec, prefix: str | None = None, context: str = "", text: bool = False) -> str:
     """The figure as an inline ``<svg>`` element: no XML prolog, no metadata (no URLs at all), ids prefixed so
-    that several figures can share one HTML document, scaled by CSS (``viewBox`` kept)."""
+    that several figures can share one HTML document, scaled by CSS (``viewBox`` kept). Glyphs are paths (the
+    same in every browser) unless ``text``: then they stay text in DejaVu Sans, for the PDF, whose printer
+    embeds the font, so that the figures' words can be selected and searched."""
     buf = io.StringIO()
-    with rc_context(RC):
+    with rc_context({**RC, "svg.fonttype": "none"} if text else RC):
         fig = Figure(figsize=(WIDTH_IN, spec.height), layout="constrained")
         draw_safely(spec, fig)
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
