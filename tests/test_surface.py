@@ -5,10 +5,10 @@ where there is no terminal, plans that say what they adjusted, and tables that f
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
-import pytest
 import typer.main
 import yaml
 
@@ -192,17 +192,75 @@ def test_ladder_run_exits_1_naming_the_failed_runs_and_the_fit(tmp_path, capsys,
     assert re.search(r"report\.html", json.dumps(out))  # the report is written all the same
 
 
-@pytest.mark.slow
+def _fake_submit(trained: list[str]):
+    """A stand-in for ``ladder.jobs.submit.submit``: the runs "train" in a thread of this process, one after
+    another, writing the files a run leaves (tests/fake_runs.py: its lock held, metrics in four slices, then
+    model/ and a result.json whose loss follows a Chinchilla law, so that the fit succeeds), under a local job
+    record whose process (this one) is alive, so that they show as queued, running and done."""
+    import threading
+    import time
+
+    from ladder import layout
+    from ladder.books import job_records
+    from ladder.books.run_lock import run_lock
+    from ladder.jobs.submit import SubmitResult
+    from ladder.plan.planner import read_plan
+    from tests.fake_runs import finish, metrics_lines
+
+    def submit(study_dir, executor, **_kw):
+        sd = layout.StudyDir(Path(study_dir))
+        _, specs = read_plan(sd.path)
+        with job_records.editing(sd) as book:
+            for s in specs:
+                book.setdefault(s.run_id, []).append(job_records.JobRecord(
+                    executor="local", job_ids=[str(os.getpid())], folder="fake", submitted_at=job_records.now()))
+
+        def train_all():
+            for s in specs:
+                rd = sd.run(s.run_id)
+                with run_lock(rd) as held:
+                    assert held
+                    for k in range(1, 5):
+                        rd.metrics.write_text("".join(metrics_lines(s, s.steps * k // 5)))
+                        time.sleep(0.15)
+                    finish(sd, s, 1.7 + 40.0 / s.params**0.34 + 40.0 / s.tokens**0.28)
+                trained.append(s.run_id)
+
+        threading.Thread(target=train_all, daemon=True).start()
+        return SubmitResult(submitted=[s.run_id for s in specs], executor=executor.kind)
+
+    return submit
+
+
 def test_progress_lines_without_a_terminal_while_runs_train(tmp_path, capsys, monkeypatch, tiny_jsonl_corpus):
+    """`ladder run` in a log (no terminal) prints a progress line on a change and about once a minute while the
+    runs train, each stage's line, and exits 0 with the fit. On fake runs, with the data and the report stubbed:
+    local workers training a study, its data prepared and its report rendered by `ladder run` are
+    tests/test_pipeline.py's (and test_ladder_run_exits_1_naming_the_failed_runs_and_the_fit's, above)."""
+    from types import SimpleNamespace
+
     import ladder.cli.status as status_cli
+    from ladder import pipeline
+    from ladder.books import run_status
+    from ladder.jobs import submit as submit_mod
+    from ladder.reports import render
     from tests.micro import write_study
 
     monkeypatch.setattr(status_cli, "PROGRESS_EVERY_S", 0.5)
+    trained: list[str] = []
+    monkeypatch.setattr(submit_mod, "submit", _fake_submit(trained))
+    waited = run_status.wait
+    monkeypatch.setattr(run_status, "wait", lambda study_dir, *, poll_s, on_update=None, timeout_s=None:
+                        waited(study_dir, poll_s=0.1, on_update=on_update, timeout_s=60))
+    monkeypatch.setattr(pipeline, "prepare", lambda study, **kw: SimpleNamespace(
+        train_tokens=10_000, val_tokens=1_000, root=tmp_path / "data"))
+    monkeypatch.setattr(render, "render_report", lambda study_dir: {"html": Path(study_dir) / "report.html"})
     # four sizes: the fit needs them, and `ladder run` exits 1 when the fit fails
     spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K", "6K", "8K", "11K"), tokens_per_param=20,
                        executor="local")
     r = run_cli(capsys, "run", spec, "--out", tmp_path / "st", "--parallel", "1", "--skip-sanity")
     assert r.code == 0, r.stderr
+    assert len(trained) == 4
     progress = [line for line in r.stdout.splitlines() if " training: micro: " in line]
     assert len(progress) >= 3 and any("1 running" in line for line in progress), r.stdout
     shares = [int(re.search(r"\((\d+)%\)", line).group(1)) for line in progress]
@@ -210,7 +268,6 @@ def test_progress_lines_without_a_terminal_while_runs_train(tmp_path, capsys, mo
     assert progress[-1].split(": ", 2)[2].startswith("4/4 done")
     for stage in ("> plan:", "> data:", "> submit:", "> train:", "> collect:", "> fit:", "> report:"):
         assert stage in r.stdout, stage
-
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 WANDB_COLUMNS = "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss"
