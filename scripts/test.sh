@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export LADDER_CACHE=${LADDER_CACHE:-$PWD/.cache/ladder}
+# one inductor (torch.compile) cache for the whole run: every test, worker and subprocess compiles into it
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.cache/inductor}
+mkdir -p "$TORCHINDUCTOR_CACHE_DIR"
 
 slurm_started=0
 if [ "$(id -u)" = 0 ]; then
@@ -21,7 +24,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 stop_slurm() { [ "$slurm_started" = 1 ] && bash scripts/slurm-down.sh >/dev/null 2>&1 || true; }
 trap stop_slurm EXIT
-# two workers (pytest-xdist): the orchestration tests in order on one, the rest spread (see tests/conftest.py)
+# two workers (pytest-xdist): the tests that start workers or SLURM jobs in order on one, the rest spread
+# (tests/conftest.py's XDIST_GROUPS)
 workers=${LADDER_TEST_WORKERS:-2}
 xdist=()
 if [ "$workers" -gt 1 ] && .venv/bin/python -c "import xdist" 2>/dev/null; then

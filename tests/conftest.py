@@ -11,6 +11,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before anything imports huggingface_hub
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# one inductor (torch.compile) cache for the whole test run, shared by every test, xdist worker and subprocess
+# (scripts/test.sh exports the same folder); made now, so that no test sees it appear in the repository's root
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(__file__).resolve().parents[1] / ".cache" / "inductor"))
+Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
 
 _WORDS = (
     "the a ladder model trains small runs and fits laws of scale over tokens with care def return import "
