@@ -167,17 +167,13 @@ def _constant_gap_calls(seeds, n_boot):
 
 
 def test_a_constant_gap_never_reports_a_flip():
-    for res in _constant_gap_calls(range(3), 30):
+    """A smoke test of 3 repetitions: benchmarks/bench_ablation_flips.py repeats it 40 times (no flip stated, no
+    certain call for untied, tied the hero's winner in at least 30 of 40)."""
+    results = _constant_gap_calls(range(3), 30)
+    for res in results:
         assert res.crossover["status"] not in ("within_range", "beyond_range"), res.crossover["message"]
         assert not (res.hero["winner"] == "untied" and res.hero["call"] == "certain")
-
-
-@pytest.mark.slow
-def test_a_constant_gap_never_reports_a_flip_over_many_repetitions():
-    results = _constant_gap_calls(range(40), 40)
-    assert not [r.crossover["message"] for r in results if r.crossover["status"] in ("within_range", "beyond_range")]
-    assert not [r.hero["message"] for r in results if r.hero["winner"] == "untied" and r.hero["call"] == "certain"]
-    assert sum(r.hero["winner"] == "tied" for r in results) >= 30
+    assert sum(r.hero["winner"] == "tied" for r in results) >= 2
 
 
 @pytest.mark.parametrize("m0", [1.3, 0.7])
