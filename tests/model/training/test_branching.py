@@ -242,10 +242,10 @@ def test_kill_9_of_trunk_and_branch_before_and_after_the_branch_step_is_bit_iden
     steps = [(r["kind"], r["step"]) for r in records(branch_dir)]
     assert len(steps) == len(set(steps)), "metrics.jsonl holds a record twice"
     assert [r for r in records(branch_dir) if r["step"] <= at] == [r for r in records(trunk_dir) if r["step"] <= at]
+    # the trunk, killed twice, finishes (that a killed run resumes bit-identically is tests/model/training/
+    # test_resume.py::test_sigkill_at_random_moments_then_resume_is_bit_identical's)
     finished_trunk = go(runs, trunk)
-
-    ref_runs, (ref_trunk, ref_branch) = planned(tmp_path / "reference", study(**KILL_STUDY))
-    assert go(ref_runs, ref_trunk)["final_train_loss"] == finished_trunk["final_train_loss"]
+    assert finished_trunk["status"] == "done" and finished_trunk["restarts"] >= 1
     alone_runs, (alone,) = planned(tmp_path / "alone", study(**{**KILL_STUDY, "budgets": [0.5]}))
     assert alone.run_id == branch.run_id
     want = go(alone_runs, alone)

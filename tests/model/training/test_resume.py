@@ -115,7 +115,10 @@ def test_sigkill_at_random_moments_then_resume_is_bit_identical(tmp_path, refere
 
 
 @pytest.mark.slow
-def test_sigusr2_checkpoints_at_a_step_boundary_chains_to_submitit_and_resumes_identically(tmp_path, reference):
+def test_sigusr2_checkpoints_at_a_step_boundary_and_chains_to_submitit(tmp_path):
+    """The checkpoint is written before submitit's handler runs (which requeues and exits). That a run resumes
+    from such a checkpoint bit-identically is the signal test below's (in-process) and, through SLURM's USR2,
+    tests/test_submit.py::test_slurm_micro_study_preemption_and_requeue's."""
     run = make_run(tmp_path, spec_for_resume())
     marker = tmp_path / "submitit_handler_called.json"
     proc = start(run, str(marker))  # the subprocess installs a submitit-like USR2 handler first
@@ -129,15 +132,13 @@ def test_sigusr2_checkpoints_at_a_step_boundary_chains_to_submitit_and_resumes_i
     assert latest_checkpoint(RunDir(run))[0] == step  # checkpoint written BEFORE the handler was called
     assert max(r["step"] for r in metrics(run)) <= step
     assert not (run / "result.json").exists()
-    result = train(run, dataset=tiny_data())
-    assert_same_as_reference(run, result, reference)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGUSR2])
 def test_signal_mid_step_checkpoints_at_the_boundary_raises_preempted_and_resumes_identically(tmp_path, reference, sig):
     """In the main thread with no Python handler before (Ctrl-C in a terminal; a plain SIGUSR2): the run stops at
     the next step boundary with a checkpoint, raises Preempted (exit code 128 + signum), puts the previous handler
-    back, and a second call finishes bit-identically."""
+    back, and a second call finishes bit-identically (once: both signals take the one path to that checkpoint)."""
     run = make_run(tmp_path, spec_for_resume())
     before = signal.getsignal(sig)
     import ladder.model.training.loop as T
@@ -162,8 +163,9 @@ def test_signal_mid_step_checkpoints_at_the_boundary_raises_preempted_and_resume
     assert (again.signum, again.step, str(again)) == (sig, 4, str(info.value))
     assert latest_checkpoint(RunDir(run))[0] == 4 and not (run / "result.json").exists()
     assert signal.getsignal(sig) is before
-    result = train(run, dataset=tiny_data())
-    assert_same_as_reference(run, result, reference)
+    if sig == signal.SIGINT:
+        result = train(run, dataset=tiny_data())
+        assert_same_as_reference(run, result, reference)
 
 
 def test_a_checkpoint_resumes_under_another_micro_batch_but_never_under_other_science(tmp_path):
