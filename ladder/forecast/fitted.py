@@ -111,6 +111,9 @@ def read_fit(study_dir: Path) -> dict:
     problem = fit_problem(fit)
     if problem:
         raise StateError(f"{sd.fit} is damaged ({problem}): refit with `ladder fit {sd.path}`")
+    from ladder.reports.fits.study.fit_json import parse_fit_json
+
+    parse_fit_json(fit, sd.fit)  # the typed contract: an older or damaged file is one line
     return fit
 
 

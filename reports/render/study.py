@@ -164,6 +164,15 @@ def load_study(study_dir: Path) -> StudyData:
     if fit is not None and not isinstance(fit, dict):
         problems.append(f"{layout.FIT} is not a JSON object")
         fit = None
+    if fit:
+        from ladder.errors import FitError
+        from ladder.reports.fits.study.fit_json import parse_fit_json
+
+        try:
+            parse_fit_json(fit, layout.FIT)  # the typed contract of what the sections read
+        except FitError as exc:
+            problems.append(str(exc))
+            fit = None
     data.fit = fit or {}
     data.runs = _merge_planned(sd, runs, data.plan, data.devices, problems)
     data.problems = problems

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ladder.layout import jsonable
 from ladder.reports.fits import recommend as rec
+from ladder.reports.fits.study import fit_json
 from ladder.reports.fits.loss import Forecast
 
 
@@ -97,7 +98,10 @@ class FitResult:
         }
         if self.recommendation is not None:
             out["recommendation"]["yaml"] = self.recommendation.to_yaml_snippet()
-        return jsonable(out)
+        out["meta"].setdefault("schema_version", fit_json.SCHEMA_VERSION)
+        out = jsonable(out)
+        fit_json.validate(out)  # the contract every reader relies on (a renamed key fails here, not in a report)
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)

@@ -184,15 +184,22 @@ def test_broken_and_unavailable_inputs_never_crash(tmp_path):
                "in_context": {"available": True, "runs": [None, {"params": "x"}], "forecasts": 3, "trend": None,
                               "warnings": [None]}}
     sd.fit.write_text(json.dumps(garbage))
-    sections = Builder(load_study(root)).sections()
+    data = load_study(root)  # not fit.json's contract: refused as a whole, with the way out
+    assert data.fit == {} and any("refit with `ladder fit`" in p for p in data.problems)
+    data.fit = garbage  # and the sections never crash on whatever reaches them
+    sections = Builder(data).sections()
     assert [s.id for s in sections] == SECTIONS
     assert not [s.id for s in sections for b in s.blocks if "could not be built" in getattr(b, "text", "")]
     unavailable = {k: {"available": False, "reason": f"no {k} <here>"} for k in garbage}
+    data.fit = unavailable
+    html = Builder(data).sections()
+    text = " ".join(getattr(b, "text", "") or "" for sec in html for b in sec.blocks)
+    assert "no isoflop <here>" in text
     sd.fit.write_text(json.dumps(unavailable))
     out = render_report(root, tmp_path / "out", formats=("html",))
-    html = out["html"].read_text()
-    assert "no isoflop &lt;here&gt;" in html and "<here>" not in html
-    assert set(out) == {"html"}
+    page = out["html"].read_text()
+    assert "refit with `ladder fit`" in page or "refit with <code>ladder fit</code>" in page
+    assert "<here>" not in page and set(out) == {"html"}
 
 
 def test_render_report_checks_its_arguments(tmp_path):

@@ -1,0 +1,209 @@
+"""The contract of ``fit.json``: pydantic models that :class:`~ladder.reports.fits.study.result.FitResult` is
+validated against before it is written, and that every reader (the forecast commands, the report, the summary)
+reads it through (:func:`read_fit_json`).
+
+The models type what the later stages read: the top-level sections, the hero's forecast and its distance, each
+prediction, the loss law's selection, calibration and reach, and ``meta``. The deep internals of a section (a law
+form's bootstrap rows, an ablation's rollout) are data of that section and pass through as they are
+(``extra="allow"``). A key renamed on the writer's side fails the write (and the golden test of the schema); an
+older file, or a hand-damaged one, gets one line: refit with ``ladder fit``.
+
+``SCHEMA_VERSION`` is raised whenever a typed field changes; tests/reports/fits/golden/fit_json.schema.json holds
+the schema it describes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ladder.errors import FitError
+
+SCHEMA_VERSION = 2
+
+
+def _finite(v):
+    if v is not None and (isinstance(v, bool) or not math.isfinite(v)):
+        raise ValueError(f"{v!r} is not a finite number")
+    return v
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Section(_Open):
+    """A section that may be unavailable: ``available`` and, when it is not, the ``reason``."""
+
+    available: bool
+    reason: str | None = None
+
+
+class Reach(_Open):
+    params_x: float = 1.0
+    compute_x: float = 1.0
+    tokens_x: float = 1.0
+
+
+class Calibration(_Open):
+    coverage: float | None = None
+    factor: float = 1.0
+    n: int | None = None
+
+
+class Distance(_Open):
+    """How far a forecast lies beyond the ladder, what the rollout tested, and how the interval was widened."""
+
+    params_x: float
+    tokens_x: float
+    compute_x: float
+    distance_x: float
+    tested_distance_x: float
+    beyond_tested: bool
+    beyond_tested_axes: list[str] = Field(default_factory=list)
+    drift_rate: float
+    drift_widening_pct: float
+    public_floor_pct: float
+    rollout_error: dict | None = None
+
+
+class TrackRecord(_Open):
+    band: str
+    n: int
+    ladders: int
+    median_abs_err_pct: float
+    worst_abs_err_pct: float
+    coverage: float
+    median_half_width_pct: float
+    source: str
+
+
+class Point(_Open):
+    """A forecast point: the hero's loss fields, or a prediction row."""
+
+    params: float | None = None
+    tokens: float | None = None
+    loss: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    level: float | None = None
+    half_width_pct: float | None = None
+
+    _check = field_validator("params", "tokens", "loss", "lo", "hi", "level", "half_width_pct")(_finite)
+
+
+class Prediction(Point):
+    label: str
+    variant: str | None = None
+    params_x: float | None = None
+    tokens_x: float | None = None
+    compute_x: float | None = None
+    beyond_reach: bool = False
+    beyond_tested: bool = False
+    distance: Distance | dict = Field(default_factory=dict)
+    reason: str | None = None
+
+
+class Hero(Point):
+    available: bool | None = None
+    reason: str | None = None
+    compute: float | None = None
+    beyond_reach: bool | None = None
+    beyond_tested: bool | None = None
+    distance: Distance | None = None
+    track_record: TrackRecord | None = None
+    reach: dict[str, Reach] | None = None
+    calibration: Calibration | None = None
+    extrapolation: dict[str, float] | None = None
+    ladder_flops: float | None = None
+    ladder_pct_of_hero: float | None = None
+
+    _check2 = field_validator("compute", "ladder_flops", "ladder_pct_of_hero")(_finite)
+
+
+class LossLaw(Section):
+    variant: str
+    variant_choice: str
+    forms: dict[str, dict] | None = None
+    weights: dict[str, float] | None = None
+    selection: str | None = None
+    calibration: Calibration | None = None
+    reach: dict[str, Reach] | None = None
+    lean: dict | None = None
+    rollout: dict | None = None
+    points: list[dict] | None = None
+    left_out: dict | None = None
+
+
+class Meta(_Open):
+    schema_version: int
+    n_runs: int
+    n_used: int
+    n_boot: int
+    seed: int
+    ladder_version: str
+    created_at: str
+    results_sha256: str | None = None
+    study: str | None = None
+
+
+class FitJson(BaseModel):
+    """fit.json, every top-level section typed; no other top-level key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    loss: LossLaw
+    loss_by_variant: dict[str, Section]
+    noise_floor: dict[str, list[dict]]
+    predictions: list[Prediction]
+    hero: Hero
+    compute_optimal: dict[str, Any]
+    isoflop: Section
+    hparams: Section
+    tied_vs_untied: Section
+    depth_vs_width: Section
+    recommendation: Section
+    tasks: Section
+    in_context: Section
+    forecast_curve: list[dict] | None = None
+    excluded: list[dict]
+    warnings: list[str]
+    notes: list[str]
+    meta: Meta
+
+
+def validate(d: dict) -> FitJson:
+    """``FitResult.to_dict()`` as the contract; a ValidationError here is a bug in the writer."""
+    return FitJson.model_validate(d)
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ())) or "the file"
+    return f"{where}: {err.get('msg', 'invalid')}"
+
+
+def parse_fit_json(data: Any, where: str | Path = "fit.json") -> FitJson:
+    """A fit.json already read as JSON, validated; an older file or a damaged one is one :class:`FitError`."""
+    version = data.get("meta", {}).get("schema_version") if isinstance(data, dict) and isinstance(
+        data.get("meta"), dict) else None
+    if version != SCHEMA_VERSION:
+        raise FitError(f"{where} was written by another version of ladder (fit.json schema {version or 'none'}, "
+                       f"this ladder reads {SCHEMA_VERSION}): refit with `ladder fit`")
+    try:
+        return FitJson.model_validate(data)
+    except ValidationError as exc:
+        raise FitError(f"{where} is damaged ({_first_error(exc)}): refit with `ladder fit`") from None
+
+
+def read_fit_json(path: str | Path) -> FitJson:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise FitError(f"{path} is damaged (not JSON: {exc}): refit with `ladder fit`") from None
+    return parse_fit_json(data, path)
