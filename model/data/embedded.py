@@ -33,6 +33,10 @@ EMBEDDED_MANIFEST = "manifest.json"
 EMBEDDED_SKIP_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"})
 # written by an editable install and naming the checkout's folder: with them two clones built different corpora
 EMBEDDED_SKIP_PREFIXES = ("__editable__",)
+# the report's PDF stack (WeasyPrint and the packages it brings): a dependency of rendering, not of training, so
+# the main job trains on the same corpus with or without it (it sorted ahead of the 64 MB cut and shifted it)
+EMBEDDED_SKIP_PACKAGES = frozenset({"brotli", "cffi", "cssselect2", "pycparser", "pydyf", "pyphen", "tinycss2",
+                                    "tinyhtml5", "weasyprint", "webencodings", "zopfli"})
 
 
 def embedded_roots() -> list[tuple[str, Path]]:
@@ -60,9 +64,13 @@ def _embedded_candidates(roots: list[tuple[str, Path]]) -> list[tuple[str, Path,
     for label, root in roots:
         rows = []
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if d not in EMBEDDED_SKIP_DIRS and not d.startswith(".")]
+            top = label != "stdlib" and Path(dirpath) == root
+            dirnames[:] = [d for d in dirnames if d not in EMBEDDED_SKIP_DIRS and not d.startswith(".")
+                           and not (top and d in EMBEDDED_SKIP_PACKAGES)]
             for fn in filenames:
                 if not fn.endswith(".py") or fn.startswith(EMBEDDED_SKIP_PREFIXES):
+                    continue
+                if top and fn[:-3] in EMBEDDED_SKIP_PACKAGES:
                     continue
                 full = os.path.join(dirpath, fn)
                 try:

@@ -127,3 +127,14 @@ def test_local_identity_changes_with_the_files(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"text": "hello world"}\n')
     assert resolve_corpus(str(tmp_path)).identity != first
     assert resolve_corpus(str(tmp_path), max_bytes=10).identity != resolve_corpus(str(tmp_path)).identity
+
+
+def test_the_reports_pdf_stack_stays_out_of_the_corpus():
+    """WeasyPrint and the packages it brings sort ahead of the 64 MB cut: left in, installing them changed the
+    main job's training data. ``make`` installs them, so this checks a real site-packages."""
+    from ladder.model.data.embedded import EMBEDDED_SKIP_PACKAGES, _embedded_candidates, embedded_roots
+
+    names = [r[0] for r in _embedded_candidates(embedded_roots())]
+    top = {n.split("/", 2)[1].removesuffix(".py") for n in names if n.startswith("site-packages") and n.count("/") >= 1}
+    assert not (top & EMBEDDED_SKIP_PACKAGES)
+    assert any(n.startswith("stdlib/") for n in names) and "numpy" in top
