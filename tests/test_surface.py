@@ -282,16 +282,16 @@ def test_fit_reads_a_wandb_runs_export_as_json_lines_or_the_uis_csv(capsys):
     fits = {}
     for name in ("wandb-runs.jsonl", "wandb-runs.csv"):  # the CSV's columns lack the config./summary. prefix
         r = run_cli(capsys, "fit", "--runs", EXAMPLES / name, "--columns", WANDB_COLUMNS, "--bootstrap", "10",
-                    "--predict", "1e15:2e16", "--json")
+                    "--predict", "1e13:2e14", "--json")
         assert r.code == 0, r.stderr
         fits[name] = d = r.json()
         assert d["loss"]["n_runs"] == 15 and [e["run"] for e in d["excluded"]] == ["n32M-x80"]
-        # a forecast 3e7x beyond the largest run says how far it reaches past what the rollout showed
-        far = next(p for p in d["predictions"] if p["label"] == "1e15:2e16")
-        assert far["beyond_reach"] and far["params_x"] > 1e7
-        assert any(w.startswith("prediction 1e15:2e16: ") and "beyond the distance the rollout showed" in w
+        # a forecast 3e5x beyond the largest run says how far it reaches past what the rollout tested
+        far = next(p for p in d["predictions"] if p["label"] == "1e13:2e14")
+        assert far["beyond_reach"] and far["beyond_tested"] and far["params_x"] > 1e5
+        assert any(w.startswith("prediction 1e13:2e14: ") and "beyond the distance the rollout tested" in w
                    for w in d["warnings"])
     assert fits["wandb-runs.jsonl"]["loss"]["forms"] == fits["wandb-runs.csv"]["loss"]["forms"]
     human = run_cli(capsys, "fit", "--runs", EXAMPLES / "wandb-runs.csv", "--columns",
-                    "params=n_params,tokens=tokens,loss=eval/loss", "--bootstrap", "10", "--predict", "1e15:2e16")
+                    "params=n_params,tokens=tokens,loss=eval/loss", "--bootstrap", "10", "--predict", "1e13:2e14")
     assert human.code == 0 and "(beyond reach)" in human.stdout and "excluded n32M-x80 (crashed)" in human.stdout

@@ -150,5 +150,6 @@ def reach(rows: Iterable[dict], key: str, ok: Callable[[dict], bool], start=1.0)
     for r in sorted(rows, key=lambda r: r[key]):
         if not ok(r):
             break
-        best = r[key]
+        # a row inside the ladder's span (a smaller model at a larger budget: params x < 1) never lowers it
+        best = r[key] if best is None else max(best, r[key])
     return best

@@ -138,3 +138,12 @@ def test_reach_stops_at_the_first_failure():
     assert reach(rows, "x", lambda r: r["x"] > 2, start=None) is None
     assert reach([], "x", lambda r: True) == 1.0
     assert reach(rows, "x", lambda r: True) == 16
+
+
+def test_reach_is_never_below_its_start_when_near_rows_pass():
+    from ladder.reports.fits.backtest import reach
+
+    rows = [{"x": 0.7, "ok": True}, {"x": 2.0, "ok": True}, {"x": 5.0, "ok": False}]
+    assert reach(rows, "x", lambda r: r["ok"]) == 2.0
+    assert reach(rows[:1], "x", lambda r: r["ok"]) == 1.0  # a row inside the span (0.7x) never lowers it
+    assert reach([{"x": 0.7, "ok": False}], "x", lambda r: r["ok"]) == 1.0
