@@ -105,7 +105,7 @@ class LoadWatch:
     hypervisor's steal) in cores, averaged over the trial, and the 1-minute load average before and after. The
     trial's own processes must have ended (been waited for) when the watch closes."""
 
-    def __enter__(self) -> "LoadWatch":
+    def __enter__(self) -> LoadWatch:
         self.load_before = os.getloadavg()[0]
         self.t0, self.busy0, self.own0 = time.perf_counter(), _busy_seconds(), _own_seconds()
         return self

@@ -39,9 +39,10 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, Iterator
+from typing import Any
 
 SPEC = "spec.json"
 METRICS = "metrics.jsonl"
@@ -109,7 +110,7 @@ class RunDir:
         """Where a trunk keeps its state after ``step`` updates for the branches that start there."""
         return self.path / f"{SNAPSHOT_PREFIX}{step:09d}"
 
-    def sibling(self, run_id: str) -> "RunDir":
+    def sibling(self, run_id: str) -> RunDir:
         """Another run of the same study (a branch's trunk)."""
         return RunDir(self.path.parent / run_id)
 

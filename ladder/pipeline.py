@@ -10,9 +10,10 @@ checkpoints, live jobs are waited for rather than submitted twice.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ladder import layout
 from ladder.plan.planner import default_study_dir, expand, write_plan

@@ -111,7 +111,7 @@ class ScheduleConfig(Strict):
     final_lr_fraction: float = Field(default=0.1, ge=0, le=1, description="LR at the end, as a share of peak")
 
     @model_validator(mode="after")
-    def _fractions_fit(self) -> "ScheduleConfig":
+    def _fractions_fit(self) -> ScheduleConfig:
         if self.kind == "wsd" and self.warmup_fraction + self.cooldown_fraction > 1:
             raise ValueError(
                 f"warmup_fraction + cooldown_fraction = {self.warmup_fraction + self.cooldown_fraction:g} "
@@ -230,7 +230,7 @@ class RunSpec(Strict):
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
-    def with_id(self) -> "RunSpec":
+    def with_id(self) -> RunSpec:
         return self.model_copy(update={"run_id": self.content_hash()})
 
 

@@ -142,8 +142,8 @@ _MEASURED: dict[tuple, float] = {}
 
 
 def measure_matmul_flops(
-    device: "torch.device | str" = "cpu",
-    dtype: "torch.dtype | None" = None,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype | None = None,
     *,
     seconds: float = 0.2,
     n: int | None = None,
@@ -187,7 +187,7 @@ def measure_matmul_flops(
     return best
 
 
-def device_name(device: "torch.device | str") -> str:
+def device_name(device: torch.device | str) -> str:
     import torch
 
     device = torch.device(device)
@@ -200,7 +200,7 @@ def device_name(device: "torch.device | str") -> str:
     return str(device)
 
 
-def peak_flops(device: "torch.device | str", precision: str = "fp32") -> Peak:
+def peak_flops(device: torch.device | str, precision: str = "fp32") -> Peak:
     """The peak FLOP/s of one ``device`` computing in ``precision`` (``fp32`` or ``bf16``)."""
     import torch
 
@@ -247,7 +247,7 @@ def tune_cpu_allocator() -> bool:
     return ok
 
 
-def reset_peak_memory(device: "torch.device | str") -> None:
+def reset_peak_memory(device: torch.device | str) -> None:
     """Start counting this process's peak memory afresh: the CUDA allocator's peak on a GPU; on Linux also the
     peak resident set (``/proc/self/clear_refs``), so that a worker training runs one after another reports each
     run's own peak."""
@@ -263,7 +263,7 @@ def reset_peak_memory(device: "torch.device | str") -> None:
         pass
 
 
-def peak_memory(device: "torch.device | str") -> dict[str, int | None]:
+def peak_memory(device: torch.device | str) -> dict[str, int | None]:
     """``peak_rss_bytes`` (this process's peak resident memory since :func:`reset_peak_memory`) and
     ``peak_gpu_allocated_bytes`` (the CUDA allocator's peak on ``device``; None on CPU)."""
     import torch

@@ -8,8 +8,9 @@ were fitted.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal, Protocol
+from typing import Literal, Protocol
 
 from ladder.model.shape import ModelShape
 

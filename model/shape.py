@@ -40,7 +40,7 @@ class ModelShape(BaseModel):
     init_std: float = Field(default=0.02, gt=0)
 
     @model_validator(mode="after")
-    def _heads_divide(self) -> "ModelShape":
+    def _heads_divide(self) -> ModelShape:
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads} "

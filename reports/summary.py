@@ -235,8 +235,8 @@ def _print_variants(d: dict, console: Console) -> None:
         console.print(
             f"  [dim]variant {v}'s own loss law alone (fitted on its runs apart, weights {_weights(f)}; {primary}'s: "
             f"{_weights(by.get(primary) or {})}): {at}"
-            + ("" if agree else f"; it disagrees with the paired comparison, which compares the variants rung by "
-                                f"rung at matched compute and is what the call and the recommendation use") + "[/]")
+            + ("" if agree else "; it disagrees with the paired comparison, which compares the variants rung by "
+                                "rung at matched compute and is what the call and the recommendation use") + "[/]")
 
 
 def _print_in_context(d: dict, console: Console) -> None:

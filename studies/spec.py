@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -71,7 +71,7 @@ class FamilySpec(Strict):
         "(depth never falls as size grows; width and ffn_dim land the count)")
 
     @model_validator(mode="after")
-    def _even_heads(self) -> "FamilySpec":
+    def _even_heads(self) -> FamilySpec:
         if self.head_dim % 2:
             raise ValueError(f"head_dim = {self.head_dim} is odd: rotary embeddings need an even head_dim")
         return self
@@ -169,7 +169,7 @@ class LadderSpec(Strict):
         return data
 
     @model_validator(mode="after")
-    def _one_way_to_size(self) -> "LadderSpec":
+    def _one_way_to_size(self) -> LadderSpec:
         for name in ("sizes", "depths", "budgets", "compute_budgets", "isoflop_sizes"):
             _unique(getattr(self, name), name)
         _sane_tokens_per_param(self.tokens_per_param, self.budgets)
@@ -216,7 +216,7 @@ class AblationSpec(Strict):
     )
 
     @model_validator(mode="after")
-    def _one_form_per_axis(self) -> "AblationSpec":
+    def _one_form_per_axis(self) -> AblationSpec:
         for name in type(self).model_fields:
             _unique(getattr(self, name), name)
         if self.lr is not None and self.lr_multipliers is not None:
@@ -232,11 +232,11 @@ class AblationSpec(Strict):
 class TrainingSpec(Strict):
     """The recipe. LR and batch default to documented rules of scale (``ladder.model.recipe``)."""
 
-    lr: Union[LearningRate, Auto] = "auto"
+    lr: LearningRate | Auto = "auto"
     lr_rule: Literal["olmo", "deepseek"] = "olmo"
     lr_scale: Multiplier = Field(default=1.0, description="multiplies the rule")
     lr_max: LearningRate | None = Field(default=None, description="clamp for tiny models")
-    batch_tokens: Union[Count, Auto] = "auto"
+    batch_tokens: Count | Auto = "auto"
     batch_rule: Literal["olmo", "deepseek"] = "olmo"
     batch_scale: Multiplier = 1.0
     batch_min_sequences: PositiveInt = 8
@@ -250,7 +250,7 @@ class TrainingSpec(Strict):
     precision: Literal["auto", "fp32", "bf16"] = Field(
         default="auto", description="'auto': the plan writes what executor.hardware trains in (fp32 on cpu, bf16 "
         "on GPUs); the resolved value is part of each run's id")
-    compile: Union[bool, Auto] = Field(
+    compile: bool | Auto = Field(
         default="auto", description="torch.compile of the decoder layers: true, false, or auto (on CPU, the runs "
         "whose faster steps pay back the compile time; on GPUs none until measured: ladder.plan.compiling); not "
         "part of a run's id (same computation)")
@@ -276,7 +276,7 @@ class HeroSpec(Strict):
     seq_len: PositiveInt | None = Field(default=None, le=1_048_576)
 
     @model_validator(mode="after")
-    def _params_or_compute(self) -> "HeroSpec":
+    def _params_or_compute(self) -> HeroSpec:
         if (self.params is None) == (self.compute is None):
             raise ValueError("give the hero's 'params' (and optionally 'tokens') or its 'compute', exactly one")
         if self.compute is not None and self.tokens is not None:
@@ -294,7 +294,7 @@ class SlurmSpec(Strict):
     mem_gb: PositiveFloat | None = None
     constraint: str | None = None
     array_parallelism: PositiveInt = 32
-    additional: dict[str, Union[str, int, float, bool]] = Field(
+    additional: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="extra sbatch options, e.g. {exclusive: true}"
     )
 
@@ -347,7 +347,7 @@ class StudySpec(Strict):
                                      "or W&B) that every run logs its config, hardware and metrics to")
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> "StudySpec":
+    def _cross_checks(self) -> StudySpec:
         if self.model.ffn_multiple > 4 * self.model.head_dim * 64:
             raise ValueError("model.ffn_multiple is implausibly large")
         if self.ladder.depths is not None and self.ablations.aspect_ratio is None and self.model.aspect_ratio <= 0:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 SERIAL_BELOW = 8

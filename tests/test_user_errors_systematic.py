@@ -533,8 +533,8 @@ def test_model_info_applies_kv_ratio_to_an_explicit_shape(capsys):
 
 
 def test_eval_refuses_an_unknown_task_before_submitting(fitted, capsys, monkeypatch):
-    import ladder.model.evaluation.downstream as downstream
     import ladder.jobs.submit as submit
+    import ladder.model.evaluation.downstream as downstream
     from ladder.model.evaluation.tasks import SHIPPED_TASKS
 
     class Known:  # lm-eval's index of every task takes ~20 s to build: the shipped tasks stand in for it

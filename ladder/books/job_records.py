@@ -10,9 +10,10 @@ import datetime as _dt
 import fcntl
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from ladder import layout
 

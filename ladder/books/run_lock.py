@@ -9,8 +9,8 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from ladder import layout
 

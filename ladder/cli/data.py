@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -26,7 +25,7 @@ def tokenizer_train(
     vocab_size: int = typer.Option(..., "--vocab-size", help="Ids in the vocabulary, special tokens included."),
     out_dir: Path = typer.Option(..., "--out", help="Folder to save the tokenizer in (loadable by transformers)."),
     text_key: str = typer.Option("text", "--text-key", help=TEXT_KEY_HELP),
-    max_bytes: Optional[str] = typer.Option(None, "--max-bytes", help="Read at most this much text, e.g. 64M."),
+    max_bytes: str | None = typer.Option(None, "--max-bytes", help="Read at most this much text, e.g. 64M."),
     validation_fraction: float = typer.Option(0.02, "--validation-fraction", help=FRACTION_HELP),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -98,7 +97,7 @@ def tokenizer_eval(
 @app.command("prepare")
 def data_prepare(
     study: str = typer.Argument(..., help="A study YAML file, built-in name or planned study directory."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Tokenization tasks at once (default: CPUs)."),
+    workers: int | None = typer.Option(None, "--workers", help="Tokenization tasks at once (default: CPUs)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Tokenize a study's corpus into cached datatrove shards (resumable).

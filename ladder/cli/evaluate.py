@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -15,13 +14,13 @@ from ladder.console import out, print_json
 
 def eval_cmd(
     study_dir: Path = typer.Argument(..., help="A study directory with finished runs."),
-    tasks: Optional[str] = typer.Option(None, "--tasks", help="lm-eval task names, comma separated "
+    tasks: str | None = typer.Option(None, "--tasks", help="lm-eval task names, comma separated "
                                         "(default: the shipped offline tasks ladder_py_next_line, ladder_py_ppl)."),
-    include_path: Optional[Path] = typer.Option(None, "--include-path", help="A folder of your own lm-eval task YAMLs."),
-    limit: Optional[float] = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
-    executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    include_path: Path | None = typer.Option(None, "--include-path", help="A folder of your own lm-eval task YAMLs."),
+    limit: float | None = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
+    executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Examples per forward pass of lm-eval."),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda (default: cuda if available)."),
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda (default: cuda if available)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Run the lm-evaluation-harness on every finished run's checkpoint; results land in each run's lm_eval/.

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
-
 from rich.markup import escape
 
 from ladder.cli.options import JSON_OPT, flag
@@ -105,10 +103,10 @@ def _few(labels: list[str], limit: int = 4) -> str:
 
 
 def fit(
-    study_dir: Optional[Path] = typer.Argument(None, help="A collected study directory (writes its fit.json)."),
-    runs: Optional[Path] = typer.Option(None, "--runs", help=RUNS_HELP),
-    columns: Optional[str] = typer.Option(None, "--columns", help=COLUMNS_HELP),
-    predict: Optional[list[str]] = typer.Option(None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 "
+    study_dir: Path | None = typer.Argument(None, help="A collected study directory (writes its fit.json)."),
+    runs: Path | None = typer.Option(None, "--runs", help=RUNS_HELP),
+    columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
+    predict: list[str] | None = typer.Option(None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 "
                                                 "(repeatable)."),
     bootstrap: int = typer.Option(200, "--bootstrap", help=f"Bootstrap resamples for the 90% intervals, 1 to "
                                   f"{MAX_BOOTSTRAP:,}."),
@@ -190,7 +188,7 @@ def fit(
 
 def report(
     study_dir: Path = typer.Argument(..., help="A study directory (collected and fitted for the full report)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: <study>/report/)."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Where to write (default: <study>/report/)."),
     formats: str = typer.Option("html,pdf", "--format", help="html, pdf or html,pdf."),
     as_json: bool = JSON_OPT,
 ) -> None:

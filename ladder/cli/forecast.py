@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -64,9 +63,9 @@ def _in_context_text(ic: dict | None) -> str:
 @app.command("freeze")
 def freeze(
     study_dir: Path = typer.Argument(..., help="A collected and fitted study directory (holds a current fit.json)."),
-    predict: Optional[list[str]] = typer.Option(None, "--predict", help="Also freeze a forecast at PARAMS:TOKENS, "
+    predict: list[str] | None = typer.Option(None, "--predict", help="Also freeze a forecast at PARAMS:TOKENS, "
                                                 "e.g. 800K:16M (repeatable)."),
-    note: Optional[str] = typer.Option(None, "--note", help="A note kept with the freeze."),
+    note: str | None = typer.Option(None, "--note", help="A note kept with the freeze."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Put the fit's hero forecast on record before the hero trains: forecast.json (a later freeze is
@@ -113,10 +112,9 @@ def show(
 
     ladder forecast show ladder-runs/default --json
     """
+    from ladder import layout
     from ladder.errors import StateError
     from ladder.forecast.frozen import show_rows
-
-    from ladder import layout
 
     if not layout.StudyDir(Path(study_dir)).plan.is_file():
         raise StateError(f"no study at {study_dir} (no {layout.StudyDir(Path(study_dir)).plan.name}): give a study "
@@ -146,11 +144,11 @@ def show(
 @app.command("score")
 def score(
     study_dir: Path = typer.Argument(..., help="A study directory with frozen forecasts."),
-    loss: Optional[float] = typer.Option(None, "--loss", help="The final eval loss of a hero trained elsewhere "
+    loss: float | None = typer.Option(None, "--loss", help="The final eval loss of a hero trained elsewhere "
                                          "(at the frozen hero's size)."),
-    curve: Optional[Path] = typer.Option(None, "--curve", help="The hero's loss curve: CSV, JSON lines or parquet "
+    curve: Path | None = typer.Option(None, "--curve", help="The hero's loss curve: CSV, JSON lines or parquet "
                                          "with tokens (or step) and eval_loss (or loss) columns."),
-    run: Optional[str] = typer.Option(None, "--run", help="The hero run to score against (default: the last one "
+    run: str | None = typer.Option(None, "--run", help="The hero run to score against (default: the last one "
                                       "`ladder hero` planned)."),
     as_json: bool = JSON_OPT,
 ) -> None:

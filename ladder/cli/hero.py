@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -15,11 +14,11 @@ from ladder.console import human_seconds, out, print_json, sci
 
 def hero(
     study_dir: Path = typer.Argument(..., help="A collected and fitted study directory (holds fit.json)."),
-    params: Optional[str] = typer.Option(None, "--params", help="Train the hero at this size instead, e.g. 800K "
+    params: str | None = typer.Option(None, "--params", help="Train the hero at this size instead, e.g. 800K "
                                          "(in the study's param_count convention)."),
-    tokens: Optional[str] = typer.Option(None, "--tokens", help="Train the hero on this many tokens instead, e.g. "
+    tokens: str | None = typer.Option(None, "--tokens", help="Train the hero on this many tokens instead, e.g. "
                                          "16M (default with --params: the study's tokens_per_param)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Plan a replicate of the hero with this seed (its "
+    seed: int | None = typer.Option(None, "--seed", help="Plan a replicate of the hero with this seed (its "
                                        "initialisation and data order; the same run otherwise): `ladder forecast "
                                        "score` then scores the forecast against the replicates' mean too."),
     dry_run: bool = flag("dry-run", "Show the hero run, write nothing."),

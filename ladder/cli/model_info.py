@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 from rich.table import Table
 
@@ -15,16 +13,16 @@ app = typer.Typer(help="Parameter and FLOP accounting of Llama shapes.", no_args
 
 @app.command("info")
 def model_info(
-    d_model: Optional[int] = typer.Option(None, "--d-model", help="Hidden size."),
-    n_layers: Optional[int] = typer.Option(None, "--n-layers", help="Number of layers."),
-    n_heads: Optional[int] = typer.Option(None, "--n-heads", help="Query heads (default d_model / head_dim)."),
-    n_kv_heads: Optional[int] = typer.Option(None, "--n-kv-heads", help="KV heads (default n_heads / kv_ratio)."),
-    head_dim: Optional[int] = typer.Option(None, "--head-dim", help="Head dimension (default d_model / n_heads or 64)."),
-    ffn_dim: Optional[int] = typer.Option(None, "--ffn-dim", help="SwiGLU width (default 8/3 d_model, rounded)."),
+    d_model: int | None = typer.Option(None, "--d-model", help="Hidden size."),
+    n_layers: int | None = typer.Option(None, "--n-layers", help="Number of layers."),
+    n_heads: int | None = typer.Option(None, "--n-heads", help="Query heads (default d_model / head_dim)."),
+    n_kv_heads: int | None = typer.Option(None, "--n-kv-heads", help="KV heads (default n_heads / kv_ratio)."),
+    head_dim: int | None = typer.Option(None, "--head-dim", help="Head dimension (default d_model / n_heads or 64)."),
+    ffn_dim: int | None = typer.Option(None, "--ffn-dim", help="SwiGLU width (default 8/3 d_model, rounded)."),
     vocab_size: int = typer.Option(49152, "--vocab-size", help="Vocabulary size (rows of the embedding)."),
     tied: bool = typer.Option(True, "--tied/--untied", help="Tie the LM head to the input embedding."),
     seq_len: int = typer.Option(2048, "--seq-len", help="Context length for the attention FLOPs."),
-    params: Optional[str] = typer.Option(
+    params: str | None = typer.Option(
         None, "--params", help="Instead of a shape: a target size such as 135M, sized at --aspect-ratio."
     ),
     convention: str = typer.Option("total", "--convention", help="total | non_embedding, for --params."),

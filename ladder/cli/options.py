@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -47,7 +47,7 @@ def count(text: str, option: str, what: str = "a positive count such as 64M") ->
     return int(value)
 
 
-def executor_spec(study: StudySpec, kind: Optional[str], overrides: dict) -> ExecutorSpec:
+def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> ExecutorSpec:
     """The study's executor section with the command line's options laid over it (an option left out, None,
     keeps the study's value), validated."""
     from pydantic import ValidationError
@@ -69,7 +69,7 @@ def executor_spec(study: StudySpec, kind: Optional[str], overrides: dict) -> Exe
         raise SpecError(f"executor.{field} = {first.get('input')!r}: {first['msg']}") from None
 
 
-def parse_gpus(gpus: Optional[str]) -> Optional[list[int]]:
+def parse_gpus(gpus: str | None) -> list[int] | None:
     if gpus is None:
         return None
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich import box
@@ -25,11 +24,11 @@ def _mib(n_bytes: float | None) -> str:
 
 def plan(
     study: str = typer.Argument(..., help="A study YAML file or a built-in study name (see `ladder studies list`)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
     dry_run: bool = flag("dry-run", "Print the plan, write nothing."),
     suggest: bool = flag("suggest", "Of a fitted STUDY directory: the one or two runs that would shrink the hero's "
                          "interval most per FLOP."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="With --suggest: the most exact FLOPs the "
+    budget: str | None = typer.Option(None, "--budget", help="With --suggest: the most exact FLOPs the "
                                          "suggested runs may cost together, e.g. 1e14."),
     add: bool = flag("add", "With --suggest: add them to the study (ladder.extra_runs) and plan them."),
     as_json: bool = JSON_OPT,

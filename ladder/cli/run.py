@@ -6,7 +6,6 @@ import contextlib
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -53,10 +52,10 @@ def _ctrl_c() -> Iterator[_Pressed]:
 
 def run_cmd(
     study: str = typer.Argument("default", help="A study YAML file or built-in name (default: `default`)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
-    executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
-    parallel: Optional[int] = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
+    executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
+    gpus: str | None = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1."),
     skip_sanity: bool = flag("skip-sanity", "Do not overfit a tiny set first."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -72,8 +71,7 @@ def run_cmd(
     """
     from ladder.errors import SpecError
     from ladder.pipeline import run_study
-    from ladder.plan.planner import default_study_dir
-    from ladder.plan.planner import expand
+    from ladder.plan.planner import default_study_dir, expand
     from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
     from ladder.studies import load_study
 

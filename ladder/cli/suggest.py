@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from rich.markup import escape
 from rich.table import Table
@@ -12,7 +11,7 @@ from ladder.console import err, out, print_json, sci
 from ladder.errors import SpecError
 
 
-def parse_budget(budget: Optional[str]) -> Optional[float]:
+def parse_budget(budget: str | None) -> float | None:
     """``--budget`` as exact FLOPs (``1e14``, ``300T``)."""
     if budget is None:
         return None
@@ -41,7 +40,7 @@ def _entry_text(entry: dict) -> str:
     return ", ".join(parts)
 
 
-def print_suggestion(study: str, budget: Optional[str], add: bool, dry_run: bool, as_json: bool) -> None:
+def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, as_json: bool) -> None:
     from ladder.forecast.next_runs import suggest
 
     path = Path(study)

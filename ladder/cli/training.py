@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -61,8 +60,8 @@ def _parse_sbatch(pairs: list[str]) -> dict:
 
 def train(
     run_dir: Path = typer.Argument(..., help="A run directory written by `ladder plan` (holds spec.json)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: torch's choice)."),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: cuda if available)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: torch's choice)."),
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: cuda if available)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Train one planned run in the foreground, preparing its data through the shared cache first.
@@ -105,23 +104,23 @@ def train(
 
 def submit(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
-    executor: Optional[str] = typer.Option(None, "--executor", help=EXECUTOR_HELP),
-    run: Optional[list[str]] = typer.Option(None, "--run", help="Only this run id (repeatable)."),
+    executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
+    run: list[str] | None = typer.Option(None, "--run", help="Only this run id (repeatable)."),
     retry_failed: bool = flag("retry-failed", "Also resubmit failed and corrupt runs."),
-    partition: Optional[str] = typer.Option(None, help="SLURM partition."),
-    account: Optional[str] = typer.Option(None, help="SLURM account."),
-    qos: Optional[str] = typer.Option(None, help="SLURM QOS."),
-    time_min: Optional[int] = typer.Option(None, "--time-min", help="SLURM time limit per job, minutes."),
-    gpus_per_task: Optional[int] = typer.Option(None, "--gpus-per-task", help="SLURM GPUs per run."),
-    cpus_per_task: Optional[int] = typer.Option(None, "--cpus-per-task", help="SLURM CPUs per run."),
-    mem_gb: Optional[float] = typer.Option(None, "--mem-gb", help="SLURM memory per run, GB."),
-    constraint: Optional[str] = typer.Option(None, help="SLURM constraint."),
-    array_parallelism: Optional[int] = typer.Option(None, "--array-parallelism", help="SLURM array tasks at once."),
-    sbatch: Optional[list[str]] = typer.Option(None, "--sbatch", help="Extra sbatch option KEY=VALUE (repeatable)."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1 (none: CPU)."),
-    runs_per_gpu: Optional[int] = typer.Option(None, "--runs-per-gpu", help="Local: runs sharing one GPU."),
-    cpus_per_run: Optional[int] = typer.Option(None, "--cpus-per-run", help="Local: threads per run."),
-    parallel: Optional[int] = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
+    partition: str | None = typer.Option(None, help="SLURM partition."),
+    account: str | None = typer.Option(None, help="SLURM account."),
+    qos: str | None = typer.Option(None, help="SLURM QOS."),
+    time_min: int | None = typer.Option(None, "--time-min", help="SLURM time limit per job, minutes."),
+    gpus_per_task: int | None = typer.Option(None, "--gpus-per-task", help="SLURM GPUs per run."),
+    cpus_per_task: int | None = typer.Option(None, "--cpus-per-task", help="SLURM CPUs per run."),
+    mem_gb: float | None = typer.Option(None, "--mem-gb", help="SLURM memory per run, GB."),
+    constraint: str | None = typer.Option(None, help="SLURM constraint."),
+    array_parallelism: int | None = typer.Option(None, "--array-parallelism", help="SLURM array tasks at once."),
+    sbatch: list[str] | None = typer.Option(None, "--sbatch", help="Extra sbatch option KEY=VALUE (repeatable)."),
+    gpus: str | None = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1 (none: CPU)."),
+    runs_per_gpu: int | None = typer.Option(None, "--runs-per-gpu", help="Local: runs sharing one GPU."),
+    cpus_per_run: int | None = typer.Option(None, "--cpus-per-run", help="Local: threads per run."),
+    parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Submit every unfinished run once: SLURM job arrays, local workers, or in-process debug.
@@ -163,7 +162,7 @@ def submit(
 
 def cancel(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
-    run: Optional[list[str]] = typer.Option(None, "--run", help="Only this run id (repeatable)."),
+    run: list[str] | None = typer.Option(None, "--run", help="Only this run id (repeatable)."),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Cancel queued and running jobs (all, or those given with --run).

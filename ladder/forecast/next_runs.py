@@ -111,8 +111,8 @@ def candidates(study: StudySpec, variant: str | None, hero_ratio: float | None) 
     lad = study.ladder
     var = None if variant in (None, "all") else variant
     out: list[Candidate] = []
-    seed = max([study.training.seed, *(study.ablations.seed or []), *((lad.replicates.seeds if lad.replicates
-                                                                         else []))]) + 1
+    seed = max([study.training.seed, *(study.ablations.seed or []), *(lad.replicates.seeds if lad.replicates
+                                                                         else [])]) + 1
     if lad.mode == "isoflop":
         from ladder.plan.rung_runs import rungs
 

@@ -16,8 +16,9 @@ import itertools
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import submitit
 import submitit.local.local as submitit_local

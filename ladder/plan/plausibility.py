@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ladder.errors import DataError, SpecError
 from ladder.model.config import RunSpec, format_count

@@ -7,7 +7,7 @@ local worker, a SLURM job) gets it from the job's entry point, which reads :data
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 ENV = "LADDER_FORCE_NAN_AT_STEP"
 

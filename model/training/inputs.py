@@ -5,9 +5,10 @@ benchmarks), the :class:`TrainData` a caller injects, and how a batch of windows
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import torch

@@ -61,8 +61,9 @@ import shutil
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

@@ -21,7 +21,7 @@ state loads into a freshly built optimizer).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 

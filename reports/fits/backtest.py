@@ -25,7 +25,7 @@ every section of a report.
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from scipy import stats

@@ -90,10 +90,10 @@ class Section:
     blocks: list[Any] = field(default_factory=list)
     number: int = 0
 
-    def add(self, *blocks: Any) -> "Section":
+    def add(self, *blocks: Any) -> Section:
         self.blocks.extend(b for b in blocks if b is not None)
         return self
 
-    def missing(self, text: str) -> "Section":
+    def missing(self, text: str) -> Section:
         self.blocks.append(Para(text, "missing"))
         return self

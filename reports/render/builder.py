@@ -9,7 +9,8 @@ has nothing to say and is left out.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -31,7 +32,7 @@ from ladder.reports.render.sections import (
 )
 from ladder.reports.render.study import StudyData, mapping, status_counts, unavailable
 
-ORDER: tuple[Callable[["Builder"], Section | None], ...] = (
+ORDER: tuple[Callable[[Builder], Section | None], ...] = (
     forecast.forecast_vs_actual, headline.headline, runs.ladder, runs.curves, scaling.scaling, rollout.rollout,
     in_context.in_context, scaling.isoflop, hparams.hparams, ablations.tied, ablations.depth, health.health,
     tasks.tasks, health.reproducibility,

@@ -4,8 +4,9 @@ the same count as the plan's totals and ``ladder fit``'s summary): exact counted
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ladder import layout
 from ladder.errors import StateError

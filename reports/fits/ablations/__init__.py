@@ -36,9 +36,9 @@ from ladder.reports.fits.ablations.depth_width import (
     DepthWidthResult,
     fit_depth_width,
 )
-from ladder.reports.fits.ablations.trend_forms import EffectData
 from ladder.reports.fits.ablations.tied import TieAblation, TieScale, fit_tie_ablation
 from ladder.reports.fits.ablations.trend import Trend, fit_trend
+from ladder.reports.fits.ablations.trend_forms import EffectData
 
 __all__ = [
     "AspectScale",

@@ -28,7 +28,7 @@ with less compute). Its interval pairs the gap's draws with the law's bootstrap 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

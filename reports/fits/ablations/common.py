@@ -4,7 +4,7 @@ tuned away), the seed-to-seed scatter its replicates show, and when two computes
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd

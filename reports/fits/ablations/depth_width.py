@@ -15,12 +15,12 @@ from scipy import stats
 from ladder.errors import FitError
 from ladder.layout import jsonable
 from ladder.reports.fits.ablations.common import COMPUTE_MATCH_TOL, best_config
+from ladder.reports.fits.ablations.trend import Trend, fit_trend
 from ladder.reports.fits.ablations.trend_forms import (
     EffectData,
     constant,
     log_linear,
 )
-from ladder.reports.fits.ablations.trend import Trend, fit_trend
 from ladder.reports.fits.ablations.variant_laws import fit_law, law_dict, slope
 from ladder.reports.fits.backtest import interval
 from ladder.reports.fits.engine import LawFit, Linear, fit

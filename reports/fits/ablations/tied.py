@@ -19,13 +19,13 @@ from ladder.reports.fits.ablations.common import (
     best_config,
     pooled_sd,
 )
+from ladder.reports.fits.ablations.trend import Trend, fit_trend
 from ladder.reports.fits.ablations.trend_forms import (
     EffectData,
     constant,
     log_linear,
     scaled_power,
 )
-from ladder.reports.fits.ablations.trend import Trend, fit_trend
 from ladder.reports.fits.ablations.variant_laws import (
     LawDifferenceForm,
     fit_law,

@@ -32,8 +32,8 @@ An *effect* is a log-space quantity measured at each rung against the rung's com
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 

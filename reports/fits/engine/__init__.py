@@ -8,8 +8,8 @@ analytic Jacobians; a multi-start global search (:mod:`.solve`); bootstrap refit
 used. numpy and scipy only.
 """
 
-from ladder.reports.fits.engine.law_forms import Bounded, Form, Linear, PowerSum, ScaledPower
 from ladder.reports.fits.engine.law_fit import LawFit
+from ladder.reports.fits.engine.law_forms import Bounded, Form, Linear, PowerSum, ScaledPower
 from ladder.reports.fits.engine.solve import HUBER_DELTA, fit
 
 __all__ = ["HUBER_DELTA", "Bounded", "Form", "LawFit", "Linear", "PowerSum", "ScaledPower", "fit"]

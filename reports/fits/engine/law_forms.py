@@ -19,8 +19,9 @@ bootstrap replicates are scored and refined together.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from itertools import product
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 

@@ -40,9 +40,9 @@ sweep), ``law`` (the power laws, step 5), ``laws`` (``fit_hparams``: the whole s
 
 from __future__ import annotations
 
-from ladder.reports.fits.hparams.optimum_law import OptimumLaw, fit_optimum_law
 from ladder.reports.fits.hparams.hparam_laws import HparamResult, HparamScale, fit_hparams
 from ladder.reports.fits.hparams.optimum import AxisOptimum
+from ladder.reports.fits.hparams.optimum_law import OptimumLaw, fit_optimum_law
 from ladder.reports.fits.hparams.rungs import Scale, group_scales
 from ladder.reports.fits.hparams.sweep import (
     SweepFit,

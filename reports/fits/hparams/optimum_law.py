@@ -19,8 +19,8 @@ law: ``single`` holds that rung's optimum, which the recommendation transfers to
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 

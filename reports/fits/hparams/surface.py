@@ -5,8 +5,8 @@ objective), its vertex and profile, the noise behind its intervals and the repli
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd

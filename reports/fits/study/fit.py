@@ -47,9 +47,10 @@ Decisions (also listed in ``meta.decisions`` of every result):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 

@@ -11,8 +11,8 @@ import pandas as pd
 
 from ladder.layout import jsonable
 from ladder.reports.fits import recommend as rec
-from ladder.reports.fits.study import fit_json
 from ladder.reports.fits.loss import Forecast
+from ladder.reports.fits.study import fit_json
 
 
 @dataclass

@@ -5,7 +5,7 @@ the hero lies beyond what the rollout demonstrated."""
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 from ladder.errors import FitError
 from ladder.layout import jsonable

@@ -4,8 +4,9 @@ law-variant of every run, and the tuned configuration of each rung that the loss
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -25,8 +25,8 @@ from ladder.reports.fits.tasks.columns import (
     task_columns,
     task_frame,
 )
-from ladder.reports.fits.tasks.task_hero import HeroForecast, forecast_hero
 from ladder.reports.fits.tasks.intervals import dof_factor, quantiles, stretch
+from ladder.reports.fits.tasks.task_hero import HeroForecast, forecast_hero
 from ladder.reports.fits.tasks.task_loss import (
     COMPUTE_FORMS,
     CURVE_POINTS,

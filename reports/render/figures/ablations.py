@@ -6,7 +6,8 @@ across scale with their trend band and the hero)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import FigureBase

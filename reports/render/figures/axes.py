@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib import ticker

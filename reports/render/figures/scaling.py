@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import FigureBase
@@ -180,7 +181,7 @@ def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any
             continue
         lo = [num(((b.get("ci90") or {}).get(key) or [None, None])[0]) for b in budgets]
         hi = [num(((b.get("ci90") or {}).get(key) or [None, None])[1]) for b in budgets]
-        yerr = np.array([[max(0, y - l) if ok(l) else 0 for y, l in zip(ys, lo)],
+        yerr = np.array([[max(0, y - low) if ok(low) else 0 for y, low in zip(ys, lo)],
                          [max(0, h - y) if ok(h) else 0 for y, h in zip(ys, hi)]])
         ax_r.errorbar(xs[good], ys[good], yerr=yerr[:, good], fmt=marker, color=color, markersize=5, capsize=3,
                       label=name)

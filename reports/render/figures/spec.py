@@ -7,8 +7,8 @@ from __future__ import annotations
 import html
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure, FigureBase

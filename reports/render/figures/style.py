@@ -9,7 +9,8 @@ read ``$...$`` in them as mathtext, and a legend label starting with ``_`` would
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from matplotlib.lines import Line2D
 

@@ -4,7 +4,8 @@ power laws of the per-rung optimum (``trend`` dicts of ``fit.json``) extrapolate
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import FigureBase

@@ -3,7 +3,7 @@ per ladder (:mod:`ladder.reports.fits.loss.track_record`), with the hero's dista
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import FigureBase
 

@@ -4,7 +4,8 @@ by the helpers below (``fmt_gap``, ``fmt_mult``), so that the report and fit.jso
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.ablations import (

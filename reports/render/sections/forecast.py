@@ -4,7 +4,8 @@ section, and the headline calls its forecast a projection."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.fmt import ABSENT, fmt_g, fmt_int, fmt_loss, fmt_pct, fmt_point, ok

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ladder.reports.render.blocks import Bullets, Headline, Para, Pre, Section, Tile
 from ladder.reports.fits.recommend import tied_uncertainty
+from ladder.reports.render.blocks import Bullets, Headline, Para, Pre, Section, Tile
 from ladder.reports.render.cost import ladder_cost
 from ladder.reports.render.fmt import (
     ABSENT,

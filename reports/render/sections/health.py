@@ -4,7 +4,8 @@ study spec)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pandas as pd
 

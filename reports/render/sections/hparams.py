@@ -3,7 +3,8 @@ values at the hero, every number as fit.json holds it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ladder.reports.render.blocks import KV, Bullets, Para, Section, Table
 from ladder.reports.render.figures.sweeps import draw_trends

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.fits.loss import track_record
+from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.rollout import draw_rollout
 from ladder.reports.render.figures.track_record import draw_track_record
 from ladder.reports.render.fmt import (

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ladder.reports.render.blocks import KV, Bullets, Para, Section, Table
 from ladder.reports.render.figures.scaling import draw_isoflop, draw_scaling

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ladder.reports.render.blocks import Bullets, Para, Section, Table
 from ladder.reports.render.figures.tasks import draw_task

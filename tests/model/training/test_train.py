@@ -22,8 +22,8 @@ from ladder.model.config import (
     ScheduleConfig,
 )
 from ladder.model.shape import ModelShape
-from ladder.model.training.inputs import ArrayWindows, TrainData
 from ladder.model.training.faults import from_environment, nan_at_step
+from ladder.model.training.inputs import ArrayWindows, TrainData
 from ladder.model.training.loop import train
 
 SEQ = 32

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ladder.reports.fits.ablations.trend_forms import EffectData, constant, log_linear
 from ladder.reports.fits.ablations.trend import _paired
+from ladder.reports.fits.ablations.trend_forms import EffectData, constant, log_linear
 from ladder.reports.fits.backtest import (
     LEVEL,
     calibrate,
