@@ -36,16 +36,27 @@ def run(reps: int, n_boot: int) -> dict:
     t0 = time.perf_counter()
     results = map_reps(_constant_gap_call, [(s, n_boot) for s in range(reps)])
     flips = [r.crossover["message"] for r in results if r.crossover["status"] in ("within_range", "beyond_range")]
-    certain_untied = [r.hero["message"] for r in results
-                      if r.hero["winner"] == "untied" and r.hero["call"] == "certain"]
+    certain_untied = [
+        r.hero["message"] for r in results if r.hero["winner"] == "untied" and r.hero["call"] == "certain"
+    ]
     tied = sum(r.hero["winner"] == "tied" for r in results)
     calls = {}
     for r in results:
         calls[r.hero["call"]] = calls.get(r.hero["call"], 0) + 1
     ok = not flips and not certain_untied and tied >= TIED_SHARE * reps
-    return {"check": "constant-gap", "reps": reps, "n_boot": n_boot, "ok": ok, "flips_stated": len(flips),
-            "certain_untied": len(certain_untied), "tied_hero_winner": tied, "tied_needed": TIED_SHARE * reps,
-            "hero_calls": calls, "flip_messages": flips[:5], "s": time.perf_counter() - t0}
+    return {
+        "check": "constant-gap",
+        "reps": reps,
+        "n_boot": n_boot,
+        "ok": ok,
+        "flips_stated": len(flips),
+        "certain_untied": len(certain_untied),
+        "tied_hero_winner": tied,
+        "tied_needed": TIED_SHARE * reps,
+        "hero_calls": calls,
+        "flip_messages": flips[:5],
+        "s": time.perf_counter() - t0,
+    }
 
 
 def main(argv=None) -> int:
@@ -58,10 +69,12 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"constant gap, {out['reps']} repetitions ({out['n_boot']} bootstrap refits): "
-              f"{out['flips_stated']} flips stated, {out['certain_untied']} certain untied calls, "
-              f"tied the hero's winner in {out['tied_hero_winner']} (>= {out['tied_needed']:g} needed), "
-              f"calls {out['hero_calls']}; {'ok' if out['ok'] else 'FAILED'} in {out['s']:.0f}s")
+        print(
+            f"constant gap, {out['reps']} repetitions ({out['n_boot']} bootstrap refits): "
+            f"{out['flips_stated']} flips stated, {out['certain_untied']} certain untied calls, "
+            f"tied the hero's winner in {out['tied_hero_winner']} (>= {out['tied_needed']:g} needed), "
+            f"calls {out['hero_calls']}; {'ok' if out['ok'] else 'FAILED'} in {out['s']:.0f}s"
+        )
     return 0 if out["ok"] else 1
 
 

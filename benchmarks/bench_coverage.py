@@ -70,9 +70,16 @@ def run(name, reps, seed=0):
         widths.append(p.half_width_pct)
         factors.append(fc.factor)
     e = np.array(errs)
-    return {"scenario": name, "reps": reps, "coverage": hits / reps, "rms_err_pct": float(np.sqrt((e**2).mean())),
-            "bias_pct": float(e.mean()), "median_half_width_pct": float(np.median(widths)),
-            "widened": float(np.mean(np.array(factors) > 1)), "s_per_rep": (time.perf_counter() - t0) / reps}
+    return {
+        "scenario": name,
+        "reps": reps,
+        "coverage": hits / reps,
+        "rms_err_pct": float(np.sqrt((e**2).mean())),
+        "bias_pct": float(e.mean()),
+        "median_half_width_pct": float(np.median(widths)),
+        "widened": float(np.mean(np.array(factors) > 1)),
+        "s_per_rep": (time.perf_counter() - t0) / reps,
+    }
 
 
 def main(argv=None):
@@ -86,11 +93,15 @@ def main(argv=None):
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    print(f"{'scenario':14} {'reps':>5} {'coverage':>9} {'rms err %':>10} {'bias %':>7} {'half-width %':>13} "
-          f"{'widened':>8} {'s/rep':>6}")
+    print(
+        f"{'scenario':14} {'reps':>5} {'coverage':>9} {'rms err %':>10} {'bias %':>7} {'half-width %':>13} "
+        f"{'widened':>8} {'s/rep':>6}"
+    )
     for o in out:
-        print(f"{o['scenario']:14} {o['reps']:5d} {o['coverage']:9.3f} {o['rms_err_pct']:10.2f} {o['bias_pct']:7.2f} "
-              f"{o['median_half_width_pct']:13.2f} {o['widened']:8.2f} {o['s_per_rep']:6.2f}")
+        print(
+            f"{o['scenario']:14} {o['reps']:5d} {o['coverage']:9.3f} {o['rms_err_pct']:10.2f} {o['bias_pct']:7.2f} "
+            f"{o['median_half_width_pct']:13.2f} {o['widened']:8.2f} {o['s_per_rep']:6.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,10 @@ from readme_table import update_section  # noqa: E402 (the script's folder is on
 
 README = Path(__file__).with_name("README.md")
 HEADING = "## Scaling-law fit speed"
-HEADER = ("| date | machine | runs | forms | bootstrap | rollout fits | total (s) | CPU (s) | load | hero err % |\n"
-          "|---|---|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| date | machine | runs | forms | bootstrap | rollout fits | total (s) | CPU (s) | load | hero err % |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def synthetic(n_sizes: int = 50, mults=(5, 10, 20, 40, 80), noise: float = 0.015, seed: int = 0):
@@ -59,9 +61,18 @@ def speed(n_boot: int) -> dict:
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     truth = E + A * hero[0] ** -ALPHA + B * hero[1] ** -BETA
     fits = sum(len(p["fitted"]) for p in fc.rollout.prefixes)
-    return {"runs": len(data), "forms": list(fc.laws), "n_boot": n_boot, "rollout_fits": fits, "wall_s": wall,
-            "cpu_s": cpu, "load": load, "hero_err_pct": 100 * (fc.points[0].loss - truth) / truth,
-            "weights": fc.weights, "pass": wall < 30}
+    return {
+        "runs": len(data),
+        "forms": list(fc.laws),
+        "n_boot": n_boot,
+        "rollout_fits": fits,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "load": load,
+        "hero_err_pct": 100 * (fc.points[0].loss - truth) / truth,
+        "weights": fc.weights,
+        "pass": wall < 30,
+    }
 
 
 def read_epoch(path: Path) -> pd.DataFrame:
@@ -73,8 +84,10 @@ def read_epoch(path: Path) -> pd.DataFrame:
         names = {k: k for k in names}
     missing = [v for v in names.values() if v not in raw.columns]
     if missing:
-        raise SystemExit(f"{path}: no column(s) {', '.join(missing)} (Epoch's 'Model Size', 'Training FLOP', "
-                         "'loss', or params, flops, loss)")
+        raise SystemExit(
+            f"{path}: no column(s) {', '.join(missing)} (Epoch's 'Model Size', 'Training FLOP', "
+            "'loss', or params, flops, loss)"
+        )
     df = pd.DataFrame({k: raw[v].astype(float) for k, v in names.items()}).dropna()
     df["tokens"] = df["flops"] / (6 * df["params"])
     return df
@@ -88,20 +101,34 @@ def epoch(path: Path, n_boot: int) -> dict:
     low, high = df[df["flops"] < 1e20], df[df["flops"] >= 1e20]
     data = LossData(low["params"], low["tokens"], low["loss"], [str(i) for i in low.index])
     i = high["params"].idxmax()
-    fc = forecast_loss(data, float(high.loc[i, "params"]), float(high.loc[i, "tokens"]),
-                       predict=list(zip(high["params"], high["tokens"])), n_boot=n_boot)
+    fc = forecast_loss(
+        data,
+        float(high.loc[i, "params"]),
+        float(high.loc[i, "tokens"]),
+        predict=list(zip(high["params"], high["tokens"])),
+        n_boot=n_boot,
+    )
     points = fc.points[1:]
     err = np.array([100 * (p.loss - a) / a for p, a in zip(points, high["loss"]) if p.loss is not None])
     inside = np.mean([p.lo <= a <= p.hi for p, a in zip(points, high["loss"]) if p.loss is not None])
-    return {"full_data": law.params, "full_data_ci90": law.intervals(),
-            "epoch": {"E": E, "A": A, "B": B, "alpha": ALPHA, "beta": BETA},
-            "held_out": {"n_fit": len(low), "n_forecast": len(err), "mean_abs_err_pct": float(np.mean(np.abs(err))),
-                         "mean_err_pct": float(np.mean(err)), "max_abs_err_pct": float(np.max(np.abs(err))),
-                         "coverage": float(inside), "median_half_width_pct": float(np.median(
-                             [p.half_width_pct for p in points if p.loss is not None])),
-                         "largest_params_x": float(high["params"].max() / low["params"].max()),
-                         "largest_compute_x": float(high["flops"].max() / low["flops"].max()),
-                         "weights": fc.weights, "reach": fc.reach}}
+    return {
+        "full_data": law.params,
+        "full_data_ci90": law.intervals(),
+        "epoch": {"E": E, "A": A, "B": B, "alpha": ALPHA, "beta": BETA},
+        "held_out": {
+            "n_fit": len(low),
+            "n_forecast": len(err),
+            "mean_abs_err_pct": float(np.mean(np.abs(err))),
+            "mean_err_pct": float(np.mean(err)),
+            "max_abs_err_pct": float(np.max(np.abs(err))),
+            "coverage": float(inside),
+            "median_half_width_pct": float(np.median([p.half_width_pct for p in points if p.loss is not None])),
+            "largest_params_x": float(high["params"].max() / low["params"].max()),
+            "largest_compute_x": float(high["flops"].max() / low["flops"].max()),
+            "weights": fc.weights,
+            "reach": fc.reach,
+        },
+    }
 
 
 INTRO = (
@@ -132,14 +159,18 @@ def main() -> None:
         print(json.dumps(out, indent=2, default=float))
     else:
         s = out["speed"]
-        print(f"{s['runs']} runs, forms {', '.join(s['forms'])}, {s['n_boot']} bootstrap refits each, "
-              f"{s['rollout_fits']} rollout fits: {s['wall_s']:.1f} s wall ({s['cpu_s']:.1f} s CPU), load "
-              f"{s['load']:.1f}; hero error {s['hero_err_pct']:+.2f}%  {'PASS' if s['pass'] else 'FAIL'} (< 30 s)")
+        print(
+            f"{s['runs']} runs, forms {', '.join(s['forms'])}, {s['n_boot']} bootstrap refits each, "
+            f"{s['rollout_fits']} rollout fits: {s['wall_s']:.1f} s wall ({s['cpu_s']:.1f} s CPU), load "
+            f"{s['load']:.1f}; hero error {s['hero_err_pct']:+.2f}%  {'PASS' if s['pass'] else 'FAIL'} (< 30 s)"
+        )
         print(json.dumps(out["epoch"], indent=2, default=float))
     s = out["speed"]
-    row = (f"| {dt.date.today().isoformat()} | {platform.machine()} x{os.cpu_count()} | {s['runs']} | {len(s['forms'])} | "
-           f"{s['n_boot']} | {s['rollout_fits']} | {s['wall_s']:.1f} | {s['cpu_s']:.1f} | {s['load']:.1f} | "
-           f"{s['hero_err_pct']:+.2f} |")
+    row = (
+        f"| {dt.date.today().isoformat()} | {platform.machine()} x{os.cpu_count()} | {s['runs']} | {len(s['forms'])} | "
+        f"{s['n_boot']} | {s['rollout_fits']} | {s['wall_s']:.1f} | {s['cpu_s']:.1f} | {s['load']:.1f} | "
+        f"{s['hero_err_pct']:+.2f} |"
+    )
     if not args.no_readme:
         update_readme(row)
 

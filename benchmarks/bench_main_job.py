@@ -40,10 +40,18 @@ def idle_sample(seconds: float = 3.0) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=None, help="study folder (default: a temporary one, removed)")
-    p.add_argument("--compile", choices=("auto", "true", "false"), default=None,
-                   help="the study's training.compile (default: as the study says; versions before it: leave unset)")
-    p.add_argument("--inductor-cache", type=Path, default=None,
-                   help="compiled kernels' folder (TORCHINDUCTOR_CACHE_DIR): an empty one times a cold compile")
+    p.add_argument(
+        "--compile",
+        choices=("auto", "true", "false"),
+        default=None,
+        help="the study's training.compile (default: as the study says; versions before it: leave unset)",
+    )
+    p.add_argument(
+        "--inductor-cache",
+        type=Path,
+        default=None,
+        help="compiled kernels' folder (TORCHINDUCTOR_CACHE_DIR): an empty one times a cold compile",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object only")
     a = p.parse_args()
     if a.inductor_cache is not None:
@@ -104,13 +112,17 @@ def main() -> None:
         print(json.dumps(report))
         return
     print(f"# ladder at {report['ladder']}; {report['cores']} cores; load before {load0[0]:.2f}, after {load1[0]:.2f}")
-    print(f"training stage: {stage:.1f} s for {done}/{len(runs)} runs done "
-          f"(sum of runs' train_time_s {report['sum_train_time_s']:.1f} s, wall_time_s {report['sum_wall_time_s']:.1f} s)")
+    print(
+        f"training stage: {stage:.1f} s for {done}/{len(runs)} runs done "
+        f"(sum of runs' train_time_s {report['sum_train_time_s']:.1f} s, wall_time_s {report['sum_wall_time_s']:.1f} s)"
+    )
     print("| run | status | steps | final train loss | final eval loss | train s | wall s | tok/s |")
     print("|---|---|---|---|---|---|---|---|")
     for rid, r in runs.items():
-        print(f"| {rid} | {r['status']} | {r['steps']} | {r['final_train_loss']} | {r['final_eval_loss']} | "
-              f"{r['train_time_s']} | {r['wall_time_s']} | {r['tokens_per_s'] and round(r['tokens_per_s'])} |")
+        print(
+            f"| {rid} | {r['status']} | {r['steps']} | {r['final_train_loss']} | {r['final_eval_loss']} | "
+            f"{r['train_time_s']} | {r['wall_time_s']} | {r['tokens_per_s'] and round(r['tokens_per_s'])} |"
+        )
     if not report["quiet"]:
         print(f"WARNING: THE MACHINE WAS BUSY: other processes used {before:.2f} cores in the 3 s before the stage and "
               f"{after:.2f} in the 3 s after it: NOT a figure", file=sys.stderr)  # fmt: skip

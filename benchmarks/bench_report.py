@@ -88,16 +88,20 @@ def main() -> None:
     n_runs = len(data.runs)
     n_figs = sum(isinstance(b, Fig) for s in sections for b in s.blocks)
     kb_html, kb_pdf = (out / R.HTML_NAME).stat().st_size / 1024, (out / R.PDF_NAME).stat().st_size / 1024
-    print(f"{n_runs} runs, {n_figs} figures, {pages} PDF pages: load + sections {t_build:.2f} s, HTML {t_html:.2f} s, "
-          f"PDF {t_pdf:.2f} s, total {total:.2f} s wall ({cpu:.2f} s CPU), load {load:.1f}; "
-          f"HTML {kb_html:.0f} KB, PDF {kb_pdf:.0f} KB")
+    print(
+        f"{n_runs} runs, {n_figs} figures, {pages} PDF pages: load + sections {t_build:.2f} s, HTML {t_html:.2f} s, "
+        f"PDF {t_pdf:.2f} s, total {total:.2f} s wall ({cpu:.2f} s CPU), load {load:.1f}; "
+        f"HTML {kb_html:.0f} KB, PDF {kb_pdf:.0f} KB"
+    )
     print("PASS" if total < 30 else "FAIL", "(target < 30 s)")
     if args.keep:
         print(f"report: {out / R.HTML_NAME}, {out / R.PDF_NAME}")
     if not args.no_readme:
         machine = f"{platform.machine()} x{os.cpu_count()}"
-        row = (f"| {dt.date.today().isoformat()} | {machine} | {n_runs} | {n_figs} | {pages} | {t_build:.2f} | "
-               f"{t_html:.2f} | {t_pdf:.2f} | {total:.2f} | {cpu:.2f} | {load:.1f} | {kb_html:.0f} | {kb_pdf:.0f} |")
+        row = (
+            f"| {dt.date.today().isoformat()} | {machine} | {n_runs} | {n_figs} | {pages} | {t_build:.2f} | "
+            f"{t_html:.2f} | {t_pdf:.2f} | {total:.2f} | {cpu:.2f} | {load:.1f} | {kb_html:.0f} | {kb_pdf:.0f} |"
+        )
         update_readme(row, "python benchmarks/bench_report.py")
         print(f"updated {README}")
     if tmp is not None:

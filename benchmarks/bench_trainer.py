@@ -219,8 +219,9 @@ def bench_hf(spec, steps: int, warmup: int, workdir: Path) -> float:
     return steps * S * seq / (ends[-1] - ends[warmup - 1])
 
 
-def _trial(which: str, spec_json: str, steps: int, warmup: int, threads: int,
-           compile_cache: str | None = None) -> tuple[float, float | None]:
+def _trial(
+    which: str, spec_json: str, steps: int, warmup: int, threads: int, compile_cache: str | None = None
+) -> tuple[float, float | None]:
     """One timed trial in a worker process of its own trainer (each trainer keeps its process for every trial, so
     that neither inherits the other's allocator or library state; ``compiled`` gets a fresh process per trial,
     with the rung's compile cache ``compile_cache``). Returns (tokens/s, ladder's seconds to the warm-up's end)."""
@@ -273,8 +274,9 @@ def aggregate(spec, n_runs: int, threads: int, steps: int, warmup: int, workdir:
     return float(sum(rates))
 
 
-def compile_figures(warm: dict[str, list[tuple[float, float]]], spec, warmup: int, fpt: int, peak: float,
-                    best: dict[str, float]) -> dict[str, Any]:
+def compile_figures(
+    warm: dict[str, list[tuple[float, float]]], spec, warmup: int, fpt: int, peak: float, best: dict[str, float]
+) -> dict[str, Any]:
     """The compiled trainer's figures: its best rate, ratios, and the compile time it paid cold (its first trial)
     and warm (the best later one) beyond the eager trainer's setup, with the steps that pay each back."""
     tokens = spec.sequences_per_batch * spec.data.seq_len
@@ -345,7 +347,7 @@ def main() -> None:
         cache = tempfile.mkdtemp(prefix="bench-inductor-") if a.compile else None
         try:
             for rep in range(a.repeats):
-                for which in (trainers if rep % 2 == 0 else trainers[::-1]):
+                for which in trainers if rep % 2 == 0 else trainers[::-1]:
                     peaks.append(measure_peak(a.threads))
                     args = (_trial, which, spec.model_dump_json(), a.steps, a.warmup, a.threads)
                     with LoadWatch() as w:

@@ -156,7 +156,9 @@ def check_model(name: str, cfg: dict[str, Any], root: Path, device: str, fast: d
     assert stopped["status"] == "stopped", stopped
     final = train(resumed, dataset=data, device=device, handle_signals=False)
     out["resume_bit_exact"] = losses(resumed) == curve and final["final_train_loss"] == result["final_train_loss"]
-    out["ok"] = bool(out["loss_falls"] and out["matches_fp32"] and (out["resume_bit_exact"] or not out["repeat_bit_exact"]))
+    out["ok"] = bool(
+        out["loss_falls"] and out["matches_fp32"] and (out["resume_bit_exact"] or not out["repeat_bit_exact"])
+    )
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
 
@@ -276,8 +278,13 @@ def main() -> int:
     if a.models:
         shapes = {k: v for k, v in shapes.items() if k in a.models.split(",")}
     fast = {"precision": "bf16", "compile": True} if device == "cuda" else {"precision": "fp32", "compile": False}
-    report: dict[str, Any] = {"device": device, "torch": torch.__version__, "transformers": transformers.__version__,
-                              "cuda": torch.version.cuda, "gpus": torch.cuda.device_count() if device == "cuda" else 0}
+    report: dict[str, Any] = {
+        "device": device,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "cuda": torch.version.cuda,
+        "gpus": torch.cuda.device_count() if device == "cuda" else 0,
+    }
     if device == "cuda":
         name = torch.cuda.get_device_name(0)
         report.update(device_name=name, bf16_dense_peak_flops=gpu_table_peak(name, "bf16") or

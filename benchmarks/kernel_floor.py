@@ -85,8 +85,12 @@ def main() -> None:
     p.add_argument("--sizes", default=None, help="comma-separated default-study sizes (default: every rung)")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--hf-from", type=Path, default=None,
-                   help="bench_trainer.py --json output: adds the HF and ladder step times and the bound")
+    p.add_argument(
+        "--hf-from",
+        type=Path,
+        default=None,
+        help="bench_trainer.py --json output: adds the HF and ladder step times and the bound",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object only")
     a = p.parse_args()
     torch.set_num_threads(1)
@@ -112,8 +116,11 @@ def main() -> None:
     for size, r in rows.items():
         cells = [r.get(k, "") for k in ("hf_step_ms", "ladder_step_ms", "ladder_rest_ms", "hf_rest_ms")]
         bound = f"{r['best_ratio']:.2f}x" if "best_ratio" in r else ""
-        print(f"| {size} | {r['attention']:.1f} | {r['matmuls']:.1f} | {r['floor']:.1f} | "
-              + " | ".join(str(c) for c in cells) + f" | {bound} | {r.get('rest_for_target_ms', '')} |")
+        print(
+            f"| {size} | {r['attention']:.1f} | {r['matmuls']:.1f} | {r['floor']:.1f} | "
+            + " | ".join(str(c) for c in cells)
+            + f" | {bound} | {r.get('rest_for_target_ms', '')} |"
+        )
 
 
 if __name__ == "__main__":

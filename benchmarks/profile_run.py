@@ -193,7 +193,9 @@ def main() -> None:
     print(f"# {a.study} {size} {'tied' if tied else 'untied'} ({spec.run_id}): {spec.steps} steps of "
           f"{spec.sequences_per_batch} x {spec.data.seq_len} tokens, micro-batch {spec.micro_batch_size}, "
           f"{a.threads} thread(s); load {load0:.2f} -> {load1:.2f}")  # fmt: skip
-    print(f"# wall {wall:.2f} s, {result.get('tokens_per_s') or 0:,.0f} tok/s in steps, MFU {result.get('mfu') or 0:.3f}")
+    print(
+        f"# wall {wall:.2f} s, {result.get('tokens_per_s') or 0:,.0f} tok/s in steps, MFU {result.get('mfu') or 0:.3f}"
+    )
     print("| phase | seconds | share | calls |")
     print("|---|---|---|---|")
     for k in PHASES:

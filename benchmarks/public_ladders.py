@@ -74,8 +74,14 @@ class Split:
 
 
 def _frame(params, tokens, loss, **extra) -> pd.DataFrame:
-    df = pd.DataFrame({"params": np.asarray(params, float), "tokens": np.asarray(tokens, float),
-                       "loss": np.asarray(loss, float), **extra})
+    df = pd.DataFrame(
+        {
+            "params": np.asarray(params, float),
+            "tokens": np.asarray(tokens, float),
+            "loss": np.asarray(loss, float),
+            **extra,
+        }
+    )
     df = df[np.isfinite(df[["params", "tokens", "loss"]]).all(axis=1) & (df["loss"] > 0)].copy()
     df["flops"] = 6.0 * df["params"] * df["tokens"]
     return df.reset_index(drop=True)
@@ -88,30 +94,52 @@ def load(data: Path) -> list[Ladder]:
     if f.is_file():
         df = pd.read_csv(f)
         for fam, g in df[df["decay"] == "chinchilla"].groupby("family"):
-            out.append(Ladder(f"porian/{fam}", "isoflop", _frame(g["params"], g["tokens"], g["loss"],
-                                                                  budget=g["flops"].to_numpy(float)),
-                              "Porian et al. 2024 (MIT)"))
+            out.append(
+                Ladder(
+                    f"porian/{fam}",
+                    "isoflop",
+                    _frame(g["params"], g["tokens"], g["loss"], budget=g["flops"].to_numpy(float)),
+                    "Porian et al. 2024 (MIT)",
+                )
+            )
     f = data / "xlstm_beck2025" / "runs.csv"
     if f.is_file():
         df = pd.read_csv(f)
         for fam, g in df.groupby("family"):
             budget = g.groupby("isoflop_group")["flops_6ND"].transform("median")
-            out.append(Ladder(f"xlstm/{fam}", "isoflop", _frame(g["params"], g["tokens"], g["loss"],
-                                                                budget=budget.to_numpy(float)),
-                              "Beck et al. 2025 (no licence: benchmark only)"))
+            out.append(
+                Ladder(
+                    f"xlstm/{fam}",
+                    "isoflop",
+                    _frame(g["params"], g["tokens"], g["loss"], budget=budget.to_numpy(float)),
+                    "Beck et al. 2025 (no licence: benchmark only)",
+                )
+            )
     f = data / "misfitting_li2025" / "runs_best_lr.csv"
     if f.is_file():
         df = pd.read_csv(f)
         for fam, g in df.groupby("family"):
-            out.append(Ladder(f"li2025/{fam}", "sizes", _frame(g["params"], g["tokens"], g["loss"]),
-                              "Li et al. 2025 (no licence: benchmark only)"))
+            out.append(
+                Ladder(
+                    f"li2025/{fam}",
+                    "sizes",
+                    _frame(g["params"], g["tokens"], g["loss"]),
+                    "Li et al. 2025 (no licence: benchmark only)",
+                )
+            )
     f = data / "epoch_chinchilla" / "svg_extracted_data.csv"
     if f.is_file():
         raw = pd.read_csv(f)
         df = raw.sort_values("loss").iloc[:-5]  # Epoch drops the 5 highest-loss points
         n, c = df["Model Size"].to_numpy(float), df["Training FLOP"].to_numpy(float)
-        out.append(Ladder("epoch/chinchilla", "epoch", _frame(n, c / (6 * n), df["loss"]),
-                          "Hoffmann et al. 2022 via Epoch AI (no licence: benchmark only)"))
+        out.append(
+            Ladder(
+                "epoch/chinchilla",
+                "epoch",
+                _frame(n, c / (6 * n), df["loss"]),
+                "Hoffmann et al. 2022 via Epoch AI (no licence: benchmark only)",
+            )
+        )
     return out
 
 
@@ -146,11 +174,21 @@ def _rows(split: Split, loss, lo, hi) -> list[dict]:
     for (_, r), p, a, b in zip(t.iterrows(), loss, lo, hi):
         if p is None or not np.isfinite(p):
             continue
-        rows.append({"params": float(r["params"]), "tokens": float(r["tokens"]), "actual": float(r["loss"]),
-                     "forecast": float(p), "lo": float(a), "hi": float(b),
-                     "err_pct": 100.0 * (p - r["loss"]) / r["loss"], "inside": bool(a <= r["loss"] <= b),
-                     "half_width_pct": 100.0 * (b - a) / 2.0 / p,
-                     "compute_x": float(r["flops"] / cmax), "params_x": float(r["params"] / nmax)})
+        rows.append(
+            {
+                "params": float(r["params"]),
+                "tokens": float(r["tokens"]),
+                "actual": float(r["loss"]),
+                "forecast": float(p),
+                "lo": float(a),
+                "hi": float(b),
+                "err_pct": 100.0 * (p - r["loss"]) / r["loss"],
+                "inside": bool(a <= r["loss"] <= b),
+                "half_width_pct": 100.0 * (b - a) / 2.0 / p,
+                "compute_x": float(r["flops"] / cmax),
+                "params_x": float(r["params"] / nmax),
+            }
+        )
     return rows
 
 
@@ -172,8 +210,13 @@ def engine_forecast(split: Split, n_boot: int, seed: int = 0) -> tuple[list[dict
         r["beyond_reach"] = bool(by[i].beyond_reach)
         r["beyond_tested"] = bool(by[i].beyond_tested)
         r["distance_x"] = by[i].distance.get("distance_x")
-    return rows, {"weights": fc.weights, "calibration_factor": fc.factor, "drift": fc.drift,
-                  "far_error": fc.far_error, "reach": fc.reach}
+    return rows, {
+        "weights": fc.weights,
+        "calibration_factor": fc.factor,
+        "drift": fc.drift,
+        "far_error": fc.far_error,
+        "reach": fc.reach,
+    }
 
 
 def baseline_forecast(split: Split, n_boot: int, seed: int = 0) -> list[dict]:
@@ -196,20 +239,38 @@ def summarize(rows: list[dict], key: str = "compute_x", bands=COMPUTE_BANDS, far
     out = []
     for label, rs in groups:
         if not rs:
-            out.append({"band": label, "n": 0, "median_abs_err_pct": None, "worst_abs_err_pct": None,
-                        "mean_err_pct": None, "coverage": None, "median_half_width_pct": None})
+            out.append(
+                {
+                    "band": label,
+                    "n": 0,
+                    "median_abs_err_pct": None,
+                    "worst_abs_err_pct": None,
+                    "mean_err_pct": None,
+                    "coverage": None,
+                    "median_half_width_pct": None,
+                }
+            )
             continue
         e = np.array([r["err_pct"] for r in rs])
-        out.append({"band": label, "n": len(rs), "median_abs_err_pct": float(np.median(np.abs(e))),
-                    "worst_abs_err_pct": float(np.max(np.abs(e))), "mean_err_pct": float(np.mean(e)),
-                    "coverage": float(np.mean([r["inside"] for r in rs])),
-                    "median_half_width_pct": float(np.median([r["half_width_pct"] for r in rs]))})
+        out.append(
+            {
+                "band": label,
+                "n": len(rs),
+                "median_abs_err_pct": float(np.median(np.abs(e))),
+                "worst_abs_err_pct": float(np.max(np.abs(e))),
+                "mean_err_pct": float(np.mean(e)),
+                "coverage": float(np.mean([r["inside"] for r in rs])),
+                "median_half_width_pct": float(np.median([r["half_width_pct"] for r in rs])),
+            }
+        )
     return out
 
 
 def _bands(rows: dict[str, list[dict]]) -> dict:
-    return {"bands": {k: summarize(v) for k, v in rows.items()},
-            "bands_params": {k: summarize(v, "params_x", PARAM_BANDS, far=False) for k, v in rows.items()}}
+    return {
+        "bands": {k: summarize(v) for k, v in rows.items()},
+        "bands_params": {k: summarize(v, "params_x", PARAM_BANDS, far=False) for k, v in rows.items()},
+    }
 
 
 def run(data: Path, n_boot: int, only: str | None = None, progress=None) -> dict:
@@ -231,12 +292,22 @@ def run(data: Path, n_boot: int, only: str | None = None, progress=None) -> dict
                 r["split"] = sp.label
             rows["ladder"] += eng
             rows["baseline"] += base
-            entry["splits"].append({"label": sp.label, "n_train": len(sp.train), "n_targets": len(sp.targets),
-                                    "seconds": time.perf_counter() - t0, **info,
-                                    "ladder": eng, "baseline": base})
+            entry["splits"].append(
+                {
+                    "label": sp.label,
+                    "n_train": len(sp.train),
+                    "n_targets": len(sp.targets),
+                    "seconds": time.perf_counter() - t0,
+                    **info,
+                    "ladder": eng,
+                    "baseline": base,
+                }
+            )
             if progress:
-                progress(f"{lad.name}: {sp.label}: {len(sp.train)} runs fitted, {len(eng)} forecast in "
-                         f"{time.perf_counter() - t0:.0f} s")
+                progress(
+                    f"{lad.name}: {sp.label}: {len(sp.train)} runs fitted, {len(eng)} forecast in "
+                    f"{time.perf_counter() - t0:.0f} s"
+                )
         entry.update(_bands(rows))
         out["ladders"].append(entry)
         for k in pooled:
@@ -250,8 +321,10 @@ def _fmt(v, spec: str) -> str:
 
 
 def table(name: str, bands: dict) -> str:
-    lines = [f"{name}", "  band      n | ladder: med |err|  worst  mean   cover  half | plain: med |err|  worst  mean"
-             "   cover  half"]
+    lines = [
+        f"{name}",
+        "  band      n | ladder: med |err|  worst  mean   cover  half | plain: med |err|  worst  mean   cover  half",
+    ]
     for a, b in zip(bands["ladder"], bands["baseline"]):
         if not a["n"]:
             continue
@@ -259,7 +332,8 @@ def table(name: str, bands: dict) -> str:
             f"  {a['band']:<8} {a['n']:>3} | {_fmt(a['median_abs_err_pct'], '10.2f')}% {_fmt(a['worst_abs_err_pct'], '5.2f')}%"
             f" {_fmt(a['mean_err_pct'], '+5.2f')}% {_fmt(a['coverage'], '5.0%')} {_fmt(a['median_half_width_pct'], '4.1f')}%"
             f" | {_fmt(b['median_abs_err_pct'], '9.2f')}% {_fmt(b['worst_abs_err_pct'], '5.2f')}%"
-            f" {_fmt(b['mean_err_pct'], '+5.2f')}% {_fmt(b['coverage'], '5.0%')} {_fmt(b['median_half_width_pct'], '4.1f')}%")
+            f" {_fmt(b['mean_err_pct'], '+5.2f')}% {_fmt(b['coverage'], '5.0%')} {_fmt(b['median_half_width_pct'], '4.1f')}%"
+        )
     return "\n".join(lines)
 
 

@@ -15,8 +15,9 @@ from ladder.layout import jsonable
 # text is not broken there (soft wrap), so that a log keeps each message on one line for grep.
 LOG_WIDTH = 120
 out = Console(width=None if sys.stdout.isatty() else LOG_WIDTH, soft_wrap=not sys.stdout.isatty(), highlight=False)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else LOG_WIDTH, soft_wrap=not sys.stderr.isatty(),
-              highlight=False)
+err = Console(
+    stderr=True, width=None if sys.stderr.isatty() else LOG_WIDTH, soft_wrap=not sys.stderr.isatty(), highlight=False
+)
 
 
 def print_json(obj: Any) -> None:

@@ -185,7 +185,7 @@ class StudyDir:
         """Every frozen forecast of the study as (number, path), oldest first."""
         found = []
         for p in self.path.glob(f"{FORECAST_STEM}*{FORECAST_SUFFIX}"):
-            stem = p.name[len(FORECAST_STEM):-len(FORECAST_SUFFIX)]
+            stem = p.name[len(FORECAST_STEM) : -len(FORECAST_SUFFIX)]
             if stem == "":
                 found.append((1, p))
             elif stem.startswith("-") and stem[1:].isdigit() and int(stem[1:]) >= 2 and stem[1] != "0":

@@ -38,11 +38,18 @@ class RunOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         """What ``ladder run --json`` prints (the fit itself is in fit.json)."""
-        return {"study_dir": str(self.study_dir), "stages": self.stages, "runs_done": self.runs_done,
-                "runs_failed": self.runs_failed, "failures": self.failures,
-                "fit": str(self.fit) if self.fit else None, "fit_error": self.fit_error,
-                "report": str(self.report) if self.report else None, "stopped_after": self.stopped_after,
-                "ok": not self.runs_failed and not self.fit_error}
+        return {
+            "study_dir": str(self.study_dir),
+            "stages": self.stages,
+            "runs_done": self.runs_done,
+            "runs_failed": self.runs_failed,
+            "failures": self.failures,
+            "fit": str(self.fit) if self.fit else None,
+            "fit_error": self.fit_error,
+            "report": str(self.report) if self.report else None,
+            "stopped_after": self.stopped_after,
+            "ok": not self.runs_failed and not self.fit_error,
+        }
 
 
 def _say(log: Callable[[str], None] | None, msg: str) -> None:
@@ -111,7 +118,10 @@ def run_study(
                 f"sanity check failed: {verdict.get('diagnosis')} (details in {study_dir / SANITY}); "
                 "fix the pipeline or run with --skip-sanity"
             )
-        _say(log, f"sanity: passed (final loss {verdict.get('final_loss'):.4f} nats/token, generation reproduces the text)")
+        _say(
+            log,
+            f"sanity: passed (final loss {verdict.get('final_loss'):.4f} nats/token, generation reproduces the text)",
+        )
         outcome.stages.append("sanity")
 
     ex = executor or study.executor
@@ -124,8 +134,11 @@ def run_study(
     outcome.runs_failed = [r.run_id for r in rows if r.state in ("failed", "diverged", "corrupt")]
     outcome.failures = {r.run_id: f"{r.state}: {r.error or 'no error recorded'}" for r in rows
                         if r.run_id in outcome.runs_failed}  # fmt: skip
-    _say(log, f"train: {outcome.runs_done} of {len(rows)} runs done"
-              + (f", {len(outcome.runs_failed)} failed, diverged or corrupt" if outcome.runs_failed else ""))
+    _say(
+        log,
+        f"train: {outcome.runs_done} of {len(rows)} runs done"
+        + (f", {len(outcome.runs_failed)} failed, diverged or corrupt" if outcome.runs_failed else ""),
+    )
     unfinished = [r.run_id for r in rows if r.state not in ("done", "failed", "diverged", "corrupt")]
     if unfinished:
         raise StateError(
@@ -138,10 +151,18 @@ def run_study(
         from ladder.jobs.submit import submit_evals
 
         ev = study.evals
-        res = submit_evals(study_dir, ex, tasks=ev.tasks, limit=ev.limit,
-                           include_path=Path(ev.include_path) if ev.include_path else None)
-        _say(log, f"eval: {len(res['evaluated'])} runs evaluated with lm-eval "
-                  f"({', '.join(ev.tasks) if ev.tasks else 'the shipped offline tasks'})")
+        res = submit_evals(
+            study_dir,
+            ex,
+            tasks=ev.tasks,
+            limit=ev.limit,
+            include_path=Path(ev.include_path) if ev.include_path else None,
+        )
+        _say(
+            log,
+            f"eval: {len(res['evaluated'])} runs evaluated with lm-eval "
+            f"({', '.join(ev.tasks) if ev.tasks else 'the shipped offline tasks'})",
+        )
         outcome.stages.append("eval")
 
     collected = collect(study_dir)

@@ -121,8 +121,11 @@ class ScheduleConfig(Strict):
 
 
 class DivergenceConfig(Strict):
-    spike_factor: float = Field(default=2.0, gt=1, description="loss above factor x its lowest typical loss (the median of "
-                                "`patience` steps) ...")
+    spike_factor: float = Field(
+        default=2.0,
+        gt=1,
+        description="loss above factor x its lowest typical loss (the median of `patience` steps) ...",
+    )
     patience: int = Field(default=20, ge=1, description="... for this many consecutive steps diverges")
 
 
@@ -132,15 +135,19 @@ class TrackingConfig(Strict):
     restart."""
 
     kind: Literal["none", "tensorboard", "wandb"] = Field(
-        default="none", description="'tensorboard' (pip install 'ladder[tensorboard]') or 'wandb' (pip install "
-        "'ladder[wandb]'; WANDB_MODE=offline keeps its files in each run directory, `wandb sync` uploads them)")
+        default="none",
+        description="'tensorboard' (pip install 'ladder[tensorboard]') or 'wandb' (pip install "
+        "'ladder[wandb]'; WANDB_MODE=offline keeps its files in each run directory, `wandb sync` uploads them)",
+    )
     project: str | None = Field(default=None, description="W&B project (default: ladder)")
     entity: str | None = Field(default=None, description="W&B team or user (default: your W&B default)")
     group: str | None = Field(default=None, description="the group of the study's runs (default: the study's name)")
     tags: list[str] = Field(default_factory=list, description="W&B tags of every run")
     dir: str | None = Field(
-        default=None, description="where the tracker writes: W&B's folder (default: each run's directory) or the "
-        "TensorBoard log root (default: <study>/tensorboard); a relative path is relative to the study directory")
+        default=None,
+        description="where the tracker writes: W&B's folder (default: each run's directory) or the "
+        "TensorBoard log root (default: <study>/tensorboard); a relative path is relative to the study directory",
+    )
 
 
 class TrunkRef(Strict):
@@ -163,8 +170,11 @@ class RunSpec(Strict):
     data: DataConfig
     tokens: int = Field(gt=0, description="training tokens (steps x batch_tokens)")
     batch_tokens: int = Field(gt=0)
-    micro_batch_size: int = Field(gt=0, description="sequences per forward pass; accumulation covers the rest (the "
-                                  "last chunk is smaller when it does not divide the batch)")
+    micro_batch_size: int = Field(
+        gt=0,
+        description="sequences per forward pass; accumulation covers the rest (the "
+        "last chunk is smaller when it does not divide the batch)",
+    )
     steps: int = Field(gt=0)
     lr: float = Field(gt=0)
     warmup_steps: int = Field(ge=0)
@@ -172,8 +182,10 @@ class RunSpec(Strict):
     optimizer: OptimizerConfig
     grad_clip: float | None = Field(default=1.0, gt=0)
     precision: Literal["auto", "fp32", "bf16"] = Field(
-        default="auto", description="as the plan resolved it for the target hardware; 'auto' (a spec written by "
-        "hand) lets the trainer choose: bf16 on a CUDA device that supports it, else fp32")
+        default="auto",
+        description="as the plan resolved it for the target hardware; 'auto' (a spec written by "
+        "hand) lets the trainer choose: bf16 on a CUDA device that supports it, else fp32",
+    )
     compile: bool = False
     seed: int = Field(default=0, description="drives both the initialisation and the data order")
     eval_interval: int = Field(gt=0, description="steps between evaluations")
@@ -192,8 +204,9 @@ class RunSpec(Strict):
     )
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="the experiment tracker it logs to")
     role: Literal["rung", "hero"] = Field(
-        default="rung", description="'rung': a run of the ladder, fitted; 'hero': the run the ladder forecasts "
-        "(`ladder hero`), scored against the frozen forecast and never fitted (not in the run id)"
+        default="rung",
+        description="'rung': a run of the ladder, fitted; 'hero': the run the ladder forecasts "
+        "(`ladder hero`), scored against the frozen forecast and never fitted (not in the run id)",
     )
 
     @property
@@ -235,21 +248,36 @@ class RunSpec(Strict):
 
 
 SCIENCE_FIELDS = (
-    "shape", "data", "tokens", "batch_tokens", "steps", "lr", "warmup_steps", "schedule", "optimizer", "grad_clip",
-    "precision", "seed", "eval_tokens", "divergence",
+    "shape",
+    "data",
+    "tokens",
+    "batch_tokens",
+    "steps",
+    "lr",
+    "warmup_steps",
+    "schedule",
+    "optimizer",
+    "grad_clip",
+    "precision",
+    "seed",
+    "eval_tokens",
+    "divergence",
 )
 """The ``RunSpec`` fields that change a run's numbers: hashed into its id. ``precision`` is hashed as the plan
 resolved it for the target hardware (``auto`` becomes fp32 or bf16 there)."""
 
 NOT_SCIENCE_FIELDS = {
     "run_id": "the hash itself",
-    "study": "a label", "axes": "labels of the study's axes", "variant": "a label",
+    "study": "a label",
+    "axes": "labels of the study's axes",
+    "variant": "a label",
     "param_convention": "how the size is counted, not what is trained",
     "params": "the size in param_convention: a count of the shape (hashed)",
     "micro_batch_size": "how a step is split into forward passes; the gradient is the same mean over the batch",
     "eval_interval": "when to evaluate: evaluation never touches the training state",
     "log_interval": "when to log",
-    "checkpoint_interval": "when to checkpoint", "checkpoint_minutes": "when to checkpoint",
+    "checkpoint_interval": "when to checkpoint",
+    "checkpoint_minutes": "when to checkpoint",
     "compile": "how the same computation is executed",
     "flops_per_token": "accounting of the shape (hashed); a fix to the count must not rename runs",
     "flops": "accounting: flops_per_token x tokens",
@@ -257,7 +285,7 @@ NOT_SCIENCE_FIELDS = {
     "branch_steps": "steps after which a trunk keeps a snapshot for its branches: a copy, its updates are the same",
     "tracking": "where the metrics are mirrored (an experiment tracker): it reads the training, never changes it",
     "role": "what the study does with the run's numbers (fit them, or score a forecast with them), not how they "
-            "are made: a hero with a rung's science is that rung's run",
+    "are made: a hero with a rung's science is that rung's run",
 }
 """Every other ``RunSpec`` field, and why it does not change the run's numbers (a test holds that every field is
 in exactly one of the two)."""

@@ -44,8 +44,9 @@ def deepseek_batch_tokens(flops: float) -> float:
     return 0.2920 * flops**0.3271
 
 
-def params_for_compute(compute: float, tokens_per_param: float, shape_at: Callable[[int], ModelShape],
-                       convention: str, seq_len: int) -> int:
+def params_for_compute(
+    compute: float, tokens_per_param: float, shape_at: Callable[[int], ModelShape], convention: str, seq_len: int
+) -> int:
     """The size N (in ``convention``) whose shape, trained on ``tokens_per_param x N`` tokens, costs ``compute``
     EXACT counted FLOPs: ``C = flops_per_token(shape(N)) x tokens_per_param x N``. The 6ND guess
     ``sqrt(C / 6 tokens_per_param)`` starts it; each step then uses the exact FLOPs per parameter of the shape
@@ -76,7 +77,10 @@ class RecipeRules(Protocol):
 
 
 def _scaled_rule(
-    rule: str, olmo: tuple[Callable[[], float], str], deepseek: tuple[Callable[[], float], str], scale: float,
+    rule: str,
+    olmo: tuple[Callable[[], float], str],
+    deepseek: tuple[Callable[[], float], str],
+    scale: float,
     scale_field: str,
 ) -> tuple[float, str]:
     """The study's rule (``olmo``, else ``deepseek``: each a value and its formula) times its scale, and the text
@@ -153,7 +157,11 @@ def steps_for(tokens: float, batch_tokens: int) -> int:
 
 
 def plan_steps(
-    tokens: float, batch_tokens: int, seq_len: int, warmup_fraction: float, max_micro_tokens: int,
+    tokens: float,
+    batch_tokens: int,
+    seq_len: int,
+    warmup_fraction: float,
+    max_micro_tokens: int,
     warmup_steps: int | None = None,
 ) -> Steps:
     """Steps to cover ``tokens`` at ``batch_tokens`` (rounded to whole steps, at least 1), the warmup

@@ -17,8 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # What the ladder's cost counts, wherever it is shown (the plan, ``ladder fit``'s summary, the report's headline and
 # its section on the ladder): one figure, the exact counted FLOPs of the ladder's own training.
-LADDER_COST_COUNTS = ("each trunk once, each cooldown branch only its steps after its branch point, every seed "
-                      "replicate, failed and cancelled runs as far as they trained; not the hero run")
+LADDER_COST_COUNTS = (
+    "each trunk once, each cooldown branch only its steps after its branch point, every seed "
+    "replicate, failed and cancelled runs as far as they trained; not the hero run"
+)
 
 
 class ModelShape(BaseModel):

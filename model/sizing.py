@@ -100,9 +100,7 @@ def aspect_depth(target: int, convention: str, aspect_ratio: float, rules: Famil
     return min(range(1, rules.max_layers + 1), key=miss)
 
 
-def shape_for_params(
-    target: int, convention: str, aspect_ratio: float, rules: FamilyRules, tied: bool
-) -> ModelShape:
+def shape_for_params(target: int, convention: str, aspect_ratio: float, rules: FamilyRules, tied: bool) -> ModelShape:
     """The valid shape whose parameter count (in ``convention``) is nearest ``target`` and whose
     d_model/n_layers is nearest ``aspect_ratio``, preferring the count: it is what the ladder's x-axis is.
 

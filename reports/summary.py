@@ -67,8 +67,10 @@ def print_fit(result: Any, console: Console | None = None) -> None:
             f"({hero['allocation']}), C = {fmt_flops(hero['compute'])} FLOPs: "
         )
         if loss is not None:
-            line += (f"loss [bold]{loss:.4g}[/] (90% [{_num(hero['lo'])}, {_num(hero['hi'])}], "
-                     f"±{_num(hero.get('half_width_pct'), 2)}%), a {hero.get('kind', 'projection')}")
+            line += (
+                f"loss [bold]{loss:.4g}[/] (90% [{_num(hero['lo'])}, {_num(hero['hi'])}], "
+                f"±{_num(hero.get('half_width_pct'), 2)}%), a {hero.get('kind', 'projection')}"
+            )
         else:
             why = hero.get("loss_reason") or d["loss"].get("reason") or "no loss law"
             line += f"[yellow]no forecast[/] ({why})"
@@ -78,8 +80,10 @@ def print_fit(result: Any, console: Console | None = None) -> None:
             law = d.get("loss") or {}
             reach = (law.get("reach") or {}).get("2%") or {}
             tested = (law.get("reach") or {}).get("tested") or {}
-            where = (f"  {_num(ext['params'], 3)}x the ladder's largest model in parameters, "
-                     f"{_num(ext.get('tokens'), 3)}x in tokens, {_num(ext.get('compute_6nd'), 3)}x in compute; ")
+            where = (
+                f"  {_num(ext['params'], 3)}x the ladder's largest model in parameters, "
+                f"{_num(ext.get('tokens'), 3)}x in tokens, {_num(ext.get('compute_6nd'), 3)}x in compute; "
+            )
             if not (law.get("calibration") or {}).get("n"):
                 console.print(where + "[yellow]no rollout forecast tested any distance[/]")
             else:
@@ -87,9 +91,14 @@ def print_fit(result: Any, console: Console | None = None) -> None:
                     where + f"forecasts stayed within 2% up to {_num(reach.get('params_x'), 3)}x params, "
                     f"{_num(reach.get('compute_x'), 3)}x compute in the rollout (tested up to "
                     f"{_num(tested.get('compute_x'), 3)}x compute)"
-                    + (" [yellow](the hero is beyond what the rollout tested)[/]" if hero.get("beyond_tested")
-                       else " [yellow](the hero is beyond the demonstrated reach)[/]" if hero.get("beyond_reach")
-                       else ""))
+                    + (
+                        " [yellow](the hero is beyond what the rollout tested)[/]"
+                        if hero.get("beyond_tested")
+                        else " [yellow](the hero is beyond the demonstrated reach)[/]"
+                        if hero.get("beyond_reach")
+                        else ""
+                    )
+                )
         console.print(
             f"  ladder cost {fmt_flops(hero['ladder_flops'])} FLOPs = {hero['ladder_pct_of_hero']:.3g}% of the hero "
             f"(exact counted training FLOPs spent: {LADDER_COST_COUNTS})"
@@ -97,8 +106,12 @@ def print_fit(result: Any, console: Console | None = None) -> None:
     _print_predictions(d, console)
     _print_in_context(d, console)
 
-    for key, title in (("hparams", "hyperparameter laws"), ("tied_vs_untied", "tied vs untied"),
-                       ("depth_vs_width", "depth vs width"), ("isoflop", "isoflop")):
+    for key, title in (
+        ("hparams", "hyperparameter laws"),
+        ("tied_vs_untied", "tied vs untied"),
+        ("depth_vs_width", "depth vs width"),
+        ("isoflop", "isoflop"),
+    ):
         sec = d.get(key) or {}
         if not sec.get("available"):
             console.print(f"[bold]{title}[/]: [dim]{sec.get('reason')}[/]")
@@ -116,7 +129,9 @@ def print_fit(result: Any, console: Console | None = None) -> None:
             console.print(f"[bold]{title}[/]: {msg}")
         elif key == "depth_vs_width":
             hh = sec.get("hero") or {}
-            console.print(f"[bold]{title}[/]: best aspect at hero {_num(hh.get('aspect_ratio'), 3)}{_ci(hh.get('aspect_ratio_ci90'))}")
+            console.print(
+                f"[bold]{title}[/]: best aspect at hero {_num(hh.get('aspect_ratio'), 3)}{_ci(hh.get('aspect_ratio_ci90'))}"
+            )
         else:
             console.print(f"[bold]{title}[/]: N_opt ~ C^{_num(sec.get('a'), 3)} over {sec.get('n_budgets')} budgets")
 
@@ -127,8 +142,12 @@ def print_fit(result: Any, console: Console | None = None) -> None:
         t.add_column()
         t.add_column(style="dim")
         src = r.get("sources", {})
-        t.add_row("shape", f"d_model {r['d_model']}, n_layers {r['n_layers']}, heads {r['n_heads']}/{r['n_kv_heads']} kv, "
-                  f"head_dim {r['head_dim']}, ffn {r['ffn_dim']}", src.get("shape", ""))
+        t.add_row(
+            "shape",
+            f"d_model {r['d_model']}, n_layers {r['n_layers']}, heads {r['n_heads']}/{r['n_kv_heads']} kv, "
+            f"head_dim {r['head_dim']}, ffn {r['ffn_dim']}",
+            src.get("shape", ""),
+        )
         doubt = tied_uncertainty((d.get("tied_vs_untied") or {}).get("hero"))
         t.add_row("tied", str(r["tied"]).lower() + (f" [yellow]({doubt})[/]" if doubt else ""), src.get("tied", ""))
         t.add_row("aspect ratio", _num(r["aspect_ratio"], 3), src.get("aspect_ratio", ""))
@@ -136,7 +155,11 @@ def print_fit(result: Any, console: Console | None = None) -> None:
         t.add_row("tokens", f"{_count(r['tokens'])} ({_num(r['tokens_per_param'], 3)}/param)", src.get("tokens", ""))
         t.add_row("batch", f"{r['batch_tokens']:,} tokens", src.get("batch_tokens", ""))
         t.add_row("peak LR", _num(r["lr"], 3) + _ci(r.get("lr_ci90")), src.get("lr", ""))
-        t.add_row("schedule", f"{r['schedule'].get('kind')}, warmup {r['warmup_steps']} of {r['steps']} steps", src.get("warmup", ""))
+        t.add_row(
+            "schedule",
+            f"{r['schedule'].get('kind')}, warmup {r['warmup_steps']} of {r['steps']} steps",
+            src.get("warmup", ""),
+        )
         li = r.get("loss_interval") or [None, None]
         t.add_row("loss", f"{_num(r.get('loss'))}{_ci(li)}", src.get("loss", ""))
         console.print(t)
@@ -159,12 +182,21 @@ def _print_predictions(d: dict, console: Console) -> None:
     cols += ["LR*", "90%", "B* (tokens)", "90%"] if hp else []
     t = Table(*cols, box=None, pad_edge=False)
     for x in preds:
-        row = [x["label"], _count(x["params"]), _count(x["tokens"]), _num(x.get("loss")),
-               _ci([x.get("lo"), x.get("hi")]).strip() or (x.get("reason") or "-"),
-               f"{_num(x.get('params_x'), 3)}x" + (" (beyond reach)" if x.get("beyond_reach") else "")]
+        row = [
+            x["label"],
+            _count(x["params"]),
+            _count(x["tokens"]),
+            _num(x.get("loss")),
+            _ci([x.get("lo"), x.get("hi")]).strip() or (x.get("reason") or "-"),
+            f"{_num(x.get('params_x'), 3)}x" + (" (beyond reach)" if x.get("beyond_reach") else ""),
+        ]
         if hp:
-            row += [_num(x.get("lr"), 3), _ci(x.get("lr_ci90")).strip() or (x.get("lr_reason") or "-"),
-                    _count(x.get("batch_tokens")), _ci(x.get("batch_ci90")).strip() or (x.get("batch_reason") or "-")]
+            row += [
+                _num(x.get("lr"), 3),
+                _ci(x.get("lr_ci90")).strip() or (x.get("lr_reason") or "-"),
+                _count(x.get("batch_tokens")),
+                _ci(x.get("batch_ci90")).strip() or (x.get("batch_reason") or "-"),
+            ]
         t.add_row(*row)
     console.print(t)
 
@@ -192,10 +224,15 @@ def _print_law(d: dict, console: Console) -> None:
     cal = law.get("calibration") or {}
     if cal.get("coverage") is not None:
         lean = law.get("lean") or {}
-        side = (f"; mean error {lean['mean_err_pct']:+.1f}%, {lean['n_high']} of {lean['n']} too high"
-                if lean.get("mean_err_pct") is not None else "")
-        console.print(f"  rollout: {cal.get('n')} weighted forecasts, {100 * cal['coverage']:.0f}% inside their 90% "
-                      f"interval; widening {cal.get('factor', 1):.3g}x{side}")
+        side = (
+            f"; mean error {lean['mean_err_pct']:+.1f}%, {lean['n_high']} of {lean['n']} too high"
+            if lean.get("mean_err_pct") is not None
+            else ""
+        )
+        console.print(
+            f"  rollout: {cal.get('n')} weighted forecasts, {100 * cal['coverage']:.0f}% inside their 90% "
+            f"interval; widening {cal.get('factor', 1):.3g}x{side}"
+        )
 
 
 def _weights(f: dict) -> str:
@@ -211,9 +248,15 @@ def _print_variants(d: dict, console: Console) -> None:
 
     primary = d["loss"].get("variant")
     by = d.get("loss_by_variant", {}) or {}
-    call = ((d.get("tied_vs_untied") or {}).get("hero")) if (d.get("tied_vs_untied") or {}).get("available", True) else None
+    call = (
+        ((d.get("tied_vs_untied") or {}).get("hero"))
+        if (d.get("tied_vs_untied") or {}).get("available", True)
+        else None
+    )
     own_primary = (by.get(primary) or {}).get("target") or {}
-    hero_t = {"loss": (d.get("hero") or {}).get("loss")} if (d.get("hero") or {}).get("loss") is not None else own_primary
+    hero_t = (
+        {"loss": (d.get("hero") or {}).get("loss")} if (d.get("hero") or {}).get("loss") is not None else own_primary
+    )
     for v, f in by.items():
         if v == primary:
             continue
@@ -222,7 +265,8 @@ def _print_variants(d: dict, console: Console) -> None:
             console.print(
                 f"  variant {v} at the hero: {_num(paired['loss'])}{_ci([paired['lo'], paired['hi']])} by the paired "
                 f"tied-vs-untied comparison, the call's basis ({primary}'s {_num(paired['from_loss'])} x "
-                f"e^{paired['gap']:+.4f}; the interval is the gap's)")
+                f"e^{paired['gap']:+.4f}; the interval is the gap's)"
+            )
         if not f.get("available"):
             console.print(f"  variant {v}: [yellow]no law[/] ({f.get('reason')})")
             continue
@@ -231,12 +275,20 @@ def _print_variants(d: dict, console: Console) -> None:
         if paired is None:
             console.print(f"  variant {v}: {at}")
             continue
-        agree = t.get("loss") is not None and (t["loss"] - paired["from_loss"]) * (paired["loss"] - paired["from_loss"]) > 0
+        agree = (
+            t.get("loss") is not None and (t["loss"] - paired["from_loss"]) * (paired["loss"] - paired["from_loss"]) > 0
+        )
         console.print(
             f"  [dim]variant {v}'s own loss law alone (fitted on its runs apart, weights {_weights(f)}; {primary}'s: "
             f"{_weights(by.get(primary) or {})}): {at}"
-            + ("" if agree else "; it disagrees with the paired comparison, which compares the variants rung by "
-                                "rung at matched compute and is what the call and the recommendation use") + "[/]")
+            + (
+                ""
+                if agree
+                else "; it disagrees with the paired comparison, which compares the variants rung by "
+                "rung at matched compute and is what the call and the recommendation use"
+            )
+            + "[/]"
+        )
 
 
 def _print_in_context(d: dict, console: Console) -> None:
@@ -257,7 +309,9 @@ def _print_in_context(d: dict, console: Console) -> None:
             k = point.get(key) or {}
             if k.get("available"):
                 rms = k.get("rollout_rms_pct") if i == 0 else None  # the rollout is the same for every point
-                kinds.append(f"{key} {k['loss']:.4g} [{k['lo']:.4g}, {k['hi']:.4g}]"
-                             + (f" (rollout RMS {rms:.2g}%)" if rms is not None else ""))
+                kinds.append(
+                    f"{key} {k['loss']:.4g} [{k['lo']:.4g}, {k['hi']:.4g}]"
+                    + (f" (rollout RMS {rms:.2g}%)" if rms is not None else "")
+                )
         if kinds:
             console.print(f"  at {_count(point['params'])} x {_count(point['tokens'])}: " + "; ".join(kinds))

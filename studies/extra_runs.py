@@ -19,16 +19,21 @@ if TYPE_CHECKING:
 class ExtraRunSpec(Strict):
     """One extra rung: a size (or depth) at a budget, optionally another seed or one variant only."""
 
-    size: Count | None = Field(default=None, description="parameter count in ladder.param_count (sizes and "
-                               "isoflop ladders)")
+    size: Count | None = Field(
+        default=None, description="parameter count in ladder.param_count (sizes and isoflop ladders)"
+    )
     depth: PositiveInt | None = Field(default=None, description="n_layers (depth ladders)")
     budget: Flops | None = Field(
-        default=None, description="chinchilla: a multiple of tokens_per_param (default: each of ladder.budgets); "
-        "isoflop: the compute budget in exact counted FLOPs (required)")
+        default=None,
+        description="chinchilla: a multiple of tokens_per_param (default: each of ladder.budgets); "
+        "isoflop: the compute budget in exact counted FLOPs (required)",
+    )
     seed: int | None = Field(default=None, description="default: the study's seeds for this size")
     variant: str | None = Field(
-        default=None, description="only the ablation combinations of this variant: a plan label ('tied lr x2') or "
-        "'tied' / 'untied' (every combination with that tying); default: every combination")
+        default=None,
+        description="only the ablation combinations of this variant: a plan label ('tied lr x2') or "
+        "'tied' / 'untied' (every combination with that tying); default: every combination",
+    )
 
 
 def check_extra_runs(ladder: LadderSpec) -> None:

@@ -57,8 +57,12 @@ class FamilySpec(Strict):
     kv_ratio: PositiveInt = Field(default=1, description="query heads per KV head (GQA); 1 is plain MHA")
     ffn_ratio: PositiveFloat = Field(default=8 / 3, description="SwiGLU ffn_dim / d_model before rounding")
     ffn_multiple: PositiveInt = Field(default=16, description="ffn_dim is a multiple of this")
-    ffn_band: float = Field(default=1.5, ge=1.0, description="sizing may move ffn_dim this factor either way "
-                            "from ffn_ratio x d_model to land on a target size; near 1 keeps shapes regular")
+    ffn_band: float = Field(
+        default=1.5,
+        ge=1.0,
+        description="sizing may move ffn_dim this factor either way "
+        "from ffn_ratio x d_model to land on a target size; near 1 keeps shapes regular",
+    )
     norm_eps: PositiveFloat = 1e-5
     rope_theta: PositiveFloat = 10000.0
     init_std: PositiveFloat = 0.02
@@ -66,9 +70,11 @@ class FamilySpec(Strict):
     tie_embeddings: bool = Field(default=True, description="unless an ablation sets it")
     max_layers: PositiveInt = Field(default=128, le=MAX_LAYERS, description="the deepest model the family builds")
     depth_rule: Literal["count", "aspect"] = Field(
-        default="count", description="how a size picks its depth: 'count' = any depth, the parameter count "
+        default="count",
+        description="how a size picks its depth: 'count' = any depth, the parameter count "
         "nearest first (depth may bounce between sizes); 'aspect' = the depth at which aspect_ratio gives the size "
-        "(depth never falls as size grows; width and ffn_dim land the count)")
+        "(depth never falls as size grows; width and ffn_dim land the count)",
+    )
 
     @model_validator(mode="after")
     def _even_heads(self) -> FamilySpec:
@@ -103,13 +109,17 @@ def _sane_tokens_per_param(tpp: float, budgets: list[float]) -> None:
     parameter count in tokens has learnt nothing to fit) and 100,000 (5,000x Chinchilla's 20; the most
     over-trained models stay below 10,000): beyond those the counts overflow or vanish."""
     if not MIN_TOKENS_PER_PARAM <= tpp <= MAX_TOKENS_PER_PARAM:
-        raise ValueError(f"tokens_per_param = {tpp:g}: must be between {MIN_TOKENS_PER_PARAM:g} and "
-                         f"{MAX_TOKENS_PER_PARAM:g} tokens per parameter (Chinchilla's rule is 20)")
+        raise ValueError(
+            f"tokens_per_param = {tpp:g}: must be between {MIN_TOKENS_PER_PARAM:g} and "
+            f"{MAX_TOKENS_PER_PARAM:g} tokens per parameter (Chinchilla's rule is 20)"
+        )
     for i, b in enumerate(budgets):
         if not MIN_TOKENS_PER_PARAM <= tpp * b <= MAX_TOKENS_PER_PARAM:
-            raise ValueError(f"budgets[{i}] = {b:g}: x tokens_per_param {tpp:g} is {tpp * b:.3g} tokens per "
-                             f"parameter; every budget must give between {MIN_TOKENS_PER_PARAM:g} and "
-                             f"{MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)")
+            raise ValueError(
+                f"budgets[{i}] = {b:g}: x tokens_per_param {tpp:g} is {tpp * b:.3g} tokens per "
+                f"parameter; every budget must give between {MIN_TOKENS_PER_PARAM:g} and "
+                f"{MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)"
+            )
 
 
 class ReplicatesSpec(Strict):
@@ -143,8 +153,9 @@ class LadderSpec(Strict):
     )
     replicates: ReplicatesSpec | None = Field(default=None, description="seed replicates at chosen sizes")
     compute_budgets: Annotated[list[Flops], Field(min_length=1)] | None = Field(
-        default=None, description="isoflop: compute budgets in EXACT counted training FLOPs (flops_per_token x "
-        "tokens, model/shape.py): each run of a budget trains budget / flops_per_token tokens, so it costs the budget"
+        default=None,
+        description="isoflop: compute budgets in EXACT counted training FLOPs (flops_per_token x "
+        "tokens, model/shape.py): each run of a budget trains budget / flops_per_token tokens, so it costs the budget",
     )
     isoflop_sizes: Annotated[list[Count], Field(min_length=3)] | None = Field(
         default=None, description="isoflop: an explicit size grid used at every budget"
@@ -152,20 +163,25 @@ class LadderSpec(Strict):
     isoflop_points: int = Field(default=5, ge=3, le=64, description="isoflop: sizes per budget when no grid is given")
     isoflop_span: float = Field(default=8.0, gt=1, le=1e4, description="isoflop: largest/smallest size per budget")
     extra_runs: list[ExtraRunSpec] | None = Field(
-        default=None, description="runs beyond the grid, e.g. what `ladder plan STUDY_DIR --suggest --add` writes "
-        "(ladder.studies.extra_runs)")
+        default=None,
+        description="runs beyond the grid, e.g. what `ladder plan STUDY_DIR --suggest --add` writes "
+        "(ladder.studies.extra_runs)",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _renamed(cls, data: Any) -> Any:
         if isinstance(data, dict):
             if "multipliers" in data:
-                raise ValueError("ladder.multipliers was renamed to ladder.budgets (the same multiples of "
-                                 "tokens_per_param)")
+                raise ValueError(
+                    "ladder.multipliers was renamed to ladder.budgets (the same multiples of tokens_per_param)"
+                )
             # a dumped isoflop study holds the default budgets [1.0]; FLOP budgets are far larger
             if data.get("mode") == "isoflop" and data.get("budgets", [1.0]) != [1.0]:
-                raise ValueError("isoflop mode's FLOP budgets were renamed to ladder.compute_budgets "
-                                 "(ladder.budgets are multiples of tokens_per_param, for mode: chinchilla)")
+                raise ValueError(
+                    "isoflop mode's FLOP budgets were renamed to ladder.compute_budgets "
+                    "(ladder.budgets are multiples of tokens_per_param, for mode: chinchilla)"
+                )
         return data
 
     @model_validator(mode="after")
@@ -189,8 +205,10 @@ class LadderSpec(Strict):
             _unique(self.replicates.sizes, "replicates.sizes")
             _unique(self.replicates.seeds, "replicates.seeds")
             if self.sizes is None:
-                raise ValueError("'replicates' name sizes of 'sizes' (chinchilla mode with sizes); for other "
-                                 "ladders use ablations.seed")
+                raise ValueError(
+                    "'replicates' name sizes of 'sizes' (chinchilla mode with sizes); for other "
+                    "ladders use ablations.seed"
+                )
             unknown = [s for s in self.replicates.sizes if s not in self.sizes]
             if unknown:
                 raise ValueError(f"replicates.sizes {unknown} are not in sizes {self.sizes}")
@@ -211,7 +229,8 @@ class AblationSpec(Strict):
     lr: Annotated[list[LearningRate], Field(min_length=1)] | None = None
     lr_multipliers: Annotated[list[Multiplier], Field(min_length=1)] | None = None
     seed: Annotated[list[Seed], Field(min_length=1)] | None = Field(
-        default=None, description="seed replicates of every run (one seed drives initialisation and data order); "
+        default=None,
+        description="seed replicates of every run (one seed drives initialisation and data order); "
         "not a variant: runs that differ only by seed are repeats of one configuration",
     )
 
@@ -242,18 +261,24 @@ class TrainingSpec(Strict):
     batch_min_sequences: PositiveInt = 8
     batch_max_tokens: Count | None = None
     micro_batch_tokens: Count = Field(
-        default=16384, description="largest forward pass (memory); accumulation does the rest, the last chunk "
-        "smaller when it does not divide the batch. Not part of a run's id: changing it keeps finished runs")
+        default=16384,
+        description="largest forward pass (memory); accumulation does the rest, the last chunk "
+        "smaller when it does not divide the batch. Not part of a run's id: changing it keeps finished runs",
+    )
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     grad_clip: PositiveFloat | None = 1.0
     precision: Literal["auto", "fp32", "bf16"] = Field(
-        default="auto", description="'auto': the plan writes what executor.hardware trains in (fp32 on cpu, bf16 "
-        "on GPUs); the resolved value is part of each run's id")
+        default="auto",
+        description="'auto': the plan writes what executor.hardware trains in (fp32 on cpu, bf16 "
+        "on GPUs); the resolved value is part of each run's id",
+    )
     compile: bool | Auto = Field(
-        default="auto", description="torch.compile of the decoder layers: true, false, or auto (on CPU, the runs "
+        default="auto",
+        description="torch.compile of the decoder layers: true, false, or auto (on CPU, the runs "
         "whose faster steps pay back the compile time; on GPUs none until measured: ladder.plan.compiling); not "
-        "part of a run's id (same computation)")
+        "part of a run's id (same computation)",
+    )
     seed: Seed = Field(default=0, description="one seed per run drives both its initialisation and its data order")
     evals_per_run: PositiveInt = 10
     eval_tokens: Count = 65536
@@ -269,8 +294,10 @@ class HeroSpec(Strict):
     params: Count | None = Field(default=None, description="in the ladder's param_count convention")
     tokens: Count | None = Field(default=None, description="default: tokens_per_param x params")
     compute: Flops | None = Field(
-        default=None, description="EXACT counted training FLOPs (flops_per_token x tokens of the hero's shape, not "
-        "6ND); the plan splits it by tokens_per_param, the fit by its compute-optimal allocation")
+        default=None,
+        description="EXACT counted training FLOPs (flops_per_token x tokens of the hero's shape, not "
+        "6ND); the plan splits it by tokens_per_param, the fit by its compute-optimal allocation",
+    )
     tied: bool | None = None
     aspect_ratio: AspectRatio | None = None
     seq_len: PositiveInt | None = Field(default=None, le=1_048_576)
@@ -313,8 +340,9 @@ class LocalSpec(Strict):
 class ExecutorSpec(Strict):
     kind: Literal["local", "slurm", "debug"] = "local"
     hardware: Literal["cpu", "a100", "h100", "h200", "l40s", "a10g", "v100"] = Field(
-        default="cpu", description="what a run trains on: the plan's wall-time estimate, and the precision "
-        "that training.precision 'auto' resolves to (fp32 on cpu, bf16 on GPUs)"
+        default="cpu",
+        description="what a run trains on: the plan's wall-time estimate, and the precision "
+        "that training.precision 'auto' resolves to (fp32 on cpu, bf16 on GPUs)",
     )
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     local: LocalSpec = Field(default_factory=LocalSpec)
@@ -343,8 +371,11 @@ class StudySpec(Strict):
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     sanity_check: bool = Field(default=True, description="`ladder run` overfits a tiny set before the ladder")
     evals: EvalSpec | None = Field(default=None, description="`ladder run` evaluates every finished run with lm-eval")
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="an experiment tracker (TensorBoard "
-                                     "or W&B) that every run logs its config, hardware and metrics to")
+    tracking: TrackingConfig = Field(
+        default_factory=TrackingConfig,
+        description="an experiment tracker (TensorBoard "
+        "or W&B) that every run logs its config, hardware and metrics to",
+    )
 
     @model_validator(mode="after")
     def _cross_checks(self) -> StudySpec:

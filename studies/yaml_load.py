@@ -23,8 +23,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             try:
                 if key in seen:
                     where = f"lines {seen[key]} and {line}" if seen[key] != line else f"line {line}"
-                    raise DuplicateKeyError(f"key {key!r} appears twice in one mapping ({where}): YAML would keep "
-                                            "the last one in silence; keep one")
+                    raise DuplicateKeyError(
+                        f"key {key!r} appears twice in one mapping ({where}): YAML would keep "
+                        "the last one in silence; keep one"
+                    )
                 seen[key] = line
             except TypeError:  # an unhashable key: the constructor reports it
                 continue

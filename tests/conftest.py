@@ -62,8 +62,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = "workers"
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    stale = [name for name in group_of if (m := modules.get(name.split("::")[0])) is not None
-             and not hasattr(m, name.split("::")[1])]
+    stale = [
+        name
+        for name in group_of
+        if (m := modules.get(name.split("::")[0])) is not None and not hasattr(m, name.split("::")[1])
+    ]
     if stale:
         raise pytest.UsageError(f"tests/conftest.py XDIST_GROUPS names tests that do not exist: {stale}")
 

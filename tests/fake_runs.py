@@ -17,16 +17,18 @@ SIZES = ["4K", "6K", "8K", "11K", "16K", "23K"]
 
 
 def plan_micro(root: Path) -> list[RunSpec]:
-    study = parse_study({
-        "name": "books",
-        "data": {"seq_len": 32, "validation_tokens": 1024},
-        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
-        "ladder": {"sizes": SIZES, "tokens_per_param": 10},
-        "ablations": {"tie_embeddings": [True, False]},
-        "training": {"batch_min_sequences": 8, "logs_per_run": 10, "evals_per_run": 4},
-        "hero": {"params": "1M"},
-        "sanity_check": False,
-    })
+    study = parse_study(
+        {
+            "name": "books",
+            "data": {"seq_len": 32, "validation_tokens": 1024},
+            "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
+            "ladder": {"sizes": SIZES, "tokens_per_param": 10},
+            "ablations": {"tie_embeddings": [True, False]},
+            "training": {"batch_min_sequences": 8, "logs_per_run": 10, "evals_per_run": 4},
+            "hero": {"params": "1M"},
+            "sanity_check": False,
+        }
+    )
     write_plan(expand(study), root)
     return read_plan(root)[1]
 
@@ -38,18 +40,44 @@ def metrics_lines(spec: RunSpec, upto: int, *, eval_loss: float = 4.0) -> list[s
     lines = []
     for step in range(1, upto + 1):
         if step % spec.log_interval == 0 or step == spec.steps:
-            lines.append({"kind": "train", "step": step, "tokens": step * per_step, "loss": 6.0 - step / spec.steps,
-                          "lr": spec.lr, "grad_norm": 0.5, "tokens_per_s": 1000.0, "mfu": 0.1, "elapsed_s": step})
+            lines.append(
+                {
+                    "kind": "train",
+                    "step": step,
+                    "tokens": step * per_step,
+                    "loss": 6.0 - step / spec.steps,
+                    "lr": spec.lr,
+                    "grad_norm": 0.5,
+                    "tokens_per_s": 1000.0,
+                    "mfu": 0.1,
+                    "elapsed_s": step,
+                }
+            )
         if step % spec.eval_interval == 0 or step == spec.steps:
-            lines.append({"kind": "eval", "step": step, "tokens": step * per_step,
-                          "eval_loss": eval_loss + (spec.steps - step) / spec.steps})
+            lines.append(
+                {
+                    "kind": "eval",
+                    "step": step,
+                    "tokens": step * per_step,
+                    "eval_loss": eval_loss + (spec.steps - step) / spec.steps,
+                }
+            )
     return [json.dumps(r) + "\n" for r in lines]
 
 
 def done_result(spec: RunSpec, loss: float) -> dict:
-    return {"status": "done", "run_id": spec.run_id, "steps": spec.steps, "tokens": spec.tokens,
-            "flops": spec.flops, "final_train_loss": loss + 0.1, "final_eval_loss": loss, "wall_time_s": 1.0,
-            "tokens_per_s": 1000.0, "restarts": 0}
+    return {
+        "status": "done",
+        "run_id": spec.run_id,
+        "steps": spec.steps,
+        "tokens": spec.tokens,
+        "flops": spec.flops,
+        "final_train_loss": loss + 0.1,
+        "final_eval_loss": loss,
+        "wall_time_s": 1.0,
+        "tokens_per_s": 1000.0,
+        "restarts": 0,
+    }
 
 
 def finish(sd: layout.StudyDir, spec: RunSpec, loss: float = 4.0) -> layout.RunDir:
@@ -74,9 +102,15 @@ def partial(sd: layout.StudyDir, spec: RunSpec, steps: int, *, checkpoint: bool 
 
 def record_job(sd: layout.StudyDir, run_id: str, *, cancelled: bool) -> None:
     with job_records.editing(sd) as book:
-        book.setdefault(run_id, []).append(job_records.JobRecord(
-            executor="local", job_ids=["999999999"], folder="submitit/local/%j", submitted_at=job_records.now(),
-            cancelled=cancelled))
+        book.setdefault(run_id, []).append(
+            job_records.JobRecord(
+                executor="local",
+                job_ids=["999999999"],
+                folder="submitit/local/%j",
+                submitted_at=job_records.now(),
+                cancelled=cancelled,
+            )
+        )
 
 
 def steps_of(spec: RunSpec) -> int:
@@ -91,8 +125,20 @@ def outcomes(root: Path) -> dict[str, RunSpec]:
     """Plan the micro-study in ``root`` and give each run its outcome; returns {outcome: spec}."""
     specs = plan_micro(root)
     sd = layout.StudyDir(root)
-    names = ["done", "crashed", "cancelled", "torn", "deleted_result", "garbage_result", "bad_lm_eval", "planned",
-             "interrupted", "diverged", "raised", "corrupt_line"]
+    names = [
+        "done",
+        "crashed",
+        "cancelled",
+        "torn",
+        "deleted_result",
+        "garbage_result",
+        "bad_lm_eval",
+        "planned",
+        "interrupted",
+        "diverged",
+        "raised",
+        "corrupt_line",
+    ]
     assert len(specs) >= len(names)
     by = dict(zip(names, specs))
 
@@ -117,18 +163,29 @@ def outcomes(root: Path) -> dict[str, RunSpec]:
 
     rd = finish(sd, by["bad_lm_eval"], 3.1)
     rd.lm_eval.mkdir()
-    (rd.lm_eval / "results_a.json").write_text(json.dumps({"results": {"task_a": {"acc,none": 0.5,
-                                                                                   "acc_stderr,none": 0.1}}}))
+    (rd.lm_eval / "results_a.json").write_text(
+        json.dumps({"results": {"task_a": {"acc,none": 0.5, "acc_stderr,none": 0.1}}})
+    )
     (rd.lm_eval / "results_b.json").write_text("{not json")
 
     partial(sd, by["interrupted"], steps_of(by["interrupted"]))
 
     rd = partial(sd, by["diverged"], 3, checkpoint=False)
-    layout.atomic_write_json(rd.result, {"status": "diverged", "run_id": by["diverged"].run_id, "steps": 3,
-                                         "tokens": 3 * per_step(by["diverged"]),
-                                         "flops": 3.0 * per_step(by["diverged"]) * by["diverged"].flops_per_token,
-                                         "final_train_loss": None, "final_eval_loss": None, "wall_time_s": 1.0,
-                                         "diverged_at_step": 4, "reason": "non-finite loss at step 4"})
+    layout.atomic_write_json(
+        rd.result,
+        {
+            "status": "diverged",
+            "run_id": by["diverged"].run_id,
+            "steps": 3,
+            "tokens": 3 * per_step(by["diverged"]),
+            "flops": 3.0 * per_step(by["diverged"]) * by["diverged"].flops_per_token,
+            "final_train_loss": None,
+            "final_eval_loss": None,
+            "wall_time_s": 1.0,
+            "diverged_at_step": 4,
+            "reason": "non-finite loss at step 4",
+        },
+    )
 
     # raised before writing a result: error.json only
     rd = partial(sd, by["raised"], steps_of(by["raised"]), checkpoint=False)

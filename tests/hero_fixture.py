@@ -26,7 +26,7 @@ def law_loss(n: float, d: float) -> float:
 
 def shape_r(f: float) -> float:
     """L(f) / L_final: the same for every run (a cosine-like approach to the final loss)."""
-    return 1.0 + 0.35 * (f ** -0.6 - 1.0)
+    return 1.0 + 0.35 * (f**-0.6 - 1.0)
 
 
 def study_dict(*, name: str = "hero loop", sizes=SIZES, hero: str = "400K", budgets=None, **extra) -> dict:
@@ -69,14 +69,35 @@ def train(sd: layout.StudyDir, spec: RunSpec, final: float, upto: float = 1.0, s
         if split:
             novel = final / (0.3 * 0.9 + 0.7)
             kinds = {"final_eval_loss_repeats": 0.9 * novel, "final_eval_loss_novel": novel, "eval_repeat_share": 0.3}
-        layout.atomic_write_json(rd.result, {
-            "status": "done", "run_id": spec.run_id, "steps": spec.steps, "tokens": spec.tokens, "flops": spec.flops,
-            "final_train_loss": final * 1.01, "final_eval_loss": final, "wall_time_s": 1.0, "tokens_per_s": 1e4,
-            "restarts": 0, **kinds})
+        layout.atomic_write_json(
+            rd.result,
+            {
+                "status": "done",
+                "run_id": spec.run_id,
+                "steps": spec.steps,
+                "tokens": spec.tokens,
+                "flops": spec.flops,
+                "final_train_loss": final * 1.01,
+                "final_eval_loss": final,
+                "wall_time_s": 1.0,
+                "tokens_per_s": 1e4,
+                "restarts": 0,
+                **kinds,
+            },
+        )
 
 
-def make_ladder(root: Path, *, seed: int = 0, noise: float = 0.003, fit: bool = True, n_boot: int = 30,
-                skip: tuple[str, ...] = (), split: bool = False, **kw: Any) -> Path:
+def make_ladder(
+    root: Path,
+    *,
+    seed: int = 0,
+    noise: float = 0.003,
+    fit: bool = True,
+    n_boot: int = 30,
+    skip: tuple[str, ...] = (),
+    split: bool = False,
+    **kw: Any,
+) -> Path:
     """Plan the study in ``root``, train every rung (sizes in ``skip`` stay planned; ``split``: results with the
     loss by kind of target), collect and fit."""
     from ladder.plan.planner import expand, write_plan

@@ -12,17 +12,34 @@ import pytest
 import yaml
 
 
-def write_study(path: Path, corpus: Path, *, name: str = "micro", sizes=("4K", "8K"), tokens_per_param: float = 10,
-                executor: str = "debug", budgets=None, **training) -> Path:
+def write_study(
+    path: Path,
+    corpus: Path,
+    *,
+    name: str = "micro",
+    sizes=("4K", "8K"),
+    tokens_per_param: float = 10,
+    executor: str = "debug",
+    budgets=None,
+    **training,
+) -> Path:
     """A micro study; ``budgets`` (several) with ``schedule={"kind": "wsd"}`` makes trunks and branches."""
     spec = {
         "name": name,
         "data": {"corpus": str(corpus), "seq_len": 32, "validation_fraction": 0.1, "validation_tokens": 1024},
         "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
-        "ladder": {"sizes": list(sizes), "tokens_per_param": tokens_per_param,
-                   **({"budgets": list(budgets)} if budgets else {})},
-        "training": {"lr_max": 0.02, "batch_min_sequences": 8, "eval_tokens": 1024, "checkpoints_per_run": 10,
-                     **training},
+        "ladder": {
+            "sizes": list(sizes),
+            "tokens_per_param": tokens_per_param,
+            **({"budgets": list(budgets)} if budgets else {}),
+        },
+        "training": {
+            "lr_max": 0.02,
+            "batch_min_sequences": 8,
+            "eval_tokens": 1024,
+            "checkpoints_per_run": 10,
+            **training,
+        },
         "hero": {"params": "1M"},
         "executor": {"kind": executor, "slurm": {"time_min": 30, "cpus_per_task": 1}},
         "sanity_check": False,

@@ -36,8 +36,7 @@ def add(a: int, b: int) -> dict:
 def square(x: int) -> dict:
     start = time.time()
     time.sleep(3)  # long enough for the three array tasks to overlap if they run concurrently
-    return {"x": x, "square": x * x, "start": start, "end": time.time(),
-            "task": os.environ.get("SLURM_ARRAY_TASK_ID")}
+    return {"x": x, "square": x * x, "start": start, "end": time.time(), "task": os.environ.get("SLURM_ARRAY_TASK_ID")}
 
 
 class Counter(submitit.helpers.Checkpointable):
@@ -49,15 +48,19 @@ class Counter(submitit.helpers.Checkpointable):
         self.starts: list[dict] = []
 
     def __call__(self, total: int, progress_file: str) -> dict:
-        self.starts.append({"from": self.done, "restart_count": os.environ.get("SLURM_RESTART_COUNT"),
-                            "t": time.time()})
+        self.starts.append(
+            {"from": self.done, "restart_count": os.environ.get("SLURM_RESTART_COUNT"), "t": time.time()}
+        )
         while self.done < total:
             time.sleep(0.25)
             self.done += 1
             Path(progress_file).write_text(str(self.done))
-        return {"done": self.done, "starts": self.starts,
-                "restart_count": int(os.environ.get("SLURM_RESTART_COUNT", "0")),
-                "job_id": os.environ.get("SLURM_JOB_ID")}
+        return {
+            "done": self.done,
+            "starts": self.starts,
+            "restart_count": int(os.environ.get("SLURM_RESTART_COUNT", "0")),
+            "job_id": os.environ.get("SLURM_JOB_ID"),
+        }
 
 
 def main() -> int:
@@ -65,8 +68,10 @@ def main() -> int:
     if not os.environ.get("SLURM_CONF"):
         default = Path(os.environ.get("TMPDIR", "/tmp")) / "ladder-slurm" / "etc" / "slurm.conf"
         if not default.exists():
-            print("SLURM_CONF is not set: run `bash scripts/slurm-up.sh` and `source scripts/slurm-env.sh`",
-                  file=sys.stderr)
+            print(
+                "SLURM_CONF is not set: run `bash scripts/slurm-up.sh` and `source scripts/slurm-env.sh`",
+                file=sys.stderr,
+            )
             return 2
         os.environ["SLURM_CONF"] = str(default)
         say(f"SLURM_CONF not set, using {default}")
@@ -99,11 +104,15 @@ def main() -> int:
     jobs = executor.map_array(square, [1, 2, 3])
     results = [j.result() for j in jobs]
     dt = time.monotonic() - t
-    check([r["square"] for r in results] == [1, 4, 9],
-          f"array {jobs[0].job_id.split('_')[0]} of 3: squares {[r['square'] for r in results]} in {dt:.1f}s")
+    check(
+        [r["square"] for r in results] == [1, 4, 9],
+        f"array {jobs[0].job_id.split('_')[0]} of 3: squares {[r['square'] for r in results]} in {dt:.1f}s",
+    )
     overlap = max(r["start"] for r in results) < min(r["end"] for r in results)
-    say(f"     array tasks ran {'concurrently' if overlap else 'NOT concurrently'} "
-        f"(starts spread {max(r['start'] for r in results) - min(r['start'] for r in results):.1f}s)")
+    say(
+        f"     array tasks ran {'concurrently' if overlap else 'NOT concurrently'} "
+        f"(starts spread {max(r['start'] for r in results) - min(r['start'] for r in results):.1f}s)"
+    )
     check(overlap, "array tasks overlapped in time (>= 3 CPU slots)")
 
     # 3. Checkpointable job preempted with USR2, requeued, resumed
@@ -111,6 +120,7 @@ def main() -> int:
     progress = folder / "progress.txt"
     t = time.monotonic()
     job = executor.submit(Counter(), 60, str(progress))  # 60 x 0.25 s = 15 s of work
+
     def progress_now() -> int:  # the job rewrites the file: tolerate a missing/half-written one
         try:
             return int(progress.read_text())
@@ -132,9 +142,11 @@ def main() -> int:
     say(f"     starts (resumed-from, SLURM_RESTART_COUNT): {[(s['from'], s['restart_count']) for s in starts]}")
     if len(starts) >= 2:
         say(f"     requeued job resumed {starts[-1]['t'] - t_sig_wall:.1f}s after USR2; total {total:.1f}s")
-    check(res["done"] == 60 and res["restart_count"] >= 1 and len(starts) >= 2 and starts[-1]["from"] > 0,
-          f"checkpointable job {job.job_id}: done={res['done']} SLURM_RESTART_COUNT={res['restart_count']}, "
-          f"resumed from {starts[-1]['from']}")
+    check(
+        res["done"] == 60 and res["restart_count"] >= 1 and len(starts) >= 2 and starts[-1]["from"] > 0,
+        f"checkpointable job {job.job_id}: done={res['done']} SLURM_RESTART_COUNT={res['restart_count']}, "
+        f"resumed from {starts[-1]['from']}",
+    )
 
     if keep or failures:
         say(f"submitit folder kept: {folder}")

@@ -96,8 +96,11 @@ def test_status_and_collect_agree_on_a_branch_and_count_only_its_own_flops(branc
     assert branch.own_flops < branch.flops and branch.run_id in collect(study_dir).pending
     plan = run_cli(capsys, "plan", study_dir / "study.yaml", "--out", study_dir, "--json").json()
     total = run_cli(capsys, "status", study_dir, "--json").json()["totals"]
-    assert total["flops_planned"] == pytest.approx(plan["totals"]["flops"]) == pytest.approx(
-        trunk.flops + branch.own_flops)
+    assert (
+        total["flops_planned"]
+        == pytest.approx(plan["totals"]["flops"])
+        == pytest.approx(trunk.flops + branch.own_flops)
+    )
 
     _snapshot(study_dir, branch).mkdir(parents=True)  # the trunk passed the branch step; the branch trained 2 more
     per_step = branch.sequences_per_batch * branch.data.seq_len
@@ -283,8 +286,12 @@ def test_slurm_branches_start_after_their_trunks_job_and_match_an_undisturbed_ru
     for b in branches:  # each branch started once its trunk's job had ended
         times = {}
         for run_id in (b.trunk.run_id, b.run_id):
-            out = subprocess.run(["sacct", "-j", job_ids[run_id][0], "-n", "-X", "-P", "-o", "Start,End"],
-                                 capture_output=True, text=True, check=True).stdout.split()
+            out = subprocess.run(
+                ["sacct", "-j", job_ids[run_id][0], "-n", "-X", "-P", "-o", "Start,End"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
             times[run_id] = out[-1].split("|")
         assert times[b.run_id][0] >= times[b.trunk.run_id][1], times
     book = json.loads((study_dir / "jobs.json").read_text())["runs"]

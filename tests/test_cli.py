@@ -8,8 +8,24 @@ from tests.cli_helpers import run_cli
 # Every command and command group, by the group it hangs from, in the order `--help` lists them. A command
 # dropped from the app (or added without being listed here) fails test_help_lists_every_command.
 COMMANDS = {
-    (): ["plan", "sanity", "train", "submit", "status", "collect", "cancel", "fit", "report", "hero", "eval", "run",
-         "studies", "model", "data", "forecast"],
+    (): [
+        "plan",
+        "sanity",
+        "train",
+        "submit",
+        "status",
+        "collect",
+        "cancel",
+        "fit",
+        "report",
+        "hero",
+        "eval",
+        "run",
+        "studies",
+        "model",
+        "data",
+        "forecast",
+    ],
     ("studies",): ["list", "show", "validate"],
     ("model",): ["info"],
     ("data",): ["prepare", "tokenizer"],
@@ -59,17 +75,64 @@ def test_version(capsys):
 
 
 def test_model_info_json_smollm2(capsys):
-    r = run_cli(capsys, "model", "info", "--d-model", "576", "--n-layers", "30", "--n-heads", "9",
-                "--n-kv-heads", "3", "--ffn-dim", "1536", "--vocab-size", "49152", "--json")
+    r = run_cli(
+        capsys,
+        "model",
+        "info",
+        "--d-model",
+        "576",
+        "--n-layers",
+        "30",
+        "--n-heads",
+        "9",
+        "--n-kv-heads",
+        "3",
+        "--ffn-dim",
+        "1536",
+        "--vocab-size",
+        "49152",
+        "--json",
+    )
     data = r.json()
     assert data["params_total"] == 134_515_008
     assert data["params_embedding"] + data["params_non_embedding"] == data["params_total"]
-    assert set(data) >= {"params_total", "params_embedding", "params_non_embedding", "flops_per_token",
-                         "flops_per_token_6n", "shape"}
-    assert data["shape"] == {"d_model": 576, "n_layers": 30, "n_heads": 9, "n_kv_heads": 3, "head_dim": 64,
-                             "ffn_dim": 1536, "vocab_size": 49152, "tied": True}
-    untied = run_cli(capsys, "model", "info", "--d-model", "576", "--n-layers", "30", "--n-heads", "9",
-                     "--n-kv-heads", "3", "--ffn-dim", "1536", "--vocab-size", "49152", "--untied", "--json")
+    assert set(data) >= {
+        "params_total",
+        "params_embedding",
+        "params_non_embedding",
+        "flops_per_token",
+        "flops_per_token_6n",
+        "shape",
+    }
+    assert data["shape"] == {
+        "d_model": 576,
+        "n_layers": 30,
+        "n_heads": 9,
+        "n_kv_heads": 3,
+        "head_dim": 64,
+        "ffn_dim": 1536,
+        "vocab_size": 49152,
+        "tied": True,
+    }
+    untied = run_cli(
+        capsys,
+        "model",
+        "info",
+        "--d-model",
+        "576",
+        "--n-layers",
+        "30",
+        "--n-heads",
+        "9",
+        "--n-kv-heads",
+        "3",
+        "--ffn-dim",
+        "1536",
+        "--vocab-size",
+        "49152",
+        "--untied",
+        "--json",
+    )
     assert untied.json()["params_total"] == 162_826_560
 
 

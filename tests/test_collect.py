@@ -46,9 +46,20 @@ def test_one_row_per_planned_run_in_plan_order_whatever_its_state(study):
     planned = [s.run_id for s in plan_micro(root)]
     assert list(c.runs["run_id"]) == planned
     rows = rows_by_id(c)
-    want = {"done": "done", "crashed": "failed", "cancelled": "cancelled", "torn": "done",
-            "deleted_result": "corrupt", "garbage_result": "corrupt", "bad_lm_eval": "done", "planned": "planned",
-            "interrupted": "interrupted", "diverged": "diverged", "raised": "failed", "corrupt_line": "done"}
+    want = {
+        "done": "done",
+        "crashed": "failed",
+        "cancelled": "cancelled",
+        "torn": "done",
+        "deleted_result": "corrupt",
+        "garbage_result": "corrupt",
+        "bad_lm_eval": "done",
+        "planned": "planned",
+        "interrupted": "interrupted",
+        "diverged": "diverged",
+        "raised": "failed",
+        "corrupt_line": "done",
+    }
     assert {k: rows[by[k].run_id]["status"] for k in want} == want
     for column in BOOK_COLUMNS:
         assert column in c.runs.columns, column
@@ -58,8 +69,15 @@ def test_one_row_per_planned_run_in_plan_order_whatever_its_state(study):
         assert (want[key] == "done") == (not math.isnan(loss)), key
     assert rows[by["torn"].run_id]["loss"] == 3.25  # result.json is authoritative, not the cut curve
     assert pd.isna(rows[by["done"].run_id]["error"]) and pd.isna(rows[by["done"].run_id]["reason"])
-    assert c.states == {"planned": 1, "interrupted": 1, "done": 4, "failed": 2, "diverged": 1, "cancelled": 1,
-                        "corrupt": 2}
+    assert c.states == {
+        "planned": 1,
+        "interrupted": 1,
+        "done": 4,
+        "failed": 2,
+        "diverged": 1,
+        "cancelled": 1,
+        "corrupt": 2,
+    }
     assert sorted(c.pending) == sorted([by["planned"].run_id, by["interrupted"].run_id])
     assert sorted(c.failed) == sorted([by["crashed"].run_id, by["raised"].run_id])
 
@@ -166,9 +184,17 @@ def test_flops_spent_is_the_results_own_when_it_states_one(tmp_path):
 
 
 def test_run_record_of_a_result_alone_follows_the_result():
-    spec = expand(parse_study({
-        "name": "r", "data": {"seq_len": 32}, "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
-        "ladder": {"sizes": ["4K"]}, "hero": {"params": "1M"}})).runs[0]
+    spec = expand(
+        parse_study(
+            {
+                "name": "r",
+                "data": {"seq_len": 32},
+                "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
+                "ladder": {"sizes": ["4K"]},
+                "hero": {"params": "1M"},
+            }
+        )
+    ).runs[0]
     row = run_record(spec, done_result(spec, 3.0))
     assert row["status"] == "done" and row["loss"] == 3.0 and row["tokens_done"] == spec.tokens
     assert row["flops_spent"] == spec.flops and row["error"] is None  # a plain dict, not a table
@@ -184,8 +210,9 @@ def test_the_tables_and_the_cli_keep_every_row(study, capsys):
     assert data["rows"] == len(plan_micro(root)) and data["states"]["corrupt"] == 2
     lines = {(p["run_id"], p["file"], p["line"]) for p in data["problems"]}
     assert (by["corrupt_line"].run_id, layout.METRICS, 2) in lines
-    assert any(p["run_id"] == by["bad_lm_eval"].run_id and p["file"] == "lm_eval/results_b.json"
-               for p in data["problems"])
+    assert any(
+        p["run_id"] == by["bad_lm_eval"].run_id and p["file"] == "lm_eval/results_b.json" for p in data["problems"]
+    )
     table = pd.read_parquet(root / layout.RESULTS_PARQUET)
     assert len(table) == data["rows"] and len(pd.read_csv(root / layout.RESULTS_CSV)) == data["rows"]
     assert table.set_index("run_id").loc[by["crashed"].run_id, "error"] == "boom"

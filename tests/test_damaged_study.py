@@ -29,8 +29,12 @@ def _damage(root, spec, how: str) -> None:
         raise AssertionError(how)
 
 
-DAMAGE = {"deleted_dir": "run directory is missing", "deleted_spec": "spec.json is missing",
-          "corrupt_spec": "spec.json is not a valid run spec", "wrong_spec": "spec.json is not a valid run spec"}
+DAMAGE = {
+    "deleted_dir": "run directory is missing",
+    "deleted_spec": "spec.json is missing",
+    "corrupt_spec": "spec.json is not a valid run spec",
+    "wrong_spec": "spec.json is not a valid run spec",
+}
 
 
 @pytest.fixture()

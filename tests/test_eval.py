@@ -16,8 +16,13 @@ pytestmark = pytest.mark.slow
 
 
 def test_eval_collect_fit_report(tmp_path, tiny_jsonl_corpus, capsys):
-    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, name="evalstudy",
-                       sizes=("4K", "6K", "8K", "11K", "16K"), tokens_per_param=8)
+    spec = write_study(
+        tmp_path / "s.yaml",
+        tiny_jsonl_corpus,
+        name="evalstudy",
+        sizes=("4K", "6K", "8K", "11K", "16K"),
+        tokens_per_param=8,
+    )
     study = tmp_path / "study"
     assert run_cli(capsys, "plan", spec, "--out", study).code == 0
     assert run_cli(capsys, "submit", study, "--executor", "debug").code == 0

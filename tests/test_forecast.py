@@ -147,8 +147,9 @@ def test_a_hero_with_seed_replicates_is_scored_against_their_mean(study, capsys)
     specs = {s["run_id"]: s for s in (json.loads(p.read_text()) for p in (study / "runs").glob("*/spec.json"))}
     a, b = specs[first["run_id"]], specs[again["run_id"]]
     assert (a["seed"], b["seed"]) == (0, 1) and b["role"] == "hero"
-    assert {k: v for k, v in a.items() if k not in ("seed", "run_id", "axes")} == \
-        {k: v for k, v in b.items() if k not in ("seed", "run_id", "axes")}  # only the seed differs
+    assert {k: v for k, v in a.items() if k not in ("seed", "run_id", "axes")} == {
+        k: v for k, v in b.items() if k not in ("seed", "run_id", "axes")
+    }  # only the seed differs
     assert "--seed 1" in again["sources"]["seed"]
     sd = layout.StudyDir(study)
     train(sd, RunSpec.model_validate(a), 3.4)

@@ -47,10 +47,19 @@ def test_hero_plans_the_recommendation_as_a_run_of_the_study(study, capsys):
     spec = RunSpec.model_validate_json((study / "runs" / got["run_id"] / "spec.json").read_text())
     assert spec.role == "hero" and spec.run_id == spec.content_hash()
     s = spec.shape
-    assert (s.d_model, s.n_layers, s.n_heads, s.ffn_dim, s.tied) == (rec["d_model"], rec["n_layers"], rec["n_heads"],
-                                                                    rec["ffn_dim"], rec["tied"])
-    assert (spec.tokens, spec.batch_tokens, spec.lr, spec.steps) == (rec["tokens"], rec["batch_tokens"], rec["lr"],
-                                                                    rec["steps"])
+    assert (s.d_model, s.n_layers, s.n_heads, s.ffn_dim, s.tied) == (
+        rec["d_model"],
+        rec["n_layers"],
+        rec["n_heads"],
+        rec["ffn_dim"],
+        rec["tied"],
+    )
+    assert (spec.tokens, spec.batch_tokens, spec.lr, spec.steps) == (
+        rec["tokens"],
+        rec["batch_tokens"],
+        rec["lr"],
+        rec["steps"],
+    )
     assert spec.schedule.kind == rec["schedule"]["kind"] and spec.warmup_steps == rec["warmup_steps"]
     assert "lr" in got["sources"] and "batch_tokens" in got["sources"]
     assert run_cli(capsys, "hero", study, "--json").json()["state"] == "planned already"
@@ -101,8 +110,7 @@ def test_a_hero_with_the_science_of_a_rung_is_refused(study, capsys):
 
 def test_hero_errors_exit_2_naming_the_flag(study, tmp_path, capsys):
     before = _plan_ids(study)
-    for args, words in [(("--params", "lots"), "--params 'lots'"), (("--tokens", "-5"), "--tokens"),
-                        ((), None)]:
+    for args, words in [(("--params", "lots"), "--params 'lots'"), (("--tokens", "-5"), "--tokens"), ((), None)]:
         target = study if words else tmp_path / "nowhere"
         r = run_cli(capsys, "hero", target, *args)
         assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -117,8 +125,14 @@ def test_hero_errors_exit_2_naming_the_flag(study, tmp_path, capsys):
 def test_a_planned_hero_trains_through_debug_and_local_executors_and_is_scored(tmp_path, tiny_jsonl_corpus, capsys):
     from tests.micro import write_study
 
-    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, name="hero", sizes=("4K", "6K", "8K", "11K"),
-                       tokens_per_param=10, evals_per_run=5)
+    spec = write_study(
+        tmp_path / "s.yaml",
+        tiny_jsonl_corpus,
+        name="hero",
+        sizes=("4K", "6K", "8K", "11K"),
+        tokens_per_param=10,
+        evals_per_run=5,
+    )
     study = tmp_path / "hero"
     assert run_cli(capsys, "plan", spec, "--out", study).code == 0
     assert run_cli(capsys, "submit", study, "--executor", "debug").code == 0

@@ -17,8 +17,15 @@ ROOT = Path(__file__).resolve().parents[1]
 ROOMS = {"ladder": "ladder", "model": "ladder.model", "studies": "ladder.studies", "reports": "ladder.reports"}
 MAX_LINES = 600  # cohesive modules, not short ones: one idea in one file (issue 27)
 # the pure accounting of the model room: what plan, studies and reports may use from it (no torch)
-MODEL_ACCOUNTING = {"ladder.model", "ladder.model.shape", "ladder.model.sizing", "ladder.model.recipe",
-                    "ladder.model.config", "ladder.model.schedule", "ladder.model.hardware"}
+MODEL_ACCOUNTING = {
+    "ladder.model",
+    "ladder.model.shape",
+    "ladder.model.sizing",
+    "ladder.model.recipe",
+    "ladder.model.config",
+    "ladder.model.schedule",
+    "ladder.model.hardware",
+}
 LEAVES = {"ladder", "ladder.errors", "ladder.layout"}  # what any room may import from ladder/
 
 
@@ -186,15 +193,24 @@ def test_fits_never_render():
 
 # ladder/'s stages, and the other stages each may import: the plan comes first, the books read what the plan and
 # the jobs wrote, the jobs submit what the books say is unfinished, the forecast reads the books' results.
-STAGES = {"ladder.plan": set(), "ladder.books": {"ladder.plan"}, "ladder.jobs": {"ladder.plan", "ladder.books"},
-          "ladder.forecast": {"ladder.plan", "ladder.books"}}
+STAGES = {
+    "ladder.plan": set(),
+    "ladder.books": {"ladder.plan"},
+    "ladder.jobs": {"ladder.plan", "ladder.books"},
+    "ladder.forecast": {"ladder.plan", "ladder.books"},
+}
 
 
 def test_stages_import_one_way():
     """Within ladder/, a stage imports only the stages before it (pipeline and the CLI, at the top, import any)."""
+
     def allowed(m: str, t: str) -> bool:
-        return not any(_in(t, stage) and not _in(m, stage) and stage not in STAGES[own]
-                       for own in STAGES if _in(m, own) for stage in STAGES)
+        return not any(
+            _in(t, stage) and not _in(m, stage) and stage not in STAGES[own]
+            for own in STAGES
+            if _in(m, own)
+            for stage in STAGES
+        )
 
     for stage in STAGES:
         assert not _violations(stage, allowed)
@@ -207,8 +223,14 @@ def test_no_torch_where_it_is_not_needed():
     status, collect, the studies, the model's accounting and every report import it lazily or not at all, so
     that `ladder --help`, `ladder plan` and `ladder fit` start quickly and reports run on a machine without it."""
     heavy = {"torch", "transformers", "lm_eval", "datatrove"}
-    pure = [m for m in MODULES if _in(m, "ladder.reports") or _in(m, "ladder.studies") or m in MODEL_ACCOUNTING
-            or (_in(m, "ladder") and not _in(m, "ladder.model"))]
+    pure = [
+        m
+        for m in MODULES
+        if _in(m, "ladder.reports")
+        or _in(m, "ladder.studies")
+        or m in MODEL_ACCOUNTING
+        or (_in(m, "ladder") and not _in(m, "ladder.model"))
+    ]
     at_top = sorted(f"{m} -> {n}" for m in pure for n, top in EXTERNAL[m] if n in heavy and top)
     assert not at_top
     in_reports = sorted(f"{m} -> {n}" for m in pure if _in(m, "ladder.reports") for n, _ in EXTERNAL[m] if n in heavy)
@@ -217,12 +239,19 @@ def test_no_torch_where_it_is_not_needed():
 
 def test_importing_the_light_modules_loads_no_torch():
     """The same rule, observed: import them in a fresh interpreter and look at sys.modules."""
-    light = sorted(m for m in MODULES if m in MODEL_ACCOUNTING or _in(m, "ladder.studies")
-                   or _in(m, "ladder.reports") or _in(m, "ladder.cli")
-                   or m in ("ladder.plan.planner", "ladder.books.run_status", "ladder.books.collect",
-                            "ladder.layout"))
-    code = (f"import importlib, sys\nfor m in {light!r}:\n    importlib.import_module(m)\n"
-            "print(sorted(n for n in ('torch', 'transformers', 'lm_eval') if n in sys.modules))")
+    light = sorted(
+        m
+        for m in MODULES
+        if m in MODEL_ACCOUNTING
+        or _in(m, "ladder.studies")
+        or _in(m, "ladder.reports")
+        or _in(m, "ladder.cli")
+        or m in ("ladder.plan.planner", "ladder.books.run_status", "ladder.books.collect", "ladder.layout")
+    )
+    code = (
+        f"import importlib, sys\nfor m in {light!r}:\n    importlib.import_module(m)\n"
+        "print(sorted(n for n in ('torch', 'transformers', 'lm_eval') if n in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", check=True)
     assert out.stdout.strip() == "[]"
 
@@ -235,7 +264,9 @@ def test_no_module_a_newcomer_has_to_scroll(module):
 
 def test_each_package_says_what_it_holds():
     """Every package's __init__ has a docstring (what the room holds and what it may import)."""
-    missing = [m for m, p in MODULES.items() if p.name == "__init__.py" and not ast.get_docstring(ast.parse(p.read_text()))]
+    missing = [
+        m for m, p in MODULES.items() if p.name == "__init__.py" and not ast.get_docstring(ast.parse(p.read_text()))
+    ]
     assert not missing
 
 
@@ -247,8 +278,11 @@ def test_a_wheel_installs_and_runs(tmp_path):
     import sysconfig
 
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT),
-                    "-w", str(wheels)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT), "-w", str(wheels)],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = wheels.glob("ladder-*.whl")
     import zipfile
 
@@ -264,11 +298,18 @@ def test_a_wheel_installs_and_runs(tmp_path):
     # third-party packages from the test environment, but not its editable ladder
     (site / "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     py = venv / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     probe = subprocess.run(
         [str(py), "-c", "import ladder, ladder.model, ladder.reports, ladder.studies; print(ladder.__file__)"],
-        capture_output=True, text=True, cwd=tmp_path, check=True)
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
     assert str(site) in probe.stdout
     top = {p.name for p in site.iterdir()} & {"model", "reports", "studies"}
     assert not top, "nothing but ladder is installed"

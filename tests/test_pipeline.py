@@ -20,8 +20,14 @@ pytestmark = pytest.mark.slow
 
 
 def _ladder(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "ladder", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ladder", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        **kw,
+    )
 
 
 def _losses(study: Path) -> dict[str, tuple[float, float]]:
@@ -50,8 +56,11 @@ def test_ladder_run_survives_ctrl_c_and_kill_9(tmp_path, tiny_jsonl_corpus, caps
 
     # 2. run again; this time SIGKILL the main process only: its workers go on and a third run waits for them
     proc = _ladder("run", str(spec), "--out", str(study), "--parallel", "2", "--skip-sanity")
-    wait_for(lambda: any((rd / "checkpoint.json").is_file() or (rd / "result.json").is_file() for rd in runs.iterdir()),
-             240, "a run to make progress")
+    wait_for(
+        lambda: any((rd / "checkpoint.json").is_file() or (rd / "result.json").is_file() for rd in runs.iterdir()),
+        240,
+        "a run to make progress",
+    )
     proc.kill()
     proc.communicate(timeout=60)
 

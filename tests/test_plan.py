@@ -9,8 +9,20 @@ from ladder.plan.planner import expand, read_plan
 from ladder.studies import builtin_names, load_study
 from tests.cli_helpers import run_cli
 
-PLAN_RUN_KEYS = {"run_id", "run_dir", "axes", "shape", "params", "params_total", "params_non_embedding", "tokens",
-                 "flops", "batch_tokens", "lr", "steps"}
+PLAN_RUN_KEYS = {
+    "run_id",
+    "run_dir",
+    "axes",
+    "shape",
+    "params",
+    "params_total",
+    "params_non_embedding",
+    "tokens",
+    "flops",
+    "batch_tokens",
+    "lr",
+    "steps",
+}
 SHAPE_KEYS = {"d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_dim", "vocab_size", "tied"}
 
 
@@ -102,10 +114,15 @@ def test_run_ids_hash_content_not_labels():
 def test_isoflop_mode_holds_compute_per_budget():
     from ladder.studies.spec import parse_study
 
-    study = parse_study({
-        "name": "iso", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8},
-        "ladder": {"mode": "isoflop", "compute_budgets": [1e12, 4e12], "isoflop_points": 5}, "hero": {"compute": 1e16},
-    })
+    study = parse_study(
+        {
+            "name": "iso",
+            "data": {"seq_len": 64},
+            "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8},
+            "ladder": {"mode": "isoflop", "compute_budgets": [1e12, 4e12], "isoflop_points": 5},
+            "hero": {"compute": 1e16},
+        }
+    )
     plan = expand(study)
     assert len(plan.runs) == 10
     for budget in ("1e+12", "4e+12"):
@@ -130,7 +147,8 @@ def test_replanning_with_another_micro_batch_compile_or_intervals_keeps_every_fi
     from tests.fake_runs import finish
 
     spec = {
-        "name": "science", "data": {"seq_len": 32},
+        "name": "science",
+        "data": {"seq_len": 32},
         "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
         "ladder": {"sizes": ["4K", "8K", "16K"], "tokens_per_param": 10},
         "training": {"batch_min_sequences": 12, "micro_batch_tokens": 256},
@@ -147,8 +165,14 @@ def test_replanning_with_another_micro_batch_compile_or_intervals_keeps_every_fi
         finish(sd, s)
     finished_specs = {rid: sd.run(rid).spec.read_bytes() for rid in finished}
 
-    spec["training"].update(micro_batch_tokens=160, compile=True, evals_per_run=3, logs_per_run=7,
-                            checkpoints_per_run=2, checkpoint_minutes=1)
+    spec["training"].update(
+        micro_batch_tokens=160,
+        compile=True,
+        evals_per_run=3,
+        logs_per_run=7,
+        checkpoints_per_run=2,
+        checkpoint_minutes=1,
+    )
     study.write_text(yaml.safe_dump(spec))
     again = run_cli(capsys, "plan", study, "--out", out, "--json").json()
     assert [r["run_id"] for r in again["runs"]] == [r["run_id"] for r in first["runs"]]
@@ -165,8 +189,14 @@ def test_replanning_with_another_micro_batch_compile_or_intervals_keeps_every_fi
 def test_precision_auto_is_resolved_for_the_target_hardware(hardware, precision):
     from ladder.studies.spec import parse_study
 
-    base = {"name": "p", "data": {"seq_len": 32}, "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
-            "ladder": {"sizes": ["4K"]}, "hero": {"params": "1M"}, "executor": {"hardware": hardware}}
+    base = {
+        "name": "p",
+        "data": {"seq_len": 32},
+        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
+        "ladder": {"sizes": ["4K"]},
+        "hero": {"params": "1M"},
+        "executor": {"hardware": hardware},
+    }
     (run,) = expand(parse_study(base)).runs
     assert run.precision == precision
     explicit = expand(parse_study({**base, "training": {"precision": precision}})).runs[0]
@@ -190,23 +220,33 @@ def test_the_plan_states_one_flop_convention_per_number(tmp_path, capsys):
     # each trunk counted once, each branch only for the updates after its trunk's snapshot
     assert data["totals"]["flops"] == pytest.approx(sum(run["flops_own"] for run in data["runs"]))
     assert data["totals"]["flops"] < sum(run["flops"] for run in data["runs"])
-    assert data["totals"]["ladder_pct_of_hero"] == pytest.approx(100 * data["totals"]["flops"] / data["hero"]["compute"])
+    assert data["totals"]["ladder_pct_of_hero"] == pytest.approx(
+        100 * data["totals"]["flops"] / data["hero"]["compute"]
+    )
     on_disk = json.loads((tmp_path / "d" / "plan.json").read_text())
     assert on_disk["conventions"] == conv and on_disk["notes"] == data["notes"]
     human = run_cli(capsys, "plan", "default", "--dry-run")
     assert "FLOPs (exact)" in human.stdout and "exact FLOPs / exact FLOPs" in human.stdout
 
     # a hero given by compute spends exactly that compute, read as exact FLOPs, at tokens_per_param
-    study = parse_study({"name": "c", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16,
-                         "ffn_multiple": 8}, "ladder": {"sizes": ["20K", "40K"]}, "hero": {"compute": 1e12}})
+    study = parse_study(
+        {
+            "name": "c",
+            "data": {"seq_len": 64},
+            "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8},
+            "ladder": {"sizes": ["20K", "40K"]},
+            "hero": {"compute": 1e12},
+        }
+    )
     hero = expand(study).hero
     assert hero.compute == 1e12
     assert hero.shape.flops_per_token(64) * hero.tokens == pytest.approx(1e12, rel=1e-6)
     assert hero.tokens_per_param == pytest.approx(20, rel=0.1)
     assert 6 * hero.params * hero.tokens < 0.8e12  # 6ND undercounts it by over 20% at this size
     rules = study.model.rules(64)
-    n = params_for_compute(1e12, 20, lambda k: shape_for_params(k, "non_embedding", 32, rules, True),
-                           "non_embedding", 64)
+    n = params_for_compute(
+        1e12, 20, lambda k: shape_for_params(k, "non_embedding", 32, rules, True), "non_embedding", 64
+    )
     assert shape_for_params(n, "non_embedding", 32, rules, True).params_non_embedding == hero.params
     assert "hero.compute" in expand(study).conventions()["hero_flops"]
 
@@ -214,16 +254,24 @@ def test_the_plan_states_one_flop_convention_per_number(tmp_path, capsys):
 def test_the_plan_says_what_a_size_holds_fixed_and_how_embedding_and_head_decay(capsys):
     from ladder.studies.spec import parse_study
 
-    base = {"name": "t", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8},
-            "ladder": {"sizes": ["20K", "40K"]}, "ablations": {"tie_embeddings": [True, False]},
-            "hero": {"params": "1M"}}
+    base = {
+        "name": "t",
+        "data": {"seq_len": 64},
+        "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8},
+        "ladder": {"sizes": ["20K", "40K"]},
+        "ablations": {"tie_embeddings": [True, False]},
+        "hero": {"params": "1M"},
+    }
     plan = expand(parse_study(base))
     assert plan.warnings == []
-    assert any("non_embedding parameters fixed" in n and "share the body" in n and "256 x d_model" in n
-               for n in plan.notes)
+    assert any(
+        "non_embedding parameters fixed" in n and "share the body" in n and "256 x d_model" in n for n in plan.notes
+    )
     assert any("same treatment (no decay)" in n for n in plan.notes)
     for size in {r.axes["size"] for r in plan.runs}:  # the body really is shared
-        tied, untied = (next(r for r in plan.runs if r.axes["size"] == size and r.shape.tied is t) for t in (True, False))
+        tied, untied = (
+            next(r for r in plan.runs if r.axes["size"] == size and r.shape.tied is t) for t in (True, False)
+        )
         assert tied.shape.params_non_embedding == untied.shape.params_non_embedding
         assert untied.shape.params_total - tied.shape.params_total == 256 * tied.shape.d_model
 

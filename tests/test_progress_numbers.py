@@ -44,13 +44,22 @@ def test_status_has_seed_and_budget_columns(tmp_path, capsys):
     from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 
-    study = parse_study({
-        "name": "reps", "data": {"seq_len": 32, "validation_tokens": 1024},
-        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
-        "ladder": {"sizes": ["4K", "8K", "16K"], "tokens_per_param": 10, "budgets": [1, 2],
-                   "replicates": {"sizes": ["8K"], "seeds": [1]}},
-        "training": {"batch_min_sequences": 8}, "hero": {"params": "1M"}, "sanity_check": False,
-    })
+    study = parse_study(
+        {
+            "name": "reps",
+            "data": {"seq_len": 32, "validation_tokens": 1024},
+            "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
+            "ladder": {
+                "sizes": ["4K", "8K", "16K"],
+                "tokens_per_param": 10,
+                "budgets": [1, 2],
+                "replicates": {"sizes": ["8K"], "seeds": [1]},
+            },
+            "training": {"batch_min_sequences": 8},
+            "hero": {"params": "1M"},
+            "sanity_check": False,
+        }
+    )
     root = tmp_path / "reps"
     write_plan(expand(study), root)
     rows = study_status(root)
@@ -105,8 +114,9 @@ def _simulate(root, flops_per_s: float, poll_s: float, eta_at):
                 rd = sd.run(s.run_id)
                 if t >= b and s.run_id not in finished:
                     rd.metrics.write_text("".join(metrics_lines(s, s.steps)))
-                    layout.atomic_write_json(rd.result, {**done_result(s, 4.0),
-                                                         "tokens_per_s": flops_per_s / s.flops_per_token})
+                    layout.atomic_write_json(
+                        rd.result, {**done_result(s, 4.0), "tokens_per_s": flops_per_s / s.flops_per_token}
+                    )
                     finished.add(s.run_id)
                 elif a <= t < b:
                     k = int((t - a) / (b - a) * s.steps) // s.log_interval * s.log_interval
@@ -136,8 +146,11 @@ def test_the_eta_comes_from_the_measured_rate_and_moves_smoothly(tmp_path):
     # past its first tenth: within 25% (and half a minute) of the true time left, and never moving by more than
     # 5% of itself besides the clock's own tick from one poll to the next
     late = [(t, e, truth) for t, e, truth in seen if t > 0.1 * seen[-1][0] and truth > 20]
-    bad = [(round(t), round(e or -1), round(truth)) for t, e, truth in late
-           if e is None or abs(e - truth) > 0.25 * truth + 30]
+    bad = [
+        (round(t), round(e or -1), round(truth))
+        for t, e, truth in late
+        if e is None or abs(e - truth) > 0.25 * truth + 30
+    ]
     assert not bad, bad[:20]
     for (t1, e1, _), (t2, e2, _) in zip(late, late[1:]):
         assert abs(e2 - e1) <= 0.05 * e1 + (t2 - t1), (t1, e1, e2)
@@ -165,9 +178,24 @@ def test_progress_lines_print_the_eta_of_the_clock():
     from ladder.cli.status import StatusLines
 
     def row(state, done, spent):
-        return RunStatus(run_id="r", variant="base", size="4K", state=state, tokens_done=done, tokens_planned=1000,
-                         progress=done / 1000, train_loss=None, eval_loss=None, tokens_per_s=50.0, eta_s=None,
-                         job_id=None, executor=None, error=None, flops_spent=spent, flops_planned=1000.0 * 6)
+        return RunStatus(
+            run_id="r",
+            variant="base",
+            size="4K",
+            state=state,
+            tokens_done=done,
+            tokens_planned=1000,
+            progress=done / 1000,
+            train_loss=None,
+            eval_loss=None,
+            tokens_per_s=50.0,
+            eta_s=None,
+            job_id=None,
+            executor=None,
+            error=None,
+            flops_spent=spent,
+            flops_planned=1000.0 * 6,
+        )
 
     console = Console(record=True, width=120, file=open("/dev/null", "w"))
     clock = _Clock()

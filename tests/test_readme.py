@@ -17,8 +17,20 @@ from tests.cli_helpers import run_cli
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # commands that train, submit or write into a study: the test leaves them alone unless they only ask for --help
-TRAINS = {"run", "submit", "train", "sanity", "eval", "cancel", "collect", "report", "hero", "forecast",
-          ("data", "prepare"), ("data", "tokenizer")}
+TRAINS = {
+    "run",
+    "submit",
+    "train",
+    "sanity",
+    "eval",
+    "cancel",
+    "collect",
+    "report",
+    "hero",
+    "forecast",
+    ("data", "prepare"),
+    ("data", "tokenizer"),
+}
 SEPARATORS = {"&&", "||", ";", "|"}
 
 
@@ -95,8 +107,9 @@ def test_the_readme_describes_the_default_plan():
     study = load_study("default")
     runs = expand(study).runs
     sizes = sorted({run.shape.params_non_embedding for run in runs})
-    said = re.search(r"plans (\d+) runs: (\d+) rungs from (\S+) to (\S+) non-embedding\s+parameters \(([\d.]+)x\)",
-                     README)
+    said = re.search(
+        r"plans (\d+) runs: (\d+) rungs from (\S+) to (\S+) non-embedding\s+parameters \(([\d.]+)x\)", README
+    )
     assert said, "the README's sentence on the default plan"
     n, rungs, lo, hi, ratio = said.groups()
     assert (int(n), int(rungs)) == (len(runs), len(sizes))

@@ -54,7 +54,12 @@ def test_wsd_budgets_are_one_trunk_and_branches_with_the_trunks_batch_lr_and_war
         steps = []
         for b in branches:
             assert (b.batch_tokens, b.lr, b.warmup_steps, b.seed, b.shape) == (
-                trunk.batch_tokens, trunk.lr, trunk.warmup_steps, trunk.seed, trunk.shape)
+                trunk.batch_tokens,
+                trunk.lr,
+                trunk.warmup_steps,
+                trunk.seed,
+                trunk.shape,
+            )
             assert b.variant == trunk.variant and b.steps < trunk.steps
             assert b.trunk.step == cooldown_start(b.steps, b.schedule) == b.steps - round(0.2 * b.steps)
             steps.append(b.trunk.step)
@@ -81,8 +86,14 @@ def test_a_warmup_past_the_smallest_branchs_cooldown_is_refused_naming_the_field
     # 10% of 1x is 40% of a 0.25x budget, whose cooldown (20%) starts at 80%: fine; 22% of 1x (88%) is not
     expand(parse_study(study_dict(budgets=(0.25, 1))))
     with pytest.raises(Exception, match=r"warmup_fraction = 0.22 .*cooldown starts"):
-        expand(parse_study(study_dict(budgets=(0.25, 1), training__schedule={
-            "kind": "wsd", "warmup_fraction": 0.22, "cooldown_fraction": 0.2})))
+        expand(
+            parse_study(
+                study_dict(
+                    budgets=(0.25, 1),
+                    training__schedule={"kind": "wsd", "warmup_fraction": 0.22, "cooldown_fraction": 0.2},
+                )
+            )
+        )
 
 
 def test_isoflop_wsd_runs_warm_up_for_their_own_share():
@@ -140,8 +151,18 @@ def test_seed_axis_and_replicates_are_repeats_not_variants():
     assert {r.axes["seed"] for r in plan.runs} == {0, 1} and all(r.axes["seed"] == r.seed for r in plan.runs)
     assert len(groups(plan.runs)) == 8  # one trunk per size, variant and seed
 
-    rep = expand(parse_study(study_dict(ladder={"sizes": ["50K", "100K"], "tokens_per_param": 20,
-                                                "budgets": [0.5, 1, 2], "replicates": {"sizes": ["50K"], "seeds": [1, 2]}})))
+    rep = expand(
+        parse_study(
+            study_dict(
+                ladder={
+                    "sizes": ["50K", "100K"],
+                    "tokens_per_param": 20,
+                    "budgets": [0.5, 1, 2],
+                    "replicates": {"sizes": ["50K"], "seeds": [1, 2]},
+                }
+            )
+        )
+    )
     by_size = {s: [r for r in rep.runs if r.axes["size"] == s] for s in ("50K", "100K")}
     assert len(by_size["100K"]) == 6 and {r.seed for r in by_size["100K"]} == {0}
     assert len(by_size["50K"]) == 18 and {r.seed for r in by_size["50K"]} == {0, 1, 2}  # every variant and budget
@@ -226,8 +247,9 @@ def test_replanning_with_a_budget_in_between_gives_an_unfinished_trunk_the_new_b
     assert write_plan(grown, out).relinked == [trunk.run_id]
     assert _on_disk(out, trunk.run_id).branch_steps == grown.runs[0].branch_steps
     (out / "runs" / trunk.run_id / "result.json").write_text('{"status": "done"}')  # a finished trunk stays as it ran
-    grown_more = expand(parse_study(study_dict(budgets=[0.25, 0.5, 1, 2], sizes=["50K"], ablations={},
-                                               training__schedule=sched)))
+    grown_more = expand(
+        parse_study(study_dict(budgets=[0.25, 0.5, 1, 2], sizes=["50K"], ablations={}, training__schedule=sched))
+    )
     assert grown_more.runs[0].run_id == trunk.run_id and len(grown_more.runs[0].branch_steps) == 3
     assert trunk.run_id not in write_plan(grown_more, out).relinked
     assert _on_disk(out, trunk.run_id).branch_steps == grown.runs[0].branch_steps

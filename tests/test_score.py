@@ -47,11 +47,27 @@ def test_error_inside_and_z_of_a_final_loss():
 
 
 def test_the_hero_loss_by_kind_is_scored_against_the_frozen_point_it_matches():
-    record = {"in_context": {"repeat_share": 0.3, "points": [
-        {"label": "hero", "params": 8e5, "tokens": 16e6, "novel": {"loss": 2.3, "lo": 2.1, "hi": 2.5},
-         "repeats": {"loss": 1.7, "lo": 1.5, "hi": 1.9}},
-        {"label": "400K:8M", "params": 4e5, "tokens": 8e6, "novel": {"loss": 2.55, "lo": 2.37, "hi": 2.76},
-         "repeats": {"loss": 1.98, "lo": 1.80, "hi": 2.19}}]}}
+    record = {
+        "in_context": {
+            "repeat_share": 0.3,
+            "points": [
+                {
+                    "label": "hero",
+                    "params": 8e5,
+                    "tokens": 16e6,
+                    "novel": {"loss": 2.3, "lo": 2.1, "hi": 2.5},
+                    "repeats": {"loss": 1.7, "lo": 1.5, "hi": 1.9},
+                },
+                {
+                    "label": "400K:8M",
+                    "params": 4e5,
+                    "tokens": 8e6,
+                    "novel": {"loss": 2.55, "lo": 2.37, "hi": 2.76},
+                    "repeats": {"loss": 1.98, "lo": 1.80, "hi": 2.19},
+                },
+            ],
+        }
+    }
     split = {"repeats": 1.158, "novel": 2.495}
     got = in_context_score(record, split, 3.98e5, 8.0e6)  # the check run: the prediction, not the hero
     assert got["point"] == "400K:8M" and got["actual"] == split
@@ -69,8 +85,14 @@ def test_a_partial_curve_forecasts_the_final_loss():
     for i, final in enumerate((3.1, 2.9, 2.7)):
         wiggle = np.exp(rng.normal(0, 0.002, len(f)))
         wiggle[-1] = 1.0
-        refs.append({"run_id": f"r{i}", "params": 1e5 * (i + 1), "f": f,
-                     "log_r": np.log(np.array([shape_r(x) for x in f]) * wiggle)})
+        refs.append(
+            {
+                "run_id": f"r{i}",
+                "params": 1e5 * (i + 1),
+                "f": f,
+                "log_r": np.log(np.array([shape_r(x) for x in f]) * wiggle),
+            }
+        )
     final = 2.5
     curve = [(x, final * shape_r(x)) for x in (0.1, 0.2, 0.3, 0.4)]
     p = partial_forecast(curve, refs)
@@ -95,7 +117,9 @@ def test_a_training_hero_gets_an_early_warning_from_its_curve(study, capsys):
     assert p["final_forecast"] == pytest.approx(final, rel=5e-3)  # the references' curves have the hero's shape
     frozen = json.loads((study / "forecast.json").read_text())["hero"]
     assert p["vs_frozen"]["forecast"] == frozen["loss"]
-    assert p["vs_frozen"]["error_pct"] == pytest.approx(100 * (frozen["loss"] - p["final_forecast"]) / p["final_forecast"])
+    assert p["vs_frozen"]["error_pct"] == pytest.approx(
+        100 * (frozen["loss"] - p["final_forecast"]) / p["final_forecast"]
+    )
     r = run_cli(capsys, "forecast", "show", study, "--json")
     assert r.json()["forecasts"][0]["kind"] == "projection"  # a partial score checks nothing yet
 
@@ -119,8 +143,10 @@ def test_a_curve_file_that_stops_early(study, tmp_path, capsys):
     [s] = r.json()["scores"]
     assert s["final"] is False and s["partial"]["final_forecast"] == pytest.approx(final, rel=5e-3)
     # the whole curve: its last point is the final loss
-    lines = [{"kind": "eval", "tokens": t, "eval_loss": final * shape_r(t / hero.tokens)}
-             for t in (hero.tokens / 2, hero.tokens)]
+    lines = [
+        {"kind": "eval", "tokens": t, "eval_loss": final * shape_r(t / hero.tokens)}
+        for t in (hero.tokens / 2, hero.tokens)
+    ]
     (tmp_path / "curve.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     [s] = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "curve.jsonl", "--json").json()["scores"]
     assert s["final"] is True and s["actual"] == pytest.approx(final)

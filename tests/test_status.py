@@ -25,10 +25,20 @@ def test_every_run_shows_its_state_and_error(study):
     rows = {r.run_id: r for r in study_status(root)}
     assert len(rows) == len(by)
     state = {k: rows[s.run_id].state for k, s in by.items()}
-    assert state == {"done": "done", "crashed": "failed", "cancelled": "cancelled", "torn": "done",
-                     "deleted_result": "corrupt", "garbage_result": "corrupt", "bad_lm_eval": "done",
-                     "planned": "planned", "interrupted": "interrupted", "diverged": "diverged", "raised": "failed",
-                     "corrupt_line": "done"}
+    assert state == {
+        "done": "done",
+        "crashed": "failed",
+        "cancelled": "cancelled",
+        "torn": "done",
+        "deleted_result": "corrupt",
+        "garbage_result": "corrupt",
+        "bad_lm_eval": "done",
+        "planned": "planned",
+        "interrupted": "interrupted",
+        "diverged": "diverged",
+        "raised": "failed",
+        "corrupt_line": "done",
+    }
     assert rows[by["crashed"].run_id].error == "boom"
     assert rows[by["raised"].run_id].error == "DataError: no such corpus /x"
     assert rows[by["diverged"].run_id].error == "non-finite loss at step 4"
@@ -105,9 +115,14 @@ def test_a_run_that_failed_under_a_live_local_worker_is_failed_until_it_is_resub
 
     def submit_at(when: dt.datetime) -> None:
         with job_records.editing(sd) as book:
-            book.setdefault(spec.run_id, []).append(job_records.JobRecord(
-                executor="local", job_ids=[str(os.getpid())], folder="submitit/local/%j",
-                submitted_at=when.isoformat(timespec="seconds")))
+            book.setdefault(spec.run_id, []).append(
+                job_records.JobRecord(
+                    executor="local",
+                    job_ids=[str(os.getpid())],
+                    folder="submitit/local/%j",
+                    submitted_at=when.isoformat(timespec="seconds"),
+                )
+            )
 
     now = dt.datetime.now(dt.timezone.utc)
     submit_at(now - dt.timedelta(minutes=5))

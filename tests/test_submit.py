@@ -46,9 +46,25 @@ def test_debug_executor_trains_collects_and_never_resubmits(planned, capsys):
     import pandas as pd
 
     df = pd.read_parquet(study_dir / "results.parquet")
-    for col in ("run_id", "axis/size", "d_model", "n_layers", "params", "params_total", "params_non_embedding",
-                "tokens", "flops", "batch_tokens", "lr", "schedule", "final_train_loss", "final_eval_loss",
-                "status", "wall_time_s", "tokens_per_s"):
+    for col in (
+        "run_id",
+        "axis/size",
+        "d_model",
+        "n_layers",
+        "params",
+        "params_total",
+        "params_non_embedding",
+        "tokens",
+        "flops",
+        "batch_tokens",
+        "lr",
+        "schedule",
+        "final_train_loss",
+        "final_eval_loss",
+        "status",
+        "wall_time_s",
+        "tokens_per_s",
+    ):
         assert col in df.columns, col
     assert (df["status"] == "done").all() and df["final_eval_loss"].notna().all()
     curves = pd.read_parquet(study_dir / "curves.parquet")
@@ -112,13 +128,17 @@ def test_submit_piped_into_another_process_returns_while_the_runs_go_on(planned,
 
     study_dir, ids = planned(sizes=("4K", "8K"), tokens_per_param=60)
     ladder = [sys.executable, "-c", "from ladder.cli import main; main()"]
-    cmd = [*ladder, "submit", str(study_dir), "--executor", "local", "--parallel", "1", "--cpus-per-run", "1",
-           "--json"]
+    cmd = [*ladder, "submit", str(study_dir), "--executor", "local", "--parallel", "1", "--cpus-per-run", "1", "--json"]
     started = time.monotonic()
     try:
         # the reader is another process (a pipe to json.tool, as `| jq .`), and ours captures what it prints
-        piped = subprocess.run(f"{subprocess.list2cmdline(cmd)} | {sys.executable} -m json.tool", shell=True,
-                               capture_output=True, text=True, timeout=120)
+        piped = subprocess.run(
+            f"{subprocess.list2cmdline(cmd)} | {sys.executable} -m json.tool",
+            shell=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         took = time.monotonic() - started
         assert piped.returncode == 0, piped.stderr
         submitted = json.loads(piped.stdout)

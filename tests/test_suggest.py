@@ -78,11 +78,13 @@ def test_budget_caps_and_add_plans_the_suggestion(study, capsys):
 
 def test_suggest_errors_exit_2_and_write_nothing(study, capsys):
     before = {p: p.read_bytes() for p in study.rglob("*") if p.is_file()}
-    for args, words in [(("plan", study, "--add"), "--add goes with --suggest"),
-                        (("plan", study, "--budget", "1e12"), "--budget goes with --suggest"),
-                        (("plan", "default", "--suggest"), "study directory"),
-                        (("plan", study, "--suggest", "--budget", "lots"), "--budget 'lots'"),
-                        (("plan", study, "--suggest", "--out", study / "x"), "--out")]:
+    for args, words in [
+        (("plan", study, "--add"), "--add goes with --suggest"),
+        (("plan", study, "--budget", "1e12"), "--budget goes with --suggest"),
+        (("plan", "default", "--suggest"), "study directory"),
+        (("plan", study, "--suggest", "--budget", "lots"), "--budget 'lots'"),
+        (("plan", study, "--suggest", "--out", study / "x"), "--out"),
+    ]:
         r = run_cli(capsys, *args)
         assert r.code == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
     assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
@@ -94,15 +96,20 @@ def test_extra_runs_expand_like_rungs():
 
     base = study_dict(sizes=SIZES[:3], ablations={"tie_embeddings": [True, False]})
     plain = expand(parse_study(base)).runs
-    base["ladder"]["extra_runs"] = [{"size": "71K"}, {"size": "50K", "budget": 2, "variant": "untied"},
-                                    {"size": "50K", "seed": 7, "variant": "tied"}]
+    base["ladder"]["extra_runs"] = [
+        {"size": "71K"},
+        {"size": "50K", "budget": 2, "variant": "untied"},
+        {"size": "50K", "seed": 7, "variant": "tied"},
+    ]
     runs = expand(parse_study(base)).runs
-    assert runs[:len(plain)] == plain  # the grid is as it was; the extra runs follow it
-    extra = runs[len(plain):]
+    assert runs[: len(plain)] == plain  # the grid is as it was; the extra runs follow it
+    extra = runs[len(plain) :]
     assert [(r.axes, r.variant, r.seed) for r in extra] == [
-        ({"size": "71K", "tie_embeddings": True}, "tied", 0), ({"size": "71K", "tie_embeddings": False}, "untied", 0),
+        ({"size": "71K", "tie_embeddings": True}, "tied", 0),
+        ({"size": "71K", "tie_embeddings": False}, "untied", 0),
         ({"size": "50K", "multiplier": 2.0, "tie_embeddings": False}, "untied", 0),
-        ({"size": "50K", "seed": 7, "tie_embeddings": True}, "tied", 7)]
+        ({"size": "50K", "seed": 7, "tie_embeddings": True}, "tied", 7),
+    ]
     same = next(r for r in plain if r.axes == {"size": "50K", "tie_embeddings": False})
     assert extra[2].tokens == pytest.approx(2 * same.tokens, rel=0.02) and extra[2].lr == same.lr
     for bad, words in [({"depth": 3}, "by 'size', not 'depth'"), ({"size": "10K", "colour": 1}, "colour")]:

@@ -60,7 +60,9 @@ def test_studies_list_and_show_print_json(capsys):
     from ladder.studies import load_study
 
     rows = {s["name"]: s for s in run_cli(capsys, "studies", "list", "--json").json()["studies"]}
-    assert rows["default"]["runs"] == len(expand(load_study("default")).runs) == 37  # 12 trunks, 24 branches, 1 run at the top rung
+    assert (
+        rows["default"]["runs"] == len(expand(load_study("default")).runs) == 37
+    )  # 12 trunks, 24 branches, 1 run at the top rung
     assert all(isinstance(s["runs"], int) and s["runs"] > 0 for s in rows.values())
     shown = run_cli(capsys, "studies", "show", "default", "--json")
     assert shown.code == 0 and shown.json() == yaml.safe_load(run_cli(capsys, "studies", "show", "default").stdout)
@@ -71,8 +73,8 @@ def _table_rows(text: str) -> list[str]:
     continues on a line that starts with blanks)."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("run "))
-    rows = lines[start:start + 2]
-    for line in lines[start + 2:]:
+    rows = lines[start : start + 2]
+    for line in lines[start + 2 :]:
         if not (re.match(r"[0-9a-f]{12} ", line) or line[:1] == " "):
             break
         rows.append(line)
@@ -128,9 +130,22 @@ def test_status_lines_print_on_a_change_and_about_once_a_minute():
     from ladder.cli.status import StatusLines
 
     def row(state, done, tps=None):
-        return RunStatus(run_id="r", variant="base", size="4K", state=state, tokens_done=done, tokens_planned=1000,
-                         progress=done / 1000, train_loss=None, eval_loss=None, tokens_per_s=tps, eta_s=None,
-                         job_id=None, executor=None, error=None)
+        return RunStatus(
+            run_id="r",
+            variant="base",
+            size="4K",
+            state=state,
+            tokens_done=done,
+            tokens_planned=1000,
+            progress=done / 1000,
+            train_loss=None,
+            eval_loss=None,
+            tokens_per_s=tps,
+            eta_s=None,
+            job_id=None,
+            executor=None,
+            error=None,
+        )
 
     console = Console(record=True, width=120, file=open("/dev/null", "w"))
     clock = _Clock()
@@ -152,8 +167,14 @@ def test_the_plan_says_what_it_rounded_and_warns_about_a_costly_ladder():
     from ladder.plan.planner import expand
     from ladder.studies.spec import parse_study
 
-    spec = {"name": "t", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16},
-            "ladder": {"sizes": ["10K", "20K"]}, "training": {"batch_tokens": 1000}, "hero": {"params": "12K"}}
+    spec = {
+        "name": "t",
+        "data": {"seq_len": 64},
+        "model": {"vocab_size": 256, "head_dim": 16},
+        "ladder": {"sizes": ["10K", "20K"]},
+        "training": {"batch_tokens": 1000},
+        "hero": {"params": "12K"},
+    }
     plan = expand(parse_study(spec))
     assert not any(n.startswith("batch") for n in plan.notes)  # 1,000 -> 1,024 tokens: within 10%, no word
     assert any("% of the hero's compute" in w for w in plan.warnings)  # a 12K hero: the ladder costs more
@@ -212,8 +233,11 @@ def _fake_submit(trained: list[str]):
         _, specs = read_plan(sd.path)
         with job_records.editing(sd) as book:
             for s in specs:
-                book.setdefault(s.run_id, []).append(job_records.JobRecord(
-                    executor="local", job_ids=[str(os.getpid())], folder="fake", submitted_at=job_records.now()))
+                book.setdefault(s.run_id, []).append(
+                    job_records.JobRecord(
+                        executor="local", job_ids=[str(os.getpid())], folder="fake", submitted_at=job_records.now()
+                    )
+                )
 
         def train_all():
             for s in specs:
@@ -250,14 +274,23 @@ def test_progress_lines_without_a_terminal_while_runs_train(tmp_path, capsys, mo
     trained: list[str] = []
     monkeypatch.setattr(submit_mod, "submit", _fake_submit(trained))
     waited = run_status.wait
-    monkeypatch.setattr(run_status, "wait", lambda study_dir, *, poll_s, on_update=None, timeout_s=None:
-                        waited(study_dir, poll_s=0.1, on_update=on_update, timeout_s=60))
-    monkeypatch.setattr(pipeline, "prepare", lambda study, **kw: SimpleNamespace(
-        train_tokens=10_000, val_tokens=1_000, root=tmp_path / "data"))
+    monkeypatch.setattr(
+        run_status,
+        "wait",
+        lambda study_dir, *, poll_s, on_update=None, timeout_s=None: waited(
+            study_dir, poll_s=0.1, on_update=on_update, timeout_s=60
+        ),
+    )
+    monkeypatch.setattr(
+        pipeline,
+        "prepare",
+        lambda study, **kw: SimpleNamespace(train_tokens=10_000, val_tokens=1_000, root=tmp_path / "data"),
+    )
     monkeypatch.setattr(render, "render_report", lambda study_dir: {"html": Path(study_dir) / "report.html"})
     # four sizes: the fit needs them, and `ladder run` exits 1 when the fit fails
-    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K", "6K", "8K", "11K"), tokens_per_param=20,
-                       executor="local")
+    spec = write_study(
+        tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K", "6K", "8K", "11K"), tokens_per_param=20, executor="local"
+    )
     r = run_cli(capsys, "run", spec, "--out", tmp_path / "st", "--parallel", "1", "--skip-sanity")
     assert r.code == 0, r.stderr
     assert len(trained) == 4
@@ -268,6 +301,7 @@ def test_progress_lines_without_a_terminal_while_runs_train(tmp_path, capsys, mo
     assert progress[-1].split(": ", 2)[2].startswith("4/4 done")
     for stage in ("> plan:", "> data:", "> submit:", "> train:", "> collect:", "> fit:", "> report:"):
         assert stage in r.stdout, stage
+
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 WANDB_COLUMNS = "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss"
@@ -281,17 +315,40 @@ def test_fit_reads_a_wandb_runs_export_as_json_lines_or_the_uis_csv(capsys):
     assert table["status"].tolist().count("crashed") == 1 and table["run_id"].iloc[0] == "n2M-x10"
     fits = {}
     for name in ("wandb-runs.jsonl", "wandb-runs.csv"):  # the CSV's columns lack the config./summary. prefix
-        r = run_cli(capsys, "fit", "--runs", EXAMPLES / name, "--columns", WANDB_COLUMNS, "--bootstrap", "10",
-                    "--predict", "1e13:2e14", "--json")
+        r = run_cli(
+            capsys,
+            "fit",
+            "--runs",
+            EXAMPLES / name,
+            "--columns",
+            WANDB_COLUMNS,
+            "--bootstrap",
+            "10",
+            "--predict",
+            "1e13:2e14",
+            "--json",
+        )
         assert r.code == 0, r.stderr
         fits[name] = d = r.json()
         assert d["loss"]["n_runs"] == 15 and [e["run"] for e in d["excluded"]] == ["n32M-x80"]
         # a forecast 3e5x beyond the largest run says how far it reaches past what the rollout tested
         far = next(p for p in d["predictions"] if p["label"] == "1e13:2e14")
         assert far["beyond_reach"] and far["beyond_tested"] and far["params_x"] > 1e5
-        assert any(w.startswith("prediction 1e13:2e14: ") and "beyond the distance the rollout tested" in w
-                   for w in d["warnings"])
+        assert any(
+            w.startswith("prediction 1e13:2e14: ") and "beyond the distance the rollout tested" in w
+            for w in d["warnings"]
+        )
     assert fits["wandb-runs.jsonl"]["loss"]["forms"] == fits["wandb-runs.csv"]["loss"]["forms"]
-    human = run_cli(capsys, "fit", "--runs", EXAMPLES / "wandb-runs.csv", "--columns",
-                    "params=n_params,tokens=tokens,loss=eval/loss", "--bootstrap", "10", "--predict", "1e13:2e14")
+    human = run_cli(
+        capsys,
+        "fit",
+        "--runs",
+        EXAMPLES / "wandb-runs.csv",
+        "--columns",
+        "params=n_params,tokens=tokens,loss=eval/loss",
+        "--bootstrap",
+        "10",
+        "--predict",
+        "1e13:2e14",
+    )
     assert human.code == 0 and "(beyond reach)" in human.stdout and "excluded n32M-x80 (crashed)" in human.stdout

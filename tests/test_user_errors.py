@@ -11,8 +11,13 @@ import yaml
 
 from tests.cli_helpers import run_cli
 
-GOOD = {"name": "t", "data": {"seq_len": 64}, "model": {"vocab_size": 256, "head_dim": 16},
-        "ladder": {"sizes": ["10K", "20K"]}, "hero": {"params": "1M"}}
+GOOD = {
+    "name": "t",
+    "data": {"seq_len": 64},
+    "model": {"vocab_size": 256, "head_dim": 16},
+    "ladder": {"sizes": ["10K", "20K"]},
+    "hero": {"params": "1M"},
+}
 
 
 def _study(tmp_path: Path, text: str | None = None, **changes) -> Path:
@@ -52,11 +57,17 @@ SPEC_CASES = [
     ("ablation batch below one sequence", {"ablations__batch_tokens": [32]}, ["ablations.batch_tokens[0] = 32"]),
     ("batch cap below one sequence", {"training__batch_max_tokens": 8}, ["training.batch_max_tokens = 8"]),
     ("two sizes, one model", {"ladder__sizes": ["10K", "10.1K"]}, ["become the same model", "ladder.sizes[1]"]),
-    ("a model beyond the hardware's memory", {"ladder__sizes": ["10K", "20B"], "model__max_layers": 512,
-                                              "executor__hardware": "h100"}, ["80 GiB", "executor.hardware"]),
+    (
+        "a model beyond the hardware's memory",
+        {"ladder__sizes": ["10K", "20B"], "model__max_layers": 512, "executor__hardware": "h100"},
+        ["80 GiB", "executor.hardware"],
+    ),
     ("corpus that does not exist", {"data__corpus": "/nonexistent/corpus.jsonl"}, ["data.corpus", "does not exist"]),
-    ("head group wider than a depth rung", {"ladder": {"depths": [1, 2]}, "model__aspect_ratio": 4},
-     ["model.head_dim = 16", "rung L1"]),
+    (
+        "head group wider than a depth rung",
+        {"ladder": {"depths": [1, 2]}, "model__aspect_ratio": 4},
+        ["model.head_dim = 16", "rung L1"],
+    ),
 ]
 
 
@@ -65,8 +76,11 @@ SPEC_CASES = [
 def test_nonsense_in_a_study_is_refused_in_one_line(tmp_path, capsys, case, changes, words, command):
     path = _study(tmp_path, **changes)
     before = _files(tmp_path)
-    args = {"validate": ("studies", "validate", path), "plan": ("plan", path, "--out", tmp_path / "out"),
-            "dry-run": ("plan", path, "--dry-run")}[command]
+    args = {
+        "validate": ("studies", "validate", path),
+        "plan": ("plan", path, "--out", tmp_path / "out"),
+        "dry-run": ("plan", path, "--dry-run"),
+    }[command]
     _one_line(run_cli(capsys, *args), *words)
     assert _files(tmp_path) == before  # nothing written
 
@@ -87,8 +101,12 @@ def test_a_tracker_that_is_not_installed_is_refused_at_validate_time(tmp_path, c
     _one_line(run_cli(capsys, "studies", "validate", path), "tracking.kind = 'wandb'", "pip install 'ladder[wandb]'")
     _one_line(run_cli(capsys, "plan", path, "--out", tmp_path / "out"), "ladder[wandb]")
     assert not (tmp_path / "out").exists()
-    _one_line(run_cli(capsys, "studies", "validate", _study(tmp_path, tracking={"kind": "mlflow"})),
-              "tracking.kind", "'tensorboard'", "'wandb'")
+    _one_line(
+        run_cli(capsys, "studies", "validate", _study(tmp_path, tracking={"kind": "mlflow"})),
+        "tracking.kind",
+        "'tensorboard'",
+        "'wandb'",
+    )
 
 
 MODEL_INFO = [
@@ -181,8 +199,11 @@ def test_fit_messages(tmp_path, capsys, planned):
 
 
 def test_executor_and_run_options(tmp_path, capsys, planned):
-    _one_line(run_cli(capsys, "run", "default", "--executor", "kubernetes", "--out", tmp_path / "r"),
-              "--executor 'kubernetes'", "slurm, local, debug")
+    _one_line(
+        run_cli(capsys, "run", "default", "--executor", "kubernetes", "--out", tmp_path / "r"),
+        "--executor 'kubernetes'",
+        "slurm, local, debug",
+    )
     assert not (tmp_path / "r").exists()
     _one_line(run_cli(capsys, "submit", planned, "--executor", "k8s"), "--executor 'k8s'")
     _one_line(run_cli(capsys, "submit", planned, "--gpus", "a,b"), "--gpus")
@@ -193,8 +214,11 @@ def test_executor_and_run_options(tmp_path, capsys, planned):
 
 
 def test_usage_errors_are_one_line_too(capsys):
-    _one_line(run_cli(capsys, "studies", "show", "default", "--yaml"), "No such option: --yaml",
-              "see `ladder studies show --help`")
+    _one_line(
+        run_cli(capsys, "studies", "show", "default", "--yaml"),
+        "No such option: --yaml",
+        "see `ladder studies show --help`",
+    )
     _one_line(run_cli(capsys, "plan"), "Missing argument", "see `ladder plan --help`")
     _one_line(run_cli(capsys, "nosuch"), "No such command 'nosuch'")
     _one_line(run_cli(capsys, "status", "x", "--interval", "soon"), "'--interval'")
@@ -205,8 +229,15 @@ def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
     runs.write_text("params,tokens,loss\n1e5,2e6,3.1\n2e5,4e6,\n4e5,8e6,2.7\n8e5,1.6e7,2.5\n")
     _one_line(run_cli(capsys, "fit", "--runs", runs), "column loss has NaN", "line 3")  # the header is line 1
     runs = tmp_path / "runs.jsonl"
-    runs.write_text("".join(json.dumps({"config": {"n": n}, "summary": {"loss": loss}}) + "\n"
-                            for n, loss in ((1e5, 3.1), (2e5, 2.9), (4e5, float("inf")), (8e5, 2.5))))
-    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "params=config.n,tokens=config.n,loss=summary.loss"),
-              "column loss has NaN", "line 3")
+    runs.write_text(
+        "".join(
+            json.dumps({"config": {"n": n}, "summary": {"loss": loss}}) + "\n"
+            for n, loss in ((1e5, 3.1), (2e5, 2.9), (4e5, float("inf")), (8e5, 2.5))
+        )
+    )
+    _one_line(
+        run_cli(capsys, "fit", "--runs", runs, "--columns", "params=config.n,tokens=config.n,loss=summary.loss"),
+        "column loss has NaN",
+        "line 3",
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]

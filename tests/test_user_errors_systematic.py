@@ -22,8 +22,14 @@ import yaml
 
 from tests.cli_helpers import run_cli
 
-BASE = {"name": "t", "data": {"seq_len": 64}, "model": {"vocab_size": 320, "head_dim": 16},
-        "ladder": {"sizes": ["10K", "20K", "40K", "80K"]}, "hero": {"params": "1M"}, "sanity_check": False}
+BASE = {
+    "name": "t",
+    "data": {"seq_len": 64},
+    "model": {"vocab_size": 320, "head_dim": 16},
+    "ladder": {"sizes": ["10K", "20K", "40K", "80K"]},
+    "hero": {"params": "1M"},
+    "sanity_check": False,
+}
 
 
 def _one_line(r, *words: str) -> None:
@@ -168,8 +174,9 @@ def test_sigterm_while_training_says_which_signal(capsys, monkeypatch, tmp_path)
 
     root = tmp_path / "study"
     plan_micro(root)
-    monkeypatch.setattr(node_jobs, "run_one", lambda run_dir, **kw: (_ for _ in ()).throw(
-        Preempted(signal.SIGTERM, 3, None)))
+    monkeypatch.setattr(
+        node_jobs, "run_one", lambda run_dir, **kw: (_ for _ in ()).throw(Preempted(signal.SIGTERM, 3, None))
+    )
     r = run_cli(capsys, "submit", root, "--executor", "debug")
     assert r.code == 143 and r.stderr.strip().endswith("stopped by SIGTERM: run the same command to continue")
 
@@ -182,8 +189,11 @@ def test_report_and_plan_to_places_that_cannot_be_written(fitted, capsys, tmp_pa
     a_file.write_text("x")
     before = _files(tmp_path)
     _one_line(run_cli(capsys, "report", fitted, "--out", "/proc/ladder-x", "--format", "html"), "/proc/ladder-x")
-    _one_line(run_cli(capsys, "report", fitted, "--out", a_file / "sub", "--format", "html"), str(a_file / "sub"),
-              "not a folder")
+    _one_line(
+        run_cli(capsys, "report", fitted, "--out", a_file / "sub", "--format", "html"),
+        str(a_file / "sub"),
+        "not a folder",
+    )
     spec = _study_file(tmp_path, BASE)
     _one_line(run_cli(capsys, "plan", spec, "--out", "/proc/ladder-x"), "/proc/ladder-x")
     _one_line(run_cli(capsys, "plan", spec, "--out", a_file / "sub"), str(a_file / "sub"))
@@ -270,9 +280,17 @@ def test_a_failed_hero_leaves_no_orphan_run_folder(fitted, capsys, monkeypatch):
 
 
 MISSING = [
-    ("status", ["status"]), ("collect", ["collect"]), ("fit", ["fit"]), ("report", ["report"]),
-    ("hero", ["hero"]), ("forecast freeze", ["forecast", "freeze"]), ("forecast show", ["forecast", "show"]),
-    ("forecast score", ["forecast", "score"]), ("submit", ["submit"]), ("eval", ["eval"]), ("cancel", ["cancel"]),
+    ("status", ["status"]),
+    ("collect", ["collect"]),
+    ("fit", ["fit"]),
+    ("report", ["report"]),
+    ("hero", ["hero"]),
+    ("forecast freeze", ["forecast", "freeze"]),
+    ("forecast show", ["forecast", "show"]),
+    ("forecast score", ["forecast", "score"]),
+    ("submit", ["submit"]),
+    ("eval", ["eval"]),
+    ("cancel", ["cancel"]),
 ]
 
 
@@ -293,8 +311,11 @@ def test_forecast_show_of_no_study(tmp_path, capsys):
 def test_commands_on_a_study_file_that_does_not_exist(tmp_path, capsys):
     for args in (("plan",), ("plan", "--dry-run"), ("studies", "validate"), ("sanity",), ("run",)):
         command, *rest = args
-        full = (*([command] if command != "studies" else ["studies", "validate"]),
-                tmp_path / "nosuch.yaml", *rest[:1 if command != "studies" else 0])
+        full = (
+            *([command] if command != "studies" else ["studies", "validate"]),
+            tmp_path / "nosuch.yaml",
+            *rest[: 1 if command != "studies" else 0],
+        )
         _one_line(run_cli(capsys, *full), "nosuch.yaml")
 
 
@@ -377,8 +398,12 @@ INF_CASES = [
 def test_infinity_in_a_study_names_the_field(tmp_path, capsys, changes, field, command):
     spec = _study_file(tmp_path, {**BASE, **changes})
     before = _files(tmp_path)
-    args = {"validate": ("studies", "validate", spec), "plan": ("plan", spec, "--out", tmp_path / "out"),
-            "run": ("run", spec, "--out", tmp_path / "out"), "sanity": ("sanity", spec)}[command]
+    args = {
+        "validate": ("studies", "validate", spec),
+        "plan": ("plan", spec, "--out", tmp_path / "out"),
+        "run": ("run", spec, "--out", tmp_path / "out"),
+        "sanity": ("sanity", spec),
+    }[command]
     _one_line(run_cli(capsys, *args), field)
     assert _files(tmp_path) == before
 
@@ -407,8 +432,10 @@ OPTION_CASES = [
     (("eval", "{study}", "--limit", "-1"), ["--limit -1"]),
     (("model", "info", "--params", "inf"), ["--params 'inf'"]),
     (("model", "info", "--params", "1e30"), ["--params '1e30'"]),
-    (("model", "info", "--d-model", "576", "--n-layers", "30", "--head-dim", "64", "--kv-ratio", "4"),
-     ["--kv-ratio 4", "9 query heads"]),
+    (
+        ("model", "info", "--d-model", "576", "--n-layers", "30", "--head-dim", "64", "--kv-ratio", "4"),
+        ["--kv-ratio 4", "9 query heads"],
+    ),
     (("status", "{study}", "--interval", "inf"), ["--interval"]),
 ]
 
@@ -434,7 +461,7 @@ FIT_READERS = {
 }
 DAMAGE = {
     "missing": None,
-    "not JSON": "{\"loss\": {",
+    "not JSON": '{"loss": {',
     "hero.loss text": lambda fit: fit["hero"].update(loss="abc"),
     "recommendation.lr text": lambda fit: fit["recommendation"].update(lr="fast"),
     "hero a list": lambda fit: fit.update(hero=[1, 2]),
@@ -467,8 +494,18 @@ def test_a_damaged_fit_json_is_one_line_and_the_report_is_untouched(fitted, caps
     assert report.read_text() == "the good report"
 
 
-PLAN_READERS = ["status", "collect", "fit", "report", "hero", "forecast freeze", "forecast score", "submit", "eval",
-                "cancel"]
+PLAN_READERS = [
+    "status",
+    "collect",
+    "fit",
+    "report",
+    "hero",
+    "forecast freeze",
+    "forecast score",
+    "submit",
+    "eval",
+    "cancel",
+]
 
 
 @pytest.mark.parametrize("command", PLAN_READERS)
@@ -525,8 +562,9 @@ def test_a_study_fit_refuses_is_refused_by_the_fit_too(capsys, tmp_path):
 
 
 def test_model_info_applies_kv_ratio_to_an_explicit_shape(capsys):
-    r = run_cli(capsys, "model", "info", "--d-model", "576", "--n-layers", "30", "--head-dim", "64", "--kv-ratio", "3",
-                "--json")
+    r = run_cli(
+        capsys, "model", "info", "--d-model", "576", "--n-layers", "30", "--head-dim", "64", "--kv-ratio", "3", "--json"
+    )
     assert r.code == 0, r.stderr
     shape = r.json()["shape"]
     assert (shape["n_heads"], shape["n_kv_heads"]) == (9, 3)
@@ -602,6 +640,10 @@ def test_score_refuses_text_in_a_curve_and_appends_nothing(fitted, tmp_path, cap
     _one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", curve), "line 3", "column eval_loss", "'abc'")
     assert _files(fitted) == before
     metrics = tmp_path / "metrics.jsonl"  # train records have no eval_loss: rows without it, not errors
-    metrics.write_text(json.dumps({"kind": "train", "tokens": 1000, "loss": 5.0}) + "\n"
-                       + json.dumps({"kind": "eval", "tokens": 2000, "eval_loss": "x"}) + "\n")
+    metrics.write_text(
+        json.dumps({"kind": "train", "tokens": 1000, "loss": 5.0})
+        + "\n"
+        + json.dumps({"kind": "eval", "tokens": 2000, "eval_loss": "x"})
+        + "\n"
+    )
     _one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", metrics), "record 2", "eval_loss")

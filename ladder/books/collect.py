@@ -44,31 +44,31 @@ BOOK_COLUMNS = {
     "tokens": "the run's training tokens D: its result's, else as planned",
     "flops": "the run's exact counted training FLOPs C at those tokens: its result's, else as planned",
     "error": "failed, diverged, corrupt: the error text (result.json's reason or error, error.json, or the "
-             "problem with the run's files); null otherwise",
+    "problem with the run's files); null otherwise",
     "reason": "why the run has no loss: its error, or what its state means (e.g. 'interrupted at step 40 of "
-              "120 (resumable)', 'waits for trunk <id> at step 80'); null for a done run",
+    "120 (resumable)', 'waits for trunk <id> at step 80'); null for a done run",
     "tokens_done": "training tokens consumed: a result's tokens, else the last complete metrics record or the "
-                   "checkpoint's step (a branch's position: its trunk's prefix included)",
+    "checkpoint's step (a branch's position: its trunk's prefix included)",
     "flops_spent": "exact counted training FLOPs the run spent: the result's flops_spent (a branch: only the steps "
-                   "it trained itself), else flops_per_token x tokens_done, less a branch's prefix (branch_step x "
-                   "tokens per step) when it started from its trunk's snapshot; failed, cancelled and partial runs "
-                   "included",
+    "it trained itself), else flops_per_token x tokens_done, less a branch's prefix (branch_step x "
+    "tokens per step) when it started from its trunk's snapshot; failed, cancelled and partial runs "
+    "included",
     "flops_planned": "exact counted training FLOPs the run costs as planned (flops_per_token x tokens_planned; a "
-                     "branch: its own steps after branch_step, as the plan's totals count it)",
+    "branch: its own steps after branch_step, as the plan's totals count it)",
     "seed": "the run's one seed (initialisation and data order): runs that differ only by seed are repeats of one "
-            "configuration",
+    "configuration",
     "trunk_run_id": "a cooldown branch: the trunk it branches off; null otherwise",
     "branch_step": "a cooldown branch: the trunk's step it starts from (it trains steps branch_step+1..steps)",
     "role": "'rung' (a run of the ladder: the fits use it) or 'hero' (planned by `ladder hero`: scored against the "
-            "frozen forecast by `ladder forecast score`, never fitted)",
+    "frozen forecast by `ladder forecast score`, never fitted)",
     "loss": "final eval loss (nats/token) of a done run; NaN for every other state",
     "loss_repeats": "a done run's final eval loss over the in-context repeats alone, the targets whose trigram "
-                    "already ended earlier in their window (ladder.model.data.repeats); NaN otherwise or when the "
-                    "run predates the split",
+    "already ended earlier in their window (ladder.model.data.repeats); NaN otherwise or when the "
+    "run predates the split",
     "loss_novel": "the same over the other (novel) targets",
     "repeat_share": "the repeats' share of the evaluation targets (the same for every run of one data key)",
     "problems": "'; '-joined problems found in the run's files (skipped metrics lines, unreadable lm-eval "
-                "files, a truncated curve); null when none",
+    "files, a truncated curve); null when none",
 }
 
 
@@ -122,8 +122,7 @@ def _curves(spec: RunSpec, books: RunBooks) -> list[dict]:
 
 
 def _metrics_problems(spec: RunSpec, books: RunBooks, state: str) -> list[Problem]:
-    return [Problem(spec.run_id, layout.METRICS, what, line)
-            for line, what in books.metrics_problems(spec, state)]
+    return [Problem(spec.run_id, layout.METRICS, what, line) for line, what in books.metrics_problems(spec, state)]
 
 
 def _read_tasks(rd: layout.RunDir) -> tuple[dict[str, float], list[Problem]]:
@@ -145,7 +144,7 @@ def _read_tasks(rd: layout.RunDir) -> tuple[dict[str, float], list[Problem]]:
             problems.append(Problem(rd.run_id, name, "no 'results' mapping of tasks"))
             continue
         for task, metrics in results.items():
-            for key, value in (metrics.items() if isinstance(metrics, dict) else ()):
+            for key, value in metrics.items() if isinstance(metrics, dict) else ():
                 metric, _, _filter = str(key).partition(",")
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and "stderr" not in metric:
                     out[f"task/{task}/{metric}"] = float(value)
@@ -171,9 +170,17 @@ def _number(x: Any) -> float:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
 
 
-def run_record(spec: RunSpec, result: dict, *, status: str | None = None, error: str | None = None,
-               reason: str | None = None, tokens_done: int | None = None, flops_spent: float | None = None,
-               problems: list[Problem] | None = None) -> dict[str, Any]:
+def run_record(
+    spec: RunSpec,
+    result: dict,
+    *,
+    status: str | None = None,
+    error: str | None = None,
+    reason: str | None = None,
+    tokens_done: int | None = None,
+    flops_spent: float | None = None,
+    problems: list[Problem] | None = None,
+) -> dict[str, Any]:
     """One row of the results table: the run's labels, shape and recipe from its spec, its numbers from its
     ``result`` (an empty dict when it has none) and its books (state, error, what it consumed). Called with a
     result alone, the books follow from the result."""
@@ -259,8 +266,16 @@ def collect(study_dir: Path) -> Collected:
             error = f"{spec.why}; `{spec.repair}` rewrites it"
             states.setdefault("damaged", []).append(spec.run_id)
             problems.append(Problem(spec.run_id, layout.SPEC, f"{spec.why}; `{spec.repair}` rewrites it"))
-            rows.append({"run_id": spec.run_id, "status": "damaged", "error": error, "reason": error,
-                         "loss": math.nan, "problems": spec.why})
+            rows.append(
+                {
+                    "run_id": spec.run_id,
+                    "status": "damaged",
+                    "error": error,
+                    "reason": error,
+                    "loss": math.nan,
+                    "problems": spec.why,
+                }
+            )
             continue
         rd = sd.run(spec.run_id)
         books = read_books(rd, spec)
@@ -277,17 +292,29 @@ def collect(study_dir: Path) -> Collected:
         mine.extend(_metrics_problems(spec, books, state))
         tasks, task_problems = _read_tasks(rd)
         mine.extend(task_problems)
-        row = run_record(spec, books.result or {}, status=state, error=error,
-                         reason=reason, tokens_done=books.tokens_done(spec),
-                         flops_spent=books.flops_spent(spec), problems=mine)
+        row = run_record(
+            spec,
+            books.result or {},
+            status=state,
+            error=error,
+            reason=reason,
+            tokens_done=books.tokens_done(spec),
+            flops_spent=books.flops_spent(spec),
+            problems=mine,
+        )
         row.update(tasks)
         rows.append(row)
         curves.extend(_curves(spec, books))
         problems.extend(mine)
     pending = [rid for s in PENDING for rid in states.get(s, [])]
-    return Collected(runs=pd.DataFrame(rows), curves=pd.DataFrame(curves), problems=problems, pending=pending,
-                     failed=states.get("failed", []),
-                     states={s: len(states[s]) for s in [*STATES, *sorted(set(states) - set(STATES))] if s in states})
+    return Collected(
+        runs=pd.DataFrame(rows),
+        curves=pd.DataFrame(curves),
+        problems=problems,
+        pending=pending,
+        failed=states.get("failed", []),
+        states={s: len(states[s]) for s in [*STATES, *sorted(set(states) - set(STATES))] if s in states},
+    )
 
 
 def write_collected(study_dir: Path, collected: Collected) -> list[Path]:

@@ -18,8 +18,17 @@ from typing import Any
 from ladder import layout
 
 # SLURM job states, as sacct/squeue print them, sorted into what ladder shows.
-SLURM_QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RESIZING", "SUSPENDED",
-                "READY", "UNKNOWN"}
+SLURM_QUEUED = {
+    "PENDING",
+    "REQUEUED",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "CONFIGURING",
+    "RESIZING",
+    "SUSPENDED",
+    "READY",
+    "UNKNOWN",
+}
 SLURM_RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING"}
 
 
@@ -32,8 +41,13 @@ class JobRecord:
     cancelled: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"executor": self.executor, "job_ids": self.job_ids, "folder": self.folder,
-                "submitted_at": self.submitted_at, "cancelled": self.cancelled}
+        return {
+            "executor": self.executor,
+            "job_ids": self.job_ids,
+            "folder": self.folder,
+            "submitted_at": self.submitted_at,
+            "cancelled": self.cancelled,
+        }
 
 
 def now() -> str:
@@ -59,9 +73,7 @@ def editing(sd: layout.StudyDir) -> Iterator[dict[str, list[JobRecord]]]:
         fcntl.flock(fd, fcntl.LOCK_EX)
         book = read(sd)
         yield book
-        layout.atomic_write_json(
-            sd.jobs, {"runs": {rid: [r.to_dict() for r in recs] for rid, recs in book.items()}}
-        )
+        layout.atomic_write_json(sd.jobs, {"runs": {rid: [r.to_dict() for r in recs] for rid, recs in book.items()}})
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

@@ -112,11 +112,19 @@ class RunBooks:
         bad = self.metrics.bad if self.metrics else []
         out: list[tuple[int | None, str]] = [(n, what) for n, what in bad if not (live and n == torn)]
         if state == "done":
-            steps = [r["step"] for r in self._records()
-                     if r.get("kind", "train") == "train" and isinstance(r.get("step"), (int, float))]
+            steps = [
+                r["step"]
+                for r in self._records()
+                if r.get("kind", "train") == "train" and isinstance(r.get("step"), (int, float))
+            ]
             if max(steps, default=0) < spec.steps:
-                out.append((None, f"the curve ends at step {max(steps, default=0)} of {spec.steps} "
-                                  f"(the run's numbers are in {layout.RESULT})"))
+                out.append(
+                    (
+                        None,
+                        f"the curve ends at step {max(steps, default=0)} of {spec.steps} "
+                        f"(the run's numbers are in {layout.RESULT})",
+                    )
+                )
         return out
 
     def _records(self) -> list[dict[str, Any]]:

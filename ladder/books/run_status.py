@@ -25,8 +25,19 @@ from ladder.books.run_lock import lock_holder
 from ladder.model.config import RunSpec
 from ladder.plan.planner import Damaged, plan_entries
 
-STATES = ("planned", "waiting", "queued", "running", "interrupted", "done", "failed", "diverged", "cancelled",
-          "corrupt", "damaged")
+STATES = (
+    "planned",
+    "waiting",
+    "queued",
+    "running",
+    "interrupted",
+    "done",
+    "failed",
+    "diverged",
+    "cancelled",
+    "corrupt",
+    "damaged",
+)
 FINAL = {"done", "failed", "diverged", "cancelled", "corrupt", "damaged"}
 LIVE = {"queued", "running"}
 
@@ -61,8 +72,9 @@ class RunStatus:
         return asdict(self)
 
 
-def classify(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]],
-             books: RunBooks) -> tuple[str, str | None]:
+def classify(
+    sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]], books: RunBooks
+) -> tuple[str, str | None]:
     """(state, the error of a failed, diverged or corrupt run, or what a waiting branch waits for)."""
     return with_waiting(*classify_own(sd, spec, book, books), books)
 
@@ -74,8 +86,9 @@ def with_waiting(state: str, error: str | None, books: RunBooks) -> tuple[str, s
     return state, error
 
 
-def classify_own(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]],
-                 books: RunBooks) -> tuple[str, str | None]:
+def classify_own(
+    sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]], books: RunBooks
+) -> tuple[str, str | None]:
     """(state, the error of a failed, diverged or corrupt run) from the run's files and its jobs alone: a
     waiting branch is ``planned`` or ``queued`` here."""
     rd = sd.run(spec.run_id)
@@ -96,8 +109,9 @@ def classify_own(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_re
     if books.result_problem:
         return "corrupt", f"{layout.RESULT}: {books.result_problem}"
     if books.trained_to_end(spec):
-        why = (f"{layout.MODEL}/ exists" if books.has_model
-               else f"metrics reach step {books.last_step()} of {spec.steps}")
+        why = (
+            f"{layout.MODEL}/ exists" if books.has_model else f"metrics reach step {books.last_step()} of {spec.steps}"
+        )
         return "corrupt", f"{layout.RESULT} is missing although the run trained to its end ({why})"
     if rec is not None and rec.cancelled:
         return "cancelled", None
@@ -116,21 +130,24 @@ def _ended_since(books: RunBooks, rec: job_records.JobRecord) -> bool:
     return books.ended_at is not None and books.ended_at >= int(submitted)
 
 
-def run_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
-              ) -> tuple[str, str | None]:
+def run_state(
+    sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
+) -> tuple[str, str | None]:
     """(state, the error of a failed, diverged or corrupt run, or what a waiting branch waits for)."""
     return classify(sd, spec, book, read_books(sd.run(spec.run_id), spec))
 
 
-def own_state(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
-              ) -> tuple[str, str | None]:
+def own_state(
+    sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]]
+) -> tuple[str, str | None]:
     """:func:`classify_own` from the run's files: what ``submit`` and ``cancel`` act on (a waiting branch is
     ``planned`` or ``queued``)."""
     return classify_own(sd, spec, book, read_books(sd.run(spec.run_id), spec))
 
 
-def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]],
-               books: RunBooks) -> RunStatus:
+def run_status(
+    sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_records.JobRecord]], books: RunBooks
+) -> RunStatus:
     own, own_error = classify_own(sd, spec, book, books)
     state, error = with_waiting(own, own_error, books)
     done_tokens = books.tokens_done(spec)
@@ -144,8 +161,10 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
     per_step = spec.sequences_per_batch * spec.data.seq_len
     eta = (spec.tokens - done_tokens) / tps if tps and state in LIVE else None
     rec = job_records.latest(book, spec.run_id)
-    problems = [f"{layout.METRICS} line {n}: {what}" if n else f"{layout.METRICS}: {what}"
-                for n, what in books.metrics_problems(spec, state)]
+    problems = [
+        f"{layout.METRICS} line {n}: {what}" if n else f"{layout.METRICS}: {what}"
+        for n, what in books.metrics_problems(spec, state)
+    ]
     return RunStatus(
         run_id=spec.run_id,
         variant=spec.variant,
@@ -175,10 +194,24 @@ def run_status(sd: layout.StudyDir, spec: RunSpec, book: dict[str, list[job_reco
 def damaged_status(entry: Damaged) -> RunStatus:
     """The row of a run whose directory or spec.json cannot be read: ``damaged``, with what is wrong and the
     command that repairs it as its error."""
-    return RunStatus(run_id=entry.run_id, variant="?", size="?", state="damaged", tokens_done=0, tokens_planned=0,
-                     progress=0.0, train_loss=None, eval_loss=None, tokens_per_s=None, eta_s=None, job_id=None,
-                     executor=None, error=f"{entry.why}; `{entry.repair}` rewrites it",
-                     own_tokens_done=0, own_tokens_planned=0)
+    return RunStatus(
+        run_id=entry.run_id,
+        variant="?",
+        size="?",
+        state="damaged",
+        tokens_done=0,
+        tokens_planned=0,
+        progress=0.0,
+        train_loss=None,
+        eval_loss=None,
+        tokens_per_s=None,
+        eta_s=None,
+        job_id=None,
+        executor=None,
+        error=f"{entry.why}; `{entry.repair}` rewrites it",
+        own_tokens_done=0,
+        own_tokens_planned=0,
+    )
 
 
 def study_status(study_dir: Path) -> list[RunStatus]:
@@ -187,8 +220,10 @@ def study_status(study_dir: Path) -> list[RunStatus]:
     sd = layout.StudyDir(Path(study_dir))
     entries = plan_entries(sd.path)
     book = job_records.read(sd)
-    return [damaged_status(e) if isinstance(e, Damaged) else run_status(sd, e, book, read_books(sd.run(e.run_id), e))
-            for e in entries]
+    return [
+        damaged_status(e) if isinstance(e, Damaged) else run_status(sd, e, book, read_books(sd.run(e.run_id), e))
+        for e in entries
+    ]
 
 
 def totals(rows: list[RunStatus]) -> dict[str, Any]:
@@ -198,11 +233,17 @@ def totals(rows: list[RunStatus]) -> dict[str, Any]:
     # each token once: a branch adds the tokens after its branch step (its prefix is its trunk's)
     done = sum(r.tokens_done if r.own_tokens_done is None else r.own_tokens_done for r in rows)
     planned = sum(r.tokens_planned if r.own_tokens_planned is None else r.own_tokens_planned for r in rows)
-    return {"runs": len(rows), "states": counts, "tokens_done": done, "tokens_planned": planned,
-            "progress": done / planned if planned else 0.0, "all_ended": all(r.state in FINAL for r in rows),
-            "flops_spent": float(sum(r.flops_spent for r in rows)),
-            "flops_planned": float(sum(r.flops_planned for r in rows)),
-            "flops_convention": "exact counted training FLOPs (flops_per_token x tokens)"}
+    return {
+        "runs": len(rows),
+        "states": counts,
+        "tokens_done": done,
+        "tokens_planned": planned,
+        "progress": done / planned if planned else 0.0,
+        "all_ended": all(r.state in FINAL for r in rows),
+        "flops_spent": float(sum(r.flops_spent for r in rows)),
+        "flops_planned": float(sum(r.flops_planned for r in rows)),
+        "flops_convention": "exact counted training FLOPs (flops_per_token x tokens)",
+    }
 
 
 def remaining_work(rows: list[RunStatus]) -> tuple[float, float, float, str]:

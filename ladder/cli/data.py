@@ -43,15 +43,16 @@ def tokenizer_train(
     if vocab_size < 259:
         raise SpecError(f"--vocab-size {vocab_size}: a byte-level BPE needs at least 259 ids (256 bytes + specials)")
     start = time.perf_counter()
-    texts = iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction,
-                              max_bytes=cap)
+    texts = iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction, max_bytes=cap)
     path = train_tokenizer(texts, vocab_size, out_dir)
     info = {"tokenizer": str(path), "seconds": time.perf_counter() - start, **describe_tokenizer(path)}
     if as_json:
         print_json(info)
         return
-    out.print(f"trained a {info.get('vocab_size', vocab_size)}-id byte-level BPE in {info['seconds']:.1f}s: "
-              f"{out_dir.resolve()}")
+    out.print(
+        f"trained a {info.get('vocab_size', vocab_size)}-id byte-level BPE in {info['seconds']:.1f}s: "
+        f"{out_dir.resolve()}"
+    )
 
 
 @tokenizer_app.command("eval")
@@ -72,13 +73,24 @@ def tokenizer_eval(
     fraction(validation_fraction, "--validation-fraction")
     if not tokenizer_dir.exists():
         raise SpecError(f"{tokenizer_dir}: no such tokenizer folder or tokenizer.json")
-    texts = list(iter_corpus_texts(corpus, text_key, split="validation", validation_fraction=validation_fraction,
-                                   max_bytes=cap))
+    texts = list(
+        iter_corpus_texts(corpus, text_key, split="validation", validation_fraction=validation_fraction, max_bytes=cap)
+    )
     if not texts:
-        if next(iter(iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction,
-                                       max_bytes=cap)), None) is None:
-            raise DataError(f"{corpus}: no document has text under --text-key {text_key!r} (is the text under "
-                            "another key?)")
+        if (
+            next(
+                iter(
+                    iter_corpus_texts(
+                        corpus, text_key, split="train", validation_fraction=validation_fraction, max_bytes=cap
+                    )
+                ),
+                None,
+            )
+            is None
+        ):
+            raise DataError(
+                f"{corpus}: no document has text under --text-key {text_key!r} (is the text under another key?)"
+            )
         raise DataError(f"{corpus}: no held-out documents to evaluate on (try a larger --validation-fraction)")
     m = evaluate_tokenizer(tokenizer_dir, texts)
     if as_json:

@@ -14,8 +14,12 @@ from ladder.console import out, print_json
 
 def eval_cmd(
     study_dir: Path = typer.Argument(..., help="A study directory with finished runs."),
-    tasks: str | None = typer.Option(None, "--tasks", help="lm-eval task names, comma separated "
-                                        "(default: the shipped offline tasks ladder_py_next_line, ladder_py_ppl)."),
+    tasks: str | None = typer.Option(
+        None,
+        "--tasks",
+        help="lm-eval task names, comma separated "
+        "(default: the shipped offline tasks ladder_py_next_line, ladder_py_ppl).",
+    ),
     include_path: Path | None = typer.Option(None, "--include-path", help="A folder of your own lm-eval task YAMLs."),
     limit: float | None = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
@@ -43,8 +47,9 @@ def eval_cmd(
 
         resolve_task_manager(task_list or list(SHIPPED_TASKS), include_path)
     ex = executor_spec(study, executor, {})
-    res = submit_evals(study_dir, ex, tasks=task_list, include_path=include_path, limit=limit,
-                       batch_size=batch_size, device=device)
+    res = submit_evals(
+        study_dir, ex, tasks=task_list, include_path=include_path, limit=limit, batch_size=batch_size, device=device
+    )
     if as_json:
         print_json(res)
         return

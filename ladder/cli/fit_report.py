@@ -10,12 +10,16 @@ from rich.markup import escape
 from ladder.cli.options import JSON_OPT, flag
 from ladder.console import err, out, print_json
 
-RUNS_HELP = ("Instead of a study: a table of runs with columns params, tokens, loss (optional flops, lr, "
-             "batch_size, variant, status): a CSV or parquet file, a W&B runs export (the CSV of the UI's runs "
-             "table, or JSON lines of wandb.Api().runs) with --columns.")
-COLUMNS_HELP = ("Where params, tokens and loss (and any optional column) are in the --runs file, as NAME=COLUMN "
-                "pairs separated by commas; nested keys of a W&B export with dots, e.g. "
-                "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss.")
+RUNS_HELP = (
+    "Instead of a study: a table of runs with columns params, tokens, loss (optional flops, lr, "
+    "batch_size, variant, status): a CSV or parquet file, a W&B runs export (the CSV of the UI's runs "
+    "table, or JSON lines of wandb.Api().runs) with --columns."
+)
+COLUMNS_HELP = (
+    "Where params, tokens and loss (and any optional column) are in the --runs file, as NAME=COLUMN "
+    "pairs separated by commas; nested keys of a W&B export with dots, e.g. "
+    "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss."
+)
 
 
 MAX_BOOTSTRAP = 10_000  # each resample refits every law form: 10,000 is minutes and a few GB; more is neither
@@ -45,11 +49,14 @@ def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
             if value <= 0:
                 raise SpecError(f"--predict {item!r}: {what} must be positive")
             if value < 1:
-                raise SpecError(f"--predict {item!r}: {what} {text!r} is less than one {what[:-1]}: not a model "
-                                "a law can forecast (write counts, e.g. 7e9:4e12)")
+                raise SpecError(
+                    f"--predict {item!r}: {what} {text!r} is less than one {what[:-1]}: not a model "
+                    "a law can forecast (write counts, e.g. 7e9:4e12)"
+                )
             if value > MAX_PREDICT:
-                raise SpecError(f"--predict {item!r}: {what} {text!r} is beyond {MAX_PREDICT:.0e}: not a model "
-                                "a law can forecast")
+                raise SpecError(
+                    f"--predict {item!r}: {what} {text!r} is beyond {MAX_PREDICT:.0e}: not a model a law can forecast"
+                )
             values.append(float(value))
         points.append((item, values[0], values[1]))
     return points
@@ -61,9 +68,15 @@ def check_predictions_in_family(points: list[tuple[str, float, float]], study) -
 
     seq_len = study.hero.seq_len or study.data.seq_len
     for item, params, _ in points:
-        check_target(f"--predict {item!r}: params", params, None, conv=study.ladder.param_count,
-                     aspect=study.model.aspect_ratio, rules=study.model.rules(seq_len),
-                     tied=study.model.tie_embeddings)
+        check_target(
+            f"--predict {item!r}: params",
+            params,
+            None,
+            conv=study.ladder.param_count,
+            aspect=study.model.aspect_ratio,
+            rules=study.model.rules(seq_len),
+            tied=study.model.tie_embeddings,
+        )
 
 
 def _far_from_the_ladder(points: list[tuple[str, float, float]], table) -> list[str]:
@@ -80,9 +93,11 @@ def _far_from_the_ladder(points: list[tuple[str, float, float]], table) -> list[
         return warnings
     for item, n, d in points:
         if n < params.min() / 2 or d < tokens.min() / 2:
-            warnings.append(f"--predict {item}: below the ladder (its smallest run has {params.min():.3g} params and "
-                            f"{tokens.min():.3g} tokens): the laws are fitted to forecast larger runs, this forecast "
-                            "is not to be trusted")
+            warnings.append(
+                f"--predict {item}: below the ladder (its smallest run has {params.min():.3g} params and "
+                f"{tokens.min():.3g} tokens): the laws are fitted to forecast larger runs, this forecast "
+                "is not to be trusted"
+            )
     return warnings
 
 
@@ -92,8 +107,9 @@ def _duplicates(table, source) -> tuple[object, list[str]]:
     if not cols:
         return table, []
     dup = table.duplicated(subset=cols, keep="first")
-    labels = [str(x) for x in table.loc[dup, "run_id"]] if "run_id" in table.columns else [str(i) for i in
-                                                                                             table.index[dup]]
+    labels = (
+        [str(x) for x in table.loc[dup, "run_id"]] if "run_id" in table.columns else [str(i) for i in table.index[dup]]
+    )
     return table.loc[~dup].reset_index(drop=True), labels
 
 
@@ -106,14 +122,20 @@ def fit(
     study_dir: Path | None = typer.Argument(None, help="A collected study directory (writes its fit.json)."),
     runs: Path | None = typer.Option(None, "--runs", help=RUNS_HELP),
     columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
-    predict: list[str] | None = typer.Option(None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 "
-                                                "(repeatable)."),
-    bootstrap: int = typer.Option(200, "--bootstrap", help=f"Bootstrap resamples for the 90% intervals, 1 to "
-                                  f"{MAX_BOOTSTRAP:,}."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling, 0 to 2^32-1 (the same seed, the "
-                             "same fit)."),
-    keep_duplicates: bool = flag("keep-duplicates", "With --runs: fit rows that repeat an earlier row in every "
-                                 "column too (by default each is counted once, with a warning)."),
+    predict: list[str] | None = typer.Option(
+        None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 (repeatable)."
+    ),
+    bootstrap: int = typer.Option(
+        200, "--bootstrap", help=f"Bootstrap resamples for the 90% intervals, 1 to {MAX_BOOTSTRAP:,}."
+    ),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the bootstrap resampling, 0 to 2^32-1 (the same seed, the same fit)."
+    ),
+    keep_duplicates: bool = flag(
+        "keep-duplicates",
+        "With --runs: fit rows that repeat an earlier row in every "
+        "column too (by default each is counted once, with a warning).",
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Fit scaling laws and forecast the hero, with 90% intervals and a recommended configuration.
@@ -141,8 +163,10 @@ def fit(
     if columns is not None and runs is None:
         raise SpecError("--columns maps the columns of a --runs file; give --runs FILE too")
     if not 1 <= bootstrap <= MAX_BOOTSTRAP:
-        raise SpecError(f"--bootstrap {bootstrap}: must be from 1 to {MAX_BOOTSTRAP:,} resamples (each refits every "
-                        "law form; 200, the default, gives stable 90% intervals)")
+        raise SpecError(
+            f"--bootstrap {bootstrap}: must be from 1 to {MAX_BOOTSTRAP:,} resamples (each refits every "
+            "law form; 200, the default, gives stable 90% intervals)"
+        )
     if not 0 <= seed < 2**32:
         raise SpecError(f"--seed {seed}: must be a whole number from 0 to 2^32-1 (the bootstrap's seed)")
     if keep_duplicates and runs is None:
@@ -155,11 +179,15 @@ def fit(
         table, repeated = _duplicates(table, runs)
         if repeated and keep_duplicates:
             table = read_runs_file(runs, columns=columns)
-            warnings.append(f"{runs}: {len(repeated)} rows repeat an earlier row in every column ({_few(repeated)}); "
-                            "fitted all the same (--keep-duplicates): the intervals count them as independent runs")
+            warnings.append(
+                f"{runs}: {len(repeated)} rows repeat an earlier row in every column ({_few(repeated)}); "
+                "fitted all the same (--keep-duplicates): the intervals count them as independent runs"
+            )
         elif repeated:
-            warnings.append(f"{runs}: {len(repeated)} rows repeat an earlier row in every column ({_few(repeated)}); "
-                            "each is counted once (--keep-duplicates fits them all)")
+            warnings.append(
+                f"{runs}: {len(repeated)} rows repeat an earlier row in every column ({_few(repeated)}); "
+                "each is counted once (--keep-duplicates fits them all)"
+            )
         warnings += _far_from_the_ladder(points, table)
         try:
             result = fit_study(table, predict=predict, n_boot=bootstrap, seed=seed)

@@ -11,8 +11,9 @@ from rich.table import Table
 from ladder.cli.options import JSON_OPT
 from ladder.console import err, out, print_json
 
-app = typer.Typer(help="Freeze the hero forecast, show the freezes, score them against the hero run.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Freeze the hero forecast, show the freezes, score them against the hero run.", no_args_is_help=True
+)
 
 
 def _interval(p: dict) -> str:
@@ -31,8 +32,10 @@ def _score_text(s: dict | None) -> str:
         reps = s.get("replicates")
         if reps:
             vs = reps["vs_mean"]
-            text += (f"; {reps['n']} seeds: mean {reps['mean']:.4g} (sd {reps['sd_log_pct']:.2g}%), error "
-                     f"{vs['error_pct']:+.2f}%, {inside[vs.get('inside')]}")
+            text += (
+                f"; {reps['n']} seeds: mean {reps['mean']:.4g} (sd {reps['sd_log_pct']:.2g}%), error "
+                f"{vs['error_pct']:+.2f}%, {inside[vs.get('inside')]}"
+            )
             by_kind = reps.get("sd_log_pct_by_kind")
             if by_kind:
                 text += f" (sd on repeats {by_kind['repeats']:.2g}%, on novel tokens {by_kind['novel']:.2g}%)"
@@ -41,8 +44,10 @@ def _score_text(s: dict | None) -> str:
     if not p.get("available"):
         return f"partial: {p.get('reason', 'no forecast')}"
     vs = p.get("vs_frozen") or {}
-    return (f"partial at {100 * p['fraction']:.0f}%: heads for {p['final_forecast']:.4g} {_interval(p)}; frozen is "
-            f"{vs.get('error_pct', 0):+.2f}% off it, {inside[vs.get('inside')]}")
+    return (
+        f"partial at {100 * p['fraction']:.0f}%: heads for {p['final_forecast']:.4g} {_interval(p)}; frozen is "
+        f"{vs.get('error_pct', 0):+.2f}% off it, {inside[vs.get('inside')]}"
+    )
 
 
 def _in_context_text(ic: dict | None) -> str:
@@ -63,8 +68,9 @@ def _in_context_text(ic: dict | None) -> str:
 @app.command("freeze")
 def freeze(
     study_dir: Path = typer.Argument(..., help="A collected and fitted study directory (holds a current fit.json)."),
-    predict: list[str] | None = typer.Option(None, "--predict", help="Also freeze a forecast at PARAMS:TOKENS, "
-                                                "e.g. 800K:16M (repeatable)."),
+    predict: list[str] | None = typer.Option(
+        None, "--predict", help="Also freeze a forecast at PARAMS:TOKENS, e.g. 800K:16M (repeatable)."
+    ),
     note: str | None = typer.Option(None, "--note", help="A note kept with the freeze."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -92,11 +98,16 @@ def freeze(
         print_json({"number": f.number, "file": str(f.path), **f.record})
         return
     h = f.record["hero"]
-    out.print(f"froze forecast {f.number} in {f.path}: hero {h['params']:,.0f} params, {h['tokens']:,.0f} tokens: "
-              f"{h['loss']:.4g} nats/token, 90% interval {_interval(h)} (±{h['half_width_pct']:.2f}%)")
+    out.print(
+        f"froze forecast {f.number} in {f.path}: hero {h['params']:,.0f} params, {h['tokens']:,.0f} tokens: "
+        f"{h['loss']:.4g} nats/token, 90% interval {_interval(h)} (±{h['half_width_pct']:.2f}%)"
+    )
     for p in f.record["predictions"]:
-        out.print(f"  {escape(str(p['label']))}: {p['loss']:.4g} {_interval(p)}" if p.get("loss") is not None
-                  else f"  {escape(str(p['label']))}: no forecast")
+        out.print(
+            f"  {escape(str(p['label']))}: {p['loss']:.4g} {_interval(p)}"
+            if p.get("loss") is not None
+            else f"  {escape(str(p['label']))}: no forecast"
+        )
     out.print(f"next: `ladder hero {escape(str(study_dir))}` plans the hero run; `ladder forecast score` scores it")
 
 
@@ -117,8 +128,10 @@ def show(
     from ladder.forecast.frozen import show_rows
 
     if not layout.StudyDir(Path(study_dir)).plan.is_file():
-        raise StateError(f"no study at {study_dir} (no {layout.StudyDir(Path(study_dir)).plan.name}): give a study "
-                         "directory that `ladder plan` wrote")
+        raise StateError(
+            f"no study at {study_dir} (no {layout.StudyDir(Path(study_dir)).plan.name}): give a study "
+            "directory that `ladder plan` wrote"
+        )
     rows = show_rows(study_dir)
     if as_json:
         print_json({"study_dir": str(study_dir), "forecasts": rows})
@@ -126,15 +139,29 @@ def show(
     if not rows:
         out.print(f"no frozen forecast in {study_dir}: `ladder forecast freeze {escape(str(study_dir))}` makes one")
         return
-    table = Table("#", "frozen at (UTC)", "hero forecast", "90% interval", "kind", "latest score",
-                  title=f"frozen forecasts: {escape(str(study_dir))}", title_justify="left")
+    table = Table(
+        "#",
+        "frozen at (UTC)",
+        "hero forecast",
+        "90% interval",
+        "kind",
+        "latest score",
+        title=f"frozen forecasts: {escape(str(study_dir))}",
+        title_justify="left",
+    )
     for r in rows:
         if r.get("problem"):
             table.add_row(str(r["number"]), "-", "-", "-", "-", f"[red]{escape(r['file'])}: {escape(r['problem'])}[/]")
             continue
         h = r["hero"]
-        table.add_row(str(r["number"]), str(r["frozen_at"]), f"{h['loss']:.4g}" if h.get("loss") else "-",
-                      _interval(h), r["kind"], escape(_score_text(r["latest_score"])))
+        table.add_row(
+            str(r["number"]),
+            str(r["frozen_at"]),
+            f"{h['loss']:.4g}" if h.get("loss") else "-",
+            _interval(h),
+            r["kind"],
+            escape(_score_text(r["latest_score"])),
+        )
     out.print(table)
     for r in rows:
         if r.get("warning"):
@@ -144,12 +171,17 @@ def show(
 @app.command("score")
 def score(
     study_dir: Path = typer.Argument(..., help="A study directory with frozen forecasts."),
-    loss: float | None = typer.Option(None, "--loss", help="The final eval loss of a hero trained elsewhere "
-                                         "(at the frozen hero's size)."),
-    curve: Path | None = typer.Option(None, "--curve", help="The hero's loss curve: CSV, JSON lines or parquet "
-                                         "with tokens (or step) and eval_loss (or loss) columns."),
-    run: str | None = typer.Option(None, "--run", help="The hero run to score against (default: the last one "
-                                      "`ladder hero` planned)."),
+    loss: float | None = typer.Option(
+        None, "--loss", help="The final eval loss of a hero trained elsewhere (at the frozen hero's size)."
+    ),
+    curve: Path | None = typer.Option(
+        None,
+        "--curve",
+        help="The hero's loss curve: CSV, JSON lines or parquet with tokens (or step) and eval_loss (or loss) columns.",
+    ),
+    run: str | None = typer.Option(
+        None, "--run", help="The hero run to score against (default: the last one `ladder hero` planned)."
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Score every frozen forecast against the hero: error %, inside the 90% interval or not, z-score.
@@ -173,7 +205,9 @@ def score(
         print_json(outcome.to_dict())
         return
     src = outcome.observation.source
-    what = {"run": f"hero run {src.get('run_id')}", "loss": "--loss", "curve": f"--curve {src.get('file')}"}[src["kind"]]
+    what = {"run": f"hero run {src.get('run_id')}", "loss": "--loss", "curve": f"--curve {src.get('file')}"}[
+        src["kind"]
+    ]
     for f, s in outcome.scored:
         p = s.get("partial") or {}
         line = f"forecast {f.number} ({f.record.get('frozen_at')}), {escape(str(s['point']))}: "
@@ -190,6 +224,9 @@ def score(
     for number, why in outcome.unmatched.items():
         err.print(f"[yellow]not scored[/]: forecast {number}: {why}")
     if outcome.scored:
-        kind = "a prediction checked against the hero" if any(s["final"] for _, s in outcome.scored) else \
-            "still a projection (the hero has not finished)"
+        kind = (
+            "a prediction checked against the hero"
+            if any(s["final"] for _, s in outcome.scored)
+            else "still a projection (the hero has not finished)"
+        )
         out.print(f"scored {len(outcome.scored)} frozen forecast(s): {kind}")

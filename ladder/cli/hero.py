@@ -14,13 +14,22 @@ from ladder.console import human_seconds, out, print_json, sci
 
 def hero(
     study_dir: Path = typer.Argument(..., help="A collected and fitted study directory (holds fit.json)."),
-    params: str | None = typer.Option(None, "--params", help="Train the hero at this size instead, e.g. 800K "
-                                         "(in the study's param_count convention)."),
-    tokens: str | None = typer.Option(None, "--tokens", help="Train the hero on this many tokens instead, e.g. "
-                                         "16M (default with --params: the study's tokens_per_param)."),
-    seed: int | None = typer.Option(None, "--seed", help="Plan a replicate of the hero with this seed (its "
-                                       "initialisation and data order; the same run otherwise): `ladder forecast "
-                                       "score` then scores the forecast against the replicates' mean too."),
+    params: str | None = typer.Option(
+        None, "--params", help="Train the hero at this size instead, e.g. 800K (in the study's param_count convention)."
+    ),
+    tokens: str | None = typer.Option(
+        None,
+        "--tokens",
+        help="Train the hero on this many tokens instead, e.g. "
+        "16M (default with --params: the study's tokens_per_param).",
+    ),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        help="Plan a replicate of the hero with this seed (its "
+        "initialisation and data order; the same run otherwise): `ladder forecast "
+        "score` then scores the forecast against the replicates' mean too.",
+    ),
     dry_run: bool = flag("dry-run", "Show the hero run, write nothing."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -54,8 +63,12 @@ def hero(
     rows = [
         ("run", f"{spec.run_id} ({run.state})", str(run.run_dir)),
         (f"params ({spec.param_convention})", f"{spec.params:,}", src.get("params", src.get("shape", ""))),
-        ("shape", f"d_model {s.d_model}, {s.n_layers} layers, {s.n_heads}/{s.n_kv_heads} heads of {s.head_dim}, "
-                  f"ffn {s.ffn_dim}, {'tied' if s.tied else 'untied'}", src.get("aspect_ratio", "")),
+        (
+            "shape",
+            f"d_model {s.d_model}, {s.n_layers} layers, {s.n_heads}/{s.n_kv_heads} heads of {s.head_dim}, "
+            f"ffn {s.ffn_dim}, {'tied' if s.tied else 'untied'}",
+            src.get("aspect_ratio", ""),
+        ),
         ("tied", "yes" if s.tied else "no", src.get("tied", "")),
         ("tokens", f"{spec.tokens:,} ({spec.tokens / spec.params:.3g}/param)", src.get("tokens", "")),
         ("batch", f"{spec.batch_tokens:,} tokens", src.get("batch_tokens", "")),
@@ -71,8 +84,10 @@ def hero(
     out.print(table)
     fc = run.forecast
     if fc.get("loss") is not None:
-        out.print(f"the fit forecasts {fc['loss']:.4g} nats/token, 90% interval [{fc['lo']:.4g}, {fc['hi']:.4g}] "
-                  f"({fc.get('kind') or 'projection'})")
+        out.print(
+            f"the fit forecasts {fc['loss']:.4g} nats/token, 90% interval [{fc['lo']:.4g}, {fc['hi']:.4g}] "
+            f"({fc.get('kind') or 'projection'})"
+        )
     for note in run.notes:
         out.print(f"note: {escape(note)}")
     if run.state == "dry run":
@@ -81,8 +96,12 @@ def hero(
     from ladder import layout
 
     if not layout.StudyDir(study_dir).forecasts():
-        out.print(f"[yellow]no frozen forecast yet[/]: `ladder forecast freeze {escape(str(study_dir))}` puts the "
-                  "forecast on record before the hero trains")
+        out.print(
+            f"[yellow]no frozen forecast yet[/]: `ladder forecast freeze {escape(str(study_dir))}` puts the "
+            "forecast on record before the hero trains"
+        )
     verb = "planned" if run.state == "new" else "already planned"
-    out.print(f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`, score it with "
-              f"`ladder forecast score {escape(str(study_dir))}`")
+    out.print(
+        f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`, score it with "
+        f"`ladder forecast score {escape(str(study_dir))}`"
+    )

@@ -43,9 +43,16 @@ def model_info(
     from ladder.model.shape import ModelShape
     from ladder.model.sizing import FamilyRules, shape_for_params
 
-    for option, value in (("--d-model", d_model), ("--n-layers", n_layers), ("--n-heads", n_heads),
-                          ("--n-kv-heads", n_kv_heads), ("--head-dim", head_dim), ("--ffn-dim", ffn_dim),
-                          ("--vocab-size", vocab_size), ("--seq-len", seq_len)):
+    for option, value in (
+        ("--d-model", d_model),
+        ("--n-layers", n_layers),
+        ("--n-heads", n_heads),
+        ("--n-kv-heads", n_kv_heads),
+        ("--head-dim", head_dim),
+        ("--ffn-dim", ffn_dim),
+        ("--vocab-size", vocab_size),
+        ("--seq-len", seq_len),
+    ):
         if value is not None and value < 1:
             raise SpecError(f"{option} {value}: must be a positive whole number")
     try:
@@ -71,9 +78,11 @@ def model_info(
             shape = shape_for_params(int(target), convention, aspect_ratio, rules, tied)
             got = shape.params(convention)
             if not 0.5 <= got / target <= 2:
-                raise SpecError(f"--params {params!r}: the nearest shape at --aspect-ratio {aspect_ratio:g} has "
-                                f"{got:,} {convention} parameters ({got / target:.3g}x the target): outside what "
-                                "this family builds")
+                raise SpecError(
+                    f"--params {params!r}: the nearest shape at --aspect-ratio {aspect_ratio:g} has "
+                    f"{got:,} {convention} parameters ({got / target:.3g}x the target): outside what "
+                    "this family builds"
+                )
         else:
             if d_model is None or n_layers is None:
                 raise SpecError("give --d-model and --n-layers (or --params with --aspect-ratio)")
@@ -82,11 +91,15 @@ def model_info(
             if kv_ratio < 1:
                 raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number of query heads per KV head, >= 1")
             if n_kv_heads is None and heads % kv_ratio:
-                raise SpecError(f"--kv-ratio {kv_ratio}: does not divide the {heads} query heads; give a ratio that "
-                                "does, or --n-kv-heads")
+                raise SpecError(
+                    f"--kv-ratio {kv_ratio}: does not divide the {heads} query heads; give a ratio that "
+                    "does, or --n-kv-heads"
+                )
             if n_kv_heads is not None and kv_ratio != 1 and n_kv_heads * kv_ratio != heads:
-                raise SpecError(f"--kv-ratio {kv_ratio} and --n-kv-heads {n_kv_heads} disagree ({heads} query "
-                                "heads): give one of them")
+                raise SpecError(
+                    f"--kv-ratio {kv_ratio} and --n-kv-heads {n_kv_heads} disagree ({heads} query "
+                    "heads): give one of them"
+                )
             shape = ModelShape(
                 d_model=d_model,
                 n_layers=n_layers,
@@ -106,8 +119,12 @@ def model_info(
     if as_json:
         print_json(info)
         return
-    table = Table("quantity", "value", title=f"Llama {shape.describe()} ffn {shape.ffn_dim} vocab {shape.vocab_size}"
-                  f" {'tied' if shape.tied else 'untied'}")
+    table = Table(
+        "quantity",
+        "value",
+        title=f"Llama {shape.describe()} ffn {shape.ffn_dim} vocab {shape.vocab_size}"
+        f" {'tied' if shape.tied else 'untied'}",
+    )
     table.add_row("params total", f"{info['params_total']:,}")
     table.add_row("params embedding", f"{info['params_embedding']:,}")
     table.add_row("params non-embedding", f"{info['params_non_embedding']:,}")

@@ -26,10 +26,13 @@ def plan(
     study: str = typer.Argument(..., help="A study YAML file or a built-in study name (see `ladder studies list`)."),
     out_dir: Path | None = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
     dry_run: bool = flag("dry-run", "Print the plan, write nothing."),
-    suggest: bool = flag("suggest", "Of a fitted STUDY directory: the one or two runs that would shrink the hero's "
-                         "interval most per FLOP."),
-    budget: str | None = typer.Option(None, "--budget", help="With --suggest: the most exact FLOPs the "
-                                         "suggested runs may cost together, e.g. 1e14."),
+    suggest: bool = flag(
+        "suggest",
+        "Of a fitted STUDY directory: the one or two runs that would shrink the hero's interval most per FLOP.",
+    ),
+    budget: str | None = typer.Option(
+        None, "--budget", help="With --suggest: the most exact FLOPs the suggested runs may cost together, e.g. 1e14."
+    ),
     add: bool = flag("add", "With --suggest: add them to the study (ladder.extra_runs) and plan them."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -71,29 +74,67 @@ def plan(
     check_machine(spec)
     p = expand(spec)
     refuse, partly = fit_requirements(spec, p.runs)
-    p.warnings += ([f"data preparation will refuse this study: {w}" for w in data_requirements(spec)]
-                   + [f"`ladder fit` will refuse this ladder: {w}" for w in refuse] + partly)
+    p.warnings += (
+        [f"data preparation will refuse this study: {w}" for w in data_requirements(spec)]
+        + [f"`ladder fit` will refuse this ladder: {w}" for w in refuse]
+        + partly
+    )
     target = out_dir or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()
     if as_json:
-        payload = {"study": spec.name, "study_dir": None if dry_run else str(target), "dry_run": dry_run,
-                   "runs": rows, "totals": totals, "hero": p.hero.to_dict(), "conventions": p.conventions(),
-                   "notes": p.notes, "warnings": p.warnings}
+        payload = {
+            "study": spec.name,
+            "study_dir": None if dry_run else str(target),
+            "dry_run": dry_run,
+            "runs": rows,
+            "totals": totals,
+            "hero": p.hero.to_dict(),
+            "conventions": p.conventions(),
+            "notes": p.notes,
+            "warnings": p.warnings,
+        }
         if written:
-            payload.update(new=written.new, existing=written.existing, orphans=written.orphans,
-                           refreshed=written.refreshed, relinked=written.relinked)
+            payload.update(
+                new=written.new,
+                existing=written.existing,
+                orphans=written.orphans,
+                refreshed=written.refreshed,
+                relinked=written.relinked,
+            )
         print_json(payload)
         return
     conv = spec.ladder.param_count
     # 120 columns in a log: run ids and numbers never wrap, the labels do (a trunk's snapshot steps: the JSON)
-    table = Table(title=f"plan: {spec.name} (params: {conv}; FLOPs: exact, a branch its own steps; est. time, memory)",
-                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 0))
-    for name in ("run", "variant", "axes", "shape", "params", "tokens", "D/N", "FLOPs", "batch", "LR", "steps",
-                 "time", "memory"):
-        table.add_column(name, no_wrap=name not in ("variant", "axes"), min_width={"variant": 8, "axes": 10}.get(name),
-                         justify="left" if name in ("run", "variant", "axes", "shape") else "right")
+    table = Table(
+        title=f"plan: {spec.name} (params: {conv}; FLOPs: exact, a branch its own steps; est. time, memory)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 0),
+    )
+    for name in (
+        "run",
+        "variant",
+        "axes",
+        "shape",
+        "params",
+        "tokens",
+        "D/N",
+        "FLOPs",
+        "batch",
+        "LR",
+        "steps",
+        "time",
+        "memory",
+    ):
+        table.add_column(
+            name,
+            no_wrap=name not in ("variant", "axes"),
+            min_width={"variant": 8, "axes": 10}.get(name),
+            justify="left" if name in ("run", "variant", "axes", "shape") else "right",
+        )
     for r, run in zip(rows, p.runs):  # the variant names the ablation axes; size is in params
         axes = ", ".join(f"{'C' if k == 'budget' else k}={v}" for k, v in r["axes"].items() if k in ("seed", "budget"))
         run_cell = r["run_id"]
@@ -106,10 +147,19 @@ def plan(
         elif mult is not None:
             axes = ", ".join(filter(None, [f"{mult:g}x", axes]))
         table.add_row(
-            run_cell, r["variant"], axes, f"{run.shape.d_model}x{run.shape.n_layers} h{run.shape.n_heads}/"
-            f"{run.shape.n_kv_heads}", f"{r['params']:,}", format_count(r["tokens"]), f"{r['tokens_per_param']:.1f}",
-            sci(r["flops_own"]), f"{r['batch_tokens']:,}", f"{r['lr']:.3g}", f"{r['steps']:,}",
-            human_seconds(r["est_wall_s"]), _mib(r["est_memory_bytes"]),
+            run_cell,
+            r["variant"],
+            axes,
+            f"{run.shape.d_model}x{run.shape.n_layers} h{run.shape.n_heads}/{run.shape.n_kv_heads}",
+            f"{r['params']:,}",
+            format_count(r["tokens"]),
+            f"{r['tokens_per_param']:.1f}",
+            sci(r["flops_own"]),
+            f"{r['batch_tokens']:,}",
+            f"{r['lr']:.3g}",
+            f"{r['steps']:,}",
+            human_seconds(r["est_wall_s"]),
+            _mib(r["est_memory_bytes"]),
         )
     out.print(table)
     for line in _budget_and_seed_lines(spec, p):
@@ -120,8 +170,10 @@ def plan(
     h = p.hero
     runs = f"{totals['runs']} runs"
     if totals["branches"]:
-        runs += (f" ({totals['trunks']} trunks, {totals['branches']} branches; each trunk counted once, each branch "
-                 f"its own steps: {sci(totals['flops_if_independent'])} FLOPs as independent runs)")
+        runs += (
+            f" ({totals['trunks']} trunks, {totals['branches']} branches; each trunk counted once, each branch "
+            f"its own steps: {sci(totals['flops_if_independent'])} FLOPs as independent runs)"
+        )
     out.print(
         f"totals: {runs}, {sci(totals['flops'])} FLOPs (exact), {totals['tokens']:,} tokens, "
         f"~{human_seconds(totals['est_wall_s'])} of {spec.executor.hardware} time (one run at a time)"
@@ -140,10 +192,16 @@ def plan(
     elif written is not None:
         out.print(
             f"wrote {written.study_dir}: {len(written.new)} new runs, {len(written.existing)} already planned"
-            + (f" ({len(written.refreshed)} unfinished ones take the new micro-batch, interval or compile settings)"
-               if written.refreshed else "")
-            + (f", {len(written.relinked)} relinked to the trunks and branch steps of the new budgets"
-               if written.relinked else "")
+            + (
+                f" ({len(written.refreshed)} unfinished ones take the new micro-batch, interval or compile settings)"
+                if written.refreshed
+                else ""
+            )
+            + (
+                f", {len(written.relinked)} relinked to the trunks and branch steps of the new budgets"
+                if written.relinked
+                else ""
+            )
             + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
         )
 
@@ -174,8 +232,13 @@ def _budget_and_seed_lines(spec, p) -> list[str]:
     if spec.seeds_vary:
         seeds = sorted({r.seed for r in p.runs})
         rep = lad.replicates
-        where = (f"; replicates at {', '.join(f'{s:,}' for s in rep.sizes)} with seeds "
-                 f"{', '.join(map(str, rep.seeds))}" if rep else "")
-        lines.append(f"seeds {', '.join(map(str, seeds))}{where}: one seed per run drives both its initialisation "
-                     "and its data order; runs that differ only by seed are repeats of one configuration")
+        where = (
+            f"; replicates at {', '.join(f'{s:,}' for s in rep.sizes)} with seeds {', '.join(map(str, rep.seeds))}"
+            if rep
+            else ""
+        )
+        lines.append(
+            f"seeds {', '.join(map(str, seeds))}{where}: one seed per run drives both its initialisation "
+            "and its data order; runs that differ only by seed are repeats of one configuration"
+        )
     return lines

@@ -89,13 +89,19 @@ def run_cmd(
 
     try:
         with watching(human, f"training: {spec.name}") as show, _ctrl_c() as pressed:
+
             def on_status(rows) -> None:
                 pressed.check()
                 show(rows)
 
-            outcome = run_study(study, out_dir=target, executor=ex_spec, on_status=on_status,
-                                log=lambda m: human.print(f"[bold]>[/] {escape(m)}", soft_wrap=True),
-                                skip_sanity=skip_sanity)
+            outcome = run_study(
+                study,
+                out_dir=target,
+                executor=ex_spec,
+                on_status=on_status,
+                log=lambda m: human.print(f"[bold]>[/] {escape(m)}", soft_wrap=True),
+                skip_sanity=skip_sanity,
+            )
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted[/]: runs checkpoint as they stop; `ladder run {study}` continues")
         raise typer.Exit(130) from None
@@ -113,8 +119,10 @@ def run_cmd(
     for run_id, why in outcome.failures.items():
         err.print(f"[red]{run_id}[/] {escape(why)}", soft_wrap=True)
     if outcome.runs_failed:
-        err.print(f"[red]{len(outcome.runs_failed)} runs failed, diverged or are corrupt[/]: "
-                  f"{', '.join(outcome.runs_failed)} (see `ladder status {target}`)")
+        err.print(
+            f"[red]{len(outcome.runs_failed)} runs failed, diverged or are corrupt[/]: "
+            f"{', '.join(outcome.runs_failed)} (see `ladder status {target}`)"
+        )
     if outcome.fit_error:
         err.print(f"[red]no fit[/]: {escape(outcome.fit_error)}", soft_wrap=True)
     if outcome.runs_failed or outcome.fit_error:

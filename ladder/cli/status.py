@@ -20,33 +20,65 @@ from ladder.model.config import format_count
 
 PROGRESS_EVERY_S = 60.0  # without a terminal: a progress line at least this often while runs go on
 FAILED = ("failed", "diverged", "corrupt", "damaged")
-COLOURS = {"done": "green", "failed": "red", "diverged": "red", "corrupt": "red", "damaged": "red", "running": "cyan",
-           "queued": "yellow", "cancelled": "magenta", "interrupted": "yellow", "waiting": "blue"}
+COLOURS = {
+    "done": "green",
+    "failed": "red",
+    "diverged": "red",
+    "corrupt": "red",
+    "damaged": "red",
+    "running": "cyan",
+    "queued": "yellow",
+    "cancelled": "magenta",
+    "interrupted": "yellow",
+    "waiting": "blue",
+}
 
 
 def status_table(rows, title: str) -> Group:
     """The runs as a table that fits 120 columns, then a line per run with an error or skipped lines (a message
     never wraps inside a cell). FLOPs: spent (exact counted); train, eval: the latest losses (a finished run: its
     result's); tok/s: tokens trained / seconds in training steps (result.json's definition)."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                  collapse_padding=True)
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True
+    )
     # seed and budget (planned tokens) tell replicates apart; progress is the share of the budget trained
-    for name in ("run", "variant", "size", "seed", "budget", "state", "progress", "FLOPs", "train", "eval", "tok/s",
-                 "ETA", "job"):
-        table.add_column(name, no_wrap=name not in ("variant", "job"),
-                         justify="left" if name in ("run", "variant", "size", "state", "job") else "right")
+    for name in (
+        "run",
+        "variant",
+        "size",
+        "seed",
+        "budget",
+        "state",
+        "progress",
+        "FLOPs",
+        "train",
+        "eval",
+        "tok/s",
+        "ETA",
+        "job",
+    ):
+        table.add_column(
+            name,
+            no_wrap=name not in ("variant", "job"),
+            justify="left" if name in ("run", "variant", "size", "state", "job") else "right",
+        )
     lines = []
     for r in rows:
         colour = COLOURS.get(r.state, "white")
         table.add_row(
-            r.run_id, r.variant, r.size, "-" if r.seed is None else str(r.seed),
-            format_count(r.tokens_planned) if r.tokens_planned else "-", f"[{colour}]{r.state}[/]",
+            r.run_id,
+            r.variant,
+            r.size,
+            "-" if r.seed is None else str(r.seed),
+            format_count(r.tokens_planned) if r.tokens_planned else "-",
+            f"[{colour}]{r.state}[/]",
             f"{100 * r.progress:.0f}%",
             sci(r.flops_spent),
             f"{r.train_loss:.4f}" if r.train_loss is not None else "-",
             f"{r.eval_loss:.4f}" if r.eval_loss is not None else "-",
             f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
-            human_seconds(r.eta_s), r.job_id or "-",
+            human_seconds(r.eta_s),
+            r.job_id or "-",
         )
         if r.error:
             lines.append(f"[{colour}]{r.run_id} {r.state}[/]: {escape(r.error)}")
@@ -65,8 +97,10 @@ def progress_line(rows, what: str, eta_s: float | None = None) -> str:
     parts += [f"{n} {state}" for state, n in counts.items() if n and state != "done"]
     left = t["tokens_planned"] - t["tokens_done"]
     eta = human_seconds(eta_s) if eta_s is not None and eta_s > 0 and left > 0 else "-"
-    return (f"{time.strftime('%H:%M:%S')} {what}: {', '.join(parts)}; {format_count(t['tokens_done'])}/"
-            f"{format_count(t['tokens_planned'])} tokens ({100 * t['progress']:.0f}%), ETA {eta}")
+    return (
+        f"{time.strftime('%H:%M:%S')} {what}: {', '.join(parts)}; {format_count(t['tokens_done'])}/"
+        f"{format_count(t['tokens_planned'])} tokens ({100 * t['progress']:.0f}%), ETA {eta}"
+    )
 
 
 class StatusLines:
@@ -123,18 +157,26 @@ def watching(console, title: str) -> Iterator[Callable[[list], None]]:
 def totals_line(t: dict, eta_s: float | None = None) -> str:
     states = ", ".join(f"{n} {s}" for s, n in t["states"].items() if n)
     eta = f"; ETA {human_seconds(eta_s)}" if eta_s else ""
-    return (f"{t['runs']} runs: {states}; {format_count(t['tokens_done'])}/{format_count(t['tokens_planned'])} "
-            f"tokens ({100 * t['progress']:.0f}%); {sci(t['flops_spent'])} of {sci(t['flops_planned'])} FLOPs spent "
-            f"(exact counted: flops_per_token x tokens, failed and cancelled runs included){eta}")
+    return (
+        f"{t['runs']} runs: {states}; {format_count(t['tokens_done'])}/{format_count(t['tokens_planned'])} "
+        f"tokens ({100 * t['progress']:.0f}%); {sci(t['flops_spent'])} of {sci(t['flops_planned'])} FLOPs spent "
+        f"(exact counted: flops_per_token x tokens, failed and cancelled runs included){eta}"
+    )
 
 
 def status(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
-    watch: bool = flag("watch", "Keep a live display until every run has ended (without a terminal: a progress "
-                       "line when a run changes state, else about once a minute)."),
+    watch: bool = flag(
+        "watch",
+        "Keep a live display until every run has ended (without a terminal: a progress "
+        "line when a run changes state, else about once a minute).",
+    ),
     interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes with --watch."),
-    check: bool = flag("check", "Exit 1 when a run failed, diverged, is corrupt or damaged (with --watch: once "
-                       "every run has ended), naming them; for scripts and CI."),
+    check: bool = flag(
+        "check",
+        "Exit 1 when a run failed, diverged, is corrupt or damaged (with --watch: once "
+        "every run has ended), naming them; for scripts and CI.",
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Show each run's state, progress, losses, throughput, ETA and job id.

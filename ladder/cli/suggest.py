@@ -45,8 +45,10 @@ def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, a
 
     path = Path(study)
     if not path.is_dir():
-        raise SpecError(f"--suggest {study!r}: give a planned, collected and fitted study directory (it reads its "
-                        "fit.json), not a study file or name")
+        raise SpecError(
+            f"--suggest {study!r}: give a planned, collected and fitted study directory (it reads its "
+            "fit.json), not a study file or name"
+        )
 
     def progress(step: int, of: int, what: str) -> None:  # on stderr, so that --json stays JSON
         err.print(f"[dim]--suggest {step}/{of}: refitting {escape(what)}[/]", soft_wrap=True)
@@ -58,11 +60,19 @@ def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, a
     now = s.current_half_width_pct
     pct = f"±{now:.2f}%" if now is not None else "-"
     base = f"±{s.baseline_half_width_pct:.2f}%" if s.baseline_half_width_pct is not None else "-"
-    out.print(f"hero interval now: {pct} (90%, the fit's). Each candidate is refitted with and without it on the "
-              f"same footing (fewer bootstrap refits: {base} without it), and its change is applied to {pct}.")
-    table = Table("candidate", "runs", "cost (exact FLOPs)", "half-width now -> after", "change",
-                  title=f"what to train next: {escape(str(path))} (* suggested; ranked by the change per FLOP)",
-                  title_justify="left")
+    out.print(
+        f"hero interval now: {pct} (90%, the fit's). Each candidate is refitted with and without it on the "
+        f"same footing (fewer bootstrap refits: {base} without it), and its change is applied to {pct}."
+    )
+    table = Table(
+        "candidate",
+        "runs",
+        "cost (exact FLOPs)",
+        "half-width now -> after",
+        "change",
+        title=f"what to train next: {escape(str(path))} (* suggested; ranked by the change per FLOP)",
+        title_justify="left",
+    )
     chosen = {id(c) for c in s.suggested}
     for c in s.candidates:
         pct_hero = f" ({100 * c.flops / s.hero_flops:.2g}% of the hero)" if s.hero_flops else ""
@@ -73,8 +83,10 @@ def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, a
         mark = "[bold green]* [/]" if id(c) in chosen else "  "
         table.add_row(mark + escape(c.what), str(len(c.runs)), sci(c.flops) + pct_hero, after, change)
     out.print(table)
-    out.print("[dim]after: the mean over simulated outcomes drawn from the current forecast at the run; change: in "
-              "percentage points (pp) of the hero's loss (negative: the interval narrows)[/]")
+    out.print(
+        "[dim]after: the mean over simulated outcomes drawn from the current forecast at the run; change: in "
+        "percentage points (pp) of the hero's loss (negative: the interval narrows)[/]"
+    )
     for c in s.candidates:
         if c.value is not None and c.value.reason:
             out.print(f"[dim]{escape(c.what)}: {escape(c.value.reason)}[/]", soft_wrap=True)
@@ -86,10 +98,14 @@ def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, a
     for c in s.suggested:
         out.print(f"  - {escape(_entry_text(c.entry))}: {escape(c.summary(now))}")
     if s.added:
-        out.print(f"added to {path / 'study.yaml'} and planned: {len(s.added)} new runs "
-                  f"({', '.join(s.added)}); train them with `ladder submit {escape(str(path))}`")
+        out.print(
+            f"added to {path / 'study.yaml'} and planned: {len(s.added)} new runs "
+            f"({', '.join(s.added)}); train them with `ladder submit {escape(str(path))}`"
+        )
     elif add and dry_run:
         out.print("[yellow]dry run[/]: nothing written")
     else:
-        out.print(f"add them with `ladder plan {escape(str(path))} --suggest --add`"
-                  + (f" --budget {budget}" if budget else ""))
+        out.print(
+            f"add them with `ladder plan {escape(str(path))} --suggest --add`"
+            + (f" --budget {budget}" if budget else "")
+        )

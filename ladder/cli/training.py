@@ -15,8 +15,11 @@ from ladder.errors import SpecError
 
 def sanity(
     study: str = typer.Argument("default", help="A study YAML file, built-in name or planned study directory."),
-    break_labels: bool = flag("break-labels", "Deliberately train on unshifted labels, to see the check catch a "
-                              "label-shift bug (a test of the check itself)."),
+    break_labels: bool = flag(
+        "break-labels",
+        "Deliberately train on unshifted labels, to see the check catch a "
+        "label-shift bug (a test of the check itself).",
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Overfit ~100 short documents with the study's smallest model: the first debugging test.
@@ -141,12 +144,21 @@ def submit(
         study,
         executor,
         {
-            "slurm": dict(partition=partition, account=account, qos=qos, time_min=time_min,
-                          gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
-                          constraint=constraint, array_parallelism=array_parallelism,
-                          additional=_parse_sbatch(sbatch or []) or None),
-            "local": dict(gpus=parse_gpus(gpus), runs_per_gpu=runs_per_gpu, cpus_per_run=cpus_per_run,
-                          parallel=parallel),
+            "slurm": dict(
+                partition=partition,
+                account=account,
+                qos=qos,
+                time_min=time_min,
+                gpus_per_task=gpus_per_task,
+                cpus_per_task=cpus_per_task,
+                mem_gb=mem_gb,
+                constraint=constraint,
+                array_parallelism=array_parallelism,
+                additional=_parse_sbatch(sbatch or []) or None,
+            ),
+            "local": dict(
+                gpus=parse_gpus(gpus), runs_per_gpu=runs_per_gpu, cpus_per_run=cpus_per_run, parallel=parallel
+            ),
         },
     )
     result = do_submit(study_dir, ex, run_ids=run, retry_failed=retry_failed)
@@ -157,7 +169,9 @@ def submit(
         out.print(f"submitted {run_id} ({ex.kind}, job {','.join(result.job_ids.get(run_id, []))})")
     for run_id, why in result.skipped.items():
         out.print(f"[dim]skipped {run_id}: {escape(why)}[/]")
-    out.print(f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {study_dir} --watch`")
+    out.print(
+        f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {study_dir} --watch`"
+    )
 
 
 def cancel(

@@ -59,12 +59,49 @@ def study_hash(study: StudySpec) -> str:
 
 # the fields of fit.json that the forecast commands and the report read as numbers (None: not available)
 _NUMBERS = {
-    "hero": ("params", "tokens", "tokens_per_param", "compute", "flops", "loss", "lo", "hi", "level",
-             "half_width_pct", "aspect_ratio", "seq_len", "ladder_flops", "ladder_pct_of_hero"),
-    "recommendation": ("params", "params_target", "params_total", "params_non_embedding", "tokens",
-                       "tokens_per_param", "compute", "flops", "d_model", "n_layers", "n_heads", "n_kv_heads",
-                       "head_dim", "ffn_dim", "vocab_size", "aspect_ratio", "aspect_ratio_target", "seq_len",
-                       "batch_tokens", "lr", "steps", "warmup_steps", "warmup_fraction", "micro_batch_size", "loss"),
+    "hero": (
+        "params",
+        "tokens",
+        "tokens_per_param",
+        "compute",
+        "flops",
+        "loss",
+        "lo",
+        "hi",
+        "level",
+        "half_width_pct",
+        "aspect_ratio",
+        "seq_len",
+        "ladder_flops",
+        "ladder_pct_of_hero",
+    ),
+    "recommendation": (
+        "params",
+        "params_target",
+        "params_total",
+        "params_non_embedding",
+        "tokens",
+        "tokens_per_param",
+        "compute",
+        "flops",
+        "d_model",
+        "n_layers",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "ffn_dim",
+        "vocab_size",
+        "aspect_ratio",
+        "aspect_ratio_target",
+        "seq_len",
+        "batch_tokens",
+        "lr",
+        "steps",
+        "warmup_steps",
+        "warmup_fraction",
+        "micro_batch_size",
+        "loss",
+    ),
     "predictions": ("params", "tokens", "loss", "lo", "hi", "level", "half_width_pct"),
     "meta": ("n_runs", "n_used", "n_boot", "seed"),
 }
@@ -84,8 +121,11 @@ def fit_problem(fit: Any) -> str | None:
         return "predictions is not a list of objects"
     for section, keys in _NUMBERS.items():
         value = fit.get(section)
-        entries = [(f"{section}[{i}]", p) for i, p in enumerate(value)] if section == "predictions" and value \
+        entries = (
+            [(f"{section}[{i}]", p) for i, p in enumerate(value)]
+            if section == "predictions" and value
             else [(section, value)]
+        )
         for where, entry in entries:
             if not isinstance(entry, dict):
                 continue
@@ -102,8 +142,9 @@ def read_fit(study_dir: Path) -> dict:
     """fit.json, refused in one line when it is missing, unreadable or damaged (then `ladder fit` writes it anew)."""
     sd = layout.StudyDir(Path(study_dir))
     if not sd.fit.is_file():
-        raise StateError(f"{sd.path} has no {layout.FIT}: run `ladder collect {sd.path}` and `ladder fit {sd.path}` "
-                         "first")
+        raise StateError(
+            f"{sd.path} has no {layout.FIT}: run `ladder collect {sd.path}` and `ladder fit {sd.path}` first"
+        )
     try:
         fit = json.loads(sd.fit.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -130,8 +171,10 @@ def current_fit(study_dir: Path) -> CurrentFit:
 
     meta = fit.get("meta") if isinstance(fit.get("meta"), dict) else {}
     if meta.get("results_sha256") != results_hash(results):
-        raise StateError(f"the fit is older than the results ({layout.FIT} was fitted on another results table): "
-                         f"run `ladder fit {study_dir}` first")
+        raise StateError(
+            f"the fit is older than the results ({layout.FIT} was fitted on another results table): "
+            f"run `ladder fit {study_dir}` first"
+        )
     return CurrentFit(study_dir=study_dir, study=study, fit=fit, results=results)
 
 
@@ -141,5 +184,10 @@ def refit(current: CurrentFit, *, study: StudySpec | None = None, predict: Any =
     from ladder.reports.fits import fit_study
 
     meta = current.meta
-    return fit_study(current.results, study=study or current.study, predict=predict,
-                     n_boot=int(meta.get("n_boot") or 200), seed=int(meta.get("seed") or 0))
+    return fit_study(
+        current.results,
+        study=study or current.study,
+        predict=predict,
+        n_boot=int(meta.get("n_boot") or 200),
+        seed=int(meta.get("seed") or 0),
+    )

@@ -45,9 +45,13 @@ def git_revision() -> str | None:
     import ladder
 
     try:
-        head = subprocess.run(["git", "-C", str(Path(ladder.__file__).resolve().parent), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=5,
-                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"})
+        head = subprocess.run(
+            ["git", "-C", str(Path(ladder.__file__).resolve().parent), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if head.returncode != 0:
@@ -104,8 +108,11 @@ def _in_context(*sections: object) -> dict | None:
     out: dict | None = None
 
     def point(p: dict) -> dict:
-        kinds = {k: {q: (p.get(k) or {}).get(q) for q in ("loss", "lo", "hi")} for k in ("novel", "repeats")
-                 if (p.get(k) or {}).get("available")}
+        kinds = {
+            k: {q: (p.get(k) or {}).get(q) for q in ("loss", "lo", "hi")}
+            for k in ("novel", "repeats")
+            if (p.get(k) or {}).get("available")
+        }
         return {"label": p.get("label", "hero"), "params": p.get("params"), "tokens": p.get("tokens"), **kinds}
 
     for sec in sections:
@@ -121,8 +128,9 @@ def _in_context(*sections: object) -> dict | None:
     return out
 
 
-def frozen_record(current, predictions: list[dict], note: str | None, number: int,
-                  in_context: dict | None = None) -> dict:
+def frozen_record(
+    current, predictions: list[dict], note: str | None, number: int, in_context: dict | None = None
+) -> dict:
     """What a freeze holds (see the module doc), from the current fit (``in_context``: the kinds' forecasts, when
     the freeze fitted its own points)."""
     fit, hero = current.fit, current.hero
@@ -137,8 +145,17 @@ def frozen_record(current, predictions: list[dict], note: str | None, number: in
         "hero": {k: hero.get(k) for k in HERO_KEYS},
         "predictions": predictions,
         "variant": law.get("variant"),
-        "laws": {k: {"title": f.get("title"), "formula": f.get("formula"), "params": f.get("params"),
-                     "ci90": f.get("ci90"), "weight": f.get("weight")} for k, f in forms.items() if isinstance(f, dict)},
+        "laws": {
+            k: {
+                "title": f.get("title"),
+                "formula": f.get("formula"),
+                "params": f.get("params"),
+                "ci90": f.get("ci90"),
+                "weight": f.get("weight"),
+            }
+            for k, f in forms.items()
+            if isinstance(f, dict)
+        },
         "weights": law.get("weights"),
         "selection": law.get("selection"),
         "calibration": law.get("calibration"),
@@ -185,7 +202,9 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
     hero = current.hero
     if hero.get("loss") is None:
         raise StateError(f"the fit has no hero forecast to freeze ({hero.get('loss_reason') or hero.get('reason')})")
-    points = [_point(p) for p in current.fit.get("predictions") or [] if isinstance(p, dict) and p.get("label") != "hero"]
+    points = [
+        _point(p) for p in current.fit.get("predictions") or [] if isinstance(p, dict) and p.get("label") != "hero"
+    ]
     in_context = None
     if predict:
         from ladder.reports.fits.study.study_hero import parse_predict
@@ -223,13 +242,22 @@ def show_rows(study_dir: Path) -> list[dict]:
             continue
         r, hero = f.record, f.record.get("hero") or {}
         changed = now is not None and r.get("results_sha256") != now
-        rows.append({
-            "number": f.number, "file": f.path.name, "frozen_at": r.get("frozen_at"), "note": r.get("note"),
-            "hero": hero, "predictions": r.get("predictions") or [], "scores": len(f.scores),
-            "latest_score": f.latest_score, "final_score": f.final_score,
-            "kind": "prediction" if f.final_score else "projection",
-            "data_changed": changed, "warning": DATA_CHANGED if changed else None,
-        })
+        rows.append(
+            {
+                "number": f.number,
+                "file": f.path.name,
+                "frozen_at": r.get("frozen_at"),
+                "note": r.get("note"),
+                "hero": hero,
+                "predictions": r.get("predictions") or [],
+                "scores": len(f.scores),
+                "latest_score": f.latest_score,
+                "final_score": f.final_score,
+                "kind": "prediction" if f.final_score else "projection",
+                "data_changed": changed,
+                "warning": DATA_CHANGED if changed else None,
+            }
+        )
     return rows
 
 
@@ -256,8 +284,10 @@ def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
     x = next((c for c in ("tokens", "step") if c in df.columns), None)
     y = next((c for c in ("eval_loss", "loss") if c in df.columns), None)
     if x is None or y is None:
-        raise SpecError(f"--curve {path}: needs a tokens (or step) column and an eval_loss (or loss) column; it has "
-                        f"{', '.join(map(str, df.columns)) or 'none'}")
+        raise SpecError(
+            f"--curve {path}: needs a tokens (or step) column and an eval_loss (or loss) column; it has "
+            f"{', '.join(map(str, df.columns)) or 'none'}"
+        )
     xs = pd.to_numeric(df[x], errors="coerce").to_numpy(float)
     ys = pd.to_numeric(df[y], errors="coerce").to_numpy(float)
     for col, values in ((x, xs), (y, ys)):  # an empty cell is a row without it; anything else must be a number
@@ -265,8 +295,10 @@ def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
         if len(bad):
             json_or_parquet = suffix in (".jsonl", ".json", ".ndjson", ".parquet", ".pq")
             at = f"record {bad[0] + 1}" if json_or_parquet else f"line {bad[0] + 2}"  # the header is line 1
-            raise SpecError(f"--curve {path}: {at}, column {col}: {df[col].iloc[bad[0]]!r} is not a positive number "
-                            f"({len(bad)} such row{'s' if len(bad) > 1 else ''}); fix the file, nothing was scored")
+            raise SpecError(
+                f"--curve {path}: {at}, column {col}: {df[col].iloc[bad[0]]!r} is not a positive number "
+                f"({len(bad)} such row{'s' if len(bad) > 1 else ''}); fix the file, nothing was scored"
+            )
     good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
     if not good.any():
         raise SpecError(f"--curve {path}: no row with a positive {x} and {y}")

@@ -46,10 +46,18 @@ class HeroRun:
     def to_dict(self) -> dict[str, Any]:
         from ladder.plan.planner import run_row
 
-        return {"run_id": self.spec.run_id, "run_dir": str(self.run_dir), "state": self.state,
-                "role": self.spec.role, "run": run_row(self.spec, None, self.est_wall_s) | {"run_dir": str(self.run_dir)},
-                "precision": self.spec.precision, "sources": self.sources, "overrides": self.overrides,
-                "forecast": self.forecast, "notes": self.notes}
+        return {
+            "run_id": self.spec.run_id,
+            "run_dir": str(self.run_dir),
+            "state": self.state,
+            "role": self.spec.role,
+            "run": run_row(self.spec, None, self.est_wall_s) | {"run_dir": str(self.run_dir)},
+            "precision": self.spec.precision,
+            "sources": self.sources,
+            "overrides": self.overrides,
+            "forecast": self.forecast,
+            "notes": self.notes,
+        }
 
 
 def parse_override(value: str | None, flag: str) -> float | None:
@@ -62,8 +70,9 @@ def parse_override(value: str | None, flag: str) -> float | None:
     return float(n)
 
 
-def _recommendation(current: CurrentFit, params: float | None, tokens: float | None
-                    ) -> tuple[dict, dict, dict[str, Any], list[str]]:
+def _recommendation(
+    current: CurrentFit, params: float | None, tokens: float | None
+) -> tuple[dict, dict, dict[str, Any], list[str]]:
     """(recommendation, hero forecast, overrides, notes): fit.json's, or a fit made again with the study's hero at
     the given size."""
     fit, study = current.fit, current.study
@@ -79,15 +88,20 @@ def _recommendation(current: CurrentFit, params: float | None, tokens: float | N
     d = tokens if tokens is not None else study.ladder.tokens_per_param * n
     _check_override(study, n, d, params is not None, tokens is not None)
     overrides = {"params": n, "tokens": d}
-    notes = [] if tokens is not None else [
-        f"tokens: the study's rule, ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params"]
+    notes = (
+        []
+        if tokens is not None
+        else [f"tokens: the study's rule, ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params"]
+    )
     if params is None:
         notes.append(f"params: the fit's hero ({format_count(n)}), --tokens moves only its tokens")
     hero = study.hero.model_copy(update={"params": int(round(n)), "tokens": int(round(d)), "compute": None})
     result = refit(current, study=study.model_copy(update={"hero": hero}))
     if result.recommendation is None:
-        raise StateError(f"the fit gives no recommendation at {format_count(n)} params, {format_count(d)} tokens "
-                         f"({result.reasons.get('recommendation', 'no reason given')})")
+        raise StateError(
+            f"the fit gives no recommendation at {format_count(n)} params, {format_count(d)} tokens "
+            f"({result.reasons.get('recommendation', 'no reason given')})"
+        )
     return result.recommendation.to_dict(), result.hero or {}, overrides, notes
 
 
@@ -102,15 +116,26 @@ def _check_override(study: StudySpec, n: float, d: float, params_given: bool, to
     tied = study.model.tie_embeddings if h.tied is None else h.tied
     size = format_count(n) if n < 1e18 else f"{n:.3g}"
     label = f"--params {size}" if params_given else f"the fit's hero ({size} parameters)"
-    check_target(label, n, None, conv=study.ladder.param_count, aspect=h.aspect_ratio or study.model.aspect_ratio,
-                 rules=study.model.rules(seq_len), tied=tied)
-    what = f"--tokens {format_count(d) if d < 1e18 else f'{d:.3g}'}" if tokens_given else (
-        f"{format_count(d)} tokens (ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params)")
+    check_target(
+        label,
+        n,
+        None,
+        conv=study.ladder.param_count,
+        aspect=h.aspect_ratio or study.model.aspect_ratio,
+        rules=study.model.rules(seq_len),
+        tied=tied,
+    )
+    what = (
+        f"--tokens {format_count(d) if d < 1e18 else f'{d:.3g}'}"
+        if tokens_given
+        else (f"{format_count(d)} tokens (ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params)")
+    )
     if d < seq_len:
         raise SpecError(f"{what}: less than one sequence of {seq_len} tokens")
     if d > MAX_TOKENS_PER_PARAM * n:
-        raise SpecError(f"{what}: {d / n:.3g} tokens per parameter, beyond {MAX_TOKENS_PER_PARAM:g} (Chinchilla's "
-                        "rule is 20)")
+        raise SpecError(
+            f"{what}: {d / n:.3g} tokens per parameter, beyond {MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)"
+        )
 
 
 def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
@@ -118,13 +143,16 @@ def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
     that differs only in its seed (initialisation and data order)."""
     from ladder.reports.fits.recommend import hero_shape
 
-    shape = hero_shape(study, float(rec["params_target"]), tied=bool(rec["tied"]),
-                       aspect_ratio=float(rec["aspect_ratio_target"]))
+    shape = hero_shape(
+        study, float(rec["params_target"]), tied=bool(rec["tied"]), aspect_ratio=float(rec["aspect_ratio_target"])
+    )
     want = {k: rec.get(k) for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "vocab_size")}
     have = {k: getattr(shape, k) for k in want}
     if want != have:
-        raise StateError(f"{layout.FIT}'s recommended shape {want} is not what this version of ladder sizes from it "
-                         f"({have}): run `ladder fit` again")
+        raise StateError(
+            f"{layout.FIT}'s recommended shape {want} is not what this version of ladder sizes from it "
+            f"({have}): run `ladder fit` again"
+        )
     seq_len = int(rec.get("seq_len") or study.data.seq_len)
     if seq_len != study.data.seq_len:  # the hero's own context length (hero.seq_len): its data windows too
         study = study.model_copy(update={"data": study.data.model_copy(update={"seq_len": seq_len})})
@@ -134,8 +162,17 @@ def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
     axes: dict = {"size": format_count(shape.params(study.ladder.param_count))}
     if seed is not None:
         axes["seed"] = seed
-    run = make_run(study, shape, {}, axes, study.training.seed if seed is None else seed, float(rec["tokens"]),
-                   batch, float(rec["lr"]), warmup)
+    run = make_run(
+        study,
+        shape,
+        {},
+        axes,
+        study.training.seed if seed is None else seed,
+        float(rec["tokens"]),
+        batch,
+        float(rec["lr"]),
+        warmup,
+    )
     run = run.model_copy(update={"role": "hero", "variant": HERO_VARIANT})
     hw = study.executor.hardware
     return resolve_compile([run], study.training.compile, hw, {run.run_id: estimate_wall_s(run, hw)})[0][0]
@@ -147,10 +184,16 @@ def _sources(study: StudySpec, rec: dict, overrides: dict, seed: int | None = No
     if overrides:
         out["params"] = f"--params {format_count(overrides['params'])}"
     sched = study.training.schedule
-    out["warmup"] = (f"study: training.schedule.warmup_tokens {sched.warmup_tokens:,}" if sched.warmup_tokens
-                     is not None else f"study: training.schedule.warmup_fraction {sched.warmup_fraction:g} of the steps")
-    out["seed"] = (f"study: training.seed {study.training.seed}" if seed is None
-                   else f"--seed {seed}: a replicate of the hero (its initialisation and data order)")
+    out["warmup"] = (
+        f"study: training.schedule.warmup_tokens {sched.warmup_tokens:,}"
+        if sched.warmup_tokens is not None
+        else f"study: training.schedule.warmup_fraction {sched.warmup_fraction:g} of the steps"
+    )
+    out["seed"] = (
+        f"study: training.seed {study.training.seed}"
+        if seed is None
+        else f"--seed {seed}: a replicate of the hero (its initialisation and data order)"
+    )
     return out
 
 
@@ -177,8 +220,14 @@ def _write_hero(sd: layout.StudyDir, rd: layout.RunDir, spec: RunSpec, plan: dic
         raise
 
 
-def plan_hero_run(study_dir: Path, *, params: float | None = None, tokens: float | None = None,
-                  seed: int | None = None, dry_run: bool = False) -> HeroRun:
+def plan_hero_run(
+    study_dir: Path,
+    *,
+    params: float | None = None,
+    tokens: float | None = None,
+    seed: int | None = None,
+    dry_run: bool = False,
+) -> HeroRun:
     """Plan the hero run in the study directory (``seed``: a replicate with that seed; ``dry_run``: only say
     what it would be)."""
     if seed is not None and seed < 0:
@@ -193,13 +242,22 @@ def plan_hero_run(study_dir: Path, *, params: float | None = None, tokens: float
     if spec.run_id in plan.get("runs", []):
         on_disk = json.loads(rd.spec.read_text(encoding="utf-8")) if rd.spec.is_file() else {}
         if on_disk.get("role", "rung") != "hero":
-            raise StateError(f"the hero at {format_count(spec.params)} params, {format_count(spec.tokens)} tokens trains "
-                             f"exactly rung {spec.run_id} of the ladder (the same science): a forecast cannot be "
-                             "checked against a run it was fitted on; choose another --params/--tokens")
+            raise StateError(
+                f"the hero at {format_count(spec.params)} params, {format_count(spec.tokens)} tokens trains "
+                f"exactly rung {spec.run_id} of the ladder (the same science): a forecast cannot be "
+                "checked against a run it was fitted on; choose another --params/--tokens"
+            )
         state = "planned already"
     elif not dry_run:
         _write_hero(sd, rd, spec, plan)
     fc = {k: forecast.get(k) for k in ("loss", "lo", "hi", "level", "half_width_pct", "kind")}
-    return HeroRun(spec=spec, run_dir=rd.path, sources=_sources(current.study, rec, overrides, seed), state=state,
-                   est_wall_s=estimate_wall_s(spec, current.study.executor.hardware), overrides=overrides,
-                   forecast=fc, notes=notes + [str(n) for n in rec.get("notes") or []])
+    return HeroRun(
+        spec=spec,
+        run_dir=rd.path,
+        sources=_sources(current.study, rec, overrides, seed),
+        state=state,
+        est_wall_s=estimate_wall_s(spec, current.study.executor.hardware),
+        overrides=overrides,
+        forecast=fc,
+        notes=notes + [str(n) for n in rec.get("notes") or []],
+    )

@@ -47,21 +47,33 @@ class Candidate:
 
     def to_dict(self, hero_flops: float | None) -> dict[str, Any]:
         v = self.value.to_dict() if self.value is not None else {}
-        return {"kind": self.kind, "what": self.what, "entry": self.entry, "runs": [r.run_id for r in self.runs],
-                "params": self.runs[0].params if self.runs else None,
-                "tokens": self.runs[0].tokens if self.runs else None, "flops": self.flops,
-                "pct_of_hero": 100 * self.flops / hero_flops if hero_flops else None,
-                "expected_half_width_pct": v.get("half_width_pct"), "half_width_sd": v.get("half_width_sd"),
-                "half_width_after_pct": self.after_pct, "gain_pct": self.gain_pct,
-                "gain_per_flop": self.gain_per_flop, "widens_in": self.widens_in, "reason": v.get("reason"),
-                "outcomes": v.get("outcomes")}
+        return {
+            "kind": self.kind,
+            "what": self.what,
+            "entry": self.entry,
+            "runs": [r.run_id for r in self.runs],
+            "params": self.runs[0].params if self.runs else None,
+            "tokens": self.runs[0].tokens if self.runs else None,
+            "flops": self.flops,
+            "pct_of_hero": 100 * self.flops / hero_flops if hero_flops else None,
+            "expected_half_width_pct": v.get("half_width_pct"),
+            "half_width_sd": v.get("half_width_sd"),
+            "half_width_after_pct": self.after_pct,
+            "gain_pct": self.gain_pct,
+            "gain_per_flop": self.gain_per_flop,
+            "widens_in": self.widens_in,
+            "reason": v.get("reason"),
+            "outcomes": v.get("outcomes"),
+        }
 
     def summary(self, current_pct: float | None) -> str:
         """The candidate in words: the interval before and after, what it costs."""
         if self.after_pct is None or current_pct is None:
             return f"{self.what}: not valued ({self.value.reason if self.value is not None else 'no value'})"
-        return (f"{self.what}: interval half-width {current_pct:.2f}% -> {self.after_pct:.2f}% "
-                f"({self.after_pct - current_pct:+.2f} pp) for {self.flops:.3g} FLOPs")
+        return (
+            f"{self.what}: interval half-width {current_pct:.2f}% -> {self.after_pct:.2f}% "
+            f"({self.after_pct - current_pct:+.2f} pp) for {self.flops:.3g} FLOPs"
+        )
 
 
 @dataclass
@@ -85,12 +97,19 @@ class Suggestion:
     def to_dict(self) -> dict[str, Any]:
         from ladder.reports.fits.study import run_value as value
 
-        return {"study_dir": str(self.study_dir), "current_half_width_pct": self.current_half_width_pct,
-                "baseline_half_width_pct": self.baseline_half_width_pct, "hero_flops": self.hero_flops,
-                "budget": self.budget, "candidates": [c.to_dict(self.hero_flops) for c in self.candidates],
-                "suggested": [c.to_dict(self.hero_flops) for c in self.suggested],
-                "extra_runs": [c.entry for c in self.suggested], "added": self.added, "note": self.note,
-                "method": value.__doc__.split("\n\n", 1)[1].replace("\n", " ").strip()}
+        return {
+            "study_dir": str(self.study_dir),
+            "current_half_width_pct": self.current_half_width_pct,
+            "baseline_half_width_pct": self.baseline_half_width_pct,
+            "hero_flops": self.hero_flops,
+            "budget": self.budget,
+            "candidates": [c.to_dict(self.hero_flops) for c in self.candidates],
+            "suggested": [c.to_dict(self.hero_flops) for c in self.suggested],
+            "extra_runs": [c.entry for c in self.suggested],
+            "added": self.added,
+            "note": self.note,
+            "method": value.__doc__.split("\n\n", 1)[1].replace("\n", " ").strip(),
+        }
 
 
 def _spacing(values: list[float]) -> float:
@@ -111,19 +130,30 @@ def candidates(study: StudySpec, variant: str | None, hero_ratio: float | None) 
     lad = study.ladder
     var = None if variant in (None, "all") else variant
     out: list[Candidate] = []
-    seed = max([study.training.seed, *(study.ablations.seed or []), *(lad.replicates.seeds if lad.replicates
-                                                                         else [])]) + 1
+    seed = (
+        max([study.training.seed, *(study.ablations.seed or []), *(lad.replicates.seeds if lad.replicates else [])]) + 1
+    )
     if lad.mode == "isoflop":
         from ladder.plan.rung_runs import rungs
 
         budgets = sorted(lad.compute_budgets or [])
         nxt = budgets[-1] * _spacing(budgets)
-        out.append(Candidate("larger size", f"a compute budget of {nxt:.3g} FLOPs (the next in the ladder's spacing)",
-                             _entry(size=_next_isoflop_size(study, nxt), budget=float(f"{nxt:.3g}"), variant=var)))
+        out.append(
+            Candidate(
+                "larger size",
+                f"a compute budget of {nxt:.3g} FLOPs (the next in the ladder's spacing)",
+                _entry(size=_next_isoflop_size(study, nxt), budget=float(f"{nxt:.3g}"), variant=var),
+            )
+        )
         top = [r for r in rungs(study, study.model.rules(study.data.seq_len)) if r.compute == budgets[-1]]
         mid = top[len(top) // 2]
-        out.append(Candidate("seed replicate", f"{mid.label} at {budgets[-1]:.3g} FLOPs again with seed {seed}",
-                             _entry(size=mid.target, budget=budgets[-1], seed=seed, variant=var)))
+        out.append(
+            Candidate(
+                "seed replicate",
+                f"{mid.label} at {budgets[-1]:.3g} FLOPs again with seed {seed}",
+                _entry(size=mid.target, budget=budgets[-1], seed=seed, variant=var),
+            )
+        )
         return out
     key = "depth" if lad.depths is not None else "size"
     grid = sorted(lad.depths or lad.sizes or [])
@@ -136,12 +166,21 @@ def candidates(study: StudySpec, variant: str | None, hero_ratio: float | None) 
         at = f" at {b:g}x {lad.tokens_per_param:g} tokens/param" if len(budgets) > 1 else ""
         out.append(Candidate("larger size", f"{name}{at} (the next rung up in the ladder's spacing)", entry))
     top = f"L{grid[-1]}" if key == "depth" else format_count(grid[-1])
-    out.append(Candidate("another budget", f"{top} at {2 * budgets[-1]:g}x {lad.tokens_per_param:g} tokens/param",
-                         _entry(**{key: grid[-1]}, budget=2 * budgets[-1], variant=var)))
+    out.append(
+        Candidate(
+            "another budget",
+            f"{top} at {2 * budgets[-1]:g}x {lad.tokens_per_param:g} tokens/param",
+            _entry(**{key: grid[-1]}, budget=2 * budgets[-1], variant=var),
+        )
+    )
     near = min(budgets, key=lambda b: abs(math.log(b * lad.tokens_per_param / hero_ratio)) if hero_ratio else 0)
-    out.append(Candidate("seed replicate", f"{top} again with seed {seed}",
-                         _entry(**{key: grid[-1]}, budget=near if len(budgets) > 1 else None, seed=seed,
-                                variant=var)))
+    out.append(
+        Candidate(
+            "seed replicate",
+            f"{top} again with seed {seed}",
+            _entry(**{key: grid[-1]}, budget=near if len(budgets) > 1 else None, seed=seed, variant=var),
+        )
+    )
     return out
 
 
@@ -150,9 +189,15 @@ def _next_isoflop_size(study: StudySpec, compute: float) -> int:
     from ladder.model.sizing import shape_for_params
 
     lad, rules = study.ladder, study.model.rules(study.data.seq_len)
-    return _round3(params_for_compute(compute, lad.tokens_per_param, lambda n: shape_for_params(
-        n, lad.param_count, study.model.aspect_ratio, rules, study.model.tie_embeddings), lad.param_count,
-        study.data.seq_len))
+    return _round3(
+        params_for_compute(
+            compute,
+            lad.tokens_per_param,
+            lambda n: shape_for_params(n, lad.param_count, study.model.aspect_ratio, rules, study.model.tie_embeddings),
+            lad.param_count,
+            study.data.seq_len,
+        )
+    )
 
 
 def with_extra_runs(study: StudySpec, entries: list[dict]) -> StudySpec:
@@ -162,8 +207,15 @@ def with_extra_runs(study: StudySpec, entries: list[dict]) -> StudySpec:
     return parse_study(data, "the study with its suggested extra runs")
 
 
-def suggest(study_dir: Path, *, budget: float | None = None, add: bool = False, k: int | None = None,
-            n_boot: int | None = None, progress=None) -> Suggestion:
+def suggest(
+    study_dir: Path,
+    *,
+    budget: float | None = None,
+    add: bool = False,
+    k: int | None = None,
+    n_boot: int | None = None,
+    progress=None,
+) -> Suggestion:
     """Value every candidate on the current fit and pick the best per FLOP (at most :data:`MAX_SUGGESTED`, their
     total cost within ``budget`` FLOPs); ``add`` plans them into the study. ``progress(step, of, what)`` is
     called before each refit stage (the baseline, then each candidate) so that a caller can show how far it is."""
@@ -197,8 +249,10 @@ def suggest(study_dir: Path, *, budget: float | None = None, add: bool = False, 
         law_run = c.runs[0]
         c.value = value.value(fc, law_df, hero, value.Point(law_run.params, law_run.tokens, law_run.seed), **kw)
         if c.value.reason and c.kind == "another budget":
-            c.value.reason += ("; such a run's worth is that it separates N from D (a law of both), which outcomes "
-                               "drawn from the current forms cannot measure")
+            c.value.reason += (
+                "; such a run's worth is that it separates N from D (a law of both), which outcomes "
+                "drawn from the current forms cannot measure"
+            )
         if c.value.half_width_pct is not None and base:
             ref = current_pct if current_pct is not None else base
             c.after_pct = ref * c.value.half_width_pct / base  # the paired change, on the fit's interval
@@ -210,10 +264,12 @@ def suggest(study_dir: Path, *, budget: float | None = None, add: bool = False, 
                     f"widens the interval: in {c.widens_in} of {len(c.value.half_widths)} simulated outcomes the "
                     "refit's interval is wider than without it: an outcome drawn from the spread of the current "
                     "forms disagrees with some of them, which moves their weights or the rollout's calibration "
-                    "apart; such a run would show that the present interval is too narrow rather than narrow it")
+                    "apart; such a run would show that the present interval is too narrow rather than narrow it"
+                )
         cands.append(c)
-    ranked = sorted((c for c in cands if c.gain_per_flop is not None and c.gain_per_flop > 0),
-                    key=lambda c: -c.gain_per_flop)
+    ranked = sorted(
+        (c for c in cands if c.gain_per_flop is not None and c.gain_per_flop > 0), key=lambda c: -c.gain_per_flop
+    )
     chosen, spent = [], 0.0
     for c in ranked:
         if len(chosen) == MAX_SUGGESTED:
@@ -225,11 +281,20 @@ def suggest(study_dir: Path, *, budget: float | None = None, add: bool = False, 
     if not ranked:
         note = "no candidate is expected to narrow the hero's interval: more of the same ladder does not help it"
     elif not chosen:
-        note = f"no candidate fits in --budget {budget:.3g} FLOPs (the cheapest useful one costs " \
-               f"{min(c.flops for c in ranked):.3g})"
-    out = Suggestion(study_dir=Path(study_dir), current_half_width_pct=result.hero.get("half_width_pct"),
-                     baseline_half_width_pct=base, hero_flops=result.hero.get("compute"), candidates=cands,
-                     suggested=chosen, budget=budget, note=note)
+        note = (
+            f"no candidate fits in --budget {budget:.3g} FLOPs (the cheapest useful one costs "
+            f"{min(c.flops for c in ranked):.3g})"
+        )
+    out = Suggestion(
+        study_dir=Path(study_dir),
+        current_half_width_pct=result.hero.get("half_width_pct"),
+        baseline_half_width_pct=base,
+        hero_flops=result.hero.get("compute"),
+        candidates=cands,
+        suggested=chosen,
+        budget=budget,
+        note=note,
+    )
     if add and chosen:
         new_study = with_extra_runs(study, [c.entry for c in chosen])
         written = write_plan(expand(new_study), study_dir)

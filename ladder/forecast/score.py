@@ -61,8 +61,10 @@ class Observation:
         for kind, x, loss in self.points:
             if kind == "step":
                 if not self.steps:
-                    raise StateError("the curve counts steps, but there is no hero run to say how many it plans: "
-                                     "give the curve a tokens column")
+                    raise StateError(
+                        "the curve counts steps, but there is no hero run to say how many it plans: "
+                        "give the curve a tokens column"
+                    )
                 out.append((x / self.steps, loss))
             elif tokens_planned:
                 out.append((x / tokens_planned, loss))
@@ -73,9 +75,16 @@ def compare(point: dict, actual: float) -> dict[str, Any]:
     """A frozen point against an actual (or a forecast final) loss: error, inside, z."""
     f, lo, hi = float(point["loss"]), point.get("lo"), point.get("hi")
     inside = None if lo is None or hi is None else bool(lo <= actual <= hi)
-    return {"forecast": f, "lo": lo, "hi": hi, "level": point.get("level", 0.9), "actual": actual,
-            "error_pct": 100.0 * (f - actual) / actual, "inside": inside,
-            "z": None if lo is None or hi is None else z_score(actual, f, float(lo), float(hi))}
+    return {
+        "forecast": f,
+        "lo": lo,
+        "hi": hi,
+        "level": point.get("level", 0.9),
+        "actual": actual,
+        "error_pct": 100.0 * (f - actual) / actual,
+        "inside": inside,
+        "z": None if lo is None or hi is None else z_score(actual, f, float(lo), float(hi)),
+    }
 
 
 # ---- what the hero shows ------------------------------------------------------------------------------
@@ -84,9 +93,14 @@ def compare(point: dict, actual: float) -> dict[str, Any]:
 def _eval_points(rd: layout.RunDir) -> list[tuple[str, float, float]]:
     if not rd.metrics.is_file():
         return []
-    return [("tokens", float(r["tokens"]), float(r["eval_loss"])) for r in layout.read_jsonl(rd.metrics)
-            if r.get("kind") == "eval" and isinstance(r.get("eval_loss"), (int, float))
-            and isinstance(r.get("tokens"), (int, float)) and math.isfinite(r["eval_loss"])]
+    return [
+        ("tokens", float(r["tokens"]), float(r["eval_loss"]))
+        for r in layout.read_jsonl(rd.metrics)
+        if r.get("kind") == "eval"
+        and isinstance(r.get("eval_loss"), (int, float))
+        and isinstance(r.get("tokens"), (int, float))
+        and math.isfinite(r["eval_loss"])
+    ]
 
 
 def _result(rd: layout.RunDir) -> dict:
@@ -122,18 +136,28 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
     rd = sd.run(spec.run_id)
     status = layout.result_status(rd)
     book = job_records.read(sd).get(spec.run_id, [])
-    obs = Observation(source={"kind": "run", "run_id": spec.run_id}, params=float(spec.params),
-                      tokens=float(spec.tokens), steps=spec.steps, schedule=spec.schedule.kind,
-                      points=_eval_points(rd), started_at=min((r.submitted_at for r in book), default=None))
+    obs = Observation(
+        source={"kind": "run", "run_id": spec.run_id},
+        params=float(spec.params),
+        tokens=float(spec.tokens),
+        steps=spec.steps,
+        schedule=spec.schedule.kind,
+        points=_eval_points(rd),
+        started_at=min((r.submitted_at for r in book), default=None),
+    )
     if status == "done":
         result = _result(rd)
         obs.final, obs.split = float(result["final_eval_loss"]), _split(result)
     elif status in ("failed", "diverged"):
-        raise StateError(f"the hero run {spec.run_id} ended {status}: no loss to score (see `ladder status "
-                         f"{sd.path}`; `ladder submit --retry-failed` trains it again)")
+        raise StateError(
+            f"the hero run {spec.run_id} ended {status}: no loss to score (see `ladder status "
+            f"{sd.path}`; `ladder submit --retry-failed` trains it again)"
+        )
     elif not obs.points:
-        raise StateError(f"the hero run {spec.run_id} has no eval point yet: nothing to score (train it with "
-                         f"`ladder submit {sd.path}`)")
+        raise StateError(
+            f"the hero run {spec.run_id} has no eval point yet: nothing to score (train it with "
+            f"`ladder submit {sd.path}`)"
+        )
     return obs
 
 
@@ -152,8 +176,9 @@ def observe_curve(path: Path, hero: RunSpec | None) -> Observation:
 # ---- the early warning ---------------------------------------------------------------------------------
 
 
-def reference_curves(sd: layout.StudyDir, specs: list[RunSpec], ratio: float | None, schedule: str | None
-                     ) -> list[dict]:
+def reference_curves(
+    sd: layout.StudyDir, specs: list[RunSpec], ratio: float | None, schedule: str | None
+) -> list[dict]:
     """The finished rungs whose curves forecast the hero's final loss: not branches (a branch's curve starts at
     its trunk's step), the hero's schedule, the hero's tokens/param within 10% when some are, the largest
     :data:`REFERENCE_SIZES` sizes. Each: run id, params, fractions and log(L(f) / L_final)."""
@@ -169,8 +194,15 @@ def reference_curves(sd: layout.StudyDir, specs: list[RunSpec], ratio: float | N
         if not isinstance(final, (int, float)) or final <= 0 or len(pts) < 2:
             continue
         f = np.array([p[0] for p in pts])
-        cands.append({"run_id": spec.run_id, "params": float(spec.params), "ratio": spec.tokens / spec.params,
-                      "f": f, "log_r": np.log(np.array([p[1] for p in pts]) / final)})
+        cands.append(
+            {
+                "run_id": spec.run_id,
+                "params": float(spec.params),
+                "ratio": spec.tokens / spec.params,
+                "f": f,
+                "log_r": np.log(np.array([p[1] for p in pts]) / final),
+            }
+        )
     if ratio:
         near = [c for c in cands if abs(math.log(c["ratio"] / ratio)) <= math.log1p(RATIO_RTOL)]
         cands = near or cands
@@ -187,7 +219,9 @@ def match_point(record: dict, params: float | None, tokens: float | None) -> tup
     hero = {**(record.get("hero") or {}), "label": "hero"}
     if params is None or tokens is None:
         return hero, {}
-    points = [p for p in [hero, *(record.get("predictions") or [])] if isinstance(p, dict) and p.get("loss") is not None]
+    points = [
+        p for p in [hero, *(record.get("predictions") or [])] if isinstance(p, dict) and p.get("loss") is not None
+    ]
     best = _nearest(points, params, tokens)
     if best is None:
         return None, {}
@@ -215,9 +249,12 @@ class ScoreOutcome:
     unmatched: dict[int, str] = field(default_factory=dict)  # freeze number -> why it was not scored
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.observation.source, "final": self.observation.final,
-                "scores": [{"number": f.number, "file": f.path.name, **s} for f, s in self.scored],
-                "not_scored": {str(k): v for k, v in self.unmatched.items()}}
+        return {
+            "source": self.observation.source,
+            "final": self.observation.final,
+            "scores": [{"number": f.number, "file": f.path.name, **s} for f, s in self.scored],
+            "not_scored": {str(k): v for k, v in self.unmatched.items()},
+        }
 
 
 def _hero_spec(specs: list[RunSpec], run_id: str | None, study_dir: Path) -> RunSpec | None:
@@ -227,8 +264,10 @@ def _hero_spec(specs: list[RunSpec], run_id: str | None, study_dir: Path) -> Run
     for s in heroes:
         if s.run_id == run_id:
             return s
-    raise SpecError(f"--run {run_id}: not a hero run of this study (hero runs: {', '.join(s.run_id for s in heroes) or 'none'}; "
-                    f"plan one with `ladder hero {study_dir}`)")
+    raise SpecError(
+        f"--run {run_id}: not a hero run of this study (hero runs: {', '.join(s.run_id for s in heroes) or 'none'}; "
+        f"plan one with `ladder hero {study_dir}`)"
+    )
 
 
 def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict[str, Any] | None:
@@ -244,8 +283,9 @@ def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict
         if s.role != "hero" or science(s) != mine or layout.result_status(sd.run(s.run_id)) != "done":
             continue
         result = _result(sd.run(s.run_id))
-        runs.append({"run_id": s.run_id, "seed": s.seed, "final": float(result["final_eval_loss"]),
-                     "split": _split(result)})
+        runs.append(
+            {"run_id": s.run_id, "seed": s.seed, "final": float(result["final_eval_loss"]), "split": _split(result)}
+        )
     if len(runs) < 2:
         return None
 
@@ -255,15 +295,21 @@ def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict
         return math.exp(mean_log), 100.0 * math.sqrt(sum((x - mean_log) ** 2 for x in logs) / (len(logs) - 1))
 
     mean, sd_pct = spread([r["final"] for r in runs])
-    out = {"runs": runs, "n": len(runs), "mean": mean, "sd_log_pct": sd_pct,
-           "note": "the mean is geometric (the mean of log losses); sd_log_pct: the seeds' spread, sd of log loss"}
+    out = {
+        "runs": runs,
+        "n": len(runs),
+        "mean": mean,
+        "sd_log_pct": sd_pct,
+        "note": "the mean is geometric (the mean of log losses); sd_log_pct: the seeds' spread, sd of log loss",
+    }
     if all(r["split"] for r in runs):  # which kind of target the seeds disagree on
         out["sd_log_pct_by_kind"] = {k: spread([r["split"][k] for r in runs])[1] for k in ("repeats", "novel")}
     return out
 
 
-def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | None = None,
-                run_id: str | None = None) -> ScoreOutcome:
+def score_study(
+    study_dir: Path, *, loss: float | None = None, curve: Path | None = None, run_id: str | None = None
+) -> ScoreOutcome:
     """Score every frozen forecast of the study against its hero (see the module doc) and append each score."""
     from ladder.forecast.fitted import results_hash_of
 
@@ -275,8 +321,10 @@ def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | Non
     study, specs = read_plan(sd.path)
     frozen = [f for f in read_frozen(sd.path) if not f.problem]
     if not frozen:
-        raise StateError(f"{sd.path} has no frozen forecast to score: run `ladder forecast freeze {sd.path}` (before "
-                         "the hero trains)")
+        raise StateError(
+            f"{sd.path} has no frozen forecast to score: run `ladder forecast freeze {sd.path}` (before "
+            "the hero trains)"
+        )
     hero = _hero_spec(specs, run_id, sd.path)
     if loss is not None:
         obs = Observation(source={"kind": "loss"}, final=float(loss), schedule=study.training.schedule.kind)
@@ -284,8 +332,10 @@ def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | Non
         obs = observe_curve(curve, hero)
         obs.schedule = obs.schedule or study.training.schedule.kind
     elif hero is None:
-        raise StateError(f"{sd.path} has no hero run: plan one with `ladder hero {sd.path}`, or score a hero trained "
-                         "elsewhere with --loss X or --curve FILE")
+        raise StateError(
+            f"{sd.path} has no hero run: plan one with `ladder hero {sd.path}`, or score a hero trained "
+            "elsewhere with --loss X or --curve FILE"
+        )
     else:
         obs = observe_run(sd, hero)
     reps = replicates(sd, specs, hero) if hero is not None and loss is None and curve is None else None
@@ -299,10 +349,16 @@ def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | Non
             outcome.unmatched[f.number] = (
                 f"no frozen point at the hero run's {obs.params:,.0f} params and {obs.tokens:,.0f} tokens (it froze "
                 f"the hero at {fh.get('params') or 0:,.0f} params, {fh.get('tokens') or 0:,.0f} tokens); freeze with "
-                f"--predict {obs.params:.4g}:{obs.tokens:.4g} before the hero trains")
+                f"--predict {obs.params:.4g}:{obs.tokens:.4g} before the hero trains"
+            )
             continue
-        score: dict[str, Any] = {"scored_at": utc_now(), "source": obs.source, "point": point.get("label", "hero"),
-                                 "offset": offset, "final": False}
+        score: dict[str, Any] = {
+            "scored_at": utc_now(),
+            "source": obs.source,
+            "point": point.get("label", "hero"),
+            "offset": offset,
+            "final": False,
+        }
         tokens_planned = obs.tokens or point.get("tokens")
         final = obs.final
         pts = obs.curve(tokens_planned) if final is None else []
@@ -324,9 +380,11 @@ def score_study(study_dir: Path, *, loss: float | None = None, curve: Path | Non
                 early["vs_frozen"] = compare(point, early["final_forecast"])
                 vs = early["vs_frozen"]
                 if vs["inside"] is False:
-                    early["warning"] = (f"at {100 * early['fraction']:.0f}% of its tokens the hero's curve heads for "
-                                        f"{early['final_forecast']:.4g}, outside the frozen 90% interval "
-                                        f"[{vs['lo']:.4g}, {vs['hi']:.4g}]")
+                    early["warning"] = (
+                        f"at {100 * early['fraction']:.0f}% of its tokens the hero's curve heads for "
+                        f"{early['final_forecast']:.4g}, outside the frozen 90% interval "
+                        f"[{vs['lo']:.4g}, {vs['hi']:.4g}]"
+                    )
             score["partial"] = early
         if obs.started_at and f.record.get("frozen_at"):
             score["frozen_before_training"] = f.record["frozen_at"] <= obs.started_at

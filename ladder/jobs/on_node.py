@@ -48,8 +48,9 @@ def _write_error(rd: layout.RunDir, exc: BaseException) -> None:
     )
 
 
-def run_one(run_dir: str | os.PathLike, *, threads: int | None = None, device: str | None = None,
-            progress: bool = False) -> dict[str, Any]:
+def run_one(
+    run_dir: str | os.PathLike, *, threads: int | None = None, device: str | None = None, progress: bool = False
+) -> dict[str, Any]:
     """Train one run under its lock. An exception is written to ``error.json`` (for ``ladder status``) and
     raised again; a preemption (``Preempted``) is not an error."""
     import torch
@@ -164,8 +165,15 @@ def _finished(sd: layout.StudyDir, run_id: str) -> bool:
     return layout.result_status(sd.run(run_id)) in ("done", "diverged") or is_cancelled(sd, run_id)
 
 
-def evaluate_runs(run_dirs: list[str], tasks: list[str] | None, include_path: str | None, limit: float | None,
-                  batch_size: int = 16, device: str | None = None, threads: int | None = None) -> dict[str, Any]:
+def evaluate_runs(
+    run_dirs: list[str],
+    tasks: list[str] | None,
+    include_path: str | None,
+    limit: float | None,
+    batch_size: int = 16,
+    device: str | None = None,
+    threads: int | None = None,
+) -> dict[str, Any]:
     """lm-eval on the final checkpoints of some runs (one job); finished evaluations are skipped. Only the first
     task of a job evaluates (a job given several tasks would otherwise write each run's results several times)."""
     import torch
@@ -179,7 +187,13 @@ def evaluate_runs(run_dirs: list[str], tasks: list[str] | None, include_path: st
         torch.set_num_threads(threads)
     out = {}
     for run_dir in run_dirs:
-        res = evaluate_run(run_dir, tasks, include_path=Path(include_path) if include_path else None, limit=limit,
-                           batch_size=batch_size, device=device)
+        res = evaluate_run(
+            run_dir,
+            tasks,
+            include_path=Path(include_path) if include_path else None,
+            limit=limit,
+            batch_size=batch_size,
+            device=device,
+        )
         out[Path(run_dir).name] = res["results"]
     return out

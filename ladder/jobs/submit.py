@@ -46,8 +46,13 @@ class SubmitResult:
     results: dict[str, Any] = field(default_factory=dict)  # debug executor: the runs' results
 
     def to_dict(self) -> dict[str, Any]:
-        return {"submitted": self.submitted, "skipped": sorted(self.skipped), "reasons": self.skipped,
-                "job_ids": self.job_ids, "executor": self.executor}
+        return {
+            "submitted": self.submitted,
+            "skipped": sorted(self.skipped),
+            "reasons": self.skipped,
+            "job_ids": self.job_ids,
+            "executor": self.executor,
+        }
 
 
 def _only(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) -> list[RunSpec]:
@@ -61,8 +66,9 @@ def _only(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) 
     return [s for s in specs if s.run_id in set(run_ids)]
 
 
-def _select(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None, retry_failed: bool
-            ) -> tuple[list[RunSpec], dict[str, str]]:
+def _select(
+    sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None, retry_failed: bool
+) -> tuple[list[RunSpec], dict[str, str]]:
     every = {s.run_id: s for s in specs}
     specs = _only(sd, specs, run_ids)
     book = job_records.read(sd)
@@ -111,8 +117,13 @@ def _slurm_parameters(ex: ExecutorSpec, *, one_task: bool = False) -> dict[str, 
         "slurm_array_parallelism": s.array_parallelism,
         "slurm_signal_delay_s": 120,
     }
-    for key, value in (("slurm_partition", s.partition), ("slurm_account", s.account), ("slurm_qos", s.qos),
-                       ("mem_gb", s.mem_gb), ("slurm_constraint", s.constraint)):
+    for key, value in (
+        ("slurm_partition", s.partition),
+        ("slurm_account", s.account),
+        ("slurm_qos", s.qos),
+        ("mem_gb", s.mem_gb),
+        ("slurm_constraint", s.constraint),
+    ):
         if value is not None:
             params[key] = value
     if s.additional:
@@ -143,8 +154,9 @@ def _live_slurm_job(sd: layout.StudyDir, book: dict[str, list[job_records.JobRec
     return rec.job_ids[0] if job_records.job_state(sd, rec) in ("queued", "running") else None
 
 
-def _submit_slurm(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec,
-                  book: dict[str, list[job_records.JobRecord]]) -> dict[str, list[str]]:
+def _submit_slurm(
+    sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec, book: dict[str, list[job_records.JobRecord]]
+) -> dict[str, list[str]]:
     """One array of the trunks and independent runs, then one array per trunk of its branches, each starting
     after its trunk's job."""
     folder, name, threads = sd.submitit / "slurm" / "%j", f"ladder-{sd.path.name}", ex.slurm.cpus_per_task
@@ -162,8 +174,9 @@ def _submit_slurm(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec,
     return ids
 
 
-def _submit_array(executor: submitit.AutoExecutor, sd: layout.StudyDir, runs: list[RunSpec], threads: int
-                  ) -> dict[str, list[str]]:
+def _submit_array(
+    executor: submitit.AutoExecutor, sd: layout.StudyDir, runs: list[RunSpec], threads: int
+) -> dict[str, list[str]]:
     with executor.batch():
         jobs = [executor.submit(TrainJob(str(sd.run(r.run_id).path), threads)) for r in runs]
     return {r.run_id: [j.job_id] for r, j in zip(runs, jobs)}
@@ -199,8 +212,14 @@ def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec, de
     return {rid: list(job_ids) for rid in run_ids}
 
 
-def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None = None,
-           retry_failed: bool = False, detach: bool = True) -> SubmitResult:
+def submit(
+    study_dir: Path,
+    executor: ExecutorSpec,
+    *,
+    run_ids: list[str] | None = None,
+    retry_failed: bool = False,
+    detach: bool = True,
+) -> SubmitResult:
     """Submit the study's unfinished runs (see the module docstring). ``detach=False`` keeps local workers in
     this process group (``ladder run``, which waits for them: its Ctrl-C stops them too)."""
     sd = layout.StudyDir(Path(study_dir))
@@ -224,8 +243,9 @@ def submit(study_dir: Path, executor: ExecutorSpec, *, run_ids: list[str] | None
             folder = str(Path(layout.SUBMITIT) / "debug")
         for spec in chosen:
             book.setdefault(spec.run_id, []).append(
-                job_records.JobRecord(executor=executor.kind, job_ids=ids[spec.run_id], folder=folder,
-                                  submitted_at=job_records.now())
+                job_records.JobRecord(
+                    executor=executor.kind, job_ids=ids[spec.run_id], folder=folder, submitted_at=job_records.now()
+                )
             )
             result.submitted.append(spec.run_id)
         result.job_ids = ids
@@ -283,9 +303,17 @@ def cancel(study_dir: Path, run_ids: list[str] | None = None) -> list[str]:
     return cancelled
 
 
-def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | None, include_path: Path | None,
-                 limit: float | None, batch_size: int = 16, device: str | None = None, wait: bool = True
-                 ) -> dict[str, Any]:
+def submit_evals(
+    study_dir: Path,
+    executor: ExecutorSpec,
+    *,
+    tasks: list[str] | None,
+    include_path: Path | None,
+    limit: float | None,
+    batch_size: int = 16,
+    device: str | None = None,
+    wait: bool = True,
+) -> dict[str, Any]:
     """Run lm-eval on every finished run that lacks these results, through the study's executors: one SLURM
     array task per run, local workers splitting the runs, or in this process. Returns the results per run
     (when waited for) and the job ids."""
@@ -308,7 +336,7 @@ def submit_evals(study_dir: Path, executor: ExecutorSpec, *, tasks: list[str] | 
             jobs = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
     else:
         slots = _local_slots(executor, read_plan(sd.path)[1])
-        chunks = [todo[i::len(slots)] for i in range(len(slots))]
+        chunks = [todo[i :: len(slots)] for i in range(len(slots))]
         jobs = []
         for (gpus, threads), chunk in zip(slots, chunks):
             if not chunk:

@@ -63,12 +63,15 @@ def compile_group(run: RunSpec) -> tuple:
             run.precision)  # fmt: skip
 
 
-def resolve_compile(runs: list[RunSpec], setting: bool | str, hardware: str,
-                    estimates_s: dict[str, float]) -> tuple[list[RunSpec], str | None]:
+def resolve_compile(
+    runs: list[RunSpec], setting: bool | str, hardware: str, estimates_s: dict[str, float]
+) -> tuple[list[RunSpec], str | None]:
     """``runs`` with ``compile`` set from the study's ``setting`` (``auto`` decided per group, see the module
     docstring), and a note saying what ``auto`` decided (None for true or false)."""
     if setting != "auto":
-        return [r if r.compile == bool(setting) else r.model_copy(update={"compile": bool(setting)}) for r in runs], None
+        return [
+            r if r.compile == bool(setting) else r.model_copy(update={"compile": bool(setting)}) for r in runs
+        ], None
     chosen: set[tuple] = set()
     if hardware != "cpu":
         why = f"not measured on a GPU yet (benchmarks/gpu_check.py): {hardware} runs train eager; `compile: true` compiles"

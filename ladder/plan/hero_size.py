@@ -61,16 +61,28 @@ def plan_hero(study: StudySpec) -> HeroPlan:
         smallest = shape_for_params(1, lad.param_count, aspect, rules, tied)
         least = float(smallest.flops_per_token(seq_len)) * seq_len
         if h.compute < least:
-            raise SpecError(f"hero.compute = {h.compute:.3g} FLOPs: less than one sequence of data.seq_len {seq_len} "
-                            f"tokens through the smallest model of this family ({least:.3g} FLOPs)")
+            raise SpecError(
+                f"hero.compute = {h.compute:.3g} FLOPs: less than one sequence of data.seq_len {seq_len} "
+                f"tokens through the smallest model of this family ({least:.3g} FLOPs)"
+            )
         if h.compute > MAX_COMPUTE:
-            raise SpecError(f"hero.compute = {h.compute:.3g} FLOPs: beyond any training run (at most "
-                            f"{MAX_COMPUTE:.0e} FLOPs)")
-        target = params_for_compute(h.compute, lad.tokens_per_param,
-                                    lambda n: shape_for_params(n, lad.param_count, aspect, rules, tied),
-                                    lad.param_count, seq_len)
-        shape = check_target(f"hero.compute = {h.compute:.3g} FLOPs (a hero of {format_count(target)} parameters "
-                             f"at ladder.tokens_per_param {lad.tokens_per_param:g})", target, None, **where)
+            raise SpecError(
+                f"hero.compute = {h.compute:.3g} FLOPs: beyond any training run (at most {MAX_COMPUTE:.0e} FLOPs)"
+            )
+        target = params_for_compute(
+            h.compute,
+            lad.tokens_per_param,
+            lambda n: shape_for_params(n, lad.param_count, aspect, rules, tied),
+            lad.param_count,
+            seq_len,
+        )
+        shape = check_target(
+            f"hero.compute = {h.compute:.3g} FLOPs (a hero of {format_count(target)} parameters "
+            f"at ladder.tokens_per_param {lad.tokens_per_param:g})",
+            target,
+            None,
+            **where,
+        )
         params = shape.params(lad.param_count)
         tokens = int(round(h.compute / shape.flops_per_token(seq_len)))
         allocation = "rule"
@@ -78,8 +90,10 @@ def plan_hero(study: StudySpec) -> HeroPlan:
         field = f"hero.tokens = {h.tokens}" if h.tokens else f"ladder.tokens_per_param {lad.tokens_per_param:g}"
         raise SpecError(f"{field}: the hero would train {tokens} tokens, less than one sequence of {seq_len}")
     if h.tokens and h.tokens > MAX_TOKENS_PER_PARAM * params:
-        raise SpecError(f"hero.tokens = {format_count(h.tokens)}: {h.tokens / params:.3g} tokens per parameter of its "
-                        f"{format_count(params)}, beyond {MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)")
+        raise SpecError(
+            f"hero.tokens = {format_count(h.tokens)}: {h.tokens / params:.3g} tokens per parameter of its "
+            f"{format_count(params)}, beyond {MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)"
+        )
     compute = h.compute if h.compute is not None else float(shape.flops_per_token(seq_len)) * tokens
     return HeroPlan(
         params=params,

@@ -11,10 +11,10 @@ from ladder.model.config import OptimizerConfig, RunSpec
 from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.studies.spec import StudySpec
 
-EXACT_FLOPS = ("exact counted training FLOPs: flops_per_token x tokens (model/shape.py: 6 x the matmul parameters, "
-               "LM head included, plus causal attention)")
-
-
+EXACT_FLOPS = (
+    "exact counted training FLOPs: flops_per_token x tokens (model/shape.py: 6 x the matmul parameters, "
+    "LM head included, plus causal attention)"
+)
 
 
 def conventions(study: StudySpec, runs: list[RunSpec]) -> dict[str, str]:
@@ -23,21 +23,29 @@ def conventions(study: StudySpec, runs: list[RunSpec]) -> dict[str, str]:
     out = {
         "flops": EXACT_FLOPS + f"; the ladder's cost (totals): {LADDER_COST_COUNTS}",
         "hero_flops": "exact counted FLOPs of the hero's shape x its tokens"
-        + ("; hero.compute, as the study gives it, is read as exact counted FLOPs, and the hero's size is the one "
-           "that spends it at tokens_per_param" if study.hero.compute is not None else ""),
+        + (
+            "; hero.compute, as the study gives it, is read as exact counted FLOPs, and the hero's size is the one "
+            "that spends it at tokens_per_param"
+            if study.hero.compute is not None
+            else ""
+        ),
         "ladder_pct_of_hero": "exact FLOPs the ladder trains (each planned run; a shared trunk once, a cooldown "
-                              "branch only its own steps) / exact hero FLOPs",
+        "branch only its own steps) / exact hero FLOPs",
         "ladder_cost": f"totals.flops, the ladder's cost as planned: {LADDER_COST_COUNTS} (the report's ladder cost "
-                       "is the same count of what the runs spent)",
+        "is the same count of what the runs spent)",
         "params": f"{conv} parameters (ladder.param_count)",
         "tokens_per_param": f"training tokens / {conv} parameters",
     }
     if any(r.trunk is not None for r in runs):
-        out["flops_own"] = ("a cooldown branch: exact counted FLOPs of its own steps after its branch step (its "
-                            "'flops' count all its tokens, the trunk's prefix included: the compute of its point)")
+        out["flops_own"] = (
+            "a cooldown branch: exact counted FLOPs of its own steps after its branch step (its "
+            "'flops' count all its tokens, the trunk's prefix included: the compute of its point)"
+        )
     if study.ladder.mode == "isoflop":
-        out["compute_budgets"] = ("IsoFLOP compute budgets in exact counted FLOPs: each run of a budget trains "
-                          "budget / flops_per_token tokens of its shape, so it costs the budget")
+        out["compute_budgets"] = (
+            "IsoFLOP compute budgets in exact counted FLOPs: each run of a budget trains "
+            "budget / flops_per_token tokens of its shape, so it costs the budget"
+        )
     t = study.training
     if "deepseek" in (t.lr_rule if t.lr == "auto" else "", t.batch_rule if t.batch_tokens == "auto" else ""):
         out["deepseek_rules"] = "DeepSeek's LR and batch rules read C as the run's exact counted FLOPs"
@@ -56,24 +64,31 @@ def notes_and_warnings(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str]
     if conv == "non_embedding":
         size = "sizes hold non_embedding parameters fixed"
         if tied == {True, False}:
-            size += (": tied and untied runs of a size share the body (the same shape and FLOPs per token) and "
-                     f"differ by the head's V x d ({study.model.vocab_size} x d_model parameters)")
+            size += (
+                ": tied and untied runs of a size share the body (the same shape and FLOPs per token) and "
+                f"differ by the head's V x d ({study.model.vocab_size} x d_model parameters)"
+            )
     else:
         size = "sizes hold total parameters fixed (embedding included)"
         if tied == {True, False}:
-            size += (": an untied run spends another V x d on its head, so its body is smaller than that of the "
-                     "tied run of the same size")
+            size += (
+                ": an untied run spends another V x d on its head, so its body is smaller than that of the "
+                "tied run of the same size"
+            )
     notes.append(size)
     cfg = study.training.optimizer
     emb, head = _treatment(cfg, "embeddings"), _treatment(cfg, "lm_head")
     if not cfg.embedding_and_head_differ():
-        notes.append(f"weight decay {cfg.weight_decay:g} on the attention and MLP matrices; the embedding and the "
-                     f"LM head get the same treatment ({emb}), tied or untied")
+        notes.append(
+            f"weight decay {cfg.weight_decay:g} on the attention and MLP matrices; the embedding and the "
+            f"LM head get the same treatment ({emb}), tied or untied"
+        )
     else:
         notes.append(f"weight decay: the embedding and a tied matrix {emb}, an untied LM head {head}")
         if True in tied:
             warnings.append(
                 "training.optimizer.no_decay lists one of 'embeddings' and 'lm_head' but not the other: a tied "
                 f"matrix follows the embedding ({emb}) while an untied head gets {head}, so tied and untied runs "
-                "differ by a decay treatment too; list both or neither for a fair comparison")
+                "differ by a decay treatment too; list both or neither for a fair comparison"
+            )
     return notes, warnings

@@ -103,7 +103,9 @@ def expand(study: StudySpec) -> Plan:
     plan.runs, compile_note = resolve_compile(runs, study.training.compile, study.executor.hardware, plan.estimates_s)
     plan.notes, plan.warnings = notes_and_warnings(study, runs)
     plan.notes += adjustments(study, runs) + ([compile_note] if compile_note else [])
-    plan.warnings += check_runs(study, runs, plan.estimates_s) + cost_warning(study, plan.totals()["ladder_pct_of_hero"])
+    plan.warnings += check_runs(study, runs, plan.estimates_s) + cost_warning(
+        study, plan.totals()["ladder_pct_of_hero"]
+    )
     plan.packing = packing(study.executor, runs)
     plan.memory = check_memory(runs, study.executor, plan.packing)  # refuses a run that cannot fit
     return plan
@@ -173,8 +175,15 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             "warnings": plan.warnings,
         },
     )
-    return WriteResult(study_dir=sd.path, new=new, existing=existing, orphans=orphans, refreshed=refreshed,
-                       relinked=relinked, heroes=heroes)
+    return WriteResult(
+        study_dir=sd.path,
+        new=new,
+        existing=existing,
+        orphans=orphans,
+        refreshed=refreshed,
+        relinked=relinked,
+        heroes=heroes,
+    )
 
 
 def planned_heroes(sd: layout.StudyDir) -> list[str]:

@@ -51,14 +51,17 @@ def check_study(study: StudySpec) -> None:
     """Refusals that need no expansion: batches below one sequence, heads wider than a depth rung's model."""
     seq, t = study.data.seq_len, study.training
     if t.batch_tokens != "auto" and t.batch_tokens < seq:
-        raise SpecError(f"training.batch_tokens = {t.batch_tokens}: smaller than one sequence (data.seq_len {seq}); "
-                        f"a batch holds whole sequences: give at least {seq}")
+        raise SpecError(
+            f"training.batch_tokens = {t.batch_tokens}: smaller than one sequence (data.seq_len {seq}); "
+            f"a batch holds whole sequences: give at least {seq}"
+        )
     for i, b in enumerate(study.ablations.batch_tokens or []):
         if b < seq:
             raise SpecError(f"ablations.batch_tokens[{i}] = {b}: smaller than one sequence (data.seq_len {seq})")
     if t.batch_max_tokens is not None and t.batch_max_tokens < seq:
-        raise SpecError(f"training.batch_max_tokens = {t.batch_max_tokens}: smaller than one sequence "
-                        f"(data.seq_len {seq})")
+        raise SpecError(
+            f"training.batch_max_tokens = {t.batch_max_tokens}: smaller than one sequence (data.seq_len {seq})"
+        )
     rules = study.model.rules(seq)
     for depth in study.ladder.depths or []:
         for aspect in study.ablations.aspect_ratio or [study.model.aspect_ratio]:
@@ -67,7 +70,8 @@ def check_study(study: StudySpec) -> None:
                 raise SpecError(
                     f"model.head_dim = {rules.head_dim}: one head group (head_dim x kv_ratio {rules.kv_ratio} = "
                     f"{rules.width_step}) is wider than rung L{depth}'s model (aspect_ratio {aspect:g} x {depth} "
-                    f"layers = d_model {width:g}); use a head_dim of at most {max(2, int(width) // 2 * 2)}")
+                    f"layers = d_model {width:g}); use a head_dim of at most {max(2, int(width) // 2 * 2)}"
+                )
 
 
 # ---- after expansion ----------------------------------------------------------------------------------------
@@ -99,8 +103,9 @@ def _shapes_by_target(study: StudySpec) -> dict[tuple[bool, float], list[tuple[s
 MAX_TARGET = 1e15  # a size beyond 1P parameters is a typo, not a model (and its shape would overflow the sizing)
 
 
-def check_target(label: str, target: float, shape: ModelShape | None, *, conv: str, aspect: float,
-                 rules: FamilyRules, tied: bool) -> ModelShape:
+def check_target(
+    label: str, target: float, shape: ModelShape | None, *, conv: str, aspect: float, rules: FamilyRules, tied: bool
+) -> ModelShape:
     """Refuse a size the family cannot build near its target (the same bounds for a rung, the hero of a study and
     ``ladder hero --params``); returns its shape. ``label`` names the field or option and its value."""
     if not 0 < target <= MAX_TARGET:
@@ -114,15 +119,19 @@ def check_target(label: str, target: float, shape: ModelShape | None, *, conv: s
             f"{label}: below what this family builds (it lands on a model of {format_count(got)} {conv} "
             f"parameters, {got / target:.3g}x the target; its smallest, one layer of one head group of "
             f"model.head_dim {rules.head_dim} x kv_ratio {rules.kv_ratio}, has "
-            f"{format_count(small.params(conv))}): raise the size or lower model.head_dim")
+            f"{format_count(small.params(conv))}): raise the size or lower model.head_dim"
+        )
     if got * FAR < target:
-        raise SpecError(f"{label}: the nearest model this family builds has {format_count(got)} {conv} "
-                        f"parameters ({target / got:.3g}x fewer); raise model.max_layers")
+        raise SpecError(
+            f"{label}: the nearest model this family builds has {format_count(got)} {conv} "
+            f"parameters ({target / got:.3g}x fewer); raise model.max_layers"
+        )
     if shape.n_layers == rules.max_layers and shape.aspect_ratio > ASPECT_FAR * aspect:
         raise SpecError(
             f"{label}: beyond what this family builds: at model.max_layers {rules.max_layers} the model "
             f"would be {shape.d_model:,} wide ({shape.n_heads:,} heads, aspect ratio "
-            f"{shape.aspect_ratio:,.0f} instead of {aspect:g}); lower the size or raise model.max_layers")
+            f"{shape.aspect_ratio:,.0f} instead of {aspect:g}); lower the size or raise model.max_layers"
+        )
     return shape
 
 
@@ -140,7 +149,8 @@ def check_sizes(study: StudySpec) -> None:
                 raise SpecError(
                     f"{seen[shape]} and {label} become the same model ({shape.describe()}, {format_count(got)} "
                     f"{conv} parameters{'' if tied else ', untied'}): a ladder needs distinct rungs; spread the "
-                    "sizes or lower model.head_dim")
+                    "sizes or lower model.head_dim"
+                )
             seen[shape] = label
 
 
@@ -160,13 +170,16 @@ def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, flo
         raise SpecError(
             f"ladder: the largest run ({biggest.axes.get('size', biggest.run_id)}, {format_count(biggest.shape.params_total)} "
             f"parameters in total) needs about {need_gb:,.3g} GiB for its fp32 weights, gradients and AdamW moments, "
-            f"more than the {cap_gb:,.3g} GiB of one {hw} (executor.hardware): lower ladder.sizes")
+            f"more than the {cap_gb:,.3g} GiB of one {hw} (executor.hardware): lower ladder.sizes"
+        )
     warnings = []
     slow = [r for r in runs if estimates_s.get(r.run_id, 0.0) > LONG_RUN_S]
     if slow:
         days = max(estimates_s[r.run_id] for r in slow) / 86400
-        warnings.append(f"{len(slow)} run(s) are estimated at more than 30 days each on {hw} (up to {days:,.3g} "
-                        "days): check ladder.sizes and executor.hardware")
+        warnings.append(
+            f"{len(slow)} run(s) are estimated at more than 30 days each on {hw} (up to {days:,.3g} "
+            "days): check ladder.sizes and executor.hardware"
+        )
     return warnings
 
 
@@ -183,8 +196,10 @@ def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:
                 far.setdefault(format_count(target), f"{format_count(target)} -> "
                                f"{format_count(shape.params(conv))} ({100 * miss:+.0f}%)")  # fmt: skip
     if far:
-        notes.append(f"sizes more than {100 * NOTE_MISS:.0f}% from their targets ({conv} parameters; whole heads and "
-                     f"layers): {_listed(far.values())}")
+        notes.append(
+            f"sizes more than {100 * NOTE_MISS:.0f}% from their targets ({conv} parameters; whole heads and "
+            f"layers): {_listed(far.values())}"
+        )
     moved: dict[str, str] = {}
     t = study.training
     for r in runs:
@@ -200,15 +215,19 @@ def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:
         bounds = f"at least batch_min_sequences {t.batch_min_sequences}"
         if t.batch_max_tokens is not None:
             bounds += f", at most batch_max_tokens {t.batch_max_tokens:,}"
-        notes.append(f"batch (tokens) rounded to whole sequences of data.seq_len {study.data.seq_len}, {bounds}: "
-                     f"{_listed(moved.values())}")
+        notes.append(
+            f"batch (tokens) rounded to whole sequences of data.seq_len {study.data.seq_len}, {bounds}: "
+            f"{_listed(moved.values())}"
+        )
     return notes
 
 
 def cost_warning(study: StudySpec, pct_of_hero: float) -> list[str]:
     if math.isfinite(pct_of_hero) and pct_of_hero > 100:
-        return [f"the ladder costs {pct_of_hero:,.3g}% of the hero's compute: a ladder rehearses a bigger run for a "
-                "small share of its cost (check ladder.sizes and hero)"]
+        return [
+            f"the ladder costs {pct_of_hero:,.3g}% of the hero's compute: a ladder rehearses a bigger run for a "
+            "small share of its cost (check ladder.sizes and hero)"
+        ]
     return []
 
 
@@ -238,8 +257,9 @@ def check_machine(study: StudySpec) -> None:
     if kind in TRACKER_PACKAGES:
         module, extra = TRACKER_PACKAGES[kind]
         if importlib.util.find_spec(module) is None:
-            raise SpecError(f"tracking.kind = {kind!r} needs the {module} package, which is not installed: "
-                            f"pip install '{extra}'")
+            raise SpecError(
+                f"tracking.kind = {kind!r} needs the {module} package, which is not installed: pip install '{extra}'"
+            )
 
 
 # ---- what data preparation and the fit need --------------------------------------------------------------
@@ -262,8 +282,10 @@ def data_requirements(study: StudySpec) -> list[str]:
     problems = []
     d, vocab = study.data, study.model.vocab_size
     if d.tokenizer.strip() == "train" and vocab < MIN_VOCAB_SIZE:
-        problems.append(f"model.vocab_size = {vocab}: data.tokenizer 'train' trains a byte-level BPE, which needs at "
-                        f"least {MIN_VOCAB_SIZE} ids (256 bytes + {len(SPECIAL_TOKENS)} special tokens + 1 merge)")
+        problems.append(
+            f"model.vocab_size = {vocab}: data.tokenizer 'train' trains a byte-level BPE, which needs at "
+            f"least {MIN_VOCAB_SIZE} ids (256 bytes + {len(SPECIAL_TOKENS)} special tokens + 1 merge)"
+        )
     if d.max_bytes is not None:
         need = d.validation_tokens / d.validation_fraction  # a token is at least one byte
         if d.max_bytes < need:
@@ -271,7 +293,8 @@ def data_requirements(study: StudySpec) -> list[str]:
                 f"data.max_bytes = {format_count(d.max_bytes)}: the validation split (data.validation_fraction "
                 f"{d.validation_fraction:g} of the documents) must hold data.validation_tokens {d.validation_tokens:,} "
                 f"tokens of at least one byte each, so the corpus needs at least {format_count(need)} bytes; raise "
-                "data.max_bytes, or lower data.validation_tokens")
+                "data.max_bytes, or lower data.validation_tokens"
+            )
     return problems
 
 
@@ -301,33 +324,46 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
             seen.add(key)
             by_variant.setdefault(variant, []).append(r)
     refuse, partly = [], []
-    need = (f"the fit needs runs at >= {FIT_MIN_SIZES} sizes per variant, and either >= 2 tokens/param ratios "
-            f"(ladder.budgets) with >= {FIT_PARAMS['chinchilla'] + FIT_MIN_DOF} runs for the Chinchilla law, or >= "
-            f"{FIT_PARAMS['ratio'] + FIT_MIN_DOF} runs at one ratio for its L(C) forms")
+    need = (
+        f"the fit needs runs at >= {FIT_MIN_SIZES} sizes per variant, and either >= 2 tokens/param ratios "
+        f"(ladder.budgets) with >= {FIT_PARAMS['chinchilla'] + FIT_MIN_DOF} runs for the Chinchilla law, or >= "
+        f"{FIT_PARAMS['ratio'] + FIT_MIN_DOF} runs at one ratio for its L(C) forms"
+    )
     cannot = {}
     for variant, rs in by_variant.items():
         sizes = sorted({r.params for r in rs})
         ratios = [r.tokens / r.params for r in rs]
         n_ratios = _ratio_groups(ratios)
         label = f"variant {variant!r}" if len(by_variant) > 1 else "the ladder"
-        have = (f"{label} has {len(rs)} runs at {len(sizes)} sizes ({', '.join(format_count(s) for s in sizes)}) and "
-                f"{n_ratios} tokens/param ratio{'s' if n_ratios != 1 else ''}")
+        have = (
+            f"{label} has {len(rs)} runs at {len(sizes)} sizes ({', '.join(format_count(s) for s in sizes)}) and "
+            f"{n_ratios} tokens/param ratio{'s' if n_ratios != 1 else ''}"
+        )
         chinchilla = n_ratios >= 2 and len(rs) >= FIT_PARAMS["chinchilla"] + FIT_MIN_DOF
-        at_ratio = max((sum(1 for x in ratios if abs(math.log(x / y)) <= math.log1p(FIT_RATIO_TOL)) for y in ratios),
-                       default=0)
+        at_ratio = max(
+            (sum(1 for x in ratios if abs(math.log(x / y)) <= math.log1p(FIT_RATIO_TOL)) for y in ratios), default=0
+        )
         lc = at_ratio >= FIT_PARAMS["ratio"] + FIT_MIN_DOF
         if len(sizes) < FIT_MIN_SIZES or not (chinchilla or lc):
             cannot[variant] = have
         elif len(sizes) < ROLLOUT_MIN_SIZES:
-            partly.append(f"{have}: no rollout backtest, which needs >= {ROLLOUT_MIN_SIZES} sizes (fit the smaller, "
-                          "forecast the larger), so the forecast's interval is not calibrated; add a size")
+            partly.append(
+                f"{have}: no rollout backtest, which needs >= {ROLLOUT_MIN_SIZES} sizes (fit the smaller, "
+                "forecast the larger), so the forecast's interval is not calibrated; add a size"
+            )
     ab = study.ablations
-    sweeps = [name for name in ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "aspect_ratio",
-                                "tie_embeddings") if len(getattr(ab, name) or []) > 1]
+    sweeps = [
+        name
+        for name in ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "aspect_ratio", "tie_embeddings")
+        if len(getattr(ab, name) or []) > 1
+    ]
     if cannot and len(cannot) == len(by_variant) and not sweeps:
         refuse.append(f"{need}: {'; '.join(cannot.values())}; add sizes (ladder.sizes) or budgets (ladder.budgets)")
     elif cannot:
-        what = ("those variants get no loss law" if len(cannot) < len(by_variant) else
-                f"no loss law and no hero forecast, only the ablations' comparisons ({', '.join(sweeps)})")
+        what = (
+            "those variants get no loss law"
+            if len(cannot) < len(by_variant)
+            else f"no loss law and no hero forecast, only the ablations' comparisons ({', '.join(sweeps)})"
+        )
         partly.append(f"{need}: {'; '.join(cannot.values())}: {what}")
     return refuse, partly

@@ -66,9 +66,11 @@ def resolved_precision(precision: str, hardware: str) -> str:
 def rungs(study: StudySpec, rules: FamilyRules) -> list[Rung]:
     lad = study.ladder
     if lad.mode == "chinchilla":
-        sizes = [("size", s, format_count(s)) for s in lad.sizes] if lad.sizes else [
-            ("depth", d, f"L{d}") for d in lad.depths or []
-        ]
+        sizes = (
+            [("size", s, format_count(s)) for s in lad.sizes]
+            if lad.sizes
+            else [("depth", d, f"L{d}") for d in lad.depths or []]
+        )
         return [
             Rung(label=label, axes={"size": label}, target=value if kind == "size" else None,
                  depth=value if kind == "depth" else None, budgets=tuple(lad.budgets))
@@ -79,9 +81,15 @@ def rungs(study: StudySpec, rules: FamilyRules) -> list[Rung]:
         if lad.isoflop_sizes:
             grid = list(lad.isoflop_sizes)
         else:  # centred on the size that the budget, in exact FLOPs, trains at tokens_per_param
-            n_opt = params_for_compute(budget, lad.tokens_per_param, lambda n: shape_for_params(
-                n, lad.param_count, study.model.aspect_ratio, rules, study.model.tie_embeddings),
-                lad.param_count, study.data.seq_len)
+            n_opt = params_for_compute(
+                budget,
+                lad.tokens_per_param,
+                lambda n: shape_for_params(
+                    n, lad.param_count, study.model.aspect_ratio, rules, study.model.tie_embeddings
+                ),
+                lad.param_count,
+                study.data.seq_len,
+            )
             half = math.log(lad.isoflop_span) / 2
             grid = [
                 int(round(n_opt * math.exp(-half + 2 * half * i / (lad.isoflop_points - 1))))
@@ -161,8 +169,9 @@ def _batch_and_lr(study: StudySpec, shape: ModelShape, combo: dict[str, Any], ap
     return batch_tokens, _ablated(lr, combo, "lr", "lr_multipliers")
 
 
-def _warmup_steps(study: StudySpec, batch_tokens: int, all_steps: list[int], shared: bool,
-                  reference_steps: int) -> int | None:
+def _warmup_steps(
+    study: StudySpec, batch_tokens: int, all_steps: list[int], shared: bool, reference_steps: int
+) -> int | None:
     """The warmup of every budget of a size when it must not depend on the budget (None: each run's own
     ``warmup_fraction`` share); ``reference_steps`` are the steps of the size's 1x budget at this batch."""
     sched = study.training.schedule
@@ -171,8 +180,10 @@ def _warmup_steps(study: StudySpec, batch_tokens: int, all_steps: list[int], sha
         field = f"training.schedule.warmup_tokens = {sched.warmup_tokens}"
     elif sched.kind == "wsd" and study.ladder.mode == "chinchilla":  # alone or a branch: the same warmup
         warmup = int(round(sched.warmup_fraction * reference_steps))
-        field = (f"training.schedule.warmup_fraction = {sched.warmup_fraction:g} (of the {reference_steps} steps "
-                 "of the 1x budget)")
+        field = (
+            f"training.schedule.warmup_fraction = {sched.warmup_fraction:g} (of the {reference_steps} steps "
+            "of the 1x budget)"
+        )
     else:
         return None
     if warmup > min(all_steps):
@@ -180,14 +191,25 @@ def _warmup_steps(study: StudySpec, batch_tokens: int, all_steps: list[int], sha
     if shared and len(all_steps) > 1:
         decay = cooldown_start(min(all_steps), sched)
         if warmup > decay:
-            raise SpecError(f"{field}: {warmup} warmup steps run past step {decay}, where the smallest budget's "
-                            "cooldown starts (a branch must share its trunk's warmup): shorten the warmup or "
-                            "raise the smallest of ladder.budgets")
+            raise SpecError(
+                f"{field}: {warmup} warmup steps run past step {decay}, where the smallest budget's "
+                "cooldown starts (a branch must share its trunk's warmup): shorten the warmup or "
+                "raise the smallest of ladder.budgets"
+            )
     return warmup
 
 
-def make_run(study: StudySpec, shape: ModelShape, combo: dict[str, Any], axes: dict[str, Any], seed: int,
-         tokens_wanted: float, batch_tokens: int, lr: float, warmup: int | None) -> RunSpec:
+def make_run(
+    study: StudySpec,
+    shape: ModelShape,
+    combo: dict[str, Any],
+    axes: dict[str, Any],
+    seed: int,
+    tokens_wanted: float,
+    batch_tokens: int,
+    lr: float,
+    warmup: int | None,
+) -> RunSpec:
     t, seq_len = study.training, study.data.seq_len
     fpt = shape.flops_per_token(seq_len)
     st = plan_steps(tokens_wanted, batch_tokens, seq_len, t.schedule.warmup_fraction, t.micro_batch_tokens, warmup)
@@ -266,8 +288,14 @@ def extra_rungs(study: StudySpec) -> list[tuple[Rung, str | None, list[int] | No
                 axes["multiplier"] = float(extra.budget)
         if extra.seed is not None:
             axes["seed"] = extra.seed
-        rung = Rung(label=label, axes=axes, target=extra.size, depth=extra.depth, budgets=budgets,
-                    compute=float(extra.budget) if lad.mode == "isoflop" else None)
+        rung = Rung(
+            label=label,
+            axes=axes,
+            target=extra.size,
+            depth=extra.depth,
+            budgets=budgets,
+            compute=float(extra.budget) if lad.mode == "isoflop" else None,
+        )
         out.append((rung, extra.variant, None if extra.seed is None else [extra.seed]))
     return out
 
@@ -281,8 +309,9 @@ def variant_matches(variant: str | None, combo: dict[str, Any], study: StudySpec
     return variant == ("tied" if tied else "untied")
 
 
-def rung_runs(study: StudySpec, rules: FamilyRules, rung: Rung, combo: dict[str, Any],
-              seeds: list[int] | None = None) -> list[RunSpec]:
+def rung_runs(
+    study: StudySpec, rules: FamilyRules, rung: Rung, combo: dict[str, Any], seeds: list[int] | None = None
+) -> list[RunSpec]:
     """The runs of one rung and ablation combination: for every seed (``seeds``, else the study's for this
     rung), one run per budget (a trunk and its branches under ``wsd``)."""
     shape = _shape(study, rules, rung, combo)

@@ -68,6 +68,7 @@ def is_validation(text: str, validation_fraction: float) -> bool:
 
 # ------------------------------------------------------------------------------------- datatrove steps
 
+
 class SplitFilter(PipelineStep):
     """Keep the documents of one split (``is_validation``)."""
 

@@ -35,8 +35,21 @@ EMBEDDED_SKIP_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"}
 EMBEDDED_SKIP_PREFIXES = ("__editable__",)
 # the report's PDF stack (WeasyPrint and the packages it brings): a dependency of rendering, not of training, so
 # the main job trains on the same corpus with or without it (it sorted ahead of the 64 MB cut and shifted it)
-EMBEDDED_SKIP_PACKAGES = frozenset({"brotli", "cffi", "cssselect2", "pycparser", "pydyf", "pyphen", "tinycss2",
-                                    "tinyhtml5", "weasyprint", "webencodings", "zopfli"})
+EMBEDDED_SKIP_PACKAGES = frozenset(
+    {
+        "brotli",
+        "cffi",
+        "cssselect2",
+        "pycparser",
+        "pydyf",
+        "pyphen",
+        "tinycss2",
+        "tinyhtml5",
+        "weasyprint",
+        "webencodings",
+        "zopfli",
+    }
+)
 
 
 def embedded_roots() -> list[tuple[str, Path]]:
@@ -65,8 +78,11 @@ def _embedded_candidates(roots: list[tuple[str, Path]]) -> list[tuple[str, Path,
         rows = []
         for dirpath, dirnames, filenames in os.walk(root):
             top = label != "stdlib" and Path(dirpath) == root
-            dirnames[:] = [d for d in dirnames if d not in EMBEDDED_SKIP_DIRS and not d.startswith(".")
-                           and not (top and d in EMBEDDED_SKIP_PACKAGES)]
+            dirnames[:] = [
+                d
+                for d in dirnames
+                if d not in EMBEDDED_SKIP_DIRS and not d.startswith(".") and not (top and d in EMBEDDED_SKIP_PACKAGES)
+            ]
             for fn in filenames:
                 if not fn.endswith(".py") or fn.startswith(EMBEDDED_SKIP_PREFIXES):
                     continue
@@ -156,8 +172,7 @@ def build_embedded_corpus(
             total += len(raw)
         if not docs:
             raise DataError(
-                "the embedded corpus is empty: no readable *.py files under "
-                + ", ".join(str(p) for _, p in roots)
+                "the embedded corpus is empty: no readable *.py files under " + ", ".join(str(p) for _, p in roots)
             )
         docs.sort(key=lambda d: d[0])
         content = hashlib.sha256()

@@ -121,6 +121,7 @@ def _hub_tokenizer(name: str, cache: Path) -> Path:
     tok.save_pretrained(str(out))
     return tokenizer_file(out)
 
+
 def _copy_into_cache(tok_file: Path, tok_dir: Path) -> None:
     """The tokenizer into the prepared folder, written aside and renamed: never a half-copied ``tokenizer/``."""
     tmp = tok_dir.with_name(f"{tok_dir.name}.tmp-{os.getpid()}")

@@ -36,8 +36,9 @@ class TokenWindows:
     Picklable (the maps are reopened lazily), so it can go to DataLoader workers.
     """
 
-    def __init__(self, folder: Path, seq_len: int, dtype: str = "uint16", limit: int | None = None,
-                 spread: bool = False):
+    def __init__(
+        self, folder: Path, seq_len: int, dtype: str = "uint16", limit: int | None = None, spread: bool = False
+    ):
         if seq_len < 1:
             raise ValueError("seq_len must be >= 1")
         self.folder = Path(folder)

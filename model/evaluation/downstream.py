@@ -221,8 +221,7 @@ def evaluate_run(
         dev = _default_device(device)
         out["device"] = dev
         with _env(DISABLE_MULTIPROC="1", TOKENIZERS_PARALLELISM="false"):
-            lm, model_args = _load_lm(model_dir, batch_size=batch_size, device=dev, dtype=dtype,
-                                      max_length=max_length)
+            lm, model_args = _load_lm(model_dir, batch_size=batch_size, device=dev, dtype=dtype, max_length=max_length)
             for name in todo:
                 start = time.perf_counter()
                 log.info("run %s: evaluating %s (limit=%s)", rd.run_id, name, limit)
@@ -260,7 +259,9 @@ def evaluate_run(
                     "added_metrics": {
                         "bpb": "bits per byte of the correct choice's continuation (-loglik/ln2/bytes), mean over "
                         "documents; added by ladder for multiple-choice tasks",
-                    } if added else {},
+                    }
+                    if added
+                    else {},
                 }
                 clean = jsonable(json.loads(json.dumps(results, default=handle_non_serializable)))
                 path = results_file(rd, name)
@@ -268,8 +269,12 @@ def evaluate_run(
                     lines = []
                     for task_samples in samples.values():
                         for s in task_samples:
-                            lines.append(json.dumps(jsonable(json.loads(
-                                json.dumps(s, default=handle_non_serializable))), ensure_ascii=False))
+                            lines.append(
+                                json.dumps(
+                                    jsonable(json.loads(json.dumps(s, default=handle_non_serializable))),
+                                    ensure_ascii=False,
+                                )
+                            )
                     layout.atomic_write_text(samples_file(rd, name), "\n".join(lines) + "\n")
                 layout.atomic_write_json(path, clean)
                 out["evaluated"].append(name)

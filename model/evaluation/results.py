@@ -86,8 +86,9 @@ def existing_results(run_dir: Path | layout.RunDir, task: str) -> dict | None:
     return data if isinstance(data, dict) and isinstance(data.get("ladder"), dict) else None
 
 
-def is_done(data: dict | None, limit: int | float | None, fingerprint: str | None,
-             num_fewshot: int | None = None) -> bool:
+def is_done(
+    data: dict | None, limit: int | float | None, fingerprint: str | None, num_fewshot: int | None = None
+) -> bool:
     """Whether a results file answers the request: same limit and few-shot count, same model files (``None``:
     do not check the model)."""
     if not data:
@@ -97,8 +98,9 @@ def is_done(data: dict | None, limit: int | float | None, fingerprint: str | Non
     return meta.get("limit") == limit and meta.get("num_fewshot") == num_fewshot and same_model
 
 
-def is_evaluated(run_dir: Path | layout.RunDir, task: str, limit: int | float | None = None,
-                 num_fewshot: int | None = None) -> bool:
+def is_evaluated(
+    run_dir: Path | layout.RunDir, task: str, limit: int | float | None = None, num_fewshot: int | None = None
+) -> bool:
     """Whether ``task`` has results for this ``limit`` (and few-shot count) on the run's current model."""
     rd = run_dir if isinstance(run_dir, layout.RunDir) else layout.RunDir(Path(run_dir))
     if not rd.model.is_dir():

@@ -297,7 +297,8 @@ def sanity_check(
 
     checks = {
         "tokenizer_roundtrip": tok_failures == 0,
-        "initial_loss_near_ln_vocab": math.isfinite(losses[0]) and abs(losses[0] - ln_vocab) <= init_tolerance * ln_vocab,
+        "initial_loss_near_ln_vocab": math.isfinite(losses[0])
+        and abs(losses[0] - ln_vocab) <= init_tolerance * ln_vocab,
         "every_parameter_has_gradient": not no_grad,
         "loss_below_threshold": math.isfinite(final) and final < loss_threshold,
         "generation_reproduces_documents": compared > 0 and matched >= min_match * compared,
@@ -376,7 +377,9 @@ def sample_documents(
     return docs
 
 
-def run_sanity(prepared: Any, shape: ModelShape, *, n_docs: int = 100, max_doc_tokens: int = 32, **kwargs: Any) -> SanityReport:
+def run_sanity(
+    prepared: Any, shape: ModelShape, *, n_docs: int = 100, max_doc_tokens: int = 32, **kwargs: Any
+) -> SanityReport:
     """:func:`sanity_check` on ``n_docs`` short documents of a ``PreparedData``'s train split, with its tokenizer
     (for readable samples) and EOS."""
     from ladder.model.data.tokenizer import load_tokenizer

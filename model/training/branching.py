@@ -145,8 +145,14 @@ def branch_start(run: RunDir, spec: RunSpec) -> BranchStart | None:
     raise Waiting(f"branch {run.run_id} waits for trunk {ref.run_id} at step {ref.step}")
 
 
-def resume(run: RunDir, start: BranchStart | None, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-           spec_hash: str, write_files: bool) -> dict[str, Any] | None:
+def resume(
+    run: RunDir,
+    start: BranchStart | None,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    spec_hash: str,
+    write_files: bool,
+) -> dict[str, Any] | None:
     """The trainer state to start from: the run's own checkpoint (:func:`checkpoint.resume`), else a branch's
     ``start`` (from :func:`branch_start`; :func:`start_state`), else None (a fresh run)."""
     resumed = ckpt.resume(run, model=model, optimizer=optimizer, spec_hash=spec_hash)
@@ -157,8 +163,9 @@ def resume(run: RunDir, start: BranchStart | None, model: torch.nn.Module, optim
     return None if start is None else start_state(start, run, model=model, optimizer=optimizer, write_files=write_files)
 
 
-def start_state(start: BranchStart, run: RunDir, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                write_files: bool) -> dict[str, Any]:
+def start_state(
+    start: BranchStart, run: RunDir, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, write_files: bool
+) -> dict[str, Any]:
     """Restore a branch from its trunk's snapshot (weights, optimizer, RNG, in place) and return the trainer
     state it starts with; ``write_files`` (rank 0) also writes its metrics prefix."""
     books: dict[str, Any] = {"branched_from": {"run_id": start.trunk_run_id, "step": 0}, "branch_note": start.note}

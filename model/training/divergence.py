@@ -46,5 +46,7 @@ def update(state: dict[str, Any], loss: float, factor: float, patience: int) -> 
 
 
 def reason(state: dict[str, Any], factor: float, loss: float, step: int) -> str:
-    return (f"loss above {factor:g} x its lowest typical loss ({state['running_min']:.4g}, the median of a window "
-            f"of steps) for {state['spike_count']} consecutive steps (loss {loss:.4g} at step {step})")
+    return (
+        f"loss above {factor:g} x its lowest typical loss ({state['running_min']:.4g}, the median of a window "
+        f"of steps) for {state['spike_count']} consecutive steps (loss {loss:.4g} at step {step})"
+    )

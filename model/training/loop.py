@@ -283,7 +283,9 @@ class _Trainer:
                 if not (math.isfinite(loss) and math.isfinite(grad_norm)):
                     self.optimizer.zero_grad(set_to_none=True)
                     what = "loss" if not math.isfinite(loss) else "gradient norm"
-                    return self._diverged(done, f"non-finite {what} at step {done} (loss={loss}, grad_norm={grad_norm})")
+                    return self._diverged(
+                        done, f"non-finite {what} at step {done} (loss={loss}, grad_norm={grad_norm})"
+                    )
                 self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)
                 if self.dev.type == "cuda" and (done % spec.log_interval == 0 or done == self.total_steps):
@@ -328,7 +330,8 @@ class _Trainer:
                     signum = self.trap.received
                 stop_here = self.stop_after_steps is not None and done >= self.stop_after_steps
                 due = (
-                    done % spec.checkpoint_interval == 0 or done in spec.branch_steps
+                    done % spec.checkpoint_interval == 0
+                    or done in spec.branch_steps
                     or (time.perf_counter() - self.last_ckpt_time) >= spec.checkpoint_minutes * 60
                 )
                 if signum is not None or stop_here or due:

@@ -184,7 +184,10 @@ def _llama_hidden_is_exact(model: torch.nn.Module) -> bool:
     was_training = model.training
     try:
         results = []
-        for fn in (lambda: model.model(input_ids=ids, use_cache=False).last_hidden_state, lambda: llama_hidden(model, ids)):
+        for fn in (
+            lambda: model.model(input_ids=ids, use_cache=False).last_hidden_state,
+            lambda: llama_hidden(model, ids),
+        ):
             model.zero_grad(set_to_none=True)
             h = fn()
             (h.double().sin().sum()).backward()

@@ -72,7 +72,9 @@ def param_groups(model: torch.nn.Module, cfg: OptimizerConfig) -> list[dict]:
             {"group": "decay", "names": decay, "params": [params[n] for n in decay], "weight_decay": cfg.weight_decay}
         )
     if no_decay:
-        groups.append({"group": "no_decay", "names": no_decay, "params": [params[n] for n in no_decay], "weight_decay": 0.0})
+        groups.append(
+            {"group": "no_decay", "names": no_decay, "params": [params[n] for n in no_decay], "weight_decay": 0.0}
+        )
     return groups
 
 

@@ -49,8 +49,10 @@ class Progress:
         elapsed = time.monotonic() - self.started
         rate = (self.tokens - self.start_tokens) / elapsed if elapsed > 0 else 0.0
         left = (self.total - self.tokens) / rate if rate > 0 else None
-        parts = [f"{time.strftime('%H:%M:%S')} {self.run_id} {what}: {self._tok(self.tokens)} "
-                 f"({100 * self.tokens / max(1, self.total):.0f}%)"]
+        parts = [
+            f"{time.strftime('%H:%M:%S')} {self.run_id} {what}: {self._tok(self.tokens)} "
+            f"({100 * self.tokens / max(1, self.total):.0f}%)"
+        ]
         if self.loss is not None:
             parts.append(f"loss {self.loss:.4f}")
         if self.tps:

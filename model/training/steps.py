@@ -219,5 +219,9 @@ class Steps:
         total = all_reduce_sum(total, d)
         self.model.train()
         loss_sum, n, rep_sum, n_rep = (float(x) for x in total.cpu())
-        return EvalLoss(loss=loss_sum / n, repeats=rep_sum / n_rep if n_rep else None,
-                        novel=(loss_sum - rep_sum) / (n - n_rep) if n > n_rep else None, repeat_share=n_rep / n)
+        return EvalLoss(
+            loss=loss_sum / n,
+            repeats=rep_sum / n_rep if n_rep else None,
+            novel=(loss_sum - rep_sum) / (n - n_rep) if n > n_rep else None,
+            repeat_share=n_rep / n,
+        )

@@ -90,9 +90,17 @@ def hardware(device: Any) -> dict[str, Any]:
 
     dev = torch.device(device) if device is not None else torch.device("cpu")
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else (platform.processor() or platform.machine())
-    return {"device": dev.type, "device_name": name, "host": socket.gethostname(), "cpu_count": os.cpu_count(),
-            "torch": torch.__version__, "cuda": torch.version.cuda, "torch_threads": torch.get_num_threads(),
-            "world_size": int(os.environ.get("WORLD_SIZE", "1")), "python": platform.python_version()}
+    return {
+        "device": dev.type,
+        "device_name": name,
+        "host": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "torch_threads": torch.get_num_threads(),
+        "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+        "python": platform.python_version(),
+    }
 
 
 class Tracker(Protocol):
@@ -106,8 +114,9 @@ def _require(kind: str) -> None:
     try:
         __import__(module)
     except ImportError:
-        raise SpecError(f"tracking.kind = {kind!r} needs the {module} package, which is not installed here: "
-                        f"pip install '{extra}'") from None
+        raise SpecError(
+            f"tracking.kind = {kind!r} needs the {module} package, which is not installed here: pip install '{extra}'"
+        ) from None
 
 
 class TensorBoardTracker:
@@ -182,8 +191,12 @@ class WandbTracker:
 
     def close(self, result: dict[str, Any] | None) -> None:
         status = (result or {}).get("status", "preempted")
-        self.wb.summary.update({"status": status, **{k: v for k, v in (result or {}).items()
-                                                     if isinstance(v, (int, float, str)) and k != "traceback"}})
+        self.wb.summary.update(
+            {
+                "status": status,
+                **{k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str)) and k != "traceback"},
+            }
+        )
         self.wb.finish(exit_code=0 if status in ("done", "preempted") else 1)
 
 

@@ -67,8 +67,15 @@ class InContext:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"variant": self.variant, "repeat_share": self.share, "runs": self.runs, "trend": self.trend,
-                "seeds": self.seeds, "forecasts": self.forecasts, "warnings": list(self.warnings)}
+        return {
+            "variant": self.variant,
+            "repeat_share": self.share,
+            "runs": self.runs,
+            "trend": self.trend,
+            "seeds": self.seeds,
+            "forecasts": self.forecasts,
+            "warnings": list(self.warnings),
+        }
 
 
 def _trend(compute: np.ndarray, ratio: np.ndarray) -> dict:
@@ -78,10 +85,14 @@ def _trend(compute: np.ndarray, ratio: np.ndarray) -> dict:
     dof = len(x) - 2
     half = float(stats.t.ppf(0.5 + LEVEL / 2, dof) * res.stderr) if dof > 0 else math.inf
     lo, hi = min(x), max(x)
-    return {"slope": float(res.slope), "ci90": [float(res.slope) - half, float(res.slope) + half], "n": len(x),
-            "ratio_at_smallest": float(math.exp(res.intercept + res.slope * lo)),
-            "ratio_at_largest": float(math.exp(res.intercept + res.slope * hi)),
-            "compute_span": float(math.exp(hi - lo))}
+    return {
+        "slope": float(res.slope),
+        "ci90": [float(res.slope) - half, float(res.slope) + half],
+        "n": len(x),
+        "ratio_at_smallest": float(math.exp(res.intercept + res.slope * lo)),
+        "ratio_at_largest": float(math.exp(res.intercept + res.slope * hi)),
+        "compute_span": float(math.exp(hi - lo)),
+    }
 
 
 def _seed_spread(df: pd.DataFrame) -> dict:
@@ -90,31 +101,44 @@ def _seed_spread(df: pd.DataFrame) -> dict:
     if "seed" not in df.columns:
         return {"repeats": None, "novel": None, "configurations": 0}
     seeds = df["seed"].tolist()
-    (rep, rows), (nov, _) = (seed_sigma(df["params"], df["tokens"], df[f"loss_{k}"], seeds) for k in ("repeats", "novel"))
+    (rep, rows), (nov, _) = (
+        seed_sigma(df["params"], df["tokens"], df[f"loss_{k}"], seeds) for k in ("repeats", "novel")
+    )
     if not rows:
         return {"repeats": None, "novel": None, "configurations": 0}
     return {"repeats": rep, "novel": nov, "configurations": sum(r["groups"] for r in rows)}
 
 
-def _forecast(df: pd.DataFrame, col: str, targets: list[tuple[float, float]], seed: int, n_boot: int
-              ) -> list[dict]:
+def _forecast(df: pd.DataFrame, col: str, targets: list[tuple[float, float]], seed: int, n_boot: int) -> list[dict]:
     """One kind's forecast at each target (the first is the hero), with the rollout's RMS error."""
-    data = LossData(df["params"].to_numpy(float), df["tokens"].to_numpy(float), df[col].to_numpy(float),
-                    [str(i) for i in df.index])
+    data = LossData(
+        df["params"].to_numpy(float), df["tokens"].to_numpy(float), df[col].to_numpy(float), [str(i) for i in df.index]
+    )
     try:
         fc = forecast_loss(data, *targets[0], predict=targets[1:], n_boot=n_boot, seed=seed)
     except ValueError as exc:
         return [{"available": False, "reason": str(exc)} for _ in targets]
     errs = [r["err_pct"] for r in fc.mixture_rows]
-    rollout = {"weights": fc.weights, "rollout_n": len(errs),
-               "rollout_rms_pct": float(np.sqrt(np.mean(np.square(errs)))) if errs else None}
+    rollout = {
+        "weights": fc.weights,
+        "rollout_n": len(errs),
+        "rollout_rms_pct": float(np.sqrt(np.mean(np.square(errs)))) if errs else None,
+    }
     out = []
     for p in fc.points:
         if p.loss is None:
             out.append({"available": False, "reason": p.to_dict().get("note")})
         else:
-            out.append({"available": True, "loss": p.loss, "lo": p.lo, "hi": p.hi,
-                        "half_width_pct": p.half_width_pct, **rollout})
+            out.append(
+                {
+                    "available": True,
+                    "loss": p.loss,
+                    "lo": p.lo,
+                    "hi": p.hi,
+                    "half_width_pct": p.half_width_pct,
+                    **rollout,
+                }
+            )
     return out
 
 
@@ -122,12 +146,17 @@ def _combine(share: float, novel: dict, repeats: dict) -> dict:
     if not (novel["available"] and repeats["available"]):
         return {"available": False, "reason": "a kind has no forecast"}
     mix = {q: share * repeats[q] + (1 - share) * novel[q] for q in ("loss", "lo", "hi")}
-    return {"available": True, **mix, "note": "share-weighted; lo and hi add the kinds' bounds (as if their errors "
-            "moved together: a conservative interval)"}
+    return {
+        "available": True,
+        **mix,
+        "note": "share-weighted; lo and hi add the kinds' bounds (as if their errors "
+        "moved together: a conservative interval)",
+    }
 
 
-def fit_in_context(law_df: pd.DataFrame, variant: str, params: float, tokens: float, *, predict=(), seed: int = 0,
-                   n_boot: int = N_BOOT) -> InContext:
+def fit_in_context(
+    law_df: pd.DataFrame, variant: str, params: float, tokens: float, *, predict=(), seed: int = 0, n_boot: int = N_BOOT
+) -> InContext:
     """The split of one variant's law runs (``available(law_df)`` must be None), with each kind forecast at
     (``params``, ``tokens``) and at each ``predict`` point ((params, tokens, label) tuples) with ``n_boot``
     bootstrap refits per form."""
@@ -140,11 +169,17 @@ def fit_in_context(law_df: pd.DataFrame, variant: str, params: float, tokens: fl
     predict = [(float(p[0]), float(p[1]), str(p[2]) if len(p) > 2 else f"{p[0]:.4g}:{p[1]:.4g}") for p in predict]
     targets = [(params, tokens), *[p[:2] for p in predict]]
     novel, repeats = (_forecast(df, f"loss_{k}", targets, seed, n_boot) for k in ("novel", "repeats"))
-    forecasts = {"params": params, "tokens": tokens, "novel": novel[0], "repeats": repeats[0],
-                 "combined": _combine(share, novel[0], repeats[0]),
-                 "predictions": [{"label": label, "params": n, "tokens": d, "novel": nv, "repeats": rp,
-                                  "combined": _combine(share, nv, rp)}
-                                 for (n, d, label), nv, rp in zip(predict, novel[1:], repeats[1:])]}
+    forecasts = {
+        "params": params,
+        "tokens": tokens,
+        "novel": novel[0],
+        "repeats": repeats[0],
+        "combined": _combine(share, novel[0], repeats[0]),
+        "predictions": [
+            {"label": label, "params": n, "tokens": d, "novel": nv, "repeats": rp, "combined": _combine(share, nv, rp)}
+            for (n, d, label), nv, rp in zip(predict, novel[1:], repeats[1:])
+        ],
+    }
     warnings = []
     if trend["ci90"][1] < 0 and trend["ratio_at_largest"] < (1 - MIN_DROP) * trend["ratio_at_smallest"]:
         warnings.append(
@@ -154,14 +189,26 @@ def fit_in_context(law_df: pd.DataFrame, variant: str, params: float, tokens: fl
             f"{trend['slope']:+.3f}, 90% [{trend['ci90'][0]:+.3f}, {trend['ci90'][1]:+.3f}]), so the total mixes two "
             "kinds of target that scale differently. Small models learn to copy abruptly, at a seed-dependent step: "
             "beyond the ladder the repeats can fall much faster than the laws of the total forecast (compare each "
-            "kind's forecast)")
+            "kind's forecast)"
+        )
     if seeds["repeats"] is not None and seeds["novel"] and seeds["repeats"] > SEED_RATIO_WARN * seeds["novel"]:
         warnings.append(
             f"seed replicates differ more on the in-context repeats (sd of log loss {seeds['repeats']:.3f}) than on "
-            f"the novel tokens ({seeds['novel']:.3f}): when the model learns to copy depends on the seed")
-    runs = [{"run": str(i), "params": float(r["params"]), "tokens": float(r["tokens"]), "loss": float(r["loss"]),
-             "repeats": float(r["loss_repeats"]), "novel": float(r["loss_novel"]), "copy_ratio": float(r["copy_ratio"]),
-             "seed": int(r["seed"]) if "seed" in df.columns and pd.notna(r["seed"]) else None}
-            for i, r in df.sort_values(["params", "tokens"]).iterrows()]
-    return InContext(variant=variant, share=share, runs=runs, trend=trend, seeds=seeds, forecasts=forecasts,
-                     warnings=warnings)
+            f"the novel tokens ({seeds['novel']:.3f}): when the model learns to copy depends on the seed"
+        )
+    runs = [
+        {
+            "run": str(i),
+            "params": float(r["params"]),
+            "tokens": float(r["tokens"]),
+            "loss": float(r["loss"]),
+            "repeats": float(r["loss_repeats"]),
+            "novel": float(r["loss_novel"]),
+            "copy_ratio": float(r["copy_ratio"]),
+            "seed": int(r["seed"]) if "seed" in df.columns and pd.notna(r["seed"]) else None,
+        }
+        for i, r in df.sort_values(["params", "tokens"]).iterrows()
+    ]
+    return InContext(
+        variant=variant, share=share, runs=runs, trend=trend, seeds=seeds, forecasts=forecasts, warnings=warnings
+    )

@@ -63,8 +63,10 @@ def tied_uncertainty(hero_call: Any) -> str | None:
         return None
     other = "untied" if hero_call["winner"] == "tied" else "tied"
     flip = " (close to a coin flip)" if p < 0.6 else ""
-    return (f"uncertain: P = {p:.2f} that {hero_call['winner']} beats {other} at the hero{flip}, below "
-            f"{SURE_P:g}; either choice is within the ablation's noise")
+    return (
+        f"uncertain: P = {p:.2f} that {hero_call['winner']} beats {other} at the hero{flip}, below "
+        f"{SURE_P:g}; either choice is within the ablation's noise"
+    )
 
 
 def choose_tied(study: StudySpec, tie: Any | None) -> tuple[bool, str]:
@@ -76,8 +78,11 @@ def choose_tied(study: StudySpec, tie: Any | None) -> tuple[bool, str]:
     if hero and hero.get("winner") in ("tied", "untied"):
         n = sum(1 for s in tie.scales if s.gap is not None)
         doubt = tied_uncertainty(hero)
-        return hero["winner"] == "tied", (f"fit: tied-vs-untied ablation over {n} rungs: "
-                                          + (f"{doubt.upper()[:9]}{doubt[9:]}; " if doubt else "") + hero["message"])
+        return hero["winner"] == "tied", (
+            f"fit: tied-vs-untied ablation over {n} rungs: "
+            + (f"{doubt.upper()[:9]}{doubt[9:]}; " if doubt else "")
+            + hero["message"]
+        )
     if study.hero.tied is not None:
         why = "" if tie is None else f" (the ablation gives no hero prediction: {getattr(tie, 'reason', None)})"
         return bool(study.hero.tied), "study: hero.tied" + why
@@ -133,8 +138,9 @@ def _law_value(law: Any | None, what: str) -> tuple[float | None, list | None, s
     return float(v), (list(ci) if ci else None), text
 
 
-def _transfer(study: StudySpec, law: Any | None, what: str, rule, hero_value: float, hero_text: str
-              ) -> tuple[float, list | None, str] | None:
+def _transfer(
+    study: StudySpec, law: Any | None, what: str, rule, hero_value: float, hero_text: str
+) -> tuple[float, list | None, str] | None:
     """A sweep at one size only: its optimum as a multiple of the study's rule there, carried to the hero by
     that rule (value, 90% interval, source), or None when there is no such sweep."""
     one = getattr(law, "single", None) if law is not None else None
@@ -142,9 +148,13 @@ def _transfer(study: StudySpec, law: Any | None, what: str, rule, hero_value: fl
         return None
     ne = one.get("params_non_embedding")
     if not ne:
-        ne = one["params"] if study.ladder.param_count == "non_embedding" else hero_shape(
-            study, one["params"], tied=study.model.tie_embeddings, aspect_ratio=study.model.aspect_ratio
-        ).params_non_embedding
+        ne = (
+            one["params"]
+            if study.ladder.param_count == "non_embedding"
+            else hero_shape(
+                study, one["params"], tied=study.model.tie_embeddings, aspect_ratio=study.model.aspect_ratio
+            ).params_non_embedding
+        )
     at_rung, rule_text = rule(study.training, ne, one["flops"])
     m = one["y"] / at_rung
     ci = one.get("y_ci90")
@@ -152,11 +162,13 @@ def _transfer(study: StudySpec, law: Any | None, what: str, rule, hero_value: fl
     head = f"transfer by rule: the {what} sweep covers one size only ({one['scale']}, optimum {one['y']:.3g}"
     if rule_text.startswith("study rule"):
         rule_name = study.training.lr_rule if what == "lr" else study.training.batch_rule
-        rule_at_hero = hero_text[len("study rule: "):]
-        text = (f"{head} = {m:.3g}x the rule there), carried to the hero by the study's rule {rule_at_hero}"
-                f" ({RULE_SOURCES[what, rule_name]}) x {m:.3g}")
+        rule_at_hero = hero_text[len("study rule: ") :]
+        text = (
+            f"{head} = {m:.3g}x the rule there), carried to the hero by the study's rule {rule_at_hero}"
+            f" ({RULE_SOURCES[what, rule_name]}) x {m:.3g}"
+        )
     else:
-        text = f"{head}); the study's {rule_text[len('study: '):]} is fixed, so the optimum is used as is"
+        text = f"{head}); the study's {rule_text[len('study: ') :]} is fixed, so the optimum is used as is"
     return m * hero_value, ci, text
 
 
@@ -346,14 +358,18 @@ def recommend(
         raw_batch, sources["batch_tokens"] = b_fit, b_text + ", rounded to whole sequences"
     else:
         raw_batch, text = rule_batch_tokens(study.training, shape.params_non_embedding, flops0)
-        moved = _transfer(study, None if hparams is None else hparams.batch, "batch", rule_batch_tokens, raw_batch,
-                          text)
+        moved = _transfer(
+            study, None if hparams is None else hparams.batch, "batch", rule_batch_tokens, raw_batch, text
+        )
         if moved is not None:
             raw_batch, b_ci, src = moved
             sources["batch_tokens"] = src + ", rounded to whole sequences"
         else:
-            sources["batch_tokens"] = (text + " at the hero's size, rounded to whole sequences"
-                                       + (f" (no batch law: {b_text})" if b_text else ""))
+            sources["batch_tokens"] = (
+                text
+                + " at the hero's size, rounded to whole sequences"
+                + (f" (no batch law: {b_text})" if b_text else "")
+            )
             b_ci = None
     batch = round_batch(raw_batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
     if batch != raw_batch and abs(math.log(batch / raw_batch)) > math.log(1.5):

@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 
 Z90 = 1.645
-METHOD = ("final = L_hero(f) / r(f): r(f) = L(f) / L_final of the ladder's largest finished runs with the hero's "
-          "schedule at the same fraction f of their tokens (interpolated in log f), whose shape is nearly "
-          "scale-free; 90% interval from the spread of r(f) across those runs (Student t)")
+METHOD = (
+    "final = L_hero(f) / r(f): r(f) = L(f) / L_final of the ladder's largest finished runs with the hero's "
+    "schedule at the same fraction f of their tokens (interpolated in log f), whose shape is nearly "
+    "scale-free; 90% interval from the spread of r(f) across those runs (Student t)"
+)
 
 
 def z_score(actual: float, forecast: float, lo: float, hi: float) -> float | None:
@@ -44,8 +46,10 @@ def partial_forecast(curve: list[tuple[float, float]], refs: list[dict]) -> dict
         est.append(math.log(loss) - log_r)
         out["references"].append({"run_id": ref["run_id"], "params": ref["params"], "r": math.exp(log_r)})
     if not est:
-        out.update(available=False, reason=f"no finished rung of the hero's schedule has a curve through "
-                   f"{100 * frac:.0f}% of its tokens")
+        out.update(
+            available=False,
+            reason=f"no finished rung of the hero's schedule has a curve through {100 * frac:.0f}% of its tokens",
+        )
         return out
     e = np.array(est)
     out.update(available=True, final_forecast=float(np.exp(e.mean())), lo=None, hi=None, level=0.90)

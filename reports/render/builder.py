@@ -33,9 +33,20 @@ from ladder.reports.render.sections import (
 from ladder.reports.render.study import StudyData, mapping, status_counts, unavailable
 
 ORDER: tuple[Callable[[Builder], Section | None], ...] = (
-    forecast.forecast_vs_actual, headline.headline, runs.ladder, runs.curves, scaling.scaling, rollout.rollout,
-    in_context.in_context, scaling.isoflop, hparams.hparams, ablations.tied, ablations.depth, health.health,
-    tasks.tasks, health.reproducibility,
+    forecast.forecast_vs_actual,
+    headline.headline,
+    runs.ladder,
+    runs.curves,
+    scaling.scaling,
+    rollout.rollout,
+    in_context.in_context,
+    scaling.isoflop,
+    hparams.hparams,
+    ablations.tied,
+    ablations.depth,
+    health.health,
+    tasks.tasks,
+    health.reproducibility,
 )
 
 
@@ -49,10 +60,13 @@ class Builder:
         self.runs = runs
         ladder = runs[runs["role"].astype(str) != "hero"] if len(runs) and "role" in runs else runs
         # the ladder's finished runs; a hero run is drawn as the forecast's check, never as a rung
-        self.done = ladder[(ladder["status"] == "done") & pd.to_numeric(ladder["loss"], errors="coerce").notna()] \
-            if len(ladder) else ladder
+        self.done = (
+            ladder[(ladder["status"] == "done") & pd.to_numeric(ladder["loss"], errors="coerce").notna()]
+            if len(ladder)
+            else ladder
+        )
         self.styles = VariantStyles(runs["variant"].astype(str).tolist() if len(runs) else [])
-        for name in (mapping(self.fit.get("loss_by_variant"))):
+        for name in mapping(self.fit.get("loss_by_variant")):
             self.styles.add(name)
         self.styles.add("tied")
         self.styles.add("untied")
@@ -68,18 +82,26 @@ class Builder:
 
     def figure(self, key: str, title: str, caption: str, height: float, draw: Callable) -> Fig:
         self.fig_count += 1
-        return Fig(FigureSpec(key=key, title=f"Figure {self.fig_count}. {title}", caption=caption, height=height,
-                              draw=draw))
+        return Fig(
+            FigureSpec(key=key, title=f"Figure {self.fig_count}. {title}", caption=caption, height=height, draw=draw)
+        )
 
     def small_multiples(self, key: str, title: str, caption: str, scales: list, axis: str, per: int = 9) -> list[Fig]:
         """One figure per ``per`` rungs (3 per row), so that a long ladder stays readable on a page."""
-        chunks = [scales[i:i + per] for i in range(0, len(scales), per)] or [[]]
+        chunks = [scales[i : i + per] for i in range(0, len(scales), per)] or [[]]
         out = []
         for i, chunk in enumerate(chunks):
             part = f" ({i + 1} of {len(chunks)})" if len(chunks) > 1 else ""
             nrows = max(1, math.ceil(len(chunk) / 3))
-            out.append(self.figure(f"{key}-{i + 1}" if len(chunks) > 1 else key, title + part, caption,
-                                   1.0 + 2.2 * nrows, lambda fig, c=chunk: draw_sweeps(fig, c, axis)))
+            out.append(
+                self.figure(
+                    f"{key}-{i + 1}" if len(chunks) > 1 else key,
+                    title + part,
+                    caption,
+                    1.0 + 2.2 * nrows,
+                    lambda fig, c=chunk: draw_sweeps(fig, c, axis),
+                )
+            )
         return out
 
     def status_counts(self) -> dict[str, int]:
@@ -93,7 +115,8 @@ class Builder:
             except Exception as exc:  # noqa: BLE001 - one broken section must not lose the report
                 name = make.__name__
                 sec = Section(name, name.capitalize()).missing(
-                    f"this section could not be built: {type(exc).__name__}: {exc}")
+                    f"this section could not be built: {type(exc).__name__}: {exc}"
+                )
             if sec is not None:  # a section with nothing to say (Forecast vs actual before a score) is left out
                 out.append(sec)
         for i, sec in enumerate(out, 1):

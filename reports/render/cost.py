@@ -40,8 +40,9 @@ def spent_flops(runs: pd.DataFrame) -> float | None:
     return float(out.sum())
 
 
-def ladder_cost(fit_hero: Mapping[str, Any], runs: pd.DataFrame, has_results: bool,
-                plan_totals: Mapping[str, Any]) -> LadderCost:
+def ladder_cost(
+    fit_hero: Mapping[str, Any], runs: pd.DataFrame, has_results: bool, plan_totals: Mapping[str, Any]
+) -> LadderCost:
     """The fit's ``hero.ladder_flops`` (what the fitted runs' table says they spent), else the collected runs'
     spent FLOPs, else the plan's total as planned."""
     if ok(fit_hero.get("ladder_flops")):

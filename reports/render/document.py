@@ -21,8 +21,13 @@ TEMPLATES = Path(__file__).parent / "templates"
 def render_html(data: StudyData, sections: list[Section], *, for_print: bool = False) -> str:
     """The report's HTML. ``for_print``: the figures' glyphs are text, not paths (drawn again for the PDF;
     the HTML's figures, drawn once, are kept on their blocks)."""
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
     def svg(b: Fig) -> Markup:
         if for_print:
@@ -32,7 +37,11 @@ def render_html(data: StudyData, sections: list[Section], *, for_print: bool = F
         return Markup(b.svg)
 
     return env.get_template("report.html.j2").render(
-        name=data.name, description=data.description, sections=sections,
-        generated=(data.env or environment())["date"], version=version("ladder"), svg=svg,
+        name=data.name,
+        description=data.description,
+        sections=sections,
+        generated=(data.env or environment())["date"],
+        version=version("ladder"),
+        svg=svg,
         study_dir=str(data.path),
     )

@@ -11,8 +11,22 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("ladder", "torch", "transformers", "tokenizers", "datatrove", "lm_eval", "submitit", "numpy", "scipy",
-            "pandas", "pyarrow", "matplotlib", "jinja2", "pydantic")
+PACKAGES = (
+    "ladder",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "datatrove",
+    "lm_eval",
+    "submitit",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "matplotlib",
+    "jinja2",
+    "pydantic",
+)
 
 
 def version(dist: str) -> str:
@@ -25,13 +39,19 @@ def version(dist: str) -> str:
 def _git(cwd: Path) -> str | None:
     try:
         env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-        head = subprocess.run(["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=5, env=env)
+        head = subprocess.run(
+            ["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, env=env
+        )
         if head.returncode != 0:
             return None
         commit = head.stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(cwd), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, env=env)
+        dirty = subprocess.run(
+            ["git", "-C", str(cwd), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env=env,
+        )
         return commit + (" (with uncommitted changes)" if dirty.returncode == 0 and dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -64,8 +84,9 @@ def _gpus() -> str | None:
     if not exe:
         return None
     try:
-        out = subprocess.run([exe, "--query-gpu=name,memory.total", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            [exe, "--query-gpu=name,memory.total", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     lines = [ln.strip() for ln in out.stdout.splitlines() if ln.strip()]
@@ -90,8 +111,10 @@ def environment() -> dict[str, Any]:
     cwd_commit = _git(Path.cwd())
     if cwd_commit and cwd_commit != pkg_commit:
         source.append(("working directory", f"{Path.cwd()} @ {cwd_commit}"))
-    hardware = [("platform", f"{platform.system()} {platform.release()} ({platform.machine()})"),
-                ("CPU", f"{_cpu_model()}, {os.cpu_count()} logical cores")]
+    hardware = [
+        ("platform", f"{platform.system()} {platform.release()} ({platform.machine()})"),
+        ("CPU", f"{_cpu_model()}, {os.cpu_count()} logical cores"),
+    ]
     mem = _memory()
     if mem:
         hardware.append(("memory", mem))
@@ -102,4 +125,3 @@ def environment() -> dict[str, Any]:
         "source": source,
         "hardware": hardware,
     }
-

@@ -146,6 +146,7 @@ def status_cell(status: Any) -> tuple[str, str]:
 
 def shape_text(r: Any) -> str:
     """``512 × 8 layers, 8 heads / 2 kv`` from a results row or a shape mapping."""
+
     def get(k: str) -> Any:
         try:
             v = r.get(k)

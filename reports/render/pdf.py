@@ -22,8 +22,12 @@ from ladder.reports.render.document import render_html
 
 FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 _FACES = [("DejaVu Sans", "DejaVuSans"), ("DejaVu Sans Mono", "DejaVuSansMono")]
-_STYLES = [("", "normal", "normal"), ("-Bold", "bold", "normal"), ("-Oblique", "normal", "italic"),
-           ("-BoldOblique", "bold", "italic")]
+_STYLES = [
+    ("", "normal", "normal"),
+    ("-Bold", "bold", "normal"),
+    ("-Oblique", "normal", "italic"),
+    ("-BoldOblique", "bold", "italic"),
+]
 SYSTEM_LIBRARIES = "Pango >= 1.44 (Debian/Ubuntu: apt-get install libpango-1.0-0 libpangoft2-1.0-0)"
 
 
@@ -56,12 +60,17 @@ def _print_css() -> str:
     faces = [
         f'@font-face {{ font-family: "{family}"; src: url("{(FONTS / f"{stem}{suffix}.ttf").as_uri()}"); '
         f"font-weight: {weight}; font-style: {style}; }}"
-        for family, stem in _FACES for suffix, weight, style in _STYLES if (FONTS / f"{stem}{suffix}.ttf").is_file()
+        for family, stem in _FACES
+        for suffix, weight, style in _STYLES
+        if (FONTS / f"{stem}{suffix}.ttf").is_file()
     ]
-    return "\n".join(faces) + """
+    return (
+        "\n".join(faces)
+        + """
 body, .masthead .kicker, table, figcaption { font-family: "DejaVu Sans", sans-serif; }
 pre, .mono, td.mono, .masthead .path { font-family: "DejaVu Sans Mono", monospace; }
 """
+    )
 
 
 def _fetcher(weasyprint: Any) -> Any:

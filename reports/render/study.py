@@ -62,7 +62,6 @@ def g(d: Any, *keys: Any, default: Any = None) -> Any:
     return d
 
 
-
 def first(*vals: Any) -> Any:
     """The first value that is neither None nor NaN."""
     for v in vals:
@@ -180,8 +179,9 @@ def load_study(study_dir: Path) -> StudyData:
     return data
 
 
-def _merge_planned(sd: layout.StudyDir, runs: pd.DataFrame, plan: dict, devices: dict[str, int],
-                   problems: list[str]) -> pd.DataFrame:
+def _merge_planned(
+    sd: layout.StudyDir, runs: pd.DataFrame, plan: dict, devices: dict[str, int], problems: list[str]
+) -> pd.DataFrame:
     """The results table plus one row per planned run that has none (failed before a result, or pending), in
     plan order; also tallies the devices the runs trained on (``result.json``)."""
     ids = [str(r) for r in seq(plan.get("runs"))]
@@ -203,15 +203,27 @@ def _merge_planned(sd: layout.StudyDir, runs: pd.DataFrame, plan: dict, devices:
             reason = f"{err.get('error_type') or 'error'}: {err.get('message') or ''}".strip()
         elif isinstance(res, dict):
             reason = res.get("reason")
-        extra.append({
-            "run_id": run_id, "variant": spec.get("variant", "?"),
-            "scale": str((mapping(spec.get("axes"))).get("budget", (mapping(spec.get("axes"))).get("size", ""))),
-            "d_model": shape.get("d_model"), "n_layers": shape.get("n_layers"), "n_heads": shape.get("n_heads"),
-            "n_kv_heads": shape.get("n_kv_heads"), "tie_embeddings": shape.get("tied"), "params": spec.get("params"),
-            "tokens": spec.get("tokens"), "flops": spec.get("flops"), "batch_tokens": spec.get("batch_tokens"),
-            "lr": spec.get("lr"), "steps": spec.get("steps"), "status": status, "reason": reason,
-            "_from_error": bool(err),
-        })
+        extra.append(
+            {
+                "run_id": run_id,
+                "variant": spec.get("variant", "?"),
+                "scale": str((mapping(spec.get("axes"))).get("budget", (mapping(spec.get("axes"))).get("size", ""))),
+                "d_model": shape.get("d_model"),
+                "n_layers": shape.get("n_layers"),
+                "n_heads": shape.get("n_heads"),
+                "n_kv_heads": shape.get("n_kv_heads"),
+                "tie_embeddings": shape.get("tied"),
+                "params": spec.get("params"),
+                "tokens": spec.get("tokens"),
+                "flops": spec.get("flops"),
+                "batch_tokens": spec.get("batch_tokens"),
+                "lr": spec.get("lr"),
+                "steps": spec.get("steps"),
+                "status": status,
+                "reason": reason,
+                "_from_error": bool(err),
+            }
+        )
     if extra:
         runs = pd.concat([runs, pd.DataFrame(extra)], ignore_index=True) if len(runs) else pd.DataFrame(extra)
     if len(runs) and ids and "run_id" in runs:
@@ -225,7 +237,6 @@ def _merge_planned(sd: layout.StudyDir, runs: pd.DataFrame, plan: dict, devices:
     return runs
 
 
-
 def status_counts(runs: pd.DataFrame) -> dict[str, int]:
     """Runs per status, in the order done, diverged, failed, pending, then any other."""
     if not len(runs) or "status" not in runs:
@@ -233,4 +244,3 @@ def status_counts(runs: pd.DataFrame) -> dict[str, int]:
     vc = runs["status"].fillna("unknown").astype(str).value_counts()
     order = ["done", "diverged", "failed", "pending"]
     return {k: int(vc[k]) for k in order + [k for k in vc.index if k not in order] if k in vc}
-

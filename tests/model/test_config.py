@@ -17,9 +17,15 @@ from ladder.studies.spec import parse_study
 
 @pytest.fixture(scope="module")
 def spec() -> RunSpec:
-    study = parse_study({"name": "h", "data": {"seq_len": 32},
-                         "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
-                         "ladder": {"sizes": ["8K"]}, "hero": {"params": "1M"}})
+    study = parse_study(
+        {
+            "name": "h",
+            "data": {"seq_len": 32},
+            "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
+            "ladder": {"sizes": ["8K"]},
+            "hero": {"params": "1M"},
+        }
+    )
     return expand(study).runs[0]
 
 
@@ -30,11 +36,24 @@ def test_every_field_is_science_or_says_why_not():
     assert fields <= set(SCIENCE_FIELDS) | set(NOT_SCIENCE_FIELDS), "a new RunSpec field must be classified"
 
 
-@pytest.mark.parametrize("change", [
-    {"micro_batch_size": 3}, {"eval_interval": 1}, {"log_interval": 1}, {"checkpoint_interval": 1},
-    {"checkpoint_minutes": 0.5}, {"compile": True}, {"study": "renamed"}, {"axes": {"size": "other"}},
-    {"variant": "x"}, {"param_convention": "total"}, {"params": 1}, {"flops": 1.0}, {"flops_per_token": 1},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"micro_batch_size": 3},
+        {"eval_interval": 1},
+        {"log_interval": 1},
+        {"checkpoint_interval": 1},
+        {"checkpoint_minutes": 0.5},
+        {"compile": True},
+        {"study": "renamed"},
+        {"axes": {"size": "other"}},
+        {"variant": "x"},
+        {"param_convention": "total"},
+        {"params": 1},
+        {"flops": 1.0},
+        {"flops_per_token": 1},
+    ],
+)
 def test_what_does_not_change_the_numbers_keeps_the_id(spec, change):
     assert spec.model_copy(update=change).content_hash() == spec.content_hash()
 
@@ -50,20 +69,35 @@ def test_how_a_run_relates_to_others_keeps_the_id(spec):
     assert spec.model_copy(update={"schedule": tokens}).content_hash() == spec.content_hash()
 
 
-@pytest.mark.parametrize("change", [
-    {"lr": 1e-3}, {"seed": 1}, {"tokens": 999}, {"steps": 7}, {"batch_tokens": 64}, {"warmup_steps": 3},
-    {"grad_clip": None}, {"precision": "bf16"}, {"eval_tokens": 64},
-    {"divergence": DivergenceConfig(patience=3)}, {"optimizer": OptimizerConfig(weight_decay=0.0)},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"lr": 1e-3},
+        {"seed": 1},
+        {"tokens": 999},
+        {"steps": 7},
+        {"batch_tokens": 64},
+        {"warmup_steps": 3},
+        {"grad_clip": None},
+        {"precision": "bf16"},
+        {"eval_tokens": 64},
+        {"divergence": DivergenceConfig(patience=3)},
+        {"optimizer": OptimizerConfig(weight_decay=0.0)},
+    ],
+)
 def test_what_changes_the_numbers_changes_the_id(spec, change):
     assert spec.model_copy(update=change).content_hash() != spec.content_hash()
 
 
 def test_shape_data_and_schedule_are_science(spec):
-    assert spec.model_copy(update={"shape": spec.shape.model_copy(update={"ffn_dim": 8})}).content_hash() \
+    assert (
+        spec.model_copy(update={"shape": spec.shape.model_copy(update={"ffn_dim": 8})}).content_hash()
         != spec.content_hash()
-    assert spec.model_copy(update={"data": spec.data.model_copy(update={"seq_len": 16})}).content_hash() \
+    )
+    assert (
+        spec.model_copy(update={"data": spec.data.model_copy(update={"seq_len": 16})}).content_hash()
         != spec.content_hash()
+    )
     wsd = spec.schedule.model_copy(update={"kind": "wsd"})
     assert spec.model_copy(update={"schedule": wsd}).content_hash() != spec.content_hash()
 

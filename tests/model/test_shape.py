@@ -18,8 +18,17 @@ def test_smollm2_135m_anchor_tied_and_untied():
 
 
 def test_flops_per_token_by_hand():
-    s = ModelShape(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=16, ffn_dim=128, vocab_size=100,
-                   tied=True, max_seq_len=32)
+    s = ModelShape(
+        d_model=64,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=2,
+        head_dim=16,
+        ffn_dim=128,
+        vocab_size=100,
+        tied=True,
+        max_seq_len=32,
+    )
     attn = 64 * 64 * 2 + 64 * 32 * 2  # q, o + k, v (2 KV heads of 16)
     mlp = 3 * 64 * 128
     head = 100 * 64

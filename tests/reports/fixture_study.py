@@ -142,65 +142,132 @@ def make_study(
             if i in diverged and s > stop * 0.7:
                 loss *= 1.0 + 2.0 * (s / stop - 0.7)
             lr_now = run.lr * min(1.0, s / max(1, run.warmup_steps))
-            lines.append({"kind": "train", "step": s, "tokens": tok, "loss": loss, "lr": lr_now,
-                          "grad_norm": 0.5 + 0.5 / math.sqrt(s), "tokens_per_s": tps, "mfu": mfu, "elapsed_s": tok / tps})
+            lines.append(
+                {
+                    "kind": "train",
+                    "step": s,
+                    "tokens": tok,
+                    "loss": loss,
+                    "lr": lr_now,
+                    "grad_norm": 0.5 + 0.5 / math.sqrt(s),
+                    "tokens_per_s": tps,
+                    "mfu": mfu,
+                    "elapsed_s": tok / tps,
+                }
+            )
         for s in eval_steps:
             if s > stop:
                 break
             tok = s * run.batch_tokens
-            lines.append({"kind": "eval", "step": s, "tokens": tok,
-                          "eval_loss": _early(_loss(n, tok) + penalty + tie_effect) * noise})
+            lines.append(
+                {
+                    "kind": "eval",
+                    "step": s,
+                    "tokens": tok,
+                    "eval_loss": _early(_loss(n, tok) + penalty + tie_effect) * noise,
+                }
+            )
         lines.sort(key=lambda r: (r["step"], r["kind"] == "eval"))
         if i not in failed or i % 2 == 0:
             rd.metrics.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
 
         wall = run.tokens / tps
         base = {
-            "run_id": run.run_id, "steps": stop, "tokens": stop * run.batch_tokens,
-            "flops": float(run.flops_per_token) * stop * run.batch_tokens, "wall_time_s": round(wall, 3),
-            "train_time_s": round(wall * 0.95, 3), "tokens_per_s": tps, "mfu": mfu, "peak_flops": 3.19e11,
-            "peak_flops_source": "measured", "restarts": int(i % 7 == 3), "device": "cpu",
-            "device_name": "Synthetic CPU (fixture)", "precision": "fp32", "world_size": 1,
+            "run_id": run.run_id,
+            "steps": stop,
+            "tokens": stop * run.batch_tokens,
+            "flops": float(run.flops_per_token) * stop * run.batch_tokens,
+            "wall_time_s": round(wall, 3),
+            "train_time_s": round(wall * 0.95, 3),
+            "tokens_per_s": tps,
+            "mfu": mfu,
+            "peak_flops": 3.19e11,
+            "peak_flops_source": "measured",
+            "restarts": int(i % 7 == 3),
+            "device": "cpu",
+            "device_name": "Synthetic CPU (fixture)",
+            "precision": "fp32",
+            "world_size": 1,
         }
         if i in diverged:
-            layout.atomic_write_json(rd.result, {
-                "status": "diverged", **base, "final_train_loss": None, "final_eval_loss": None,
-                "diverged_at_step": stop,
-                "reason": "loss 9.81 above 3 x its running minimum for 10 steps" + (f" {HOSTILE}" if hostile else ""),
-            })
+            layout.atomic_write_json(
+                rd.result,
+                {
+                    "status": "diverged",
+                    **base,
+                    "final_train_loss": None,
+                    "final_eval_loss": None,
+                    "diverged_at_step": stop,
+                    "reason": "loss 9.81 above 3 x its running minimum for 10 steps"
+                    + (f" {HOSTILE}" if hostile else ""),
+                },
+            )
             continue
         if i in failed:
             if failed.index(i) % 2 == 0:  # raised before writing a result: error.json only
-                layout.atomic_write_json(rd.error, {
-                    "error_type": "RuntimeError",
-                    "message": "DataLoader worker (pid 4242) is killed by signal: Killed." + (f" {HOSTILE}" if hostile else ""),
-                    "traceback": "Traceback (most recent call last):\n  ...\nRuntimeError: DataLoader worker killed\n",
-                    "host": "node-01", "pid": 4242, "time": "2026-11-30T08:00:00+00:00", "slurm_job_id": None,
-                })
+                layout.atomic_write_json(
+                    rd.error,
+                    {
+                        "error_type": "RuntimeError",
+                        "message": "DataLoader worker (pid 4242) is killed by signal: Killed."
+                        + (f" {HOSTILE}" if hostile else ""),
+                        "traceback": "Traceback (most recent call last):\n  ...\nRuntimeError: DataLoader worker killed\n",
+                        "host": "node-01",
+                        "pid": 4242,
+                        "time": "2026-11-30T08:00:00+00:00",
+                        "slurm_job_id": None,
+                    },
+                )
             else:  # wrote a failed result
-                layout.atomic_write_json(rd.result, {
-                    "status": "failed", **base, "final_train_loss": None, "final_eval_loss": None,
-                    "reason": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-                    "error_type": "OutOfMemoryError",
-                })
+                layout.atomic_write_json(
+                    rd.result,
+                    {
+                        "status": "failed",
+                        **base,
+                        "final_train_loss": None,
+                        "final_eval_loss": None,
+                        "reason": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                        "error_type": "OutOfMemoryError",
+                    },
+                )
             continue
         train_losses = [r["loss"] for r in lines if r["kind"] == "train"]
         # 30% of the targets repeat their context; the larger runs copy more (the repeats' loss falls faster)
         copy_ratio = 0.97 * (run.flops / c_min) ** -0.03
         novel = final / (REPEAT_SHARE * copy_ratio + 1 - REPEAT_SHARE)
-        layout.atomic_write_json(rd.result, {
-            "status": "done", **base, "final_train_loss": float(np.mean(train_losses[-3:])) * 1.01,
-            "final_eval_loss": final, "final_eval_loss_repeats": copy_ratio * novel, "final_eval_loss_novel": novel,
-            "eval_repeat_share": REPEAT_SHARE, "eval_tokens": 65536,
-        })
+        layout.atomic_write_json(
+            rd.result,
+            {
+                "status": "done",
+                **base,
+                "final_train_loss": float(np.mean(train_losses[-3:])) * 1.01,
+                "final_eval_loss": final,
+                "final_eval_loss_repeats": copy_ratio * novel,
+                "final_eval_loss_novel": novel,
+                "eval_repeat_share": REPEAT_SHARE,
+                "eval_tokens": 65536,
+            },
+        )
         if tasks:
             bpb = 0.35 + 0.22 * final * float(np.exp(rng.normal(0, 0.01)))
             acc = 0.05 + 0.6 / (1 + math.exp(6.0 * (bpb - 1.25))) + rng.normal(0, 0.01)
             rd.lm_eval.mkdir(exist_ok=True)
-            (rd.lm_eval / "results_2026-11-30.json").write_text(json.dumps({
-                "results": {TASK: {"alias": TASK, "acc,none": acc, "acc_stderr,none": 0.01, "bpb,none": bpb,
-                                   "bpb_stderr,none": 0.005}}
-            }), encoding="utf-8")
+            (rd.lm_eval / "results_2026-11-30.json").write_text(
+                json.dumps(
+                    {
+                        "results": {
+                            TASK: {
+                                "alias": TASK,
+                                "acc,none": acc,
+                                "acc_stderr,none": 0.01,
+                                "bpb,none": bpb,
+                                "bpb_stderr,none": 0.005,
+                            }
+                        }
+                    }
+                ),
+                encoding="utf-8",
+            )
 
     collected = collect(root)
     if hostile_variant:
@@ -236,7 +303,8 @@ def _fit_tasks(runs, fit: dict, n_boot: int) -> dict:
     hero = fit.get("hero") or {}
     ok = runs[runs["status"] == "done"]
     try:
-        return fit_tasks(ok, hero={k: hero[k] for k in ("params", "tokens", "flops") if hero.get(k)},
-                         n_boot=n_boot).to_dict()
+        return fit_tasks(
+            ok, hero={k: hero[k] for k in ("params", "tokens", "flops") if hero.get(k)}, n_boot=n_boot
+        ).to_dict()
     except FitError as e:
         return {"available": False, "reason": str(e)}

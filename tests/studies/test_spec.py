@@ -34,7 +34,11 @@ _DELETE = object()
 
 BAD = [
     # (case, file text, words the message must contain)
-    ("unknown top-level field", _with("ladderr", {"sizes": [1]}), ["ladderr", "unknown field", "allowed here", "ladder"]),
+    (
+        "unknown top-level field",
+        _with("ladderr", {"sizes": [1]}),
+        ["ladderr", "unknown field", "allowed here", "ladder"],
+    ),
     ("unknown nested field (typo)", _with("training.lr_rle", 0.1), ["training.lr_rle", "unknown field", "lr_rule"]),
     ("negative size", _with("ladder.sizes", ["10K", -5]), ["ladder.sizes[1]", "-5", "greater than 0"]),
     ("zero size", _with("ladder.sizes", [0]), ["ladder.sizes[0]", "greater than 0"]),
@@ -44,15 +48,26 @@ BAD = [
     ("unknown schedule", _with("training.schedule.kind", "cosin"), ["training.schedule.kind", "'cosine'", "'wsd'"]),
     ("lr both ways", _with("ablations", {"lr": [0.1], "lr_multipliers": [1]}), ["ablations", "not both"]),
     ("hero both ways", _with("hero", {"params": "1M", "compute": 1e18}), ["hero", "exactly one"]),
-    ("sizes and depths", _with("ladder", {"sizes": [1000], "depths": [2]}), ["ladder", "exactly one of 'sizes' or 'depths'"]),
+    (
+        "sizes and depths",
+        _with("ladder", {"sizes": [1000], "depths": [2]}),
+        ["ladder", "exactly one of 'sizes' or 'depths'"],
+    ),
     ("duplicate sizes", _with("ladder.sizes", ["10K", "10K"]), ["sizes", "repeated"]),
     ("missing required section", _with("ladder", _DELETE), ["ladder", "required"]),
     ("bad count suffix", _with("ladder.sizes", ["10Q"]), ["ladder.sizes[0]", "'10Q'"]),
-    ("wsd without a stable phase", _with("training.schedule", {"kind": "wsd", "warmup_fraction": 0.5,
-                                                                "cooldown_fraction": 0.6}), ["warmup_fraction + cooldown_fraction"]),
+    (
+        "wsd without a stable phase",
+        _with("training.schedule", {"kind": "wsd", "warmup_fraction": 0.5, "cooldown_fraction": 0.6}),
+        ["warmup_fraction + cooldown_fraction"],
+    ),
     ("invalid YAML", "name: t\nladder: {sizes: [1K\n", ["invalid YAML", "line"]),
     ("top level not a mapping", "- 1\n- 2\n", ["top level must be a mapping"]),
-    ("fraction out of range", _with("data.validation_fraction", 0.9), ["data.validation_fraction", "0.9", "less than 0.5"]),
+    (
+        "fraction out of range",
+        _with("data.validation_fraction", 0.9),
+        ["data.validation_fraction", "0.9", "less than 0.5"],
+    ),
 ]
 
 

@@ -105,7 +105,8 @@ def next_line_examples(rel: str, lines: list[str], n: int) -> list[dict]:
     one per blank line) followed by a line, so the scored continuation is exactly the text that follows."""
     pool = [ln for ln in lines if _is_candidate_line(ln)]
     positions = [
-        i for i in range(MIN_CONTEXT_LINES, len(lines))
+        i
+        for i in range(MIN_CONTEXT_LINES, len(lines))
         if _is_candidate_line(lines[i]) and any(lines[j].strip() for j in range(i - MIN_CONTEXT_LINES, i))
     ]
     positions.sort(key=lambda i: rank("next_line", rel, i))
@@ -116,7 +117,7 @@ def next_line_examples(rel: str, lines: list[str], n: int) -> list[dict]:
         if any(abs(i - j) < 3 for j in used):  # questions from distinct places
             continue
         answer = lines[i]
-        ctx_lines = lines[max(0, i - CONTEXT_LINES):i]
+        ctx_lines = lines[max(0, i - CONTEXT_LINES) : i]
         while len(ctx_lines) > MIN_CONTEXT_LINES and len("\n".join(ctx_lines)) > CONTEXT_CHARS:
             ctx_lines = ctx_lines[1:]
         gap = 0  # blank lines between the context and the answer go into every choice
@@ -140,14 +141,16 @@ def next_line_examples(rel: str, lines: list[str], n: int) -> list[dict]:
         label = rank("label", rel, i) % N_CHOICES
         choices = distractors[:label] + [answer] + distractors[label:]
         used.add(i)
-        out.append({
-            "id": f"{rel}:{i + 1}",
-            "source": rel,
-            "line": i + 1,
-            "context": context,
-            "choices": ["\n" * (gap + 1) + c for c in choices],
-            "label": label,
-        })
+        out.append(
+            {
+                "id": f"{rel}:{i + 1}",
+                "source": rel,
+                "line": i + 1,
+                "context": context,
+                "choices": ["\n" * (gap + 1) + c for c in choices],
+                "label": label,
+            }
+        )
     return out
 
 
@@ -190,14 +193,16 @@ def build(stdlib: Path) -> dict[str, str]:
         next_line += ex
         ppl += sn
         raw = (stdlib / rel).read_bytes()
-        records.append({
-            "path": rel,
-            "sha256": hashlib.sha256(raw).hexdigest(),
-            "bytes": len(raw),
-            "held_out": is_validation(raw.decode("utf-8"), VALIDATION_FRACTION),
-            "next_line_examples": len(ex),
-            "ppl_snippets": len(sn),
-        })
+        records.append(
+            {
+                "path": rel,
+                "sha256": hashlib.sha256(raw).hexdigest(),
+                "bytes": len(raw),
+                "held_out": is_validation(raw.decode("utf-8"), VALIDATION_FRACTION),
+                "next_line_examples": len(ex),
+                "ppl_snippets": len(sn),
+            }
+        )
     meta = {
         "built_by": "python -m ladder.model.evaluation.tasks.build",
         "python": sys.version.split()[0],
@@ -225,8 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     files = build(args.stdlib)
     if args.check:
-        differ = [n for n, t in files.items() if n != SOURCES_FILE and (
-            not (args.out / n).is_file() or (args.out / n).read_text(encoding="utf-8") != t)]
+        differ = [
+            n
+            for n, t in files.items()
+            if n != SOURCES_FILE and (not (args.out / n).is_file() or (args.out / n).read_text(encoding="utf-8") != t)
+        ]
         print("identical" if not differ else f"differ: {', '.join(differ)}")
         return 1 if differ else 0
     args.out.mkdir(parents=True, exist_ok=True)

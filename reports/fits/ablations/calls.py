@@ -127,18 +127,23 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
             z0 = between[0]
             zs = _curve_zeros(lc, curves, lambda v: min(v, key=lambda z: abs(z - z0)) if v else None)
             c0 = math.exp(z0)
-            out.update(status="within_range", flops=c0, ci90=_interval(zs),
-                       p_cross=float(np.mean(np.isfinite(zs))))
-            out["message"] = (f"the winner flips within the ladder: {lower} wins at {a['scale']}, {upper} at "
-                              f"{b['scale']} (each beyond its noise), and the trend crosses zero between them at "
-                              f"C = {c0:.3g}")
+            out.update(status="within_range", flops=c0, ci90=_interval(zs), p_cross=float(np.mean(np.isfinite(zs))))
+            out["message"] = (
+                f"the winner flips within the ladder: {lower} wins at {a['scale']}, {upper} at "
+                f"{b['scale']} (each beyond its noise), and the trend crosses zero between them at "
+                f"C = {c0:.3g}"
+            )
             if n > 1:
                 out["message"] += f"; the rungs change sign {n} times beyond their noise"
             return out
-        out.update(status="unresolved",
-                   message=(f"the rungs change sign beyond their noise ({lower} wins at {a['scale']}, {upper} at "
-                            f"{b['scale']}) but the backtested trend does not cross zero between them: no "
-                            "crossover is stated"))
+        out.update(
+            status="unresolved",
+            message=(
+                f"the rungs change sign beyond their noise ({lower} wins at {a['scale']}, {upper} at "
+                f"{b['scale']}) but the backtested trend does not cross zero between them: no "
+                "crossover is stated"
+            ),
+        )
         return out
     if above:
         z0 = above[0]
@@ -147,8 +152,13 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
         now, then = winner_of(float(np.interp(math.log(cmax), lc, point))), winner_of(float(point[-1]))
         dist = c0 / cmax
         ci = _interval(zs)
-        out.update(flops=c0, ci90=ci, compute_x=dist, p_cross=float(np.mean(np.isfinite(zs))),
-                   within_reach=bool(dist <= trend.reach["compute_x"] * 1.0001))
+        out.update(
+            flops=c0,
+            ci90=ci,
+            compute_x=dist,
+            p_cross=float(np.mean(np.isfinite(zs))),
+            within_reach=bool(dist <= trend.reach["compute_x"] * 1.0001),
+        )
         where = ""
         if hero_flops:
             out["below_hero"] = bool(c0 < hero_flops)
@@ -158,28 +168,46 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
             share = f"{100 * (1 - out['p_cross']):.0f}% of its curves do not cross up to C = {limit:.3g}"
             if out["p_cross"] >= P_POSSIBLE:
                 out["status"] = "possible_beyond"
-                out["message"] = (f"a flip beyond the ladder is possible, not established: the trend crosses zero at "
-                                  f"C = {c0:.3g}{where}, {dist:.3g}x beyond the largest rung, but {share}; {now} "
-                                  "ahead at the largest rung")
+                out["message"] = (
+                    f"a flip beyond the ladder is possible, not established: the trend crosses zero at "
+                    f"C = {c0:.3g}{where}, {dist:.3g}x beyond the largest rung, but {share}; {now} "
+                    "ahead at the largest rung"
+                )
             else:
                 out["status"] = "none"
-                out["message"] = (f"no flip stated: the trend's point crosses zero at C = {c0:.3g}{where}, {dist:.3g}x "
-                                  f"beyond the largest rung, but {share}; {now} ahead at the largest rung")
+                out["message"] = (
+                    f"no flip stated: the trend's point crosses zero at C = {c0:.3g}{where}, {dist:.3g}x "
+                    f"beyond the largest rung, but {share}; {now} ahead at the largest rung"
+                )
             return out
-        reach = ("within the distance the rollout tested" if out["within_reach"]
-                 else f"beyond the {trend.reach['compute_x']:.3g}x the rollout showed the gap forecasts right")
+        reach = (
+            "within the distance the rollout tested"
+            if out["within_reach"]
+            else f"beyond the {trend.reach['compute_x']:.3g}x the rollout showed the gap forecasts right"
+        )
         out["status"] = "beyond_range"
-        out["message"] = (f"no flip within the ladder; extrapolated, the trend crosses zero at C = {c0:.3g}{where}, "
-                          f"{dist:.3g}x beyond the largest rung ({reach}): {now} ahead below it, {then} above")
+        out["message"] = (
+            f"no flip within the ladder; extrapolated, the trend crosses zero at C = {c0:.3g}{where}, "
+            f"{dist:.3g}x beyond the largest rung ({reach}): {now} ahead below it, {then} above"
+        )
         return out
     if inside:
-        out.update(status="unresolved", message=(
-            f"the trend crosses zero inside the ladder (C = {math.exp(inside[0]):.3g}) but no two rungs differ in "
-            "sign beyond their noise: no crossover is stated"))
+        out.update(
+            status="unresolved",
+            message=(
+                f"the trend crosses zero inside the ladder (C = {math.exp(inside[0]):.3g}) but no two rungs differ in "
+                "sign beyond their noise: no crossover is stated"
+            ),
+        )
         return out
     lead = winner_of(float(point[-1]))
-    out.update(status="none", message=(f"no crossover: no two rungs differ in sign beyond their noise and the trend "
-                                       f"keeps {lead} ahead up to C = {limit:.3g}"))
+    out.update(
+        status="none",
+        message=(
+            f"no crossover: no two rungs differ in sign beyond their noise and the trend "
+            f"keeps {lead} ahead up to C = {limit:.3g}"
+        ),
+    )
     return out
 
 
@@ -197,22 +225,38 @@ def hero_call(trend: Trend, hero_flops: float, slope_at: SlopeFn | None) -> dict
     else:
         call = "undetermined"
     m, m_ci = multiplier(slope_at, hero_flops, np.concatenate([[g], d]))
-    out = {"flops": hero_flops, "gap": g, "gap_ci90": [lo, hi], "gap_pct": 100.0 * g, "winner": win,
-           "p_winner": p_win, "call": call, "interval_excludes_zero": excludes, "compute_x": p["compute_x"],
-           "reach_compute_x": trend.reach["compute_x"], "within_reach": p["within_reach"],
-           "by_form": p["by_form"], "compute_multiplier": m, "compute_multiplier_ci90": m_ci}
+    out = {
+        "flops": hero_flops,
+        "gap": g,
+        "gap_ci90": [lo, hi],
+        "gap_pct": 100.0 * g,
+        "winner": win,
+        "p_winner": p_win,
+        "call": call,
+        "interval_excludes_zero": excludes,
+        "compute_x": p["compute_x"],
+        "reach_compute_x": trend.reach["compute_x"],
+        "within_reach": p["within_reach"],
+        "by_form": p["by_form"],
+        "compute_multiplier": m,
+        "compute_multiplier_ci90": m_ci,
+    }
     out["message"] = call_text(out)
     return out
 
 
 def call_text(h: dict) -> str:
     lo, hi = h["gap_ci90"]
-    text = (f"{h['winner']} wins at the hero ({h['call']}): ln L_untied - ln L_tied = {h['gap']:+.4f} "
-            f"(90% [{lo:+.4f}, {hi:+.4f}]; P = {h['p_winner']:.2f})")
+    text = (
+        f"{h['winner']} wins at the hero ({h['call']}): ln L_untied - ln L_tied = {h['gap']:+.4f} "
+        f"(90% [{lo:+.4f}, {hi:+.4f}]; P = {h['p_winner']:.2f})"
+    )
     if h["call"] != "certain":
         if h["interval_excludes_zero"]:
-            text += (f"; the interval excludes 0 but the hero is {h['compute_x']:.3g}x beyond the largest rung and "
-                     f"the rollout showed the gap forecasts right only up to {h['reach_compute_x']:.3g}x")
+            text += (
+                f"; the interval excludes 0 but the hero is {h['compute_x']:.3g}x beyond the largest rung and "
+                f"the rollout showed the gap forecasts right only up to {h['reach_compute_x']:.3g}x"
+            )
         else:
             text += "; the 90% interval includes 0"
     if h.get("compute_multiplier") is not None:

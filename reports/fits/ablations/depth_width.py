@@ -27,8 +27,11 @@ from ladder.reports.fits.engine import LawFit, Linear, fit
 from ladder.reports.fits.hparams.rungs import REQUIRED, check_columns, group_scales
 
 LN2SQ = math.log(2.0) ** 2
-QUADRATIC = Linear("aspect_quadratic", ("b0", "b1", "b2"),
-                   lambda raw: np.c_[np.ones(len(raw)), np.log(raw[:, 0]), np.log(raw[:, 0]) ** 2])
+QUADRATIC = Linear(
+    "aspect_quadratic",
+    ("b0", "b1", "b2"),
+    lambda raw: np.c_[np.ones(len(raw)), np.log(raw[:, 0]), np.log(raw[:, 0]) ** 2],
+)
 ASPECT_FORMS = (constant("constant", "ln a*"), log_linear("power", "ln a*", "power law in compute"))
 PENALTY_FORMS = (constant("constant", "ln p"), log_linear("power", "ln p", "power law in compute"))
 
@@ -60,8 +63,10 @@ class AspectFit:
     law: LawFit = field(repr=False, default=None)
 
     def to_dict(self) -> dict:
-        return jsonable({k: v for k, v in self.__dict__.items() if k != "law"}
-                        | {"sigma": None if self.law is None else self.law.sigma, "poly_of": "ln loss in ln aspect"})
+        return jsonable(
+            {k: v for k, v in self.__dict__.items() if k != "law"}
+            | {"sigma": None if self.law is None else self.law.sigma, "poly_of": "ln loss in ln aspect"}
+        )
 
 
 @dataclass(frozen=True)
@@ -80,10 +85,19 @@ class AspectScale:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return jsonable({"scale": self.scale, "flops": self.flops, "params": self.params, "tokens": self.tokens,
-                         "n_runs": self.n_runs, "points": list(self.points),
-                         "fit": None if self.fit is None else self.fit.to_dict(), "skipped": self.skipped,
-                         "notes": list(self.notes)})
+        return jsonable(
+            {
+                "scale": self.scale,
+                "flops": self.flops,
+                "params": self.params,
+                "tokens": self.tokens,
+                "n_runs": self.n_runs,
+                "points": list(self.points),
+                "fit": None if self.fit is None else self.fit.to_dict(),
+                "skipped": self.skipped,
+                "notes": list(self.notes),
+            }
+        )
 
 
 @dataclass
@@ -110,23 +124,26 @@ class DepthWidthResult:
         return {"compute": b["compute"], **{k: np.exp(b[k]).tolist() for k in ("point", "lo", "hi")}}
 
     def to_dict(self) -> dict:
-        return jsonable({
-            "method": self.method,
-            "hero": self.hero,
-            "scales": [s.to_dict() for s in self.scales],
-            "aspect": None if self.aspect is None else self.aspect.to_dict(),
-            "aspect_band": self.band(),
-            "penalty": None if self.penalty is None else self.penalty.to_dict(),
-            "excluded": self.excluded,
-            "reason": self.reason,
-            "compute_law": law_dict(self.compute_law),
-            "hero_flops": self.hero_flops,
-            "notes": list(self.notes),
-        })
+        return jsonable(
+            {
+                "method": self.method,
+                "hero": self.hero,
+                "scales": [s.to_dict() for s in self.scales],
+                "aspect": None if self.aspect is None else self.aspect.to_dict(),
+                "aspect_band": self.band(),
+                "penalty": None if self.penalty is None else self.penalty.to_dict(),
+                "excluded": self.excluded,
+                "reason": self.reason,
+                "compute_law": law_dict(self.compute_law),
+                "hero_flops": self.hero_flops,
+                "notes": list(self.notes),
+            }
+        )
 
 
-def fit_aspect(ar: np.ndarray, y: np.ndarray, *, n_boot: int, seed: int, window: float | None
-               ) -> tuple[AspectFit | None, np.ndarray, str | None]:
+def fit_aspect(
+    ar: np.ndarray, y: np.ndarray, *, n_boot: int, seed: int, window: float | None
+) -> tuple[AspectFit | None, np.ndarray, str | None]:
     """The quadratic of one rung on the shapes within ``window`` of the best; ``(fit, used, why not)``."""
     if len(np.unique(np.round(np.log(ar), 9))) < 3:
         return None, np.zeros(len(ar), bool), f"needs at least 3 aspect ratios (has {len(np.unique(ar))})"
@@ -142,9 +159,23 @@ def fit_aspect(ar: np.ndarray, y: np.ndarray, *, n_boot: int, seed: int, window:
     grid = sorted(float(v) for v in np.unique(ar[used]))
     dof = int(len(x) - 3)
     if not b2 > 0:
-        return (AspectFit(None, None, None, [b0, b1, b2], None, None, "no_minimum",
-                          "the loss does not curve upward in ln(aspect ratio): no minimum", grid, dof, law),
-                used, None)
+        return (
+            AspectFit(
+                None,
+                None,
+                None,
+                [b0, b1, b2],
+                None,
+                None,
+                "no_minimum",
+                "the loss does not curve upward in ln(aspect ratio): no minimum",
+                grid,
+                dof,
+                law,
+            ),
+            used,
+            None,
+        )
     xo = -b1 / (2 * b2)
     lstar = math.exp(b0 + b1 * xo + b2 * xo * xo)
     pen = lstar * math.expm1(b2 * LN2SQ)
@@ -164,8 +195,10 @@ def fit_aspect(ar: np.ndarray, y: np.ndarray, *, n_boot: int, seed: int, window:
     if not x.min() <= xo <= x.max():
         status = "edge"
         side = "wider" if xo > x.max() else "deeper"
-        msg = (f"the optimum ({math.exp(xo):.3g}) lies beyond the swept shapes ({grid[0]:.3g}-{grid[-1]:.3g}): "
-               f"widen the sweep towards {side} shapes")
+        msg = (
+            f"the optimum ({math.exp(xo):.3g}) lies beyond the swept shapes ({grid[0]:.3g}-{grid[-1]:.3g}): "
+            f"widen the sweep towards {side} shapes"
+        )
     return AspectFit(math.exp(xo), ci, log_sd, [b0, b1, b2], pen, pen_ci, status, msg, grid, dof, law), used, None
 
 
@@ -182,8 +215,12 @@ def _trend(scales, value, forms, quantity, floor, n_boot, seed, use_edge):
     if not pts:
         return None, excl
     sds = [s for _, _, s in pts if s]
-    data = EffectData([r.flops for r, _, _ in pts], [y for _, y, _ in pts], [r.scale for r, _, _ in pts],
-                      float(np.median(sds)) if sds and value is _opt else 0.0)
+    data = EffectData(
+        [r.flops for r, _, _ in pts],
+        [y for _, y, _ in pts],
+        [r.scale for r, _, _ in pts],
+        float(np.median(sds)) if sds and value is _opt else 0.0,
+    )
     return fit_trend(data, forms, quantity=quantity, floor=max(floor, data.noise), n_boot=n_boot, seed=seed), excl
 
 
@@ -196,20 +233,33 @@ def _pen(f: AspectFit) -> float | None:
 
 
 def _hero(aspect: Trend | None, penalty: Trend | None, hero_flops: float | None) -> dict:
-    out: dict = {"flops": hero_flops, "aspect_ratio": None, "aspect_ratio_ci90": None, "penalty_2x": None,
-                 "penalty_2x_ci90": None}
+    out: dict = {
+        "flops": hero_flops,
+        "aspect_ratio": None,
+        "aspect_ratio_ci90": None,
+        "penalty_2x": None,
+        "penalty_2x_ci90": None,
+    }
     if hero_flops is None:
         return out
     if aspect is not None:
         p = aspect.predict(hero_flops)
-        out.update(aspect_ratio=math.exp(p["point"]), aspect_ratio_ci90=[math.exp(p["lo"]), math.exp(p["hi"])],
-                   compute_x=p["compute_x"], reach_compute_x=aspect.reach["compute_x"],
-                   within_reach=p["within_reach"], form=aspect.primary, weights=aspect.weights)
+        out.update(
+            aspect_ratio=math.exp(p["point"]),
+            aspect_ratio_ci90=[math.exp(p["lo"]), math.exp(p["hi"])],
+            compute_x=p["compute_x"],
+            reach_compute_x=aspect.reach["compute_x"],
+            within_reach=p["within_reach"],
+            form=aspect.primary,
+            weights=aspect.weights,
+        )
         lo, hi = out["aspect_ratio_ci90"]
-        out["message"] = (f"best aspect ratio at the hero {out['aspect_ratio']:.3g} (90% [{lo:.3g}, {hi:.3g}]), "
-                          f"{p['compute_x']:.3g}x beyond the largest rung; "
-                          + ("within" if p["within_reach"] else "beyond")
-                          + f" the {aspect.reach['compute_x']:.3g}x the rollout showed the trend forecasts right")
+        out["message"] = (
+            f"best aspect ratio at the hero {out['aspect_ratio']:.3g} (90% [{lo:.3g}, {hi:.3g}]), "
+            f"{p['compute_x']:.3g}x beyond the largest rung; "
+            + ("within" if p["within_reach"] else "beyond")
+            + f" the {aspect.reach['compute_x']:.3g}x the rollout showed the trend forecasts right"
+        )
     if penalty is not None:
         p = penalty.predict(hero_flops)
         out.update(penalty_2x=math.exp(p["point"]), penalty_2x_ci90=[math.exp(p["lo"]), math.exp(p["hi"])])
@@ -256,8 +306,10 @@ def fit_depth_width(
         best = [p.loc[p["loss"].idxmin()] for _, p in per if len(p)]
         law = fit_law([b["flops"] for b in best], [b["loss"] for b in best], n_boot=n_boot, seed=seed)
         if law is None:
-            notes.append(f"shapes of a rung differ in compute by up to {spread - 1:.0%}, not matched: the ladder's "
-                         "loss-vs-compute law needs rungs at >= 2 computes")
+            notes.append(
+                f"shapes of a rung differ in compute by up to {spread - 1:.0%}, not matched: the ladder's "
+                "loss-vs-compute law needs rungs at >= 2 computes"
+            )
         else:
             matched = "moved to the rung's compute along the local slope of the ladder's loss-vs-compute law"
 
@@ -267,16 +319,39 @@ def fit_depth_width(
         if law is not None and len(p):
             s, _ = slope(law, sc.flops)
             y = y - s * np.log(p["flops"].to_numpy(dtype=float) / sc.flops)
-        f, used, why = fit_aspect(p["aspect_ratio"].to_numpy(dtype=float), y, n_boot=n_boot, seed=seed + i,
-                                  window=window) if len(p) else (None, np.zeros(0, bool), "no finite loss")
-        pts = [{"aspect_ratio": r["aspect_ratio"], "loss": r["loss"], "loss_compared": float(math.exp(y[j])),
-                "flops": r["flops"], "params": r["params"], "n_runs": r["n"], "used": bool(used[j])}
-               for j, (_, r) in enumerate(p.iterrows())]
+        f, used, why = (
+            fit_aspect(p["aspect_ratio"].to_numpy(dtype=float), y, n_boot=n_boot, seed=seed + i, window=window)
+            if len(p)
+            else (None, np.zeros(0, bool), "no finite loss")
+        )
+        pts = [
+            {
+                "aspect_ratio": r["aspect_ratio"],
+                "loss": r["loss"],
+                "loss_compared": float(math.exp(y[j])),
+                "flops": r["flops"],
+                "params": r["params"],
+                "n_runs": r["n"],
+                "used": bool(used[j]),
+            }
+            for j, (_, r) in enumerate(p.iterrows())
+        ]
         skipped = f"{sc.label}: {why}" if why else None
         row_notes = [skipped] if skipped else ([f"{sc.label}: {f.message}"] if f is not None and f.message else [])
         notes.extend(row_notes)
-        out_rows.append(AspectScale(sc.label, sc.flops, sc.params, sc.tokens, len(sc.index), tuple(jsonable(pts)), f,
-                                    skipped, tuple(row_notes)))
+        out_rows.append(
+            AspectScale(
+                sc.label,
+                sc.flops,
+                sc.params,
+                sc.tokens,
+                len(sc.index),
+                tuple(jsonable(pts)),
+                f,
+                skipped,
+                tuple(row_notes),
+            )
+        )
 
     aspect, excluded = _trend(out_rows, _opt, ASPECT_FORMS, "ln aspect*", 0.01, n_boot, seed, use_edge)
     penalty, _ = _trend(out_rows, _pen, PENALTY_FORMS, "ln penalty_2x", 0.05, n_boot, seed, use_edge)
@@ -288,7 +363,14 @@ def fit_depth_width(
     if reason and require:
         raise FitError(f"{what}: {reason}")
     return DepthWidthResult(
-        scales=tuple(out_rows), aspect=aspect, penalty=penalty, excluded=excluded, reason=reason, compute_law=law,
-        hero_flops=hero_flops, hero=_hero(aspect, penalty, hero_flops),
+        scales=tuple(out_rows),
+        aspect=aspect,
+        penalty=penalty,
+        excluded=excluded,
+        reason=reason,
+        compute_law=law,
+        hero_flops=hero_flops,
+        hero=_hero(aspect, penalty, hero_flops),
         method=DW_METHOD.format(window=window, matched=matched, edge="kept" if use_edge else "left out"),
-        notes=tuple(notes))
+        notes=tuple(notes),
+    )

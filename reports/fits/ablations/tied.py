@@ -44,9 +44,12 @@ from ladder.reports.fits.hparams.rungs import (
 from ladder.reports.fits.runs import tie_flags
 
 GAP = "g = ln L_untied - ln L_tied"
-TIE_FORMS = (constant("constant", "g"), log_linear("loglinear", "g", "log-linear in compute (can cross zero)"),
-             scaled_power("power", "g"), LawDifferenceForm(formula="g = ln L_untied(C) - ln L_tied(C), "
-                                                                  "L_v = E + A_v C^-alpha"))
+TIE_FORMS = (
+    constant("constant", "g"),
+    log_linear("loglinear", "g", "log-linear in compute (can cross zero)"),
+    scaled_power("power", "g"),
+    LawDifferenceForm(formula="g = ln L_untied(C) - ln L_tied(C), L_v = E + A_v C^-alpha"),
+)
 
 TIE_METHOD = (
     f"per rung (same shape, same tokens): {GAP} of each variant's best configuration (replicates averaged in "
@@ -115,20 +118,22 @@ class TieAblation:
         return self.trend.band(np.geomspace(min(good) / 1.3, top, 60))
 
     def to_dict(self) -> dict:
-        return jsonable({
-            "method": self.method,
-            "quantity": GAP,
-            "scales": [s.to_dict() for s in self.scales],
-            "noise": self.noise,
-            "trend": None if self.trend is None else self.trend.to_dict(),
-            "band": self.band(),
-            "reason": self.reason,
-            "crossover": self.crossover,
-            "laws": self.laws,
-            "hero_flops": self.hero_flops,
-            "hero": self.hero,
-            "notes": list(self.notes),
-        })
+        return jsonable(
+            {
+                "method": self.method,
+                "quantity": GAP,
+                "scales": [s.to_dict() for s in self.scales],
+                "noise": self.noise,
+                "trend": None if self.trend is None else self.trend.to_dict(),
+                "band": self.band(),
+                "reason": self.reason,
+                "crossover": self.crossover,
+                "laws": self.laws,
+                "hero_flops": self.hero_flops,
+                "hero": self.hero,
+                "notes": list(self.notes),
+            }
+        )
 
 
 def _rungs(df: pd.DataFrame) -> list[Scale]:
@@ -139,8 +144,12 @@ def _rungs(df: pd.DataFrame) -> list[Scale]:
         return df.loc[sc.index, "tie_embeddings"].nunique() > 1
 
     if not any(paired(s) for s in scales) and all(c in df.columns for c in ("d_model", "n_layers")):
-        shape = df.assign(scale=[f"{int(d)}x{int(n)}, D={t:.3g}"
-                                 for d, n, t in zip(df["d_model"], df["n_layers"], df["tokens"].astype(float))])
+        shape = df.assign(
+            scale=[
+                f"{int(d)}x{int(n)}, D={t:.3g}"
+                for d, n, t in zip(df["d_model"], df["n_layers"], df["tokens"].astype(float))
+            ]
+        )
         scales = group_scales(shape)
     return scales
 
@@ -152,6 +161,7 @@ def _floor(noise: float):
         if "loglinear" in fits:
             return fits["loglinear"].sigma
         return min(f.sigma for f in fits.values())
+
     return floor
 
 
@@ -159,16 +169,26 @@ def _laws(raw: list, n_boot: int, seed: int, notes: list[str]):
     """The variants' L(C) laws (``laws`` as fit.json shows them, the pair law) and the untied slope for the
     multiplier: the pair law's, else a power law's through the untied rungs, else None."""
     have = {name: [r[i] for r in raw if r[i] is not None] for name, i in (("tied", 1), ("untied", 2))}
-    pair = fit_pair(*[np.array([b[k] for b in have[v]]) for v in ("tied", "untied") for k in ("flops", "loss")],
-                    n_boot=n_boot, seed=seed)
+    pair = fit_pair(
+        *[np.array([b[k] for b in have[v]]) for v in ("tied", "untied") for k in ("flops", "loss")],
+        n_boot=n_boot,
+        seed=seed,
+    )
     if pair is not None:
-        return ({"tied": pair_variant_dict(pair, 0), "untied": pair_variant_dict(pair, 1)}, pair,
-                lambda c: slope(pair, c, 1.0))
-    power = fit_law([b["flops"] for b in have["untied"]], [b["loss"] for b in have["untied"]], n_boot=n_boot,
-                    seed=seed)
-    notes.append("no L(C) pair law (needs each variant's rungs at >= 3 computes)"
-                 + ("; the multiplier uses a power law through the untied rungs" if power is not None else
-                    "; no loss-vs-compute law for the untied variant (needs rungs at >= 2 computes): no multiplier"))
+        return (
+            {"tied": pair_variant_dict(pair, 0), "untied": pair_variant_dict(pair, 1)},
+            pair,
+            lambda c: slope(pair, c, 1.0),
+        )
+    power = fit_law([b["flops"] for b in have["untied"]], [b["loss"] for b in have["untied"]], n_boot=n_boot, seed=seed)
+    notes.append(
+        "no L(C) pair law (needs each variant's rungs at >= 3 computes)"
+        + (
+            "; the multiplier uses a power law through the untied rungs"
+            if power is not None
+            else "; no loss-vs-compute law for the untied variant (needs rungs at >= 2 computes): no multiplier"
+        )
+    )
     return {"tied": None, "untied": law_dict(power)}, None, (None if power is None else (lambda c: slope(power, c)))
 
 
@@ -218,30 +238,59 @@ def fit_tie_ablation(
             missing = " or ".join(n for n, v in (("tied", t), ("untied", u)) if v is None)
             why = f"{sc.label}: no {missing} run with a finite loss at this rung"
             notes.append(why)
-            skipped_rows.append(TieScale(sc.label, sc.flops, None if t is None else t["flops"],
-                                         None if u is None else u["flops"], None if t is None else t["loss"],
-                                         None if u is None else u["loss"], None, None, None, None, None, None, None,
-                                         0 if t is None else t["n"], 0 if u is None else u["n"], why))
+            skipped_rows.append(
+                TieScale(
+                    sc.label,
+                    sc.flops,
+                    None if t is None else t["flops"],
+                    None if u is None else u["flops"],
+                    None if t is None else t["loss"],
+                    None if u is None else u["loss"],
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    0 if t is None else t["n"],
+                    0 if u is None else u["n"],
+                    why,
+                )
+            )
             continue
         row_notes = []
         if abs(math.log(u["flops"] / t["flops"])) > math.log1p(COMPUTE_MATCH_TOL):
             row_notes.append(
                 f"{sc.label}: the table's FLOPs differ by {abs(u['flops'] / t['flops'] - 1):.1%} between the "
                 "variants; compared at the same shape and tokens (the same FLOPs per token when the LM head is "
-                "counted for both)")
+                "counted for both)"
+            )
         se = sd * math.sqrt(1 / t["n"] + 1 / u["n"]) if sd else None
-        rows.append({"scale": sc.label, "flops": math.sqrt(t["flops"] * u["flops"]), "t": t, "u": u,
-                     "gap": math.log(u["loss"]) - math.log(t["loss"]), "se": se, "notes": tuple(row_notes)})
+        rows.append(
+            {
+                "scale": sc.label,
+                "flops": math.sqrt(t["flops"] * u["flops"]),
+                "t": t,
+                "u": u,
+                "gap": math.log(u["loss"]) - math.log(t["loss"]),
+                "se": se,
+                "notes": tuple(row_notes),
+            }
+        )
         notes.extend(row_notes)
 
     laws, pair, slope_at = _laws(raw, n_boot, seed, notes)
 
     trend, reason = None, None
     if rows:
-        data = EffectData([r["flops"] for r in rows], [r["gap"] for r in rows], [r["scale"] for r in rows],
-                          float(np.median([r["se"] for r in rows])) if sd else 0.0,
-                          {"loss_a": np.array([r["t"]["loss"] for r in rows]),
-                           "loss_b": np.array([r["u"]["loss"] for r in rows])})
+        data = EffectData(
+            [r["flops"] for r in rows],
+            [r["gap"] for r in rows],
+            [r["scale"] for r in rows],
+            float(np.median([r["se"] for r in rows])) if sd else 0.0,
+            {"loss_a": np.array([r["t"]["loss"] for r in rows]), "loss_b": np.array([r["u"]["loss"] for r in rows])},
+        )
         trend = fit_trend(data, TIE_FORMS, quantity=GAP, floor=_floor(data.noise), n_boot=n_boot, seed=seed)
     if trend is None:
         reason = f"the tie trend needs at least 2 rungs with both variants, got {len(rows)}"
@@ -260,22 +309,41 @@ def fit_tie_ablation(
         se = r["se"]
         gaps = np.concatenate([[r["gap"]], r["gap"] + (se or 0.0) * np.random.default_rng(3).standard_normal(2000)])
         m, m_ci = calls.multiplier(slope_at, r["flops"], gaps if se else gaps[:1])
-        scales.append(TieScale(r["scale"], r["flops"], r["t"]["flops"], r["u"]["flops"], r["t"]["loss"],
-                               r["u"]["loss"], r["gap"], se, noise["source"],
-                               None if se is None else bool(abs(r["gap"]) > Z90 * se), calls.winner_of(r["gap"]), m,
-                               m_ci, r["t"]["n"], r["u"]["n"], None, r["notes"]))
+        scales.append(
+            TieScale(
+                r["scale"],
+                r["flops"],
+                r["t"]["flops"],
+                r["u"]["flops"],
+                r["t"]["loss"],
+                r["u"]["loss"],
+                r["gap"],
+                se,
+                noise["source"],
+                None if se is None else bool(abs(r["gap"]) > Z90 * se),
+                calls.winner_of(r["gap"]),
+                m,
+                m_ci,
+                r["t"]["n"],
+                r["u"]["n"],
+                None,
+                r["notes"],
+            )
+        )
     scales.extend(skipped_rows)
     scales.sort(key=lambda s: s.flops if s.flops is not None and math.isfinite(s.flops) else math.inf)
 
-    cross = calls.crossover(trend, [{"scale": r["scale"], "flops": r["flops"], "gap": r["gap"], "se": r["se"]}
-                                    for r in rows], hero_flops)
+    cross = calls.crossover(
+        trend, [{"scale": r["scale"], "flops": r["flops"], "gap": r["gap"], "se": r["se"]} for r in rows], hero_flops
+    )
     if reason:
         cross["message"] = reason
     hero = None
     if trend is not None and hero_flops is not None:
         hero = calls.hero_call(trend, float(hero_flops), slope_at)
-    return TieAblation(tuple(scales), trend, reason, cross, laws, pair, hero_flops, hero, noise, TIE_METHOD,
-                       tuple(notes))
+    return TieAblation(
+        tuple(scales), trend, reason, cross, laws, pair, hero_flops, hero, noise, TIE_METHOD, tuple(notes)
+    )
 
 
 def paired_forecast(primary: str, target: dict, hero_call: dict | None, other: str) -> dict | None:
@@ -292,5 +360,13 @@ def paired_forecast(primary: str, target: dict, hero_call: dict | None, other: s
         return None
     sign = 1.0 if other == "untied" else -1.0  # the gap is untied minus tied
     lo, hi = sorted((loss * math.exp(sign * ci[0]), loss * math.exp(sign * ci[1])))
-    return {"variant": other, "loss": loss * math.exp(sign * g), "lo": lo, "hi": hi, "from": primary,
-            "from_loss": loss, "gap": g, "basis": "paired comparison (the tied-vs-untied call)"}
+    return {
+        "variant": other,
+        "loss": loss * math.exp(sign * g),
+        "lo": lo,
+        "hi": hi,
+        "from": primary,
+        "from_loss": loss,
+        "gap": g,
+        "basis": "paired comparison (the tied-vs-untied call)",
+    }

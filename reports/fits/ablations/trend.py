@@ -72,10 +72,18 @@ class TrendRow:
     draws: np.ndarray = field(repr=False, default=None)
 
     def to_dict(self) -> dict:
-        return {"prefix": self.prefix, "form": self.form, "rung": self.label, "compute": self.compute,
-                "actual": self.actual, "forecast": self.point, "interval": [self.lo, self.hi],
-                "error": self.point - self.actual, "inside": bool(self.lo <= self.actual <= self.hi),
-                "compute_x": self.compute_x}
+        return {
+            "prefix": self.prefix,
+            "form": self.form,
+            "rung": self.label,
+            "compute": self.compute,
+            "actual": self.actual,
+            "forecast": self.point,
+            "interval": [self.lo, self.hi],
+            "error": self.point - self.actual,
+            "inside": bool(self.lo <= self.actual <= self.hi),
+            "compute_x": self.compute_x,
+        }
 
 
 def _fit_all(data: EffectData, forms: Sequence[TrendForm], n_boot: int, seed: int):
@@ -110,8 +118,20 @@ def rollout(data: EffectData, forms: Sequence[TrendForm], *, n_boot: int = ROLLO
             point, draws = ft.draws(c, n_draws=ROW_DRAWS, seed=seed + k, noise=True, sigma_floor=data.noise)
             lo, hi = interval(draws, axis=0)
             for j, i in enumerate(test):
-                rows.append(TrendRow(k, key, data.labels[i], float(c[j]), float(data.y[i]), float(point[j]),
-                                     float(lo[j]), float(hi[j]), float(c[j] / top), draws[:, j]))
+                rows.append(
+                    TrendRow(
+                        k,
+                        key,
+                        data.labels[i],
+                        float(c[j]),
+                        float(data.y[i]),
+                        float(point[j]),
+                        float(lo[j]),
+                        float(hi[j]),
+                        float(c[j] / top),
+                        draws[:, j],
+                    )
+                )
     return rows, prefixes
 
 
@@ -127,10 +147,14 @@ def score(rows: list[TrendRow], forms: Sequence[str]) -> dict[str, dict]:
     out = {}
     for f, rs in by_form.items():
         use = [r for r in rs if (r.prefix, r.label) in common] if len(common) >= MIN_COMMON else rs
-        out[f] = {"n": len(use), "common": len(common) >= MIN_COMMON, "rms": _weighted_rms(use),
-                  "mae": float(np.mean([abs(r.point - r.actual) for r in use])),
-                  "coverage": float(np.mean([r.lo <= r.actual <= r.hi for r in use])),
-                  "max_compute_x": float(max(r.compute_x for r in use))}
+        out[f] = {
+            "n": len(use),
+            "common": len(common) >= MIN_COMMON,
+            "rms": _weighted_rms(use),
+            "mae": float(np.mean([abs(r.point - r.actual) for r in use])),
+            "coverage": float(np.mean([r.lo <= r.actual <= r.hi for r in use])),
+            "max_compute_x": float(max(r.compute_x for r in use)),
+        }
     return out
 
 
@@ -138,13 +162,17 @@ def weigh(scores: dict[str, dict], fitted: Sequence[str], floor: float) -> tuple
     scored = {k: s for k, s in scores.items() if k in fitted and s["n"] > 0}
     if not scored:
         w = {k: 1.0 / len(fitted) for k in fitted}
-        return w, ("no rollout forecasts (too few rungs to fit on the smaller ones and check on the larger), so "
-                   f"every identifiable form counts equally: {', '.join(fitted)}")
+        return w, (
+            "no rollout forecasts (too few rungs to fit on the smaller ones and check on the larger), so "
+            f"every identifiable form counts equally: {', '.join(fitted)}"
+        )
     floor = max(floor, 1e-6)
     w, dropped = rms_weights({k: s["rms"] for k, s in scored.items()}, floor)
     parts = [f"{k} {s['rms']:.3g}" for k, s in sorted(scored.items(), key=lambda kv: kv[1]["rms"])]
-    why = (f"weighted by rollout error (distance-weighted RMS: {', '.join(parts)}; floor {floor:.2g}, the noise "
-           "of one rung); weights " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1])))
+    why = (
+        f"weighted by rollout error (distance-weighted RMS: {', '.join(parts)}; floor {floor:.2g}, the noise "
+        "of one rung); weights " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1]))
+    )
     if dropped:
         why += f"; left out (more than {RELATIVE_RMS_CUT:g}x the best error): {', '.join(dropped)}"
     return w, why
@@ -168,25 +196,39 @@ def mixture_rows(rows: list[TrendRow], weights: dict[str, float], paired: bool =
         have = {r.form: r for r in rs if r.form in weighted}
         if not have or set(have) != weighted:
             continue  # the mixture is judged only where every weighted form forecast this rung
-        point, mixed = mix({k: r.draws for k, r in have.items()}, {k: r.point for k, r in have.items()}, weights,
-                           rng, paired=paired)
+        point, mixed = mix(
+            {k: r.draws for k, r in have.items()}, {k: r.point for k, r in have.items()}, weights, rng, paired=paired
+        )
         point = float(point)
         lo, hi = interval(mixed)
         r0 = rs[0]
-        out.append({"prefix": prefix, "rung": label, "compute": r0.compute, "compute_x": r0.compute_x,
-                    "actual": r0.actual, "forecast": point, "interval": [float(lo), float(hi)],
-                    "error": point - r0.actual, "z": side_z(r0.actual, point, lo, hi, 1e-12)})
+        out.append(
+            {
+                "prefix": prefix,
+                "rung": label,
+                "compute": r0.compute,
+                "compute_x": r0.compute_x,
+                "actual": r0.actual,
+                "forecast": point,
+                "interval": [float(lo), float(hi)],
+                "error": point - r0.actual,
+                "z": side_z(r0.actual, point, lo, hi, 1e-12),
+            }
+        )
     return out
 
 
 def trend_reach(rows: list[dict], factor: float) -> dict:
     """The largest compute multiple up to which every mixture forecast's widened interval covered the effect."""
+
     def covered(r):
         (lo, hi), p = r["interval"], r["forecast"]
         return p - factor * (p - lo) <= r["actual"] <= p + factor * (hi - p)
 
-    return {"compute_x": reach(rows, "compute_x", covered),
-            "tested_compute_x": max((r["compute_x"] for r in rows), default=1.0)}
+    return {
+        "compute_x": reach(rows, "compute_x", covered),
+        "tested_compute_x": max((r["compute_x"] for r in rows), default=1.0),
+    }
 
 
 @dataclass
@@ -227,8 +269,9 @@ class Trend:
         points, draws = {}, {}
         for k, w in self.weights.items():
             if w > 0:
-                points[k], draws[k] = self.fits[k].draws(c, n_draws=n_draws, seed=one, noise=noise,
-                                                         sigma_floor=self.data.noise)
+                points[k], draws[k] = self.fits[k].draws(
+                    c, n_draws=n_draws, seed=one, noise=noise, sigma_floor=self.data.noise
+                )
         point, mixed = mix(draws, points, self.weights, rng, paired=_paired(self.fits, draws))
         return point, point + self.factor * (mixed - point)
 
@@ -237,9 +280,15 @@ class Trend:
         point, d = self.curves([c], noise=True)
         lo, hi = interval(d[:, 0])
         by_form = {k: float(f.predict(np.array([c]))[0]) for k, f in self.fits.items()}
-        return {"point": float(point[0]), "lo": float(lo), "hi": float(hi), "draws": d[:, 0], "by_form": by_form,
-                "compute_x": float(c / self.max_compute), "within_reach": bool(c / self.max_compute
-                                                                               <= self.reach["compute_x"] * 1.0001)}
+        return {
+            "point": float(point[0]),
+            "lo": float(lo),
+            "hi": float(hi),
+            "draws": d[:, 0],
+            "by_form": by_form,
+            "compute_x": float(c / self.max_compute),
+            "within_reach": bool(c / self.max_compute <= self.reach["compute_x"] * 1.0001),
+        }
 
     def band(self, grid) -> dict:
         point, d = self.curves(grid, noise=True, n_draws=1500)
@@ -249,32 +298,61 @@ class Trend:
     def to_dict(self) -> dict:
         return {
             "quantity": self.quantity,
-            "forms": {k: {"title": self.titles.get(k, k), **f.to_dict(), "weight": self.weights.get(k, 0.0),
-                          "rollout": self.scores.get(k)} for k, f in self.fits.items()},
+            "forms": {
+                k: {
+                    "title": self.titles.get(k, k),
+                    **f.to_dict(),
+                    "weight": self.weights.get(k, 0.0),
+                    "rollout": self.scores.get(k),
+                }
+                for k, f in self.fits.items()
+            },
             "skipped": self.skipped,
             "weights": self.weights,
             "selection": self.why,
-            "rollout": {"rows": [r.to_dict() for r in self.rows], "prefixes": self.prefixes,
-                        "mixture": self.mix_rows},
+            "rollout": {"rows": [r.to_dict() for r in self.rows], "prefixes": self.prefixes, "mixture": self.mix_rows},
             "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor, "n": len(self.mix_rows)},
             "reach": self.reach,
             "noise": self.data.noise,
         }
 
 
-def fit_trend(data: EffectData, forms: Sequence[TrendForm], *, quantity: str, floor: float | Callable = 0.0,
-              n_boot: int = N_BOOT, seed: int = 0) -> Trend | None:
+def fit_trend(
+    data: EffectData,
+    forms: Sequence[TrendForm],
+    *,
+    quantity: str,
+    floor: float | Callable = 0.0,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> Trend | None:
     """Fit, backtest, weigh and calibrate the trend forms of an effect; None when no form is identifiable.
     ``floor``: the RMS floor of the weights (a number, or a function of the full-data fits)."""
     fits, skipped = _fit_all(data, forms, n_boot, seed)
     if not fits:
         return None
-    rows, prefixes = rollout(data, [f for f in forms if f.key in fits], n_boot=max(20, min(ROLLOUT_BOOT, n_boot // 2)),
-                             seed=seed)
+    rows, prefixes = rollout(
+        data, [f for f in forms if f.key in fits], n_boot=max(20, min(ROLLOUT_BOOT, n_boot // 2)), seed=seed
+    )
     scores = score(rows, list(fits))
     fl = floor(fits) if callable(floor) else floor
     weights, why = weigh(scores, list(fits), fl)
     mixed = mixture_rows(rows, weights, paired=_paired(fits, [k for k, v in weights.items() if v > 0]))
     coverage, factor = calibrate([r["z"] for r in mixed])
-    return Trend(quantity, data, fits, skipped, {f.key: f.title for f in forms}, rows, prefixes, scores, weights,
-                 why, mixed, coverage, factor, trend_reach(mixed, factor), seed)
+    return Trend(
+        quantity,
+        data,
+        fits,
+        skipped,
+        {f.key: f.title for f in forms},
+        rows,
+        prefixes,
+        scores,
+        weights,
+        why,
+        mixed,
+        coverage,
+        factor,
+        trend_reach(mixed, factor),
+        seed,
+    )

@@ -41,8 +41,13 @@ class EffectData:
 
     def subset(self, mask: np.ndarray) -> EffectData:
         mask = np.asarray(mask, dtype=bool)
-        return EffectData(self.compute[mask], self.y[mask], [x for x, m in zip(self.labels, mask) if m], self.noise,
-                          {k: np.asarray(v)[mask] for k, v in self.columns.items()})
+        return EffectData(
+            self.compute[mask],
+            self.y[mask],
+            [x for x, m in zip(self.labels, mask) if m],
+            self.noise,
+            {k: np.asarray(v)[mask] for k, v in self.columns.items()},
+        )
 
 
 class Fitted(Protocol):
@@ -50,8 +55,9 @@ class Fitted(Protocol):
 
     def predict(self, c: np.ndarray) -> np.ndarray: ...
 
-    def draws(self, c: np.ndarray, *, n_draws: int, seed: int, noise: bool, sigma_floor: float
-              ) -> tuple[np.ndarray, np.ndarray]: ...
+    def draws(
+        self, c: np.ndarray, *, n_draws: int, seed: int, noise: bool, sigma_floor: float
+    ) -> tuple[np.ndarray, np.ndarray]: ...
 
     def to_dict(self) -> dict: ...
 
@@ -81,8 +87,9 @@ class EngineFitted:
         return self.law.predict(np.asarray(c, dtype=float)[:, None])
 
     def draws(self, c, *, n_draws, seed, noise, sigma_floor):
-        return self.law.draws(np.asarray(c, dtype=float)[:, None], n_draws=n_draws, seed=seed, noise=noise,
-                              sigma_floor=sigma_floor)
+        return self.law.draws(
+            np.asarray(c, dtype=float)[:, None], n_draws=n_draws, seed=seed, noise=noise, sigma_floor=sigma_floor
+        )
 
     def to_dict(self) -> dict:
         return {"formula": self.formula, **self.law.to_dict()}
@@ -132,5 +139,10 @@ def scaled_power(name: str = "power", symbol: str = "y", max_rate: float = 1.0) 
     """``y = c C^-gamma``, ``|gamma| <= max_rate``: a gap of log losses shrinks or grows no faster than the
     reducible losses themselves change (their exponents in C are well below 1); unbounded, a gap near zero
     lets bootstrap refits pick a tiny c with an absurd growth that explodes far beyond the ladder."""
-    return EngineTrend(name, "shrinking or growing power (never changes sign)", f"{symbol} = c C^-gamma",
-                       ScaledPower(name, ("c", "gamma"), gamma_bounds=(-max_rate, max_rate)), 2)
+    return EngineTrend(
+        name,
+        "shrinking or growing power (never changes sign)",
+        f"{symbol} = c C^-gamma",
+        ScaledPower(name, ("c", "gamma"), gamma_bounds=(-max_rate, max_rate)),
+        2,
+    )

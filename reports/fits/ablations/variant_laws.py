@@ -39,7 +39,9 @@ def law_unidentifiable(compute, loss, *, saturating: bool = True) -> str | None:
     keep = frontier_mask(c, y)
     n, k = int(keep.sum()), _levels(c[keep])
     if saturating:
-        return None if (n >= 4 and k >= 3) else f"L(C) needs >= 4 compute-optimal rungs at >= 3 computes (has {n} at {k})"
+        return (
+            None if (n >= 4 and k >= 3) else f"L(C) needs >= 4 compute-optimal rungs at >= 3 computes (has {n} at {k})"
+        )
     return None if k >= 2 else f"a loss-vs-compute slope needs rungs at >= 2 computes (has {k})"
 
 
@@ -71,8 +73,11 @@ def law_dict(law: LawFit | None) -> dict | None:
     if law is None:
         return None
     p = law.params
-    text = (f"L = {p['E']:.4g} + {p['A']:.4g} C^-{p['alpha']:.4g}" if "E" in p
-            else f"L = {math.exp(p['a']):.4g} C^{p['b']:.4g}")
+    text = (
+        f"L = {p['E']:.4g} + {p['A']:.4g} C^-{p['alpha']:.4g}"
+        if "E" in p
+        else f"L = {math.exp(p['a']):.4g} C^{p['b']:.4g}"
+    )
     return {"formula": text, **law.to_dict()}
 
 
@@ -127,8 +132,12 @@ class SharedFloor:
     def public(self, thetas, center):
         th = np.atleast_2d(np.asarray(thetas, dtype=float))
         c = float(np.asarray(center)[0])
-        out = {"E": np.exp(th[:, 0]), "A_a": np.exp(th[:, 1] + th[:, 3] * c), "A_b": np.exp(th[:, 2] + th[:, 3] * c),
-               "alpha": th[:, 3]}
+        out = {
+            "E": np.exp(th[:, 0]),
+            "A_a": np.exp(th[:, 1] + th[:, 3] * c),
+            "A_b": np.exp(th[:, 2] + th[:, 3] * c),
+            "alpha": th[:, 3],
+        }
         return {k: (v[0] if np.ndim(thetas) == 1 else v) for k, v in out.items()}
 
 
@@ -163,10 +172,14 @@ def pair_variant_dict(law: LawFit, flag: int) -> dict:
     v = "ab"[flag]
     keys = {"E": "E", "A": f"A_{v}", "alpha": "alpha"}
     params = {k: p[src] for k, src in keys.items()}
-    return {"formula": f"L = {params['E']:.4g} + {params['A']:.4g} C^-{params['alpha']:.4g} (floor and exponent shared)",
-            "form": law.form.name, "params": params,
-            "ci90": {k: (list(ci[src]) if ci[src] else None) for k, src in keys.items()}, "n": law.n,
-            "sigma": law.sigma}
+    return {
+        "formula": f"L = {params['E']:.4g} + {params['A']:.4g} C^-{params['alpha']:.4g} (floor and exponent shared)",
+        "form": law.form.name,
+        "params": params,
+        "ci90": {k: (list(ci[src]) if ci[src] else None) for k, src in keys.items()},
+        "n": law.n,
+        "sigma": law.sigma,
+    }
 
 
 @dataclass
@@ -186,12 +199,13 @@ class LawDifference:
 
     def predict(self, c):
         p = self.law.predict(self._raw(c))
-        return p[len(p) // 2:] - p[: len(p) // 2]
+        return p[len(p) // 2 :] - p[: len(p) // 2]
 
     def draws(self, c, *, n_draws, seed, noise, sigma_floor):
         # one call: each draw row uses one bootstrap replicate for both variants, with independent run noise
-        p, d = self.law.draws(self._raw(c), n_draws=n_draws, seed=seed, noise=noise,
-                              sigma_floor=sigma_floor / math.sqrt(2.0))
+        p, d = self.law.draws(
+            self._raw(c), n_draws=n_draws, seed=seed, noise=noise, sigma_floor=sigma_floor / math.sqrt(2.0)
+        )
         m = len(p) // 2
         return p[m:] - p[:m], d[:, m:] - d[:, :m]
 
@@ -211,6 +225,7 @@ class LawDifferenceForm:
         return pair_unidentifiable(data.compute, data.columns["loss_a"], data.compute, data.columns["loss_b"])
 
     def fit(self, data: EffectData, *, n_boot: int, seed: int) -> LawDifference:
-        law = fit_pair(data.compute, data.columns["loss_a"], data.compute, data.columns["loss_b"], n_boot=n_boot,
-                       seed=seed)
+        law = fit_pair(
+            data.compute, data.columns["loss_a"], data.compute, data.columns["loss_b"], n_boot=n_boot, seed=seed
+        )
         return LawDifference(law, self.formula)

@@ -78,8 +78,12 @@ class LawFit:
         return {k: (float(np.quantile(v, q[0])), float(np.quantile(v, q[1]))) for k, v in pub.items()}
 
     def _x(self, raw) -> np.ndarray:
-        return self.form.prepare(np.atleast_2d(np.asarray(raw, dtype=float)) if np.ndim(raw) > 1
-                                 else np.asarray(raw, dtype=float).reshape(-1, self.raw.shape[1]), self.center)[0]
+        return self.form.prepare(
+            np.atleast_2d(np.asarray(raw, dtype=float))
+            if np.ndim(raw) > 1
+            else np.asarray(raw, dtype=float).reshape(-1, self.raw.shape[1]),
+            self.center,
+        )[0]
 
     def predict(self, raw) -> np.ndarray:
         """Point forecasts of the target at raw inputs (m, F)."""
@@ -91,8 +95,16 @@ class LawFit:
             raise ValueError("fitted without a bootstrap")
         return self.form.predict_many(self.boot, self._x(raw))
 
-    def draws(self, raw, *, n_draws: int = 20000, sigma_floor: float = 0.0, seed: int = 0, noise: bool = True,
-              t_factor: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def draws(
+        self,
+        raw,
+        *,
+        n_draws: int = 20000,
+        sigma_floor: float = 0.0,
+        seed: int = 0,
+        noise: bool = True,
+        t_factor: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(point (m,), draws (n_draws, m))`` of a new run's target (``noise=False``: of the law itself).
         ``t_factor=False`` leaves out ``kappa``: for callers that calibrate the intervals against held-out runs
         themselves (the loss forecast's rollout), where it would widen twice for the same few degrees of freedom."""

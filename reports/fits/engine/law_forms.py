@@ -78,8 +78,15 @@ class PowerSum:
     ``E = exp(e)``, ``A_k = exp(a_k + alpha_m(k) c_k)`` (raw), ``alpha_j``. ``feature_power`` multiplies each log
     feature (e.g. 2 for N^2) before centring."""
 
-    def __init__(self, name: str, param_names: Sequence[str], exp_map: Sequence[int], *,
-                 exp_bounds: tuple[float, float] = (0.0, 5.0), exp_grid: np.ndarray | None = None):
+    def __init__(
+        self,
+        name: str,
+        param_names: Sequence[str],
+        exp_map: Sequence[int],
+        *,
+        exp_bounds: tuple[float, float] = (0.0, 5.0),
+        exp_grid: np.ndarray | None = None,
+    ):
         self.name = name
         self.exp_map = tuple(int(j) for j in exp_map)
         self.k = len(self.exp_map)
@@ -272,8 +279,12 @@ class ScaledPower:
     name = "scaled_power"
     n_params = 2
 
-    def __init__(self, name: str = "scaled_power", param_names: Sequence[str] = ("c", "gamma"),
-                 gamma_bounds: tuple[float, float] = (-2.0, 2.0)):
+    def __init__(
+        self,
+        name: str = "scaled_power",
+        param_names: Sequence[str] = ("c", "gamma"),
+        gamma_bounds: tuple[float, float] = (-2.0, 2.0),
+    ):
         self.name = name
         self.param_names = tuple(param_names)
         self.gamma_bounds = gamma_bounds

@@ -116,8 +116,14 @@ def _lbfgs(form, theta0, x, y, w, delta):
         h = (w * huber(r[0], delta)).sum()
         return h * scale, ((np.clip(r[0], -delta, delta) * w) @ jac[0]) * scale
 
-    res = minimize(fun, np.clip(theta0, lo, hi), jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)),
-                   options={"maxiter": 1000, "ftol": 1e-13, "gtol": 1e-10, "maxcor": 20})
+    res = minimize(
+        fun,
+        np.clip(theta0, lo, hi),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=list(zip(lo, hi)),
+        options={"maxiter": 1000, "ftol": 1e-13, "gtol": 1e-10, "maxcor": 20},
+    )
     return res.x, float(res.fun / scale)
 
 
@@ -185,8 +191,20 @@ def bootstrap(form, theta, pool, x, y, w, *, n_boot, seed, delta=HUBER_DELTA, st
 
 
 @single_threaded_blas
-def fit(form, raw, y, *, weights=None, n_boot: int = 200, seed: int = 0, delta: float = HUBER_DELTA,
-        n_starts: int = 8, extra=None, labels=None, noise=None) -> LawFit:
+def fit(
+    form,
+    raw,
+    y,
+    *,
+    weights=None,
+    n_boot: int = 200,
+    seed: int = 0,
+    delta: float = HUBER_DELTA,
+    n_starts: int = 8,
+    extra=None,
+    labels=None,
+    noise=None,
+) -> LawFit:
     """Fit ``form`` to targets ``y`` (a log-space quantity) at raw inputs ``raw`` (n, F) and bootstrap it.
     ``labels`` (run ids) are kept with the data used; ``noise``: the bootstrap's standard normals, one column
     per point (:func:`bootstrap`)."""
@@ -195,5 +213,16 @@ def fit(form, raw, y, *, weights=None, n_boot: int = 200, seed: int = 0, delta: 
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
     theta, obj, pool = search(form, x, y, w, delta=delta, n_starts=n_starts, extra=extra)
     boot = bootstrap(form, theta, pool, x, y, w, n_boot=n_boot, seed=seed, delta=delta, noise=noise) if n_boot else None
-    return LawFit(form=form, theta=theta, objective=obj, center=center, x=x, y=y, weights=w, boot=boot,
-                  raw=np.asarray(raw, dtype=float), labels=None if labels is None else list(labels), delta=delta)
+    return LawFit(
+        form=form,
+        theta=theta,
+        objective=obj,
+        center=center,
+        x=x,
+        y=y,
+        weights=w,
+        boot=boot,
+        raw=np.asarray(raw, dtype=float),
+        labels=None if labels is None else list(labels),
+        delta=delta,
+    )

@@ -216,8 +216,17 @@ def fit_hparams(
         ne = sub["params_non_embedding"].median() if "params_non_embedding" in sub.columns else None
         rows.append(
             HparamScale(
-                sc.label, sc.flops, sc.params, sc.tokens, len(sub), n_div, tuple(jsonable(p) for p in pts), sweep,
-                skipped, tuple(n_notes), None if ne is None or not np.isfinite(ne) else float(ne),
+                sc.label,
+                sc.flops,
+                sc.params,
+                sc.tokens,
+                len(sub),
+                n_div,
+                tuple(jsonable(p) for p in pts),
+                sweep,
+                skipped,
+                tuple(n_notes),
+                None if ne is None or not np.isfinite(ne) else float(ne),
             )
         )
         notes.extend(n_notes)
@@ -231,8 +240,16 @@ def fit_hparams(
 
     def law(axis: str, value: str, quantity: str, prefer: str, no_data: str | None, k: int) -> OptimumLaw:
         pts, excl = _collect(rows, axis, value, use_edge)
-        res = fit_optimum_law(pts, quantity=quantity, prefer=prefer, hero=hero, excluded=excl,
-                              no_data_reason=no_data, n_boot=n_boot, seed=seed + 1000 * k)
+        res = fit_optimum_law(
+            pts,
+            quantity=quantity,
+            prefer=prefer,
+            hero=hero,
+            excluded=excl,
+            no_data_reason=no_data,
+            n_boot=n_boot,
+            seed=seed + 1000 * k,
+        )
         return with_rollout(res, n_boot=n_boot, seed=seed + 1000 * k) if value == "opt" else res
 
     result = HparamResult(
@@ -269,8 +286,17 @@ def _collect(rows: list[HparamScale], axis: str, value: str, use_edge: bool) -> 
             excl[r.scale] = opt.message or opt.status
             continue
         y, ci = (opt.opt, opt.ci90) if value == "opt" else (opt.penalty_2x, opt.penalty_2x_ci90)
-        pts.append({"scale": r.scale, "params": r.params, "tokens": r.tokens, "flops": r.flops,
-                    "params_non_embedding": r.params_non_embedding, "y": y, "y_ci90": ci})
+        pts.append(
+            {
+                "scale": r.scale,
+                "params": r.params,
+                "tokens": r.tokens,
+                "flops": r.flops,
+                "params_non_embedding": r.params_non_embedding,
+                "y": y,
+                "y_ci90": ci,
+            }
+        )
     return pts, excl
 
 

@@ -115,8 +115,9 @@ class OptimumLaw:
     def extrapolation(self) -> float | None:
         return None if self.hero is None else self.hero.get("compute_x")
 
-    def at(self, params: float | None, tokens: float | None, flops: float | None
-           ) -> tuple[float | None, tuple[float | None, float | None] | None, str | None]:
+    def at(
+        self, params: float | None, tokens: float | None, flops: float | None
+    ) -> tuple[float | None, tuple[float | None, float | None] | None, str | None]:
         """(value, 90% interval, reason when None) of the law at one (N, D, C)."""
         if self.law is None:
             return None, None, self.reason
@@ -188,8 +189,10 @@ def choose(prefer: str, pts: Sequence[dict]) -> tuple[str, str | None]:
     lf = FORMS[prefer]
     need = len(lf.exponents) + 2  # a residual degree of freedom beyond the compute law's
     if len(pts) < need:
-        return "compute", (f"{len(pts)} rungs are too few for a law in {' and '.join(lf.symbols)} (needs {need}): "
-                           "a law in compute C instead")
+        return "compute", (
+            f"{len(pts)} rungs are too few for a law in {' and '.join(lf.symbols)} (needs {need}): "
+            "a law in compute C instead"
+        )
     n = np.array([p["params"] for p in pts], dtype=float)
     d = np.array([p["tokens"] for p in pts], dtype=float)
     if separable(n, d):
@@ -201,8 +204,10 @@ def choose(prefer: str, pts: Sequence[dict]) -> tuple[str, str | None]:
         why = "D varies less than 2x over the rungs"
     else:
         why = f"the rungs lie at about one tokens/param, {ratio.min():.3g}..{ratio.max():.3g}"
-    return "compute", (f"the rungs cannot separate N from D ({why}): a law in compute C instead of one in "
-                       f"{' and '.join(lf.symbols)}, valid along the ladder's own path in (N, D)")
+    return "compute", (
+        f"the rungs cannot separate N from D ({why}): a law in compute C instead of one in "
+        f"{' and '.join(lf.symbols)}, valid along the ladder's own path in (N, D)"
+    )
 
 
 def _empty(quantity: str, reason: str, pts: Sequence[dict], excluded: dict, single: dict | None) -> OptimumLaw:
@@ -224,25 +229,32 @@ def fit_optimum_law(
     form when the rungs identify it (``n_d``, ``d`` or ``compute``). ``hero``: {params, tokens, flops}.
     Needs 2 rungs; otherwise ``law`` is None with a reason (``single`` set with exactly one)."""
     excluded = dict(excluded or {})
-    good = [p for p in points if p.get("y") is not None and p["y"] > 0
-            and all(p.get(c) is not None and p[c] > 0 for c in ("params", "tokens", "flops"))]
+    good = [
+        p
+        for p in points
+        if p.get("y") is not None
+        and p["y"] > 0
+        and all(p.get(c) is not None and p[c] > 0 for c in ("params", "tokens", "flops"))
+    ]
     if len(good) < 2:
         single = dict(good[0]) if len(good) == 1 else None
         if no_data_reason:
             why = no_data_reason
         elif single is not None:
-            why = (f"the {quantity} sweep has a usable optimum at one size only ({single['scale']}), and a law "
-                   "across scale needs at least 2 rungs: the optimum transfers to other sizes by the recipe's rule")
+            why = (
+                f"the {quantity} sweep has a usable optimum at one size only ({single['scale']}), and a law "
+                "across scale needs at least 2 rungs: the optimum transfers to other sizes by the recipe's rule"
+            )
         else:
             why = f"{quantity} law needs at least 2 rungs with a usable {quantity} value, got 0"
         if excluded and not no_data_reason:
             why += "; left out: " + "; ".join(
-                v if str(v).startswith(f"{k}:") else f"{k}: {v}" for k, v in excluded.items())
+                v if str(v).startswith(f"{k}:") else f"{k}: {v}" for k, v in excluded.items()
+            )
         return _empty(quantity, why, good, excluded, single)
     key, fallback = choose(prefer, good)
     if len({tuple(np.round(np.log([p[c] for c in FORMS[key].columns]), 9)) for p in good}) < 2:
-        return _empty(quantity, f"{quantity} law needs at least 2 rungs of different size, got 1", good, excluded,
-                      None)
+        return _empty(quantity, f"{quantity} law needs at least 2 rungs of different size, got 1", good, excluded, None)
     res = fit_form(good, key, quantity, n_boot=n_boot, seed=seed)
     res = replace(res, excluded=excluded, notes=((fallback,) if fallback else ()) + res.notes)
     return _with_hero(res, good, hero)
@@ -264,8 +276,7 @@ def fit_form(good: Sequence[dict], key: str, quantity: str, *, n_boot: int = N_B
     form = engine_form(lf, quantity)
     # weighted: the replicates redraw each optimum from its own error (scaled up by the weighted scatter when
     # the law misses the optima by more than their errors), not from one pooled sigma, so no engine bootstrap
-    law = fit(form, raw, y, weights=w, n_boot=0 if weighted else n_boot, seed=seed,
-              labels=[p["scale"] for p in good])
+    law = fit(form, raw, y, weights=w, n_boot=0 if weighted else n_boot, seed=seed, labels=[p["scale"] for p in good])
     dof_res = law.n - form.n_params
     noise: Noise | None = None
     if weighted:
@@ -282,10 +293,25 @@ def fit_form(good: Sequence[dict], key: str, quantity: str, *, n_boot: int = N_B
     dof = math.inf if noise is None else noise.dof
     params, ci90 = _public(law, boot, dof)
     fitted = np.exp(law.fitted)
-    pts = tuple(jsonable({**p, "weight": None if w is None else float(wi), "fitted": float(f)})
-                for p, wi, f in zip(good, w if w is not None else [None] * len(good), fitted))
-    return OptimumLaw(quantity, key, law, None, pts, {}, tuple(notes), params, ci90,
-                      None if noise is None else noise.source, weighted, boot=boot, dof=dof)
+    pts = tuple(
+        jsonable({**p, "weight": None if w is None else float(wi), "fitted": float(f)})
+        for p, wi, f in zip(good, w if w is not None else [None] * len(good), fitted)
+    )
+    return OptimumLaw(
+        quantity,
+        key,
+        law,
+        None,
+        pts,
+        {},
+        tuple(notes),
+        params,
+        ci90,
+        None if noise is None else noise.source,
+        weighted,
+        boot=boot,
+        dof=dof,
+    )
 
 
 def _public(law: LawFit, boot: np.ndarray | None, dof: float) -> tuple[dict, dict]:
@@ -315,20 +341,35 @@ def _with_hero(res: OptimumLaw, good: Sequence[dict], hero: dict | None) -> Opti
     out = None
     if any(v for v in h.values()):
         value, ci, why = res.at(h["params"], h["tokens"], h["flops"])
-        out = {**h, "value": value, "ci90": ci, "reason": why,
-               "compute_x": h["flops"] / c.max() if h["flops"] else None,
-               "params_x": h["params"] / n.max() if h["params"] else None,
-               "tokens_x": h["tokens"] / d.max() if h["tokens"] else None}
+        out = {
+            **h,
+            "value": value,
+            "ci90": ci,
+            "reason": why,
+            "compute_x": h["flops"] / c.max() if h["flops"] else None,
+            "params_x": h["params"] / n.max() if h["params"] else None,
+            "tokens_x": h["tokens"] / d.max() if h["tokens"] else None,
+        }
     # the path: the hero's tokens/param and FLOPs per 6ND, else the largest rung's
     ratio = h["tokens"] / h["params"] if h["params"] and h["tokens"] else float(d[-1] / n[-1])
     per = h["flops"] / (6 * h["params"] * h["tokens"]) if all(h.values()) else float(c[-1] / (6 * n[-1] * d[-1]))
-    top = h["params"] if h["params"] and h["tokens"] else (h["flops"] / (6 * per * ratio)) ** 0.5 if h["flops"] else None
+    top = (
+        h["params"] if h["params"] and h["tokens"] else (h["flops"] / (6 * per * ratio)) ** 0.5 if h["flops"] else None
+    )
     curve = []
     for ni in np.geomspace(n.min() / 1.3, max(top or 0.0, n.max() * 1.05), 40):
         di = ratio * ni
         ci_ = 6 * per * ni * di
         value, band, _ = res.at(ni, di, ci_)
         if value is not None:
-            curve.append({"params": float(ni), "tokens": float(di), "flops": float(ci_), "y": value,
-                          "lo": None if band is None else band[0], "hi": None if band is None else band[1]})
+            curve.append(
+                {
+                    "params": float(ni),
+                    "tokens": float(di),
+                    "flops": float(ci_),
+                    "y": value,
+                    "lo": None if band is None else band[0],
+                    "hi": None if band is None else band[1],
+                }
+            )
     return replace(res, hero=jsonable(out) if out else None, curve=tuple(jsonable(curve)))

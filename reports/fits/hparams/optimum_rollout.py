@@ -51,10 +51,20 @@ def rollout(law: OptimumLaw, *, n_boot: int = N_BOOT, seed: int = 0) -> dict | N
                 continue
             err = math.log(value / p["y"])
             width = math.hypot(_half(value, ci, p["y"]), _half(p["y"], p.get("y_ci90"), value))
-            rows.append({"prefix": k, "scale": p["scale"], "compute_x": p["flops"] / top["flops"],
-                         "params_x": p["params"] / top["params"], "tokens_x": p["tokens"] / top["tokens"],
-                         "actual": p["y"], "forecast": value, "ci90": ci, "error_pct": 100 * math.expm1(err),
-                         "covered": bool(abs(err) <= width)})
+            rows.append(
+                {
+                    "prefix": k,
+                    "scale": p["scale"],
+                    "compute_x": p["flops"] / top["flops"],
+                    "params_x": p["params"] / top["params"],
+                    "tokens_x": p["tokens"] / top["tokens"],
+                    "actual": p["y"],
+                    "forecast": value,
+                    "ci90": ci,
+                    "error_pct": 100 * math.expm1(err),
+                    "covered": bool(abs(err) <= width),
+                }
+            )
     if not rows:
         return None
     errs = np.array([r["error_pct"] for r in rows])

@@ -76,5 +76,5 @@ def group_scales(df: pd.DataFrame, *, tol: float = 0.10, by: Sequence[str] | Non
                 index=idx,
             )
         )
-    scales.sort(key=lambda s: (s.flops if math.isfinite(s.flops) else math.inf))
+    scales.sort(key=lambda s: s.flops if math.isfinite(s.flops) else math.inf)
     return scales

@@ -138,8 +138,14 @@ def _select(
 
 
 def _fit(
-    u: np.ndarray, v: np.ndarray | None, y: np.ndarray, mask: np.ndarray, terms: tuple[str, ...],
-    best: tuple[float, float | None], n_boot: int, seed: int,
+    u: np.ndarray,
+    v: np.ndarray | None,
+    y: np.ndarray,
+    mask: np.ndarray,
+    terms: tuple[str, ...],
+    best: tuple[float, float | None],
+    n_boot: int,
+    seed: int,
 ) -> QFit:
     raw = u[mask, None] if v is None else np.stack([u[mask], v[mask]], axis=1)
     form = surface_form(terms)

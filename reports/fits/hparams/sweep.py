@@ -150,7 +150,8 @@ def sweep_from_fit(
                 "curvature_fixed_lr": float(fit.c("vv")),
                 "penalty_2x_fixed_lr": (
                     penalty_2x(math.exp(p[0] - p[1] ** 2 / (4 * p[2])), fit.c("vv"))
-                    if fit.c("vv") > 0 and p[2] > 0 else None
+                    if fit.c("vv") > 0 and p[2] > 0
+                    else None
                 ),
                 "profile": "lr re-tuned at every batch",
             },
@@ -194,7 +195,16 @@ def sweep_from_fit(
     if v is not None:
         lr_extra["at_batch_tokens"] = math.exp(v0)
     lr_opt = axis_optimum(
-        names[0], label, poly, opt_draws, curv_draws, u, row_grid, fit.u_best, int(fit.used.sum()), noise_t,
+        names[0],
+        label,
+        poly,
+        opt_draws,
+        curv_draws,
+        u,
+        row_grid,
+        fit.u_best,
+        int(fit.used.sum()),
+        noise_t,
         lr_extra,
     )
     curves = []

@@ -101,16 +101,24 @@ class AllocationLaw:
         return not (lo <= x <= hi)
 
     def to_dict(self) -> dict:
-        return {"k": self.k, "a": self.a, "n_points": self.law.n,
-                "ci90": {k: [float(v[0]), float(v[1])] for k, v in self.ci90.items()},
-                "method": "engine: Linear log y = log k + a log C, residual bootstrap over budgets",
-                "dof": self.law.dof, "sigma_log": self.law.sigma, "huber_delta": self.law.delta,
-                "n_boot": 0 if self.law.boot is None else len(self.law.boot), "x_range": list(self.x_range)}
+        return {
+            "k": self.k,
+            "a": self.a,
+            "n_points": self.law.n,
+            "ci90": {k: [float(v[0]), float(v[1])] for k, v in self.ci90.items()},
+            "method": "engine: Linear log y = log k + a log C, residual bootstrap over budgets",
+            "dof": self.law.dof,
+            "sigma_log": self.law.sigma,
+            "huber_delta": self.law.delta,
+            "n_boot": 0 if self.law.boot is None else len(self.law.boot),
+            "x_range": list(self.x_range),
+        }
 
 
 def fit_allocation(compute: np.ndarray, values: np.ndarray, *, n_boot: int, seed: int) -> AllocationLaw:
-    return AllocationLaw(fit(POWER, np.asarray(compute, dtype=float)[:, None], np.log(values), n_boot=n_boot,
-                             seed=seed))
+    return AllocationLaw(
+        fit(POWER, np.asarray(compute, dtype=float)[:, None], np.log(values), n_boot=n_boot, seed=seed)
+    )
 
 
 @dataclass
@@ -152,19 +160,27 @@ class MinimumLossLaw:
             p = math.log(r["forecast"])
             return p - f * (p - lo) <= math.log(r["actual"]) <= p + f * (hi - p)
 
-        return {"n": len(self.rollout),
-                "rms_pct": 100 * weighted_rms(e, np.log([r["compute_x"] for r in self.rollout])),
-                "mae_pct": float(np.mean([abs(r["err_pct"]) for r in self.rollout])),
-                "coverage": float(np.mean([r["inside"] for r in self.rollout])),
-                "max_compute_x": float(max(r["compute_x"] for r in self.rollout)),
-                "reach_compute_x": reach(self.rollout, "compute_x", covered)}
+        return {
+            "n": len(self.rollout),
+            "rms_pct": 100 * weighted_rms(e, np.log([r["compute_x"] for r in self.rollout])),
+            "mae_pct": float(np.mean([abs(r["err_pct"]) for r in self.rollout])),
+            "coverage": float(np.mean([r["inside"] for r in self.rollout])),
+            "max_compute_x": float(max(r["compute_x"] for r in self.rollout)),
+            "reach_compute_x": reach(self.rollout, "compute_x", covered),
+        }
 
     def to_dict(self) -> dict:
-        return {"available": True, "title": "IsoFLOP minima L*(C)", "formula": "E + A C^-alpha",
-                "fitted_on": "the fitted minimum loss of each budget's profile", **self.law.to_dict(),
-                "sigma_floor": self.sigma_floor, "rollout": self.rollout, "rollout_score": self.rollout_score,
-                "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor,
-                                "n": len(self.rollout)}}
+        return {
+            "available": True,
+            "title": "IsoFLOP minima L*(C)",
+            "formula": "E + A C^-alpha",
+            "fitted_on": "the fitted minimum loss of each budget's profile",
+            **self.law.to_dict(),
+            "sigma_floor": self.sigma_floor,
+            "rollout": self.rollout,
+            "rollout_score": self.rollout_score,
+            "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor, "n": len(self.rollout)},
+        }
 
 
 def unfit_reason(n_budgets: int) -> str | None:
@@ -174,8 +190,9 @@ def unfit_reason(n_budgets: int) -> str | None:
     return None
 
 
-def fit_minimum_loss(compute: np.ndarray, loss_opt: np.ndarray, *, n_boot: int, seed: int, sigma_floor: float,
-                     prefix_minima=None) -> MinimumLossLaw:
+def fit_minimum_loss(
+    compute: np.ndarray, loss_opt: np.ndarray, *, n_boot: int, seed: int, sigma_floor: float, prefix_minima=None
+) -> MinimumLossLaw:
     """The law on all budgets' minima; ``prefix_minima(k) -> loss_opt of the smallest k budgets`` refitted on
     those budgets alone, for the rollout (None: no rollout)."""
     compute = np.asarray(compute, dtype=float)
@@ -193,11 +210,18 @@ def fit_minimum_loss(compute: np.ndarray, loss_opt: np.ndarray, *, n_boot: int, 
         for j, c in enumerate(compute[k:]):
             actual = float(loss_opt[k + j])
             fc = float(np.exp(point[j]))
-            out.rollout.append({"prefix": k, "flops": float(c), "actual": actual, "forecast": fc,
-                                "interval": [float(np.exp(lo[j])), float(np.exp(hi[j]))],
-                                "err_pct": 100.0 * (fc - actual) / actual,
-                                "inside": bool(np.exp(lo[j]) <= actual <= np.exp(hi[j])),
-                                "compute_x": float(c / compute[k - 1]),
-                                "z": side_z(math.log(actual), float(point[j]), float(lo[j]), float(hi[j]), HALF_FLOOR)})
+            out.rollout.append(
+                {
+                    "prefix": k,
+                    "flops": float(c),
+                    "actual": actual,
+                    "forecast": fc,
+                    "interval": [float(np.exp(lo[j])), float(np.exp(hi[j]))],
+                    "err_pct": 100.0 * (fc - actual) / actual,
+                    "inside": bool(np.exp(lo[j]) <= actual <= np.exp(hi[j])),
+                    "compute_x": float(c / compute[k - 1]),
+                    "z": side_z(math.log(actual), float(point[j]), float(lo[j]), float(hi[j]), HALF_FLOOR),
+                }
+            )
     out.calibrate_rollout()
     return out

@@ -142,10 +142,19 @@ class ShapeFitter:
 def residual_rows(labels, params, tokens, flops, loss, predicted) -> list[dict]:
     """Per-run residuals, observed minus predicted: ``log_residual = log L - log L_hat`` and
     ``pct = 100 * (L / L_hat - 1)`` (positive: the run did worse than its profile)."""
-    return [{"run": labels[i] if labels else i, "params": float(params[i]), "tokens": float(tokens[i]),
-             "flops": float(flops[i]), "loss": float(loss[i]), "predicted": float(predicted[i]),
-             "log_residual": float(np.log(loss[i] / predicted[i])),
-             "pct": float(100.0 * (loss[i] / predicted[i] - 1.0))} for i in range(len(loss))]
+    return [
+        {
+            "run": labels[i] if labels else i,
+            "params": float(params[i]),
+            "tokens": float(tokens[i]),
+            "flops": float(flops[i]),
+            "loss": float(loss[i]),
+            "predicted": float(predicted[i]),
+            "log_residual": float(np.log(loss[i] / predicted[i])),
+            "pct": float(100.0 * (loss[i] / predicted[i] - 1.0)),
+        }
+        for i in range(len(loss))
+    ]
 
 
 def residual_summary(rows: list[dict]) -> dict:

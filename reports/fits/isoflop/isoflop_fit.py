@@ -120,8 +120,11 @@ class IsoFlopFit:
             "residuals": [dict(r) for r in self.residuals],
             "residual_summary": residual_summary(self.residuals),
             "note": self.note,
-            "loss_law": (self.loss_law.to_dict() if self.loss_law is not None
-                         else {"available": False, "reason": self.loss_law_reason}),
+            "loss_law": (
+                self.loss_law.to_dict()
+                if self.loss_law is not None
+                else {"available": False, "reason": self.loss_law_reason}
+            ),
         }
 
 
@@ -154,7 +157,14 @@ def fit_isoflop(
         idx = np.flatnonzero(labels == g)
         n_sizes = len(np.unique(r.params[idx]))
         if n_sizes < MIN_SIZES:
-            skipped.append({"flops": float(c), "n_runs": len(idx), "n_sizes": n_sizes, "reason": f"needs >= {MIN_SIZES} model sizes"})
+            skipped.append(
+                {
+                    "flops": float(c),
+                    "n_runs": len(idx),
+                    "n_sizes": n_sizes,
+                    "reason": f"needs >= {MIN_SIZES} model sizes",
+                }
+            )
         else:
             groups.append((float(c), idx))
     if len(groups) < MIN_BUDGETS:
@@ -229,8 +239,10 @@ def fit_isoflop(
             per_loss.append([fitter.loss_at(st, j, oj) if np.isfinite(oj) else np.nan for j, oj in enumerate(o)])
         boot_opts, boot_loss = np.array(per_budget), np.array(per_loss)
     elif n_boot > 0:
-        note.append("no residual degrees of freedom (each budget fitted exactly): no per-budget intervals; the "
-                    "exponents' intervals come from the engine's bootstrap over budgets")
+        note.append(
+            "no residual degrees of freedom (each budget fitted exactly): no per-budget intervals; the "
+            "exponents' intervals come from the engine's bootstrap over budgets"
+        )
     n_law = fit_allocation(cs[ok], n_opt[ok], n_boot=n_boot, seed=seed)
     d_law = fit_allocation(cs[ok], d_opt[ok], n_boot=n_boot, seed=seed)
     loss_opt = np.array([fitter.loss_at(state, j, o) if good else np.nan for j, (o, good) in enumerate(zip(opts, ok))])
@@ -257,7 +269,10 @@ def fit_isoflop(
                 lo, hi = interval(col)
                 c0, sl = tok_lines[j]
                 d_lo, d_hi = sorted(np.exp([c0 + sl * lo, c0 + sl * hi]))
-                row["ci90"] = {"params_opt": [float(np.exp(lo)), float(np.exp(hi))], "tokens_opt": [float(d_lo), float(d_hi)]}
+                row["ci90"] = {
+                    "params_opt": [float(np.exp(lo)), float(np.exp(hi))],
+                    "tokens_opt": [float(d_lo), float(d_hi)],
+                }
         budgets.append(row)
     if not all(b["interior"] for b in budgets):
         out = ", ".join(f"{b['flops']:.3g}" for b in budgets if not b["interior"])
@@ -324,6 +339,7 @@ def _minimum_loss_law(r: Runs, method: str, groups, ok, cs, loss_opt, boot_loss,
         o = f.optima(st)
         return np.array([f.loss_at(st, j, oj) if np.isfinite(oj) else np.nan for j, oj in enumerate(o)])
 
-    law = fit_minimum_loss(cs[keep], loss_opt[keep], n_boot=n_boot, seed=seed, sigma_floor=floor,
-                           prefix_minima=prefix_minima)
+    law = fit_minimum_loss(
+        cs[keep], loss_opt[keep], n_boot=n_boot, seed=seed, sigma_floor=floor, prefix_minima=prefix_minima
+    )
     return law, None

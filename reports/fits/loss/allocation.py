@@ -30,8 +30,10 @@ def degenerate(law: LawFit) -> str | None:
         if name not in law.params and "eta" in law.params:
             name = "eta"
         if v < MIN_EXPONENT:
-            return (f"the {law.form.name} law's {name} = {v:.3g}: on these runs the loss does not fall with {moves} "
-                    f"at fixed {fixed}, so the law puts all compute in one of them")
+            return (
+                f"the {law.form.name} law's {name} = {v:.3g}: on these runs the loss does not fall with {moves} "
+                f"at fixed {fixed}, so the law puts all compute in one of them"
+            )
     p = law.params
     if law.raw is not None and len(law.raw):
         n, d = np.median(law.raw[:, 0]), np.median(law.raw[:, 1])
@@ -39,9 +41,11 @@ def degenerate(law: LawFit) -> str | None:
         an, bn = ("alpha", "beta") if "alpha" in p else ("eta", "eta")
         for term, v, moves in ((f"A/N^{an}", p["A"] * n**-alpha, "N"), (f"B/D^{bn}", p["B"] * d**-beta, "D")):
             if v < MIN_TERM * loss:
-                return (f"the {law.form.name} law's {term} is {v:.2g} at the ladder's median run (of a loss of "
-                        f"{loss:.3g}): on these runs the loss does not fall with {moves}, so the law cannot split "
-                        "compute")
+                return (
+                    f"the {law.form.name} law's {term} is {v:.2g} at the ladder's median run (of a loss of "
+                    f"{loss:.3g}): on these runs the loss does not fall with {moves}, so the law cannot split "
+                    "compute"
+                )
     return None
 
 
@@ -54,8 +58,10 @@ def undetermined(split: dict) -> str | None:
     lo, hi = ci
     if hi / lo <= MAX_SPAN:
         return None
-    return (f"the {split['form']} law's 90% interval for N_opt at 6ND = {split['compute_6nd']:.3g}, [{lo:.3g}, {hi:.3g}], spans "
-            f"{hi / lo:.3g}x (more than {MAX_SPAN:g}x): this ladder does not determine the split")
+    return (
+        f"the {split['form']} law's 90% interval for N_opt at 6ND = {split['compute_6nd']:.3g}, [{lo:.3g}, {hi:.3g}], spans "
+        f"{hi / lo:.3g}x (more than {MAX_SPAN:g}x): this ladder does not determine the split"
+    )
 
 
 def _exponents(p: dict) -> tuple:
@@ -80,8 +86,16 @@ def allocation(law: LawFit, compute: float) -> dict:
 
 def _allocation(law: LawFit, compute: float) -> dict:
     n, d, a, b = _split(law.params, compute)
-    out = {"form": law.form.name, "compute_6nd": float(compute), "params": float(n), "tokens": float(d),
-           "tokens_per_param": float(d / n), "a": float(a), "b": float(b), "ci90": {}}
+    out = {
+        "form": law.form.name,
+        "compute_6nd": float(compute),
+        "params": float(n),
+        "tokens": float(d),
+        "tokens_per_param": float(d / n),
+        "a": float(a),
+        "b": float(b),
+        "ci90": {},
+    }
     if law.boot is not None:
         nb, db, ab, bb = _split(law.form.public(law.boot, law.center), compute)
         for key, v in (("params", nb), ("tokens", db), ("tokens_per_param", db / nb), ("a", ab), ("b", bb)):

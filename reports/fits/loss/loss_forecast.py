@@ -87,6 +87,8 @@ def run_noise(n_runs: int, n_boot: int, seed: int) -> np.ndarray:
     """The bootstrap's standard normals, one column per run of the data: each form takes the columns of the
     runs it is fitted on, so that replicate ``b`` of every form sees the same redrawn runs."""
     return np.random.default_rng(seed).standard_normal((n_boot, n_runs))
+
+
 SHORT_EVIDENCE = 0.5  # a form's rollout must reach this share of the farthest tested distance to be weighted
 REACH_TOLS = (1.0, 2.0)
 
@@ -115,11 +117,24 @@ class PointForecast:
         return bool(self.distance.get("beyond_tested"))
 
     def to_dict(self) -> dict:
-        return {"params": self.params, "tokens": self.tokens, "compute_6nd": 6.0 * self.params * self.tokens,
-                "loss": self.loss, "lo": self.lo, "hi": self.hi, "level": LEVEL,
-                "half_width_pct": self.half_width_pct, "by_form": self.by_form, "params_x": self.params_x,
-                "tokens_x": self.tokens_x, "compute_x": self.compute_x, "beyond_reach": self.beyond_reach,
-                "beyond_tested": self.beyond_tested, "distance": self.distance, "note": self.note}
+        return {
+            "params": self.params,
+            "tokens": self.tokens,
+            "compute_6nd": 6.0 * self.params * self.tokens,
+            "loss": self.loss,
+            "lo": self.lo,
+            "hi": self.hi,
+            "level": LEVEL,
+            "half_width_pct": self.half_width_pct,
+            "by_form": self.by_form,
+            "params_x": self.params_x,
+            "tokens_x": self.tokens_x,
+            "compute_x": self.compute_x,
+            "beyond_reach": self.beyond_reach,
+            "beyond_tested": self.beyond_tested,
+            "distance": self.distance,
+            "note": self.note,
+        }
 
 
 @dataclass
@@ -137,10 +152,24 @@ class NoForecast:
     distance: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"params": self.params, "tokens": self.tokens, "compute_6nd": 6.0 * self.params * self.tokens,
-                "loss": None, "lo": None, "hi": None, "level": LEVEL, "half_width_pct": None, "by_form": {},
-                "params_x": None, "tokens_x": None, "compute_x": None, "beyond_reach": False,
-                "beyond_tested": False, "distance": {}, "note": self.reason}
+        return {
+            "params": self.params,
+            "tokens": self.tokens,
+            "compute_6nd": 6.0 * self.params * self.tokens,
+            "loss": None,
+            "lo": None,
+            "hi": None,
+            "level": LEVEL,
+            "half_width_pct": None,
+            "by_form": {},
+            "params_x": None,
+            "tokens_x": None,
+            "compute_x": None,
+            "beyond_reach": False,
+            "beyond_tested": False,
+            "distance": {},
+            "note": self.reason,
+        }
 
 
 @dataclass
@@ -175,20 +204,43 @@ class Forecast:
             "target_ratio": self.target_ratio,
             "n_runs": len(self.data),
             "seed_sigma": self.data.seed_sigma,
-            "forms": {k: {"title": LOSS_FORMS[k].title, "formula": LOSS_FORMS[k].formula, **law.to_dict(),
-                          "weight": self.weights.get(k, 0.0), "rollout": self.rollout.scores.get(k),
-                          "residuals": _residual_rows(law)}
-                      for k, law in self.laws.items()},
+            "forms": {
+                k: {
+                    "title": LOSS_FORMS[k].title,
+                    "formula": LOSS_FORMS[k].formula,
+                    **law.to_dict(),
+                    "weight": self.weights.get(k, 0.0),
+                    "rollout": self.rollout.scores.get(k),
+                    "residuals": _residual_rows(law),
+                }
+                for k, law in self.laws.items()
+            },
             "skipped": self.skipped,
             "weights": self.weights,
             "selection": self.why,
-            "left_out": {"runs": self.left_out, "why": (
-                f"more than {100 * NEAR_OPT_TOL:g}% above their isoFLOP budget's lowest loss: far from its optimum, "
-                "where every form is least right") if self.left_out else None},
-            "rollout": {"rows": [r.to_dict() for r in self.rollout.rows], "prefixes": self.rollout.prefixes,
-                        "scores": self.rollout.scores, "mixture": self.mixture_rows},
-            "calibration": {"level": LEVEL, "coverage": self.coverage, "factor": self.factor,
-                            "n": len(self.mixture_rows), "drift": self.drift, "far_error": self.far_error},
+            "left_out": {
+                "runs": self.left_out,
+                "why": (
+                    f"more than {100 * NEAR_OPT_TOL:g}% above their isoFLOP budget's lowest loss: far from its optimum, "
+                    "where every form is least right"
+                )
+                if self.left_out
+                else None,
+            },
+            "rollout": {
+                "rows": [r.to_dict() for r in self.rollout.rows],
+                "prefixes": self.rollout.prefixes,
+                "scores": self.rollout.scores,
+                "mixture": self.mixture_rows,
+            },
+            "calibration": {
+                "level": LEVEL,
+                "coverage": self.coverage,
+                "factor": self.factor,
+                "n": len(self.mixture_rows),
+                "drift": self.drift,
+                "far_error": self.far_error,
+            },
             "lean": self.lean,
             "reach": self.reach,
             "points": [p.to_dict() for p in self.points],
@@ -206,8 +258,10 @@ def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], st
     scored = {k: s for k, s in ro.scores.items() if k in laws and s["n"] > 0}
     if not scored:
         w = {k: 1.0 / len(laws) for k in laws}
-        return w, ("no rollout forecasts (the ladder has too few sizes to backtest), so every identifiable form "
-                   f"counts equally: {', '.join(laws)}")
+        return w, (
+            "no rollout forecasts (the ladder has too few sizes to backtest), so every identifiable form "
+            f"counts equally: {', '.join(laws)}"
+        )
     # a form whose own rollout forecasts never reached half the distance the best-tested form reached (the ratio
     # form tested on the few runs at the hero's ratio) is judged on evidence too short for the hero: not weighted
     far = max(s.get("tested_distance", 0.0) for s in scored.values())
@@ -216,13 +270,16 @@ def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], st
     key = "rms_pct"
     w, dropped = rms_weights({k: s[key] for k, s in scored.items()}, 1e-3)
     parts = [f"{k} {s[key]:.2f}%" for k, s in sorted(scored.items(), key=lambda kv: kv[1][key])]
-    why = (f"weighted by rollout error (distance-weighted RMS: {', '.join(parts)}); weights "
-           + ", ".join(f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1])))
+    why = f"weighted by rollout error (distance-weighted RMS: {', '.join(parts)}); weights " + ", ".join(
+        f"{k} {v:.2f}" for k, v in sorted(w.items(), key=lambda kv: -kv[1])
+    )
     if dropped:
         why += f"; left out (more than {RELATIVE_RMS_CUT:g}x the best error): {', '.join(dropped)}"
     if short:
-        why += (f"; left out (its rollout reached less than {SHORT_EVIDENCE:g} of the farthest distance tested): "
-                + ", ".join(short))
+        why += (
+            f"; left out (its rollout reached less than {SHORT_EVIDENCE:g} of the farthest distance tested): "
+            + ", ".join(short)
+        )
     return w, why
 
 
@@ -239,20 +296,35 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
         have = {r.form: r for r in rs if weights.get(r.form, 0) > 0}
         if not have:
             continue
-        mixed = mix({k: r.draws for k, r in have.items()}, {k: math.log(r.point) for k, r in have.items()},
-                     weights, rng)
+        mixed = mix(
+            {k: r.draws for k, r in have.items()}, {k: math.log(r.point) for k, r in have.items()}, weights, rng
+        )
         point, pooled = mixed
         lo, hi = interval(pooled)
         r0 = rs[0]
         actual = math.log(r0.actual)
         err = actual - point
         half = (hi - point) if err > 0 else (point - lo)
-        out.append({"prefix": prefix, "run_id": run_id, "params": r0.params, "tokens": r0.tokens,
-                    "actual": r0.actual, "forecast": math.exp(point), "interval": [math.exp(lo), math.exp(hi)],
-                    "err_pct": 100.0 * (math.exp(point) - r0.actual) / r0.actual,
-                    "inside": bool(lo <= actual <= hi), "z": float(abs(err) / max(half, HALF_FLOOR)),
-                    "params_x": r0.dist_params, "compute_x": r0.dist_compute, "tokens_x": r0.dist_tokens,
-                    "distance": r0.distance, "half_log": float(half), "at_target_ratio": r0.at_target_ratio})
+        out.append(
+            {
+                "prefix": prefix,
+                "run_id": run_id,
+                "params": r0.params,
+                "tokens": r0.tokens,
+                "actual": r0.actual,
+                "forecast": math.exp(point),
+                "interval": [math.exp(lo), math.exp(hi)],
+                "err_pct": 100.0 * (math.exp(point) - r0.actual) / r0.actual,
+                "inside": bool(lo <= actual <= hi),
+                "z": float(abs(err) / max(half, HALF_FLOOR)),
+                "params_x": r0.dist_params,
+                "compute_x": r0.dist_compute,
+                "tokens_x": r0.dist_tokens,
+                "distance": r0.distance,
+                "half_log": float(half),
+                "at_target_ratio": r0.at_target_ratio,
+            }
+        )
     return out
 
 
@@ -274,11 +346,14 @@ def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
 def _drift(rows: list[dict], factor: float) -> dict:
     """The rollout's error beyond its (widened) intervals per unit of log distance (see the module's doc)."""
     far = [r for r in rows if r["distance"] >= RATE_MIN_DISTANCE]
-    rates = [max(0.0, abs(math.log(r["actual"] / r["forecast"])) - factor * r["half_log"]) / r["distance"]
-             for r in far]
+    rates = [max(0.0, abs(math.log(r["actual"] / r["forecast"])) - factor * r["half_log"]) / r["distance"] for r in far]
     own = conformal(rates) if len(rates) >= 3 else None
-    return {"n": len(rates), "rate": own or 0.0, "public_rate": PUBLIC_RATE,
-            "tested_distance": max((r["distance"] for r in rows), default=0.0)}
+    return {
+        "n": len(rates),
+        "rate": own or 0.0,
+        "public_rate": PUBLIC_RATE,
+        "tested_distance": max((r["distance"] for r in rows), default=0.0),
+    }
 
 
 def _far_error(rows: list[dict]) -> dict | None:
@@ -288,10 +363,14 @@ def _far_error(rows: list[dict]) -> dict | None:
     top = max(r["distance"] for r in rows)
     far = [r for r in rows if r["distance"] >= top * 2 / 3]
     e = np.array([r["err_pct"] for r in far])
-    return {"n": len(far), "min_distance_x": float(math.exp(min(r["distance"] for r in far))),
-            "max_distance_x": float(math.exp(top)), "median_abs_err_pct": float(np.median(np.abs(e))),
-            "worst_abs_err_pct": float(np.max(np.abs(e))),
-            "coverage": float(np.mean([r["inside"] for r in far]))}
+    return {
+        "n": len(far),
+        "min_distance_x": float(math.exp(min(r["distance"] for r in far))),
+        "max_distance_x": float(math.exp(top)),
+        "median_abs_err_pct": float(np.median(np.abs(e))),
+        "worst_abs_err_pct": float(np.max(np.abs(e))),
+        "coverage": float(np.mean([r["inside"] for r in far])),
+    }
 
 
 AXES = ("params_x", "tokens_x", "compute_x")
@@ -320,24 +399,34 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
             continue
         # the rollout checks these intervals (and widens them when short): the Student-t factor only when
         # nothing checked them (too few sizes to backtest)
-        p, d = law.draws(form.raw(params, tokens), sigma_floor=fc.data.seed_sigma, seed=seed,
-                         t_factor=fc.coverage is None)
+        p, d = law.draws(
+            form.raw(params, tokens), sigma_floor=fc.data.seed_sigma, seed=seed, t_factor=fc.coverage is None
+        )
         draws[k], points[k] = d[:, 0], float(p[0])
         lo, hi = interval(d[:, 0])
-        by_form[k] = {"applies": True, "loss": math.exp(p[0]), "lo": math.exp(lo), "hi": math.exp(hi),
-                      "weight": fc.weights.get(k, 0.0)}
+        by_form[k] = {
+            "applies": True,
+            "loss": math.exp(p[0]),
+            "lo": math.exp(lo),
+            "hi": math.exp(hi),
+            "weight": fc.weights.get(k, 0.0),
+        }
     weights = {k: v for k, v in fc.weights.items() if k in draws}
     note = ""
     if not weights:  # the weighted forms do not apply here (e.g. the ratio form at another ratio)
         weights, _ = _weights(fc.rollout, {k: fc.laws[k] for k in draws}) if draws else ({}, "")
-        note = ("the rollout-weighted forms do not apply at this point; the applicable forms are weighted by their "
-                "own rollout errors")
+        note = (
+            "the rollout-weighted forms do not apply at this point; the applicable forms are weighted by their "
+            "own rollout errors"
+        )
     mixed = mix(draws, points, weights, rng)
     if mixed is None:
         scopes = "; ".join(LOSS_FORMS[k].scope(fc.data, fc.target_ratio) for k in fc.laws)
         skipped = "; ".join(f"{k} not fitted ({why})" for k, why in fc.skipped.items())
-        raise ValueError(f"no fitted law form can forecast {params:.4g} params x {tokens:.4g} tokens "
-                         f"({tokens / params:.3g} tokens/param): {scopes}" + (f"; {skipped}" if skipped else ""))
+        raise ValueError(
+            f"no fitted law form can forecast {params:.4g} params x {tokens:.4g} tokens "
+            f"({tokens / params:.3g} tokens/param): {scopes}" + (f"; {skipped}" if skipped else "")
+        )
     point, pooled = mixed
     lo, hi = interval(pooled)
     px = params / float(fc.data.params.max())
@@ -353,18 +442,46 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
     beyond = any(x > reach2.get(ax, 1.0) * 1.0001 for ax, x in zip(AXES, (px, tx, cx)))
     beyond_axes = [ax[:-2] for ax, x in zip(AXES, (px, tx, cx)) if x > tested.get(ax, 1.0) * 1.0001]
     tested_d = fc.drift.get("tested_distance", 0.0) or 0.0
-    dist = {"params_x": px, "tokens_x": tx, "compute_x": cx, "distance_x": math.exp(d),
-            "tested_distance_x": math.exp(tested_d), "tested": tested,
-            "beyond_tested": bool(d > tested_d + 1e-9 or beyond_axes), "beyond_tested_axes": beyond_axes,
-            "rollout_error": fc.far_error, "drift_rate": rate,
-            "drift_widening_pct": 100.0 * math.expm1(rate * d),
-            "public_floor_pct": 100.0 * math.expm1(floor)}
-    return PointForecast(params, tokens, math.exp(point), math.exp(lo), math.exp(hi), by_form, px, cx, beyond, note,
-                         tokens_x=tx, distance=dist)
+    dist = {
+        "params_x": px,
+        "tokens_x": tx,
+        "compute_x": cx,
+        "distance_x": math.exp(d),
+        "tested_distance_x": math.exp(tested_d),
+        "tested": tested,
+        "beyond_tested": bool(d > tested_d + 1e-9 or beyond_axes),
+        "beyond_tested_axes": beyond_axes,
+        "rollout_error": fc.far_error,
+        "drift_rate": rate,
+        "drift_widening_pct": 100.0 * math.expm1(rate * d),
+        "public_floor_pct": 100.0 * math.expm1(floor),
+    }
+    return PointForecast(
+        params,
+        tokens,
+        math.exp(point),
+        math.exp(lo),
+        math.exp(hi),
+        by_form,
+        px,
+        cx,
+        beyond,
+        note,
+        tokens_x=tx,
+        distance=dist,
+    )
 
 
-def forecast_loss(data: LossData, target_params: float, target_tokens: float, *, predict=(), seed: int = 0,
-                  n_boot: int = N_BOOT, forms=tuple(LOSS_FORMS)) -> Forecast:
+def forecast_loss(
+    data: LossData,
+    target_params: float,
+    target_tokens: float,
+    *,
+    predict=(),
+    seed: int = 0,
+    n_boot: int = N_BOOT,
+    forms=tuple(LOSS_FORMS),
+) -> Forecast:
     """Fit, backtest, weigh and calibrate the loss forms on ``data``; forecast the target (the hero) and any
     extra ``predict`` points ((params, tokens) pairs). The first of ``points`` is the target."""
     target_ratio = target_tokens / target_params
@@ -384,17 +501,40 @@ def forecast_loss(data: LossData, target_params: float, target_tokens: float, *,
                 why += f" (fitted on {len(sub)} of the {len(data)} runs: {form.runs_words(target_ratio)})"
             skipped[k] = why
             continue
-        laws[k] = fit(form.engine, form.raw(sub.params, sub.tokens), np.log(sub.loss), n_boot=n_boot, seed=seed,
-                      labels=sub.run_ids, noise=noise[:, np.asarray(mask, dtype=bool)])
+        laws[k] = fit(
+            form.engine,
+            form.raw(sub.params, sub.tokens),
+            np.log(sub.loss),
+            n_boot=n_boot,
+            seed=seed,
+            labels=sub.run_ids,
+            noise=noise[:, np.asarray(mask, dtype=bool)],
+        )
     if not laws:
-        raise ValueError("no loss form is identifiable on these runs: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+        raise ValueError(
+            "no loss form is identifiable on these runs: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())
+        )
     ro = rollout(data, target_ratio, tuple(laws), seed=seed, n_boot=min(ROLLOUT_BOOT, n_boot))
     weights, why = _weights(ro, laws)
     rows = _mixture_rows(ro, weights)
     coverage, factor = _calibrate(rows)
-    fc = Forecast(data=data, target_ratio=target_ratio, laws=laws, skipped=skipped, rollout=ro, weights=weights,
-                  why=why, mixture_rows=rows, coverage=coverage, factor=factor, reach=_reach(rows),
-                  lean=_lean(rows), drift=_drift(rows, factor), far_error=_far_error(rows), left_out=left_out)
+    fc = Forecast(
+        data=data,
+        target_ratio=target_ratio,
+        laws=laws,
+        skipped=skipped,
+        rollout=ro,
+        weights=weights,
+        why=why,
+        mixture_rows=rows,
+        coverage=coverage,
+        factor=factor,
+        reach=_reach(rows),
+        lean=_lean(rows),
+        drift=_drift(rows, factor),
+        far_error=_far_error(rows),
+        left_out=left_out,
+    )
     for p, t in [(target_params, target_tokens), *predict]:
         try:
             fc.points.append(fc.predict(p, t, seed=seed))

@@ -88,8 +88,13 @@ class LossData:
 
     def subset(self, mask: np.ndarray) -> LossData:
         mask = np.asarray(mask, dtype=bool)
-        return LossData(self.params[mask], self.tokens[mask], self.loss[mask],
-                        [r for r, m in zip(self.run_ids, mask) if m], self.seed_sigma)
+        return LossData(
+            self.params[mask],
+            self.tokens[mask],
+            self.loss[mask],
+            [r for r, m in zip(self.run_ids, mask) if m],
+            self.seed_sigma,
+        )
 
 
 def frontier_mask(compute: np.ndarray, loss: np.ndarray) -> np.ndarray:
@@ -149,12 +154,16 @@ class LossForm:
         if not self.on_compute and len(data):
             n_ratios = len(np.unique(groups(data.ratio, RATIO_TOL)))
             if n_ratios < 2:
-                return ("every run has the same tokens/param ratio, so N and D move together and the law's two "
-                        "terms cannot be told apart (give the ladder several budgets per size)")
+                return (
+                    "every run has the same tokens/param ratio, so N and D move together and the law's two "
+                    "terms cannot be told apart (give the ladder several budgets per size)"
+                )
             for name, v in (("tokens", data.tokens), ("parameter count", data.params)):
                 if v.max() < v.min() * MIN_SPREAD:
-                    return (f"every run has nearly the same {name} (within {MIN_SPREAD:g}x), so that term cannot be "
-                            "told apart from E")
+                    return (
+                        f"every run has nearly the same {name} (within {MIN_SPREAD:g}x), so that term cannot be "
+                        "told apart from E"
+                    )
         n_sizes = len(np.unique(data.sizes)) if len(data) else 0
         if n_sizes < MIN_SIZES:
             return f"needs runs at >= {MIN_SIZES} model sizes (has {n_sizes})"
@@ -200,17 +209,44 @@ class LossForm:
 LOSS_FORMS: dict[str, LossForm] = {
     f.key: f
     for f in (
-        LossForm("chinchilla", "Chinchilla L(N, D)", "E + A/N^alpha + B/D^beta",
-                 PowerSum("chinchilla", ("E", "A", "B", "alpha", "beta"), (0, 1)), False),
-        LossForm("overtrain", "Over-training law (Gadre et al.)", "E + A/N^eta + B/D^eta",
-                 PowerSum("overtrain", ("E", "A", "B", "eta"), (0, 0)), False),
-        LossForm("ratio", "L(C) at the hero's tokens/param", "E + A C^-alpha",
-                 PowerSum("ratio", ("E", "A", "alpha"), (0,)), True),
-        LossForm("frontier", "L(C) on the compute-optimal frontier", "E + A C^-alpha",
-                 PowerSum("frontier", ("E", "A", "alpha"), (0,)), True),
-        LossForm("bounded", "Chinchilla below a plateau", "E + 1/(1/(A/N^alpha + B/D^beta) + 1/(U - E))",
-                 Bounded("bounded", PowerSum("bounded", ("E", "A", "B", "alpha", "beta"), (0, 1),
-                                             exp_grid=np.geomspace(0.02, 3.0, 18))), False),
+        LossForm(
+            "chinchilla",
+            "Chinchilla L(N, D)",
+            "E + A/N^alpha + B/D^beta",
+            PowerSum("chinchilla", ("E", "A", "B", "alpha", "beta"), (0, 1)),
+            False,
+        ),
+        LossForm(
+            "overtrain",
+            "Over-training law (Gadre et al.)",
+            "E + A/N^eta + B/D^eta",
+            PowerSum("overtrain", ("E", "A", "B", "eta"), (0, 0)),
+            False,
+        ),
+        LossForm(
+            "ratio",
+            "L(C) at the hero's tokens/param",
+            "E + A C^-alpha",
+            PowerSum("ratio", ("E", "A", "alpha"), (0,)),
+            True,
+        ),
+        LossForm(
+            "frontier",
+            "L(C) on the compute-optimal frontier",
+            "E + A C^-alpha",
+            PowerSum("frontier", ("E", "A", "alpha"), (0,)),
+            True,
+        ),
+        LossForm(
+            "bounded",
+            "Chinchilla below a plateau",
+            "E + 1/(1/(A/N^alpha + B/D^beta) + 1/(U - E))",
+            Bounded(
+                "bounded",
+                PowerSum("bounded", ("E", "A", "B", "alpha", "beta"), (0, 1), exp_grid=np.geomspace(0.02, 3.0, 18)),
+            ),
+            False,
+        ),
     )
 }
 
@@ -235,6 +271,13 @@ def seed_sigma(params, tokens, loss, seeds, variant=None) -> tuple[float, list[d
         row["runs"] += len(idx)
         row["ss"] += float(((v - v.mean()) ** 2).sum())
         row["dof"] += len(idx) - 1
-    rows = [{"params": r["params"], "groups": r["groups"], "runs": r["runs"],
-             "sd_log_loss": float(np.sqrt(r["ss"] / r["dof"]))} for r in sorted(per_size.values(), key=lambda r: r["params"])]
+    rows = [
+        {
+            "params": r["params"],
+            "groups": r["groups"],
+            "runs": r["runs"],
+            "sd_log_loss": float(np.sqrt(r["ss"] / r["dof"])),
+        }
+        for r in sorted(per_size.values(), key=lambda r: r["params"])
+    ]
     return (float(np.sqrt(ss / dof)) if dof else 0.0), rows

@@ -62,11 +62,23 @@ class RolloutRow:
         return self.lo <= self.actual <= self.hi
 
     def to_dict(self) -> dict:
-        return {"prefix": self.prefix, "form": self.form, "run_id": self.run_id, "params": self.params,
-                "tokens": self.tokens, "actual": self.actual, "forecast": self.point, "interval": [self.lo, self.hi],
-                "err_pct": self.err_pct, "inside": self.inside, "params_x": self.dist_params,
-                "compute_x": self.dist_compute, "tokens_x": self.dist_tokens,
-                "distance": self.distance, "at_target_ratio": self.at_target_ratio}
+        return {
+            "prefix": self.prefix,
+            "form": self.form,
+            "run_id": self.run_id,
+            "params": self.params,
+            "tokens": self.tokens,
+            "actual": self.actual,
+            "forecast": self.point,
+            "interval": [self.lo, self.hi],
+            "err_pct": self.err_pct,
+            "inside": self.inside,
+            "params_x": self.dist_params,
+            "compute_x": self.dist_compute,
+            "tokens_x": self.dist_tokens,
+            "distance": self.distance,
+            "at_target_ratio": self.at_target_ratio,
+        }
 
     @property
     def distance(self) -> float:
@@ -86,8 +98,7 @@ class Rollout:
 def log_distance(params_x: float, tokens_x: float, compute_x: float) -> float:
     """How far a point lies beyond the runs fitted, in any axis: the largest of the logs of its parameter,
     token and compute multiples (0 inside the ladder's span)."""
-    return max(0.0, math.log(max(params_x, 1e-300)), math.log(max(tokens_x, 1e-300)),
-               math.log(max(compute_x, 1e-300)))
+    return max(0.0, math.log(max(params_x, 1e-300)), math.log(max(tokens_x, 1e-300)), math.log(max(compute_x, 1e-300)))
 
 
 def compute_levels(data: LossData) -> np.ndarray:
@@ -121,8 +132,9 @@ def prefix_levels(data: LossData) -> list[int]:
     return ks
 
 
-def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_boot: int = ROLLOUT_BOOT,
-            seed: int = 0) -> Rollout:
+def rollout(
+    data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_boot: int = ROLLOUT_BOOT, seed: int = 0
+) -> Rollout:
     levels = prefix_groups(data)
     axis = prefix_axis(data)
     rows: list[RolloutRow] = []
@@ -132,9 +144,17 @@ def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_b
         train = data.subset(train_mask)
         test_idx = np.flatnonzero(~train_mask)
         max_n, max_c, max_d = train.params.max(), train.compute.max(), train.tokens.max()
-        info = {"prefix": k, "by": axis, "sizes": int(len(np.unique(train.sizes))), "runs": int(len(train)),
-                "largest_params": float(max_n), "largest_compute": float(max_c), "largest_tokens": float(max_d),
-                "fitted": [], "skipped": {}}
+        info = {
+            "prefix": k,
+            "by": axis,
+            "sizes": int(len(np.unique(train.sizes))),
+            "runs": int(len(train)),
+            "largest_params": float(max_n),
+            "largest_compute": float(max_c),
+            "largest_tokens": float(max_d),
+            "fitted": [],
+            "skipped": {},
+        }
         noise = np.random.default_rng(seed + 1000 * k).standard_normal((n_boot, len(train.loss)))  # paired forms
         for key in forms:
             form = LOSS_FORMS[key]
@@ -144,8 +164,14 @@ def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_b
             if why:
                 info["skipped"][key] = why
                 continue
-            law = fit(form.engine, form.raw(sub.params, sub.tokens), np.log(sub.loss), n_boot=n_boot,
-                      seed=seed + 1000 * k, noise=noise[:, mask])
+            law = fit(
+                form.engine,
+                form.raw(sub.params, sub.tokens),
+                np.log(sub.loss),
+                n_boot=n_boot,
+                seed=seed + 1000 * k,
+                noise=noise[:, mask],
+            )
             idx = [i for i in test_idx if form.applies(data.params[i], data.tokens[i], sub, target_ratio)]
             if not idx:
                 continue
@@ -159,12 +185,24 @@ def rollout(data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_b
             column = {int(i): j for j, i in enumerate(test_idx)}
             for i in idx:
                 j = column[int(i)]
-                rows.append(RolloutRow(
-                    prefix=k, form=key, run_id=data.run_ids[i], params=float(data.params[i]),
-                    tokens=float(data.tokens[i]), actual=float(data.loss[i]), point=float(np.exp(point[j])),
-                    lo=float(np.exp(lo[j])), hi=float(np.exp(hi[j])), dist_params=float(data.params[i] / max_n),
-                    dist_compute=float(data.compute[i] / max_c), at_target_ratio=bool(ratio_ok[i]),
-                    draws=draws[:, j], dist_tokens=float(data.tokens[i] / max_d)))
+                rows.append(
+                    RolloutRow(
+                        prefix=k,
+                        form=key,
+                        run_id=data.run_ids[i],
+                        params=float(data.params[i]),
+                        tokens=float(data.tokens[i]),
+                        actual=float(data.loss[i]),
+                        point=float(np.exp(point[j])),
+                        lo=float(np.exp(lo[j])),
+                        hi=float(np.exp(hi[j])),
+                        dist_params=float(data.params[i] / max_n),
+                        dist_compute=float(data.compute[i] / max_c),
+                        at_target_ratio=bool(ratio_ok[i]),
+                        draws=draws[:, j],
+                        dist_tokens=float(data.tokens[i] / max_d),
+                    )
+                )
         prefixes.append(info)
     out = Rollout(rows=rows, prefixes=prefixes)
     out.scores = score(out, forms)

@@ -54,13 +54,23 @@ def at(compute_x: float | None) -> dict | None:
         far = [b for b in BANDS if b.endswith("x+")] or list(BANDS)
         band = far[-1]
     n, ladders, med, worst, cover, half = BANDS[band]
-    return {"band": band, "n": n, "ladders": ladders, "median_abs_err_pct": med, "worst_abs_err_pct": worst,
-            "coverage": cover, "median_half_width_pct": half, "source": SOURCE}
+    return {
+        "band": band,
+        "n": n,
+        "ladders": ladders,
+        "median_abs_err_pct": med,
+        "worst_abs_err_pct": worst,
+        "coverage": cover,
+        "median_half_width_pct": half,
+        "source": SOURCE,
+    }
 
 
 def sentence(record: dict | None) -> str | None:
     if not record:
         return None
-    return (f"on {record['ladders']} published ladder(s), {record['n']} forecasts at {record['band']} compute erred by a "
-            f"median of {record['median_abs_err_pct']:.1f}% (worst {record['worst_abs_err_pct']:.1f}%), and their 90% "
-            f"intervals covered {100 * record['coverage']:.0f}%")
+    return (
+        f"on {record['ladders']} published ladder(s), {record['n']} forecasts at {record['band']} compute erred by a "
+        f"median of {record['median_abs_err_pct']:.1f}% (worst {record['worst_abs_err_pct']:.1f}%), and their 90% "
+        f"intervals covered {100 * record['coverage']:.0f}%"
+    )

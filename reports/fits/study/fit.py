@@ -106,18 +106,24 @@ def fit_study(
     heroes = table.is_hero(raw)
     hero_rows = raw[heroes]
     if heroes.all():
-        raise FitError(f"fit: the runs table holds only hero runs ({', '.join(map(str, hero_rows.index))}): "
-                       "a hero is scored (`ladder forecast score`), never fitted; fit the ladder's own runs")
+        raise FitError(
+            f"fit: the runs table holds only hero runs ({', '.join(map(str, hero_rows.index))}): "
+            "a hero is scored (`ladder forecast score`), never fitted; fit the ladder's own runs"
+        )
     raw = raw[~heroes].copy()
     ok = table.status_ok(raw)
     excluded = table.excluded_rows(raw, ok)
     if excluded:
-        listed = "; ".join(f"{e['run']} ({e['status']}{': ' + e['reason'] if e['reason'] else ''})" for e in excluded[:8])
+        listed = "; ".join(
+            f"{e['run']} ({e['status']}{': ' + e['reason'] if e['reason'] else ''})" for e in excluded[:8]
+        )
         more = f"; and {len(excluded) - 8} more" if len(excluded) > 8 else ""
         warnings.append(f"{len(excluded)} run(s) excluded from the fits (not done): {listed}{more}")
     if len(hero_rows):
-        notes.append(f"hero run(s) {', '.join(map(str, hero_rows.index))} not fitted: a forecast is checked "
-                     "against the hero (`ladder forecast score`), so the hero never feeds it")
+        notes.append(
+            f"hero run(s) {', '.join(map(str, hero_rows.index))} not fitted: a forecast is checked "
+            "against the hero (`ladder forecast score`), so the hero never feeds it"
+        )
     excluded.extend(table.hero_excluded(hero_rows))
     if not ok.any():
         raise FitError(
@@ -142,8 +148,9 @@ def fit_study(
 
     hero0 = study_hero.hero_start(study) if study is not None else None
     target = (hero0["params"], hero0["tokens"]) if hero0 is not None else None
-    forecasts, noise = loss.fit_variants(law_df, variants, target, predictions_in, n_boot=n_boot, seed=seed,
-                                         reasons=reasons)
+    forecasts, noise = loss.fit_variants(
+        law_df, variants, target, predictions_in, n_boot=n_boot, seed=seed, reasons=reasons
+    )
     fitted = [v for v in variants if forecasts[v] is not None]
     for v in variants:
         if forecasts[v] is None:
@@ -174,8 +181,15 @@ def fit_study(
         hero, shape, alloc_src = study_hero.size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings)
         if fc is not None and abs(hero["tokens"] / hero["params"] / fc.target_ratio - 1) > 0.1:
             # a compute budget split by the fit: forecast again at the hero's own tokens/param
-            forecasts, noise = loss.fit_variants(law_df, variants, (hero["params"], hero["tokens"]),
-                                                 predictions_in, n_boot=n_boot, seed=seed, reasons=reasons)
+            forecasts, noise = loss.fit_variants(
+                law_df,
+                variants,
+                (hero["params"], hero["tokens"]),
+                predictions_in,
+                n_boot=n_boot,
+                seed=seed,
+                reasons=reasons,
+            )
             fc = forecasts.get(primary)
     hparams = parts.hparams(raw, ok, primary, hero, study, reasons, warnings, seed)
 
@@ -203,8 +217,11 @@ def fit_study(
             if row["loss"] is None:
                 warnings.append(f"prediction {label}: {row['reason']}")
             elif row["beyond_tested"] or row["beyond_reach"]:
-                what = ("beyond the distance the rollout tested" if row["beyond_tested"]
-                        else "beyond the distance the rollout showed forecasts within 2%")
+                what = (
+                    "beyond the distance the rollout tested"
+                    if row["beyond_tested"]
+                    else "beyond the distance the rollout showed forecasts within 2%"
+                )
                 warnings.append(
                     f"prediction {label}: {row['params_x']:.3g}x the ladder's largest model in parameters, "
                     f"{row['tokens_x']:.3g}x in tokens, {row['compute_x']:.3g}x in 6ND compute: {what}"
@@ -217,7 +234,8 @@ def fit_study(
     task_fits = parts.tasks(df, hero, reasons, warnings, n_boot, seed)
     if fc is None:
         standalone = (hparams is not None and (hparams.has_lr_sweep or hparams.has_batch_sweep)) or (
-            tie is not None or dw is not None)
+            tie is not None or dw is not None
+        )
         if not standalone:
             raise FitError(reasons["loss"] if len(variants) == 1 else "; ".join(reasons[f"law:{v}"] for v in variants))
 
@@ -227,9 +245,18 @@ def fit_study(
         if hero.get("loss") is not None:
             hero_loss = {"loss": hero["loss"], "lo": hero["lo"], "hi": hero["hi"], "source": hero["loss_source"]}
         recommendation = rec.recommend(
-            study, params=hero["params"], tokens=hero["tokens"], allocation=hero["allocation"],
-            allocation_source=alloc_src, tied=tied, tied_source=tied_src, aspect_ratio=aspect,
-            aspect_source=aspect_src, hparams=hparams, loss=hero_loss, shape=shape,
+            study,
+            params=hero["params"],
+            tokens=hero["tokens"],
+            allocation=hero["allocation"],
+            allocation_source=alloc_src,
+            tied=tied,
+            tied_source=tied_src,
+            aspect_ratio=aspect,
+            aspect_source=aspect_src,
+            hparams=hparams,
+            loss=hero_loss,
+            shape=shape,
         )
         warnings.extend(f"recommendation: {n}" for n in recommendation.notes)
 
@@ -276,7 +303,9 @@ def fit_study(
         in_context=in_context,
         forecast_curve=curve,
         runs=df.drop(columns=["_rung", "_variant"]).assign(rung=df["_rung"], law_variant=df["_variant"]),
-        law_runs=law_df.drop(columns=["_rung", "_variant"]).assign(rung=law_df["_rung"], law_variant=law_df["_variant"]),
+        law_runs=law_df.drop(columns=["_rung", "_variant"]).assign(
+            rung=law_df["_rung"], law_variant=law_df["_variant"]
+        ),
     )
 
 

@@ -189,11 +189,16 @@ def _first_error(exc: ValidationError) -> str:
 
 def parse_fit_json(data: Any, where: str | Path = "fit.json") -> FitJson:
     """A fit.json already read as JSON, validated; an older file or a damaged one is one :class:`FitError`."""
-    version = data.get("meta", {}).get("schema_version") if isinstance(data, dict) and isinstance(
-        data.get("meta"), dict) else None
+    version = (
+        data.get("meta", {}).get("schema_version")
+        if isinstance(data, dict) and isinstance(data.get("meta"), dict)
+        else None
+    )
     if version != SCHEMA_VERSION:
-        raise FitError(f"{where} was written by another version of ladder (fit.json schema {version or 'none'}, "
-                       f"this ladder reads {SCHEMA_VERSION}): refit with `ladder fit`")
+        raise FitError(
+            f"{where} was written by another version of ladder (fit.json schema {version or 'none'}, "
+            f"this ladder reads {SCHEMA_VERSION}): refit with `ladder fit`"
+        )
     try:
         return FitJson.model_validate(data)
     except ValidationError as exc:

@@ -16,16 +16,29 @@ def loss_data(law_df: pd.DataFrame) -> tuple[LossData, list[dict]]:
     one (params, tokens) configuration that differ in ``seed``) as the noise floor."""
     seeds = law_df["seed"].tolist() if "seed" in law_df.columns else list(range(len(law_df)))
     ids = law_df["run_id"].astype(str).tolist() if "run_id" in law_df.columns else [str(i) for i in law_df.index]
-    sigma, by_size = (seed_sigma(law_df["params"], law_df["tokens"], law_df["loss"], seeds)
-                      if "seed" in law_df.columns else (0.0, []))
-    data = LossData(law_df["params"].to_numpy(float), law_df["tokens"].to_numpy(float),
-                    law_df["loss"].to_numpy(float), ids, seed_sigma=sigma)
+    sigma, by_size = (
+        seed_sigma(law_df["params"], law_df["tokens"], law_df["loss"], seeds) if "seed" in law_df.columns else (0.0, [])
+    )
+    data = LossData(
+        law_df["params"].to_numpy(float),
+        law_df["tokens"].to_numpy(float),
+        law_df["loss"].to_numpy(float),
+        ids,
+        seed_sigma=sigma,
+    )
     return data, by_size
 
 
-def fit_variants(law_df: pd.DataFrame, variants: list[str], target: tuple[float, float] | None,
-                 predict: list[tuple[float, float, str]], *, n_boot: int, seed: int, reasons: dict
-                 ) -> tuple[dict[str, Forecast | None], dict[str, list[dict]]]:
+def fit_variants(
+    law_df: pd.DataFrame,
+    variants: list[str],
+    target: tuple[float, float] | None,
+    predict: list[tuple[float, float, str]],
+    *,
+    n_boot: int,
+    seed: int,
+    reasons: dict,
+) -> tuple[dict[str, Forecast | None], dict[str, list[dict]]]:
     """One loss forecast per variant. The target (the hero, or without a study the first prediction, or the
     largest run at the ladder's most common ratio) sets which tokens/param ratio the ``ratio`` form uses."""
     out: dict[str, Forecast | None] = {}

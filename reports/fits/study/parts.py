@@ -24,7 +24,9 @@ def tie(df, hero0, study, reasons, warnings, *, n_boot: int = ABLATION_BOOT, see
     """The tied-vs-untied ablation, when the runs have both variants."""
     asked = study is not None and study.ablations.tie_embeddings is not None and len(study.ablations.tie_embeddings) > 1
     if "tie_embeddings" not in df.columns:
-        reasons["tied_vs_untied"] = "this study has no tied-vs-untied ablation (the runs table has no tie_embeddings column)"
+        reasons["tied_vs_untied"] = (
+            "this study has no tied-vs-untied ablation (the runs table has no tie_embeddings column)"
+        )
         if asked:
             warnings.append(f"tied vs untied: {reasons['tied_vs_untied']}")
         return None
@@ -114,9 +116,7 @@ def isoflop(prim_law_df, study, reasons, warnings, n_boot, seed):
     labels, _ = group_budgets(r["flops"].to_numpy())
     sizes = pd.Series(r["params"].to_numpy()).groupby(labels).nunique()
     if not asked and int((sizes >= 3).sum()) < 2:
-        reasons["isoflop"] = (
-            "the runs have no IsoFLOP budgets (needs >= 2 compute budgets with >= 3 model sizes each)"
-        )
+        reasons["isoflop"] = "the runs have no IsoFLOP budgets (needs >= 2 compute budgets with >= 3 model sizes each)"
         return None
     try:
         return fit_isoflop(r, n_boot=n_boot, seed=seed, strict=False)
@@ -169,8 +169,14 @@ def hparams_at(hp, reasons: dict, params: float, tokens: float, flops: float | N
     ``batch_tokens``, ``batch_ci90``, or ``lr_reason``/``batch_reason`` saying why there is none."""
     if hp is None:
         why = reasons.get("hparams", "no hyperparameter laws")
-        return {"lr": None, "lr_ci90": None, "lr_reason": why,
-                "batch_tokens": None, "batch_ci90": None, "batch_reason": why}
+        return {
+            "lr": None,
+            "lr_ci90": None,
+            "lr_reason": why,
+            "batch_tokens": None,
+            "batch_ci90": None,
+            "batch_reason": why,
+        }
     return hp.at(params, tokens, flops)
 
 
@@ -191,8 +197,17 @@ def tasks(df: pd.DataFrame, hero: dict | None, reasons: dict, warnings: list[str
     return result
 
 
-def in_context(prim_law_df: pd.DataFrame, primary: str, hero: dict | None, fc, predict: list, reasons: dict,
-               warnings: list[str], seed: int, n_boot: int):
+def in_context(
+    prim_law_df: pd.DataFrame,
+    primary: str,
+    hero: dict | None,
+    fc,
+    predict: list,
+    reasons: dict,
+    warnings: list[str],
+    seed: int,
+    n_boot: int,
+):
     """The primary variant's loss split into in-context repeats and novel tokens, each kind forecast at the hero
     and the ``predict`` points (:mod:`ladder.reports.fits.in_context`); None with a reason when the runs do not
     carry the split."""
@@ -205,7 +220,8 @@ def in_context(prim_law_df: pd.DataFrame, primary: str, hero: dict | None, fc, p
         reasons["in_context"] = why
         return None
     target = (hero["params"], hero["tokens"]) if hero is not None else (fc.points[0].params, fc.points[0].tokens)
-    result = fit_in_context(prim_law_df, primary, float(target[0]), float(target[1]), predict=predict, seed=seed,
-                            n_boot=min(n_boot, N_BOOT))
+    result = fit_in_context(
+        prim_law_df, primary, float(target[0]), float(target[1]), predict=predict, seed=seed, n_boot=min(n_boot, N_BOOT)
+    )
     warnings.extend(result.warnings)
     return result

@@ -66,11 +66,19 @@ class FitResult:
             if f is None:
                 by_variant[v] = {"available": False, "reason": self.reasons.get(f"law:{v}", "not fitted")}
                 continue
-            summary = {k: {"params": law_fit.params, "ci90": law_fit.intervals(), "weight": f.weights.get(k, 0.0)}
-                       for k, law_fit in f.laws.items()}
-            by_variant[v] = {"available": True, "primary": v == self.primary_variant, "forms": summary,
-                             "weights": f.weights, "target": f.points[0].to_dict() if f.points else None,
-                             "calibration": {"coverage": f.coverage, "factor": f.factor}, "reach": f.reach}
+            summary = {
+                k: {"params": law_fit.params, "ci90": law_fit.intervals(), "weight": f.weights.get(k, 0.0)}
+                for k, law_fit in f.laws.items()
+            }
+            by_variant[v] = {
+                "available": True,
+                "primary": v == self.primary_variant,
+                "forms": summary,
+                "weights": f.weights,
+                "target": f.points[0].to_dict() if f.points else None,
+                "calibration": {"coverage": f.coverage, "factor": f.factor},
+                "reach": f.reach,
+            }
         hp_extra = None
         if self.hparams is not None:
             hp_extra = {"available": bool(self.hparams.has_lr_sweep or self.hparams.has_batch_sweep)}

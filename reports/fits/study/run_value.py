@@ -47,8 +47,13 @@ class Value:
 
     def to_dict(self) -> dict:
         spread = float(np.std(self.half_widths, ddof=1)) if len(self.half_widths) > 1 else None
-        return {"half_width_pct": self.half_width_pct, "half_width_sd": spread, "outcomes": self.outcomes,
-                "half_widths": self.half_widths, "reason": self.reason}
+        return {
+            "half_width_pct": self.half_width_pct,
+            "half_width_sd": spread,
+            "outcomes": self.outcomes,
+            "half_widths": self.half_widths,
+            "reason": self.reason,
+        }
 
 
 def predictive_draws(fc: Forecast, params: float, tokens: float, *, seed: int = 0, n: int = DRAWS) -> np.ndarray:
@@ -63,8 +68,10 @@ def predictive_draws(fc: Forecast, params: float, tokens: float, *, seed: int = 
             draws[k], points[k] = d[:, 0], float(p[0])
     weights = {k: w for k, w in fc.weights.items() if k in draws and w > 0} or {k: 1.0 for k in draws}
     if not weights:
-        raise ValueError(f"no fitted law form forecasts {params:.4g} params x {tokens:.4g} tokens "
-                         f"({tokens / params:.3g} tokens/param)")
+        raise ValueError(
+            f"no fitted law form forecasts {params:.4g} params x {tokens:.4g} tokens "
+            f"({tokens / params:.3g} tokens/param)"
+        )
     total = sum(weights.values())
     counts = rng.multinomial(n, [w / total for w in weights.values()])
     pooled = np.concatenate([rng.choice(draws[k], c) for k, c in zip(weights, counts) if c])
@@ -86,8 +93,16 @@ def baseline(law_df: pd.DataFrame, hero: tuple[float, float], *, n_boot: int = N
     return _hero_half_width(law_df, hero, n_boot, seed)
 
 
-def value(fc: Forecast, law_df: pd.DataFrame, hero: tuple[float, float], point: Point, *, k: int = K,
-          n_boot: int = N_BOOT, seed: int = 0) -> Value:
+def value(
+    fc: Forecast,
+    law_df: pd.DataFrame,
+    hero: tuple[float, float],
+    point: Point,
+    *,
+    k: int = K,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> Value:
     """The expected hero half-width after a run at ``point`` (see the module doc)."""
     try:
         draws = predictive_draws(fc, point.params, point.tokens, seed=seed)

@@ -55,9 +55,15 @@ def parse_predict(items: Iterable) -> list[tuple[float, float, str]]:
 def _rule_params(study: StudySpec, compute: float, tied: bool, aspect: float) -> float:
     """The size whose shape at the tokens-per-param rule costs ``compute`` exact FLOPs."""
     seq_len = study.hero.seq_len or study.data.seq_len
-    return float(params_for_compute(compute, study.ladder.tokens_per_param,
-                                    lambda n: rec.hero_shape(study, n, tied=tied, aspect_ratio=aspect),
-                                    study.ladder.param_count, seq_len))
+    return float(
+        params_for_compute(
+            compute,
+            study.ladder.tokens_per_param,
+            lambda n: rec.hero_shape(study, n, tied=tied, aspect_ratio=aspect),
+            study.ladder.param_count,
+            seq_len,
+        )
+    )
 
 
 def hero_start(study: StudySpec) -> dict:
@@ -112,8 +118,11 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
     else:
         budget = float(h.compute)
         law = allocating_law(fc)
-        why = ("not identifiable: " + no_allocation_reason(fc, "every run has the same tokens/param ratio")
-               if fc is not None else "not available: no loss law")
+        why = (
+            "not identifiable: " + no_allocation_reason(fc, "every run has the same tokens/param ratio")
+            if fc is not None
+            else "not available: no loss law"
+        )
         split = allocation(law, budget) if law is not None else None
         loose = undetermined(split) if split is not None else None
         if loose is not None:
@@ -121,8 +130,9 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
         if split is not None and loose is None:
             n, d, alloc = split["params"], split["tokens"], "compute_optimal"
             alloc_law = law.form.name
-            src = (f"fit: compute-optimal allocation of the {law.form.name} law at 6ND = {budget:.3g} "
-                   f"(D/N = {d / n:.3g})")
+            src = (
+                f"fit: compute-optimal allocation of the {law.form.name} law at 6ND = {budget:.3g} (D/N = {d / n:.3g})"
+            )
         elif iso is not None:
             n, d, alloc = float(iso.params_opt(budget)), float(iso.tokens_opt(budget)), "compute_optimal"
             src = f"fit: IsoFLOP N_opt(C), D_opt(C) at C = {budget:.3g} (D/N = {d / n:.3g})"
@@ -159,11 +169,14 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
         "ladder_flops_used": float(df["flops"].sum()),
         "ladder_pct_of_hero": 100.0 * ladder_flops / compute,
         "flops_convention": "exact counted FLOPs (FLOPs per token of the shape x tokens); ladder_flops: every "
-                            "FLOP the ladder's runs spent, failed and cancelled ones included",
+        "FLOP the ladder's runs spent, failed and cancelled ones included",
         "note": (
             f"N is the study's param_count convention ({conv}); compute is "
-            + ("the study's budget, read as exact FLOPs (split at 6ND = budget)" if budget is not None
-               else "the hero shape's exact FLOPs (FLOPs per token x tokens)")
+            + (
+                "the study's budget, read as exact FLOPs (split at 6ND = budget)"
+                if budget is not None
+                else "the hero shape's exact FLOPs (FLOPs per token x tokens)"
+            )
         ),
     }
     return hero, shape, src
@@ -196,11 +209,15 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
     way the rollout's forecasts erred when they leaned."""
     px = hero["extrapolation"]["params"]
     dist = hero.get("distance") or {}
-    where = (f"{px:.3g}x the ladder's largest model, {dist.get('tokens_x', 1.0):.3g}x its most tokens and "
-             f"{dist.get('compute_x', 1.0):.3g}x its largest compute")
+    where = (
+        f"{px:.3g}x the ladder's largest model, {dist.get('tokens_x', 1.0):.3g}x its most tokens and "
+        f"{dist.get('compute_x', 1.0):.3g}x its largest compute"
+    )
     if not fc.mixture_rows:
-        warnings.append(f"the hero is {where}; no rollout forecast tested any distance (too few sizes or budgets to "
-                        "backtest), so its interval is the fit's own and the published-ladder floor, unchecked")
+        warnings.append(
+            f"the hero is {where}; no rollout forecast tested any distance (too few sizes or budgets to "
+            "backtest), so its interval is the fit's own and the published-ladder floor, unchecked"
+        )
     elif hero.get("beyond_tested"):
         far = dist.get("rollout_error") or {}
         axes = ", ".join(dist.get("beyond_tested_axes") or []) or "distance"
@@ -210,17 +227,21 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
             + (f" and erred by a median of {far['median_abs_err_pct']:.1f}% there" if far else "")
             + f"); its interval was widened for the distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, "
             f"at least the published-ladder floor of {dist.get('public_floor_pct', 0):.1f}%): a projection, "
-            "not a checked prediction")
+            "not a checked prediction"
+        )
     elif hero["beyond_reach"]:
         reach = fc.reach.get("2%", {})
         warnings.append(
             f"the hero is {where}: beyond the ladder's demonstrated reach (forecasts stayed within 2% up to "
-            f"{reach.get('params_x', 1.0):.2g}x params, {reach.get('compute_x', 1.0):.2g}x compute)")
+            f"{reach.get('params_x', 1.0):.2g}x params, {reach.get('compute_x', 1.0):.2g}x compute)"
+        )
     record = track_record.sentence(hero.get("track_record"))
     if record and (hero.get("beyond_tested") or hero["beyond_reach"]):
         warnings.append(f"track record: {record}")
     if px > FAR_EXTRAPOLATION:
-        warnings.append(f"the hero is {px:.0f}x the largest ladder model: a forecast this far out is fragile; add a larger rung")
+        warnings.append(
+            f"the hero is {px:.0f}x the largest ladder model: a forecast this far out is fragile; add a larger rung"
+        )
     lean = lean_text(fc.lean)
     if lean:
         warnings.append(lean)
@@ -232,12 +253,16 @@ def lean_text(lean: dict) -> str | None:
         return None
     n, high = lean["n"], lean["n_high"]
     if lean["direction"] == "high":
-        return (f"the rollout's forecasts ran high ({high} of {n} above the actual loss, mean error "
-                f"{lean['mean_err_pct']:+.1f}%): the larger rungs beat what the smaller ones forecast (the loss "
-                "curve steepens with scale), so the hero's forecast probably runs high too")
-    return (f"the rollout's forecasts ran low ({n - high} of {n} below the actual loss, mean error "
-            f"{lean['mean_err_pct']:+.1f}%): the larger rungs fell short of what the smaller ones forecast (the "
-            "loss curve flattens with scale), so the hero's forecast probably runs low too")
+        return (
+            f"the rollout's forecasts ran high ({high} of {n} above the actual loss, mean error "
+            f"{lean['mean_err_pct']:+.1f}%): the larger rungs beat what the smaller ones forecast (the loss "
+            "curve steepens with scale), so the hero's forecast probably runs high too"
+        )
+    return (
+        f"the rollout's forecasts ran low ({n - high} of {n} below the actual loss, mean error "
+        f"{lean['mean_err_pct']:+.1f}%): the larger rungs fell short of what the smaller ones forecast (the "
+        "loss curve flattens with scale), so the hero's forecast probably runs low too"
+    )
 
 
 def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | None = None) -> dict:
@@ -247,19 +272,39 @@ def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | N
     sized_by = (hero or {}).get("allocation_law")
     law = fc.laws[sized_by] if fc is not None and sized_by in fc.laws else allocating_law(fc)
     if law is None:
-        why = (no_allocation_reason(fc, "every run has the same tokens/param ratio, so N and D move together: "
-                                    "give the ladder several budgets per size")
-               if fc is not None else f"no loss law ({no_law})")
+        why = (
+            no_allocation_reason(
+                fc,
+                "every run has the same tokens/param ratio, so N and D move together: "
+                "give the ladder several budgets per size",
+            )
+            if fc is not None
+            else f"no loss law ({no_law})"
+        )
         out: dict = {"identifiable": False, "reason": f"not identifiable: {why}", "source": None}
     else:
-        c = 6 * hero["params"] * hero["tokens"] if hero else 6 * float(fc.data.params.max()) * float(fc.data.tokens.max())
+        c = (
+            6 * hero["params"] * hero["tokens"]
+            if hero
+            else 6 * float(fc.data.params.max()) * float(fc.data.tokens.max())
+        )
         a = allocation(law, c)
         loose = undetermined(a)
-        out = {"identifiable": True, "source": law.form.name, "a": a["a"], "b": a["b"],
-               "ci90": {"a": a["ci90"].get("a"), "b": a["ci90"].get("b")}, "at_hero": a if hero else None,
-               "determined": loose is None, "reason": loose,
-               "assumption": ("alpha = beta (the over-training form): a = b = 1/2 by assumption, not measured"
-                              if law.form.name == "overtrain" else None)}
+        out = {
+            "identifiable": True,
+            "source": law.form.name,
+            "a": a["a"],
+            "b": a["b"],
+            "ci90": {"a": a["ci90"].get("a"), "b": a["ci90"].get("b")},
+            "at_hero": a if hero else None,
+            "determined": loose is None,
+            "reason": loose,
+            "assumption": (
+                "alpha = beta (the over-training form): a = b = 1/2 by assumption, not measured"
+                if law.form.name == "overtrain"
+                else None
+            ),
+        }
     out["isoflop"] = None
     if iso is not None:
         out["isoflop"] = {"a": iso.a, "b": iso.b, "ci90": iso.to_dict()["ci90"]}

@@ -17,8 +17,18 @@ from ladder.reports.fits.runs import group_budgets, tie_kind
 from ladder.studies.spec import StudySpec
 
 REQUIRED = ("params", "tokens", "loss")
-NUMERIC = ("params", "tokens", "loss", "flops", "flops_spent", "lr", "batch_tokens", "aspect_ratio", "d_model",
-           "n_layers")
+NUMERIC = (
+    "params",
+    "tokens",
+    "loss",
+    "flops",
+    "flops_spent",
+    "lr",
+    "batch_tokens",
+    "aspect_ratio",
+    "d_model",
+    "n_layers",
+)
 KEEP_STATUS = {"done", "ok", "completed", "complete", "success", "succeeded", "finished"}
 TUNING_AXES = ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "aspect_ratio")
 VARIANT_AXES = ("tie_embeddings",)
@@ -94,8 +104,9 @@ def hero_excluded(df: pd.DataFrame) -> list[dict]:
     """The ``excluded`` entries of the hero runs, with :data:`HERO_REASON`."""
     if not len(df):
         return []
-    rows = excluded_rows(df.assign(status=df["status"] if "status" in df.columns else "unknown"),
-                         np.zeros(len(df), dtype=bool))
+    rows = excluded_rows(
+        df.assign(status=df["status"] if "status" in df.columns else "unknown"), np.zeros(len(df), dtype=bool)
+    )
     return [{**r, "reason": HERO_REASON} for r in rows]
 
 
@@ -155,11 +166,7 @@ def rung_variant_keys(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[str]
         var = [f"axis/{a}" for a in VARIANT_AXES if f"axis/{a}" in df.columns]
         reps = [f"axis/{a}" for a in REPLICATE_AXES]
         rung_cols = [c for c in axis_cols if c not in tune and c not in var and c not in reps]
-        rung = (
-            df[rung_cols].astype(str).agg(" ".join, axis=1)
-            if rung_cols
-            else _cluster_key(df)
-        )
+        rung = df[rung_cols].astype(str).agg(" ".join, axis=1) if rung_cols else _cluster_key(df)
         if var:
             variant = df[var[0]].map(tie_kind)
             how = "the study's tie_embeddings axis"
@@ -250,8 +257,22 @@ def largest_size_winner(law_df: pd.DataFrame, fitted: Sequence[str]) -> str:
     return str(best.idxmin()) if len(best) else str(fitted[0])
 
 
-MAPPABLE = ("params", "tokens", "loss", "flops", "lr", "batch_tokens", "batch_size", "variant", "status", "run_id",
-            "tie_embeddings", "aspect_ratio", "seed", "param_convention")
+MAPPABLE = (
+    "params",
+    "tokens",
+    "loss",
+    "flops",
+    "lr",
+    "batch_tokens",
+    "batch_size",
+    "variant",
+    "status",
+    "run_id",
+    "tie_embeddings",
+    "aspect_ratio",
+    "seed",
+    "param_convention",
+)
 """The columns a ``--columns`` mapping may fill (the fit's required, optional and label columns)."""
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 
@@ -320,13 +341,16 @@ def _parse_columns(columns: str | dict[str, str]) -> dict[str, str]:
         for item in (p.strip() for p in columns.split(",")):
             name, sep, source = item.partition("=")
             if not item or not sep or not name.strip() or not source.strip():
-                raise FitError(f"--columns {columns!r}: write NAME=COLUMN pairs separated by commas, e.g. "
-                               "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss")
+                raise FitError(
+                    f"--columns {columns!r}: write NAME=COLUMN pairs separated by commas, e.g. "
+                    "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss"
+                )
             pairs[name.strip()] = source.strip()
     unknown = [n for n in pairs if n not in MAPPABLE]
     if unknown:
-        raise FitError(f"--columns: {', '.join(unknown)} is not a column the fit reads (choose from "
-                       f"{', '.join(MAPPABLE)})")
+        raise FitError(
+            f"--columns: {', '.join(unknown)} is not a column the fit reads (choose from {', '.join(MAPPABLE)})"
+        )
     return pairs
 
 

@@ -103,12 +103,19 @@ class AccuracyLaw:
     rmse: float
 
     def to_dict(self) -> dict:
-        return jsonable({"params": self.params, "intervals": self.intervals, "rmse": self.rmse,
-                   "formula": "a / (1 + exp(-k (L - L0))) + b"})
+        return jsonable(
+            {
+                "params": self.params,
+                "intervals": self.intervals,
+                "rmse": self.rmse,
+                "formula": "a / (1 + exp(-k (L - L0))) + b",
+            }
+        )
 
 
-def bootstrap_step2(loss: np.ndarray, acc: np.ndarray, theta2: np.ndarray, n_boot: int,
-                    rng: np.random.Generator) -> np.ndarray:
+def bootstrap_step2(
+    loss: np.ndarray, acc: np.ndarray, theta2: np.ndarray, n_boot: int, rng: np.random.Generator
+) -> np.ndarray:
     """Cases-bootstrap refits of the sigmoid, each warm-started at ``theta2`` (the grid when that fails);
     ``(n_ok, 4)``. A resample with fewer than 4 distinct runs is skipped."""
     n = len(loss)

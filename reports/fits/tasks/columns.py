@@ -20,7 +20,7 @@ def task_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for col in runs.columns:
         if isinstance(col, str) and col.startswith(PREFIX):
-            task, _, metric = col[len(PREFIX):].rpartition("/")
+            task, _, metric = col[len(PREFIX) :].rpartition("/")
             if task and metric:
                 out.setdefault(task, []).append(metric)
     return out
@@ -30,8 +30,9 @@ def column(task: str, metric: str) -> str:
     return f"{PREFIX}{task}/{metric}"
 
 
-def pick_metric(task: str, available: Sequence[str], wanted: str | None, prefs: Sequence[str], what: str,
-          required: bool) -> str | None:
+def pick_metric(
+    task: str, available: Sequence[str], wanted: str | None, prefs: Sequence[str], what: str, required: bool
+) -> str | None:
     if wanted is not None:
         if wanted not in available:
             raise FitError(
@@ -51,8 +52,9 @@ def pick_metric(task: str, available: Sequence[str], wanted: str | None, prefs: 
     return None
 
 
-def task_frame(runs: pd.DataFrame, task: str, loss_metric: str | None, acc_metric: str | None,
-             need_acc: bool) -> tuple[pd.DataFrame, str, str | None, list[str]]:
+def task_frame(
+    runs: pd.DataFrame, task: str, loss_metric: str | None, acc_metric: str | None, need_acc: bool
+) -> tuple[pd.DataFrame, str, str | None, list[str]]:
     if not isinstance(runs, pd.DataFrame):
         raise FitError(f"task scaling takes a DataFrame of runs, got {type(runs).__name__}")
     cols = task_columns(runs)
@@ -72,14 +74,16 @@ def task_frame(runs: pd.DataFrame, task: str, loss_metric: str | None, acc_metri
             warnings.append(f"{int(bad.sum())} run(s) not done left out")
             df = df[~bad]
     use = ["params", "tokens", column(task, lm)] + ([column(task, am)] if am else [])
-    frame = pd.DataFrame({
-        "params": pd.to_numeric(df["params"], errors="coerce"),
-        "tokens": pd.to_numeric(df["tokens"], errors="coerce"),
-        "flops": pd.to_numeric(df["flops"], errors="coerce") if "flops" in df.columns else np.nan,
-        "loss": pd.to_numeric(df[column(task, lm)], errors="coerce"),
-        "acc": pd.to_numeric(df[column(task, am)], errors="coerce") if am else np.nan,
-        "run_id": df["run_id"].astype(str) if "run_id" in df.columns else [str(i) for i in df.index],
-    })
+    frame = pd.DataFrame(
+        {
+            "params": pd.to_numeric(df["params"], errors="coerce"),
+            "tokens": pd.to_numeric(df["tokens"], errors="coerce"),
+            "flops": pd.to_numeric(df["flops"], errors="coerce") if "flops" in df.columns else np.nan,
+            "loss": pd.to_numeric(df[column(task, lm)], errors="coerce"),
+            "acc": pd.to_numeric(df[column(task, am)], errors="coerce") if am else np.nan,
+            "run_id": df["run_id"].astype(str) if "run_id" in df.columns else [str(i) for i in df.index],
+        }
+    )
     ok = np.isfinite(frame["params"]) & np.isfinite(frame["tokens"]) & np.isfinite(frame["loss"])
     ok &= (frame["params"] > 0) & (frame["tokens"] > 0) & (frame["loss"] > 0)
     if am:
@@ -90,8 +94,11 @@ def task_frame(runs: pd.DataFrame, task: str, loss_metric: str | None, acc_metri
     # flops: measured where present, else params x tokens at the ladder's own flops per (N D) (6 by default)
     fl = frame["flops"].to_numpy(float)
     good = np.isfinite(fl) & (fl > 0)
-    ratio = float(np.median(fl[good] / (frame["params"].to_numpy()[good] * frame["tokens"].to_numpy()[good]))) \
-        if good.any() else 6.0
+    ratio = (
+        float(np.median(fl[good] / (frame["params"].to_numpy()[good] * frame["tokens"].to_numpy()[good])))
+        if good.any()
+        else 6.0
+    )
     if (~good).any():
         fl = np.where(good, fl, ratio * frame["params"].to_numpy() * frame["tokens"].to_numpy())
         frame["flops"] = fl

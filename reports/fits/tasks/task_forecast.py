@@ -62,22 +62,24 @@ class TaskFit:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return jsonable({
-            "task": self.task,
-            "loss_metric": self.loss_metric,
-            "acc_metric": self.acc_metric,
-            "loss_column": column(self.task, self.loss_metric),
-            "acc_column": column(self.task, self.acc_metric) if self.acc_metric else None,
-            "level": self.level,
-            "n_runs": self.n_runs,
-            "step1": self.step1.to_dict(),
-            "step2": self.step2.to_dict() if self.step2 else None,
-            "points": self.points,
-            "curves": self.curves,
-            "hero": self.hero.to_dict() if self.hero else None,
-            "bootstrap": self.bootstrap,
-            "warnings": self.warnings,
-        })
+        return jsonable(
+            {
+                "task": self.task,
+                "loss_metric": self.loss_metric,
+                "acc_metric": self.acc_metric,
+                "loss_column": column(self.task, self.loss_metric),
+                "acc_column": column(self.task, self.acc_metric) if self.acc_metric else None,
+                "level": self.level,
+                "n_runs": self.n_runs,
+                "step1": self.step1.to_dict(),
+                "step2": self.step2.to_dict() if self.step2 else None,
+                "points": self.points,
+                "curves": self.curves,
+                "hero": self.hero.to_dict() if self.hero else None,
+                "bootstrap": self.bootstrap,
+                "warnings": self.warnings,
+            }
+        )
 
 
 @dataclass
@@ -89,8 +91,9 @@ class TaskScaling:
     hero: dict[str, float | None] | None
 
     def to_dict(self) -> dict:
-        return jsonable({"hero": self.hero, "tasks": {k: v.to_dict() for k, v in self.fits.items()},
-                   "errors": self.errors})
+        return jsonable(
+            {"hero": self.hero, "tasks": {k: v.to_dict() for k, v in self.fits.items()}, "errors": self.errors}
+        )
 
 
 def collinear(params: np.ndarray, tokens: np.ndarray, tol: float = COLLINEAR_TOL) -> tuple[bool, float]:
@@ -116,18 +119,22 @@ def _choose_forms(form: str, n_runs: int, params, tokens, has_split: bool, task:
                 "log N): A/N^alpha and B/D^beta cannot be separated; use form='compute'"
             )
         if n_runs < MIN_RUNS["nd"]:
-            raise FitError(f"task {task!r}: {n_runs} runs; the (N, D) law has 5 parameters and needs at least "
-                           f"{MIN_RUNS['nd']} runs")
+            raise FitError(
+                f"task {task!r}: {n_runs} runs; the (N, D) law has 5 parameters and needs at least "
+                f"{MIN_RUNS['nd']} runs"
+            )
         return ND_FORMS, "the laws in (N, D), as requested"
     if form == "compute":
         return COMPUTE_FORMS, "the laws in compute, as requested"
     if is_col:
-        return COMPUTE_FORMS, (f"N and D are collinear (log D scatters {scatter:.3f} about a line in log N), so "
-                               "only the laws in compute")
+        return COMPUTE_FORMS, (
+            f"N and D are collinear (log D scatters {scatter:.3f} about a line in log N), so only the laws in compute"
+        )
     if not has_split:
         return COMPUTE_FORMS, "the hero is given as compute only, so only the laws in compute"
-    return ND_FORMS + COMPUTE_FORMS, (f"N and D vary independently (log D scatters {scatter:.3f} about a line in "
-                                      "log N): every law form")
+    return ND_FORMS + COMPUTE_FORMS, (
+        f"N and D vary independently (log D scatters {scatter:.3f} about a line in log N): every law form"
+    )
 
 
 def _hero_point(hero: Mapping | None, form: str, flops_per_nd: float, task: str):
@@ -217,8 +224,18 @@ def fit_task(
 
     # ---- step 1: the loss laws' forms on the task loss, by the engine
     try:
-        s1 = fit_step1(n, d, loss, frame["run_id"].tolist(), forms=forms, target_params=hn, target_tokens=hd,
-                       n_boot=n_boot, seed=seed, reason=reason)
+        s1 = fit_step1(
+            n,
+            d,
+            loss,
+            frame["run_id"].tolist(),
+            forms=forms,
+            target_params=hn,
+            target_tokens=hd,
+            n_boot=n_boot,
+            seed=seed,
+            reason=reason,
+        )
     except ValueError as exc:
         raise FitError(f"task {task!r}: step 1 cannot be fitted: {exc}") from exc
     loss_fit = np.exp(s1.point(n, d))
@@ -244,47 +261,70 @@ def fit_task(
     if am and n_ok < max(10, n_boot // 4) and n_boot > 0:
         warnings.append(f"only {n_ok} of {n_boot} bootstrap refits succeeded; intervals are rough")
     if s1.laws[s1.primary].dof < 3 or (am and n_runs - 4 < 3):
-        warnings.append(f"{n_runs} runs leave fewer than 3 degrees of freedom for a fit: intervals are wide and "
-                        "rough; add runs to the ladder")
+        warnings.append(
+            f"{n_runs} runs leave fewer than 3 degrees of freedom for a fit: intervals are wide and "
+            "rough; add runs to the ladder"
+        )
     f2 = dof_factor(n_runs, 4, level) if correct else 1.0
     step2 = None
     if am:
         names2 = ("a", "b", "k", "L0")
         step2 = AccuracyLaw(
             params=dict(zip(names2, map(float, theta2))),
-            intervals={k: quantiles(stretch(theta2[i], T2[:, i], f2), level) if len(T2) else (None, None)
-                       for i, k in enumerate(names2)},
+            intervals={
+                k: quantiles(stretch(theta2[i], T2[:, i], f2), level) if len(T2) else (None, None)
+                for i, k in enumerate(names2)
+            },
             rmse=float(np.sqrt(np.mean(res2**2))),
         )
 
     # ---- hero
     hero_fc = None
     if hero_pt:
-        hero_fc = forecast_hero(s1, hero_pt, (hn, hd), (float(n.max()), float((6.0 * n * d).max())), theta2=theta2,
-                                boot2=T2, res2=res2, f2=f2, level=level, seed=seed)
+        hero_fc = forecast_hero(
+            s1,
+            hero_pt,
+            (hn, hd),
+            (float(n.max()), float((6.0 * n * d).max())),
+            theta2=theta2,
+            boot2=T2,
+            res2=res2,
+            f2=f2,
+            level=level,
+            seed=seed,
+        )
         if hero_fc.beyond_reach and s1.forecast is not None:
-            warnings.append(f"the hero is {hero_fc.params_x:.3g}x the ladder's largest model, beyond the distance at "
-                            "which step 1's rollout forecasts stayed within 2%")
+            warnings.append(
+                f"the hero is {hero_fc.params_x:.3g}x the ladder's largest model, beyond the distance at "
+                "which step 1's rollout forecasts stayed within 2%"
+            )
         lo_obs = float(np.min(loss))
         if hero_fc.loss < lo_obs and am and theta2[3] < lo_obs - np.ptp(loss):
-            warnings.append("the sigmoid's midpoint L0 lies well below the ladder's losses: the hero's accuracy is an "
-                            "extrapolation of the curve's lower half")
+            warnings.append(
+                "the sigmoid's midpoint L0 lies well below the ladder's losses: the hero's accuracy is an "
+                "extrapolation of the curve's lower half"
+            )
 
     # ---- points and curves
     points = []
     acc_fit = sigmoid(theta2, loss) if am else None
     acc_chain = sigmoid(theta2, loss_fit) if am else None
     for i in range(n_runs):
-        points.append({
-            "run_id": frame["run_id"].iloc[i], "params": n[i], "tokens": d[i], "flops": c[i],
-            "loss": loss[i], "loss_fit": loss_fit[i],
-            "acc": None if acc is None else acc[i],
-            "acc_fit": None if acc_fit is None else acc_fit[i],
-            "acc_chain": None if acc_chain is None else acc_chain[i],
-        })
+        points.append(
+            {
+                "run_id": frame["run_id"].iloc[i],
+                "params": n[i],
+                "tokens": d[i],
+                "flops": c[i],
+                "loss": loss[i],
+                "loss_fit": loss_fit[i],
+                "acc": None if acc is None else acc[i],
+                "acc_fit": None if acc_fit is None else acc_fit[i],
+                "acc_chain": None if acc_chain is None else acc_chain[i],
+            }
+        )
     hero_nd = (hn, hd) if hero_pt else None
-    curves = {"step1": step1_curves(s1, n, d, fpn, hero_nd, level),
-              "step2": None}
+    curves = {"step1": step1_curves(s1, n, d, fpn, hero_nd, level), "step2": None}
     if am:
         lmin, lmax = float(np.min(loss)), float(np.max(loss))
         if hero_fc is not None:
@@ -292,14 +332,24 @@ def fit_task(
         pad = 0.05 * (lmax - lmin or lmax)
         grid = np.linspace(lmin - pad, lmax + pad, CURVE_POINTS)
         centre = sigmoid(theta2, grid)
-        draws = np.array([np.clip(stretch(centre, sigmoid(t, grid), f2), 0, 1) for t in T2]) if len(T2) \
+        draws = (
+            np.array([np.clip(stretch(centre, sigmoid(t, grid), f2), 0, 1) for t in T2])
+            if len(T2)
             else np.empty((0, len(grid)))
+        )
         band = [quantiles(draws[:, j], level) if len(draws) else (None, None) for j in range(len(grid))]
-        curves["step2"] = {"loss": grid, "acc": centre,
-                           "acc_lo": [b[0] for b in band], "acc_hi": [b[1] for b in band]}
+        curves["step2"] = {"loss": grid, "acc": centre, "acc_lo": [b[0] for b in band], "acc_hi": [b[1] for b in band]}
     return TaskFit(
-        task=task, loss_metric=lm, acc_metric=am, level=level, n_runs=n_runs, step1=step1, step2=step2,
-        points=points, curves=curves, hero=hero_fc,
+        task=task,
+        loss_metric=lm,
+        acc_metric=am,
+        level=level,
+        n_runs=n_runs,
+        step1=step1,
+        step2=step2,
+        points=points,
+        curves=curves,
+        hero=hero_fc,
         bootstrap={"requested": n_boot, "succeeded": n_ok, "step1": max(int(n_boot), MIN_BOOT)},
         warnings=warnings,
     )

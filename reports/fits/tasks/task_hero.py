@@ -56,9 +56,19 @@ def _hull(pred: tuple, curve: tuple) -> tuple:
     return min(pred[0], curve[0]), max(pred[1], curve[1])
 
 
-def forecast_hero(s1: Step1, hero_pt: tuple, nd: tuple[float, float], ladder: tuple[float, float], *,
-                  theta2: np.ndarray | None, boot2: np.ndarray, res2: np.ndarray | None, f2: float, level: float,
-                  seed: int) -> HeroForecast:
+def forecast_hero(
+    s1: Step1,
+    hero_pt: tuple,
+    nd: tuple[float, float],
+    ladder: tuple[float, float],
+    *,
+    theta2: np.ndarray | None,
+    boot2: np.ndarray,
+    res2: np.ndarray | None,
+    f2: float,
+    level: float,
+    seed: int,
+) -> HeroForecast:
     """``hero_pt = (params or None, tokens or None, flops, flops estimated)`` as given; ``nd`` the (N, D) step 1
     forecasts at (the given split, or the target ratio's); ``ladder`` the ladder's largest params and 6ND."""
     rng = np.random.default_rng(seed)
@@ -68,13 +78,19 @@ def forecast_hero(s1: Step1, hero_pt: tuple, nd: tuple[float, float], ladder: tu
     l_draws = np.exp(curve[:, 0])
     l_pred = np.exp(curve[:, :1] + noise[:, :, 0])  # (N_DRAWS, NOISE_PER_DRAW)
     fc = s1.forecast
-    reach = (fc.reach.get("2%", {}).get("params_x", 1.0) if fc is not None else 1.0)
+    reach = fc.reach.get("2%", {}).get("params_x", 1.0) if fc is not None else 1.0
     px, cx = n / ladder[0], 6.0 * n * d / ladder[1]
     hero = HeroForecast(
-        params=hero_pt[0], tokens=hero_pt[1], flops=hero_pt[2], loss=l_hero,
+        params=hero_pt[0],
+        tokens=hero_pt[1],
+        flops=hero_pt[2],
+        loss=l_hero,
         loss_interval=quantiles(l_draws, level),
         loss_prediction_interval=_hull(quantiles(l_pred.ravel(), level), quantiles(l_draws, level)),
-        flops_estimated=bool(hero_pt[3]), params_x=px, compute_x=cx, beyond_reach=bool(px > reach * 1.0001),
+        flops_estimated=bool(hero_pt[3]),
+        params_x=px,
+        compute_x=cx,
+        beyond_reach=bool(px > reach * 1.0001),
         by_form=s1.by_form(n, d, seed=seed),
     )
     if theta2 is None:

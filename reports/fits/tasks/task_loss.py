@@ -88,8 +88,13 @@ class Step1:
                 continue
             p, d = law.draws(_raw(k, params, tokens), n_draws=2000, seed=seed)
             lo, hi = np.quantile(d[:, 0], [0.05, 0.95])
-            out[k] = {"applies": True, "loss": float(np.exp(p[0])), "lo": float(np.exp(lo)),
-                      "hi": float(np.exp(hi)), "weight": self.weights.get(k, 0.0)}
+            out[k] = {
+                "applies": True,
+                "loss": float(np.exp(p[0])),
+                "lo": float(np.exp(lo)),
+                "hi": float(np.exp(hi)),
+                "weight": self.weights.get(k, 0.0),
+            }
         return out
 
     def point(self, params, tokens) -> np.ndarray:
@@ -132,8 +137,19 @@ class Step1:
         return point, curve, noise
 
 
-def fit_step1(params, tokens, loss, run_ids, *, forms, target_params: float, target_tokens: float, n_boot: int,
-              seed: int, reason: str) -> Step1:
+def fit_step1(
+    params,
+    tokens,
+    loss,
+    run_ids,
+    *,
+    forms,
+    target_params: float,
+    target_tokens: float,
+    n_boot: int,
+    seed: int,
+    reason: str,
+) -> Step1:
     """Fit the task loss ``loss`` with the loss laws' ``forms`` (rollout, weights, calibration); when none is
     identifiable (too few sizes or runs), ``L(C) = E + A C^-alpha`` on all runs with the engine directly.
     Raises ValueError when even that cannot be fitted."""
@@ -147,10 +163,18 @@ def fit_step1(params, tokens, loss, run_ids, *, forms, target_params: float, tar
         engine = LOSS_FORMS["ratio"].engine
         if len(data) < engine.n_params + 1 or np.ptp(np.log(data.compute)) < 1e-6:
             raise ValueError(f"{exc}; and L(C) needs >= {engine.n_params + 1} runs at more than one compute")
-        law = fit(engine, _raw(DIRECT, data.params, data.tokens), np.log(data.loss), n_boot=n_boot, seed=seed,
-                  labels=data.run_ids)
-        why = (f"{reason}; no law form can be backtested ({exc}): L(C) = E + A C^-alpha fitted on all "
-               f"{len(data)} runs directly, with no rollout evidence")
+        law = fit(
+            engine,
+            _raw(DIRECT, data.params, data.tokens),
+            np.log(data.loss),
+            n_boot=n_boot,
+            seed=seed,
+            labels=data.run_ids,
+        )
+        why = (
+            f"{reason}; no law form can be backtested ({exc}): L(C) = E + A C^-alpha fitted on all "
+            f"{len(data)} runs directly, with no rollout evidence"
+        )
         return Step1({DIRECT: law}, {DIRECT: 1.0}, 1.0, target_tokens / target_params, None, why)
     return Step1(dict(fc.laws), dict(fc.weights), fc.factor, fc.target_ratio, fc, f"{reason}; {fc.why}")
 
@@ -173,10 +197,22 @@ class LossLaw:
     rollout: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return jsonable({"form": self.form, "primary": self.primary, "params": self.params,
-                         "intervals": self.intervals, "rmse_log": self.rmse_log, "reason": self.reason,
-                         "formula": FORMULAS[self.form], "forms": self.forms, "skipped": self.skipped,
-                         "calibration": self.calibration, "reach": self.reach, "rollout": self.rollout})
+        return jsonable(
+            {
+                "form": self.form,
+                "primary": self.primary,
+                "params": self.params,
+                "intervals": self.intervals,
+                "rmse_log": self.rmse_log,
+                "reason": self.reason,
+                "formula": FORMULAS[self.form],
+                "forms": self.forms,
+                "skipped": self.skipped,
+                "calibration": self.calibration,
+                "reach": self.reach,
+                "rollout": self.rollout,
+            }
+        )
 
 
 def summarize(s1: Step1, rmse_log: float) -> LossLaw:
@@ -190,18 +226,35 @@ def summarize(s1: Step1, rmse_log: float) -> LossLaw:
     fc = s1.forecast
     forms = {}
     for k, lf in s1.laws.items():
-        title, formula = ((LOSS_FORMS[k].title, LOSS_FORMS[k].formula) if k in LOSS_FORMS
-                          else ("L(C) on every run", "E + A C^-alpha"))
-        forms[k] = {"title": title, "formula": formula, **lf.to_dict(), "weight": s1.weights.get(k, 0.0),
-                    "rollout": fc.rollout.scores.get(k) if fc else None}
-    out = LossLaw(form=family(key), params={k: float(v) for k, v in named.items()}, intervals=intervals,
-                  rmse_log=rmse_log, reason=s1.reason, primary=key, forms=forms)
+        title, formula = (
+            (LOSS_FORMS[k].title, LOSS_FORMS[k].formula) if k in LOSS_FORMS else ("L(C) on every run", "E + A C^-alpha")
+        )
+        forms[k] = {
+            "title": title,
+            "formula": formula,
+            **lf.to_dict(),
+            "weight": s1.weights.get(k, 0.0),
+            "rollout": fc.rollout.scores.get(k) if fc else None,
+        }
+    out = LossLaw(
+        form=family(key),
+        params={k: float(v) for k, v in named.items()},
+        intervals=intervals,
+        rmse_log=rmse_log,
+        reason=s1.reason,
+        primary=key,
+        forms=forms,
+    )
     if fc is not None:
         out.skipped = dict(fc.skipped)
         out.calibration = {"level": 0.90, "coverage": fc.coverage, "factor": fc.factor, "n": len(fc.mixture_rows)}
         out.reach = fc.reach
-        out.rollout = {"prefixes": len(fc.rollout.prefixes), "forecasts": len(fc.mixture_rows),
-                       "scores": fc.rollout.scores, "mixture": fc.mixture_rows}
+        out.rollout = {
+            "prefixes": len(fc.rollout.prefixes),
+            "forecasts": len(fc.mixture_rows),
+            "scores": fc.rollout.scores,
+            "mixture": fc.mixture_rows,
+        }
     else:
         out.calibration = {"level": 0.90, "coverage": None, "factor": 1.0, "n": 0}
     return out
@@ -236,7 +289,16 @@ def step1_curves(s1: Step1, n, d, flops_per_nd: float, hero_nd, level: float) ->
         pd_ = r * pn
         point, curve, _ = s1.draws(pn, pd_, n_draws=CURVE_DRAWS, seed=11)
         band = [quantiles(np.exp(curve[:, j]), level) for j in range(len(pn))]
-        out.append({"label": label, "tokens_per_param": float(r), "params": pn, "tokens": pd_,
-                    "flops": flops_per_nd * pn * pd_, "loss": np.exp(point),
-                    "loss_lo": [b[0] for b in band], "loss_hi": [b[1] for b in band]})
+        out.append(
+            {
+                "label": label,
+                "tokens_per_param": float(r),
+                "params": pn,
+                "tokens": pd_,
+                "flops": flops_per_nd * pn * pd_,
+                "loss": np.exp(point),
+                "loss_lo": [b[0] for b in band],
+                "loss_hi": [b[1] for b in band],
+            }
+        )
     return out

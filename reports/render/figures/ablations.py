@@ -84,8 +84,17 @@ def draw_tie(fig: FigureBase, tie: Mapping[str, Any], styles: VariantStyles) -> 
     good = [r for r in rows if ok(r.get("gap"))]
     for r in good:
         se = num(r.get("gap_se"))
-        _interval_bar(ax_g, num(r["flops"]), num(r["gap"]), num(r["gap"]) - Z90 * se, num(r["gap"]) + Z90 * se,
-                      fmt="o", color=PALETTE[2], markersize=4.5, capsize=2.5)
+        _interval_bar(
+            ax_g,
+            num(r["flops"]),
+            num(r["gap"]),
+            num(r["gap"]) - Z90 * se,
+            num(r["gap"]) + Z90 * se,
+            fmt="o",
+            color=PALETTE[2],
+            markersize=4.5,
+            capsize=2.5,
+        )
     ax_g.plot([], [], "o", color=PALETTE[2], label="per rung (90% noise)")
     _band(ax_g, tie.get("band"), "trend (rollout-weighted forms)")
     ci = hero.get("gap_ci90") or [None, None]
@@ -105,11 +114,21 @@ def draw_tie(fig: FigureBase, tie: Mapping[str, Any], styles: VariantStyles) -> 
     mr = [r for r in rows if pos(r.get("compute_multiplier"))]
     for r in mr:
         c = r.get("compute_multiplier_ci90") or [None, None]
-        _interval_bar(ax_m, num(r["flops"]), num(r["compute_multiplier"]), c[0], c[1] if len(c) > 1 else None,
-                      fmt="s", color=PALETTE[0], markersize=4.5, capsize=2.5)
+        _interval_bar(
+            ax_m,
+            num(r["flops"]),
+            num(r["compute_multiplier"]),
+            c[0],
+            c[1] if len(c) > 1 else None,
+            fmt="s",
+            color=PALETTE[0],
+            markersize=4.5,
+            capsize=2.5,
+        )
     mci = hero.get("compute_multiplier_ci90") or [None, None]
-    hero_point(ax_m, hero_c, hero.get("compute_multiplier"), mci[0], mci[1] if len(mci) > 1 else None,
-               label="hero (90%)")
+    hero_point(
+        ax_m, hero_c, hero.get("compute_multiplier"), mci[0], mci[1] if len(mci) > 1 else None, label="hero (90%)"
+    )
     if not mr and not pos(hero.get("compute_multiplier")):
         empty(ax_m, "no multiplier: the untied variant has no loss-vs-compute law")
     else:
@@ -144,9 +163,18 @@ def draw_aspects(fig: FigureBase, scales: Sequence[Mapping[str, Any]]) -> None:
             grp = [p for p in pts if bool(p.get("used")) == used]
             xs, ys = finite_arrays([p.get("aspect_ratio") for p in grp], [p.get("loss_compared") for p in grp])
             if len(xs):
-                ax.plot(xs, ys, linestyle="none", marker="o", markersize=4.5, markerfacecolor=face,
-                        markeredgecolor=FIT_COLOR, markeredgewidth=0.8, zorder=4,
-                        label="in the fit" if used else "outside the fit window")
+                ax.plot(
+                    xs,
+                    ys,
+                    linestyle="none",
+                    marker="o",
+                    markersize=4.5,
+                    markerfacecolor=face,
+                    markeredgecolor=FIT_COLOR,
+                    markeredgewidth=0.8,
+                    zorder=4,
+                    label="in the fit" if used else "outside the fit window",
+                )
         xs_all = [num(p.get("aspect_ratio")) for p in pts if pos(p.get("aspect_ratio"))]
         if not xs_all:
             empty(ax, "no finite values")
@@ -160,8 +188,14 @@ def draw_aspects(fig: FigureBase, scales: Sequence[Mapping[str, Any]]) -> None:
             o = num(f["opt"])
             c = list(f.get("ci90") or [None, None]) + [None, None]
             if ok(c[0], c[1]) and max(num(c[0]), lo) < min(num(c[1]), hi):
-                ax.axvspan(max(num(c[0]), lo), min(num(c[1]), hi), color=PALETTE[0], alpha=0.10, linewidth=0,
-                           label="optimum, 90% interval")
+                ax.axvspan(
+                    max(num(c[0]), lo),
+                    min(num(c[1]), hi),
+                    color=PALETTE[0],
+                    alpha=0.10,
+                    linewidth=0,
+                    label="optimum, 90% interval",
+                )
             if lo <= o <= hi:
                 ax.axvline(o, color=PALETTE[0], linestyle="--", linewidth=1.0, label="optimum")
         flag = {"edge": "optimum beyond the sweep", "no_minimum": "no minimum"}.get(f.get("status"))
@@ -175,7 +209,7 @@ def draw_aspects(fig: FigureBase, scales: Sequence[Mapping[str, Any]]) -> None:
         ax.set_xlabel("aspect ratio (d_model / n_layers)")
         if ax in axes[:, 0]:
             ax.set_ylabel("loss at the rung's compute")
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.set_axis_off()
     merged_legend(fig, axes.flat)
 
@@ -191,22 +225,44 @@ def draw_aspect_trend(fig: FigureBase, dw: Mapping[str, Any]) -> None:
         f = s["fit"]
         c = f.get("ci90") or [None, None]
         kept = s.get("scale") not in excluded
-        _interval_bar(ax_a, num(s["flops"]), num(f["opt"]), c[0], c[1] if len(c) > 1 else None, fmt="o",
-                      color=PALETTE[0] if kept else MUTED, markersize=4.5, capsize=2.5)
+        _interval_bar(
+            ax_a,
+            num(s["flops"]),
+            num(f["opt"]),
+            c[0],
+            c[1] if len(c) > 1 else None,
+            fmt="o",
+            color=PALETTE[0] if kept else MUTED,
+            markersize=4.5,
+            capsize=2.5,
+        )
         pc = f.get("penalty_2x_ci90") or [None, None]
         if pos(f.get("penalty_2x")):
-            _interval_bar(ax_p, num(s["flops"]), num(f["penalty_2x"]), pc[0], pc[1] if len(pc) > 1 else None,
-                          fmt="s", color=PALETTE[2], markersize=4.5, capsize=2.5)
+            _interval_bar(
+                ax_p,
+                num(s["flops"]),
+                num(f["penalty_2x"]),
+                pc[0],
+                pc[1] if len(pc) > 1 else None,
+                fmt="s",
+                color=PALETTE[2],
+                markersize=4.5,
+                capsize=2.5,
+            )
     ax_a.plot([], [], "o", color=PALETTE[0], label="best per rung (90%)")
     _band(ax_a, dw.get("aspect_band"), "trend (rollout-weighted forms)")
     ci = hero.get("aspect_ratio_ci90") or [None, None]
-    hero_point(ax_a, hero.get("flops"), hero.get("aspect_ratio"), ci[0], ci[1] if len(ci) > 1 else None,
-               label="hero (90%)")
+    hero_point(
+        ax_a, hero.get("flops"), hero.get("aspect_ratio"), ci[0], ci[1] if len(ci) > 1 else None, label="hero (90%)"
+    )
     pci = hero.get("penalty_2x_ci90") or [None, None]
-    hero_point(ax_p, hero.get("flops"), hero.get("penalty_2x"), pci[0], pci[1] if len(pci) > 1 else None,
-               label="hero (90%)")
-    for ax, ylabel, title in ((ax_a, "best aspect ratio (d_model / n_layers)", "aspect* vs compute"),
-                              (ax_p, "loss cost of a 2× wrong aspect (nats)", "cost vs compute")):
+    hero_point(
+        ax_p, hero.get("flops"), hero.get("penalty_2x"), pci[0], pci[1] if len(pci) > 1 else None, label="hero (90%)"
+    )
+    for ax, ylabel, title in (
+        (ax_a, "best aspect ratio (d_model / n_layers)", "aspect* vs compute"),
+        (ax_p, "loss cost of a 2× wrong aspect (nats)", "cost vs compute"),
+    ):
         if not scales:
             empty(ax, dw.get("reason") or "no rung has an optimum")
             continue

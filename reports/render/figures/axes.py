@@ -146,8 +146,9 @@ def hero_point(ax: Any, x: Any, y: Any, lo: Any = None, hi: Any = None, label: s
         return False
     yerr = interval_err(num(y), lo, hi)
     if yerr is not None:
-        ax.errorbar([num(x)], [num(y)], yerr=yerr, fmt="none", ecolor=HERO["color"], elinewidth=1.3, capsize=4,
-                    zorder=5)
+        ax.errorbar(
+            [num(x)], [num(y)], yerr=yerr, fmt="none", ecolor=HERO["color"], elinewidth=1.3, capsize=4, zorder=5
+        )
     ax.plot([num(x)], [num(y)], linestyle="none", label=label, **HERO)
     return True
 
@@ -155,8 +156,16 @@ def hero_point(ax: Any, x: Any, y: Any, lo: Any = None, hi: Any = None, label: s
 def empty(ax: Any, message: str) -> None:
     """An axis that says why it has nothing to show."""
     ax.set_axis_off()
-    ax.text(0.5, 0.5, wrap(tx(message, 400), 48), ha="center", va="center", fontsize=8, color="#666666",
-            transform=ax.transAxes)
+    ax.text(
+        0.5,
+        0.5,
+        wrap(tx(message, 400), 48),
+        ha="center",
+        va="center",
+        fontsize=8,
+        color="#666666",
+        transform=ax.transAxes,
+    )
 
 
 def wrap(s: str, width: int) -> str:
@@ -174,10 +183,11 @@ def fig_legend(fig: FigureBase, handles: list, labels: list[str], width_in: floa
     if not handles:
         return
     longest = max(len(lbl) for lbl in labels)
-    per = (longest * 0.075 + 0.55)  # inches per entry at 7.5 pt
+    per = longest * 0.075 + 0.55  # inches per entry at 7.5 pt
     ncols = max(1, min(len(handles), int(width_in / per)))
-    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=7.5, handlelength=2.6,
-               columnspacing=1.4)
+    fig.legend(
+        handles, labels, loc="outside lower center", ncols=ncols, fontsize=7.5, handlelength=2.6, columnspacing=1.4
+    )
 
 
 def merged_legend(fig: FigureBase, axes: Iterable[Any]) -> None:
@@ -203,4 +213,3 @@ def finite_arrays(*cols: Sequence[Any]) -> tuple[np.ndarray, ...]:
 
 def geom_grid(lo: float, hi: float, n: int = 120) -> np.ndarray:
     return np.geomspace(lo, hi, n)
-

@@ -59,6 +59,7 @@ def draw_curves(fig: FigureBase, curves: Any, variant_of: Mapping[str, str], sty
     axes[0].set_title("loss vs tokens")
     axes[1].set_title("loss vs compute")
     handles = [styles.handle(n) for n in names] + [
-        Line2D([], [], color=MUTED, linewidth=0.9), Line2D([], [], color=MUTED, marker="o", linestyle="none", ms=3)]
+        Line2D([], [], color=MUTED, linewidth=0.9),
+        Line2D([], [], color=MUTED, marker="o", linestyle="none", ms=3),
+    ]
     fig_legend(fig, handles, [tx(n) for n in names] + ["train loss", "eval loss"])
-

@@ -21,8 +21,13 @@ from ladder.reports.render.figures.style import MUTED, VariantStyles, tx
 from ladder.reports.render.fmt import fmt_count, num, ok
 
 
-def draw_residuals(fig: FigureBase, residuals: Sequence[Mapping[str, Any]], backtest: Mapping[str, Any] | None,
-                   variant_of: Mapping[str, str], styles: VariantStyles) -> None:
+def draw_residuals(
+    fig: FigureBase,
+    residuals: Sequence[Mapping[str, Any]],
+    backtest: Mapping[str, Any] | None,
+    variant_of: Mapping[str, str],
+    styles: VariantStyles,
+) -> None:
     """Residuals of the loss law (percent, per variant) against compute, and the backtest: the largest rung's
     observed loss against the forecast of a fit made without it."""
     held = [r for r in (backtest or {}).get("held_out") or [] if ok(r.get("loss"), r.get("predicted"))]
@@ -33,8 +38,16 @@ def draw_residuals(fig: FigureBase, residuals: Sequence[Mapping[str, Any]], back
     for variant in [n for n in styles.names if n in by_var] + [n for n in by_var if n not in styles.names]:
         st = styles[variant]
         xs, ys = finite_arrays([r.get("flops") for r in by_var[variant]], [r.get("pct") for r in by_var[variant]])
-        ax_l.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], markersize=4, alpha=0.85,
-                  label=tx(variant))
+        ax_l.plot(
+            xs,
+            ys,
+            linestyle="none",
+            marker=st["marker"],
+            color=st["color"],
+            markersize=4,
+            alpha=0.85,
+            label=tx(variant),
+        )
     ax_l.axhline(0, color="#444444", linewidth=0.8)
     flops_axis(ax_l)
     ax_l.set_ylabel("residual: (observed − fitted) / fitted (%)")
@@ -52,8 +65,17 @@ def draw_residuals(fig: FigureBase, residuals: Sequence[Mapping[str, Any]], back
         ax_r.plot(line, line, color="#444444", linewidth=0.8, label="forecast = observed")
         for r in held:
             st = styles[variant_of.get(str(r.get("run")), "?")]
-            ax_r.plot([num(r["predicted"])], [num(r["loss"])], linestyle="none", marker=st["marker"],
-                      color=st["color"], markersize=7, markeredgecolor="black", markeredgewidth=0.6, zorder=5)
+            ax_r.plot(
+                [num(r["predicted"])],
+                [num(r["loss"])],
+                linestyle="none",
+                marker=st["marker"],
+                color=st["color"],
+                markersize=7,
+                markeredgecolor="black",
+                markeredgewidth=0.6,
+                zorder=5,
+            )
         ax_r.set_xlim(line)
         ax_r.set_ylim(line)
         ax_r.set_xlabel("forecast without the held-out rung (nats/token)")
@@ -77,16 +99,32 @@ def draw_health(fig: FigureBase, runs: Any, styles: VariantStyles) -> None:
             if col not in g:
                 continue
             xs, ys = finite_arrays(g["params"], g[col])
-            ax.plot(xs, ys * scale, linestyle="none", marker=st["marker"], color=st["color"], markersize=4.5,
-                    alpha=0.85, label=tx(variant))
+            ax.plot(
+                xs,
+                ys * scale,
+                linestyle="none",
+                marker=st["marker"],
+                color=st["color"],
+                markersize=4.5,
+                alpha=0.85,
+                label=tx(variant),
+            )
     if "status" in runs:
         bad = runs[runs["status"] != "done"]
         for ax, col, scale in ((ax_l, "tokens_per_s", 1.0), (ax_r, "mfu", 100.0)):
             if col in bad and len(bad):
                 xs, ys = finite_arrays(bad["params"], bad[col])
                 if len(xs):
-                    ax.plot(xs, ys * scale, linestyle="none", marker="x", color="#C00000", markersize=8,
-                            markeredgewidth=1.6, label="diverged / failed")
+                    ax.plot(
+                        xs,
+                        ys * scale,
+                        linestyle="none",
+                        marker="x",
+                        color="#C00000",
+                        markersize=8,
+                        markeredgewidth=1.6,
+                        label="diverged / failed",
+                    )
     count_axis(ax_l, "parameters (N)")
     count_axis(ax_r, "parameters (N)")
     ax_l.set_yscale("log")
@@ -98,4 +136,3 @@ def draw_health(fig: FigureBase, runs: Any, styles: VariantStyles) -> None:
     ax_r.set_title("model FLOPs utilisation")
     handles, labels = ax_l.get_legend_handles_labels()
     fig_legend(fig, handles, labels)
-

@@ -15,8 +15,12 @@ from ladder.reports.render.fmt import num, ok
 KINDS = (("novel", "novel tokens", PALETTE[0], "o"), ("repeats", "in-context repeats", PALETTE[1], "^"))
 
 
-def draw_in_context(fig: FigureBase, runs: Sequence[Mapping[str, Any]], forecasts: Mapping[str, Any],
-                    heroes: Sequence[Mapping[str, Any]] = ()) -> None:
+def draw_in_context(
+    fig: FigureBase,
+    runs: Sequence[Mapping[str, Any]],
+    forecasts: Mapping[str, Any],
+    heroes: Sequence[Mapping[str, Any]] = (),
+) -> None:
     """Left: each run's loss on the novel tokens and on the repeats against 6ND compute, with each kind's
     forecast at the target (90%) and the finished hero runs' actual losses (hollow diamonds). Right: repeats'
     loss over the novel tokens' (1: nothing is copied)."""
@@ -32,13 +36,33 @@ def draw_in_context(fig: FigureBase, runs: Sequence[Mapping[str, Any]], forecast
         f = forecasts.get(key) or {}
         if f.get("available") and ok(forecasts.get("params"), forecasts.get("tokens"), f.get("loss")):
             x, y = 6.0 * num(forecasts["params"]) * num(forecasts["tokens"]), num(f["loss"])
-            ax_l.errorbar([x], [y], yerr=interval_err(y, f.get("lo"), f.get("hi")), fmt="*", markersize=10,
-                          color=color, ecolor=color, elinewidth=1.2, capsize=4, label=f"{label}: forecast (90%)")
-        hx, hy = finite_arrays([6.0 * num(h.get("params")) * num(h.get("tokens")) for h in heroes],
-                               [h.get(key) for h in heroes])
+            ax_l.errorbar(
+                [x],
+                [y],
+                yerr=interval_err(y, f.get("lo"), f.get("hi")),
+                fmt="*",
+                markersize=10,
+                color=color,
+                ecolor=color,
+                elinewidth=1.2,
+                capsize=4,
+                label=f"{label}: forecast (90%)",
+            )
+        hx, hy = finite_arrays(
+            [6.0 * num(h.get("params")) * num(h.get("tokens")) for h in heroes], [h.get(key) for h in heroes]
+        )
         if len(hx):
-            ax_l.plot(hx, hy, linestyle="none", marker="D", markersize=7, markerfacecolor="white", color=color,
-                      markeredgewidth=1.4, label=f"{label}: hero run (actual)")
+            ax_l.plot(
+                hx,
+                hy,
+                linestyle="none",
+                marker="D",
+                markersize=7,
+                markerfacecolor="white",
+                color=color,
+                markeredgewidth=1.4,
+                label=f"{label}: hero run (actual)",
+            )
     flops_axis(ax_l, "compute 6ND (FLOPs)")
     loss_axis(ax_l)
     ax_l.set_title("loss by token kind")

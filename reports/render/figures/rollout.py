@@ -16,8 +16,12 @@ from ladder.reports.render.fmt import num, ok
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
-def draw_rollout(fig: FigureBase, rows: Sequence[Mapping[str, Any]], mixture: Sequence[Mapping[str, Any]],
-                 weights: Mapping[str, float]) -> None:
+def draw_rollout(
+    fig: FigureBase,
+    rows: Sequence[Mapping[str, Any]],
+    mixture: Sequence[Mapping[str, Any]],
+    weights: Mapping[str, float],
+) -> None:
     """Left: |error| of every form's rollout forecast against the distance in parameters (weighted forms
     solid, the others hollow). Right: the weighted forecast's error with its 90% interval (relative to the
     observed loss): a bar that crosses zero covered the run."""
@@ -28,9 +32,18 @@ def draw_rollout(fig: FigureBase, rows: Sequence[Mapping[str, Any]], mixture: Se
         xs, ys = finite_arrays([r.get("params_x") for r in mine], [abs(num(r.get("err_pct"))) for r in mine])
         weighted = num(weights.get(form, 0.0)) > 0
         color = PALETTE[i % len(PALETTE)]
-        ax_l.plot(xs, ys, linestyle="none", marker=MARKERS[i % len(MARKERS)], markersize=5,
-                  color=color, markerfacecolor=color if weighted else "white", markeredgecolor=color,
-                  alpha=0.9, label=f"{tx(form)}" + (f" (weight {num(weights.get(form)):.2f})" if weighted else " (no weight)"))
+        ax_l.plot(
+            xs,
+            ys,
+            linestyle="none",
+            marker=MARKERS[i % len(MARKERS)],
+            markersize=5,
+            color=color,
+            markerfacecolor=color if weighted else "white",
+            markeredgecolor=color,
+            alpha=0.9,
+            label=f"{tx(form)}" + (f" (weight {num(weights.get(form)):.2f})" if weighted else " (no weight)"),
+        )
     for tol in (1.0, 2.0):
         ax_l.axhline(tol, color=MUTED, linestyle=":" if tol == 1.0 else "--", linewidth=0.9)
     ax_l.set_xscale("log")
@@ -51,11 +64,23 @@ def draw_rollout(fig: FigureBase, rows: Sequence[Mapping[str, Any]], mixture: Se
         hi = np.array([100 * (num((m.get("interval") or [np.nan, np.nan])[1]) - num(m["actual"])) for m in good]) / a
         inside = np.array([bool(m.get("inside")) for m in good])
         jitter = np.exp(np.linspace(-0.03, 0.03, len(x))) if len(x) > 1 else np.ones(1)
-        for mask, color, label in ((inside, PALETTE[0], "interval covered the run"),
-                                   (~inside, "#c0392b", "interval missed the run")):
+        for mask, color, label in (
+            (inside, PALETTE[0], "interval covered the run"),
+            (~inside, "#c0392b", "interval missed the run"),
+        ):
             if mask.any():
-                ax_r.errorbar(x[mask] * jitter[mask], e[mask], yerr=[e[mask] - lo[mask], hi[mask] - e[mask]],
-                              fmt="o", markersize=4, color=color, ecolor=color, elinewidth=0.9, capsize=2, label=label)
+                ax_r.errorbar(
+                    x[mask] * jitter[mask],
+                    e[mask],
+                    yerr=[e[mask] - lo[mask], hi[mask] - e[mask]],
+                    fmt="o",
+                    markersize=4,
+                    color=color,
+                    ecolor=color,
+                    elinewidth=0.9,
+                    capsize=2,
+                    label=label,
+                )
         ax_r.axhline(0, color="#444444", linewidth=0.8)
         ax_r.set_xscale("log")
         log_labels(ax_r.xaxis)

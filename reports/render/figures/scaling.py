@@ -54,27 +54,68 @@ def draw_scaling(
         for ax, x in ((ax_c, "flops"), (ax_n, "params")):
             if in_law:  # the runs the laws were fitted to stand out; the others (untuned, other variants) recede
                 xs, ys = finite_arrays(g.loc[~used, x], g.loc[~used, "loss"])
-                ax.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], markersize=3.5, alpha=0.35,
-                        markeredgewidth=0)
+                ax.plot(
+                    xs,
+                    ys,
+                    linestyle="none",
+                    marker=st["marker"],
+                    color=st["color"],
+                    markersize=3.5,
+                    alpha=0.35,
+                    markeredgewidth=0,
+                )
                 xs, ys = finite_arrays(g.loc[used, x], g.loc[used, "loss"])
-                ax.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], markersize=5.5,
-                        markeredgecolor="black", markeredgewidth=0.7, zorder=5)
-                ax.plot([], [], linestyle="none", marker=st["marker"], color=st["color"], markersize=5, label=tx(variant))
+                ax.plot(
+                    xs,
+                    ys,
+                    linestyle="none",
+                    marker=st["marker"],
+                    color=st["color"],
+                    markersize=5.5,
+                    markeredgecolor="black",
+                    markeredgewidth=0.7,
+                    zorder=5,
+                )
+                ax.plot(
+                    [], [], linestyle="none", marker=st["marker"], color=st["color"], markersize=5, label=tx(variant)
+                )
             else:
                 xs, ys = finite_arrays(g[x], g["loss"])
-                ax.plot(xs, ys, linestyle="none", marker=st["marker"], color=st["color"], markersize=4.5, alpha=0.85,
-                        markeredgecolor="white", markeredgewidth=0.4, label=tx(variant))
+                ax.plot(
+                    xs,
+                    ys,
+                    linestyle="none",
+                    marker=st["marker"],
+                    color=st["color"],
+                    markersize=4.5,
+                    alpha=0.85,
+                    markeredgecolor="white",
+                    markeredgewidth=0.4,
+                    label=tx(variant),
+                )
     if in_law:
-        ax_c.plot([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="black",
-                  markeredgewidth=0.7, label="runs in the fit (outlined)")
+        ax_c.plot(
+            [],
+            [],
+            linestyle="none",
+            marker="o",
+            markerfacecolor="white",
+            markeredgecolor="black",
+            markeredgewidth=0.7,
+            label="runs in the fit (outlined)",
+        )
     hero = hero or {}
     k_ladder = _flops_ratio(done)
     hn, hd = num(hero.get("params")), num(hero.get("tokens"))
     hc = num(hero.get("flops")) if ok(hero.get("flops")) else (6 * hn * hd * k_ladder if pos(hn, hd) else math.nan)
     if band:
-        bn, bd, bl, lo, hi = finite_arrays([b.get("params") for b in band], [b.get("tokens") for b in band],
-                                           [b.get("loss") for b in band], [b.get("lo") for b in band],
-                                           [b.get("hi") for b in band])
+        bn, bd, bl, lo, hi = finite_arrays(
+            [b.get("params") for b in band],
+            [b.get("tokens") for b in band],
+            [b.get("loss") for b in band],
+            [b.get("lo") for b in band],
+            [b.get("hi") for b in band],
+        )
         if len(bn) >= 2:
             bc = 6 * bn * bd * _k_interp(bn, done, k_ladder, hn, hc, hd)
             label = f"forecast at {hd / hn:.3g} tokens/param" if pos(hn, hd) else "forecast"
@@ -85,8 +126,11 @@ def draw_scaling(
     hero_point(ax_n, hn, hero.get("loss"), hero.get("lo"), hero.get("hi"))
     if actual and ok(actual.get("loss")) and pos(actual.get("params")):
         an = num(actual["params"])
-        ac = num(actual.get("flops")) if pos(actual.get("flops")) else (
-            6 * an * num(actual.get("tokens")) * k_ladder if pos(actual.get("tokens")) else math.nan)
+        ac = (
+            num(actual.get("flops"))
+            if pos(actual.get("flops"))
+            else (6 * an * num(actual.get("tokens")) * k_ladder if pos(actual.get("tokens")) else math.nan)
+        )
         for ax, x in ((ax_c, ac), (ax_n, an)):
             if pos(x):
                 ax.plot([x], [num(actual["loss"])], linestyle="none", label="hero run (actual)", **ACTUAL)
@@ -102,7 +146,9 @@ def draw_scaling(
 def _flops_ratio(runs: Any) -> float:
     """The ladder's FLOPs over 6 N D (attention and embeddings make it > 1 for small models)."""
     try:
-        r = np.asarray(runs["flops"], float) / (6 * np.asarray(runs["params"], float) * np.asarray(runs["tokens"], float))
+        r = np.asarray(runs["flops"], float) / (
+            6 * np.asarray(runs["params"], float) * np.asarray(runs["tokens"], float)
+        )
         r = r[np.isfinite(r) & (r > 0)]
         return float(np.median(r)) if len(r) else 1.0
     except (KeyError, TypeError, ValueError):
@@ -110,8 +156,11 @@ def _flops_ratio(runs: Any) -> float:
 
 
 def _points_ratio(points: Sequence[Mapping[str, Any]], default: float) -> float:
-    r = [num(p.get("flops")) / (6 * num(p.get("params")) * num(p.get("tokens"))) for p in points
-         if pos(p.get("flops"), p.get("params"), p.get("tokens"))]
+    r = [
+        num(p.get("flops")) / (6 * num(p.get("params")) * num(p.get("tokens")))
+        for p in points
+        if pos(p.get("flops"), p.get("params"), p.get("tokens"))
+    ]
     return float(np.median(r)) if r else default
 
 
@@ -128,6 +177,7 @@ def _k_interp(ns: np.ndarray, runs: Any, k_ladder: float, hn: float, hc: float, 
 
 
 # ---------------------------------------------------------------------------------------------- IsoFLOP
+
 
 def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any] | None) -> None:
     """Loss against model size per compute budget with the fitted IsoFLOP curves and their minima; the optimal
@@ -160,9 +210,19 @@ def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any
         if ci and ok(ci[0], ci[1]) and pos(b.get("params_opt")):
             xerr = [[max(0, num(b["params_opt"]) - num(ci[0]))], [max(0, num(ci[1]) - num(b["params_opt"]))]]
         if pos(b.get("params_opt"), b.get("loss_opt")):
-            ax_l.errorbar([num(b["params_opt"])], [num(b["loss_opt"])], xerr=xerr, fmt="D", color=col,
-                          markeredgecolor="black", markeredgewidth=0.7, markersize=6, capsize=3, zorder=5,
-                          label=None if rows else label)
+            ax_l.errorbar(
+                [num(b["params_opt"])],
+                [num(b["loss_opt"])],
+                xerr=xerr,
+                fmt="D",
+                color=col,
+                markeredgecolor="black",
+                markeredgewidth=0.7,
+                markersize=6,
+                capsize=3,
+                zorder=5,
+                label=None if rows else label,
+            )
     ax_l.plot([], [], "D", color="white", markeredgecolor="black", label="fitted minimum (90%)")
     count_axis(ax_l, "parameters (N)")
     loss_axis(ax_l, "final eval loss (nats/token)")
@@ -173,28 +233,42 @@ def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any
     hc = num(hero.get("compute"))
     xs = np.array([num(b["flops"]) for b in budgets])
     drew = False
-    for key, law_key, marker, name, color in (("params_opt", "n_opt", "o", "N_opt (parameters)", PALETTE[0]),
-                                              ("tokens_opt", "d_opt", "s", "D_opt (tokens)", PALETTE[1])):
+    for key, law_key, marker, name, color in (
+        ("params_opt", "n_opt", "o", "N_opt (parameters)", PALETTE[0]),
+        ("tokens_opt", "d_opt", "s", "D_opt (tokens)", PALETTE[1]),
+    ):
         ys = np.array([num(b.get(key)) for b in budgets])
         good = np.isfinite(ys) & (ys > 0)
         if not good.any():
             continue
         lo = [num(((b.get("ci90") or {}).get(key) or [None, None])[0]) for b in budgets]
         hi = [num(((b.get("ci90") or {}).get(key) or [None, None])[1]) for b in budgets]
-        yerr = np.array([[max(0, y - low) if ok(low) else 0 for y, low in zip(ys, lo)],
-                         [max(0, h - y) if ok(h) else 0 for y, h in zip(ys, hi)]])
-        ax_r.errorbar(xs[good], ys[good], yerr=yerr[:, good], fmt=marker, color=color, markersize=5, capsize=3,
-                      label=name)
+        yerr = np.array(
+            [
+                [max(0, y - low) if ok(low) else 0 for y, low in zip(ys, lo)],
+                [max(0, h - y) if ok(h) else 0 for y, h in zip(ys, hi)],
+            ]
+        )
+        ax_r.errorbar(
+            xs[good], ys[good], yerr=yerr[:, good], fmt=marker, color=color, markersize=5, capsize=3, label=name
+        )
         law = iso.get(law_key) or {}
         if ok(law.get("k"), law.get("a")):
             top = max(xs[good].max(), hc) if pos(hc) else xs[good].max() * 3
             grid = geom_grid(xs[good].min() / 1.5, top)
-            ax_r.plot(grid, num(law["k"]) * grid ** num(law["a"]), color=color, linewidth=1.2, linestyle="-",
-                      label=f"{name.split()[0]} = {num(law['k']):.3g} C^{num(law['a']):.3f}")
+            ax_r.plot(
+                grid,
+                num(law["k"]) * grid ** num(law["a"]),
+                color=color,
+                linewidth=1.2,
+                linestyle="-",
+                label=f"{name.split()[0]} = {num(law['k']):.3g} C^{num(law['a']):.3f}",
+            )
             if pos(hc):
                 v = num(law["k"]) * hc ** num(law["a"])
-                ax_r.plot([hc], [v], marker=marker, color=color, markersize=9, markeredgecolor="black",
-                          linestyle="none")
+                ax_r.plot(
+                    [hc], [v], marker=marker, color=color, markersize=9, markeredgecolor="black", linestyle="none"
+                )
                 drew = True
     if drew:
         ax_r.axvline(hc, color=HERO["color"], linewidth=0.8, linestyle=":", label="hero compute")
@@ -221,4 +295,3 @@ def _isoflop_curve(rows: list[dict], shape: Mapping[str, Any], method: Any) -> t
         basis = lambda t: np.stack([np.ones_like(t), t - m, (t - m) ** 2], axis=1)  # noqa: E731
     coef, *_ = np.linalg.lstsq(basis(lx), y, rcond=None)
     return np.exp(grid), basis(grid) @ coef
-

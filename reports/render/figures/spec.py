@@ -53,7 +53,7 @@ def to_svg(spec: FigureSpec, prefix: str | None = None, context: str = "", text:
         draw_safely(spec, fig)
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]
+    svg = svg[svg.index("<svg") :]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
     p = (prefix or spec.key) + "-"
     svg = _ID_REF.sub(lambda m: m.group(1) + p + m.group(2), svg)
@@ -63,4 +63,4 @@ def to_svg(spec: FigureSpec, prefix: str | None = None, context: str = "", text:
     head = re.sub(r'\sxmlns:xlink="[^"]*"', "", head)
     label = f"{context}: {spec.title}" if context else spec.title
     head += f' class="figure" role="img" aria-label="{html.escape(label, quote=True)}"'
-    return head + ">\n<title>" + html.escape(label, quote=False) + "</title>" + svg[head_end + 1:]
+    return head + ">\n<title>" + html.escape(label, quote=False) + "</title>" + svg[head_end + 1 :]

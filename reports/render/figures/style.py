@@ -17,13 +17,31 @@ from matplotlib.lines import Line2D
 WIDTH_IN = 7.5  # natural width of every figure; the PDF scales heights to its text width
 
 PALETTE = (  # Okabe-Ito first (colour-blind safe), then Paul Tol's muted
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
-    "#332288", "#882255", "#117733", "#999933", "#AA4499", "#44AA99",
+    "#0072B2",
+    "#D55E00",
+    "#009E73",
+    "#CC79A7",
+    "#E69F00",
+    "#56B4E9",
+    "#332288",
+    "#882255",
+    "#117733",
+    "#999933",
+    "#AA4499",
+    "#44AA99",
 )
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", "h", ">", "p", "*")
 LINESTYLES = ("-", "--", "-.", ":", (0, (6, 1.5, 1, 1.5, 1, 1.5)), (0, (9, 2.5)))
 HERO = {"color": "#111111", "marker": "*", "ms": 13, "mec": "white", "mew": 0.8, "zorder": 6}
-ACTUAL = {"color": "#d6604d", "marker": "D", "ms": 10, "mfc": "none", "mec": "#d6604d", "mew": 1.8, "zorder": 7}  # hollow: the star shows through
+ACTUAL = {
+    "color": "#d6604d",
+    "marker": "D",
+    "ms": 10,
+    "mfc": "none",
+    "mec": "#d6604d",
+    "mew": 1.8,
+    "zorder": 7,
+}  # hollow: the star shows through
 FIT_COLOR = "#222222"
 MUTED = "#8a8a8a"
 
@@ -97,8 +115,13 @@ class VariantStyles:
     def handle(self, name: Any, *, line: bool = True, marker: bool = True) -> Line2D:
         st = self[name]
         return Line2D(
-            [], [], color=st["color"], marker=st["marker"] if marker else None,
-            linestyle=st["linestyle"] if line else "none", markersize=5, linewidth=1.4,
+            [],
+            [],
+            color=st["color"],
+            marker=st["marker"] if marker else None,
+            linestyle=st["linestyle"] if line else "none",
+            markersize=5,
+            linewidth=1.4,
         )
 
 
@@ -109,7 +132,6 @@ def tx(value: Any, limit: int = 60) -> str:
         s = s[: limit - 1] + "…"
     s = s.replace("$", r"\$")
     return " " + s if s.startswith("_") else s
-
 
 
 def budget_colors(n: int) -> list[str]:

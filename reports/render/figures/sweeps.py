@@ -55,12 +55,25 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
     ncols = min(3, len(shown))
     nrows = math.ceil(len(shown) / ncols)
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    xlabel = {"lr": "peak learning rate", "batch": "batch size (tokens)",
-              "aspect": "aspect ratio (d_model / n_layers)"}[axis]
+    xlabel = {
+        "lr": "peak learning rate",
+        "batch": "batch size (tokens)",
+        "aspect": "aspect ratio (d_model / n_layers)",
+    }[axis]
     # one colour per batch size across all panels (LR parabolas at several batch sizes); when the rungs sweep
     # batches of their own (multipliers of a rule), one colour per rank within the rung, or the legend floods
-    batches = sorted({num(c.get("batch_tokens")) for s in shown for c in (s.get("lr_curves") or [])
-                      if pos(c.get("batch_tokens"))}) if axis == "lr" else []
+    batches = (
+        sorted(
+            {
+                num(c.get("batch_tokens"))
+                for s in shown
+                for c in (s.get("lr_curves") or [])
+                if pos(c.get("batch_tokens"))
+            }
+        )
+        if axis == "lr"
+        else []
+    )
     by_rank = len(batches) > MAX_BATCH_COLORS
     n_rank = max((len(s.get("lr_curves") or []) for s in shown), default=0)
     batch_color = dict(zip(batches, budget_colors(len(batches)))) if not by_rank else {}
@@ -72,9 +85,18 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
             group = [p for p in pts if bool(p.get("used")) == used]
             xs, ys = finite_arrays([p.get(key) for p in group], [p.get(yk) for p in group])
             if len(xs):
-                ax.plot(xs, ys, linestyle="none", marker="o", markersize=4.5, markerfacecolor=face,
-                        markeredgecolor=FIT_COLOR, markeredgewidth=0.8, zorder=4,
-                        label="in fit window" if used else "outside the fit window")
+                ax.plot(
+                    xs,
+                    ys,
+                    linestyle="none",
+                    marker="o",
+                    markersize=4.5,
+                    markerfacecolor=face,
+                    markeredgecolor=FIT_COLOR,
+                    markeredgewidth=0.8,
+                    zorder=4,
+                    label="in fit window" if used else "outside the fit window",
+                )
         xs_all = [num(p.get(key)) for p in pts if pos(p.get(key))]
         if not xs_all:
             empty(ax, "no finite values")
@@ -115,9 +137,15 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
             if lo <= o <= hi:
                 ax.axvline(o, color=PALETTE[0], linestyle="--", linewidth=1.0, label="fitted optimum")
             else:
-                ax.annotate(f"optimum {fmt_num(o)} {'→' if o > hi else '←'}", xy=(0.97 if o > hi else 0.03, 0.95),
-                            xycoords="axes fraction", ha="right" if o > hi else "left", va="top", fontsize=7,
-                            color=PALETTE[1])
+                ax.annotate(
+                    f"optimum {fmt_num(o)} {'→' if o > hi else '←'}",
+                    xy=(0.97 if o > hi else 0.03, 0.95),
+                    xycoords="axes fraction",
+                    ha="right" if o > hi else "left",
+                    va="top",
+                    fontsize=7,
+                    color=PALETTE[1],
+                )
         status = "skipped" if s.get("skipped") else opt.get("status")
         flag = {"edge": "optimum at the grid's edge", "no_minimum": "no minimum", "skipped": "not fitted"}.get(status)
         if flag:
@@ -128,7 +156,7 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[Mapping[str, Any]], axis: str)
         if ax in axes[:, 0]:
             ax.set_ylabel("loss (nats/token)")
         ax.yaxis.set_major_formatter(plain_formatter())
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.set_axis_off()
     merged_legend(fig, axes.flat)
 
@@ -151,8 +179,9 @@ def _law_line(ax: Any, trend: Mapping[str, Any], xs: np.ndarray, hx: float) -> N
             ax.plot(cx[j:], cy[j:], color=FIT_COLOR, linewidth=1.2, linestyle="--", label="extrapolation")
         band = np.isfinite(lo) & np.isfinite(hi)
         if band.any():
-            ax.fill_between(cx[band], lo[band], hi[band], color=FIT_COLOR, alpha=0.12, linewidth=0,
-                            label="law, 90% band")
+            ax.fill_between(
+                cx[band], lo[band], hi[band], color=FIT_COLOR, alpha=0.12, linewidth=0, label="law, 90% band"
+            )
     elif ok(law.get("k"), law.get("a")):
         k, a = num(law["k"]), num(law["a"])
         g1 = geom_grid(xs.min() / 1.3, top, 40)
@@ -184,8 +213,7 @@ def draw_trends(fig: FigureBase, panels: Sequence[tuple[Mapping[str, Any] | None
                 continue
             ci = p.get("y_ci90") or [None, None]
             yerr = interval_err(num(p["y"]), ci[0] if ci else None, ci[1] if ci and len(ci) > 1 else None)
-            ax.errorbar([num(p[xkey])], [num(p["y"])], yerr=yerr, fmt="o", color=PALETTE[0], markersize=5,
-                        capsize=3)
+            ax.errorbar([num(p[xkey])], [num(p["y"])], yerr=yerr, fmt="o", color=PALETTE[0], markersize=5, capsize=3)
         ax.plot([], [], "o", color=PALETTE[0], label="per rung (90%)")
         if (trend.get("form") or "compute") != "compute":
             fx, fy = finite_arrays([p.get(xkey) for p in pts], [p.get("fitted") for p in pts])
@@ -196,11 +224,24 @@ def draw_trends(fig: FigureBase, panels: Sequence[tuple[Mapping[str, Any] | None
         if len(xs):
             _law_line(ax, trend, xs, hx)
         hci = trend.get("hero_ci90") or [None, None]
-        hero_point(ax, hx, trend.get("hero_value"), hci[0] if hci else None, hci[1] if hci and len(hci) > 1 else None,
-                   label="hero (90% interval of the law)")
+        hero_point(
+            ax,
+            hx,
+            trend.get("hero_value"),
+            hci[0] if hci else None,
+            hci[1] if hci and len(hci) > 1 else None,
+            label="hero (90% interval of the law)",
+        )
         if trend.get("reason") and not law:
-            ax.text(0.02, 0.02, wrap(tx(trend["reason"], 200), 60), transform=ax.transAxes, fontsize=6.5,
-                    color="#666666", va="bottom")
+            ax.text(
+                0.02,
+                0.02,
+                wrap(tx(trend["reason"], 200), 60),
+                transform=ax.transAxes,
+                fontsize=6.5,
+                color="#666666",
+                va="bottom",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("compute (FLOPs)" if versus == "flops" else "parameters (N)")

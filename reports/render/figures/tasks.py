@@ -56,8 +56,9 @@ def draw_task(fig: FigureBase, task: Mapping[str, Any]) -> None:
     ax_, ay_ = finite_arrays([p.get("loss") for p in pts], [p.get("acc") for p in pts])
     s2 = (task.get("curves") or {}).get("step2") or {}
     if len(ax_) or s2:
-        ax_r.plot(ax_, ay_, linestyle="none", marker="o", color=PALETTE[0], markersize=4, alpha=0.8,
-                  label="ladder runs")
+        ax_r.plot(
+            ax_, ay_, linestyle="none", marker="o", color=PALETTE[0], markersize=4, alpha=0.8, label="ladder runs"
+        )
         cx, cy = finite_arrays(s2.get("loss") or [], s2.get("acc") or [])
         if len(cx):
             ax_r.plot(cx, cy, color=FIT_COLOR, linewidth=1.3, label="sigmoid fit")
@@ -68,10 +69,18 @@ def draw_task(fig: FigureBase, task: Mapping[str, Any]) -> None:
         if ok(hero.get("loss"), hero.get("acc")):
             xerr = interval_err(num(hero["loss"]), li[0], li[1] if len(li) > 1 else None)
             yerr = interval_err(num(hero["acc"]), ai[0], ai[1] if len(ai) > 1 else None)
-            ax_r.errorbar([num(hero["loss"])], [num(hero["acc"])], xerr=xerr, yerr=yerr, fmt="none",
-                          ecolor=HERO["color"], capsize=3, elinewidth=1.2, zorder=5)
-            ax_r.plot([num(hero["loss"])], [num(hero["acc"])], linestyle="none", label="hero forecast (90%)",
-                      **HERO)
+            ax_r.errorbar(
+                [num(hero["loss"])],
+                [num(hero["acc"])],
+                xerr=xerr,
+                yerr=yerr,
+                fmt="none",
+                ecolor=HERO["color"],
+                capsize=3,
+                elinewidth=1.2,
+                zorder=5,
+            )
+            ax_r.plot([num(hero["loss"])], [num(hero["acc"])], linestyle="none", label="hero forecast (90%)", **HERO)
         ax_r.set_xlabel("task loss (bits/byte)")
         ax_r.set_ylabel(f"accuracy ({tx(task.get('acc_metric') or 'acc', 20)})")
         ax_r.set_title("step 2: accuracy vs task loss")
@@ -83,7 +92,9 @@ def draw_task(fig: FigureBase, task: Mapping[str, Any]) -> None:
 def _forms_text(step1: Mapping[str, Any]) -> str:
     """The step-1 forms with their rollout weights, e.g. ``forms: overtrain 0.47, ratio 0.29``."""
     forms = step1.get("forms") if isinstance(step1.get("forms"), Mapping) else {}
-    w = sorted(((str(k), num((f or {}).get("weight"))) for k, f in forms.items() if isinstance(f, Mapping)),
-               key=lambda kv: -kv[1] if ok(kv[1]) else 0.0)
+    w = sorted(
+        ((str(k), num((f or {}).get("weight"))) for k, f in forms.items() if isinstance(f, Mapping)),
+        key=lambda kv: -kv[1] if ok(kv[1]) else 0.0,
+    )
     parts = [f"{tx(k, 12)} {v:.2f}" for k, v in w if ok(v) and v > 0]
     return "forms: " + ", ".join(parts) if parts else ""

@@ -11,8 +11,9 @@ from ladder.reports.render.figures.axes import legend
 from ladder.reports.render.figures.style import MUTED, PALETTE, tx
 
 
-def draw_track_record(fig: FigureBase, by_ladder: Mapping[str, Sequence[tuple[str, float]]], bands: Sequence[str],
-                      hero_band: str | None) -> None:
+def draw_track_record(
+    fig: FigureBase, by_ladder: Mapping[str, Sequence[tuple[str, float]]], bands: Sequence[str], hero_band: str | None
+) -> None:
     ax = fig.subplots()
     pos = {b: i for i, b in enumerate(bands)}
     for i, (name, points) in enumerate(sorted(by_ladder.items())):
@@ -23,8 +24,7 @@ def draw_track_record(fig: FigureBase, by_ladder: Mapping[str, Sequence[tuple[st
         ax.plot(xs, ys, marker="o", markersize=4, color=PALETTE[i % len(PALETTE)], label=tx(name))
     if hero_band in pos:
         ax.axvline(pos[hero_band], color=MUTED, linestyle="--", linewidth=1.0)
-        ax.annotate("the hero", (pos[hero_band], ax.get_ylim()[1]), ha="center", va="bottom", fontsize=8,
-                    color=MUTED)
+        ax.annotate("the hero", (pos[hero_band], ax.get_ylim()[1]), ha="center", va="bottom", fontsize=8, color=MUTED)
     ax.set_xticks(range(len(bands)), list(bands))
     ax.set_xlabel("distance: target compute / largest fitted compute")
     ax.set_ylabel("median |forecast − observed| / observed (%)")

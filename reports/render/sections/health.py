@@ -39,11 +39,25 @@ def health(ctx: Builder) -> Section:
         for _, r in bad.iterrows():
             status = str(r.get("status"))
             step = r.get("diverged_at_step")
-            rows.append([(str(r.get("run_id")), "mono"), str(r.get("variant")), shape_text(r),
-                         (status, f"status-{slug(status)}"), fmt_int(step) if ok(step) else ABSENT,
-                         clip(r.get("reason") or "no reason recorded", 300)])
-        s.add(Table(["Run", "Variant", "Shape", "Status", "At step", "Reason"], rows, "llllrl", mono=(0,),
-                    title="Runs that diverged or failed"))
+            rows.append(
+                [
+                    (str(r.get("run_id")), "mono"),
+                    str(r.get("variant")),
+                    shape_text(r),
+                    (status, f"status-{slug(status)}"),
+                    fmt_int(step) if ok(step) else ABSENT,
+                    clip(r.get("reason") or "no reason recorded", 300),
+                ]
+            )
+        s.add(
+            Table(
+                ["Run", "Variant", "Shape", "Status", "At step", "Reason"],
+                rows,
+                "llllrl",
+                mono=(0,),
+                title="Runs that diverged or failed",
+            )
+        )
     else:
         s.add(Para("No run diverged or failed.", "ok"))
     pending = int((runs["status"] == "pending").sum())
@@ -61,20 +75,39 @@ def health(ctx: Builder) -> Section:
         s.add(Table(["Run", "Why the fit left it out"], rows, "ll", mono=(0,), title="Runs left out of the fit"))
     have = [c for c in ("tokens_per_s", "mfu") if c in runs and pd.to_numeric(runs[c], errors="coerce").notna().any()]
     if have:
-        s.add(ctx.figure(
-            "fig-health", "Throughput and MFU",
-            "Training throughput and model FLOPs utilisation of every run against its size (red crosses: runs "
-            "that diverged or failed).", 3.2, lambda fig: draw_health(fig, runs, ctx.styles)))
+        s.add(
+            ctx.figure(
+                "fig-health",
+                "Throughput and MFU",
+                "Training throughput and model FLOPs utilisation of every run against its size (red crosses: runs "
+                "that diverged or failed).",
+                3.2,
+                lambda fig: draw_health(fig, runs, ctx.styles),
+            )
+        )
         wall, tps, mfu, restarts = (_numeric(runs, c) for c in ("wall_time_s", "tokens_per_s", "mfu", "restarts"))
-        s.add(KV([
-            ("Wall time, all runs", fmt_s(wall.sum()) if wall.notna().any() else ABSENT),
-            ("Longest run", fmt_s(wall.max()) if wall.notna().any() else ABSENT),
-            ("Throughput (median, range)", f"{fmt_count(tps.median())} tokens/s ({fmt_count(tps.min())} – "
-                                           f"{fmt_count(tps.max())})" if tps.notna().any() else ABSENT),
-            ("MFU (median, range)", f"{100 * mfu.median():.1f}% ({100 * mfu.min():.1f}% – {100 * mfu.max():.1f}%)"
-             if mfu.notna().any() else ABSENT),
-            ("Restarts (preemptions, resumes)", fmt_int(restarts.sum()) if restarts.notna().any() else ABSENT),
-        ], "Throughput"))
+        s.add(
+            KV(
+                [
+                    ("Wall time, all runs", fmt_s(wall.sum()) if wall.notna().any() else ABSENT),
+                    ("Longest run", fmt_s(wall.max()) if wall.notna().any() else ABSENT),
+                    (
+                        "Throughput (median, range)",
+                        f"{fmt_count(tps.median())} tokens/s ({fmt_count(tps.min())} – {fmt_count(tps.max())})"
+                        if tps.notna().any()
+                        else ABSENT,
+                    ),
+                    (
+                        "MFU (median, range)",
+                        f"{100 * mfu.median():.1f}% ({100 * mfu.min():.1f}% – {100 * mfu.max():.1f}%)"
+                        if mfu.notna().any()
+                        else ABSENT,
+                    ),
+                    ("Restarts (preemptions, resumes)", fmt_int(restarts.sum()) if restarts.notna().any() else ABSENT),
+                ],
+                "Throughput",
+            )
+        )
     else:
         s.add(Para("this study has no throughput data (no tokens_per_s or mfu in the results)", "missing"))
     return s
@@ -88,17 +121,33 @@ def _numeric(runs: pd.DataFrame, col: str) -> pd.Series:
 def reproducibility(ctx: Builder) -> Section:
     s = Section("reproducibility", "Reproducibility")
     env = ctx.d.env or environment()
-    s.add(KV([("Report generated", env["date"]), ("Study directory", str(ctx.d.path)),
-              ("Study", ctx.d.name)] + ([("Notes", ctx.d.notes)] if ctx.d.notes else []), "This report"))
+    s.add(
+        KV(
+            [("Report generated", env["date"]), ("Study directory", str(ctx.d.path)), ("Study", ctx.d.name)]
+            + ([("Notes", ctx.d.notes)] if ctx.d.notes else []),
+            "This report",
+        )
+    )
     s.add(KV([(k, v) for k, v in env["versions"].items()], "Package versions"))
     s.add(KV(env["source"] + env["hardware"], "Code and machine"))
     if ctx.d.devices:
-        s.add(KV([(name, f"{n} run(s)") for name, n in sorted(ctx.d.devices.items(), key=lambda kv: -kv[1])],
-                 "Devices the runs trained on"))
+        s.add(
+            KV(
+                [(name, f"{n} run(s)") for name, n in sorted(ctx.d.devices.items(), key=lambda kv: -kv[1])],
+                "Devices the runs trained on",
+            )
+        )
     meta = ctx.fit.get("meta")
     if isinstance(meta, Mapping) and meta:
-        s.add(KV([(str(k), clip(json.dumps(v, default=str) if not isinstance(v, str) else v, 200))
-                  for k, v in meta.items()], "Fit"))
+        s.add(
+            KV(
+                [
+                    (str(k), clip(json.dumps(v, default=str) if not isinstance(v, str) else v, 200))
+                    for k, v in meta.items()
+                ],
+                "Fit",
+            )
+        )
     if ctx.d.study_yaml is not None:
         s.add(Pre(ctx.d.study_yaml, "study.yaml (the study spec as planned)"))
     else:

@@ -27,30 +27,73 @@ def ladder(ctx: Builder) -> Section:
     if not len(runs):
         return s.missing("this study has no runs yet: plan it with `ladder plan`, train and `ladder collect`")
     if not ctx.d.has_results:
-        s.add(Para("this study has no collected results (no results.parquet): run `ladder collect`; the planned "
-                   "runs are listed", "missing"))
+        s.add(
+            Para(
+                "this study has no collected results (no results.parquet): run `ladder collect`; the planned "
+                "runs are listed",
+                "missing",
+            )
+        )
     rows = []
     for _, r in runs.iterrows():
         status = str(r.get("status") or "unknown")
-        rows.append([
-            (str(r.get("run_id")), "mono"), str(r.get("variant")), str(r.get("scale") or ""),
-            shape_text(r), fmt_count(r.get("params")), fmt_count(r.get("tokens")), fmt_flops(r.get("flops")),
-            fmt_count(r.get("batch_tokens")), fmt_lr(r.get("lr")), fmt_loss(r.get("final_train_loss")),
-            fmt_loss(r.get("final_eval_loss", r.get("loss"))), (status, f"status-{slug(status)}"),
-        ])
+        rows.append(
+            [
+                (str(r.get("run_id")), "mono"),
+                str(r.get("variant")),
+                str(r.get("scale") or ""),
+                shape_text(r),
+                fmt_count(r.get("params")),
+                fmt_count(r.get("tokens")),
+                fmt_flops(r.get("flops")),
+                fmt_count(r.get("batch_tokens")),
+                fmt_lr(r.get("lr")),
+                fmt_loss(r.get("final_train_loss")),
+                fmt_loss(r.get("final_eval_loss", r.get("loss"))),
+                (status, f"status-{slug(status)}"),
+            ]
+        )
     counts = ctx.status_counts()
     cost = ladder_cost(ctx.hero, runs, ctx.d.has_results, mapping(ctx.d.plan.get("totals")))
     branches = "trunk_run_id" in runs and runs["trunk_run_id"].notna().any()
-    s.add(Para(f"{len(runs)} runs in {runs['variant'].nunique()} variant(s): "
-               + ", ".join(f"{v} {k}" for k, v in counts.items())
-               + f"; the ladder costs {fmt_flops(cost.flops)} FLOPs ({cost.counts}). The FLOPs column is each "
-               + "run's point C (flops_per_token x its tokens"
-               + ("; a branch's includes its trunk's prefix, so the column adds up to more than the cost"
-                  if branches else "") + "). Parameters are counted "
-               + (f"{ctx.d.study.ladder.param_count.replace('_', '-')}" if ctx.d.study is not None else "as planned")
-               + "; losses in nats/token."))
-    s.add(Table(["Run", "Variant", "Rung", "Shape", "Params", "Tokens", "FLOPs", "Batch", "LR", "Train loss",
-                 "Eval loss", "Status"], rows, "llllrrrrrrrl", mono=(0,), compact=True))
+    s.add(
+        Para(
+            f"{len(runs)} runs in {runs['variant'].nunique()} variant(s): "
+            + ", ".join(f"{v} {k}" for k, v in counts.items())
+            + f"; the ladder costs {fmt_flops(cost.flops)} FLOPs ({cost.counts}). The FLOPs column is each "
+            + "run's point C (flops_per_token x its tokens"
+            + (
+                "; a branch's includes its trunk's prefix, so the column adds up to more than the cost"
+                if branches
+                else ""
+            )
+            + "). Parameters are counted "
+            + (f"{ctx.d.study.ladder.param_count.replace('_', '-')}" if ctx.d.study is not None else "as planned")
+            + "; losses in nats/token."
+        )
+    )
+    s.add(
+        Table(
+            [
+                "Run",
+                "Variant",
+                "Rung",
+                "Shape",
+                "Params",
+                "Tokens",
+                "FLOPs",
+                "Batch",
+                "LR",
+                "Train loss",
+                "Eval loss",
+                "Status",
+            ],
+            rows,
+            "llllrrrrrrrl",
+            mono=(0,),
+            compact=True,
+        )
+    )
     return s
 
 
@@ -59,13 +102,20 @@ def curves(ctx: Builder) -> Section:
     c = ctx.d.curves
     need = {"run_id", "kind", "tokens", "flops", "loss", "step"}
     if not len(c) or not need <= set(c.columns):
-        return s.missing("this study has no loss curves (no curves.parquet with per-step metrics: run `ladder collect`)")
+        return s.missing(
+            "this study has no loss curves (no curves.parquet with per-step metrics: run `ladder collect`)"
+        )
     if "eval_loss" not in c:
         c = c.assign(eval_loss=float("nan"))
     n = c["run_id"].nunique()
-    s.add(ctx.figure(
-        "fig-curves", "Loss curves of every run",
-        f"Training loss (lines) and evaluation loss (markers) of {n} runs against tokens seen and against "
-        "compute, both on log axes. One colour, marker and line style per variant.",
-        3.7, lambda fig: draw_curves(fig, c, ctx.variant_of, ctx.styles)))
+    s.add(
+        ctx.figure(
+            "fig-curves",
+            "Loss curves of every run",
+            f"Training loss (lines) and evaluation loss (markers) of {n} runs against tokens seen and against "
+            "compute, both on log axes. One colour, marker and line style per variant.",
+            3.7,
+            lambda fig: draw_curves(fig, c, ctx.variant_of, ctx.styles),
+        )
+    )
     return s

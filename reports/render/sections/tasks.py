@@ -39,23 +39,66 @@ def tasks(ctx: Builder) -> Section:
         if not isinstance(t, Mapping):
             continue
         h = mapping(t.get("hero"))
-        s.add(ctx.figure(
-            f"fig-task-{slug(name)}", f"Task forecast: {name}",
-            f"Two-step forecast of {name}: task loss against compute (step 1, {g(t, 'step1', 'formula') or 'fit'}) "
-            f"and accuracy against task loss (step 2, {g(t, 'step2', 'formula') or 'no accuracy'}), "
-            "with the hero's forecast and 90% intervals.", 3.3, lambda fig, t=t: draw_task(fig, t)))
-        rows.append([str(name), str(t.get("loss_metric") or ""), fmt_int(t.get("n_runs")), fmt_loss(h.get("loss")),
-                     fmt_ci(h.get("loss_interval"), fmt_loss), fmt_loss(h.get("acc"), 3),
-                     fmt_ci(h.get("acc_interval"), lambda v: fmt_loss(v, 3)),
-                     fmt_ci(h.get("acc_prediction_interval"), lambda v: fmt_loss(v, 3))])
+        s.add(
+            ctx.figure(
+                f"fig-task-{slug(name)}",
+                f"Task forecast: {name}",
+                f"Two-step forecast of {name}: task loss against compute (step 1, {g(t, 'step1', 'formula') or 'fit'}) "
+                f"and accuracy against task loss (step 2, {g(t, 'step2', 'formula') or 'no accuracy'}), "
+                "with the hero's forecast and 90% intervals.",
+                3.3,
+                lambda fig, t=t: draw_task(fig, t),
+            )
+        )
+        rows.append(
+            [
+                str(name),
+                str(t.get("loss_metric") or ""),
+                fmt_int(t.get("n_runs")),
+                fmt_loss(h.get("loss")),
+                fmt_ci(h.get("loss_interval"), fmt_loss),
+                fmt_loss(h.get("acc"), 3),
+                fmt_ci(h.get("acc_interval"), lambda v: fmt_loss(v, 3)),
+                fmt_ci(h.get("acc_prediction_interval"), lambda v: fmt_loss(v, 3)),
+            ]
+        )
         law_rows.append(_law_row(str(name), mapping(t.get("step1")), h))
     if rows:
-        s.add(Table(["Task", "Loss metric", "Runs", "Hero task loss", "90%", "Hero accuracy", "90% (curve)",
-                     "90% (prediction)"], rows, "llrrrrrr", title="Forecasts at the hero"))
+        s.add(
+            Table(
+                [
+                    "Task",
+                    "Loss metric",
+                    "Runs",
+                    "Hero task loss",
+                    "90%",
+                    "Hero accuracy",
+                    "90% (curve)",
+                    "90% (prediction)",
+                ],
+                rows,
+                "llrrrrrr",
+                title="Forecasts at the hero",
+            )
+        )
     if law_rows:
-        s.add(Table(["Task", "Step-1 forms (weight)", "Rollout RMS error", "Forecasts", "Coverage", "Factor",
-                     "Reach 2% (params x)", "Hero (params x)"], law_rows, "llrrrrrr",
-                    title="Task loss laws (step 1): forms weighted by rollout error"))
+        s.add(
+            Table(
+                [
+                    "Task",
+                    "Step-1 forms (weight)",
+                    "Rollout RMS error",
+                    "Forecasts",
+                    "Coverage",
+                    "Factor",
+                    "Reach 2% (params x)",
+                    "Hero (params x)",
+                ],
+                law_rows,
+                "llrrrrrr",
+                title="Task loss laws (step 1): forms weighted by rollout error",
+            )
+        )
     for name, err in mapping(errors).items():
         s.add(Para(f"{name}: no forecast ({err})", "missing"))
     warns = [f"{n}: {w}" for n, t in mapping(fits).items() if isinstance(t, Mapping) for w in seq(t.get("warnings"))]
@@ -74,5 +117,13 @@ def _law_row(name: str, step1: Mapping, hero: Mapping) -> list:
     errs = [e for e in errs if ok(e)]
     rms_text = fmt_pct(math.sqrt(sum(e * e for e in errs) / len(errs))) if errs else "no rollout"
     cal = mapping(step1.get("calibration"))
-    return [name, text, rms_text, fmt_int(cal.get("n")), fmt_pct(100 * num(cal.get("coverage")), 0),
-            fmt_g(cal.get("factor")), fmt_g(g(step1, "reach", "2%", "params_x")), fmt_g(hero.get("params_x"))]
+    return [
+        name,
+        text,
+        rms_text,
+        fmt_int(cal.get("n")),
+        fmt_pct(100 * num(cal.get("coverage")), 0),
+        fmt_g(cal.get("factor")),
+        fmt_g(g(step1, "reach", "2%", "params_x")),
+        fmt_g(hero.get("params_x")),
+    ]

@@ -32,8 +32,17 @@ def run_dir(tmp_path_factory) -> layout.RunDir:
     rd.result.write_text('{"status": "done"}')
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     train_tokenizer([p.read_text(encoding="utf-8") for p in sorted(stdlib.glob("[a-c]*.py"))[:20]], 300, rd.model)
-    shape = ModelShape(d_model=32, n_layers=2, n_heads=2, n_kv_heads=2, head_dim=16, ffn_dim=64, vocab_size=300,
-                       tied=True, max_seq_len=256)
+    shape = ModelShape(
+        d_model=32,
+        n_layers=2,
+        n_heads=2,
+        n_kv_heads=2,
+        head_dim=16,
+        ffn_dim=64,
+        vocab_size=300,
+        tied=True,
+        max_seq_len=256,
+    )
     save_model(build_model(shape, bos_token_id=0, eos_token_id=0, pad_token_id=1), rd.model)
     return rd
 
@@ -81,8 +90,15 @@ def test_shipped_tasks_offline_write_results_collect_reads_and_are_not_redone(ru
     # bpb is the mean over documents of -loglik(correct) / ln 2 / bytes(correct continuation)
     samples = [json.loads(x) for x in results.samples_file(run_dir, "ladder_py_next_line").read_text().splitlines()]
     assert len(samples) == 4
-    expected = sum(-s["filtered_resps"][s["doc"]["label"]][0] / math.log(2)
-                   / len(s["doc"]["choices"][s["doc"]["label"]].encode()) for s in samples) / 4
+    expected = (
+        sum(
+            -s["filtered_resps"][s["doc"]["label"]][0]
+            / math.log(2)
+            / len(s["doc"]["choices"][s["doc"]["label"]].encode())
+            for s in samples
+        )
+        / 4
+    )
     assert cols["task/ladder_py_next_line/bpb"] == pytest.approx(expected)
 
     mtimes = {t: results.results_file(run_dir, t).stat().st_mtime_ns for t in SHIPPED_TASKS}
@@ -149,8 +165,9 @@ def test_shipped_task_data_is_small_well_formed_and_reproducible():
     meta = json.loads((DATA_DIR / task_build.SOURCES_FILE).read_text())
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     try:
-        same = all(hashlib.sha256((stdlib / s["path"]).read_bytes()).hexdigest() == s["sha256"]
-                   for s in meta["sources"])
+        same = all(
+            hashlib.sha256((stdlib / s["path"]).read_bytes()).hexdigest() == s["sha256"] for s in meta["sources"]
+        )
     except OSError:
         same = False
     if not same:

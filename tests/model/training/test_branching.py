@@ -84,16 +84,18 @@ def test_a_branch_is_bit_identical_to_the_independent_run_of_its_budget(tmp_path
     assert go(runs, trunk)["snapshots"] == trunk.branch_steps
     compared = 0
     for branch in branches:
-        alone_runs, (alone,) = planned(tmp_path / f"alone-{branch.axes['multiplier']}",
-                                       study([branch.axes["multiplier"]], **sched))
+        alone_runs, (alone,) = planned(
+            tmp_path / f"alone-{branch.axes['multiplier']}", study([branch.axes["multiplier"]], **sched)
+        )
         assert alone.warmup_steps == branch.warmup_steps  # alone or beside others: the 1x budget's share
         assert alone.run_id == branch.run_id and alone.trunk is None  # same science, same id
         got, want = go(runs, branch), go(alone_runs, alone)
         assert got["trained_from_step"] == branch.trunk.step and got["trunk_run_id"] == trunk.run_id
         assert got["flops"] == want["flops"] and want["flops_spent"] == want["flops"]
         assert got["flops_spent"] == pytest.approx(got["flops"] * branch.own_steps / branch.steps)
-        assert_bit_identical(runs / branch.run_id, got, alone_runs / alone.run_id, want, branch.trunk.step,
-                             branch.log_interval)
+        assert_bit_identical(
+            runs / branch.run_id, got, alone_runs / alone.run_id, want, branch.trunk.step, branch.log_interval
+        )
         compared += 1
     assert compared == 2
 
@@ -134,8 +136,9 @@ def test_a_branch_resumes_from_its_own_checkpoint_identically(tmp_path):
     alone_runs, (alone,) = planned(tmp_path / "b", study([0.5], warmup_tokens=2048))
     want = go(alone_runs, alone)
     assert resumed["flops_spent"] == pytest.approx(want["flops"] * branch.own_steps / branch.steps)
-    assert_bit_identical(runs / branch.run_id, resumed, alone_runs / alone.run_id, want, branch.trunk.step,
-                         branch.log_interval)
+    assert_bit_identical(
+        runs / branch.run_id, resumed, alone_runs / alone.run_id, want, branch.trunk.step, branch.log_interval
+    )
 
 
 def test_a_branch_of_a_trunk_done_without_its_snapshot_trains_from_step_0(tmp_path):
@@ -195,8 +198,7 @@ def test_a_branch_of_a_diverged_trunk_fails_with_its_reason(tmp_path):
 
 # ------------------------------------------------------------------------------------- kill -9 at random moments
 
-KILL_STUDY = dict(budgets=[0.5, 1], tokens_per_param=20.0, batch_tokens=512, warmup_tokens=4096,
-                  cooldown_fraction=0.5)
+KILL_STUDY = dict(budgets=[0.5, 1], tokens_per_param=20.0, batch_tokens=512, warmup_tokens=4096, cooldown_fraction=0.5)
 
 
 def _kill_when(run: Path, ready, rng: random.Random, what: str, timeout: float = 120) -> None:

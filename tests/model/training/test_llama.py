@@ -52,7 +52,13 @@ def test_config_carries_the_shape():
     s = ModelShape(d_model=48, n_layers=3, n_heads=6, n_kv_heads=2, head_dim=12, ffn_dim=100, vocab_size=321,
                    tied=False, max_seq_len=128, rope_theta=1e5, norm_eps=1e-6, init_std=0.03)  # fmt: skip
     c = llama_config(s, seq_len=256, eos_token_id=0, pad_token_id=1)
-    assert (c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, c.head_dim) == (48, 3, 6, 2, 12)
+    assert (c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, c.head_dim) == (
+        48,
+        3,
+        6,
+        2,
+        12,
+    )
     assert (c.intermediate_size, c.vocab_size, c.tie_word_embeddings) == (100, 321, False)
     assert c.max_position_embeddings == 256
     assert c.rms_norm_eps == 1e-6 and c.initializer_range == 0.03

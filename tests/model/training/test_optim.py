@@ -33,7 +33,9 @@ def test_groups_decay_matrices_only_and_an_untied_head_unless_listed(tied):
     # every parameter exactly once, counts add up to the model
     assert sum(p.numel() for g in groups for p in g["params"]) == shape(tied).params_total
     assert "model.embed_tokens.weight" in no_decay
-    assert all(".norm" in n or "layernorm" in n or n == "model.norm.weight" for n in no_decay - {"model.embed_tokens.weight"})
+    assert all(
+        ".norm" in n or "layernorm" in n or n == "model.norm.weight" for n in no_decay - {"model.embed_tokens.weight"}
+    )
     assert {n for n in no_decay if "norm" in n} == {n for n in all_names if "norm" in n}
     proj = {n for n in all_names if n.endswith("_proj.weight")}
     assert len(proj) == 2 * 7 and proj <= decay

@@ -23,8 +23,15 @@ STEPS = 40
 
 def _run(root: Path, kind: str, **cfg) -> Path:
     """A run directory inside a study directory (<study>/runs/<id>), as `ladder plan` lays them out."""
-    spec = make_spec(steps=STEPS, log_interval=2, eval_interval=6, checkpoint_interval=100,
-                     tracking=TrackingConfig(kind=kind, **cfg), axes={"size": "10K", "seed": 3}, variant="tied")
+    spec = make_spec(
+        steps=STEPS,
+        log_interval=2,
+        eval_interval=6,
+        checkpoint_interval=100,
+        tracking=TrackingConfig(kind=kind, **cfg),
+        axes={"size": "10K", "seed": 3},
+        variant="tied",
+    )
     run = root / "study" / "runs" / spec.run_id
     run.mkdir(parents=True)
     (run / "spec.json").write_text(spec.model_dump_json(indent=2))
@@ -56,8 +63,16 @@ def test_tensorboard_events_read_back_and_a_resumed_run_continues_its_steps(tmp_
     assert [d.name for d in logdirs] == [f"tied_10K_seed3-{run.name}"]  # one run, named by variant/size/seed
     ea = EventAccumulator(str(logdirs[0]))
     ea.Reload()
-    assert {"train/loss", "train/lr", "train/grad_norm", "train/tokens_per_s", "train/mfu", "eval/loss",
-            "eval/loss_novel", "tokens"} <= set(ea.Tags()["scalars"])
+    assert {
+        "train/loss",
+        "train/lr",
+        "train/grad_norm",
+        "train/tokens_per_s",
+        "train/mfu",
+        "eval/loss",
+        "eval/loss_novel",
+        "tokens",
+    } <= set(ea.Tags()["scalars"])
     # a repeats' loss of None (windows without a repeated trigram) is left out, not logged
     assert ("eval/loss_repeats" in ea.Tags()["scalars"]) == any(r["eval_loss_repeats"] for r in metrics(run, "eval"))
     train_recs = metrics(run, "train")
@@ -80,10 +95,10 @@ def _wandb_records(path: Path) -> list:
         if block - pos % block < 7:  # a block's tail too short for a header is padding
             pos += block - pos % block
             continue
-        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
         if kind == 0:
             break
-        buf += data[pos + 7:pos + 7 + length]
+        buf += data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):  # a full record, or the last piece of one
             rec = wandb_internal_pb2.Record()
@@ -130,7 +145,8 @@ def test_wandb_offline_files_hold_the_logged_keys_and_a_resumed_run_continues_it
     train_recs = metrics(run, "train")
     assert sorted(s for s, row in logged.items() if "train/loss" in row) == [r["step"] for r in train_recs]
     assert {"train/loss", "train/lr", "train/grad_norm", "train/tokens_per_s", "train/mfu", "tokens"} <= set(
-        logged[STEPS])
+        logged[STEPS]
+    )
     # steps 16-26 are the killed attempt's, not logged again: the resumed run computes the same numbers
     for r in train_recs:
         assert logged[r["step"]]["train/loss"] == pytest.approx(r["loss"], rel=1e-6)
@@ -208,9 +224,14 @@ def test_tracking_is_not_part_of_the_run_id():
 
 def test_scalars_and_names():
     assert tracking.scalars({"kind": "train", "step": 3, "loss": 2.5, "lr": 1e-3, "tokens": 96, "mfu": None}) == {
-        "train/loss": 2.5, "train/lr": 1e-3, "tokens": 96.0}
+        "train/loss": 2.5,
+        "train/lr": 1e-3,
+        "tokens": 96.0,
+    }
     assert tracking.scalars({"kind": "eval", "step": 3, "tokens": 96, "eval_loss": 2.0}) == {"eval/loss": 2.0}
     assert tracking.scalars({"kind": "eval", "eval_loss": 2.0, "eval_loss_repeats": 1.5, "eval_loss_novel": None}) == {
-        "eval/loss": 2.0, "eval/loss_repeats": 1.5}
+        "eval/loss": 2.0,
+        "eval/loss_repeats": 1.5,
+    }
     spec = make_spec(axes={"size": "50K", "multiplier": 0.5}, variant="untied")
     assert tracking.run_name(spec) == "untied 50K 0.5x"

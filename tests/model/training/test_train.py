@@ -107,7 +107,9 @@ def subprocess_train_main() -> None:
 
         def submitit_like(signum, frame):
             assert (run / "checkpoint.json").is_file()  # called after the trainer checkpointed
-            marker.write_text(json.dumps({"signum": signum, "pointer": json.loads((run / "checkpoint.json").read_text())}))
+            marker.write_text(
+                json.dumps({"signum": signum, "pointer": json.loads((run / "checkpoint.json").read_text())})
+            )
             sys.exit(42)
 
         signal.signal(signal.SIGUSR2, submitit_like)
@@ -194,8 +196,19 @@ def test_short_run_writes_every_file_and_the_model_loads_in_plain_transformers(t
 
     train_recs, eval_recs = metrics(run, "train"), metrics(run, "eval")
     assert [r["step"] for r in train_recs] == list(range(1, 31))
-    assert set(train_recs[0]) == {"kind", "step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s",
-                                  "interval_tokens_per_s", "mfu", "elapsed_s", "train_time_s"}
+    assert set(train_recs[0]) == {
+        "kind",
+        "step",
+        "tokens",
+        "loss",
+        "lr",
+        "grad_norm",
+        "tokens_per_s",
+        "interval_tokens_per_s",
+        "mfu",
+        "elapsed_s",
+        "train_time_s",
+    }
     # one throughput: the last record's tokens_per_s is the result's (tokens trained / seconds in steps so far)
     last = train_recs[-1]
     assert last["tokens_per_s"] == pytest.approx(result["tokens_per_s"], rel=1e-3)

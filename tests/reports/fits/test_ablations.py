@@ -39,8 +39,15 @@ def tie_runs(untied, computes=LADDER, *, noise=0.001, seed=0, seed_column=False)
     for i, c in enumerate(computes):
         for tied in (True, False):
             loss = float(tied_loss(c)) if tied else float(untied(c))
-            row = {"params": c / 1e11, "tokens": 1e11 / 6, "flops": c, "loss": loss * math.exp(rng.normal(0, noise)),
-                   "tie_embeddings": tied, "d_model": 64 * (i + 1), "n_layers": 2 + i}
+            row = {
+                "params": c / 1e11,
+                "tokens": 1e11 / 6,
+                "flops": c,
+                "loss": loss * math.exp(rng.normal(0, noise)),
+                "tie_embeddings": tied,
+                "d_model": 64 * (i + 1),
+                "n_layers": 2 + i,
+            }
             if seed_column:
                 row["seed"] = seed
             rows.append(row)
@@ -105,7 +112,8 @@ def test_tie_crossover_within_the_ladder():
     json.dumps(d, allow_nan=False)
     assert {"scales", "trend", "band", "crossover", "hero", "laws", "noise"} <= set(d)
     assert {"scale", "flops", "gap", "gap_se", "winner", "compute_multiplier", "loss_tied", "loss_untied"} <= set(
-        d["scales"][0])
+        d["scales"][0]
+    )
     assert {"constant", "loglinear", "power", "variant_laws"} <= set(d["trend"]["forms"])
 
 
@@ -148,6 +156,7 @@ def test_no_crossover_says_none(c0_factor):
 
 def test_gap_that_levels_off_never_crosses():
     """Untied worse at every rung, the gap shrinking towards a positive floor difference: no flip."""
+
     def untied(c):
         return E_T + 0.01 + (C0_T * 1.3 / c) ** G
 
@@ -158,8 +167,12 @@ def test_gap_that_levels_off_never_crosses():
 
 
 def _constant_gap_call(s, n_boot):
-    return fit_tie_ablation(tie_runs(lambda c: float(tied_loss(c)) * math.exp(0.006), noise=0.003, seed=s),
-                            hero_flops=1e21, n_boot=n_boot, seed=s)
+    return fit_tie_ablation(
+        tie_runs(lambda c: float(tied_loss(c)) * math.exp(0.006), noise=0.003, seed=s),
+        hero_flops=1e21,
+        n_boot=n_boot,
+        seed=s,
+    )
 
 
 def _constant_gap_calls(seeds, n_boot):
@@ -211,16 +224,14 @@ def test_tie_errors_and_reasons():
 
 
 def test_two_rungs_give_no_rollout_and_no_certainty():
-    res = fit_tie_ablation(tie_runs(lambda c: float(tied_loss(c)) * 1.02, LADDER[:2]), hero_flops=1e20,
-                           n_boot=BOOT)
+    res = fit_tie_ablation(tie_runs(lambda c: float(tied_loss(c)) * 1.02, LADDER[:2]), hero_flops=1e20, n_boot=BOOT)
     assert list(res.trend.fits) == ["constant"]
     assert "no rollout forecasts" in res.trend.why
     assert res.hero["winner"] == "tied" and res.hero["call"] != "certain"
 
 
 def test_tie_column_as_strings_and_replicates_give_the_noise():
-    df = pd.concat([tie_runs(log_gap(0.004, 3e17), seed=s, seed_column=True) for s in range(3)],
-                   ignore_index=True)
+    df = pd.concat([tie_runs(log_gap(0.004, 3e17), seed=s, seed_column=True) for s in range(3)], ignore_index=True)
     df["tie_embeddings"] = df["tie_embeddings"].map({True: "true", False: "false"})
     res = fit_tie_ablation(df, hero_flops=1e21, n_boot=BOOT)
     assert all(r.n_tied == 3 and r.gap_se is not None for r in res.scales)
@@ -243,8 +254,15 @@ def law(e, c0, c):
     return e + (c0 / c) ** G
 
 
-def shape_runs(computes=(1e16, 1e17, 1e18, 1e19, 1e20), aspects=(6, 12, 24, 48, 96), *, noise=0.0005, seed=0,
-               compute_spread=0.0, shift=None):
+def shape_runs(
+    computes=(1e16, 1e17, 1e18, 1e19, 1e20),
+    aspects=(6, 12, 24, 48, 96),
+    *,
+    noise=0.0005,
+    seed=0,
+    compute_spread=0.0,
+    shift=None,
+):
     rng = np.random.default_rng(seed)
     rows = []
     for i, c in enumerate(computes):
@@ -253,8 +271,18 @@ def shape_runs(computes=(1e16, 1e17, 1e18, 1e19, 1e20), aspects=(6, 12, 24, 48, 
             cr = c * (1 + compute_spread * math.log2(ar / 24))
             loss = law(E_T, C0_T, cr) + AR_CURV * math.log(ar / best_aspect(c)) ** 2 + rng.normal(0, noise)
             n_layers = max(1, round(math.sqrt(cr / 1e11 / 12 / ar)))
-            rows.append({"scale": f"r{i}", "params": cr / 1e11, "tokens": 1e11 / 6, "flops": cr, "loss": loss,
-                         "aspect_ratio": ar, "d_model": ar * n_layers, "n_layers": n_layers})
+            rows.append(
+                {
+                    "scale": f"r{i}",
+                    "params": cr / 1e11,
+                    "tokens": 1e11 / 6,
+                    "flops": cr,
+                    "loss": loss,
+                    "aspect_ratio": ar,
+                    "d_model": ar * n_layers,
+                    "n_layers": n_layers,
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -67,13 +67,13 @@ def test_calibration_widens_exactly_when_the_binomial_test_says_short():
 
 def test_the_paired_mix_of_identical_forms_is_one_forms_draws():
     d = np.random.default_rng(1).normal(2.0, 0.1, 500)
-    point, mixed = mix({"a": d, "b": d.copy()}, {"a": 2.0, "b": 2.0}, {"a": 0.3, "b": 0.7},
-                       np.random.default_rng(0))
+    point, mixed = mix({"a": d, "b": d.copy()}, {"a": 2.0, "b": 2.0}, {"a": 0.3, "b": 0.7}, np.random.default_rng(0))
     assert point == pytest.approx(2.0, abs=1e-15)
     np.testing.assert_allclose(mixed, d, rtol=0, atol=1e-14)
     curves = np.random.default_rng(2).normal(0.0, 0.1, (300, 4))
-    point, mixed = mix({"a": curves, "b": curves}, {"a": np.zeros(4), "b": np.zeros(4)}, {"a": 1, "b": 1},
-                       np.random.default_rng(0))
+    point, mixed = mix(
+        {"a": curves, "b": curves}, {"a": np.zeros(4), "b": np.zeros(4)}, {"a": 1, "b": 1}, np.random.default_rng(0)
+    )
     np.testing.assert_allclose(mixed, curves, rtol=0, atol=1e-15)
     assert mix({"a": d}, {"a": 2.0}, {"a": 0.0}, np.random.default_rng(0)) is None
     with pytest.raises(ValueError, match="not paired"):
@@ -83,23 +83,22 @@ def test_the_paired_mix_of_identical_forms_is_one_forms_draws():
 def test_the_paired_mix_adds_only_the_disagreement_beyond_noise():
     noise = np.random.default_rng(3).normal(0, 0.01, 4000)
     # two forms 1.0 apart whose shared noise is tiny: almost all of the disagreement is added
-    point, mixed = mix({"a": noise, "b": 1.0 + noise}, {"a": 0.0, "b": 1.0}, {"a": 1, "b": 1},
-                       np.random.default_rng(0))
+    point, mixed = mix({"a": noise, "b": 1.0 + noise}, {"a": 0.0, "b": 1.0}, {"a": 1, "b": 1}, np.random.default_rng(0))
     assert point == 0.5
     lo, hi = interval(mixed)
     assert lo < 0.05 and hi > 0.95
     # the same centres from independent wide noise: the disagreement is what noise alone puts between them
     wide = np.random.default_rng(4).normal(0, 2.0, (2, 4000))
-    _, mixed = mix({"a": wide[0], "b": 1.0 + wide[0]}, {"a": 0.0, "b": 1.0}, {"a": 1, "b": 1},
-                   np.random.default_rng(0))
+    _, mixed = mix({"a": wide[0], "b": 1.0 + wide[0]}, {"a": 0.0, "b": 1.0}, {"a": 1, "b": 1}, np.random.default_rng(0))
     assert np.std(mixed) == pytest.approx(math.sqrt(4.0 + 0.25), rel=0.05)  # noise + the excess, paired
 
 
 def test_unpaired_draws_are_pooled_each_row_one_forms_own_draw():
     rng = np.random.default_rng(5)
     a, b = rng.normal(0, 1, 1000), rng.normal(10, 1, 1000)
-    point, mixed = mix({"a": a, "b": b}, {"a": 0.0, "b": 10.0}, {"a": 0.25, "b": 0.75}, np.random.default_rng(0),
-                       paired=False)
+    point, mixed = mix(
+        {"a": a, "b": b}, {"a": 0.0, "b": 10.0}, {"a": 0.25, "b": 0.75}, np.random.default_rng(0), paired=False
+    )
     assert point == pytest.approx(7.5)
     from_a = mixed < 5
     assert set(mixed[from_a]) <= set(a) and set(mixed[~from_a]) <= set(b)

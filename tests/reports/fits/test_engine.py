@@ -35,10 +35,13 @@ class RandomStarts:
         return lo + (hi - lo) * self.rng.random((self.n, len(lo)))
 
 
-@pytest.mark.parametrize("key, truth", [
-    ("chinchilla", {"E": E, "A": A, "B": B, "alpha": ALPHA, "beta": BETA}),
-    ("overtrain", {"E": 1.7, "A": 300.0, "B": 900.0, "eta": 0.3}),
-])
+@pytest.mark.parametrize(
+    "key, truth",
+    [
+        ("chinchilla", {"E": E, "A": A, "B": B, "alpha": ALPHA, "beta": BETA}),
+        ("overtrain", {"E": 1.7, "A": 300.0, "B": 900.0, "eta": 0.3}),
+    ],
+)
 def test_two_term_forms_recover_known_constants(key, truth):
     form = LOSS_FORMS[key]
     alpha = truth.get("alpha", truth.get("eta"))
@@ -167,13 +170,17 @@ def _fd(f, theta, h=1e-7):
     return np.array([(f(theta + h * e) - f(theta - h * e)) / (2 * h) for e in np.eye(len(theta))])
 
 
-@pytest.mark.parametrize("form", [
-    PowerSum("chinchilla", ("E", "A", "B", "alpha", "beta"), (0, 1)),
-    PowerSum("shared", ("E", "A", "B", "eta"), (0, 0)),
-    Linear("lin", ("c", "a", "b"), lambda r: np.c_[np.ones(len(r)), np.log(r[:, 0]), np.log(r[:, 1])]),
-    ScaledPower("gap", ("c", "gamma")),
-    Bounded("bounded", PowerSum("bounded", ("E", "A", "B", "alpha", "beta"), (0, 1))),
-], ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "form",
+    [
+        PowerSum("chinchilla", ("E", "A", "B", "alpha", "beta"), (0, 1)),
+        PowerSum("shared", ("E", "A", "B", "eta"), (0, 0)),
+        Linear("lin", ("c", "a", "b"), lambda r: np.c_[np.ones(len(r)), np.log(r[:, 0]), np.log(r[:, 1])]),
+        ScaledPower("gap", ("c", "gamma")),
+        Bounded("bounded", PowerSum("bounded", ("E", "A", "B", "alpha", "beta"), (0, 1))),
+    ],
+    ids=lambda f: f.name,
+)
 def test_analytic_jacobians_match_finite_differences(form):
     rng = np.random.default_rng(3)
     raw = np.c_[N, D][:, : (1 if form.name == "gap" else 2)]
@@ -202,7 +209,9 @@ def test_the_objective_is_epochs_huber_of_the_log_sum_exp():
     r = lse - np.log(loss)
     expected = np.where(np.abs(r) <= 1e-3, 0.5 * r**2, 1e-3 * (np.abs(r) - 0.5e-3)).sum()
     assert HUBER_DELTA == 1e-3
-    assert huber(form.predict_many(theta[None], x)[0] - np.log(loss), HUBER_DELTA).sum() == pytest.approx(expected, rel=1e-10)
+    assert huber(form.predict_many(theta[None], x)[0] - np.log(loss), HUBER_DELTA).sum() == pytest.approx(
+        expected, rel=1e-10
+    )
     assert form.public(theta, center) == pytest.approx({"E": E, "A": A, "B": B, "alpha": ALPHA, "beta": BETA})
 
 

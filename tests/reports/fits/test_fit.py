@@ -33,8 +33,11 @@ def make_study(**sections):
         "name": "synthetic",
         "data": {"seq_len": 256},
         "model": {"vocab_size": 512, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
-        "ladder": {"sizes": ["25K", "50K", "100K", "200K", "400K"], "param_count": "non_embedding",
-                   "tokens_per_param": 20},
+        "ladder": {
+            "sizes": ["25K", "50K", "100K", "200K", "400K"],
+            "param_count": "non_embedding",
+            "tokens_per_param": 20,
+        },
         "ablations": {"tie_embeddings": [True, False]},
         "training": {"batch_min_sequences": 16},
         "hero": {"params": "3.2M"},
@@ -53,8 +56,14 @@ def study_table(study, *, noise=0.004, seed=0, loss_fn=None, offset=UNTIED_OFFSE
         if loss_fn is not None:
             loss += loss_fn(run)
         loss *= math.exp(rng.normal(0, noise))
-        result = {"status": "done", "final_eval_loss": loss, "final_train_loss": loss, "tokens": run.tokens,
-                  "flops": run.flops, "wall_time_s": 1.0}
+        result = {
+            "status": "done",
+            "final_eval_loss": loss,
+            "final_train_loss": loss,
+            "tokens": run.tokens,
+            "flops": run.flops,
+            "wall_time_s": 1.0,
+        }
         rows.append(run_record(run, result))
     return pd.DataFrame(rows)
 
@@ -171,8 +180,11 @@ def test_tie_ablation_section_and_unavailable_sections(tie_result):
     # interval covers the truth
     assert tie["hero"]["gap"] > 0 and tie["hero"]["call"] != "certain"
     assert tie["hero"]["gap_ci90"][0] < gap < tie["hero"]["gap_ci90"][1]
-    for key, phrase in (("hparams", "no LR sweep"), ("depth_vs_width", "no depth-vs-width sweep"),
-                        ("isoflop", "no IsoFLOP budgets")):
+    for key, phrase in (
+        ("hparams", "no LR sweep"),
+        ("depth_vs_width", "no depth-vs-width sweep"),
+        ("isoflop", "no IsoFLOP budgets"),
+    ):
         assert d[key]["available"] is False and phrase in d[key]["reason"], key
     assert "frontier" in d["loss"]["forms"]  # L(C) on the frontier is one of the law forms
 
@@ -181,8 +193,22 @@ def test_json_round_trip_and_meta(tie_result, tmp_path):
     d = tie_result.to_dict()
     text = json.dumps(d, allow_nan=False)
     assert json.loads(text) == d
-    for key in ("loss", "loss_by_variant", "noise_floor", "predictions", "hero", "compute_optimal", "isoflop",
-                "hparams", "tied_vs_untied", "depth_vs_width", "recommendation", "excluded", "warnings", "meta"):
+    for key in (
+        "loss",
+        "loss_by_variant",
+        "noise_floor",
+        "predictions",
+        "hero",
+        "compute_optimal",
+        "isoflop",
+        "hparams",
+        "tied_vs_untied",
+        "depth_vs_width",
+        "recommendation",
+        "excluded",
+        "warnings",
+        "meta",
+    ):
         assert key in d, key
     for key in ("forms", "skipped", "weights", "selection", "rollout", "calibration", "reach", "points"):
         assert key in d["loss"], key
@@ -201,8 +227,18 @@ def test_print_fit_summary(tie_result):
     print_fit(tie_result, console)
     text = buf.getvalue()
     hero = tie_result.hero
-    for needle in ("loss laws", "not fitted", "rollout", "recommended hero", "excluded div0001", "warning:",
-                   f"{hero['loss']:.4g}", "% of the hero", "no LR sweep", "projection"):
+    for needle in (
+        "loss laws",
+        "not fitted",
+        "rollout",
+        "recommended hero",
+        "excluded div0001",
+        "warning:",
+        f"{hero['loss']:.4g}",
+        "% of the hero",
+        "no LR sweep",
+        "projection",
+    ):
         assert needle in text, needle
     buf2 = io.StringIO()
     print_fit(json.loads(json.dumps(tie_result.to_dict())), Console(file=buf2, width=200, color_system=None))
@@ -221,8 +257,6 @@ def test_study_results_csv_reads_back_to_the_same_fit(tie_study, tie_table, tie_
     assert again.recommendation.tied is True
 
 
-
-
 def test_runs_file_csv_and_parquet_with_only_params_tokens_loss(tmp_path):
     df = plain_table()
     csv, pq = tmp_path / "runs.csv", tmp_path / "runs.parquet"
@@ -231,8 +265,9 @@ def test_runs_file_csv_and_parquet_with_only_params_tokens_loss(tmp_path):
     a = fit_runs_file(csv, n_boot=50, predict=["3.2M:64M"])
     b = fit_runs_file(pq, n_boot=50, predict=["3.2M:64M"])
     da, db = a.to_dict(), b.to_dict()
-    assert da["loss"]["forms"]["chinchilla"]["params"] == pytest.approx(db["loss"]["forms"]["chinchilla"]["params"],
-                                                                       rel=1e-6)
+    assert da["loss"]["forms"]["chinchilla"]["params"] == pytest.approx(
+        db["loss"]["forms"]["chinchilla"]["params"], rel=1e-6
+    )
     law = da["loss"]["forms"]["chinchilla"]
     assert law["params"]["alpha"] == pytest.approx(ALPHA, abs=0.06)
     assert law["params"]["beta"] == pytest.approx(BETA, abs=0.06)
@@ -315,8 +350,12 @@ def test_done_run_with_nan_loss_is_named_by_run_id(tie_study):
 
 def test_compute_hero_uses_the_fitted_allocation():
     study = make_study(
-        ladder={"sizes": ["25K", "50K", "100K", "200K", "400K"], "param_count": "non_embedding",
-                "tokens_per_param": 20, "budgets": [0.5, 1, 2, 4]},
+        ladder={
+            "sizes": ["25K", "50K", "100K", "200K", "400K"],
+            "param_count": "non_embedding",
+            "tokens_per_param": 20,
+            "budgets": [0.5, 1, 2, 4],
+        },
         ablations={},
         hero={"compute": 2e15},
     )
@@ -346,8 +385,12 @@ def test_compute_hero_with_an_undetermined_split_falls_back_to_the_rule():
     # three sizes, 2x either side of 20 tokens/param, 3% noise: the law is identifiable but its split at the
     # hero's compute is not measured (N_opt's interval spans orders of magnitude), so it must not size the hero
     study = make_study(
-        ladder={"sizes": ["25K", "50K", "100K"], "param_count": "non_embedding", "tokens_per_param": 20,
-                "budgets": [0.5, 1, 2]},
+        ladder={
+            "sizes": ["25K", "50K", "100K"],
+            "param_count": "non_embedding",
+            "tokens_per_param": 20,
+            "budgets": [0.5, 1, 2],
+        },
         ablations={},
         hero={"compute": 2e15},
     )
@@ -382,8 +425,12 @@ def test_compute_hero_on_a_degenerate_ladder_falls_back_to_the_rule(tie_study):
 
 def test_isoflop_study_fits_approach_2():
     study = make_study(
-        ladder={"mode": "isoflop", "compute_budgets": [1e12, 4e12, 1.6e13, 6.4e13], "param_count": "non_embedding",
-                "isoflop_points": 5},
+        ladder={
+            "mode": "isoflop",
+            "compute_budgets": [1e12, 4e12, 1.6e13, 6.4e13],
+            "param_count": "non_embedding",
+            "isoflop_points": 5,
+        },
         ablations={},
         hero={"compute": 2e15},
     )

@@ -23,7 +23,8 @@ def test_the_schema_matches_the_golden_file():
     assert golden["schema_version"] == SCHEMA_VERSION, "SCHEMA_VERSION changed: regenerate the golden schema"
     assert FitJson.model_json_schema() == golden["schema"], (
         "fit.json's typed contract changed: bump SCHEMA_VERSION in reports/fits/study/fit_json.py and regenerate "
-        "tests/reports/fits/golden/fit_json.schema.json")
+        "tests/reports/fits/golden/fit_json.schema.json"
+    )
 
 
 @pytest.fixture(scope="module")

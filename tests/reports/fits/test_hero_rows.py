@@ -15,15 +15,36 @@ def _table() -> pd.DataFrame:
     rows = []
     for i, n in enumerate([2e4, 4e4, 8e4, 1.6e5, 3.2e5]):
         d = 20 * n
-        rows.append({"run_id": f"r{i}", "params": n, "tokens": d, "flops": 7 * n * d, "status": "done", "role": "rung",
-                     "loss": 1.8 + 60 / n ** 0.34 + 160 / d ** 0.31, "seed": 0, "error": None})
+        rows.append(
+            {
+                "run_id": f"r{i}",
+                "params": n,
+                "tokens": d,
+                "flops": 7 * n * d,
+                "status": "done",
+                "role": "rung",
+                "loss": 1.8 + 60 / n**0.34 + 160 / d**0.31,
+                "seed": 0,
+                "error": None,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def _with_hero(df: pd.DataFrame, loss: float = 2.5, status: str = "done", extra: dict | None = None) -> pd.DataFrame:
     n = 1.28e6
-    hero = {"run_id": "hero", "params": n, "tokens": 20 * n, "flops": 7 * n * 20 * n, "status": status, "role": "hero",
-            "loss": loss, "seed": 0, "error": None, **(extra or {})}
+    hero = {
+        "run_id": "hero",
+        "params": n,
+        "tokens": 20 * n,
+        "flops": 7 * n * 20 * n,
+        "status": status,
+        "role": "hero",
+        "loss": loss,
+        "seed": 0,
+        "error": None,
+        **(extra or {}),
+    }
     return pd.concat([df, pd.DataFrame([hero])], ignore_index=True)
 
 

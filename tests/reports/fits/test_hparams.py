@@ -43,9 +43,7 @@ def lr_sweep(computes=(1e16, 1e17, 1e18, 1e19), *, noise=0.002, seed=0, offset=1
             grid = grid * shift[i]
         for lr in grid:
             loss = 3.5 - 0.15 * math.log10(c / 1e16) + CURV_LR * math.log(lr / lr_star(c)) ** 2 + rng.normal(0, noise)
-            rows.append(
-                {"scale": f"r{i}", "params": c / 1e11, "tokens": 1e11 / 6, "flops": c, "loss": loss, "lr": lr}
-            )
+            rows.append({"scale": f"r{i}", "params": c / 1e11, "tokens": 1e11 / 6, "flops": c, "loss": loss, "lr": lr})
     return pd.DataFrame(rows)
 
 
@@ -59,8 +57,15 @@ def lr_batch_sweep(computes=(1e17, 1e18, 1e19), *, noise=0.002, seed=0):
                 u, v = math.log(lr / lr_star(c)), math.log(b / b_star(c))
                 loss = 3.0 - 0.1 * i + CURV_LR * (u - 0.5 * v) ** 2 + CURV_B * v**2 + rng.normal(0, noise)
                 rows.append(
-                    {"scale": f"r{i}", "params": c / 1e11, "tokens": 1e11 / 6, "flops": c, "loss": loss, "lr": lr,
-                     "batch_tokens": b}
+                    {
+                        "scale": f"r{i}",
+                        "params": c / 1e11,
+                        "tokens": 1e11 / 6,
+                        "flops": c,
+                        "loss": loss,
+                        "lr": lr,
+                        "batch_tokens": b,
+                    }
                 )
     return pd.DataFrame(rows)
 
@@ -339,8 +344,9 @@ def test_predict_on_a_csv_returns_lr_and_batch_with_intervals(tmp_path, capsys):
 
     path = tmp_path / "grid.csv"
     step_law_grid().to_csv(path, index=False)
-    out = run_cli(capsys, "fit", "--runs", path, "--predict", "1e9:2e10", "--predict", "3e8:1e10",
-                  "--bootstrap", "20", "--json")
+    out = run_cli(
+        capsys, "fit", "--runs", path, "--predict", "1e9:2e10", "--predict", "3e8:1e10", "--bootstrap", "20", "--json"
+    )
     assert out.code == 0, out.stderr
     d = out.json()
     assert d["hparams"]["available"] and d["hparams"]["lr"]["form"] == "n_d"

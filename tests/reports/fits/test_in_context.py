@@ -34,8 +34,11 @@ def ladder(slope: float, noise: float = 0.003, seed: int = 0, replicate_sd: tupl
     if replicate_sd is not None:
         for i in range(3):
             base = dict(rows[i])
-            base.update(seed=1, loss_repeats=base["loss_repeats"] * np.exp(rng.normal(0, replicate_sd[0]) + replicate_sd[0]),
-                        loss_novel=base["loss_novel"] * np.exp(rng.normal(0, replicate_sd[1])))
+            base.update(
+                seed=1,
+                loss_repeats=base["loss_repeats"] * np.exp(rng.normal(0, replicate_sd[0]) + replicate_sd[0]),
+                loss_novel=base["loss_novel"] * np.exp(rng.normal(0, replicate_sd[1])),
+            )
             rows.append(base)
     df = pd.DataFrame(rows)
     df["repeat_share"] = SHARE

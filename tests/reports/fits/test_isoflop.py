@@ -108,7 +108,9 @@ def test_budget_with_too_few_sizes_is_an_error_unless_skipped():
     with pytest.raises(FitError, match=r"needs >= 3 model sizes.*1e\+21 FLOPs has 2.*strict=False"):
         fit_isoflop(df, n_boot=0)
     fit = fit_isoflop(df, n_boot=0, strict=False)
-    assert fit.skipped_budgets == [{"flops": pytest.approx(1e21), "n_runs": 2, "n_sizes": 2, "reason": "needs >= 3 model sizes"}]
+    assert fit.skipped_budgets == [
+        {"flops": pytest.approx(1e21), "n_runs": 2, "n_sizes": 2, "reason": "needs >= 3 model sizes"}
+    ]
     assert len(fit.budgets) == len(BUDGETS)
 
 

@@ -179,12 +179,12 @@ def test_a_law_whose_loss_ignores_n_gives_no_compute_split():
     why = no_allocation_reason(fc, "same ratio")
     assert "does not fall with N" in why and "same ratio" not in why
 
-    good = forecast_loss(data(law(N, D) * np.exp(rng.normal(0, 0.003, len(N)))), *HERO, n_boot=30,
-                         forms=("chinchilla",))
+    good = forecast_loss(
+        data(law(N, D) * np.exp(rng.normal(0, 0.003, len(N)))), *HERO, n_boot=30, forms=("chinchilla",)
+    )
     assert degenerate(good.laws["chinchilla"]) is None
     a = allocation(allocating_law(good), 1e21)
     assert a["a"] == pytest.approx(0.366 / (0.348 + 0.366), abs=0.08)
-
 
 
 def test_a_ladder_that_leaves_a_plateau_leans_high_and_one_from_the_law_does_not():

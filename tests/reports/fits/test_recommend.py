@@ -70,9 +70,25 @@ def test_recommendation_block_is_complete_and_consistent(sweep):
     offset, study, res = sweep
     r = res.recommendation
     d = r.to_dict()
-    for key in ("d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_dim", "tied", "aspect_ratio",
-                "tokens", "batch_tokens", "lr", "warmup_steps", "warmup_fraction", "schedule", "loss",
-                "loss_interval", "sources"):
+    for key in (
+        "d_model",
+        "n_layers",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "ffn_dim",
+        "tied",
+        "aspect_ratio",
+        "tokens",
+        "batch_tokens",
+        "lr",
+        "warmup_steps",
+        "warmup_fraction",
+        "schedule",
+        "loss",
+        "loss_interval",
+        "sources",
+    ):
         assert key in d, key
     assert d["n_heads"] * d["head_dim"] == d["d_model"]
     assert d["params"] == pytest.approx(3.2e6, rel=0.03)
@@ -113,8 +129,15 @@ def test_defaults_without_ablations():
     plain = make_study(ablations={})
     assert choose_tied(plain, None)[1] == "study default: model.tie_embeddings"
     r = recommend(
-        study, params=3.2e6, tokens=64e6, allocation="rule", allocation_source="rule", tied=False,
-        tied_source="study: hero.tied", aspect_ratio=24.0, aspect_source="study: hero.aspect_ratio",
+        study,
+        params=3.2e6,
+        tokens=64e6,
+        allocation="rule",
+        allocation_source="rule",
+        tied=False,
+        tied_source="study: hero.tied",
+        aspect_ratio=24.0,
+        aspect_source="study: hero.aspect_ratio",
     )
     assert r.tied is False and r.shape.tied is False
     assert r.aspect_ratio == pytest.approx(24, rel=0.35)

@@ -38,9 +38,19 @@ def ladder(seed=0, ratios=(10, 20, 40), law="nd", noise_loss=0.01, noise_acc=0.0
             c = 6 * n * d
             loss = (nd_loss(n, d) if law == "nd" else compute_loss(c)) * np.exp(rng.normal(0, noise_loss))
             acc = sigmoid(SIG, np.array([loss]))[0] + rng.normal(0, noise_acc)
-            rows.append({"run_id": f"r{len(rows)}", "status": "done", "params": n, "tokens": d, "flops": c,
-                         "task/code/bpb": loss, "task/code/acc": acc, "task/code/acc_norm": acc,
-                         "task/ppl/bits_per_byte": loss * 1.1})
+            rows.append(
+                {
+                    "run_id": f"r{len(rows)}",
+                    "status": "done",
+                    "params": n,
+                    "tokens": d,
+                    "flops": c,
+                    "task/code/bpb": loss,
+                    "task/code/acc": acc,
+                    "task/code/acc_norm": acc,
+                    "task/ppl/bits_per_byte": loss * 1.1,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -65,7 +75,9 @@ def test_two_step_fit_recovers_known_laws_and_the_interval_covers_the_hero():
 
 def test_the_accuracy_prediction_interval_contains_the_interval():
     h = fit_task(ladder(1), "code", hero=HERO, n_boot=100, seed=0).hero
-    assert h.acc_prediction_interval[0] <= h.acc_interval[0] + 1e-9 and h.acc_prediction_interval[1] >= h.acc_interval[1]
+    assert (
+        h.acc_prediction_interval[0] <= h.acc_interval[0] + 1e-9 and h.acc_prediction_interval[1] >= h.acc_interval[1]
+    )
 
 
 def _hero_intervals(seed):

@@ -14,23 +14,50 @@ from rich.console import Console
 from ladder.reports.fits.ablations.tied import paired_forecast
 from ladder.reports.fits.recommend import SURE_P, choose_tied, tied_uncertainty
 
-CALL = {"flops": 1e14, "gap": 0.0325, "gap_ci90": [-0.08, 0.15], "gap_pct": 3.25, "winner": "tied",
-        "p_winner": 0.54, "call": "undetermined", "interval_excludes_zero": False, "compute_x": 8.0,
-        "reach_compute_x": 4.0, "within_reach": False,
-        "message": "tied wins at the hero (undetermined): ln L_untied - ln L_tied = +0.0325 (90% [-0.0800, +0.1500]; "
-                   "P = 0.54); the 90% interval includes 0"}
+CALL = {
+    "flops": 1e14,
+    "gap": 0.0325,
+    "gap_ci90": [-0.08, 0.15],
+    "gap_pct": 3.25,
+    "winner": "tied",
+    "p_winner": 0.54,
+    "call": "undetermined",
+    "interval_excludes_zero": False,
+    "compute_x": 8.0,
+    "reach_compute_x": 4.0,
+    "within_reach": False,
+    "message": "tied wins at the hero (undetermined): ln L_untied - ln L_tied = +0.0325 (90% [-0.0800, +0.1500]; "
+    "P = 0.54); the 90% interval includes 0",
+}
 
 
 def _fit() -> dict:
     return {
         "loss": {"variant": "tied"},
-        "hero": {"params": 8e5, "tokens": 1.6e7, "allocation": "rule", "compute": 9.58e13, "loss": 2.056,
-                 "lo": 1.9, "hi": 2.2, "half_width_pct": 7.0, "ladder_flops": 2.63e13, "ladder_pct_of_hero": 27.5},
+        "hero": {
+            "params": 8e5,
+            "tokens": 1.6e7,
+            "allocation": "rule",
+            "compute": 9.58e13,
+            "loss": 2.056,
+            "lo": 1.9,
+            "hi": 2.2,
+            "half_width_pct": 7.0,
+            "ladder_flops": 2.63e13,
+            "ladder_pct_of_hero": 27.5,
+        },
         "loss_by_variant": {
-            "tied": {"available": True, "primary": True, "target": {"loss": 2.056, "lo": 1.9, "hi": 2.2},
-                     "weights": {"chinchilla": 0.7, "bounded": 0.0, "data": 0.3}},
-            "untied": {"available": True, "target": {"loss": 1.725, "lo": 1.49, "hi": 2.05},
-                       "weights": {"chinchilla": 0.0, "bounded": 1.0}},
+            "tied": {
+                "available": True,
+                "primary": True,
+                "target": {"loss": 2.056, "lo": 1.9, "hi": 2.2},
+                "weights": {"chinchilla": 0.7, "bounded": 0.0, "data": 0.3},
+            },
+            "untied": {
+                "available": True,
+                "target": {"loss": 1.725, "lo": 1.49, "hi": 2.05},
+                "weights": {"chinchilla": 0.0, "bounded": 1.0},
+            },
         },
         "tied_vs_untied": {"available": True, "hero": CALL},
     }
@@ -78,11 +105,30 @@ def test_the_fit_summary_and_the_report_table_show_the_doubt_where_the_choice_is
 
     fit = _fit()
     fit["recommendation"] = {
-        "available": True, "tied": True, "d_model": 64, "n_layers": 4, "n_heads": 4, "n_kv_heads": 4,
-        "head_dim": 16, "ffn_dim": 176, "vocab_size": 512, "aspect_ratio": 16.0, "params": 8e5,
-        "param_convention": "non_embedding", "params_total": 9e5, "tokens": 1.6e7, "tokens_per_param": 20.0,
-        "batch_tokens": 4096, "lr": 0.01, "schedule": {"kind": "wsd"}, "warmup_steps": 10, "steps": 100,
-        "loss": 2.056, "loss_interval": [1.9, 2.2], "sources": {"tied": "fit: ..."}}
+        "available": True,
+        "tied": True,
+        "d_model": 64,
+        "n_layers": 4,
+        "n_heads": 4,
+        "n_kv_heads": 4,
+        "head_dim": 16,
+        "ffn_dim": 176,
+        "vocab_size": 512,
+        "aspect_ratio": 16.0,
+        "params": 8e5,
+        "param_convention": "non_embedding",
+        "params_total": 9e5,
+        "tokens": 1.6e7,
+        "tokens_per_param": 20.0,
+        "batch_tokens": 4096,
+        "lr": 0.01,
+        "schedule": {"kind": "wsd"},
+        "warmup_steps": 10,
+        "steps": 100,
+        "loss": 2.056,
+        "loss_interval": [1.9, 2.2],
+        "sources": {"tied": "fit: ..."},
+    }
     console = Console(record=True, width=300, file=open("/dev/null", "w"))
     print_fit(fit, console)
     tied_row = next(line for line in console.export_text().splitlines() if line.split()[:2] == ["tied", "true"])

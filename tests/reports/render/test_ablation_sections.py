@@ -21,9 +21,17 @@ from tests.reports.fixture_study import make_study
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, str]:
-    root = make_study(tmp_path_factory.mktemp("ablations") / "study", budgets=(3e11, 1e12), points=3,
-                      lr_multipliers=None, aspect_ratios=(8, 16, 32), tasks=False, n_failed=0, n_diverged=0,
-                      n_boot=20)
+    root = make_study(
+        tmp_path_factory.mktemp("ablations") / "study",
+        budgets=(3e11, 1e12),
+        points=3,
+        lr_multipliers=None,
+        aspect_ratios=(8, 16, 32),
+        tasks=False,
+        n_failed=0,
+        n_diverged=0,
+        n_boot=20,
+    )
     fit = json.loads(layout.StudyDir(root).fit.read_text(encoding="utf-8"))
     sections = {s.id: s for s in Builder(load_study(root)).sections()}
     html = htmllib.unescape(render_report(root, root / "out", formats=("html",))["html"].read_text(encoding="utf-8"))
@@ -103,7 +111,9 @@ def test_garbage_ablation_entries_still_render(tmp_path: Path):
         def figure(self, *args):
             return None
 
-    for entry in ({"scales": [{"flops": None}], "crossover": None, "hero": {"gap": "x"}, "trend": [1]},
-                  {"scales": "x", "hero": None}):
+    for entry in (
+        {"scales": [{"flops": None}], "crossover": None, "hero": {"gap": "x"}, "trend": [1]},
+        {"scales": "x", "hero": None},
+    ):
         assert tied(Ctx({"tied_vs_untied": entry})).blocks is not None
     assert depth(Ctx({"depth_vs_width": {"scales": [{"fit": {"opt": "x"}}], "hero": []}})).blocks is not None

@@ -48,8 +48,9 @@ def scored(frozen, tmp_path_factory) -> tuple[Path, dict, str]:
     score_study(root)
     curve = root.parent / CURVE
     actual = 1.01 * law_loss(hero.params, hero.tokens)
-    curve.write_text("tokens,loss\n" + "".join(f"{t},{actual * shape_r(t / hero.tokens)}\n"
-                                               for t in (hero.tokens / 2, hero.tokens)))
+    curve.write_text(
+        "tokens,loss\n" + "".join(f"{t},{actual * shape_r(t / hero.tokens)}\n" for t in (hero.tokens / 2, hero.tokens))
+    )
     score_study(root, curve=curve)
     rec = json.loads((root / "forecast.json").read_text())
     out = render_report(root)
@@ -61,7 +62,7 @@ def test_forecast_vs_actual_opens_the_report_with_the_right_numbers(scored):
     score = rec["scores"][-1]
     assert score["final"] and score["source"]["kind"] == "curve"
     assert html.index('<section id="forecast"') < html.index('<section id="headline"')
-    sec = html[html.index('<section id="forecast"'):html.index('<section id="headline"')]
+    sec = html[html.index('<section id="forecast"') : html.index('<section id="headline"')]
     text = html_lib.unescape(re.sub(r"<[^>]+>", " ", sec))
     text = re.sub(r"\s+", " ", text)
     assert "Forecast vs actual" in text and "A prediction checked against a real run" in text
@@ -70,13 +71,15 @@ def test_forecast_vs_actual_opens_the_report_with_the_right_numbers(scored):
     assert f"final eval loss is {score['actual']:.4f}" in text
     assert f"{score['error_pct']:+.2f}% off it" in text
     assert f"{'inside' if score['inside'] else 'outside'} its interval (z = {score['z']:.2g})" in text
-    assert f"frozen at {rec['frozen_at']} UTC" in text and f"Error (forecast − actual) {score['error_pct']:+.2f}%" in text
+    assert (
+        f"frozen at {rec['frozen_at']} UTC" in text and f"Error (forecast − actual) {score['error_pct']:+.2f}%" in text
+    )
     assert score["error_pct"] == pytest.approx(100 * (h["loss"] - score["actual"]) / score["actual"])
     assert f"note {HOSTILE} & more" in text  # the note, shown as text
     assert f"the loss curve {root.parent / CURVE}" in text
     # both earlier and latest scores are in the history table
     assert "Every frozen forecast of the study" in text and f"actual {score['actual']:.4f}" in text
-    headline = html[html.index('<section id="headline"'):html.index('<section id="ladder"')]
+    headline = html[html.index('<section id="headline"') : html.index('<section id="ladder"')]
     assert "Forecast loss (prediction)" in headline and "Checked against the hero run" in headline
 
 
@@ -101,8 +104,11 @@ def test_the_scaling_figure_shows_the_hero_runs_real_loss(scored):
         [line] = [ln for ln in ax.get_lines() if ln.get_label() == "hero run (actual)"]
         assert list(line.get_ydata()) == [pytest.approx(actual)] and list(line.get_xdata()) == [pytest.approx(x)]
     # the hero run is not drawn as a rung of the ladder: no run marker at its size but the actual's
-    markers = [ln for ln in fig.axes[1].get_lines() if ln.get_linestyle() == "None"
-               and ln.get_label() not in ("hero run (actual)", "hero forecast (90%)")]
+    markers = [
+        ln
+        for ln in fig.axes[1].get_lines()
+        if ln.get_linestyle() == "None" and ln.get_label() not in ("hero run (actual)", "hero forecast (90%)")
+    ]
     assert markers and not any(x == pytest.approx(hero.params) for ln in markers for x in ln.get_xdata())
 
 
@@ -121,7 +127,7 @@ def test_a_partial_score_is_shown_as_an_early_warning(frozen, tmp_path):
     train(layout.StudyDir(root), hero, 1.2 * law_loss(hero.params, hero.tokens), upto=0.5)
     [(_, s)] = score_study(root).scored
     html = render_report(root, formats="html")["html"].read_text(encoding="utf-8")
-    sec = html_lib.unescape(html[html.index('<section id="forecast"'):html.index('<section id="headline"')])
+    sec = html_lib.unescape(html[html.index('<section id="forecast"') : html.index('<section id="headline"')])
     assert "The hero is still training, so the headline stays a projection" in sec
     assert f"heads for a final loss of {s['partial']['final_forecast']:.4f}" in sec and "outside its" in sec
     assert "Forecast loss (projection)" in html
@@ -148,4 +154,5 @@ def test_seed_replicates_of_the_hero_are_shown_with_the_error_against_their_mean
     assert items["Seed replicates of the hero"].startswith("2 done: seed 0 3.4")
     assert "seed 7 3.6" in items["Seed replicates of the hero"]
     assert items["Error against their mean"].startswith(
-        f"{100 * (json.loads((root / 'forecast.json').read_text())['hero']['loss'] / (3.4 * 3.6) ** 0.5 - 1):+.2f}%")
+        f"{100 * (json.loads((root / 'forecast.json').read_text())['hero']['loss'] / (3.4 * 3.6) ** 0.5 - 1):+.2f}%"
+    )

@@ -42,10 +42,12 @@ def test_numbers_shown_are_fit_json_s(entry, tmp_path):
     kv = dict(next(b for b in s.blocks if isinstance(b, KV)).items)
     h = entry["hero"]
     assert kv["Learning rate at the hero"] == f"{fmt_lr(h['lr'])} (90%: {fmt_ci(h['lr_ci90'], fmt_lr)})"
-    assert kv["Batch size at the hero"] == (f"{fmt_count(h['batch_tokens'])} tokens "
-                                            f"(90%: {fmt_ci(h['batch_tokens_ci90'], fmt_count)})")
-    assert kv["Cost of a 2× LR error at the hero"] == (f"{fmt_loss(h['lr_penalty_2x'])} nats/token "
-                                                       f"(90%: {fmt_ci(h['lr_penalty_2x_ci90'], fmt_loss)})")
+    assert kv["Batch size at the hero"] == (
+        f"{fmt_count(h['batch_tokens'])} tokens (90%: {fmt_ci(h['batch_tokens_ci90'], fmt_count)})"
+    )
+    assert kv["Cost of a 2× LR error at the hero"] == (
+        f"{fmt_loss(h['lr_penalty_2x'])} nats/token (90%: {fmt_ci(h['lr_penalty_2x_ci90'], fmt_loss)})"
+    )
     for name, key in (("LR*", "lr"), ("B*", "batch")):
         law = entry[key]["law"]
         text = kv[f"{name} law"]

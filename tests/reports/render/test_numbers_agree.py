@@ -36,15 +36,27 @@ def wsd_study(tmp_path_factory) -> tuple[Path, float, float]:
     from ladder.studies.spec import parse_study
     from tests.fake_runs import done_result, metrics_lines
 
-    study = parse_study({
-        "name": "cost", "data": {"seq_len": 32, "validation_tokens": 1024},
-        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
-        "ladder": {"sizes": ["4K", "8K", "16K"], "tokens_per_param": 10, "budgets": [0.5, 1, 2],
-                   "replicates": {"sizes": ["4K"], "seeds": [1]}},
-        "training": {"batch_min_sequences": 8, "logs_per_run": 10, "evals_per_run": 4,
-                     "schedule": {"kind": "wsd", "warmup_fraction": 0.1, "cooldown_fraction": 0.2}},
-        "hero": {"params": "1M"}, "sanity_check": False,
-    })
+    study = parse_study(
+        {
+            "name": "cost",
+            "data": {"seq_len": 32, "validation_tokens": 1024},
+            "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
+            "ladder": {
+                "sizes": ["4K", "8K", "16K"],
+                "tokens_per_param": 10,
+                "budgets": [0.5, 1, 2],
+                "replicates": {"sizes": ["4K"], "seeds": [1]},
+            },
+            "training": {
+                "batch_min_sequences": 8,
+                "logs_per_run": 10,
+                "evals_per_run": 4,
+                "schedule": {"kind": "wsd", "warmup_fraction": 0.1, "cooldown_fraction": 0.2},
+            },
+            "hero": {"params": "1M"},
+            "sanity_check": False,
+        }
+    )
     root = tmp_path_factory.mktemp("cost") / "study"
     plan = expand(study)
     write_plan(plan, root)
@@ -103,9 +115,24 @@ def test_fit_summary_says_what_the_ladder_cost_counts_in_human_units():
     from ladder.reports.summary import print_fit
 
     console = Console(record=True, width=200, file=open("/dev/null", "w"))
-    print_fit({"loss": {}, "hero": {"params": 8e5, "tokens": 1.6e7, "allocation": "rule", "compute": 9.58e13,
-                                    "loss": 2.0, "lo": 1.9, "hi": 2.1, "half_width_pct": 5.0,
-                                    "ladder_flops": 2.63e13, "ladder_pct_of_hero": 27.5}}, console)
+    print_fit(
+        {
+            "loss": {},
+            "hero": {
+                "params": 8e5,
+                "tokens": 1.6e7,
+                "allocation": "rule",
+                "compute": 9.58e13,
+                "loss": 2.0,
+                "lo": 1.9,
+                "hi": 2.1,
+                "half_width_pct": 5.0,
+                "ladder_flops": 2.63e13,
+                "ladder_pct_of_hero": 27.5,
+            },
+        },
+        console,
+    )
     text = console.export_text()
     assert "ladder cost 2.63e13 FLOPs" in text and "each trunk once" in text
     assert "C = 9.58e13 FLOPs" in text and "e+13" not in text
@@ -125,13 +152,31 @@ def test_the_forecast_of_row_is_in_human_units(tmp_path):
     from ladder.reports.render.study import StudyData
 
     data = StudyData(path=tmp_path, name="s")
-    data.forecasts = [{"number": 1, "file": "forecast.json", "frozen_at": "2026-01-01T00:00:00",
-                       "hero": {"params": 8e5, "tokens": 1.6e7, "loss": 2.0},
-                       "predictions": [{"label": "397680:7999488", "params": 397680, "tokens": 7999488,
-                                        "loss": 2.5, "lo": 2.4, "hi": 2.6}],
-                       "scores": [{"final": True, "point": "397680:7999488", "actual": 2.45, "forecast": 2.5,
-                                   "lo": 2.4, "hi": 2.6, "error_pct": 2.0, "inside": True, "z": 0.5,
-                                   "source": {"kind": "loss"}}]}]
+    data.forecasts = [
+        {
+            "number": 1,
+            "file": "forecast.json",
+            "frozen_at": "2026-01-01T00:00:00",
+            "hero": {"params": 8e5, "tokens": 1.6e7, "loss": 2.0},
+            "predictions": [
+                {"label": "397680:7999488", "params": 397680, "tokens": 7999488, "loss": 2.5, "lo": 2.4, "hi": 2.6}
+            ],
+            "scores": [
+                {
+                    "final": True,
+                    "point": "397680:7999488",
+                    "actual": 2.45,
+                    "forecast": 2.5,
+                    "lo": 2.4,
+                    "hi": 2.6,
+                    "error_pct": 2.0,
+                    "inside": True,
+                    "z": 0.5,
+                    "source": {"kind": "loss"},
+                }
+            ],
+        }
+    ]
     sec = forecast_vs_actual(Builder(data))
     if sec is None:
         pytest.skip("this forecast record does not open the section")
@@ -147,13 +192,27 @@ def test_no_rollout_claim_without_rollout_rows():
     from ladder.reports.render.study import StudyData
     from ladder.reports.summary import print_fit
 
-    hero = {"params": 8e5, "tokens": 1.6e7, "allocation": "rule", "compute": 9.58e13, "loss": 2.0, "lo": 1.9,
-            "hi": 2.1, "half_width_pct": 5.0, "ladder_flops": 2.63e13, "ladder_pct_of_hero": 27.5,
-            "extrapolation": {"params": 4.0, "tokens": 8.0, "compute_6nd": 32.0}}
-    none = {"reach": {"2%": {"params_x": 1.0, "compute_x": 1.0}, "tested": {"params_x": 1.0, "compute_x": 1.0}},
-            "calibration": {"n": 0}}
-    some = {"reach": {"2%": {"params_x": 2.0, "compute_x": 5.0}, "tested": {"params_x": 3.0, "compute_x": 9.0}},
-            "calibration": {"n": 12, "coverage": 0.9, "factor": 1.0}}
+    hero = {
+        "params": 8e5,
+        "tokens": 1.6e7,
+        "allocation": "rule",
+        "compute": 9.58e13,
+        "loss": 2.0,
+        "lo": 1.9,
+        "hi": 2.1,
+        "half_width_pct": 5.0,
+        "ladder_flops": 2.63e13,
+        "ladder_pct_of_hero": 27.5,
+        "extrapolation": {"params": 4.0, "tokens": 8.0, "compute_6nd": 32.0},
+    }
+    none = {
+        "reach": {"2%": {"params_x": 1.0, "compute_x": 1.0}, "tested": {"params_x": 1.0, "compute_x": 1.0}},
+        "calibration": {"n": 0},
+    }
+    some = {
+        "reach": {"2%": {"params_x": 2.0, "compute_x": 5.0}, "tested": {"params_x": 3.0, "compute_x": 9.0}},
+        "calibration": {"n": 12, "coverage": 0.9, "factor": 1.0},
+    }
     texts = {}
     for key, law in (("none", none), ("some", some)):
         console = Console(record=True, width=300, file=open("/dev/null", "w"))

@@ -58,8 +58,9 @@ def _draw(fig) -> None:
 
 
 def _pages(path: Path) -> list[str]:
-    text = subprocess.run([need("pdftotext"), "-layout", str(path), "-"], capture_output=True, text=True,
-                          timeout=60, check=True).stdout
+    text = subprocess.run(
+        [need("pdftotext"), "-layout", str(path), "-"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     return [p for p in text.split("\f") if p.strip()]
 
 
@@ -69,16 +70,24 @@ def long_pdf(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     rows = [[f"row{i:04d}", f"variant {i % 3}", f"{3 + i / 1000:.4f}", ("done", "status-done")] for i in range(ROWS)]
     sections = [
         Section("first", "A first section", [Para("The title page.")]),
-        Section("long", "A long table", [
-            Para("A table longer than a page, then a figure."),
-            Table(HEADER, rows, "llrl", title="Every run", mono=(0,)),
-            Fig(FigureSpec("fig-sentinel", "Figure 1. A sentinel figure", "Its caption.", 3.0, _draw)),
-        ]),
+        Section(
+            "long",
+            "A long table",
+            [
+                Para("A table longer than a page, then a figure."),
+                Table(HEADER, rows, "llrl", title="Every run", mono=(0,)),
+                Fig(FigureSpec("fig-sentinel", "Figure 1. A sentinel figure", "Its caption.", 3.0, _draw)),
+            ],
+        ),
     ]
     for i, s in enumerate(sections, 1):
         s.number = i
-    data = SimpleNamespace(name="pdf test study", description="A study made of one long table.",
-                           path=Path("/nowhere"), env={"date": "2026-01-01 00:00 UTC"})
+    data = SimpleNamespace(
+        name="pdf test study",
+        description="A study made of one long table.",
+        path=Path("/nowhere"),
+        env={"date": "2026-01-01 00:00 UTC"},
+    )
     path = tmp_path_factory.mktemp("pdf") / "report.pdf"
     return path, pdf.write_pdf(path, data, sections)
 
@@ -108,12 +117,14 @@ def test_the_figure_is_embedded_as_vector_graphics_with_its_words_as_text(long_p
     text = "\n".join(_pages(path))
     assert "sentinelxlabel" in text and "sentinelpanel" in text  # drawn by matplotlib, printed as text
     assert "Figure 1. A sentinel figure" in text and "Its caption." in text
-    fonts = subprocess.run([need("pdffonts"), str(path)], capture_output=True, text=True, timeout=60,
-                           check=True).stdout.splitlines()[2:]
+    fonts = subprocess.run(
+        [need("pdffonts"), str(path)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()[2:]
     assert fonts and all(" yes " in f for f in fonts), fonts  # every font embedded (subsets)
     assert any("DejaVu-Sans" in f for f in fonts), fonts  # matplotlib's DejaVu, the same on every machine
-    images = subprocess.run([need("pdfimages"), "-list", str(path)], capture_output=True, text=True, timeout=60,
-                            check=True).stdout.splitlines()[2:]
+    images = subprocess.run(
+        [need("pdfimages"), "-list", str(path)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()[2:]
     assert not images  # the figure is vector graphics, not a picture of one
 
 
@@ -125,8 +136,9 @@ class _NoPango:
             raise OSError("cannot load library 'libpango-1.0-0': libpango-1.0-0: cannot open shared object file")
 
 
-def test_without_the_system_libraries_the_report_writes_the_html_and_says_why_in_one_line(tmp_path, capsys,
-                                                                                         monkeypatch):
+def test_without_the_system_libraries_the_report_writes_the_html_and_says_why_in_one_line(
+    tmp_path, capsys, monkeypatch
+):
     from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 

@@ -23,11 +23,36 @@ from ladder.reports.render.builder import Builder
 from ladder.reports.render.study import load_study
 from tests.reports.fixture_study import HOSTILE, make_study, study_dict
 
-SECTIONS = ["headline", "ladder", "curves", "scaling", "rollout", "in-context", "isoflop", "hparams", "tied", "depth",
-            "health", "tasks", "reproducibility"]
-TITLES = ["Forecast for the hero run", "The ladder", "Loss curves", "Scaling laws",
-          "Rollout backtests: how far the ladder sees", "In-context repeats and novel tokens", "IsoFLOP profiles", "Learning rate and batch size",
-          "Tied vs untied embeddings", "Depth vs width", "Run health", "Task accuracy forecasts", "Reproducibility"]
+SECTIONS = [
+    "headline",
+    "ladder",
+    "curves",
+    "scaling",
+    "rollout",
+    "in-context",
+    "isoflop",
+    "hparams",
+    "tied",
+    "depth",
+    "health",
+    "tasks",
+    "reproducibility",
+]
+TITLES = [
+    "Forecast for the hero run",
+    "The ladder",
+    "Loss curves",
+    "Scaling laws",
+    "Rollout backtests: how far the ladder sees",
+    "In-context repeats and novel tokens",
+    "IsoFLOP profiles",
+    "Learning rate and batch size",
+    "Tied vs untied embeddings",
+    "Depth vs width",
+    "Run health",
+    "Task accuracy forecasts",
+    "Reproducibility",
+]
 CHROMIUM = ("chromium", "chromium-browser", "/usr/bin/chromium")
 
 
@@ -80,15 +105,29 @@ def test_every_section_is_present_in_order(hostile, html):
         assert f"{title}" in html
     # the forecast loss of the fit is the headline's first tile, with its 90% interval
     hero = json.loads(layout.StudyDir(hostile[0]).fit.read_text(encoding="utf-8"))["hero"]
-    headline = html[html.index('<section id="headline"'):html.index('<section id="ladder"')]
-    tile = re.search(r'<div class="tile-label">Forecast loss \(projection\)</div>\s*<div class="tile-value">([^<]*)</div>\s*'
-                     r'<div class="tile-detail">([^<]*)</div>', headline)
+    headline = html[html.index('<section id="headline"') : html.index('<section id="ladder"')]
+    tile = re.search(
+        r'<div class="tile-label">Forecast loss \(projection\)</div>\s*<div class="tile-value">([^<]*)</div>\s*'
+        r'<div class="tile-detail">([^<]*)</div>',
+        headline,
+    )
     assert tile, "no forecast tile in the headline"
     assert tile.group(1) == f"{hero['loss']:.3f}"
-    assert tile.group(2).startswith(f"nats/token; 90% interval {hero['lo']:.3f} – {hero['hi']:.3f} "
-                                    f"(±{hero['half_width_pct']:.2f}%)")
-    for fig in ("fig-curves", "fig-scaling", "fig-isoflop", "fig-lr-sweeps", "fig-hparam-laws", "fig-tied",
-                "fig-rollout", "fig-in-context", "fig-health", "fig-task-"):
+    assert tile.group(2).startswith(
+        f"nats/token; 90% interval {hero['lo']:.3f} – {hero['hi']:.3f} (±{hero['half_width_pct']:.2f}%)"
+    )
+    for fig in (
+        "fig-curves",
+        "fig-scaling",
+        "fig-isoflop",
+        "fig-lr-sweeps",
+        "fig-hparam-laws",
+        "fig-tied",
+        "fig-rollout",
+        "fig-in-context",
+        "fig-health",
+        "fig-task-",
+    ):
         assert f'id="{fig}' in html, fig
     assert "this study has no depth-vs-width sweep" in html  # a missing section says so in one line
     assert "DataLoader worker (pid 4242)" in html and "OutOfMemoryError" in html  # failed runs with reasons
@@ -114,8 +153,9 @@ def test_pdf_has_the_sections_on_pages_and_renders(hostile, tmp_path):
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
     assert 12 <= pages <= 40
     assert re.search(r"^Page size:\s+595\.\d* x 841\.\d* pts \(A4\)", info, re.M)
-    text = subprocess.run([need("pdftotext"), "-layout", str(pdf), "-"], capture_output=True, text=True, timeout=60,
-                          check=True).stdout
+    text = subprocess.run(
+        [need("pdftotext"), "-layout", str(pdf), "-"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     at = [text.find(t) for t in TITLES]
     assert all(i >= 0 for i in at), [t for t, i in zip(TITLES, at) if i < 0]
     assert at == sorted(at)
@@ -123,8 +163,12 @@ def test_pdf_has_the_sections_on_pages_and_renders(hostile, tmp_path):
     per_page = text.split("\f")
     assert "Forecast for the hero run" in per_page[0] and "Scaling ladder report".upper() in per_page[0]
     first = tmp_path / "page"
-    subprocess.run([need("pdftoppm"), "-png", "-r", "50", "-f", "1", "-l", "1", str(pdf), str(first)],
-                   check=True, timeout=60, capture_output=True)
+    subprocess.run(
+        [need("pdftoppm"), "-png", "-r", "50", "-f", "1", "-l", "1", str(pdf), str(first)],
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
     png = next(tmp_path.glob("page*.png"))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
 
@@ -132,11 +176,26 @@ def test_pdf_has_the_sections_on_pages_and_renders(hostile, tmp_path):
 def test_chromium_opens_the_html_without_errors_and_screenshots_it(hostile, tmp_path):
     chromium = need(*CHROMIUM)
     shot = tmp_path / "shot.png"
-    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-default-apps", "--disable-extensions", f"--user-data-dir={tmp_path / 'profile'}",
-           "--enable-logging=stderr", "--v=0", "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1280,2000",
-           hostile[1]["html"].resolve().as_uri()]
+    cmd = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-extensions",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--hide-scrollbars",
+        f"--screenshot={shot}",
+        "--window-size=1280,2000",
+        hostile[1]["html"].resolve().as_uri(),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     console = [ln for ln in r.stderr.splitlines() if re.search(r"CONSOLE|Uncaught|Refused to|net::ERR", ln)]
@@ -159,11 +218,19 @@ def test_a_study_without_results_or_fit_renders_every_section_saying_what_is_mis
     html = out["html"].read_text()
     for s in SECTIONS:
         assert f'<section id="{s}"' in html
-    for missing in ("this study has no fit yet", "this study has no collected results", "this study has no loss curves",
-                    "this study has no scaling-law fit", "this study has no IsoFLOP profiles", "this study has no LR sweep",
-                    "this study has no tied-vs-untied ablation", "this study has no depth-vs-width sweep",
-                    "this study has no rollout backtest", "this study has no throughput data",
-                    "this study has no task accuracy forecasts"):
+    for missing in (
+        "this study has no fit yet",
+        "this study has no collected results",
+        "this study has no loss curves",
+        "this study has no scaling-law fit",
+        "this study has no IsoFLOP profiles",
+        "this study has no LR sweep",
+        "this study has no tied-vs-untied ablation",
+        "this study has no depth-vs-width sweep",
+        "this study has no rollout backtest",
+        "this study has no throughput data",
+        "this study has no task accuracy forecasts",
+    ):
         assert missing in html, missing
     assert "<svg" not in html  # nothing to draw
     assert "pending" in html  # the planned runs are listed
@@ -176,13 +243,26 @@ def test_broken_and_unavailable_inputs_never_crash(tmp_path):
     sd.fit.write_text("{not json")
     data = load_study(root)
     assert any("fit.json is unreadable" in p for p in data.problems)
-    garbage = {"loss_law": {"params": {"E": "x"}, "residuals": [1, None, {"run": None}]}, "hero": [],
-               "isoflop": "nonsense", "hparams": {"has_lr_sweep": True, "scales": [{"points": [{"lr": -1}]}, 3]},
-               "tied_vs_untied": {"scales": [{"flops": None}], "crossover": None}, "depth_vs_width": {"scales": 7},
-               "tasks": {"tasks": {"t": {"points": None, "hero": {"loss": "nan"}}}}, "recommendation": "x",
-               "predictions": [None, {"label": 1}], "warnings": ["a <b>warning</b>"], "backtest": {"held_out": [{}]},
-               "in_context": {"available": True, "runs": [None, {"params": "x"}], "forecasts": 3, "trend": None,
-                              "warnings": [None]}}
+    garbage = {
+        "loss_law": {"params": {"E": "x"}, "residuals": [1, None, {"run": None}]},
+        "hero": [],
+        "isoflop": "nonsense",
+        "hparams": {"has_lr_sweep": True, "scales": [{"points": [{"lr": -1}]}, 3]},
+        "tied_vs_untied": {"scales": [{"flops": None}], "crossover": None},
+        "depth_vs_width": {"scales": 7},
+        "tasks": {"tasks": {"t": {"points": None, "hero": {"loss": "nan"}}}},
+        "recommendation": "x",
+        "predictions": [None, {"label": 1}],
+        "warnings": ["a <b>warning</b>"],
+        "backtest": {"held_out": [{}]},
+        "in_context": {
+            "available": True,
+            "runs": [None, {"params": "x"}],
+            "forecasts": 3,
+            "trend": None,
+            "warnings": [None],
+        },
+    }
     sd.fit.write_text(json.dumps(garbage))
     data = load_study(root)  # not fit.json's contract: refused as a whole, with the way out
     assert data.fit == {} and any("refit with `ladder fit`" in p for p in data.problems)
@@ -226,10 +306,20 @@ def test_variant_styles_are_stable_distinct_and_greyscale_safe():
 
 
 def test_a_depth_vs_width_study_gets_its_section(tmp_path):
-    root = make_study(tmp_path / "study", budgets=(1e12, 3e12, 1e13), points=3, tie=False, lr_multipliers=None,
-                      aspect_ratios=(8, 16, 32), tasks=False, n_failed=0, n_diverged=0, n_boot=20)
+    root = make_study(
+        tmp_path / "study",
+        budgets=(1e12, 3e12, 1e13),
+        points=3,
+        tie=False,
+        lr_multipliers=None,
+        aspect_ratios=(8, 16, 32),
+        tasks=False,
+        n_failed=0,
+        n_diverged=0,
+        n_boot=20,
+    )
     html = render_report(root, tmp_path / "out", formats=("html",))["html"].read_text()
-    depth = html[html.index('<section id="depth"'):html.index('<section id="health"')]
+    depth = html[html.index('<section id="depth"') : html.index('<section id="health"')]
     assert 'id="fig-depth"' in depth and 'id="fig-depth-law"' in depth
     assert "Best aspect ratio per rung" in depth and "this study has no" not in depth
     assert "this study has no tied-vs-untied ablation" in html and "No run diverged or failed." in html
