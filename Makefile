@@ -1,7 +1,8 @@
 # The two set-up commands of the README. Both create .venv/ when it is missing, install ladder into it,
 # and are safe to run again.
 #   make demo   the main job: the built-in `default` study end to end on this machine's CPUs
-#   make test   the whole test suite (what CI runs), with a local SLURM cluster when run as root
+#   make test   ruff (lint and format check), then the whole test suite (what CI runs), with a local SLURM
+#               cluster when run as root
 
 VENV   ?= .venv
 PYTHON ?= python3
@@ -9,7 +10,7 @@ STAMP  := $(VENV)/.ladder-installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: demo test install clean-venv bench
+.PHONY: demo test lint install clean-venv bench
 
 install: $(STAMP)
 
@@ -27,8 +28,12 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(VENV)/bin/ladder run default
 
-test: $(STAMP)
+test: $(STAMP) lint
 	bash scripts/test.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_fit.py
