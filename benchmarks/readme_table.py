@@ -25,8 +25,9 @@ def update_section(heading: str, intro: str, header: str, row: str, path: Path =
     if old:
         body = old.group(1)
         rows = [r for r in re.findall(r"^\| \d{4}-\d\d-\d\d.*$", body, re.M) if r.count("|") == width]
-        table = list(re.finditer(r"^\|.*$", body, re.M))
-        after = body[table[-1].end() :].strip("\n") if table else ""
+        # the benchmark's own table is the first block of table lines; a person's text below it may hold tables too
+        table = re.search(r"^\|.*$(?:\n\|.*$)*", body, re.M)
+        after = body[table.end() :].strip("\n") if table else ""
     rows = (rows + [row])[-KEEP_ROWS:]
     section = f"{heading}\n\n{intro.strip()}\n\n{header.strip()}\n" + "\n".join(rows) + "\n\n"
     if after:

@@ -51,3 +51,19 @@ def test_old_rows_roll_off_and_a_missing_section_is_added(tmp_path):
     assert text.startswith("# Benchmarks\n\n## Fit speed\n\nintro\n")
     rows = [line for line in text.splitlines() if line.startswith("| 2026")]
     assert len(rows) == readme_table.KEEP_ROWS and rows[0] == "| 2026-12-03 | 3 |" and rows[-1].endswith("| 12 |")
+
+
+def test_a_table_in_the_prose_under_the_table_is_kept(tmp_path):
+    """A subsection under the benchmark's table with a table of its own (benchmarks/README.md's Epoch accuracy
+    table under the fit-speed rows) survives a new row: bench_fit once dropped everything down to its last line."""
+    path = tmp_path / "README.md"
+    path.write_text(
+        README.replace(
+            "Why the figure moved: the fifth law form.\n",
+            "Why the figure moved.\n\n### Accuracy\n\n| what | value |\n|---|---|\n| E | 1.8 |\n",
+        )
+    )
+    readme_table.update_section("## Fit speed", "new intro", HEADER, "| 2026-12-01 | 19.6 |", path)
+    fit = path.read_text().split("## Other")[0]
+    assert "| 2026-11-30 | 29.4 |\n| 2026-12-01 | 19.6 |" in fit
+    assert "Why the figure moved." in fit and "### Accuracy" in fit and "| E | 1.8 |" in fit
