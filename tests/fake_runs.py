@@ -83,7 +83,7 @@ def done_result(spec: RunSpec, loss: float) -> dict:
 def finish(sd: layout.StudyDir, spec: RunSpec, loss: float = 4.0) -> layout.RunDir:
     """A run that trained to its end: full metrics, model/, result.json."""
     rd = sd.run(spec.run_id)
-    rd.metrics.write_text("".join(metrics_lines(spec, spec.steps, eval_loss=loss)))
+    layout.atomic_write_text(rd.metrics, "".join(metrics_lines(spec, spec.steps, eval_loss=loss)))
     rd.model.mkdir(exist_ok=True)
     (rd.model / "config.json").write_text("{}")
     layout.atomic_write_json(rd.result, done_result(spec, loss))

@@ -245,7 +245,8 @@ def _fake_submit(trained: list[str]):
                 with run_lock(rd) as held:
                     assert held
                     for k in range(1, 5):
-                        rd.metrics.write_text("".join(metrics_lines(s, s.steps * k // 5)))
+                        # atomically: a reader polling mid-write saw a truncated file and a progress share fall
+                        layout.atomic_write_text(rd.metrics, "".join(metrics_lines(s, s.steps * k // 5)))
                         time.sleep(0.15)
                     finish(sd, s, 1.7 + 40.0 / s.params**0.34 + 40.0 / s.tokens**0.28)
                 trained.append(s.run_id)
