@@ -42,7 +42,12 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ladder.errors import LadderError
+
+if TYPE_CHECKING:
+    from ladder.model.config import RunSpec
 
 SPEC = "spec.json"
 METRICS = "metrics.jsonl"
@@ -129,6 +134,50 @@ class RunDir:
     @property
     def tracker(self) -> Path:
         return self.path / TRACKER
+
+    def read_spec(self, *, same_run: bool = False) -> RunSpec:
+        """The run's ``spec.json`` as a :class:`~ladder.model.config.RunSpec`: every reader of a run's spec goes
+        through here. Raises :class:`UnreadableSpec` when the run directory or its spec.json is missing, cannot be
+        read or is not a valid run spec, and (``same_run``) when it is the spec of another run than the
+        directory's; the original error, if any, is its ``__cause__``."""
+        from ladder.model.config import RunSpec  # lazy: the layout stays a leaf that loads no model code
+
+        if not self.path.is_dir():
+            raise UnreadableSpec(self, "its run directory is missing", missing=True)
+        try:
+            text = self.spec.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise UnreadableSpec(self, f"its {SPEC} is missing", missing=True) from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UnreadableSpec(self, f"its {SPEC} cannot be read ({exc})") from exc
+        try:
+            spec = RunSpec.model_validate_json(text)
+        except ValueError as exc:
+            first = str(exc).strip().splitlines()
+            why = f"its {SPEC} is not a valid run spec ({first[0] if first else type(exc).__name__})"
+            raise UnreadableSpec(self, why) from exc
+        if same_run and spec.run_id != self.run_id:
+            raise UnreadableSpec(self, f"its {SPEC} is the spec of another run ({spec.run_id})")
+        return spec
+
+    def spec_or_none(self) -> RunSpec | None:
+        """:meth:`read_spec`, or None when the spec cannot be read (for readers that pass over a damaged run)."""
+        try:
+            return self.read_spec()
+        except UnreadableSpec:
+            return None
+
+
+class UnreadableSpec(LadderError):
+    """A run directory's ``spec.json`` is missing, cannot be read, or is not a valid run spec (of that run), from
+    :meth:`RunDir.read_spec`. ``why`` says which, as a phrase about the run ("its spec.json is missing");
+    ``missing`` is True when there is no run directory or no spec.json at all."""
+
+    def __init__(self, run_dir: RunDir, why: str, *, missing: bool = False) -> None:
+        super().__init__(f"run {run_dir.run_id} ({run_dir.path}): {why}")
+        self.run_dir = run_dir
+        self.why = why
+        self.missing = missing
 
 
 @dataclass(frozen=True)

@@ -127,3 +127,26 @@ def test_what_needs_every_run_refuses_naming_the_repair(planned):
         read_plan(root)
     assert specs[1].run_id in str(exc.value) and f"ladder plan {root / 'study.yaml'} --out {root}" in str(exc.value)
     assert "run `ladder plan` again" not in str(exc.value)
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_every_spec_read_raises_one_error_naming_the_damage(planned, how):
+    """`RunDir.read_spec` is the one reader of a run's spec.json: a damaged one raises `UnreadableSpec` (what
+    `ladder status`/`collect` report), `spec_or_none` passes over it, and the trainer's reader keeps its errors."""
+    root, specs = planned
+    rd = layout.StudyDir(root).run(specs[2].run_id)
+    assert rd.read_spec(same_run=True) == specs[2]
+    _damage(root, specs[2], how)
+    with pytest.raises(layout.UnreadableSpec) as info:
+        rd.read_spec()
+    assert DAMAGE[how] in info.value.why and info.value.missing == how.startswith("deleted")
+    assert rd.spec_or_none() is None
+
+
+def test_a_spec_of_another_run_is_unreadable_only_where_the_id_is_checked(planned):
+    root, specs = planned
+    sd = layout.StudyDir(root)
+    sd.run(specs[2].run_id).spec.write_text(sd.run(specs[1].run_id).spec.read_text())
+    assert sd.run(specs[2].run_id).read_spec() == specs[1]
+    with pytest.raises(layout.UnreadableSpec, match="the spec of another run"):
+        sd.run(specs[2].run_id).read_spec(same_run=True)

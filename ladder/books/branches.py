@@ -13,13 +13,6 @@ from ladder import layout
 from ladder.model.config import RunSpec
 
 
-def _spec(rd: layout.RunDir) -> RunSpec | None:
-    try:
-        return RunSpec.model_validate_json(rd.spec.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def snapshot_ready(sd: layout.StudyDir, spec: RunSpec) -> bool:
     t = spec.trunk
     return t is not None and sd.run(t.run_id).snapshot_dir(t.step).is_dir()
@@ -36,7 +29,7 @@ def waits_for(rd: layout.RunDir, spec: RunSpec) -> str | None:
         return None
     if layout.result_status(trunk) in ("done", "diverged"):
         return None  # it trains from step 0 or fails with its trunk's reason: either way it can go
-    trunk_spec = _spec(trunk)
+    trunk_spec = trunk.spec_or_none()
     if trunk_spec is not None and t.step not in trunk_spec.branch_steps:
         return None  # this trunk never snapshots that step: the branch trains from step 0
     return f"waits for trunk {t.run_id} at step {t.step}"

@@ -110,7 +110,7 @@ class WorkerJob(submitit.helpers.Checkpointable):
         from ladder.model.training.preemption import Preempted
 
         sd = layout.StudyDir(Path(self.study_dir))
-        specs = {run_id: _read_spec(sd.run(run_id)) for run_id in self.run_ids}
+        specs = {run_id: sd.run(run_id).spec_or_none() for run_id in self.run_ids}
         pending = list(self.run_ids)
         outcomes: dict[str, Any] = {}
         while pending:
@@ -152,13 +152,6 @@ class WorkerJob(submitit.helpers.Checkpointable):
                     rec.cancelled = True
             outcomes[spec.run_id] = f"cancelled: its trunk {trunk} was cancelled"
         return False
-
-
-def _read_spec(rd: layout.RunDir) -> RunSpec | None:
-    try:
-        return RunSpec.model_validate_json(rd.spec.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _finished(sd: layout.StudyDir, run_id: str) -> bool:

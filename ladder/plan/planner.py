@@ -274,22 +274,10 @@ def _plan_ids(sd: layout.StudyDir) -> list[str]:
 def read_run_spec(rd: layout.RunDir) -> RunSpec | str:
     """The run spec of run directory ``rd``, or why it cannot be read (the directory or spec.json is missing, or
     spec.json is not a valid run spec of this run)."""
-    if not rd.path.is_dir():
-        return "its run directory is missing"
     try:
-        text = rd.spec.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return f"its {layout.SPEC} is missing"
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"its {layout.SPEC} cannot be read ({exc})"
-    try:
-        spec = RunSpec.model_validate_json(text)
-    except ValueError as exc:
-        first = str(exc).strip().splitlines()
-        return f"its {layout.SPEC} is not a valid run spec ({first[0] if first else type(exc).__name__})"
-    if spec.run_id != rd.run_id:
-        return f"its {layout.SPEC} is the spec of another run ({spec.run_id})"
-    return spec
+        return rd.read_spec(same_run=True)
+    except layout.UnreadableSpec as exc:
+        return exc.why
 
 
 def plan_entries(study_dir: Path) -> list[RunSpec | Damaged]:

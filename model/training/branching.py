@@ -89,13 +89,6 @@ def write_snapshot(run: RunDir, spec: RunSpec, step: int) -> Path | None:
     return final
 
 
-def _read_spec(rd: RunDir) -> RunSpec | None:
-    try:
-        return RunSpec.model_validate_json(rd.spec.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _science(spec: RunSpec, name: str) -> Any:
     value = getattr(spec, name)
     if hasattr(value, "model_dump"):
@@ -126,7 +119,7 @@ def branch_start(run: RunDir, spec: RunSpec) -> BranchStart | None:
         return None
     ref = spec.trunk
     trunk = run.sibling(ref.run_id)
-    trunk_spec = _read_spec(trunk)
+    trunk_spec = trunk.spec_or_none()
     if trunk_spec is None:
         raise StateError(f"branch {run.run_id}: its trunk {ref.run_id} is not a planned run next to it ({trunk.path})")
     snapshot = trunk.snapshot_dir(ref.step)
@@ -158,7 +151,7 @@ def resume(
     resumed = ckpt.resume(run, model=model, optimizer=optimizer, spec_hash=spec_hash)
     if resumed is not None:
         if write_files:  # a trunk killed between the checkpoint of a branch step and its snapshot
-            write_snapshot(run, RunSpec.model_validate_json(run.spec.read_text()), int(resumed["step"]))
+            write_snapshot(run, run.read_spec(), int(resumed["step"]))
         return resumed
     return None if start is None else start_state(start, run, model=model, optimizer=optimizer, write_files=write_files)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from ladder.errors import SpecError, StateError
-from ladder.layout import RunDir, atomic_write_text, read_jsonl
+from ladder.layout import RunDir, UnreadableSpec, atomic_write_text, read_jsonl
 from ladder.model.config import RunSpec
 from ladder.model.data.tokenizer import copy_tokenizer
 from ladder.model.training import checkpoint as ckpt
@@ -25,9 +25,9 @@ def read_spec(run: RunDir) -> RunSpec:
     if not run.spec.is_file():
         raise StateError(f"{run.path} has no {run.spec.name}: not a planned run directory")
     try:
-        return RunSpec.model_validate_json(run.spec.read_text())
-    except Exception as e:  # pydantic ValidationError or bad JSON
-        raise SpecError(f"{run.spec}: {e}") from e
+        return run.read_spec()
+    except UnreadableSpec as e:  # unreadable, bad JSON or a pydantic ValidationError: the original error
+        raise SpecError(f"{run.spec}: {e.__cause__}") from e.__cause__
 
 
 def finite_or_none(x: float | None) -> float | None:
