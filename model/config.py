@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from ladder.errors import SpecError
 from ladder.model.shape import ModelShape
 
 _SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -34,6 +36,31 @@ def parse_count(value: Any) -> Any:
             number = float(m.group(1)) * _SUFFIX[m.group(2).upper()]
             return int(number) if number.is_integer() and abs(number) < 2**63 else number
     return value
+
+
+def read_count(value: Any) -> int | float | None:
+    """``value`` as a number when it is one or reads as a count (:func:`parse_count`); None for anything else (a
+    bool is no count)."""
+    n = parse_count(value)
+    return None if isinstance(n, bool) or not isinstance(n, (int, float)) else n
+
+
+def positive_count(
+    value: Any,
+    name: str,
+    what: str = "a positive count such as 64M",
+    *,
+    at_least_one: bool = False,
+    below: float | None = None,
+) -> int | float:
+    """``value`` (a number, or a count such as ``64M`` or ``1.5e9``: :func:`parse_count`) when it is above 0 (at
+    least 1 and finite with ``at_least_one``) and below ``below``, if given; else the one-line SpecError that
+    names the field or option: ``{name} {value!r}: must be {what}``. The one check of a count an option takes."""
+    n = read_count(value)
+    fine = n is not None and (n >= 1 and math.isfinite(n) if at_least_one else n > 0)
+    if not fine or (below is not None and not n < below):
+        raise SpecError(f"{name} {value!r}: must be {what}")
+    return n
 
 
 def format_count(n: float) -> str:

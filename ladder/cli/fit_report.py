@@ -32,7 +32,7 @@ def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
     import math
 
     from ladder.errors import SpecError
-    from ladder.model.config import parse_count
+    from ladder.model.config import read_count
 
     points = []
     for item in predict:
@@ -41,8 +41,8 @@ def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
             raise SpecError(f"--predict {item!r}: write PARAMS:TOKENS, e.g. 7e9:4e12 or 3.2M:64M")
         values = []
         for what, text in zip(("params", "tokens"), parts):
-            value = parse_count(text.strip())
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            value = read_count(text.strip())
+            if value is None:
                 raise SpecError(f"--predict {item!r}: {what} {text!r} is not a count (e.g. 7e9, 3.2M)")
             if not math.isfinite(value):
                 raise SpecError(f"--predict {item!r}: {what} {text!r} is too large to be a number")

@@ -39,7 +39,7 @@ def model_info(
     from pydantic import ValidationError
 
     from ladder.errors import SpecError
-    from ladder.model.config import parse_count
+    from ladder.model.config import positive_count
     from ladder.model.shape import ModelShape
     from ladder.model.sizing import FamilyRules, shape_for_params
 
@@ -61,9 +61,8 @@ def model_info(
                 raise SpecError("give either an explicit shape (--d-model, --n-layers) or --params, not both")
             if convention not in ("total", "non_embedding"):
                 raise SpecError(f"--convention {convention!r}: must be 'total' or 'non_embedding'")
-            target = parse_count(params)
-            if isinstance(target, bool) or not isinstance(target, (int, float)) or not 1 <= target < 1e18:
-                raise SpecError(f"--params {params!r}: must be a positive count such as 50K, 135M or 7e9")
+            what = "a positive count such as 50K, 135M or 7e9"
+            target = positive_count(params, "--params", what, at_least_one=True, below=1e18)
             positive_number(aspect_ratio, "--aspect-ratio", "a positive number (d_model / n_layers), e.g. 19.2")
             if kv_ratio < 1:
                 raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number of query heads per KV head, >= 1")

@@ -39,12 +39,9 @@ def fraction(value: float, option: str, high: float = 1.0) -> float:
 
 def count(text: str, option: str, what: str = "a positive count such as 64M") -> int:
     """A human count (``64M``, ``1.5e9``) given to an option, as an int; else the one-line error."""
-    from ladder.model.config import parse_count
+    from ladder.model.config import positive_count
 
-    value = parse_count(text)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 1):
-        raise SpecError(f"{option} {text!r}: must be {what}")
-    return int(value)
+    return int(positive_count(text, option, what, at_least_one=True))
 
 
 def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> ExecutorSpec:

@@ -15,12 +15,9 @@ def parse_budget(budget: str | None) -> float | None:
     """``--budget`` as exact FLOPs (``1e14``, ``300T``)."""
     if budget is None:
         return None
-    from ladder.model.config import parse_count
+    from ladder.model.config import positive_count
 
-    value = parse_count(budget)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise SpecError(f"--budget {budget!r}: must be a positive number of exact FLOPs, e.g. 1e14 or 300T")
-    return float(value)
+    return float(positive_count(budget, "--budget", "a positive number of exact FLOPs, e.g. 1e14 or 300T"))
 
 
 def _entry_text(entry: dict) -> str:

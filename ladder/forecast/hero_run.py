@@ -23,7 +23,7 @@ from typing import Any
 from ladder import layout
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import CurrentFit, current_fit, refit
-from ladder.model.config import RunSpec, format_count, parse_count
+from ladder.model.config import RunSpec, format_count, positive_count
 from ladder.plan.compiling import resolve_compile
 from ladder.plan.planner import estimate_wall_s
 from ladder.plan.rung_runs import make_run
@@ -64,10 +64,7 @@ def parse_override(value: str | None, flag: str) -> float | None:
     """A ``--params``/``--tokens`` count (``800K``, ``3.2M``, ``1.6e7``); SpecError naming the flag otherwise."""
     if value is None:
         return None
-    n = parse_count(value)
-    if isinstance(n, bool) or not isinstance(n, (int, float)) or not n > 0 or n != n:
-        raise SpecError(f"{flag} {value!r}: must be a positive count such as 800K, 3.2M or 1.6e7")
-    return float(n)
+    return float(positive_count(value, flag, "a positive count such as 800K, 3.2M or 1.6e7"))
 
 
 def _recommendation(

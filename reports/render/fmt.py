@@ -212,7 +212,7 @@ def fmt_label(label: Any) -> str:
 
 
 def _parse_number(text: str) -> float | None:
-    from ladder.model.config import parse_count
+    from ladder.model.config import read_count
 
-    value = parse_count(text.strip())
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    value = read_count(text.strip())
+    return None if value is None else float(value)

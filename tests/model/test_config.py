@@ -108,3 +108,16 @@ def test_a_micro_batch_that_does_not_divide_the_batch_is_kept(spec):
     assert micro_batch_for(7, 256, 1024) == 4  # 4 + 3, not a fallback to a divisor
     assert micro_batch_for(24, 256, 2048) == 8 and micro_batch_for(5, 256, 1 << 20) == 5
     assert spec.model_copy(update={"batch_tokens": 7 * 32, "micro_batch_size": 4}).grad_accum_steps == 2
+
+
+def test_one_count_check_names_the_option_it_reads():
+    """`positive_count` is the one check of a count an option takes, over the one parser (`parse_count`)."""
+    from ladder.errors import SpecError
+    from ladder.model.config import positive_count, read_count
+
+    assert read_count("400K") == 400_000 and read_count("1.5e6") == 1_500_000 and read_count(8) == 8
+    assert read_count("8 apples") is None and read_count(True) is None
+    assert positive_count("8M", "--tokens") == 8_000_000 and positive_count("0.5", "--budget") == 0.5
+    for text, kw in (("0", {}), ("-25K", {}), ("lots", {}), ("0.5", {"at_least_one": True}), ("2P", {"below": 1e15})):
+        with pytest.raises(SpecError, match=f"^--params '{text}': must be a positive count such as 64M$"):
+            positive_count(text, "--params", **kw)
