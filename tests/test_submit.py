@@ -19,7 +19,7 @@ def planned(tmp_path, tiny_jsonl_corpus, capsys):
     def make(name="micro", **kw):
         spec = write_study(tmp_path / f"{name}.yaml", tiny_jsonl_corpus, name=name, **kw)
         out = tmp_path / name
-        r = run_cli(capsys, "plan", spec, "--out", out, "--json")
+        r = run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json")  # 2 sizes: no fit
         assert r.code == 0, r.stderr
         return out, [run["run_id"] for run in r.json()["runs"]]
 
@@ -94,7 +94,7 @@ def test_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, capsys):
     text = spec.read_text().replace("corpus:", "tokenizer: /nonexistent/tokenizer\n  corpus:")
     spec.write_text(text)
     out = tmp_path / "bad"
-    assert run_cli(capsys, "plan", spec, "--out", out).code == 0
+    assert run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check").code == 0
     r = run_cli(capsys, "submit", out, "--executor", "debug", "--json")
     assert r.code == 0
     rows = list(_status(capsys, out).values())
@@ -167,10 +167,11 @@ def test_slurm_micro_study_preemption_and_requeue(tmp_path, tiny_jsonl_corpus, c
     kw = dict(sizes=sizes, tokens_per_param=40, checkpoints_per_run=40)
     base_spec = write_study(tmp_path / "base.yaml", tiny_jsonl_corpus, name="micro", **kw)
     base = tmp_path / "base"
-    assert run_cli(capsys, "plan", base_spec, "--out", base).code == 0
+    assert run_cli(capsys, "plan", base_spec, "--out", base, "--no-fit-check").code == 0  # 3 runs: no fit
     slurm_spec = write_study(tmp_path / "slurm.yaml", tiny_jsonl_corpus, name="micro", executor="slurm", **kw)
     study = tmp_path / "slurm"
-    ids = [r["run_id"] for r in run_cli(capsys, "plan", slurm_spec, "--out", study, "--json").json()["runs"]]
+    slurm_plan = run_cli(capsys, "plan", slurm_spec, "--out", study, "--no-fit-check", "--json").json()
+    ids = [r["run_id"] for r in slurm_plan["runs"]]
 
     sub = run_cli(capsys, "submit", study, "--json")
     assert sub.code == 0, sub.stderr
@@ -211,7 +212,7 @@ def test_slurm_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, ca
     spec = write_study(tmp_path / "bad.yaml", tiny_jsonl_corpus, name="bad", sizes=("4K",), executor="slurm")
     spec.write_text(spec.read_text().replace("corpus:", "tokenizer: /nonexistent/tokenizer\n  corpus:"))
     out = tmp_path / "bad"
-    assert run_cli(capsys, "plan", spec, "--out", out).code == 0
+    assert run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check").code == 0
     assert run_cli(capsys, "submit", out, "--json").json()["submitted"]
     from ladder.books.run_status import wait
 

@@ -190,7 +190,7 @@ def test_train_prints_json_and_exits_1_unless_done(tmp_path, capsys, monkeypatch
     from tests.micro import write_study
 
     spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K",))
-    assert run_cli(capsys, "plan", spec, "--out", tmp_path / "st").code == 0
+    assert run_cli(capsys, "plan", spec, "--out", tmp_path / "st", "--no-fit-check").code == 0
     run = next((tmp_path / "st" / "runs").iterdir())
     monkeypatch.setenv("LADDER_FORCE_NAN_AT_STEP", "2")
     r = run_cli(capsys, "train", run, "--json", "--threads", "1")
@@ -202,7 +202,8 @@ def test_ladder_run_exits_1_naming_the_failed_runs_and_the_fit(tmp_path, capsys,
 
     spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K", "6K"))
     monkeypatch.setenv("LADDER_FORCE_NAN_AT_STEP", "2")  # every run diverges at its second step
-    r = run_cli(capsys, "run", spec, "--out", tmp_path / "st", "--executor", "debug", "--skip-sanity", "--json")
+    args = ("--out", tmp_path / "st", "--executor", "debug", "--skip-sanity", "--no-fit-check", "--json")
+    r = run_cli(capsys, "run", spec, *args)  # two sizes: no fit (--no-fit-check), and the runs diverge
     assert r.code == 1, r.stderr
     out = r.json()
     assert out["ok"] is False and len(out["runs_failed"]) == 2 and out["fit_error"]

@@ -531,14 +531,79 @@ REFUSED_EARLY = [
 def test_validate_refuses_what_data_preparation_or_fit_would_refuse(tmp_path, capsys, changes, words):
     spec = _study_file(tmp_path, {**BASE, **changes})
     _one_line(run_cli(capsys, "studies", "validate", spec), *words)
+    if "ladder" in changes:  # what the fit would refuse, plan refuses too (test_plan_and_run_refuse_...)
+        _one_line(run_cli(capsys, "plan", spec, "--dry-run"), *words, "--no-fit-check")
+        return
     r = run_cli(capsys, "plan", spec, "--dry-run")  # plan says it, so that a ladder is not trained for nothing
     assert r.code == 0 and "warning" in r.stderr and words[0] in " ".join(r.stderr.split())
+
+
+TWO_SIZES = {**BASE, "ladder": {"sizes": ["10K", "20K"]}}
+FIT_REFUSES = ["`ladder fit` will refuse this ladder", "runs at >= 3 sizes", "2 runs at 2 sizes", "--no-fit-check"]
+
+
+def test_plan_refuses_a_ladder_the_fit_would_refuse_and_writes_nothing(tmp_path, capsys):
+    spec = _study_file(tmp_path, TWO_SIZES)
+    before = _files(tmp_path)
+    _one_line(run_cli(capsys, "plan", spec, "--out", tmp_path / "out"), *FIT_REFUSES)
+    _one_line(run_cli(capsys, "plan", spec, "--dry-run"), *FIT_REFUSES)
+    _one_line(run_cli(capsys, "plan", spec, "--out", tmp_path / "out", "--json"), *FIT_REFUSES)
+    assert _files(tmp_path) == before and not (tmp_path / "out").exists()
+
+
+def test_plan_and_validate_take_such_a_ladder_with_no_fit_check_and_warn(tmp_path, capsys):
+    spec = _study_file(tmp_path, TWO_SIZES)
+    r = run_cli(capsys, "plan", spec, "--out", tmp_path / "out", "--no-fit-check")
+    assert r.code == 0, r.stderr
+    said = " ".join(r.stderr.split())
+    assert "warning: `ladder fit` will refuse this ladder" in said and "runs at >= 3 sizes" in said
+    assert "error" not in said and (tmp_path / "out" / "plan.json").is_file()
+    assert len(list((tmp_path / "out" / "runs").iterdir())) == 2
+    j = run_cli(capsys, "plan", spec, "--dry-run", "--no-fit-check", "--json")
+    assert j.code == 0 and any(w.startswith("`ladder fit` will refuse this ladder") for w in j.json()["warnings"])
+    v = run_cli(capsys, "studies", "validate", spec, "--no-fit-check", "--json")
+    assert v.code == 0 and v.json()["valid"] is True
+    assert any("runs at >= 3 sizes" in w for w in v.json()["warnings"])
+    _one_line(run_cli(capsys, "studies", "validate", spec), *FIT_REFUSES)
+
+
+def test_run_refuses_a_ladder_the_fit_would_refuse_before_writing_anything(tmp_path, capsys, monkeypatch):
+    """Nothing trains here: the refusal comes before the plan; with --no-fit-check the main job goes on (a stand-in
+    for it records the call)."""
+    from types import SimpleNamespace
+
+    import ladder.pipeline
+
+    called = []
+
+    def run_study(study, **kw):
+        called.append(kw["out_dir"])
+        return SimpleNamespace(
+            fit_result=None, report=None, stopped_after="plan", failures={}, runs_failed=[], fit_error=None
+        )
+
+    monkeypatch.setattr(ladder.pipeline, "run_study", run_study)
+    spec = _study_file(tmp_path, TWO_SIZES)
+    before = _files(tmp_path)
+    _one_line(run_cli(capsys, "run", spec, "--out", tmp_path / "out", "--executor", "debug"), *FIT_REFUSES)
+    assert called == [] and _files(tmp_path) == before and not (tmp_path / "out").exists()
+    r = run_cli(capsys, "run", spec, "--out", tmp_path / "out", "--executor", "debug", "--no-fit-check")
+    assert r.code == 0, r.stderr
+    assert called == [tmp_path / "out"] and "warning: `ladder fit` will refuse this ladder" in r.stderr
+
+
+@pytest.mark.parametrize("command", [("plan",), ("run",), ("studies", "validate")])
+def test_the_help_says_when_to_skip_the_fit_check(capsys, command):
+    text = " ".join(run_cli(capsys, *command, "--help").stdout.replace("│", " ").split())
+    assert "--no-fit-check" in text and "a trial run" in text and "before you fit it" in text, text
 
 
 def test_a_ladder_the_fit_can_use_only_partly_is_warned(tmp_path, capsys):
     spec = _study_file(tmp_path, {**BASE, "ladder": {"sizes": ["10K", "20K", "40K"], "budgets": [0.5, 1]}})
     r = run_cli(capsys, "studies", "validate", spec)
     assert r.code == 0 and "no rollout backtest" in r.stderr and ">= 4 sizes" in r.stderr
+    r = run_cli(capsys, "plan", spec, "--dry-run")  # a warning still, not a refusal
+    assert r.code == 0 and "no rollout backtest" in " ".join(r.stderr.split())
 
 
 def test_the_fit_thresholds_validate_checks_are_the_fits():

@@ -14,6 +14,34 @@ from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.errors import SpecError
 from ladder.model.config import format_count
 
+FIT_CHECK_HELP = (
+    "Refuse, before anything is written, a ladder that `ladder fit` cannot fit: too few sizes, runs or budgets "
+    "per variant (the default). --no-fit-check {verb} it anyway, with a warning: for a trial run of the "
+    "machinery, or a ladder you will grow (more sizes or budgets, then plan again) before you fit it.{more}"
+)
+
+
+def fit_check_flag(verb: str, more: str = "") -> bool:
+    """``--fit-check/--no-fit-check`` of `plan`, `run` and `studies validate`; ``verb`` says what the escape
+    hatch does in that command."""
+    return flag("fit-check", FIT_CHECK_HELP.format(verb=verb, more=more), default=True)
+
+
+def fit_refusal(refuse: list[str], verb: str) -> str:
+    """The one line that refuses a ladder `ladder fit` cannot fit: the whole requirement, and the escape hatch."""
+    return (
+        f"`ladder fit` will refuse this ladder: {'; '.join(refuse)}; to {verb} it anyway (a trial run, or a ladder "
+        "you will grow before fitting), pass --no-fit-check"
+    )
+
+
+def fit_check(refuse: list[str], check: bool, verb: str) -> list[str]:
+    """What `ladder fit` will refuse (``fit_requirements``): a SpecError naming the whole requirement and the
+    escape hatch when ``check``, else the warnings to print."""
+    if refuse and check:
+        raise SpecError(fit_refusal(refuse, verb))
+    return [f"`ladder fit` will refuse this ladder: {w}" for w in refuse]
+
 
 def _mib(n_bytes: float | None) -> str:
     """A memory estimate in the table: MiB below 10 GiB, GiB above (the JSON has the bytes)."""
@@ -34,6 +62,7 @@ def plan(
         None, "--budget", help="With --suggest: the most exact FLOPs the suggested runs may cost together, e.g. 1e14."
     ),
     add: bool = flag("add", "With --suggest: add them to the study (ladder.extra_runs) and plan them."),
+    check_fit: bool = fit_check_flag("plans"),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Expand a study into runs and write a directory per run, named by the hash of its spec.
@@ -45,7 +74,8 @@ def plan(
     trunk and cooldown branches off it (shown under their trunk, with the FLOPs of their own steps); the
     totals count each trunk once. Planning again is a no-op (unfinished runs take a new micro-batch, interval
     or compile setting, and runs not started yet the trunk or branch role of new budgets; a run's id is its
-    science only); adding a value to an axis adds only the new runs; nothing is ever deleted.
+    science only); adding a value to an axis adds only the new runs; nothing is ever deleted. A ladder that
+    `ladder fit` cannot fit is refused before anything is written (--no-fit-check plans it anyway).
 
     --suggest values a larger size, another budget and a seed replicate by refitting the forecast with outcomes
     drawn from it, and prints each with its cost and the hero's expected interval after; --add plans the best.
@@ -76,7 +106,7 @@ def plan(
     refuse, partly = fit_requirements(spec, p.runs)
     p.warnings += (
         [f"data preparation will refuse this study: {w}" for w in data_requirements(spec)]
-        + [f"`ladder fit` will refuse this ladder: {w}" for w in refuse]
+        + fit_check(refuse, check_fit, "plan")
         + partly
     )
     target = out_dir or default_study_dir(spec)

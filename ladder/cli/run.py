@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, parse_gpus
+from ladder.cli.plan import fit_check, fit_check_flag
 from ladder.cli.status import watching
 from ladder.console import err, out, print_json
 
@@ -57,12 +58,16 @@ def run_cmd(
     parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
     gpus: str | None = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1."),
     skip_sanity: bool = flag("skip-sanity", "Do not overfit a tiny set first."),
+    check_fit: bool = fit_check_flag(
+        "trains", " The runs train, are evaluated and collected, and the report is written; the fit fails (exit 1)."
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """The main job: plan, data, sanity check, submit, wait, evaluate, collect, fit and report.
 
     Resumable: run it again after Ctrl-C or a crash and it continues where it stopped (finished runs are
-    kept, interrupted ones resume from their checkpoints, live jobs are waited for, not resubmitted).
+    kept, interrupted ones resume from their checkpoints, live jobs are waited for, not resubmitted). A ladder
+    that `ladder fit` cannot fit is refused before anything is written (--no-fit-check trains it anyway).
 
     Exits 1 when a run failed, diverged or is corrupt, or when the fit failed, naming them (the report is
     written all the same). On a terminal the runs show as a live table; in a log or CI, as one progress line
@@ -81,8 +86,8 @@ def run_cmd(
     if problems:  # data preparation would refuse it after the plan: nothing is written
         raise SpecError("; ".join(problems))
     refuse, _ = fit_requirements(spec, expand(spec).runs)
-    for w in refuse:
-        err.print(f"[yellow]warning[/]: `ladder fit` will refuse this ladder: {escape(w)}", soft_wrap=True)
+    for w in fit_check(refuse, check_fit, "train"):  # refused before the plan is written, unless --no-fit-check
+        err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
     target = out_dir or default_study_dir(spec)
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})
     human = err if as_json else out

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
+from ladder.cli.plan import fit_check, fit_check_flag, fit_refusal
 from ladder.console import err, out, print_json
 
 app = typer.Typer(help="List, show and validate study specs.", no_args_is_help=True)
@@ -52,6 +53,7 @@ def studies_show(
 @app.command("validate")
 def studies_validate(
     file: str = typer.Argument(..., help="Study YAML file (or built-in name) to check."),
+    check_fit: bool = fit_check_flag("accepts"),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Check a study file without writing anything; a bad field exits 2 naming the field and the value.
@@ -59,7 +61,8 @@ def studies_validate(
     Beyond the schema: sizes the family cannot build, a head wider than the model, a batch below one sequence,
     runs that do not fit the hardware, a corpus that does not exist here, a tracker that is not installed, an
     lm-eval task nobody knows, a vocabulary or corpus cap that data preparation refuses, a ladder that `ladder
-    fit` cannot fit (too few sizes, runs or budgets per variant); warned: what the fit can use only partly."""
+    fit` cannot fit (too few sizes, runs or budgets per variant; `plan` and `run` refuse it too, and
+    --no-fit-check lets it through with a warning); warned: what the fit can use only partly."""
     from ladder.errors import SpecError
     from ladder.plan.planner import expand
     from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
@@ -69,10 +72,12 @@ def studies_validate(
     check_machine(study)
     plan = expand(study)
     refuse, partly = fit_requirements(study, plan.runs)
-    problems = data_requirements(study) + refuse
+    problems = data_requirements(study)
+    if refuse and check_fit:
+        problems.append(fit_refusal(refuse, "accept"))
     if problems:
         raise SpecError("; ".join(problems))
-    warnings = plan.warnings + partly
+    warnings = plan.warnings + fit_check(refuse, check_fit, "accept") + partly
     if as_json:
         print_json({"valid": True, "name": study.name, "runs": len(plan.runs), "warnings": warnings})
         return
