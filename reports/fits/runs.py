@@ -130,22 +130,31 @@ def _rows(labels: tuple, bad: np.ndarray) -> str:
     return shown + (", ..." if len(idx) > 5 else "")
 
 
+def group_labels(values: np.ndarray, rtol: float) -> np.ndarray:
+    """Integer labels for positive values that agree within ``rtol`` of the smallest of their group (sorted,
+    chained from the smallest): 0 for the smallest group, ascending. The one grouping of the fits: compute
+    levels and budgets, model sizes, tokens/param ratios."""
+    logv = np.log(np.asarray(values, dtype=float))
+    order = np.argsort(logv, kind="stable")
+    labels = np.empty(len(logv), dtype=int)
+    label, start = -1, -np.inf
+    for i in order:
+        if logv[i] - start > np.log1p(rtol):
+            label += 1
+            start = logv[i]
+        labels[i] = label
+    return labels
+
+
 def group_budgets(flops: np.ndarray, rtol: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """Cluster runs into compute budgets: runs whose FLOPs agree within ``rtol`` of the smallest run
     in the group share a budget (rounding of tokens to whole batches moves FLOPs by a little).
 
-    Returns ``(labels, budgets)``: an int label per run (0 = smallest budget) and each budget's
-    geometric-mean FLOPs, ascending."""
+    Returns ``(labels, budgets)``: an int label per run (0 = smallest budget, :func:`group_labels`) and each
+    budget's geometric-mean FLOPs, ascending."""
+    labels = group_labels(flops, rtol)
     logc = np.log(np.asarray(flops, dtype=float))
-    order = np.argsort(logc, kind="stable")
-    labels = np.empty(len(logc), dtype=int)
-    group, start = -1, -np.inf
-    for i in order:
-        if logc[i] - start > np.log1p(rtol):
-            group += 1
-            start = logc[i]
-        labels[i] = group
-    budgets = np.array([np.exp(logc[labels == g].mean()) for g in range(group + 1)])
+    budgets = np.array([np.exp(logc[labels == g].mean()) for g in range(labels.max(initial=-1) + 1)])
     return labels, budgets
 
 

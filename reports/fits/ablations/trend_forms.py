@@ -11,7 +11,7 @@ from typing import Protocol
 import numpy as np
 
 from ladder.reports.fits.engine import LawFit, Linear, ScaledPower, fit
-from ladder.reports.fits.loss.loss_forms import groups
+from ladder.reports.fits.runs import group_labels
 
 LEVEL_TOL = 0.10  # rungs within 10% of compute are one level of the rollout
 
@@ -37,7 +37,7 @@ class EffectData:
 
     @property
     def levels(self) -> np.ndarray:
-        return groups(self.compute, LEVEL_TOL) if len(self) else np.zeros(0, dtype=int)
+        return group_labels(self.compute, LEVEL_TOL) if len(self) else np.zeros(0, dtype=int)
 
     def subset(self, mask: np.ndarray) -> EffectData:
         mask = np.asarray(mask, dtype=bool)

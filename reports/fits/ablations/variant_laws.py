@@ -24,14 +24,15 @@ import numpy as np
 from ladder.reports.fits.ablations.trend_forms import EffectData
 from ladder.reports.fits.engine import LawFit, Linear, fit
 from ladder.reports.fits.engine.law_forms import EXP_GRID
-from ladder.reports.fits.loss.loss_forms import LOSS_FORMS, frontier_mask, groups
+from ladder.reports.fits.loss.loss_forms import LOSS_FORMS, frontier_mask
+from ladder.reports.fits.runs import group_labels
 
 SLOPE_STEP = 0.01  # ln C step of the numerical slope
 POWER = Linear("power_law", ("a", "b"), lambda raw: np.c_[np.ones(len(raw)), np.log(raw[:, 0])])
 
 
 def _levels(c: np.ndarray) -> int:
-    return len(np.unique(groups(c, 0.10))) if len(c) else 0
+    return len(np.unique(group_labels(c, 0.10))) if len(c) else 0
 
 
 def law_unidentifiable(compute, loss, *, saturating: bool = True) -> str | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ladder.reports.fits.engine import Bounded, PowerSum
+from ladder.reports.fits.runs import group_labels as groups  # the fits' one grouping; loss_rollout imports it here
 
 RATIO_TOL = 0.10  # runs within 10% of a tokens/param ratio share it
 SIZE_TOL = 0.05  # model sizes within 5% are one size
@@ -39,20 +40,6 @@ MIN_DOF = 1
 MIN_SPREAD = 1.5  # N and D must each span at least this factor for a two-term law
 LEVEL_TOL = 0.10  # runs within 10% of each other's compute share a compute level
 NEAR_OPT_TOL = 0.05  # at an isoFLOP budget, the runs within 5% of its lowest loss are fitted
-
-
-def groups(values: np.ndarray, rtol: float) -> np.ndarray:
-    """Integer labels for values that agree within ``rtol`` (sorted, chained from the smallest of a group)."""
-    logv = np.log(np.asarray(values, dtype=float))
-    order = np.argsort(logv, kind="stable")
-    labels = np.empty(len(logv), dtype=int)
-    label, start = -1, -np.inf
-    for i in order:
-        if logv[i] - start > np.log1p(rtol):
-            label += 1
-            start = logv[i]
-        labels[i] = label
-    return labels
 
 
 @dataclass
