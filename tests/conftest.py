@@ -121,3 +121,20 @@ def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory, tiny_texts: list[st
     from ladder.model.data.tokenizer import train_tokenizer
 
     return train_tokenizer(tiny_texts, 300, tmp_path_factory.mktemp("tok") / "tokenizer")
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The forecast loop's fitted ladder (:func:`tests.hero_fixture.make_ladder`), made once per module that uses
+    it (test_forecast, test_hero); a module may define its own ``fitted``."""
+    from tests.hero_fixture import make_ladder
+
+    return make_ladder(tmp_path_factory.mktemp("ladder") / "study")
+
+
+@pytest.fixture
+def study(fitted: Path, tmp_path: Path) -> Path:
+    """A copy of ``fitted`` for one test to change; a module may define its own ``study``."""
+    import shutil
+
+    return Path(shutil.copytree(fitted, tmp_path / "study"))

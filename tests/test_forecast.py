@@ -5,7 +5,6 @@ and leaves the frozen forecast as it was."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,16 +14,6 @@ import pytest
 from ladder import layout
 from tests.cli_helpers import run_cli
 from tests.hero_fixture import make_ladder, refresh, train
-
-
-@pytest.fixture(scope="module")
-def fitted(tmp_path_factory) -> Path:
-    return make_ladder(tmp_path_factory.mktemp("ladder") / "study")
-
-
-@pytest.fixture
-def study(fitted, tmp_path) -> Path:
-    return Path(shutil.copytree(fitted, tmp_path / "study"))
 
 
 def _listing(root: Path) -> dict[str, bytes]:

@@ -5,7 +5,6 @@ the local executors and is scored."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,17 +12,7 @@ import pytest
 from ladder import layout
 from ladder.model.config import RunSpec
 from tests.cli_helpers import run_cli
-from tests.hero_fixture import hero_spec, make_ladder, refresh, train
-
-
-@pytest.fixture(scope="module")
-def fitted(tmp_path_factory) -> Path:
-    return make_ladder(tmp_path_factory.mktemp("ladder") / "study")
-
-
-@pytest.fixture
-def study(fitted, tmp_path) -> Path:
-    return Path(shutil.copytree(fitted, tmp_path / "study"))
+from tests.hero_fixture import hero_spec, refresh, train
 
 
 def _plan_ids(study: Path) -> list[str]:

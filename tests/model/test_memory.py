@@ -55,7 +55,7 @@ def test_estimate_terms():
 
 def test_result_records_peak_memory(tmp_path):
     from ladder.model.training.loop import train
-    from tests.model.training.test_train import make_run, make_spec, tiny_data
+    from tests.model.training.tiny_runs import make_run, make_spec, tiny_data
 
     result = train(make_run(tmp_path, make_spec(steps=3)), dataset=tiny_data())
     assert result["peak_rss_bytes"] > 50 * 2**20  # the interpreter, torch and transformers at least

@@ -2,25 +2,17 @@
 
 import numpy as np
 import pytest
-import torch
 
 from ladder.model.evaluation.sanity import run_sanity, sanity_check
 from ladder.model.shape import ModelShape
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 PARAGRAPH = (
     "Scaling laws predict the loss of a large language model from small runs. A ladder trains several small "
     "models with the same recipe, fits a power law to their final losses, and forecasts the big run before anyone "
     "spends the compute on it."
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread (the CPU is shared; the subprocess tests use one too, for bit-identical results)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def tiny(vocab=300):
@@ -89,7 +81,7 @@ def test_a_lossy_tokenizer_is_named():
 
 @pytest.mark.slow
 def test_run_sanity_on_prepared_data():
-    from tests.model.training.test_train import prepared_tiny_corpus
+    from tests.model.training.tiny_runs import prepared_tiny_corpus
 
     prepared = prepared_tiny_corpus()["prepared"]
     report = run_sanity(prepared, tiny(vocab=300), n_docs=30, max_doc_tokens=16)

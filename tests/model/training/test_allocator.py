@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.model.training.test_train import REPO, subprocess_env
+from tests.model.training.tiny_runs import REPO, subprocess_env
 
 CODE = """
 import resource, sys, torch

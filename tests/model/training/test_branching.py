@@ -22,8 +22,9 @@ from ladder.model.training.faults import nan_at_step
 from ladder.model.training.loop import train
 from ladder.plan.planner import expand, write_plan
 from ladder.studies.spec import parse_study
-from tests.model.training.test_resume import start
-from tests.model.training.test_train import one_thread, tiny_data  # noqa: F401 - one_thread is an autouse fixture
+from tests.model.training.tiny_runs import start, tiny_data
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 VOCAB = 128
 

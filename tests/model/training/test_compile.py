@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from ladder.model.training.loop import train
-from tests.model.training.test_train import (
+from tests.model.training.tiny_runs import (
     make_run,
     make_spec,
     metrics,
-    one_thread,  # noqa: F401 - an autouse fixture
     tiny_data,
 )
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.slow

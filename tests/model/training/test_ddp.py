@@ -13,16 +13,17 @@ import pytest
 
 from ladder.layout import RunDir
 from ladder.model.training.loop import train
-from tests.model.training.test_train import (
+from tests.model.training.tiny_runs import (
     REPO,
     SUBPROCESS_CODE,
     make_run,
     make_spec,
     metrics,
-    one_thread,  # noqa: F401 - an autouse fixture
     subprocess_env,
     tiny_data,
 )
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def free_port() -> int:

@@ -17,13 +17,14 @@ from ladder.model.training.loss import (
     chunk_rows,
     linear_cross_entropy,
 )
-from tests.model.training.test_train import (
+from tests.model.training.tiny_runs import (
     make_run,
     make_spec,
     metrics,
-    one_thread,  # noqa: F401 - an autouse fixture
     tiny_data,
 )
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def generic(h, w, y):

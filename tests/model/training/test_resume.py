@@ -8,7 +8,6 @@ import pickle
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,16 +18,15 @@ from ladder.layout import RunDir
 from ladder.model.training.checkpoint import latest_checkpoint
 from ladder.model.training.loop import train
 from ladder.model.training.preemption import Preempted
-from tests.model.training.test_train import (  # noqa: F401 - one_thread is an autouse fixture
-    REPO,
-    SUBPROCESS_CODE,
+from tests.model.training.tiny_runs import (
     make_run,
     make_spec,
     metrics,
-    one_thread,
-    subprocess_env,
+    start,
     tiny_data,
 )
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 STEPS = 60
 
@@ -54,13 +52,6 @@ def assert_same_as_reference(run: Path, result: dict, reference) -> None:
     got = metrics(run)
     assert [(r["kind"], r["step"]) for r in got] == [(r["kind"], r["step"]) for r in ref_metrics]  # no duplicates
     assert [r.get("loss", r.get("eval_loss")) for r in got] == [r.get("loss", r.get("eval_loss")) for r in ref_metrics]
-
-
-def start(run: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", SUBPROCESS_CODE, str(run), *extra],
-        cwd=REPO, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
 
 
 def wait_for_checkpoint(run: Path, proc: subprocess.Popen, after_step: int = 0, timeout: float = 120) -> int:

@@ -16,7 +16,9 @@ from ladder.layout import RunDir
 from ladder.model.config import TrackingConfig
 from ladder.model.training import tracking
 from ladder.model.training.loop import train
-from tests.model.training.test_train import make_spec, metrics, one_thread, tiny_data  # noqa: F401 - autouse
+from tests.model.training.tiny_runs import make_spec, metrics, tiny_data
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 STEPS = 40
 

@@ -11,61 +11,11 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from ladder.books.collect import run_record
 from ladder.errors import FitError
-from ladder.plan.planner import expand
 from ladder.reports.fits import FitResult, fit_runs_file, fit_study
 from ladder.reports.fits.loss.allocation import undetermined
 from ladder.reports.summary import print_fit
-from ladder.studies.spec import parse_study
-
-# The truth: L(N, D) = E + A / N^alpha + B / D^beta (N non-embedding), untied worse by a constant.
-E, A, ALPHA, B, BETA = 1.7, 40.0, 0.34, 40.0, 0.28
-UNTIED_OFFSET = 0.03
-
-
-def truth(n, d):
-    return E + A / np.asarray(n, dtype=float) ** ALPHA + B / np.asarray(d, dtype=float) ** BETA
-
-
-def make_study(**sections):
-    base = {
-        "name": "synthetic",
-        "data": {"seq_len": 256},
-        "model": {"vocab_size": 512, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
-        "ladder": {
-            "sizes": ["25K", "50K", "100K", "200K", "400K"],
-            "param_count": "non_embedding",
-            "tokens_per_param": 20,
-        },
-        "ablations": {"tie_embeddings": [True, False]},
-        "training": {"batch_min_sequences": 16},
-        "hero": {"params": "3.2M"},
-    }
-    base.update(sections)
-    return parse_study(base)
-
-
-def study_table(study, *, noise=0.004, seed=0, loss_fn=None, offset=UNTIED_OFFSET):
-    """``results.parquet`` as ``ladder collect`` writes it, for the study's planned runs, losses from the truth
-    (+ ``offset`` for untied, + ``loss_fn(run)``) with multiplicative noise."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for run in expand(study).runs:
-        loss = float(truth(run.params, run.tokens)) + (0.0 if run.shape.tied else offset)
-        if loss_fn is not None:
-            loss += loss_fn(run)
-        loss *= math.exp(rng.normal(0, noise))
-        result = {
-            "status": "done",
-            "final_eval_loss": loss,
-            "final_train_loss": loss,
-            "tokens": run.tokens,
-            "flops": run.flops,
-            "wall_time_s": 1.0,
-        }
-        rows.append(run_record(run, result))
-    return pd.DataFrame(rows)
+from tests.reports.fits.synthetic import ALPHA, BETA, UNTIED_OFFSET, A, B, E, make_study, study_table, truth
 
 
 def plain_table(*, sizes=(25e3, 50e3, 100e3, 200e3, 400e3), mults=(5, 10, 20, 40), noise=0.003, seed=1):

@@ -30,7 +30,7 @@ def test_the_schema_matches_the_golden_file():
 @pytest.fixture(scope="module")
 def fit_dict(tmp_path_factory):
     from ladder.reports.fits import fit_study
-    from tests.reports.fits.test_fit import make_study, study_table  # a real fit of a synthetic ladder
+    from tests.reports.fits.synthetic import make_study, study_table  # a real fit of a synthetic ladder
 
     study = make_study()
     return fit_study(study_table(study), study=study, n_boot=20).to_dict()

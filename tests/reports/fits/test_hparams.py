@@ -18,6 +18,7 @@ from ladder.reports.fits.hparams import (
     fit_sweep,
     group_scales,
 )
+from tests.reports.fits.synthetic import CU, STEP_A, STEP_B, STEP_BD, step_batch, step_law_grid, step_lr
 
 LN2_SQ = math.log(2) ** 2
 K_LR, A_LR = 3e-3, -0.12  # lr*(C) = K_LR (C / 1e17)^A_LR
@@ -242,37 +243,6 @@ def test_log_quadratic_helper_and_json():
     assert hero["lr_law"] == res["lr"]["formula"] == "lr* = k C^a"
 
 
-# Step Law (Li et al. 2025): eta* = 1.79 N^-0.713 D^0.307, B* = 0.58 D^0.571 (tokens)
-STEP_K_LR, STEP_A, STEP_B = 1.79, -0.713, 0.307
-STEP_K_B, STEP_BD = 0.58, 0.571
-CU, CV, RHO = 0.015, 0.01, 0.5  # curvatures of ln loss; the LR optimum moves as B^RHO
-
-
-def step_lr(n, d):
-    return STEP_K_LR * n**STEP_A * d**STEP_B
-
-
-def step_batch(d):
-    return STEP_K_B * d**STEP_BD
-
-
-def step_law_grid(sizes=(2e7, 6e7, 2e8), ratios=(8, 32, 128), *, noise=0.002, seed=0) -> pd.DataFrame:
-    """An LR x batch grid at every (N, D = ratio N): ln loss = ln L0(N, D) + CU (u - RHO v)^2 + CV v^2 with
-    u, v the log distances from Step Law's optima; the grids are offset so they never hit the optimum."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for n in sizes:
-        for r in ratios:
-            d = r * n
-            l0 = 1.69 + 406.4 / n**0.34 + 410.7 / d**0.28  # Chinchilla's constants
-            for lr in step_lr(n, d) * 1.3 * 2.0 ** np.arange(-3, 4):
-                for b in step_batch(d) * 0.8 * 2.0 ** np.arange(-2, 3):
-                    u, v = math.log(lr / step_lr(n, d)), math.log(b / step_batch(d))
-                    loss = l0 * math.exp(CU * (u - RHO * v) ** 2 + CV * v**2) + rng.normal(0, noise)
-                    rows.append({"params": n, "tokens": d, "loss": loss, "lr": lr, "batch_size": b})
-    return pd.DataFrame(rows)
-
-
 def test_step_law_exponents_are_recovered_within_their_intervals():
     df = step_law_grid().rename(columns={"batch_size": "batch_tokens"})
     df["flops"] = 6 * df["params"] * df["tokens"]
@@ -317,7 +287,7 @@ def test_one_tokens_per_param_falls_back_to_compute_and_says_so():
 def test_a_sweep_at_one_size_transfers_by_the_studys_rule():
     from ladder.model.recipe import olmo_lr
     from ladder.reports.fits import fit_study
-    from tests.reports.fits.test_fit import make_study, study_table
+    from tests.reports.fits.synthetic import make_study, study_table
 
     def lr_penalty(run):
         return 0.05 * math.log(run.lr / (0.05 * (run.flops / 1e12) ** -0.2)) ** 2

@@ -12,7 +12,7 @@ from ladder.model.recipe import olmo_lr
 from ladder.reports.fits import fit_study
 from ladder.reports.fits.recommend import choose_aspect, choose_tied, recommend
 from ladder.studies.spec import HeroSpec, TrainingSpec
-from tests.reports.fits.test_fit import make_study, study_table, truth
+from tests.reports.fits.synthetic import make_study, study_table, truth
 
 CURV = 0.05  # loss penalty per (ln lr - ln lr*)^2
 C_REF = 1e12

@@ -22,7 +22,7 @@ from ladder.reports.render.fmt import (
 )
 from ladder.reports.render.sections.hparams import hparams
 from ladder.reports.render.study import StudyData
-from tests.reports.fits.test_hparams import step_law_grid
+from tests.reports.fits.synthetic import step_law_grid
 
 
 @pytest.fixture(scope="module")
