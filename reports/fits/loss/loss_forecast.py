@@ -65,7 +65,14 @@ from ladder.reports.fits.backtest import (
     rms_weights,
 )
 from ladder.reports.fits.engine import LawFit, fit
-from ladder.reports.fits.loss.loss_forms import LOSS_FORMS, NEAR_OPT_TOL, LossData, near_optimum
+from ladder.reports.fits.loss.loss_forms import (
+    FIT_SPAN,
+    LOSS_FORMS,
+    NEAR_OPT_TOL,
+    LossData,
+    near_optimum,
+    top_budgets,
+)
 from ladder.reports.fits.loss.loss_rollout import ROLLOUT_BOOT, Rollout, RolloutRow, log_distance, rollout
 
 HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the fits' Huber delta): on noiseless
@@ -189,6 +196,8 @@ class Forecast:
     drift: dict = field(default_factory=dict)
     far_error: dict | None = None
     left_out: list[str] = field(default_factory=list)  # runs far from their isoFLOP budget's optimum, not fitted
+    below_span: list[str] = field(default_factory=list)  # runs below the top decade of isoFLOP budgets, not fitted
+    fitted: LossData | None = None  # the runs the laws were fitted on (data less below_span)
     points: list[PointForecast] = field(default_factory=list)
 
     @property
@@ -226,6 +235,15 @@ class Forecast:
                 )
                 if self.left_out
                 else None,
+                "below_span": {
+                    "runs": self.below_span,
+                    "why": (
+                        f"at isoFLOP budgets more than {FIT_SPAN:g}x below the largest: the laws are fitted on the "
+                        "budgets nearest the hero (the rollout's prefixes likewise)"
+                    )
+                    if self.below_span
+                    else None,
+                },
             },
             "rollout": {
                 "rows": [r.to_dict() for r in self.rollout.rows],
@@ -394,7 +412,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
     draws, points, by_form = {}, {}, {}
     for k, law in fc.laws.items():
         form = LOSS_FORMS[k]
-        if not form.applies(params, tokens, fc.data, fc.target_ratio):
+        if not form.applies(params, tokens, fc.fitted or fc.data, fc.target_ratio):
             by_form[k] = {"applies": False, "weight": fc.weights.get(k, 0.0)}
             continue
         # the rollout checks these intervals (and widens them when short): the Student-t factor only when
@@ -421,7 +439,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         )
     mixed = mix(draws, points, weights, rng)
     if mixed is None:
-        scopes = "; ".join(LOSS_FORMS[k].scope(fc.data, fc.target_ratio) for k in fc.laws)
+        scopes = "; ".join(LOSS_FORMS[k].scope(fc.fitted or fc.data, fc.target_ratio) for k in fc.laws)
         skipped = "; ".join(f"{k} not fitted ({why})" for k, why in fc.skipped.items())
         raise ValueError(
             f"no fitted law form can forecast {params:.4g} params x {tokens:.4g} tokens "
@@ -489,16 +507,21 @@ def forecast_loss(
     left_out = [r for r, k in zip(data.run_ids, near) if not k]
     if left_out:  # runs far from their isoFLOP budget's optimum: see forms.near_optimum
         data = data.subset(near)
+    # the laws are fitted on the top decade of an isoFLOP ladder's budgets (forms.top_budgets); the rollout sees
+    # every run, and fits each of its prefixes the same way
+    top = top_budgets(data)
+    below_span = [r for r, k in zip(data.run_ids, top) if not k]
+    fitted = data.subset(top)
     laws, skipped = {}, {}
-    noise = run_noise(len(data.loss), n_boot, seed)
+    noise = run_noise(len(fitted.loss), n_boot, seed)
     for k in forms:
         form = LOSS_FORMS[k]
-        mask = form.fitted_on(data, target_ratio)
-        sub = data.subset(mask)
+        mask = form.fitted_on(fitted, target_ratio)
+        sub = fitted.subset(mask)
         why = form.unidentifiable(sub)
         if why:
-            if len(sub) < len(data):  # say which runs it counted: the header counts them all
-                why += f" (fitted on {len(sub)} of the {len(data)} runs: {form.runs_words(target_ratio)})"
+            if len(sub) < len(fitted):  # say which runs it counted: the header counts them all
+                why += f" (fitted on {len(sub)} of the {len(fitted)} runs: {form.runs_words(target_ratio)})"
             skipped[k] = why
             continue
         laws[k] = fit(
@@ -534,6 +557,8 @@ def forecast_loss(
         drift=_drift(rows, factor),
         far_error=_far_error(rows),
         left_out=left_out,
+        below_span=below_span,
+        fitted=fitted,
     )
     for p, t in [(target_params, target_tokens), *predict]:
         try:

@@ -28,7 +28,15 @@ import numpy as np
 
 from ladder.reports.fits.backtest import NEAR_WEIGHT, interval, weighted_rms
 from ladder.reports.fits.engine import fit
-from ladder.reports.fits.loss.loss_forms import LEVEL_TOL, LOSS_FORMS, MIN_SIZES, LossData, at_ratio, groups
+from ladder.reports.fits.loss.loss_forms import (
+    LEVEL_TOL,
+    LOSS_FORMS,
+    MIN_SIZES,
+    LossData,
+    at_ratio,
+    groups,
+    top_budgets,
+)
 
 MAX_PREFIXES = 8
 MIN_COMMON = 2  # forms are compared on the forecasts they share when there are at least this many
@@ -142,6 +150,7 @@ def rollout(
     for k in prefix_levels(data):
         train_mask = levels < k
         train = data.subset(train_mask)
+        train = train.subset(top_budgets(train))  # fitted as the final law is (forms.top_budgets)
         test_idx = np.flatnonzero(~train_mask)
         max_n, max_c, max_d = train.params.max(), train.compute.max(), train.tokens.max()
         info = {

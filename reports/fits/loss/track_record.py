@@ -18,20 +18,20 @@ SOURCE = "benchmarks/public_ladders.py on 6 published ladders (2026-12-03)"
 # (forecasts, ladders, median |error| %, worst |error| %, coverage of the 90% interval, median half-width %)
 BANDS: dict[str, tuple[int, int, float, float, float, float]] = {
     "0-1x": (19, 1, 0.28, 6.31, 0.95, 5.53),
-    "1-4x": (67, 4, 0.49, 3.87, 0.84, 0.89),
-    "4-16x": (58, 6, 0.58, 6.50, 0.88, 1.71),
-    "16-64x": (27, 4, 1.66, 8.05, 0.85, 2.56),
-    "64x+": (1, 1, 2.92, 2.92, 1.00, 3.65),
+    "1-4x": (67, 4, 0.49, 3.87, 0.88, 0.89),
+    "4-16x": (58, 6, 0.58, 5.85, 0.95, 1.71),
+    "16-64x": (27, 4, 1.25, 8.03, 1.00, 2.60),
+    "64x+": (1, 1, 2.93, 2.93, 1.00, 3.65),
 }
 
 # ladder -> [(band, median |error| %)] for the report's figure
 BY_LADDER: dict[str, list[tuple[str, float]]] = {
-    "Porian OWT2 (val)": [("1-4x", 3.59), ("4-16x", 5.99), ("16-64x", 7.41)],
-    "Porian RefinedWeb (attention, train)": [("4-16x", 2.21), ("16-64x", 4.92)],
-    "Porian RefinedWeb (val)": [("1-4x", 2.7), ("4-16x", 6.29), ("16-64x", 7.91)],
+    "Porian OWT2 (val)": [("1-4x", 1.29), ("4-16x", 3.9), ("16-64x", 3.91)],
+    "Porian RefinedWeb (attention, train)": [("4-16x", 0.85), ("16-64x", 3.35)],
+    "Porian RefinedWeb (val)": [("1-4x", 1.38), ("4-16x", 5.53), ("16-64x", 7.83)],
     "Beck Llama ctx8192": [("4-16x", 3.02)],
     "Li et al. open_lm C4": [("0-1x", 0.28), ("1-4x", 0.43), ("4-16x", 0.83)],
-    "Chinchilla (Epoch)": [("1-4x", 0.44), ("4-16x", 0.39), ("16-64x", 0.79), ("64x+", 2.92)],
+    "Chinchilla (Epoch)": [("1-4x", 0.44), ("4-16x", 0.39), ("16-64x", 0.79), ("64x+", 2.93)],
 }
 
 EDGES = ((0.0, 1.0), (1.0, 4.0), (4.0, 16.0), (16.0, 64.0), (64.0, math.inf))
