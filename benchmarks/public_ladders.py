@@ -46,6 +46,7 @@ import pandas as pd
 from ladder.reports.fits.engine import fit
 from ladder.reports.fits.loss import LossData, forecast_loss
 from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
+from ladder.reports.fits.loss.track_record import EDGES, band_label
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "ladders"
 ISOFLOP_CUTS = (4.0, 16.0, 32.0)
@@ -53,7 +54,7 @@ SIZE_CUTS = (2.0, 4.0, 8.0)
 NEAR_OPT = 3  # the top budget's runs forecast: its lowest losses
 EPOCH_CUT = 1e20
 MIN_BUDGETS = 2
-COMPUTE_BANDS = ((0.0, 1.0), (1.0, 4.0), (4.0, 16.0), (16.0, 64.0), (64.0, math.inf))
+COMPUTE_BANDS = EDGES  # the bands the track record uses (reports/fits/loss/track_record.py)
 PARAM_BANDS = ((0.0, 1.0), (1.0, 2.0), (2.0, 4.0), (4.0, 8.0), (8.0, math.inf))
 FAR = 16.0
 
@@ -227,12 +228,8 @@ def baseline_forecast(split: Split, n_boot: int, seed: int = 0) -> list[dict]:
     return _rows(split, np.exp(point), np.exp(lo), np.exp(hi))
 
 
-def _band_label(lo: float, hi: float) -> str:
-    return f"{lo:g}x+" if math.isinf(hi) else f"{lo:g}-{hi:g}x"
-
-
 def summarize(rows: list[dict], key: str = "compute_x", bands=COMPUTE_BANDS, far: bool = True) -> list[dict]:
-    groups = [(_band_label(a, b), [r for r in rows if a <= r[key] < b]) for a, b in bands]
+    groups = [(band_label(a, b), [r for r in rows if a <= r[key] < b]) for a, b in bands]
     if far:
         groups.append((f"{FAR:g}x+", [r for r in rows if r[key] >= FAR]))
     groups.append(("all", rows))

@@ -14,6 +14,7 @@ from rich.table import Table
 from ladder.model.config import format_count
 from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.recommend import tied_uncertainty
+from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
 from ladder.reports.render.fmt import fmt_flops
 
 __all__ = ["print_fit"]
@@ -92,9 +93,9 @@ def print_fit(result: Any, console: Console | None = None) -> None:
                     f"{_num(reach.get('compute_x'), 3)}x compute in the rollout (tested up to "
                     f"{_num(tested.get('compute_x'), 3)}x compute)"
                     + (
-                        " [yellow](the hero is beyond what the rollout tested)[/]"
+                        f" [yellow](the hero is {BEYOND_TESTED})[/]"
                         if hero.get("beyond_tested")
-                        else " [yellow](the hero is beyond the demonstrated reach)[/]"
+                        else f" [yellow](the hero is {BEYOND_REACH})[/]"
                         if hero.get("beyond_reach")
                         else ""
                     )

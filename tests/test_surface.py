@@ -337,8 +337,7 @@ def test_fit_reads_a_wandb_runs_export_as_json_lines_or_the_uis_csv(capsys):
         far = next(p for p in d["predictions"] if p["label"] == "1e13:2e14")
         assert far["beyond_reach"] and far["beyond_tested"] and far["params_x"] > 1e5
         assert any(
-            w.startswith("prediction 1e13:2e14: ") and "beyond the distance the rollout tested" in w
-            for w in d["warnings"]
+            w.startswith("prediction 1e13:2e14: ") and "beyond what the rollout tested" in w for w in d["warnings"]
         )
     assert fits["wandb-runs.jsonl"]["loss"]["forms"] == fits["wandb-runs.csv"]["loss"]["forms"]
     human = run_cli(

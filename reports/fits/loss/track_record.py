@@ -34,15 +34,23 @@ BY_LADDER: dict[str, list[tuple[str, float]]] = {
     "Chinchilla (Epoch)": [("1-4x", 0.44), ("4-16x", 0.39), ("16-64x", 0.79), ("64x+", 2.93)],
 }
 
+# the compute bands (target 6ND over the largest fitted 6ND), here and in benchmarks/public_ladders.py
 EDGES = ((0.0, 1.0), (1.0, 4.0), (4.0, 16.0), (16.0, 64.0), (64.0, math.inf))
-BAND_ORDER = tuple(f"{lo:g}x+" if math.isinf(hi) else f"{lo:g}-{hi:g}x" for lo, hi in EDGES)
+
+
+def band_label(lo: float, hi: float) -> str:
+    """``1-4x``, or ``64x+`` for the open band: lower bound first."""
+    return f"{lo:g}x+" if math.isinf(hi) else f"{lo:g}-{hi:g}x"
+
+
+BAND_ORDER = tuple(band_label(lo, hi) for lo, hi in EDGES)
 
 
 def band_of(compute_x: float) -> str:
     for lo, hi in EDGES:
         if lo <= compute_x < hi:
-            return f"{lo:g}x+" if math.isinf(hi) else f"{lo:g}-{hi:g}x"
-    return "0-1x"
+            return band_label(lo, hi)
+    return BAND_ORDER[0]
 
 
 def at(compute_x: float | None) -> dict | None:

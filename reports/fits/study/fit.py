@@ -217,15 +217,9 @@ def fit_study(
             if row["loss"] is None:
                 warnings.append(f"prediction {label}: {row['reason']}")
             elif row["beyond_tested"] or row["beyond_reach"]:
-                what = (
-                    "beyond the distance the rollout tested"
-                    if row["beyond_tested"]
-                    else "beyond the distance the rollout showed forecasts within 2%"
-                )
-                warnings.append(
-                    f"prediction {label}: {row['params_x']:.3g}x the ladder's largest model in parameters, "
-                    f"{row['tokens_x']:.3g}x in tokens, {row['compute_x']:.3g}x in 6ND compute: {what}"
-                )
+                where = study_hero.where_words(row["params_x"], row["tokens_x"], row["compute_x"])
+                what = study_hero.BEYOND_TESTED if row["beyond_tested"] else study_hero.BEYOND_REACH
+                warnings.append(f"prediction {label}: {where}: {what}")
             predictions.append(row)
         for key, why in fc.skipped.items():
             notes.append(f"law form {key} not fitted: {why}")

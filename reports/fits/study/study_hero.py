@@ -204,15 +204,24 @@ def hero_loss(point, fc: Forecast, variant: str) -> dict:
     }
 
 
+BEYOND_TESTED = "beyond what the rollout tested"
+BEYOND_REACH = "beyond the ladder's demonstrated reach"
+
+
+def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
+    """A forecast's distance in words, in every axis (the hero's warnings and the predictions' say it alike)."""
+    return (
+        f"{params_x:.3g}x the ladder's largest model, {tokens_x:.3g}x its most tokens and "
+        f"{compute_x:.3g}x its largest compute"
+    )
+
+
 def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
     """Say plainly how far beyond the ladder the hero lies, whether the rollout ever tested that far, and which
     way the rollout's forecasts erred when they leaned."""
     px = hero["extrapolation"]["params"]
     dist = hero.get("distance") or {}
-    where = (
-        f"{px:.3g}x the ladder's largest model, {dist.get('tokens_x', 1.0):.3g}x its most tokens and "
-        f"{dist.get('compute_x', 1.0):.3g}x its largest compute"
-    )
+    where = where_words(px, dist.get("tokens_x", 1.0), dist.get("compute_x", 1.0))
     if not fc.mixture_rows:
         warnings.append(
             f"the hero is {where}; no rollout forecast tested any distance (too few sizes or budgets to "
@@ -222,7 +231,7 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
         far = dist.get("rollout_error") or {}
         axes = ", ".join(dist.get("beyond_tested_axes") or []) or "distance"
         warnings.append(
-            f"the hero is {where}: beyond what the rollout tested ({axes}; it tested up to "
+            f"the hero is {where}: {BEYOND_TESTED} ({axes}; it tested up to "
             f"{dist.get('tested_distance_x', 1.0):.3g}x"
             + (f" and erred by a median of {far['median_abs_err_pct']:.1f}% there" if far else "")
             + f"); its interval was widened for the distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, "
@@ -232,7 +241,7 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
     elif hero["beyond_reach"]:
         reach = fc.reach.get("2%", {})
         warnings.append(
-            f"the hero is {where}: beyond the ladder's demonstrated reach (forecasts stayed within 2% up to "
+            f"the hero is {where}: {BEYOND_REACH} (forecasts stayed within 2% up to "
             f"{reach.get('params_x', 1.0):.2g}x params, {reach.get('compute_x', 1.0):.2g}x compute)"
         )
     record = track_record.sentence(hero.get("track_record"))
