@@ -72,15 +72,17 @@ def hero_start(study: StudySpec) -> dict:
     h, lad = study.hero, study.ladder
     tied = study.model.tie_embeddings if h.tied is None else h.tied
     aspect = h.aspect_ratio or study.model.aspect_ratio
-    if h.params is not None:
-        n = float(h.params)
-        d = float(h.tokens or lad.tokens_per_param * h.params)
-    else:
-        n = _rule_params(study, h.compute, tied, aspect)
-        d = lad.tokens_per_param * n
-    shape = rec.hero_shape(study, n, tied=tied, aspect_ratio=aspect)
     seq_len = h.seq_len or study.data.seq_len
-    return {"params": n, "tokens": d, "flops": float(shape.flops_per_token(seq_len)) * d}
+    # the same numbers as ladder.plan.hero_size.plan_hero (a test holds them equal), which reports may not import:
+    # a hero's compute is exact counted FLOPs, spent by the built shape nearest the rule's size
+    if h.params is not None:
+        shape = rec.hero_shape(study, h.params, tied=tied, aspect_ratio=aspect)
+        n = float(h.params)
+        d = float(h.tokens or int(round(lad.tokens_per_param * h.params)))
+        return {"params": n, "tokens": d, "flops": float(shape.flops_per_token(seq_len)) * d}
+    shape = rec.hero_shape(study, _rule_params(study, h.compute, tied, aspect), tied=tied, aspect_ratio=aspect)
+    tokens = float(int(round(h.compute / shape.flops_per_token(seq_len))))
+    return {"params": float(shape.params(lad.param_count)), "tokens": tokens, "flops": float(h.compute)}
 
 
 def allocating_law(fc: Forecast | None):
