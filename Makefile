@@ -16,12 +16,14 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	@$(VENV)/bin/python -m pip install -q --upgrade pip
+	@# -qq: pip's errors only. Its warnings here are the host's (index locations it lacks) and setuptools' notice
+	@# on editable installs, pages of them before the tool's own first line; a failed install still says why
+	@$(VENV)/bin/python -m pip install -qq --upgrade pip
 	@# torch first: 2.13.0 is a local CPU wheel on the reference machines; elsewhere any torch>=2.4 will do
-	@$(VENV)/bin/python -c "import torch" 2>/dev/null || $(VENV)/bin/python -m pip install -q torch==2.13.0 \
-	  || $(VENV)/bin/python -m pip install -q "torch>=2.4"
+	@$(VENV)/bin/python -c "import torch" 2>/dev/null || $(VENV)/bin/python -m pip install -qq torch==2.13.0 \
+	  || $(VENV)/bin/python -m pip install -qq "torch>=2.4"
 	@# every other package at the version constraints.txt pins (the main job's embedded corpus reads their source)
-	@$(VENV)/bin/python -m pip install -q -c constraints.txt -e ".[test]"
+	@$(VENV)/bin/python -m pip install -qq -c constraints.txt -e ".[test]"
 	@touch $(STAMP)
 	@echo "installed: $(VENV)/bin/ladder"
 
