@@ -2,11 +2,14 @@
 validated against before it is written, and that every reader (the forecast commands, the report, the summary)
 reads it through (:func:`read_fit_json`).
 
-The models type what the later stages read: the top-level sections, the hero's forecast and its distance, each
-prediction, the loss law's selection, calibration and reach, and ``meta``. The deep internals of a section (a law
+The models type what the later stages read: the top-level sections, the hero's forecast, size and distance, each
+prediction, the loss law's forms, selection, calibration and reach, the recommendation the hero run is planned
+from, the in-context forecasts of each kind of target, and ``meta``. The deep internals of a section (a law
 form's bootstrap rows, an ablation's rollout) are data of that section and pass through as they are
 (``extra="allow"``). A key renamed on the writer's side fails the write (and the golden test of the schema); an
-older file, or a hand-damaged one, gets one line: refit with ``ladder fit``.
+older file, or a hand-damaged one, gets one line: refit with ``ladder fit``. A reader that copies a part of the
+file into a record of its own (a freeze) takes it :meth:`~_Open.as_written` (:func:`written`): its keys in the
+file's order, its numbers as the file holds them.
 
 ``SCHEMA_VERSION`` is raised whenever a typed field changes; tests/reports/fits/golden/fit_json.schema.json holds
 the schema it describes.
@@ -14,16 +17,17 @@ the schema it describes.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from ladder.errors import FitError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _finite(v):
@@ -34,6 +38,34 @@ def _finite(v):
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
+    _written: dict | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_as_written(cls, data: Any, handler):
+        model = handler(data)
+        if isinstance(data, dict) and isinstance(model, _Open):
+            model._written = data
+        return model
+
+    def as_written(self) -> dict:
+        """This part of fit.json as the file holds it (validated): its keys in the file's order, its numbers as
+        written (an int stays an int), for a record that copies it verbatim."""
+        if self._written is not None:
+            return copy.deepcopy(self._written)
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def written(value: Any) -> Any:
+    """``value`` (a part of a validated fit.json: a model, a dict or list of them, or a plain value) as the file
+    holds it; see :meth:`_Open.as_written`."""
+    if isinstance(value, _Open):
+        return value.as_written()
+    if isinstance(value, dict):
+        return {k: written(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [written(v) for v in value]
+    return value
 
 
 class Section(_Open):
@@ -111,7 +143,15 @@ class Prediction(Point):
 class Hero(Point):
     available: bool | None = None
     reason: str | None = None
+    loss_reason: str | None = None  # why there is no loss forecast (the hero is sized, the law is not)
+    kind: str | None = None  # "projection" until a score checks it
+    tokens_per_param: float | None = None
     compute: float | None = None
+    flops: float | None = None  # the shape's exact FLOPs (FLOPs per token x tokens)
+    tied: bool | None = None
+    aspect_ratio: float | None = None
+    seq_len: int | None = None
+    shape: dict[str, Any] | None = None  # ModelShape.public_dict()
     beyond_reach: bool | None = None
     beyond_tested: bool | None = None
     distance: Distance | None = None
@@ -122,13 +162,25 @@ class Hero(Point):
     ladder_flops: float | None = None
     ladder_pct_of_hero: float | None = None
 
-    _check2 = field_validator("compute", "ladder_flops", "ladder_pct_of_hero")(_finite)
+    _check2 = field_validator(
+        "tokens_per_param", "compute", "flops", "aspect_ratio", "ladder_flops", "ladder_pct_of_hero"
+    )(_finite)
+
+
+class LawForm(_Open):
+    """One law form of the loss section: its parameters with their 90% intervals, and its weight."""
+
+    title: str | None = None
+    formula: str | None = None
+    params: dict[str, float | None] | None = None
+    ci90: dict[str, list[float | None] | None] | None = None
+    weight: float | None = None
 
 
 class LossLaw(Section):
     variant: str
     variant_choice: str
-    forms: dict[str, dict] | None = None
+    forms: dict[str, LawForm] | None = None
     weights: dict[str, float] | None = None
     selection: str | None = None
     calibration: Calibration | None = None
@@ -137,6 +189,59 @@ class LossLaw(Section):
     rollout: dict | None = None
     points: list[dict] | None = None
     left_out: dict | None = None
+
+
+class Recommendation(Section):
+    """The hero run the fit recommends (``ladder hero`` plans it): the size, shape, schedule inputs and sources."""
+
+    params_target: float | None = None
+    tokens: int | None = None
+    tied: bool | None = None
+    aspect_ratio_target: float | None = None
+    d_model: int | None = None
+    n_layers: int | None = None
+    n_heads: int | None = None
+    n_kv_heads: int | None = None
+    ffn_dim: int | None = None
+    vocab_size: int | None = None
+    seq_len: int | None = None
+    batch_tokens: int | None = None
+    lr: float | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+    _check = field_validator("params_target", "aspect_ratio_target", "lr")(_finite)
+
+
+class KindForecast(_Open):
+    """One kind of target's forecast (in-context repeats, novel tokens) at a point, or why there is none."""
+
+    available: bool
+    reason: str | None = None
+    loss: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+
+
+class KindPoint(_Open):
+    """Each kind's forecast at a point: the hero (no label) or a prediction."""
+
+    label: str = "hero"
+    params: float | None = None
+    tokens: float | None = None
+    novel: KindForecast | None = None
+    repeats: KindForecast | None = None
+
+
+class KindForecasts(KindPoint):
+    predictions: list[KindPoint] = Field(default_factory=list)
+
+
+class InContext(Section):
+    """The loss on in-context repeats and on novel tokens, each forecast at the hero and the predictions."""
+
+    repeat_share: float | None = None
+    forecasts: KindForecasts | None = None
 
 
 class Meta(_Open):
@@ -166,9 +271,9 @@ class FitJson(BaseModel):
     hparams: Section
     tied_vs_untied: Section
     depth_vs_width: Section
-    recommendation: Section
+    recommendation: Recommendation
     tasks: Section
-    in_context: Section
+    in_context: InContext
     forecast_curve: list[dict] | None = None
     excluded: list[dict]
     warnings: list[str]
