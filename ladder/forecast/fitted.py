@@ -5,6 +5,9 @@
 (:func:`ladder.reports.fits.study.table.results_hash`: every row but the hero runs'), so none of them acts on a fit
 of other data. :func:`refit` recomputes the same fit in Python (the same bootstrap count and seed: the same
 numbers) where a command needs the fitted objects, not only their JSON.
+
+:func:`read_fit` gives fit.json as its typed contract (:class:`~ladder.reports.fits.study.fit_json.FitJson`): the
+commands read validated objects, never the raw dict.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,22 +25,24 @@ from ladder import layout
 from ladder.errors import StateError
 from ladder.studies.spec import StudySpec
 
+if TYPE_CHECKING:
+    from ladder.reports.fits.study.fit_json import FitJson, Hero, Meta
+
 
 @dataclass
 class CurrentFit:
     study_dir: Path
     study: StudySpec
-    fit: dict  # fit.json
+    fit: FitJson  # fit.json, validated
     results: pd.DataFrame  # results.parquet, hero rows included
 
     @property
-    def meta(self) -> dict:
-        return self.fit.get("meta") if isinstance(self.fit.get("meta"), dict) else {}
+    def meta(self) -> Meta:
+        return self.fit.meta
 
     @property
-    def hero(self) -> dict:
-        hero = self.fit.get("hero")
-        return hero if isinstance(hero, dict) else {}
+    def hero(self) -> Hero:
+        return self.fit.hero
 
 
 def results_hash_of(study_dir: Path) -> str | None:
@@ -138,8 +143,9 @@ def fit_problem(fit: Any) -> str | None:
     return None
 
 
-def read_fit(study_dir: Path) -> dict:
-    """fit.json, refused in one line when it is missing, unreadable or damaged (then `ladder fit` writes it anew)."""
+def read_fit(study_dir: Path) -> FitJson:
+    """fit.json as its typed contract, refused in one line when it is missing, unreadable, damaged or of another
+    version of ladder (then `ladder fit` writes it anew)."""
     sd = layout.StudyDir(Path(study_dir))
     if not sd.fit.is_file():
         raise StateError(
@@ -154,8 +160,7 @@ def read_fit(study_dir: Path) -> dict:
         raise StateError(f"{sd.fit} is damaged ({problem}): refit with `ladder fit {sd.path}`")
     from ladder.reports.fits.study.fit_json import parse_fit_json
 
-    parse_fit_json(fit, sd.fit)  # the typed contract: an older or damaged file is one line
-    return fit
+    return parse_fit_json(fit, sd.fit)  # the typed contract: an older or damaged file is one line
 
 
 def current_fit(study_dir: Path) -> CurrentFit:
@@ -169,8 +174,7 @@ def current_fit(study_dir: Path) -> CurrentFit:
     results = read_results(study_dir)
     from ladder.reports.fits.study.table import results_hash
 
-    meta = fit.get("meta") if isinstance(fit.get("meta"), dict) else {}
-    if meta.get("results_sha256") != results_hash(results):
+    if fit.meta.results_sha256 != results_hash(results):
         raise StateError(
             f"the fit is older than the results ({layout.FIT} was fitted on another results table): "
             f"run `ladder fit {study_dir}` first"
@@ -188,6 +192,6 @@ def refit(current: CurrentFit, *, study: StudySpec | None = None, predict: Any =
         current.results,
         study=study or current.study,
         predict=predict,
-        n_boot=int(meta.get("n_boot") or 200),
-        seed=int(meta.get("seed") or 0),
+        n_boot=int(meta.n_boot or 200),
+        seed=int(meta.seed or 0),
     )

@@ -26,10 +26,14 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ladder import layout
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import current_fit, refit, results_hash_of, study_hash
+
+if TYPE_CHECKING:
+    from ladder.reports.fits.study import fit_json
 
 HERO_KEYS = ("params", "tokens", "flops", "shape", "tied", "loss", "lo", "hi", "level", "half_width_pct", "kind")
 POINT_KEYS = ("label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach")
@@ -98,30 +102,32 @@ def read_frozen(study_dir: Path) -> list[Frozen]:
     return out
 
 
-def _point(p: dict) -> dict:
-    return {k: p.get(k) for k in POINT_KEYS}
+def _point(p: fit_json.Prediction) -> dict:
+    return {k: getattr(p, k) for k in POINT_KEYS}
 
 
-def _in_context(*sections: object) -> dict | None:
+def _in_context(*sections: fit_json.InContext) -> dict | None:
     """The fits' forecasts of each kind of target (in-context repeats, novel tokens) at the hero and their
     predictions, if they have them; a later section adds the points an earlier one lacks (by label)."""
+    from ladder.reports.fits.study.fit_json import KindForecasts
+
     out: dict | None = None
 
-    def point(p: dict) -> dict:
+    def point(p: fit_json.KindPoint) -> dict:
         kinds = {
-            k: {q: (p.get(k) or {}).get(q) for q in ("loss", "lo", "hi")}
-            for k in ("novel", "repeats")
-            if (p.get(k) or {}).get("available")
+            k: {"loss": kind.loss, "lo": kind.lo, "hi": kind.hi}
+            for k, kind in (("novel", p.novel), ("repeats", p.repeats))
+            if kind is not None and kind.available
         }
-        return {"label": p.get("label", "hero"), "params": p.get("params"), "tokens": p.get("tokens"), **kinds}
+        return {"label": p.label, "params": p.params, "tokens": p.tokens, **kinds}
 
     for sec in sections:
-        if not isinstance(sec, dict) or not sec.get("available"):
+        if not sec.available:
             continue
-        fc = sec.get("forecasts") or {}
-        points = [point(fc), *(point(p) for p in fc.get("predictions") or [] if isinstance(p, dict))]
+        fc = sec.forecasts or KindForecasts()
+        points = [point(fc), *(point(p) for p in fc.predictions)]
         if out is None:
-            out = {"repeat_share": sec.get("repeat_share"), "points": points}
+            out = {"repeat_share": sec.repeat_share, "points": points}
         else:
             have = {p["label"] for p in out["points"]}
             out["points"] += [p for p in points if p["label"] not in have]
@@ -133,38 +139,31 @@ def frozen_record(
 ) -> dict:
     """What a freeze holds (see the module doc), from the current fit (``in_context``: the kinds' forecasts, when
     the freeze fitted its own points)."""
-    fit, hero = current.fit, current.hero
-    law = fit.get("loss") if isinstance(fit.get("loss"), dict) else {}
-    forms = law.get("forms") if isinstance(law.get("forms"), dict) else {}
+    fit, hero, law = current.fit, current.hero, current.fit.loss
     from ladder import __version__
+    from ladder.reports.fits.study.fit_json import written
 
     return {
         "number": number,
         "frozen_at": utc_now(),
         "study": current.study.name,
-        "hero": {k: hero.get(k) for k in HERO_KEYS},
+        "hero": {k: getattr(hero, k) for k in HERO_KEYS},
         "predictions": predictions,
-        "variant": law.get("variant"),
+        "variant": law.variant,
         "laws": {
-            k: {
-                "title": f.get("title"),
-                "formula": f.get("formula"),
-                "params": f.get("params"),
-                "ci90": f.get("ci90"),
-                "weight": f.get("weight"),
-            }
-            for k, f in forms.items()
-            if isinstance(f, dict)
+            k: {"title": f.title, "formula": f.formula, "params": f.params, "ci90": f.ci90, "weight": f.weight}
+            for k, f in (law.forms or {}).items()
         },
-        "weights": law.get("weights"),
-        "selection": law.get("selection"),
-        "calibration": law.get("calibration"),
-        "reach": law.get("reach"),
-        "in_context": in_context if in_context is not None else _in_context(fit.get("in_context")),
-        "results_sha256": current.meta.get("results_sha256"),
+        "weights": law.weights,
+        "selection": law.selection,
+        # copied as fit.json holds them (their keys in the file's order)
+        "calibration": written(law.calibration),
+        "reach": written(law.reach),
+        "in_context": in_context if in_context is not None else _in_context(fit.in_context),
+        "results_sha256": current.meta.results_sha256,
         "study_sha256": study_hash(current.study),
-        "fit_created_at": current.meta.get("created_at"),
-        "n_boot": current.meta.get("n_boot"),
+        "fit_created_at": current.meta.created_at,
+        "n_boot": current.meta.n_boot,
         "ladder_version": __version__,
         "git_revision": git_revision(),
         "note": note,
@@ -200,21 +199,20 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
     forecast file. Refuses a fit that is not of the study's current results, and a fit without a hero forecast."""
     current = current_fit(study_dir)
     hero = current.hero
-    if hero.get("loss") is None:
-        raise StateError(f"the fit has no hero forecast to freeze ({hero.get('loss_reason') or hero.get('reason')})")
-    points = [
-        _point(p) for p in current.fit.get("predictions") or [] if isinstance(p, dict) and p.get("label") != "hero"
-    ]
+    if hero.loss is None:
+        raise StateError(f"the fit has no hero forecast to freeze ({hero.loss_reason or hero.reason})")
+    points = [_point(p) for p in current.fit.predictions if p.label != "hero"]
     in_context = None
     if predict:
+        from ladder.reports.fits.study.fit_json import validate
         from ladder.reports.fits.study.study_hero import parse_predict
 
         parse_predict(predict)  # a bad point is the user's error before anything is fitted
-        result = refit(current, predict=predict)
+        result = validate(refit(current, predict=predict).to_dict())  # as fit.json would hold it
         have = {p["label"] for p in points}
-        points += [_point(p) for p in result.predictions if p.get("label") != "hero" and p.get("label") not in have]
+        points += [_point(p) for p in result.predictions if p.label != "hero" and p.label not in have]
         # the kinds at the freeze's own points come from the same refit
-        in_context = _in_context(current.fit.get("in_context"), result.to_dict().get("in_context"))
+        in_context = _in_context(current.fit.in_context, result.in_context)
     sd = layout.StudyDir(Path(study_dir))
     number, path = _claim(sd, lambda n: frozen_record(current, points, note, n, in_context))
     return read_frozen_one(number, path)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ladder import layout
 from ladder.errors import SpecError, StateError
@@ -29,7 +29,12 @@ from ladder.plan.planner import estimate_wall_s
 from ladder.plan.rung_runs import make_run
 from ladder.studies.spec import StudySpec
 
+if TYPE_CHECKING:
+    from ladder.reports.fits.study.fit_json import Hero, Recommendation
+
 HERO_VARIANT = "hero"
+SHAPE_KEYS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "vocab_size")
+FORECAST_KEYS = ("loss", "lo", "hi", "level", "half_width_pct", "kind")
 
 
 @dataclass
@@ -69,17 +74,18 @@ def parse_override(value: str | None, flag: str) -> float | None:
 
 def _recommendation(
     current: CurrentFit, params: float | None, tokens: float | None
-) -> tuple[dict, dict, dict[str, Any], list[str]]:
+) -> tuple[Recommendation, Hero, dict[str, Any], list[str]]:
     """(recommendation, hero forecast, overrides, notes): fit.json's, or a fit made again with the study's hero at
-    the given size."""
-    fit, study = current.fit, current.study
+    the given size (read as fit.json would hold it)."""
+    from ladder.reports.fits.study.fit_json import validate
+
+    study = current.study
     if params is None and tokens is None:
-        rec = fit.get("recommendation")
-        if not isinstance(rec, dict) or rec.get("available") is False:
-            why = rec.get("reason") if isinstance(rec, dict) else "not in fit.json"
-            raise StateError(f"the fit has no recommendation to plan ({why})")
+        rec = current.fit.recommendation
+        if not rec.available:
+            raise StateError(f"the fit has no recommendation to plan ({rec.reason})")
         return rec, current.hero, {}, []
-    n = params if params is not None else float(current.hero.get("params") or 0)
+    n = params if params is not None else float(current.hero.params or 0)
     if not n > 0:
         raise StateError("the fit has no hero size to train --tokens at: give --params too")
     d = tokens if tokens is not None else study.ladder.tokens_per_param * n
@@ -99,7 +105,8 @@ def _recommendation(
             f"the fit gives no recommendation at {format_count(n)} params, {format_count(d)} tokens "
             f"({result.reasons.get('recommendation', 'no reason given')})"
         )
-    return result.recommendation.to_dict(), result.hero or {}, overrides, notes
+    refitted = validate(result.to_dict())
+    return refitted.recommendation, refitted.hero, overrides, notes
 
 
 def _check_override(study: StudySpec, n: float, d: float, params_given: bool, tokens_given: bool) -> None:
@@ -135,26 +142,26 @@ def _check_override(study: StudySpec, n: float, d: float, params_given: bool, to
         )
 
 
-def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
+def hero_spec(study: StudySpec, rec: Recommendation, seed: int | None = None) -> RunSpec:
     """The run of a recommendation (fit.json's ``recommendation`` entry), ``role: hero``; ``seed``: a replicate
     that differs only in its seed (initialisation and data order)."""
     from ladder.reports.fits.recommend import hero_shape
 
     shape = hero_shape(
-        study, float(rec["params_target"]), tied=bool(rec["tied"]), aspect_ratio=float(rec["aspect_ratio_target"])
+        study, float(rec.params_target), tied=bool(rec.tied), aspect_ratio=float(rec.aspect_ratio_target)
     )
-    want = {k: rec.get(k) for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "vocab_size")}
+    want = {k: getattr(rec, k) for k in SHAPE_KEYS}
     have = {k: getattr(shape, k) for k in want}
     if want != have:
         raise StateError(
             f"{layout.FIT}'s recommended shape {want} is not what this version of ladder sizes from it "
             f"({have}): run `ladder fit` again"
         )
-    seq_len = int(rec.get("seq_len") or study.data.seq_len)
+    seq_len = int(rec.seq_len or study.data.seq_len)
     if seq_len != study.data.seq_len:  # the hero's own context length (hero.seq_len): its data windows too
         study = study.model_copy(update={"data": study.data.model_copy(update={"seq_len": seq_len})})
     sched = study.training.schedule
-    batch = int(rec["batch_tokens"])
+    batch = int(rec.batch_tokens)
     warmup = int(round(sched.warmup_tokens / batch)) if sched.warmup_tokens is not None else None
     axes: dict = {"size": format_count(shape.params(study.ladder.param_count))}
     if seed is not None:
@@ -165,9 +172,9 @@ def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
         {},
         axes,
         study.training.seed if seed is None else seed,
-        float(rec["tokens"]),
+        float(rec.tokens),
         batch,
-        float(rec["lr"]),
+        float(rec.lr),
         warmup,
     )
     run = run.model_copy(update={"role": "hero", "variant": HERO_VARIANT})
@@ -175,9 +182,8 @@ def hero_spec(study: StudySpec, rec: dict, seed: int | None = None) -> RunSpec:
     return resolve_compile([run], study.training.compile, hw, {run.run_id: estimate_wall_s(run, hw)})[0][0]
 
 
-def _sources(study: StudySpec, rec: dict, overrides: dict, seed: int | None = None) -> dict[str, str]:
-    given = rec.get("sources") if isinstance(rec.get("sources"), dict) else {}
-    out = {k: str(v) for k, v in given.items() if k != "loss"}
+def _sources(study: StudySpec, rec: Recommendation, overrides: dict, seed: int | None = None) -> dict[str, str]:
+    out = {k: str(v) for k, v in rec.sources.items() if k != "loss"}
     if overrides:
         out["params"] = f"--params {format_count(overrides['params'])}"
     sched = study.training.schedule
@@ -247,7 +253,7 @@ def plan_hero_run(
         state = "planned already"
     elif not dry_run:
         _write_hero(sd, rd, spec, plan)
-    fc = {k: forecast.get(k) for k in ("loss", "lo", "hi", "level", "half_width_pct", "kind")}
+    fc = {k: getattr(forecast, k) for k in FORECAST_KEYS}
     return HeroRun(
         spec=spec,
         run_dir=rd.path,
@@ -256,5 +262,5 @@ def plan_hero_run(
         est_wall_s=estimate_wall_s(spec, current.study.executor.hardware),
         overrides=overrides,
         forecast=fc,
-        notes=notes + [str(n) for n in rec.get("notes") or []],
+        notes=notes + [str(n) for n in rec.notes],
     )

@@ -221,18 +221,19 @@ def suggest(
     called before each refit stage (the baseline, then each candidate) so that a caller can show how far it is."""
     say = progress or (lambda *_: None)
     from ladder.reports.fits.study import run_value as value
+    from ladder.reports.fits.study.fit_json import validate
 
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise SpecError(f"--budget {budget}: must be a positive number of FLOPs, e.g. 1e14")
     current = current_fit(study_dir)
     study = current.study
     result = refit(current)
-    fc = result.loss
-    if fc is None or not result.hero or result.hero.get("loss") is None:
+    fc, fit_hero = result.loss, validate(result.to_dict()).hero  # the hero as fit.json would hold it
+    if fc is None or fit_hero.loss is None:
         raise SpecError(f"--suggest needs a hero forecast; the fit has none ({result.reasons.get('loss')})")
-    hero = (float(result.hero["params"]), float(result.hero["tokens"]))
+    hero = (float(fit_hero.params), float(fit_hero.tokens))
     law_df = result.law_runs[result.law_runs["law_variant"] == result.primary_variant]
-    kw = {"k": k or value.K, "n_boot": n_boot or value.N_BOOT, "seed": int(current.meta.get("seed") or 0)}
+    kw = {"k": k or value.K, "n_boot": n_boot or value.N_BOOT, "seed": int(current.meta.seed or 0)}
     planned = {r.run_id for r in expand(study).runs}
     todo = []
     for c in candidates(study, result.primary_variant, hero[1] / hero[0]):
@@ -242,7 +243,7 @@ def suggest(
     stages = len(todo) + 1
     say(1, stages, f"the current runs refitted as each candidate will be ({kw['n_boot']} bootstrap refits)")
     base = value.baseline(law_df, hero, n_boot=kw["n_boot"], seed=kw["seed"])
-    current_pct = result.hero.get("half_width_pct")
+    current_pct = fit_hero.half_width_pct
     cands = []
     for i, c in enumerate(todo, start=2):
         say(i, stages, f"{c.what} ({kw['k']} simulated outcomes, a refit each)")
@@ -287,9 +288,9 @@ def suggest(
         )
     out = Suggestion(
         study_dir=Path(study_dir),
-        current_half_width_pct=result.hero.get("half_width_pct"),
+        current_half_width_pct=current_pct,
         baseline_half_width_pct=base,
-        hero_flops=result.hero.get("compute"),
+        hero_flops=fit_hero.compute,
         candidates=cands,
         suggested=chosen,
         budget=budget,
