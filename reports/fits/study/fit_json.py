@@ -301,8 +301,9 @@ def parse_fit_json(data: Any, where: str | Path = "fit.json") -> FitJson:
     )
     if version != SCHEMA_VERSION:
         raise FitError(
-            f"{where} was written by another version of ladder (fit.json schema {version or 'none'}, "
-            f"this ladder reads {SCHEMA_VERSION}): refit with `ladder fit`"
+            f"{where} was written by another version of ladder ("
+            + (f"fit.json schema {version}" if version is not None else "one before fit.json had a schema version")
+            + f"; this ladder reads schema {SCHEMA_VERSION}): refit with `ladder fit`"
         )
     try:
         return FitJson.model_validate(data)

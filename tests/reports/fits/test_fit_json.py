@@ -55,7 +55,10 @@ def test_a_renamed_key_fails_the_contract(fit_dict):
 def test_an_older_fit_json_is_one_line_saying_to_refit(fit_dict):
     old = json.loads(json.dumps(fit_dict))
     del old["meta"]["schema_version"]
-    with pytest.raises(FitError, match=r"another version of ladder \(fit.json schema none.*refit with `ladder fit`"):
+    with pytest.raises(FitError, match=r"another version of ladder \(one before fit.json had a schema version.*refit"):
+        parse_fit_json(old)
+    old["meta"]["schema_version"] = 2
+    with pytest.raises(FitError, match=r"\(fit.json schema 2; this ladder reads schema \d+\): refit with `ladder fit`"):
         parse_fit_json(old)
     bad = json.loads(json.dumps(fit_dict))
     bad["hero"]["loss"] = "abc"
