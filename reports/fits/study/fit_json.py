@@ -3,16 +3,21 @@ validated against before it is written, and that every reader (the forecast comm
 reads it through (:func:`read_fit_json`).
 
 The models type what the later stages read: the top-level sections, the hero's forecast, size and distance, each
-prediction, the loss law's forms, selection, calibration and reach, the recommendation the hero run is planned
-from, the in-context forecasts of each kind of target, and ``meta``. The deep internals of a section (a law
-form's bootstrap rows, an ablation's rollout) are data of that section and pass through as they are
-(``extra="allow"``). A key renamed on the writer's side fails the write (and the golden test of the schema); an
-older file, or a hand-damaged one, gets one line: refit with ``ladder fit``. A reader that copies a part of the
-file into a record of its own (a freeze) takes it :meth:`~_Open.as_written` (:func:`written`): its keys in the
-file's order, its numbers as the file holds them.
+prediction (with the hyperparameter laws' LR* and B* there), the loss law's forms (with their rollout scores),
+selection, calibration, lean and reach, each variant's own law, the compute-optimal split, the calls of the
+hyperparameter, tied-vs-untied, depth-vs-width and IsoFLOP sections at the hero, the recommendation the hero run
+is planned from, the in-context trend and forecasts of each kind of target, the excluded runs, and ``meta``. The
+deep internals of a section (a law form's bootstrap rows, an ablation's rollout) are data of that section and
+pass through as they are (``extra="allow"``). A key renamed on the writer's side fails the write (and the golden
+test of the schema); an older file, or a hand-damaged one, gets one line: refit with ``ladder fit``. A reader
+that copies a part of the file into a record of its own (a freeze, the tied-vs-untied call the summary hands to
+:func:`~ladder.reports.fits.recommend.tied_uncertainty`) takes it :meth:`~_Open.as_written` (:func:`written`):
+its keys in the file's order, its numbers as the file holds them.
 
-``SCHEMA_VERSION`` is raised whenever a typed field changes; tests/reports/fits/golden/fit_json.schema.json holds
-the schema it describes.
+tests/reports/fits/golden/fit_json.schema.json holds the schema these models describe; any change to it is
+deliberate. ``SCHEMA_VERSION`` is raised when a file the previous models accepted would be refused or read
+differently (a key renamed, retyped or made required); typing a key the writer already wrote, as an optional
+field, keeps it.
 """
 
 from __future__ import annotations
@@ -138,6 +143,13 @@ class Prediction(Point):
     beyond_tested: bool = False
     distance: Distance | dict = Field(default_factory=dict)
     reason: str | None = None
+    # the hyperparameter laws at the point: LR* and B* with their 90% intervals, or why there is none
+    lr: float | None = None
+    lr_ci90: list[float | None] | None = None
+    lr_reason: str | None = None
+    batch_tokens: float | None = None
+    batch_ci90: list[float | None] | None = None
+    batch_reason: str | None = None
 
 
 class Hero(Point):
@@ -145,6 +157,7 @@ class Hero(Point):
     reason: str | None = None
     loss_reason: str | None = None  # why there is no loss forecast (the hero is sized, the law is not)
     kind: str | None = None  # "projection" until a score checks it
+    allocation: str | None = None  # how the tokens were chosen ("rule", "law", ...)
     tokens_per_param: float | None = None
     compute: float | None = None
     flops: float | None = None  # the shape's exact FLOPs (FLOPs per token x tokens)
@@ -167,28 +180,121 @@ class Hero(Point):
     )(_finite)
 
 
+class FormRollout(_Open):
+    """A law form's score in the rollout: its (distance-weighted) RMS error in percent."""
+
+    rms_pct: float | None = None
+
+
 class LawForm(_Open):
-    """One law form of the loss section: its parameters with their 90% intervals, and its weight."""
+    """One law form of the loss section: its parameters with their 90% intervals, its weight and its rollout
+    score."""
 
     title: str | None = None
     formula: str | None = None
     params: dict[str, float | None] | None = None
     ci90: dict[str, list[float | None] | None] | None = None
     weight: float | None = None
+    rollout: FormRollout | None = None
+
+
+class Lean(_Open):
+    """Which side the rollout's forecasts erred to: ``n_high`` of ``n`` too high, the mean error in percent."""
+
+    n: int | None = None
+    n_high: int | None = None
+    mean_err_pct: float | None = None
 
 
 class LossLaw(Section):
     variant: str
     variant_choice: str
+    n_runs: int | None = None
     forms: dict[str, LawForm] | None = None
+    skipped: dict[str, str] | None = None  # a form not fitted: why
     weights: dict[str, float] | None = None
     selection: str | None = None
     calibration: Calibration | None = None
     reach: dict[str, Reach] | None = None
-    lean: dict | None = None
+    lean: Lean | None = None
     rollout: dict | None = None
     points: list[dict] | None = None
     left_out: dict | None = None
+
+
+class VariantLaw(Section):
+    """A variant's own loss law (``loss_by_variant``): its forecast at the hero (``target``) and form weights."""
+
+    primary: bool | None = None
+    target: Point | None = None
+    weights: dict[str, float | None] | None = None
+
+
+class IsoflopExponents(_Open):
+    a: float | None = None
+    b: float | None = None
+
+
+class ComputeOptimal(_Open):
+    """How N* and D* grow with compute (``N* ~ C^a``, ``D* ~ C^b``), from the allocating law and from IsoFLOP,
+    or why the split is not identifiable; ``determined`` False when the law's interval is too wide for advice."""
+
+    identifiable: bool | None = None
+    source: str | None = None
+    a: float | None = None
+    b: float | None = None
+    determined: bool | None = None
+    reason: str | None = None
+    assumption: str | None = None
+    isoflop: IsoflopExponents | None = None
+
+
+class Isoflop(Section):
+    a: float | None = None
+    n_budgets: int | None = None
+
+
+class HparamsAtHero(_Open):
+    """The hyperparameter laws at the hero: LR* and B* with their 90% intervals and formulas."""
+
+    lr: float | None = None
+    lr_ci90: list[float | None] | None = None
+    lr_law: str | None = None
+    batch_tokens: float | None = None
+    batch_tokens_ci90: list[float | None] | None = None
+    batch_tokens_law: str | None = None
+
+
+class Hparams(Section):
+    hero: HparamsAtHero | None = None
+
+
+class Message(_Open):
+    """A part read for its one-line ``message`` (the tied-vs-untied call at the hero, its crossover); the rest of
+    it passes through."""
+
+    message: str | None = None
+
+
+class TiedVsUntied(Section):
+    """The tied-vs-untied ablation: the call at the hero (``hero``, the dict :func:`tied_uncertainty` and
+    :func:`paired_forecast` read, :meth:`~_Open.as_written`) and where the winner flips (``crossover``)."""
+
+    hero: Message | None = None
+    crossover: Message | None = None
+
+
+class AspectAtHero(_Open):
+    aspect_ratio: float | None = None
+    aspect_ratio_ci90: list[float | None] | None = None
+
+
+class DepthVsWidth(Section):
+    hero: AspectAtHero | None = None
+
+
+class Schedule(_Open):
+    kind: str | None = None
 
 
 class Recommendation(Section):
@@ -202,11 +308,23 @@ class Recommendation(Section):
     n_layers: int | None = None
     n_heads: int | None = None
     n_kv_heads: int | None = None
+    head_dim: int | None = None
     ffn_dim: int | None = None
     vocab_size: int | None = None
+    aspect_ratio: float | None = None
+    params: float | None = None
+    param_convention: str | None = None
+    params_total: float | None = None
+    tokens_per_param: float | None = None
     seq_len: int | None = None
     batch_tokens: int | None = None
     lr: float | None = None
+    lr_ci90: list[float | None] | None = None
+    schedule: Schedule | None = None
+    steps: int | None = None
+    warmup_steps: int | None = None
+    loss: float | None = None
+    loss_interval: list[float | None] | None = None
     sources: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
@@ -221,26 +339,42 @@ class KindForecast(_Open):
     loss: float | None = None
     lo: float | None = None
     hi: float | None = None
+    rollout_rms_pct: float | None = None
 
 
 class KindPoint(_Open):
-    """Each kind's forecast at a point: the hero (no label) or a prediction."""
+    """Each kind's forecast at a point: the hero (no label) or a prediction, and the two combined by the share
+    of repeats."""
 
     label: str = "hero"
     params: float | None = None
     tokens: float | None = None
     novel: KindForecast | None = None
     repeats: KindForecast | None = None
+    combined: KindForecast | None = None
 
 
 class KindForecasts(KindPoint):
     predictions: list[KindPoint] = Field(default_factory=list)
 
 
+class CopyTrend(_Open):
+    """The trend of the repeats/novel loss ratio in compute: its slope (log-log) with a 90% interval, and the
+    ratio at the smallest and largest compute of a span ``compute_span`` wide."""
+
+    slope: float | None = None
+    ci90: list[float | None] | None = None
+    n: int | None = None
+    ratio_at_smallest: float | None = None
+    ratio_at_largest: float | None = None
+    compute_span: float | None = None
+
+
 class InContext(Section):
     """The loss on in-context repeats and on novel tokens, each forecast at the hero and the predictions."""
 
     repeat_share: float | None = None
+    trend: CopyTrend | None = None
     forecasts: KindForecasts | None = None
 
 
@@ -254,6 +388,15 @@ class Meta(_Open):
     created_at: str
     results_sha256: str | None = None
     study: str | None = None
+    param_convention: str | None = None
+
+
+class Excluded(_Open):
+    """A run left out of every fit (not done, or a hero run), with its state and why."""
+
+    run: str | None = None
+    status: str | None = None
+    reason: str | None = None
 
 
 class FitJson(BaseModel):
@@ -262,20 +405,20 @@ class FitJson(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     loss: LossLaw
-    loss_by_variant: dict[str, Section]
+    loss_by_variant: dict[str, VariantLaw]
     noise_floor: dict[str, list[dict]]
     predictions: list[Prediction]
     hero: Hero
-    compute_optimal: dict[str, Any]
-    isoflop: Section
-    hparams: Section
-    tied_vs_untied: Section
-    depth_vs_width: Section
+    compute_optimal: ComputeOptimal
+    isoflop: Isoflop
+    hparams: Hparams
+    tied_vs_untied: TiedVsUntied
+    depth_vs_width: DepthVsWidth
     recommendation: Recommendation
     tasks: Section
     in_context: InContext
     forecast_curve: list[dict] | None = None
-    excluded: list[dict]
+    excluded: list[Excluded]
     warnings: list[str]
     notes: list[str]
     meta: Meta

@@ -15,15 +15,15 @@ GOLDEN = Path(__file__).parent / "golden" / "fit_json.schema.json"
 
 
 def test_the_schema_matches_the_golden_file():
-    """Any change to a typed field of fit.json changes this schema: bump SCHEMA_VERSION and regenerate the golden
-    file: ``python -c "import json; from ladder.reports.fits.study.fit_json import FitJson, SCHEMA_VERSION;
+    """Any change to a typed field of fit.json changes this schema: regenerate the golden file, and bump
+    SCHEMA_VERSION if a file the old schema accepted would now be refused or read differently: ``python -c "import json; from ladder.reports.fits.study.fit_json import FitJson, SCHEMA_VERSION;
     print(json.dumps({'schema_version': SCHEMA_VERSION, 'schema': FitJson.model_json_schema()}, indent=1,
     sort_keys=True))" > tests/reports/fits/golden/fit_json.schema.json``."""
     golden = json.loads(GOLDEN.read_text())
     assert golden["schema_version"] == SCHEMA_VERSION, "SCHEMA_VERSION changed: regenerate the golden schema"
     assert FitJson.model_json_schema() == golden["schema"], (
-        "fit.json's typed contract changed: bump SCHEMA_VERSION in reports/fits/study/fit_json.py and regenerate "
-        "tests/reports/fits/golden/fit_json.schema.json"
+        "fit.json's typed contract changed: regenerate tests/reports/fits/golden/fit_json.schema.json, and bump "
+        "SCHEMA_VERSION in reports/fits/study/fit_json.py if a file the old schema accepted is now refused"
     )
 
 
