@@ -156,6 +156,7 @@ def fit(
     """
     from ladder.errors import FitError, LadderError, SpecError
     from ladder.reports.fits import fit_study, read_runs_file
+    from ladder.reports.fits.study import fit_json
     from ladder.reports.summary import print_fit
 
     if (study_dir is None) == (runs is None):
@@ -209,7 +210,7 @@ def fit(
     if as_json:
         print_json(result.to_dict())
         return
-    print_fit(result, out)
+    print_fit(fit_json.validate(result.to_dict()), out)
     if study_dir is not None:
         out.print(f"wrote {study_dir / 'fit.json'}")
 

@@ -114,9 +114,10 @@ def run_cmd(
         print_json(outcome.to_dict())
     else:
         if outcome.fit_result is not None:
+            from ladder.reports.fits.study.fit_json import validate
             from ladder.reports.summary import print_fit
 
-            print_fit(outcome.fit_result, out)
+            print_fit(validate(outcome.fit_result.to_dict()), out)
         if outcome.report:
             out.print(f"[bold green]report[/]: {outcome.report}")
         elif outcome.stopped_after:

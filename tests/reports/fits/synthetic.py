@@ -1,6 +1,6 @@
 """Synthetic ladders with a known truth, shared by the fit tests (and the report's hyperparameter section):
 a study whose losses follow a Chinchilla law (untied worse by a constant), and an LR x batch grid around Step
-Law's optima."""
+Law's optima; and a valid fit.json holding only the sections a test gives (:func:`fit_json_of`)."""
 
 from __future__ import annotations
 
@@ -91,3 +91,37 @@ def step_law_grid(sizes=(2e7, 6e7, 2e8), ratios=(8, 32, 128), *, noise=0.002, se
                     loss = l0 * math.exp(CU * (u - RHO * v) ** 2 + CV * v**2) + rng.normal(0, noise)
                     rows.append({"params": n, "tokens": d, "loss": loss, "lr": lr, "batch_size": b})
     return pd.DataFrame(rows)
+
+
+def fit_json_of(sections: dict):
+    """fit.json validated (:class:`~ladder.reports.fits.study.fit_json.FitJson`) with only ``sections`` filled: each
+    given section's keys over the least a valid file holds (a loss law not fitted, no hero, every other section
+    unavailable), for a test of a reader (the terminal summary) that needs a few sections only."""
+    from ladder.reports.fits.study.fit_json import SCHEMA_VERSION, validate
+
+    off = {"available": False, "reason": "not in this test"}
+    base = {
+        "loss": {**off, "variant": "default", "variant_choice": "the only variant"},
+        "loss_by_variant": {},
+        "noise_floor": {},
+        "predictions": [],
+        "hero": {},
+        "compute_optimal": {"identifiable": False, "reason": "not in this test"},
+        **{k: dict(off) for k in ("isoflop", "hparams", "tied_vs_untied", "depth_vs_width", "recommendation")},
+        **{k: dict(off) for k in ("tasks", "in_context")},
+        "excluded": [],
+        "warnings": [],
+        "notes": [],
+        "meta": {
+            "schema_version": SCHEMA_VERSION,
+            "n_runs": 0,
+            "n_used": 0,
+            "n_boot": 0,
+            "seed": 0,
+            "ladder_version": "test",
+            "created_at": "2026-01-01T00:00:00",
+        },
+    }
+    for key, value in sections.items():
+        base[key] = {**base[key], **value} if isinstance(value, dict) and isinstance(base[key], dict) else value
+    return validate(base)

@@ -326,13 +326,14 @@ def test_predict_on_a_csv_returns_lr_and_batch_with_intervals(tmp_path, capsys):
         assert p["lr_ci90"][0] < step_lr(n, t) < p["lr_ci90"][1], (label, p["lr"], p["lr_ci90"])
         assert p["batch_ci90"][0] < step_batch(t) < p["batch_ci90"][1], (label, p["batch_tokens"], p["batch_ci90"])
         assert p["lr_reason"] is None and p["batch_reason"] is None
-    # the terminal summary's predictions table shows them (print_fit renders this dict)
+    # the terminal summary's predictions table shows them (print_fit renders this fit, validated)
     from rich.console import Console
 
+    from ladder.reports.fits.study.fit_json import validate
     from ladder.reports.summary import _print_predictions
 
     console = Console(record=True, width=200)
-    _print_predictions(d, console)
+    _print_predictions(validate(d), console)
     text = console.export_text()
     p = rows["1e9:2e10"]
     assert "LR*" in text and "B* (tokens)" in text

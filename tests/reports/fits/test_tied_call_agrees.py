@@ -13,6 +13,7 @@ from rich.console import Console
 
 from ladder.reports.fits.ablations.tied import paired_forecast
 from ladder.reports.fits.recommend import SURE_P, choose_tied, tied_uncertainty
+from tests.reports.fits.synthetic import fit_json_of
 
 CALL = {
     "flops": 1e14,
@@ -77,7 +78,7 @@ def test_the_summary_shows_the_calls_number_first_and_says_the_law_disagrees():
     from ladder.reports.summary import _print_variants
 
     console = Console(record=True, width=300, file=open("/dev/null", "w"))
-    _print_variants(_fit(), console)
+    _print_variants(fit_json_of(_fit()), console)
     lines = console.export_text().splitlines()
     assert "variant untied at the hero: 2.124" in lines[0] and "paired tied-vs-untied comparison" in lines[0]
     assert "the call's basis" in lines[0]
@@ -130,7 +131,7 @@ def test_the_fit_summary_and_the_report_table_show_the_doubt_where_the_choice_is
         "sources": {"tied": "fit: ..."},
     }
     console = Console(record=True, width=300, file=open("/dev/null", "w"))
-    print_fit(fit, console)
+    print_fit(fit_json_of(fit), console)
     tied_row = next(line for line in console.export_text().splitlines() if line.split()[:2] == ["tied", "true"])
     assert "uncertain: P = 0.54" in tied_row
 

@@ -15,6 +15,7 @@ from ladder.reports.render.builder import Builder
 from ladder.reports.render.sections.headline import headline
 from ladder.reports.render.sections.runs import ladder
 from ladder.reports.render.study import load_study
+from tests.reports.fits.synthetic import fit_json_of
 
 
 def _texts(obj) -> str:
@@ -116,21 +117,22 @@ def test_fit_summary_says_what_the_ladder_cost_counts_in_human_units():
 
     console = Console(record=True, width=200, file=open("/dev/null", "w"))
     print_fit(
-        {
-            "loss": {},
-            "hero": {
-                "params": 8e5,
-                "tokens": 1.6e7,
-                "allocation": "rule",
-                "compute": 9.58e13,
-                "loss": 2.0,
-                "lo": 1.9,
-                "hi": 2.1,
-                "half_width_pct": 5.0,
-                "ladder_flops": 2.63e13,
-                "ladder_pct_of_hero": 27.5,
-            },
-        },
+        fit_json_of(
+            {
+                "hero": {
+                    "params": 8e5,
+                    "tokens": 1.6e7,
+                    "allocation": "rule",
+                    "compute": 9.58e13,
+                    "loss": 2.0,
+                    "lo": 1.9,
+                    "hi": 2.1,
+                    "half_width_pct": 5.0,
+                    "ladder_flops": 2.63e13,
+                    "ladder_pct_of_hero": 27.5,
+                },
+            }
+        ),
         console,
     )
     text = console.export_text()
@@ -216,7 +218,7 @@ def test_no_rollout_claim_without_rollout_rows():
     texts = {}
     for key, law in (("none", none), ("some", some)):
         console = Console(record=True, width=300, file=open("/dev/null", "w"))
-        print_fit({"loss": law, "hero": {**hero, "reach": law["reach"]}}, console)
+        print_fit(fit_json_of({"loss": law, "hero": {**hero, "reach": law["reach"]}}), console)
         data = StudyData(path=Path("."), name="s")
         data.fit = {"loss": law, "hero": {**hero, "reach": law["reach"]}}
         texts[key] = console.export_text() + " " + _texts(headline(Builder(data)))
