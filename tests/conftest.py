@@ -29,6 +29,8 @@ _WORDS = (
 #   that fill the cores, and tests that submit to the one local SLURM node (besides every test marked ``slurm``);
 # - "repo-root": the README's commands check that they write nothing into the repository's root, and the wheel
 #   test builds the package there (pip leaves build/ behind).
+# - "inductor": the torch.compile tests, one after another, so that the later ones load the kernels the first
+#   compiled into the run's one inductor cache (two workers compiling the same graphs at once both miss it).
 # Everything else trains in-process on one thread, works in its own tmp_path and $LADDER_CACHE (per xdist worker),
 # and picks free ports. A name listed here that its module no longer defines fails the collection.
 XDIST_GROUPS = {
@@ -46,11 +48,27 @@ XDIST_GROUPS = {
         "test_readme.py::test_a_readme_command_runs_as_written",
         "test_layout.py::test_a_wheel_installs_and_runs",
     ),
+    "inductor": (
+        "model/training/test_compile.py::test_compiled_run_keeps_one_shape_and_the_eager_losses",
+        "model/training/test_compile.py::test_a_compiled_run_stopped_and_resumed_ends_bit_identical",
+        "model/training/test_compile.py::test_runs_of_other_shapes_compiled_one_after_another_in_one_process_all_compile",
+    ),
+}
+
+# Module-scoped fixtures that take long to build (seconds on one core, measured): the tests of that module that use
+# one run on one worker, one after another, so that it is built once, not once on each worker.
+SHARED_FIXTURES = {
+    "reports/render/test_report.py": "hostile",  # 29 s: a study planned, fake-trained, fitted, rendered to HTML+PDF
+    "reports/render/test_forecast_section.py": "frozen",  # 26 s (with ``scored``, which builds on it)
+    "reports/render/test_ablation_sections.py": "study",  # 22 s
+    "reports/render/test_pdf.py": "long_pdf",  # 6 s
 }
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Pin the tests of :data:`XDIST_GROUPS` (and every ``slurm`` test) to their xdist group."""
+@pytest.hookimpl(wrapper=True)  # around xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    """Pin the tests of :data:`XDIST_GROUPS` (and every ``slurm`` test) to their xdist group, and those using a
+    fixture of :data:`SHARED_FIXTURES` to one group per fixture."""
     here = Path(__file__).parent
     group_of = {name: group for group, names in XDIST_GROUPS.items() for name in names}
     modules = {}
@@ -60,15 +78,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = group_of.get(f"{rel}::{getattr(item, 'originalname', item.name)}")
         if group is None and item.get_closest_marker("slurm"):
             group = "workers"
+        if group is None and SHARED_FIXTURES.get(rel) in getattr(item, "fixturenames", ()):
+            group = f"{rel}::{SHARED_FIXTURES[rel]}"
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
     stale = [
         name
-        for name in group_of
+        for name in [*group_of, *(f"{rel}::{fixture}" for rel, fixture in SHARED_FIXTURES.items())]
         if (m := modules.get(name.split("::")[0])) is not None and not hasattr(m, name.split("::")[1])
     ]
     if stale:
-        raise pytest.UsageError(f"tests/conftest.py XDIST_GROUPS names tests that do not exist: {stale}")
+        raise pytest.UsageError(f"tests/conftest.py names tests or fixtures that do not exist: {stale}")
+    yield
+    _keep_xdist_groups(items)
+
+
+def _keep_xdist_groups(items: list[pytest.Item]) -> None:
+    """pytest-xdist (3.8) sends a group to one worker by renaming its tests' node ids (``item._nodeid``), which
+    pytest 9 no longer reads: without this, ``--dist loadgroup`` spreads every group over the workers."""
+    for item in items:
+        renamed = vars(item).get("_nodeid")
+        if renamed and renamed != item.nodeid and hasattr(item, "_id"):
+            from _pytest.nodeid import coerce_node_id
+
+            item._id = coerce_node_id(renamed)
 
 
 @pytest.fixture(autouse=True)
