@@ -10,6 +10,7 @@ written: one line naming it, exit 2) and Ctrl-C (one line, exit 130: the same co
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import signal
@@ -120,12 +121,19 @@ def usage_line(exc: Any) -> str:
     return f"{text}; see `{ctx.command_path} --help`" if ctx is not None else text
 
 
+@functools.cache
+def _command() -> Any:
+    """The click command tree, built once per process (typer takes ~60 ms to build it: a process that calls
+    :func:`main` many times, as the tests do, pays that once)."""
+    command = typer.main.get_command(app)
+    _polish(command)
+    _catch_ctrl_c(command)
+    return command
+
+
 def main() -> None:
     try:
-        command = typer.main.get_command(app)
-        _polish(command)
-        _catch_ctrl_c(command)
-        code = command.main(prog_name="ladder", standalone_mode=False)
+        code = _command().main(prog_name="ladder", standalone_mode=False)
     except _usage_errors() as exc:
         if not exc.format_message():  # a group called without a command: click printed its help
             sys.exit(exc.exit_code)
