@@ -1,6 +1,6 @@
 """The report's sections, in order, from a :class:`~ladder.reports.render.study.StudyData`.
 
-:class:`Builder` holds what every section reads (the fit, the runs, the finished runs, one style per variant)
+:class:`Builder` holds what every section reads (the fit, validated as ``fit_json``, the runs, the finished runs, one style per variant)
 and numbers the figures; each section is a function of the builder in :mod:`ladder.reports.render.sections`.
 A section that raises becomes one line saying so, and the rest of the report renders; one that returns None
 has nothing to say and is left out.
@@ -30,7 +30,7 @@ from ladder.reports.render.sections import (
     scaling,
     tasks,
 )
-from ladder.reports.render.study import StudyData, mapping, status_counts, unavailable
+from ladder.reports.render.study import StudyData, mapping, status_counts, typed_fit, unavailable
 
 ORDER: tuple[Callable[[Builder], Section | None], ...] = (
     forecast.forecast_vs_actual,
@@ -56,6 +56,7 @@ class Builder:
     def __init__(self, data: StudyData) -> None:
         self.d = data
         self.fit = data.fit or {}
+        self.fit_json = typed_fit(self.fit)  # the sections typed so far read this; the others, ``fit``
         runs = data.runs
         self.runs = runs
         ladder = runs[runs["role"].astype(str) != "hero"] if len(runs) and "role" in runs else runs

@@ -41,12 +41,12 @@ def spent_flops(runs: pd.DataFrame) -> float | None:
 
 
 def ladder_cost(
-    fit_hero: Mapping[str, Any], runs: pd.DataFrame, has_results: bool, plan_totals: Mapping[str, Any]
+    fit_ladder_flops: float | None, runs: pd.DataFrame, has_results: bool, plan_totals: Mapping[str, Any]
 ) -> LadderCost:
     """The fit's ``hero.ladder_flops`` (what the fitted runs' table says they spent), else the collected runs'
     spent FLOPs, else the plan's total as planned."""
-    if ok(fit_hero.get("ladder_flops")):
-        return LadderCost(num(fit_hero.get("ladder_flops")), "spent")
+    if ok(fit_ladder_flops):
+        return LadderCost(num(fit_ladder_flops), "spent")
     if has_results:
         spent = spent_flops(runs)
         if spent is not None:

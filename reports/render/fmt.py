@@ -144,15 +144,20 @@ def status_cell(status: Any) -> tuple[str, str]:
     return (label or ABSENT, f"status-{slug(st)}" if st else "")
 
 
+def field_of(r: Any, k: str) -> Any:
+    """``r``'s ``k``: a key of a mapping or a results row, an attribute of a typed part of fit.json (a pydantic
+    model); None when it has none."""
+    get = getattr(r, "get", None)
+    if callable(get):
+        return get(k)
+    return getattr(r, k, None)
+
+
 def shape_text(r: Any) -> str:
-    """``512 × 8 layers, 8 heads / 2 kv`` from a results row or a shape mapping."""
+    """``512 × 8 layers, 8 heads / 2 kv`` from a results row, a shape mapping or fit.json's recommendation."""
 
     def get(k: str) -> Any:
-        try:
-            v = r.get(k)
-        except AttributeError:
-            return None
-        return v
+        return field_of(r, k)
 
     d, L = num(get("d_model")), num(get("n_layers"))
     if not (math.isfinite(d) and math.isfinite(L)):
@@ -165,15 +170,19 @@ def shape_text(r: Any) -> str:
 
 
 def schedule_text(sch: Any) -> str:
-    if isinstance(sch, Mapping):
-        kind = sch.get("kind", "")
+    """``wsd, warmup 10%, cooldown 20% (1-sqrt), final LR 0% of peak`` from fit.json's recommended schedule (or a
+    mapping of the same keys)."""
+    if isinstance(sch, Mapping) or hasattr(type(sch), "model_fields"):
+        kind = field_of(sch, "kind") or ""
         parts = [str(kind)]
-        if sch.get("warmup_fraction") is not None:
-            parts.append(f"warmup {100 * num(sch['warmup_fraction']):.0f}%")
-        if kind == "wsd" and sch.get("cooldown_fraction") is not None:
-            parts.append(f"cooldown {100 * num(sch['cooldown_fraction']):.0f}% ({sch.get('cooldown_shape', '')})")
-        if sch.get("final_lr_fraction") is not None:
-            parts.append(f"final LR {100 * num(sch['final_lr_fraction']):.0f}% of peak")
+        if field_of(sch, "warmup_fraction") is not None:
+            parts.append(f"warmup {100 * num(field_of(sch, 'warmup_fraction')):.0f}%")
+        if kind == "wsd" and field_of(sch, "cooldown_fraction") is not None:
+            parts.append(
+                f"cooldown {100 * num(field_of(sch, 'cooldown_fraction')):.0f}% ({field_of(sch, 'cooldown_shape') or ''})"
+            )
+        if field_of(sch, "final_lr_fraction") is not None:
+            parts.append(f"final LR {100 * num(field_of(sch, 'final_lr_fraction')):.0f}% of peak")
         return ", ".join(p for p in parts if p)
     return str(sch) if sch else ABSENT
 

@@ -4,8 +4,9 @@ Reads only the study directory (file names from :mod:`ladder.layout`): ``study.y
 ``results.parquet``, ``curves.parquet``, ``fit.json``, the frozen forecasts (``forecast.json``, ``forecast-2.json``,
 ...) and, per run, ``spec.json``/``result.json``/``error.json``.
 Any of them may be missing or unreadable: :func:`load_study` notes it in ``problems`` and never raises, and
-``fit.json`` is data (any entry may be anything), read through :func:`unavailable`, :func:`g`, :func:`seq`,
-:func:`maps`, :func:`mapping` and :func:`first`.
+``fit.json`` is validated against its contract on load; the sections read it as typed objects
+(:func:`typed_fit`, :func:`why_not`), and those not typed yet as data, through :func:`unavailable`, :func:`g`,
+:func:`seq`, :func:`maps`, :func:`mapping` and :func:`first`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from ladder import layout
+from ladder.reports.fits.study.fit_json import FitJson
+from ladder.reports.fits.study.fit_json import Section as FitSection
 
 
 def unavailable(d: Any) -> str | None:
@@ -33,6 +37,24 @@ def unavailable(d: Any) -> str | None:
     if not d:
         return "empty entry in fit.json"
     return None
+
+
+def typed_fit(fit: Any) -> FitJson | None:
+    """``fit.json`` validated, for the sections that read it as typed objects; None without a fit, or for one that
+    is not the contract (:func:`load_study` has refused such a file already, with the way out in ``problems``)."""
+    if not fit:
+        return None
+    try:
+        return FitJson.model_validate(fit)
+    except ValidationError:
+        return None
+
+
+def why_not(section: FitSection | None) -> str | None:
+    """Why a typed section of fit.json is unavailable (None when it is available)."""
+    if section is None:
+        return "not in fit.json"
+    return None if section.available else (section.reason or "not available")
 
 
 def seq(x: Any) -> list:

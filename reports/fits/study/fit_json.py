@@ -276,11 +276,17 @@ class Message(_Open):
     message: str | None = None
 
 
+class TiedCall(Message):
+    """The tied-vs-untied call at the hero: its message and the variant that wins there."""
+
+    winner: str | None = None
+
+
 class TiedVsUntied(Section):
     """The tied-vs-untied ablation: the call at the hero (``hero``, the dict :func:`tied_uncertainty` and
     :func:`paired_forecast` read, :meth:`~_Open.as_written`) and where the winner flips (``crossover``)."""
 
-    hero: Message | None = None
+    hero: TiedCall | None = None
     crossover: Message | None = None
 
 
@@ -294,7 +300,13 @@ class DepthVsWidth(Section):
 
 
 class Schedule(_Open):
+    """The hero's LR schedule: its kind and the fractions of the run it warms up and cools down over."""
+
     kind: str | None = None
+    warmup_fraction: float | None = None
+    cooldown_fraction: float | None = None
+    cooldown_shape: str | None = None
+    final_lr_fraction: float | None = None
 
 
 class Recommendation(Section):
@@ -316,8 +328,11 @@ class Recommendation(Section):
     param_convention: str | None = None
     params_total: float | None = None
     tokens_per_param: float | None = None
+    allocation: str | None = None  # how the tokens were chosen ("given", "compute_optimal", "rule")
+    compute: float | None = None
     seq_len: int | None = None
     batch_tokens: int | None = None
+    batch_tokens_ci90: list[float | None] | None = None
     lr: float | None = None
     lr_ci90: list[float | None] | None = None
     schedule: Schedule | None = None
@@ -327,6 +342,7 @@ class Recommendation(Section):
     loss_interval: list[float | None] | None = None
     sources: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    yaml: str | None = None  # the recommendation as study YAML to paste
 
     _check = field_validator("params_target", "aspect_ratio_target", "lr")(_finite)
 

@@ -47,7 +47,7 @@ def is_prediction(ctx: Builder) -> dict | None:
     if got is None or not got[1].get("final") or got[1].get("point", "hero") != "hero":
         return None
     rec, score = got
-    if rec.get("results_sha256") != mapping(ctx.fit.get("meta")).get("results_sha256"):
+    if rec.get("results_sha256") != (ctx.fit_json.meta.results_sha256 if ctx.fit_json is not None else None):
         return None
     return dict(score)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ladder.reports.fits.recommend import tied_uncertainty
+from ladder.reports.fits.study.fit_json import FitJson, Hero, written
 from ladder.reports.render.blocks import Bullets, Headline, Para, Pre, Section, Tile
 from ladder.reports.render.cost import ladder_cost
 from ladder.reports.render.fmt import (
@@ -29,7 +30,7 @@ from ladder.reports.render.fmt import (
     shape_text,
 )
 from ladder.reports.render.sections.forecast import is_prediction
-from ladder.reports.render.study import first, mapping, seq, unavailable
+from ladder.reports.render.study import first, mapping, why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -37,26 +38,27 @@ if TYPE_CHECKING:
 
 def headline(ctx: Builder) -> Section:
     s = Section("headline", "Forecast for the hero run")
-    fit, hero = ctx.fit, ctx.hero
-    rec = fit.get("recommendation") if not unavailable(fit.get("recommendation")) else {}
+    fit = ctx.fit_json
+    hero = fit.hero if fit is not None else Hero()
+    rec = fit.recommendation if fit is not None and fit.recommendation.available else None
     plan_hero = mapping(ctx.d.plan.get("hero"))
     totals = mapping(ctx.d.plan.get("totals"))
-    loss = first(hero.get("loss"), rec.get("loss"), rec.get("predicted_loss"))
-    interval = seq(rec.get("loss_interval")) + [None, None]
-    lo = first(hero.get("lo"), rec.get("lo"), interval[0])
-    hi = first(hero.get("hi"), rec.get("hi"), interval[1])
+    loss = first(hero.loss, rec and rec.loss)
+    interval = (rec.loss_interval if rec is not None and rec.loss_interval else []) + [None, None]
+    lo = first(hero.lo, interval[0])
+    hi = first(hero.hi, interval[1])
     tiles = []
     if ok(loss):
-        ext = mapping(hero.get("extrapolation"))
+        ext = hero.extrapolation or {}
         ext_text = ""
         if ok(ext.get("params")):
             ext_text = (
                 f"; {fmt_g(ext.get('params'), 2)}× the ladder's largest model in parameters, "
                 f"{fmt_g(ext.get('compute_6nd'), 3)}× in compute"
             )
-        half = hero.get("half_width_pct")
-        kind = "projection" if hero.get("kind", "projection") == "projection" else str(hero.get("kind"))
-        beyond = " Beyond the ladder's demonstrated reach." if hero.get("beyond_reach") else ""
+        half = hero.half_width_pct
+        kind = hero.kind or "projection"
+        beyond = " Beyond the ladder's demonstrated reach." if hero.beyond_reach else ""
         checked = is_prediction(ctx)
         if checked is not None:  # frozen from these results and scored against the hero's final loss
             kind = "prediction"
@@ -83,16 +85,12 @@ def headline(ctx: Builder) -> Section:
                 "Forecast loss",
                 ABSENT,
                 "no forecast: "
-                + (
-                    "run `ladder fit` first"
-                    if not fit
-                    else (unavailable(fit.get("loss")) or "the fit has no hero loss")
-                ),
+                + ("run `ladder fit` first" if fit is None else (why_not(fit.loss) or "the fit has no hero loss")),
                 "primary",
             )
         )
-    cost = ladder_cost(hero, ctx.runs, ctx.d.has_results, totals)
-    hero_c = first(hero.get("compute"), rec.get("compute"), plan_hero.get("compute"), totals.get("hero_flops"))
+    cost = ladder_cost(hero.ladder_flops, ctx.runs, ctx.d.has_results, totals)
+    hero_c = first(hero.compute, rec and rec.compute, plan_hero.get("compute"), totals.get("hero_flops"))
     pct = 100.0 * num(cost.flops) / num(hero_c) if ok(cost.flops) and pos(hero_c) else None
     shown = (fmt_pct(pct, 1) if pct >= 1 else f"{fmt_g(pct, 2)}%") if ok(pct) else ABSENT
     tiles.append(
@@ -102,37 +100,7 @@ def headline(ctx: Builder) -> Section:
             f"of the hero's compute ({fmt_flops(cost.flops)} of {fmt_flops(hero_c)} FLOPs; {cost.counts})",
         )
     )
-    reach = mapping(hero.get("reach")) or mapping(mapping(fit.get("loss")).get("reach"))
-    cal = mapping(mapping(fit.get("loss")).get("calibration"))
-    r2 = mapping(reach.get("2%"))
-    if ok(r2.get("params_x")) and ok(mapping(reach.get("tested")).get("params_x")) and num(cal.get("n") or 0) > 0:
-        cov = (
-            f"; its 90% intervals covered {fmt_pct(100 * num(cal.get('coverage')), 0)} of them"
-            if ok(cal.get("coverage"))
-            else ""
-        )
-        widened = (
-            f" (widened {fmt_g(cal.get('factor'), 3)}×)" if ok(cal.get("factor")) and num(cal.get("factor")) > 1 else ""
-        )
-        tiles.append(
-            Tile(
-                "Demonstrated reach",
-                f"{fmt_g(r2.get('params_x'), 2)}×",
-                f"in parameters ({fmt_g(r2.get('compute_x'), 2)}× in compute): rollout forecasts stayed "
-                f"within 2% up to this distance (tested up to "
-                f"{fmt_g(mapping(reach.get('tested')).get('params_x'), 2)}× in parameters, "
-                f"{fmt_g(mapping(reach.get('tested')).get('compute_x'), 2)}× in compute){cov}{widened}",
-            )
-        )
-    else:
-        tiles.append(
-            Tile(
-                "Demonstrated reach",
-                ABSENT,
-                "no rollout forecast: the ladder has too few sizes or "
-                "budgets to fit on the smaller and check on the larger",
-            )
-        )
+    tiles.append(_reach_tile(fit, hero))
     counts = ctx.status_counts()
     total = sum(counts.values())
     bad = ", ".join(f"{v} {k}" for k, v in counts.items() if k != "done" and v)
@@ -144,15 +112,19 @@ def headline(ctx: Builder) -> Section:
             "warn" if bad else "good",
         )
     )
-    shape = rec if rec.get("d_model") is not None else (mapping(plan_hero.get("shape")))
-    src = mapping(rec.get("sources"))
-    params = first(rec.get("params"), hero.get("params"), plan_hero.get("params"))
-    tokens = first(rec.get("tokens"), hero.get("tokens"), plan_hero.get("tokens"))
-    conv = rec.get("param_convention") or (ctx.d.study.ladder.param_count if ctx.d.study is not None else None)
-    tie_call = mapping(mapping(fit.get("tied_vs_untied")).get("hero"))
+    if rec is not None and rec.d_model is not None:
+        shape, ffn, vocab, tied = shape_text(rec), rec.ffn_dim, rec.vocab_size, rec.tied
+    else:
+        planned = mapping(plan_hero.get("shape"))
+        shape, ffn, vocab, tied = [shape_text(planned)] + [planned.get(k) for k in ("ffn_dim", "vocab_size", "tied")]
+    src = rec.sources if rec is not None else {}
+    params = first(rec and rec.params, hero.params, plan_hero.get("params"))
+    tokens = first(rec and rec.tokens, hero.tokens, plan_hero.get("tokens"))
+    conv = (rec and rec.param_convention) or (ctx.d.study.ladder.param_count if ctx.d.study is not None else None)
+    tie_call = fit.tied_vs_untied.hero if fit is not None else None
     doubt = (
-        tied_uncertainty(dict(tie_call))
-        if rec and tie_call.get("winner") == ("tied" if shape.get("tied") else "untied")
+        tied_uncertainty(written(tie_call))
+        if rec is not None and tie_call is not None and tie_call.winner == ("tied" if tied else "untied")
         else None
     )
     config = [
@@ -165,52 +137,73 @@ def headline(ctx: Builder) -> Section:
         (
             "Tokens per parameter",
             fmt_g(num(tokens) / num(params)) if pos(tokens, params) else ABSENT,
-            first(rec.get("allocation"), hero.get("allocation"), plan_hero.get("allocation")) or "",
+            first(rec and rec.allocation, hero.allocation, plan_hero.get("allocation")) or "",
         ),
         ("Compute", f"{fmt_flops(hero_c)} FLOPs", src.get("compute", "")),
-        ("Shape", shape_text(shape), src.get("shape", src.get("aspect_ratio", ""))),
-        ("Feed-forward / vocabulary", f"{fmt_int(shape.get('ffn_dim'))} / {fmt_int(shape.get('vocab_size'))}", ""),
-        ("Tied embeddings", fmt_bool(shape.get("tied")) + (f" ({doubt})" if doubt else ""), src.get("tied", "")),
+        ("Shape", shape, src.get("shape", src.get("aspect_ratio", ""))),
+        ("Feed-forward / vocabulary", f"{fmt_int(ffn)} / {fmt_int(vocab)}", ""),
+        ("Tied embeddings", fmt_bool(tied) + (f" ({doubt})" if doubt else ""), src.get("tied", "")),
     ]
-    if rec:
+    if rec is not None:
         config += [
-            ("Sequence length", fmt_int(rec.get("seq_len")), ""),
+            ("Sequence length", fmt_int(rec.seq_len), ""),
             (
                 "Batch size",
-                f"{fmt_count(rec.get('batch_tokens'))} tokens"
-                + (
-                    f" (90%: {fmt_ci(rec.get('batch_tokens_ci90'), fmt_count)})" if rec.get("batch_tokens_ci90") else ""
-                ),
+                f"{fmt_count(rec.batch_tokens)} tokens"
+                + (f" (90%: {fmt_ci(rec.batch_tokens_ci90, fmt_count)})" if rec.batch_tokens_ci90 else ""),
                 src.get("batch_tokens", src.get("batch", "")),
             ),
             (
                 "Peak learning rate",
-                fmt_lr(rec.get("lr")) + (f" (90%: {fmt_ci(rec.get('lr_ci90'), fmt_lr)})" if rec.get("lr_ci90") else ""),
+                fmt_lr(rec.lr) + (f" (90%: {fmt_ci(rec.lr_ci90, fmt_lr)})" if rec.lr_ci90 else ""),
                 src.get("lr", ""),
             ),
             (
                 "Warmup / schedule",
-                f"{fmt_int(rec.get('warmup_steps'))} steps / {schedule_text(rec.get('schedule'))}",
+                f"{fmt_int(rec.warmup_steps)} steps / {schedule_text(rec.schedule)}",
                 src.get("schedule", src.get("warmup_steps", "")),
             ),
         ]
     s.add(Headline(tiles, [(a, b, str(c)) for a, b, c in config]))
-    if not fit:
+    if fit is None:
         s.missing("this study has no fit yet: run `ladder fit` on the study directory, then render the report again")
-    elif not rec:
+    elif rec is None:
         s.add(
             Para(
                 "this study has no fitted recommendation; the configuration above is the planned hero"
-                + (f" ({unavailable(fit.get('recommendation'))})" if fit.get("recommendation") else ""),
+                f" ({why_not(fit.recommendation)})",
                 "missing",
             )
         )
-    if rec.get("yaml"):
-        s.add(Pre(str(rec["yaml"]), "The recommendation as YAML (to paste into a training config)", collapsed=True))
-    warnings = [str(w) for w in seq(fit.get("warnings"))] + ctx.d.problems
+    if rec is not None and rec.yaml:
+        s.add(Pre(rec.yaml, "The recommendation as YAML (to paste into a training config)", collapsed=True))
+    warnings = (fit.warnings if fit is not None else []) + ctx.d.problems
     if warnings:
         s.add(Bullets(cap(warnings), "Warnings", "warn"))
-    notes = [str(n) for n in seq(fit.get("notes"))] + [str(n) for n in seq(rec.get("notes"))]
+    notes = (fit.notes if fit is not None else []) + (rec.notes if rec is not None else [])
     if notes:
         s.add(Bullets(cap(notes), "Notes"))
     return s
+
+
+def _reach_tile(fit: FitJson | None, hero: Hero) -> Tile:
+    """How far the rollout's forecasts stayed within 2%, and whether their intervals covered."""
+    law = fit.loss if fit is not None else None
+    reach = hero.reach or (law.reach if law is not None else None) or {}
+    cal = law.calibration if law is not None else None
+    r2, tested = reach.get("2%"), reach.get("tested")
+    if r2 is None or tested is None or not ok(r2.params_x, tested.params_x) or cal is None or not (cal.n or 0) > 0:
+        return Tile(
+            "Demonstrated reach",
+            ABSENT,
+            "no rollout forecast: the ladder has too few sizes or budgets to fit on the smaller and check on the larger",
+        )
+    cov = f"; its 90% intervals covered {fmt_pct(100 * num(cal.coverage), 0)} of them" if ok(cal.coverage) else ""
+    widened = f" (widened {fmt_g(cal.factor, 3)}×)" if ok(cal.factor) and num(cal.factor) > 1 else ""
+    return Tile(
+        "Demonstrated reach",
+        f"{fmt_g(r2.params_x, 2)}×",
+        f"in parameters ({fmt_g(r2.compute_x, 2)}× in compute): rollout forecasts stayed "
+        f"within 2% up to this distance (tested up to {fmt_g(tested.params_x, 2)}× in parameters, "
+        f"{fmt_g(tested.compute_x, 2)}× in compute){cov}{widened}",
+    )

@@ -54,7 +54,12 @@ def ladder(ctx: Builder) -> Section:
             ]
         )
     counts = ctx.status_counts()
-    cost = ladder_cost(ctx.hero, runs, ctx.d.has_results, mapping(ctx.d.plan.get("totals")))
+    cost = ladder_cost(
+        ctx.fit_json.hero.ladder_flops if ctx.fit_json else None,
+        runs,
+        ctx.d.has_results,
+        mapping(ctx.d.plan.get("totals")),
+    )
     branches = "trunk_run_id" in runs and runs["trunk_run_id"].notna().any()
     s.add(
         Para(

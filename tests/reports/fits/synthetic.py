@@ -1,6 +1,7 @@
 """Synthetic ladders with a known truth, shared by the fit tests (and the report's hyperparameter section):
 a study whose losses follow a Chinchilla law (untied worse by a constant), and an LR x batch grid around Step
-Law's optima; and a valid fit.json holding only the sections a test gives (:func:`fit_json_of`)."""
+Law's optima; and a valid fit.json holding only the sections a test gives (:func:`fit_json_of`, its JSON
+:func:`fit_dict_of`)."""
 
 from __future__ import annotations
 
@@ -97,7 +98,15 @@ def fit_json_of(sections: dict):
     """fit.json validated (:class:`~ladder.reports.fits.study.fit_json.FitJson`) with only ``sections`` filled: each
     given section's keys over the least a valid file holds (a loss law not fitted, no hero, every other section
     unavailable), for a test of a reader (the terminal summary) that needs a few sections only."""
-    from ladder.reports.fits.study.fit_json import SCHEMA_VERSION, validate
+    from ladder.reports.fits.study.fit_json import validate
+
+    return validate(fit_dict_of(sections))
+
+
+def fit_dict_of(sections: dict) -> dict:
+    """The JSON of :func:`fit_json_of`, as fit.json would hold it, for a reader that takes the file's JSON (the
+    report's ``StudyData.fit``)."""
+    from ladder.reports.fits.study.fit_json import SCHEMA_VERSION
 
     off = {"available": False, "reason": "not in this test"}
     base = {
@@ -124,4 +133,4 @@ def fit_json_of(sections: dict):
     }
     for key, value in sections.items():
         base[key] = {**base[key], **value} if isinstance(value, dict) and isinstance(base[key], dict) else value
-    return validate(base)
+    return base

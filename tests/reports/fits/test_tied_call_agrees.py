@@ -13,7 +13,7 @@ from rich.console import Console
 
 from ladder.reports.fits.ablations.tied import paired_forecast
 from ladder.reports.fits.recommend import SURE_P, choose_tied, tied_uncertainty
-from tests.reports.fits.synthetic import fit_json_of
+from tests.reports.fits.synthetic import fit_dict_of, fit_json_of
 
 CALL = {
     "flops": 1e14,
@@ -136,7 +136,7 @@ def test_the_fit_summary_and_the_report_table_show_the_doubt_where_the_choice_is
     assert "uncertain: P = 0.54" in tied_row
 
     data = StudyData(path=tmp_path, name="s")
-    data.fit = fit
+    data.fit = fit_dict_of(fit)
     sec = headline(Builder(data))
     config = next(b for b in sec.blocks if getattr(b, "kind", "") == "headline").config
     row = next(r for r in config if r[0] == "Tied embeddings")

@@ -15,7 +15,7 @@ from ladder.reports.render.builder import Builder
 from ladder.reports.render.sections.headline import headline
 from ladder.reports.render.sections.runs import ladder
 from ladder.reports.render.study import load_study
-from tests.reports.fits.synthetic import fit_json_of
+from tests.reports.fits.synthetic import fit_dict_of, fit_json_of
 
 
 def _texts(obj) -> str:
@@ -90,12 +90,12 @@ def test_a_fits_ladder_flops_is_the_one_figure_in_both(wsd_study):
 
     root, planned, _ = wsd_study
     data = load_study(root)
-    data.fit = {"hero": {"ladder_flops": 2.63e12, "compute": 1e13, "ladder_pct_of_hero": 26.3}}
+    data.fit = fit_dict_of({"hero": {"ladder_flops": 2.63e12, "compute": 1e13, "ladder_pct_of_hero": 26.3}})
     ctx = Builder(data)
     head, section = _texts(headline(ctx)), _texts(ladder(ctx))
     assert fmt_flops(2.63e12) in head and fmt_flops(2.63e12) in section and fmt_flops(planned) not in section
     assert "26.3% of the hero's compute (2.63e12 of 1.00e13 FLOPs" in head
-    data.fit = {"hero": {"ladder_flops": 1.234e9, "compute": 1e13}}
+    data.fit = fit_dict_of({"hero": {"ladder_flops": 1.234e9, "compute": 1e13}})
     assert "0.012% of the hero's compute" in _texts(headline(Builder(data)))  # never "0.0%"
 
 
@@ -220,7 +220,7 @@ def test_no_rollout_claim_without_rollout_rows():
         console = Console(record=True, width=300, file=open("/dev/null", "w"))
         print_fit(fit_json_of({"loss": law, "hero": {**hero, "reach": law["reach"]}}), console)
         data = StudyData(path=Path("."), name="s")
-        data.fit = {"loss": law, "hero": {**hero, "reach": law["reach"]}}
+        data.fit = fit_dict_of({"loss": law, "hero": {**hero, "reach": law["reach"]}})
         texts[key] = console.export_text() + " " + _texts(headline(Builder(data)))
     assert "stayed within 2%" not in texts["none"] and "no rollout forecast" in texts["none"]
     assert "stayed within 2% up to 2x params, 5x compute" in texts["some"]
