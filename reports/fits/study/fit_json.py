@@ -87,9 +87,22 @@ class Reach(_Open):
 
 
 class Calibration(_Open):
+    level: float | None = None  # the intervals' nominal coverage
     coverage: float | None = None
     factor: float = 1.0
     n: int | None = None
+
+
+class RolloutError(_Open):
+    """The rollout's error at the farthest distances it tested (the top third): ``n`` forecasts between
+    ``min_distance_x`` and ``max_distance_x``, their median and worst absolute error in percent."""
+
+    n: int | None = None
+    min_distance_x: float | None = None
+    max_distance_x: float | None = None
+    median_abs_err_pct: float | None = None
+    worst_abs_err_pct: float | None = None
+    coverage: float | None = None
 
 
 class Distance(_Open):
@@ -105,7 +118,7 @@ class Distance(_Open):
     drift_rate: float
     drift_widening_pct: float
     public_floor_pct: float
-    rollout_error: dict | None = None
+    rollout_error: RolloutError | None = None
 
 
 class TrackRecord(_Open):
@@ -186,6 +199,49 @@ class FormRollout(_Open):
     rms_pct: float | None = None
 
 
+class FormScore(FormRollout):
+    """A law form's record in the loss rollout: ``n`` forecasts judged, their mean absolute error and interval
+    coverage, and the farthest distance in parameters it was tested at."""
+
+    n: int | None = None
+    mae_pct: float | None = None
+    coverage: float | None = None
+    max_params_x: float | None = None
+
+
+class RolloutForecast(_Open):
+    """One rollout forecast: a law fitted on the smallest ``prefix`` sizes, at a larger run: the observed loss,
+    the forecast with its 90% interval and error in percent, and how far it reached."""
+
+    prefix: int | None = None
+    run_id: Any = None
+    params: float | None = None
+    tokens: float | None = None
+    actual: float | None = None
+    forecast: float | None = None
+    interval: list[float | None] | None = None
+    err_pct: float | None = None
+    inside: bool | None = None
+    params_x: float | None = None
+    tokens_x: float | None = None
+    compute_x: float | None = None
+
+
+class FormForecast(RolloutForecast):
+    """A rollout forecast of one law ``form``."""
+
+    form: str | None = None
+
+
+class LossRollout(_Open):
+    """The loss law's rollout: every form's forecasts (``rows``), the weighted forecasts (``mixture``), and each
+    form's record (``scores``)."""
+
+    rows: list[FormForecast] = Field(default_factory=list)
+    mixture: list[RolloutForecast] = Field(default_factory=list)
+    scores: dict[str, FormScore] = Field(default_factory=dict)
+
+
 class LawForm(_Open):
     """One law form of the loss section: its parameters with their 90% intervals, its weight and its rollout
     score."""
@@ -199,11 +255,13 @@ class LawForm(_Open):
 
 
 class Lean(_Open):
-    """Which side the rollout's forecasts erred to: ``n_high`` of ``n`` too high, the mean error in percent."""
+    """Which side the rollout's forecasts erred to: ``n_high`` of ``n`` too high, the mean error in percent, and
+    the ``direction`` they lean when a sign test finds one."""
 
     n: int | None = None
     n_high: int | None = None
     mean_err_pct: float | None = None
+    direction: str | None = None
 
 
 class LossLaw(Section):
@@ -217,7 +275,7 @@ class LossLaw(Section):
     calibration: Calibration | None = None
     reach: dict[str, Reach] | None = None
     lean: Lean | None = None
-    rollout: dict | None = None
+    rollout: LossRollout | None = None
     points: list[dict] | None = None
     left_out: dict | None = None
 

@@ -4,7 +4,7 @@ weighted forecast's 90% intervals covered the runs."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import FigureBase
@@ -13,23 +13,26 @@ from ladder.reports.render.figures.axes import empty, finite_arrays, legend, log
 from ladder.reports.render.figures.style import MUTED, PALETTE, tx
 from ladder.reports.render.fmt import num, ok
 
+if TYPE_CHECKING:
+    from ladder.reports.fits.study.fit_json import FormForecast, RolloutForecast
+
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 def draw_rollout(
     fig: FigureBase,
-    rows: Sequence[Mapping[str, Any]],
-    mixture: Sequence[Mapping[str, Any]],
+    rows: Sequence[FormForecast],
+    mixture: Sequence[RolloutForecast],
     weights: Mapping[str, float],
 ) -> None:
     """Left: |error| of every form's rollout forecast against the distance in parameters (weighted forms
     solid, the others hollow). Right: the weighted forecast's error with its 90% interval (relative to the
     observed loss): a bar that crosses zero covered the run."""
     ax_l, ax_r = fig.subplots(1, 2, sharex=True)
-    forms = sorted({str(r.get("form")) for r in rows})
+    forms = sorted({str(r.form) for r in rows})
     for i, form in enumerate(forms):
-        mine = [r for r in rows if str(r.get("form")) == form]
-        xs, ys = finite_arrays([r.get("params_x") for r in mine], [abs(num(r.get("err_pct"))) for r in mine])
+        mine = [r for r in rows if str(r.form) == form]
+        xs, ys = finite_arrays([r.params_x for r in mine], [abs(num(r.err_pct)) for r in mine])
         weighted = num(weights.get(form, 0.0)) > 0
         color = PALETTE[i % len(PALETTE)]
         ax_l.plot(
@@ -55,14 +58,14 @@ def draw_rollout(
         legend(ax_l, fontsize=6.5)
     else:
         empty(ax_l, "no rollout forecasts")
-    good = [m for m in mixture if ok(m.get("params_x"), m.get("err_pct"), m.get("actual"))]
+    good = [m for m in mixture if ok(m.params_x, m.err_pct, m.actual)]
     if good:
-        x = np.array([num(m["params_x"]) for m in good])
-        e = np.array([num(m["err_pct"]) for m in good])
-        a = np.array([num(m["actual"]) for m in good])
-        lo = np.array([100 * (num((m.get("interval") or [np.nan, np.nan])[0]) - num(m["actual"])) for m in good]) / a
-        hi = np.array([100 * (num((m.get("interval") or [np.nan, np.nan])[1]) - num(m["actual"])) for m in good]) / a
-        inside = np.array([bool(m.get("inside")) for m in good])
+        x = np.array([num(m.params_x) for m in good])
+        e = np.array([num(m.err_pct) for m in good])
+        a = np.array([num(m.actual) for m in good])
+        lo = np.array([100 * (num((m.interval or [np.nan, np.nan])[0]) - num(m.actual)) for m in good]) / a
+        hi = np.array([100 * (num((m.interval or [np.nan, np.nan])[1]) - num(m.actual)) for m in good]) / a
+        inside = np.array([bool(m.inside) for m in good])
         jitter = np.exp(np.linspace(-0.03, 0.03, len(x))) if len(x) > 1 else np.ones(1)
         for mask, color, label in (
             (inside, PALETTE[0], "interval covered the run"),

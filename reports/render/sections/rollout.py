@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ladder.reports.fits.loss import track_record
+from ladder.reports.fits.study.fit_json import Lean, LossRollout, Reach, written
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.rollout import draw_rollout
 from ladder.reports.render.figures.track_record import draw_track_record
@@ -19,7 +20,7 @@ from ladder.reports.render.fmt import (
     num,
     ok,
 )
-from ladder.reports.render.study import mapping, maps
+from ladder.reports.render.study import first, why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -29,17 +30,19 @@ MAX_ROWS = 60
 
 def rollout(ctx: Builder) -> Section:
     s = Section("rollout", "Rollout backtests: how far the ladder sees")
-    law, why = ctx.entry("loss", "no fit.json (run `ladder fit`)")
+    fit = ctx.fit_json
+    why = why_not(fit.loss) if fit is not None else "no fit.json (run `ladder fit`)"
     if why:
         return s.missing(f"this study has no rollout backtest: {why}")
-    ro = mapping(law.get("rollout"))
-    rows, mixture = maps(ro.get("rows")), maps(ro.get("mixture"))
+    law, hero = fit.loss, fit.hero
+    ro = law.rollout or LossRollout()
+    rows, mixture = ro.rows, ro.mixture
     if not rows:
         return s.missing(
             "this study has no rollout backtest: the ladder has fewer than 4 sizes, so no prefix of "
             "3 sizes leaves a larger run to forecast"
         )
-    weights = mapping(law.get("weights"))
+    weights = law.weights or {}
     s.add(
         ctx.figure(
             "fig-rollout",
@@ -51,94 +54,89 @@ def rollout(ctx: Builder) -> Section:
             lambda fig: draw_rollout(fig, rows, mixture, weights),
         )
     )
-    reach = mapping(law.get("reach"))
-    cal = mapping(law.get("calibration"))
-    lean = mapping(law.get("lean"))
-    r1, r2, tested = mapping(reach.get("1%")), mapping(reach.get("2%")), mapping(reach.get("tested"))
+    reach = law.reach or {}
+    cal, lean = law.calibration, law.lean
+    r1, r2, tested = reach.get("1%"), reach.get("2%"), reach.get("tested")
+    coverage = cal.coverage if cal is not None else None
+    level = first(cal.level if cal is not None else None, 0.9)
     s.add(
         KV(
             [
-                (
-                    "Within 1% up to",
-                    f"{fmt_g(r1.get('params_x'), 3)}× in parameters, {fmt_g(r1.get('compute_x'), 3)}× in compute",
-                ),
-                (
-                    "Within 2% up to",
-                    f"{fmt_g(r2.get('params_x'), 3)}× in parameters, {fmt_g(r2.get('compute_x'), 3)}× in compute",
-                ),
+                ("Within 1% up to", _reach_text(r1)),
+                ("Within 2% up to", _reach_text(r2)),
                 (
                     "Tested up to",
-                    f"{fmt_g(tested.get('params_x'), 3)}× in parameters, {fmt_g(tested.get('tokens_x'), 3)}× in "
-                    f"tokens, {fmt_g(tested.get('compute_x'), 3)}× in compute",
+                    f"{fmt_g(tested and tested.params_x, 3)}× in parameters, {fmt_g(tested and tested.tokens_x, 3)}× "
+                    f"in tokens, {fmt_g(tested and tested.compute_x, 3)}× in compute",
                 ),
                 (
                     "Interval coverage",
                     (
-                        f"{fmt_pct(100 * num(cal.get('coverage')), 0)} of {fmt_int(cal.get('n'))} weighted "
-                        f"forecasts inside their nominal {fmt_pct(100 * num(cal.get('level', 0.9)), 0)} interval"
+                        f"{fmt_pct(100 * num(coverage), 0)} of {fmt_int(cal.n)} weighted "
+                        f"forecasts inside their nominal {fmt_pct(100 * num(level), 0)} interval"
                     )
-                    if ok(cal.get("coverage"))
+                    if cal is not None and ok(coverage)
                     else ABSENT,
                 ),
                 (
                     "Widening applied",
-                    f"{fmt_g(cal.get('factor'), 3)}× (conformal factor: intervals are widened only when the "
-                    "rollout covered less than promised)",
+                    f"{fmt_g(cal.factor if cal is not None else None, 3)}× (conformal factor: intervals are widened "
+                    "only when the rollout covered less than promised)",
                 ),
                 ("Lean", _lean(lean)),
             ],
             "The ladder's demonstrated reach (weighted forecast)",
         )
     )
-    if lean.get("direction"):
+    if lean is not None and lean.direction:
         s.add(
             Para(
-                f"The rollout's forecasts lean {lean['direction']}: more of them erred on that side than "
+                f"The rollout's forecasts lean {lean.direction}: more of them erred on that side than "
                 "unbiased forecasts would (a sign test at 5%). The ladder's curve bends away from every weighted "
                 "law, and the hero's forecast probably errs the same way. The forecast is not shifted for it.",
                 "warn",
             )
         )
-    hero = ctx.hero
-    dist = mapping(hero.get("distance"))
-    if dist:
-        far = mapping(dist.get("rollout_error"))
+    dist = hero.distance
+    if dist is not None:
+        far = dist.rollout_error
         s.add(
             KV(
                 [
                     (
                         "The hero's distance",
-                        f"{fmt_g(dist.get('params_x'), 3)}× in parameters, {fmt_g(dist.get('tokens_x'), 3)}× "
-                        f"in tokens, {fmt_g(dist.get('compute_x'), 3)}× in compute",
+                        f"{fmt_g(dist.params_x, 3)}× in parameters, {fmt_g(dist.tokens_x, 3)}× "
+                        f"in tokens, {fmt_g(dist.compute_x, 3)}× in compute",
                     ),
                     (
                         "The rollout's error there",
                         (
-                            f"median {fmt_pct(far.get('median_abs_err_pct'))}, worst "
-                            f"{fmt_pct(far.get('worst_abs_err_pct'))} at "
-                            f"{fmt_g(far.get('min_distance_x'), 3)}–{fmt_g(far.get('max_distance_x'), 3)}× "
+                            f"median {fmt_pct(far.median_abs_err_pct)}, worst "
+                            f"{fmt_pct(far.worst_abs_err_pct)} at "
+                            f"{fmt_g(far.min_distance_x, 3)}–{fmt_g(far.max_distance_x, 3)}× "
                             "(its farthest forecasts)"
                         )
-                        if far
+                        if far is not None
                         else ABSENT,
                     ),
                     (
                         "Widened for the distance",
-                        f"{fmt_pct(dist.get('drift_widening_pct'), 1, signed=True)} (the rollout's error "
+                        f"{fmt_pct(dist.drift_widening_pct, 1, signed=True)} (the rollout's error "
                         "growth per unit of log distance), at least the published-ladder floor of "
-                        f"{fmt_pct(dist.get('public_floor_pct'), 1)}",
+                        f"{fmt_pct(dist.public_floor_pct, 1)}",
                     ),
-                    ("Track record", track_record.sentence(mapping(hero.get("track_record"))) or ABSENT),
+                    ("Track record", track_record.sentence(written(hero.track_record)) or ABSENT),
                 ],
                 "How far the hero lies, and what that distance has cost forecasts",
             )
         )
-    if hero.get("beyond_tested") or hero.get("beyond_reach"):
+    if hero.beyond_tested or hero.beyond_reach:
+        far_x = (dist.distance_x if dist is not None else None) or (hero.extrapolation or {}).get("params")
         s.add(
             Para(
-                f"The hero lies {fmt_g(dist.get('distance_x') or mapping(hero.get('extrapolation')).get('params'), 3)}× "
+                f"The hero lies {fmt_g(far_x, 3)}× "
                 "beyond the ladder (in its farthest axis): beyond what the rollout "
-                + ("tested" if hero.get("beyond_tested") else "showed within 2%")
+                + ("tested" if hero.beyond_tested else "showed within 2%")
                 + ". Its interval is a projection, not a checked prediction; a larger rung would test it.",
                 "warn",
             )
@@ -155,12 +153,11 @@ def rollout(ctx: Builder) -> Section:
                     fig,
                     track_record.BY_LADDER,
                     [b for b in track_record.BAND_ORDER],
-                    track_record.band_of(num(dist.get("compute_x"))) if dist else None,
+                    track_record.band_of(num(dist.compute_x)) if dist is not None else None,
                 ),
             )
         )
-    scores = mapping(ro.get("scores"))
-    if scores:
+    if ro.scores:
         s.add(
             Table(
                 [
@@ -175,35 +172,35 @@ def rollout(ctx: Builder) -> Section:
                 [
                     [
                         k,
-                        fmt_int(v.get("n")),
-                        fmt_pct(v.get("rms_pct")),
-                        fmt_pct(v.get("mae_pct")),
-                        fmt_pct(100 * num(v.get("coverage")), 0),
-                        f"{fmt_g(v.get('max_params_x'), 3)}×",
+                        fmt_int(v.n),
+                        fmt_pct(v.rms_pct),
+                        fmt_pct(v.mae_pct),
+                        fmt_pct(100 * num(v.coverage), 0),
+                        f"{fmt_g(v.max_params_x, 3)}×",
                         fmt_g(weights.get(k, 0), 2),
                     ]
-                    for k, v in mapping(scores).items()
+                    for k, v in ro.scores.items()
                 ],
                 "lrrrrrr",
                 title="Each form's rollout record (on the forecasts every form made, where there are at least two)",
             )
         )
     table = []
-    for m in sorted(mixture, key=lambda m: (num(m.get("prefix")), num(m.get("params_x"))))[:MAX_ROWS]:
-        iv = m.get("interval") or [None, None]
+    for m in sorted(mixture, key=lambda m: (num(m.prefix), num(m.params_x)))[:MAX_ROWS]:
+        iv = m.interval or [None, None]
         table.append(
             [
-                fmt_int(m.get("prefix")),
-                (str(m.get("run_id")), "mono"),
-                fmt_count(m.get("params")),
-                fmt_count(m.get("tokens")),
-                f"{fmt_g(m.get('params_x'), 3)}×",
-                f"{fmt_g(m.get('compute_x'), 3)}×",
-                fmt_loss(m.get("actual")),
-                fmt_loss(m.get("forecast")),
-                fmt_pct(m.get("err_pct"), signed=True),
+                fmt_int(m.prefix),
+                (str(m.run_id), "mono"),
+                fmt_count(m.params),
+                fmt_count(m.tokens),
+                f"{fmt_g(m.params_x, 3)}×",
+                f"{fmt_g(m.compute_x, 3)}×",
+                fmt_loss(m.actual),
+                fmt_loss(m.forecast),
+                fmt_pct(m.err_pct, signed=True),
                 f"{fmt_loss(iv[0])} – {fmt_loss(iv[1])}",
-                "yes" if m.get("inside") else "no",
+                "yes" if m.inside else "no",
             ]
         )
     if table:
@@ -232,11 +229,16 @@ def rollout(ctx: Builder) -> Section:
     return s
 
 
-def _lean(lean: dict) -> str:
-    if not ok(lean.get("mean_err_pct")):
+def _reach_text(r: Reach | None) -> str:
+    params_x, compute_x = (r.params_x, r.compute_x) if r is not None else (None, None)
+    return f"{fmt_g(params_x, 3)}× in parameters, {fmt_g(compute_x, 3)}× in compute"
+
+
+def _lean(lean: Lean | None) -> str:
+    if lean is None or not ok(lean.mean_err_pct):
         return ABSENT
-    leans = f" (leans {lean['direction']})" if lean.get("direction") else ""
+    leans = f" (leans {lean.direction})" if lean.direction else ""
     return (
-        f"mean error {fmt_pct(lean.get('mean_err_pct'), 1, signed=True)}; {fmt_int(lean.get('n_high'))} of "
-        f"{fmt_int(lean.get('n'))} forecasts too high{leans}"
+        f"mean error {fmt_pct(lean.mean_err_pct, 1, signed=True)}; {fmt_int(lean.n_high)} of "
+        f"{fmt_int(lean.n)} forecasts too high{leans}"
     )
