@@ -40,7 +40,8 @@ def _losses(study: Path) -> dict[str, tuple[float, float]]:
 
 def test_ladder_run_survives_ctrl_c_and_kill_9(tmp_path, tiny_jsonl_corpus, capsys):
     sizes = ("4K", "6K", "8K", "11K")
-    kw = dict(sizes=sizes, tokens_per_param=40, checkpoints_per_run=40, executor="local")
+    # a few hundred steps a run: long enough to interrupt mid-run twice, short enough to train twice
+    kw = dict(sizes=sizes, tokens_per_param=10, checkpoints_per_run=40, executor="local")
     spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, name="main", **kw)
     study = tmp_path / "main"
 
@@ -54,12 +55,14 @@ def test_ladder_run_survives_ctrl_c_and_kill_9(tmp_path, tiny_jsonl_corpus, caps
     assert "ladder run" in out and "continues" in out
     assert not all((rd / "result.json").is_file() for rd in runs.iterdir())
 
-    # 2. run again; this time SIGKILL the main process only: its workers go on and a third run waits for them
+    # 2. run again; this time SIGKILL the main process only, once its workers train again: they go on, and a third
+    # run waits for them (a run still queued or training is not submitted twice)
+    before = {rd.name: last_step(rd) for rd in runs.iterdir()}
     proc = _ladder("run", str(spec), "--out", str(study), "--parallel", "2", "--skip-sanity")
     wait_for(
-        lambda: any((rd / "checkpoint.json").is_file() or (rd / "result.json").is_file() for rd in runs.iterdir()),
+        lambda: any(last_step(rd) > before[rd.name] for rd in runs.iterdir()),
         240,
-        "a run to make progress",
+        "the second run's workers to train",
     )
     proc.kill()
     proc.communicate(timeout=60)
@@ -68,6 +71,7 @@ def test_ladder_run_survives_ctrl_c_and_kill_9(tmp_path, tiny_jsonl_corpus, caps
     proc = _ladder("run", str(spec), "--out", str(study), "--parallel", "2", "--skip-sanity")
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
+    assert "submit: 0 submitted" in out  # every run was done or still held by the killed run's live workers
     assert (study / "fit.json").is_file() and (study / "report" / "report.html").is_file()
     jobs = json.loads((study / "jobs.json").read_text())["runs"]
     assert all(len(recs) <= 2 for recs in jobs.values())  # never more than one resubmission per run
