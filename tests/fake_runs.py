@@ -121,24 +121,28 @@ def per_step(spec: RunSpec) -> int:
     return spec.sequences_per_batch * spec.data.seq_len
 
 
+# each outcome :func:`outcomes` gives a run, and the state the books (status, collect) must give it
+STATE_OF = {
+    "done": "done",
+    "crashed": "failed",
+    "cancelled": "cancelled",
+    "torn": "done",
+    "deleted_result": "corrupt",
+    "garbage_result": "corrupt",
+    "bad_lm_eval": "done",
+    "planned": "planned",
+    "interrupted": "interrupted",
+    "diverged": "diverged",
+    "raised": "failed",
+    "corrupt_line": "done",
+}
+
+
 def outcomes(root: Path) -> dict[str, RunSpec]:
     """Plan the micro-study in ``root`` and give each run its outcome; returns {outcome: spec}."""
     specs = plan_micro(root)
     sd = layout.StudyDir(root)
-    names = [
-        "done",
-        "crashed",
-        "cancelled",
-        "torn",
-        "deleted_result",
-        "garbage_result",
-        "bad_lm_eval",
-        "planned",
-        "interrupted",
-        "diverged",
-        "raised",
-        "corrupt_line",
-    ]
+    names = list(STATE_OF)
     assert len(specs) >= len(names)
     by = dict(zip(names, specs))
 

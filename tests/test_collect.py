@@ -15,6 +15,7 @@ from ladder.plan.planner import expand
 from ladder.studies.spec import parse_study
 from tests.cli_helpers import run_cli
 from tests.fake_runs import (
+    STATE_OF,
     done_result,
     finish,
     metrics_lines,
@@ -46,20 +47,7 @@ def test_one_row_per_planned_run_in_plan_order_whatever_its_state(study):
     planned = [s.run_id for s in plan_micro(root)]
     assert list(c.runs["run_id"]) == planned
     rows = rows_by_id(c)
-    want = {
-        "done": "done",
-        "crashed": "failed",
-        "cancelled": "cancelled",
-        "torn": "done",
-        "deleted_result": "corrupt",
-        "garbage_result": "corrupt",
-        "bad_lm_eval": "done",
-        "planned": "planned",
-        "interrupted": "interrupted",
-        "diverged": "diverged",
-        "raised": "failed",
-        "corrupt_line": "done",
-    }
+    want = STATE_OF
     assert {k: rows[by[k].run_id]["status"] for k in want} == want
     for column in BOOK_COLUMNS:
         assert column in c.runs.columns, column

@@ -11,7 +11,7 @@ from ladder.books.collect import collect
 from ladder.books.run_status import study_status, totals
 from ladder.jobs.submit import _select
 from tests.cli_helpers import run_cli
-from tests.fake_runs import outcomes, per_step, steps_of
+from tests.fake_runs import STATE_OF, outcomes, per_step, steps_of
 
 
 @pytest.fixture()
@@ -25,20 +25,7 @@ def test_every_run_shows_its_state_and_error(study):
     rows = {r.run_id: r for r in study_status(root)}
     assert len(rows) == len(by)
     state = {k: rows[s.run_id].state for k, s in by.items()}
-    assert state == {
-        "done": "done",
-        "crashed": "failed",
-        "cancelled": "cancelled",
-        "torn": "done",
-        "deleted_result": "corrupt",
-        "garbage_result": "corrupt",
-        "bad_lm_eval": "done",
-        "planned": "planned",
-        "interrupted": "interrupted",
-        "diverged": "diverged",
-        "raised": "failed",
-        "corrupt_line": "done",
-    }
+    assert state == STATE_OF
     assert rows[by["crashed"].run_id].error == "boom"
     assert rows[by["raised"].run_id].error == "DataError: no such corpus /x"
     assert rows[by["diverged"].run_id].error == "non-finite loss at step 4"
