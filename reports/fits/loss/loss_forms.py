@@ -114,19 +114,19 @@ def near_optimum(data: LossData, tol: float = NEAR_OPT_TOL) -> np.ndarray:
     return keep
 
 
+def sizes_per_group(data: LossData, labels: np.ndarray) -> float:
+    """The median number of model sizes among the runs of each label (a compute level, a tokens/param ratio)."""
+    return float(np.median([len(np.unique(data.sizes[labels == k])) for k in np.unique(labels)]))
+
+
 def isoflop_design(data: LossData) -> bool:
     """Whether the sizes share compute budgets rather than tokens/param ratios: most compute levels hold >=
     MIN_SIZES sizes, more than most ratios do. A grid of sizes x ratios (each size at 5, 10, 20... tokens/param)
     also lines some runs up at one compute by coincidence, but its sizes share its ratios far more."""
     if not len(data):
         return False
-    sizes = data.sizes
-
-    def per_group(labels: np.ndarray) -> float:
-        return float(np.median([len(np.unique(sizes[labels == k])) for k in np.unique(labels)]))
-
-    per_level = per_group(groups(data.compute, LEVEL_TOL))
-    return per_level >= MIN_SIZES and per_level > per_group(groups(data.ratio, RATIO_TOL))
+    per_level = sizes_per_group(data, groups(data.compute, LEVEL_TOL))
+    return per_level >= MIN_SIZES and per_level > sizes_per_group(data, groups(data.ratio, RATIO_TOL))
 
 
 def top_budgets(data: LossData, span: float = FIT_SPAN, min_levels: int = FIT_SPAN_MIN_LEVELS) -> np.ndarray:

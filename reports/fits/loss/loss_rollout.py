@@ -35,6 +35,7 @@ from ladder.reports.fits.loss.loss_forms import (
     LossData,
     at_ratio,
     groups,
+    sizes_per_group,
     top_budgets,
 )
 
@@ -117,9 +118,7 @@ def prefix_axis(data: LossData) -> str:
     """``compute`` when several model sizes share a compute level (an isoFLOP design: a prefix of sizes would
     forecast larger models at budgets it has fitted), else ``size`` (each level one size, its budgets spread
     above it: a prefix of sizes holds every budget of its sizes and its forecasts reach beyond in both)."""
-    levels, sizes = compute_levels(data), data.sizes
-    per_level = [len(np.unique(sizes[levels == k])) for k in np.unique(levels)]
-    return "compute" if per_level and float(np.median(per_level)) >= 2 else "size"
+    return "compute" if len(data) and sizes_per_group(data, compute_levels(data)) >= 2 else "size"
 
 
 def prefix_groups(data: LossData) -> np.ndarray:
