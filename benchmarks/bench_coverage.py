@@ -22,7 +22,8 @@ import time
 
 import numpy as np
 
-from ladder.reports.fits.loss import LossData, forecast_loss
+from ladder.reports.fits.loss import forecast_loss
+from ladder.reports.fits.runs import Runs
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366
 
@@ -63,7 +64,7 @@ def run(name, reps, seed=0):
     for r in range(reps):
         loss = law(n, d) * np.exp(rng.normal(0, sigma, len(n)))
         actual = law(nh, dh) * np.exp(rng.normal(0, sigma))
-        fc = forecast_loss(LossData(n, d, loss, [str(i) for i in range(len(n))]), nh, dh, seed=r)
+        fc = forecast_loss(Runs(n, d, loss, [str(i) for i in range(len(n))]), nh, dh, seed=r)
         p = fc.points[0]
         hits += p.lo <= actual <= p.hi
         errs.append(100 * (p.loss - actual) / actual)

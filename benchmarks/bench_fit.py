@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 
 from ladder.reports.fits.engine import fit
-from ladder.reports.fits.loss import LossData, forecast_loss
+from ladder.reports.fits.loss import forecast_loss
 from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
+from ladder.reports.fits.runs import Runs
 
 E, A, B, ALPHA, BETA = 1.82, 482.0, 2085.0, 0.348, 0.366  # Epoch AI's Chinchilla replication
 from readme_table import update_section  # noqa: E402 (the script's folder is on sys.path)
@@ -49,7 +50,7 @@ def synthetic(n_sizes: int = 50, mults=(5, 10, 20, 40, 80), noise: float = 0.015
     n = np.repeat(np.geomspace(1e7, 1e9, n_sizes), len(mults))
     d = n * np.tile(np.asarray(mults, float), n_sizes)
     loss = (E + A * n**-ALPHA + B * d**-BETA) * np.exp(rng.normal(0, noise, len(n)))
-    return LossData(n, d, loss, [str(i) for i in range(len(n))])
+    return Runs(n, d, loss, [str(i) for i in range(len(n))])
 
 
 def speed(n_boot: int) -> dict:
@@ -99,7 +100,7 @@ def epoch(path: Path, n_boot: int) -> dict:
     form = LOSS_FORMS["chinchilla"]
     law = fit(form.engine, form.raw(df["params"], df["tokens"]), np.log(df["loss"]), n_boot=n_boot)
     low, high = df[df["flops"] < 1e20], df[df["flops"] >= 1e20]
-    data = LossData(low["params"], low["tokens"], low["loss"], [str(i) for i in low.index])
+    data = Runs(low["params"], low["tokens"], low["loss"], [str(i) for i in low.index])
     i = high["params"].idxmax()
     fc = forecast_loss(
         data,

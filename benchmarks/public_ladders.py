@@ -44,9 +44,10 @@ import numpy as np
 import pandas as pd
 
 from ladder.reports.fits.engine import fit
-from ladder.reports.fits.loss import LossData, forecast_loss
+from ladder.reports.fits.loss import forecast_loss
 from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
 from ladder.reports.fits.loss.track_record import EDGES, band_label
+from ladder.reports.fits.runs import Runs
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "ladders"
 ISOFLOP_CUTS = (4.0, 16.0, 32.0)
@@ -195,7 +196,7 @@ def _rows(split: Split, loss, lo, hi) -> list[dict]:
 
 def engine_forecast(split: Split, n_boot: int, seed: int = 0) -> tuple[list[dict], dict]:
     tr, t = split.train, split.targets
-    data = LossData(tr["params"], tr["tokens"], tr["loss"], [str(i) for i in tr.index])
+    data = Runs(tr["params"], tr["tokens"], tr["loss"], [str(i) for i in tr.index])
     hero = int(np.argmax(t["flops"].to_numpy()))
     order = [hero] + [i for i in range(len(t)) if i != hero]
     pts = [(float(t["params"].iloc[i]), float(t["tokens"].iloc[i])) for i in order]

@@ -31,8 +31,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ladder.reports.fits.loss import LossData, forecast_loss
+from ladder.reports.fits.loss import forecast_loss
 from ladder.reports.fits.loss.loss_forms import seed_sigma
+from ladder.reports.fits.runs import Runs
 
 COLUMNS = ("loss_repeats", "loss_novel", "repeat_share")
 MIN_RUNS = 4  # runs with the split needed for a trend
@@ -111,7 +112,7 @@ def _seed_spread(df: pd.DataFrame) -> dict:
 
 def _forecast(df: pd.DataFrame, col: str, targets: list[tuple[float, float]], seed: int, n_boot: int) -> list[dict]:
     """One kind's forecast at each target (the first is the hero), with the rollout's RMS error."""
-    data = LossData(
+    data = Runs(
         df["params"].to_numpy(float), df["tokens"].to_numpy(float), df[col].to_numpy(float), [str(i) for i in df.index]
     )
     try:

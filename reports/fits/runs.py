@@ -22,29 +22,60 @@ from ladder.errors import FitError
 REQUIRED = ("params", "tokens", "loss")
 TIED_WORDS = ("true", "1", "yes", "tied")
 UNTIED_WORDS = ("false", "0", "no", "untied")
+SIZE_TOL = 0.05  # model sizes within 5% are one size
 
 
-@dataclass(frozen=True)
+@dataclass
 class Runs:
-    """Validated runs: 1-D float arrays of equal length, all finite and positive."""
+    """The fits' one table of runs: 1-D float arrays of equal length (validated by :func:`as_runs`).
+
+    ``params`` is in the study's parameter convention and ``compute = 6 N D`` in it (the laws' compute);
+    ``flops`` is the counted compute a budget is judged by (``6 N D`` when not given). ``labels`` name the rows
+    (run ids, or the input's row labels) in messages, residuals and the runs a fit leaves out; ``seed_sigma`` is
+    the pooled seed-to-seed scatter of log loss (0 without replicates), the noise floor of a loss law."""
 
     params: np.ndarray
     tokens: np.ndarray
     loss: np.ndarray
-    flops: np.ndarray
-    labels: tuple = ()  # row labels of the input (DataFrame index), used in messages and residuals
+    labels: tuple = ()
+    flops: np.ndarray | None = None
+    seed_sigma: float = 0.0
+
+    def __post_init__(self):
+        self.params = np.asarray(self.params, dtype=float)
+        self.tokens = np.asarray(self.tokens, dtype=float)
+        self.loss = np.asarray(self.loss, dtype=float)
+        self.flops = self.compute if self.flops is None else np.asarray(self.flops, dtype=float)
+        self.labels = tuple(self.labels)
+
+    def __len__(self) -> int:
+        return len(self.loss)
 
     @property
     def n(self) -> int:
         return len(self.loss)
 
-    def subset(self, mask: np.ndarray) -> Runs:
-        idx = np.flatnonzero(np.asarray(mask)) if np.asarray(mask).dtype == bool else np.asarray(mask)
-        labels = tuple(self.labels[i] for i in idx) if self.labels else ()
-        return Runs(self.params[idx], self.tokens[idx], self.loss[idx], self.flops[idx], labels)
+    @property
+    def compute(self) -> np.ndarray:
+        return 6.0 * self.params * self.tokens
+
+    @property
+    def ratio(self) -> np.ndarray:
+        return self.tokens / self.params
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """A label per run for its model size (sizes within :data:`SIZE_TOL` are one)."""
+        return group_labels(self.params, SIZE_TOL)
 
     def n_sizes(self) -> int:
         return len(np.unique(self.params))
+
+    def subset(self, mask: np.ndarray) -> Runs:
+        """The rows of a boolean mask or an index array."""
+        idx = np.flatnonzero(np.asarray(mask)) if np.asarray(mask).dtype == bool else np.asarray(mask, dtype=int)
+        labels = tuple(self.labels[i] for i in idx) if self.labels else ()
+        return Runs(self.params[idx], self.tokens[idx], self.loss[idx], labels, self.flops[idx], self.seed_sigma)
 
 
 def as_runs(
@@ -113,7 +144,7 @@ def as_runs(
             raise FitError(f"{what}: column {name} must be positive; {bad.sum()} run(s) are not (rows {rows})")
     if "flops" not in out:
         out["flops"] = 6.0 * out["params"] * out["tokens"]
-    return Runs(out["params"], out["tokens"], out["loss"], out["flops"], labels)
+    return Runs(out["params"], out["tokens"], out["loss"], labels, out["flops"])
 
 
 def _columns_of(runs, what: str) -> list:

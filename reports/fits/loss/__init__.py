@@ -3,7 +3,7 @@ at every extrapolation distance, weighted by that evidence, with intervals calib
 numpy/scipy only; imports the engine and nothing from rendering or orchestration."""
 
 from ladder.reports.fits.loss.loss_forecast import Forecast, forecast_loss
-from ladder.reports.fits.loss.loss_forms import LOSS_FORMS, LossData
+from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
 from ladder.reports.fits.loss.loss_rollout import Rollout, rollout
 
-__all__ = ["LOSS_FORMS", "Forecast", "LossData", "Rollout", "forecast_loss", "rollout"]
+__all__ = ["LOSS_FORMS", "Forecast", "Rollout", "forecast_loss", "rollout"]

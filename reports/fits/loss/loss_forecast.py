@@ -69,11 +69,11 @@ from ladder.reports.fits.loss.loss_forms import (
     FIT_SPAN,
     LOSS_FORMS,
     NEAR_OPT_TOL,
-    LossData,
     near_optimum,
     top_budgets,
 )
 from ladder.reports.fits.loss.loss_rollout import ROLLOUT_BOOT, Rollout, RolloutRow, log_distance, rollout
+from ladder.reports.fits.runs import Runs
 
 HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the fits' Huber delta): on noiseless
 # data a zero-width interval made z ~ 1e10 and the widened hero interval overflowed
@@ -181,7 +181,7 @@ class NoForecast:
 
 @dataclass
 class Forecast:
-    data: LossData
+    data: Runs
     target_ratio: float
     laws: dict[str, LawFit]
     skipped: dict[str, str]
@@ -197,7 +197,7 @@ class Forecast:
     far_error: dict | None = None
     left_out: list[str] = field(default_factory=list)  # runs far from their isoFLOP budget's optimum, not fitted
     below_span: list[str] = field(default_factory=list)  # runs below the top decade of isoFLOP budgets, not fitted
-    fitted: LossData | None = None  # the runs the laws were fitted on (data less below_span)
+    fitted: Runs | None = None  # the runs the laws were fitted on (data less below_span)
     points: list[PointForecast] = field(default_factory=list)
 
     @property
@@ -491,7 +491,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
 
 
 def forecast_loss(
-    data: LossData,
+    data: Runs,
     target_params: float,
     target_tokens: float,
     *,
@@ -504,13 +504,13 @@ def forecast_loss(
     extra ``predict`` points ((params, tokens) pairs). The first of ``points`` is the target."""
     target_ratio = target_tokens / target_params
     near = near_optimum(data)
-    left_out = [r for r, k in zip(data.run_ids, near) if not k]
+    left_out = [r for r, k in zip(data.labels, near) if not k]
     if left_out:  # runs far from their isoFLOP budget's optimum: see forms.near_optimum
         data = data.subset(near)
     # the laws are fitted on the top decade of an isoFLOP ladder's budgets (forms.top_budgets); the rollout sees
     # every run, and fits each of its prefixes the same way
     top = top_budgets(data)
-    below_span = [r for r, k in zip(data.run_ids, top) if not k]
+    below_span = [r for r, k in zip(data.labels, top) if not k]
     fitted = data.subset(top)
     laws, skipped = {}, {}
     noise = run_noise(len(fitted.loss), n_boot, seed)
@@ -530,7 +530,7 @@ def forecast_loss(
             np.log(sub.loss),
             n_boot=n_boot,
             seed=seed,
-            labels=sub.run_ids,
+            labels=sub.labels,
             noise=noise[:, np.asarray(mask, dtype=bool)],
         )
     if not laws:

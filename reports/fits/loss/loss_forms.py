@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ladder.reports.fits.engine import Bounded, PowerSum
+from ladder.reports.fits.runs import Runs
 from ladder.reports.fits.runs import group_labels as groups  # the fits' one grouping; loss_rollout imports it here
 
 RATIO_TOL = 0.10  # runs within 10% of a tokens/param ratio share it
-SIZE_TOL = 0.05  # model sizes within 5% are one size
 MIN_SIZES = 3
 BOUNDED_MIN_SIZES = 5
 MIN_DOF = 1
@@ -42,48 +42,6 @@ LEVEL_TOL = 0.10  # runs within 10% of each other's compute share a compute leve
 NEAR_OPT_TOL = 0.05  # at an isoFLOP budget, the runs within 5% of its lowest loss are fitted
 FIT_SPAN = 10.0  # an isoFLOP ladder's law is fitted on its budgets within this factor of its largest ...
 FIT_SPAN_MIN_LEVELS = 4  # ... or on its largest few budgets, when fewer lie within it
-
-
-@dataclass
-class LossData:
-    """What a loss law is fitted to: parallel arrays of the runs used (params in the law's convention)."""
-
-    params: np.ndarray
-    tokens: np.ndarray
-    loss: np.ndarray
-    run_ids: list[str]
-    seed_sigma: float = 0.0  # pooled seed-to-seed scatter of log loss (0 without replicates)
-
-    def __post_init__(self):
-        self.params = np.asarray(self.params, dtype=float)
-        self.tokens = np.asarray(self.tokens, dtype=float)
-        self.loss = np.asarray(self.loss, dtype=float)
-        self.run_ids = [str(r) for r in self.run_ids]
-
-    def __len__(self) -> int:
-        return len(self.loss)
-
-    @property
-    def compute(self) -> np.ndarray:
-        return 6.0 * self.params * self.tokens
-
-    @property
-    def ratio(self) -> np.ndarray:
-        return self.tokens / self.params
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return groups(self.params, SIZE_TOL)
-
-    def subset(self, mask: np.ndarray) -> LossData:
-        mask = np.asarray(mask, dtype=bool)
-        return LossData(
-            self.params[mask],
-            self.tokens[mask],
-            self.loss[mask],
-            [r for r, m in zip(self.run_ids, mask) if m],
-            self.seed_sigma,
-        )
 
 
 def frontier_mask(compute: np.ndarray, loss: np.ndarray) -> np.ndarray:
@@ -97,7 +55,7 @@ def frontier_mask(compute: np.ndarray, loss: np.ndarray) -> np.ndarray:
     return mask
 
 
-def near_optimum(data: LossData, tol: float = NEAR_OPT_TOL) -> np.ndarray:
+def near_optimum(data: Runs, tol: float = NEAR_OPT_TOL) -> np.ndarray:
     """The runs a loss law is fitted on: at a compute level (``6ND`` within ``LEVEL_TOL``) that holds >= 3 model
     sizes (an isoFLOP budget), the runs within ``tol`` of the level's lowest loss; every run elsewhere. A budget's
     runs far from its optimum (a model much too small or too large for it) sit where every form is least right
@@ -114,12 +72,12 @@ def near_optimum(data: LossData, tol: float = NEAR_OPT_TOL) -> np.ndarray:
     return keep
 
 
-def sizes_per_group(data: LossData, labels: np.ndarray) -> float:
+def sizes_per_group(data: Runs, labels: np.ndarray) -> float:
     """The median number of model sizes among the runs of each label (a compute level, a tokens/param ratio)."""
     return float(np.median([len(np.unique(data.sizes[labels == k])) for k in np.unique(labels)]))
 
 
-def isoflop_design(data: LossData) -> bool:
+def isoflop_design(data: Runs) -> bool:
     """Whether the sizes share compute budgets rather than tokens/param ratios: most compute levels hold >=
     MIN_SIZES sizes, more than most ratios do. A grid of sizes x ratios (each size at 5, 10, 20... tokens/param)
     also lines some runs up at one compute by coincidence, but its sizes share its ratios far more."""
@@ -129,7 +87,7 @@ def isoflop_design(data: LossData) -> bool:
     return per_level >= MIN_SIZES and per_level > sizes_per_group(data, groups(data.ratio, RATIO_TOL))
 
 
-def top_budgets(data: LossData, span: float = FIT_SPAN, min_levels: int = FIT_SPAN_MIN_LEVELS) -> np.ndarray:
+def top_budgets(data: Runs, span: float = FIT_SPAN, min_levels: int = FIT_SPAN_MIN_LEVELS) -> np.ndarray:
     """The runs a loss law is fitted on by compute: on an isoFLOP ladder, its budgets within ``span`` of the
     largest (at least its ``min_levels`` largest); every run of any other design.
 
@@ -151,7 +109,7 @@ def top_budgets(data: LossData, span: float = FIT_SPAN, min_levels: int = FIT_SP
     return np.isin(levels, largest[: max(len(inside), min_levels)])
 
 
-def at_ratio(data: LossData, ratio: float) -> np.ndarray:
+def at_ratio(data: Runs, ratio: float) -> np.ndarray:
     return np.abs(np.log(data.ratio / ratio)) <= np.log1p(RATIO_TOL)
 
 
@@ -167,7 +125,7 @@ class LossForm:
         params, tokens = np.atleast_1d(params).astype(float), np.atleast_1d(tokens).astype(float)
         return (6.0 * params * tokens)[:, None] if self.on_compute else np.c_[params, tokens]
 
-    def fitted_on(self, data: LossData, target_ratio: float) -> np.ndarray:
+    def fitted_on(self, data: Runs, target_ratio: float) -> np.ndarray:
         """The runs this form is fitted on."""
         if self.key == "ratio":
             return at_ratio(data, target_ratio)
@@ -175,7 +133,7 @@ class LossForm:
             return frontier_mask(data.compute, data.loss)
         return np.ones(len(data), dtype=bool)
 
-    def unidentifiable(self, data: LossData) -> str | None:
+    def unidentifiable(self, data: Runs) -> str | None:
         """Why the (already selected) runs cannot identify this form, or None."""
         if not self.on_compute and len(data):
             n_ratios = len(np.unique(groups(data.ratio, RATIO_TOL)))
@@ -201,7 +159,7 @@ class LossForm:
             return f"needs >= {self.engine.n_params + MIN_DOF} runs for {self.engine.n_params} parameters (has {len(data)})"
         return None
 
-    def applies(self, params: float, tokens: float, fitted: LossData | None, target_ratio: float) -> bool:
+    def applies(self, params: float, tokens: float, fitted: Runs | None, target_ratio: float) -> bool:
         """Whether a forecast of this run is within what the form claims: the ratio form only at its ratio; the
         frontier form only at the tokens/param ratios of the frontier it was fitted on (elsewhere a run is not
         compute-optimal and lies above the frontier)."""
@@ -221,7 +179,7 @@ class LossForm:
             return "those on the compute-optimal frontier (no cheaper run reached a lower loss)"
         return "every run"
 
-    def scope(self, fitted: LossData, target_ratio: float) -> str:
+    def scope(self, fitted: Runs, target_ratio: float) -> str:
         """Where the form forecasts, in words (for a point none can forecast)."""
         if self.key == "ratio":
             return f"ratio: only at {target_ratio:.3g} tokens/param"

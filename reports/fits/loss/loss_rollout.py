@@ -32,12 +32,12 @@ from ladder.reports.fits.loss.loss_forms import (
     LEVEL_TOL,
     LOSS_FORMS,
     MIN_SIZES,
-    LossData,
     at_ratio,
     groups,
     sizes_per_group,
     top_budgets,
 )
+from ladder.reports.fits.runs import Runs
 
 MAX_PREFIXES = 8
 MIN_COMMON = 2  # forms are compared on the forecasts they share when there are at least this many
@@ -110,24 +110,24 @@ def log_distance(params_x: float, tokens_x: float, compute_x: float) -> float:
     return max(0.0, math.log(max(params_x, 1e-300)), math.log(max(tokens_x, 1e-300)), math.log(max(compute_x, 1e-300)))
 
 
-def compute_levels(data: LossData) -> np.ndarray:
+def compute_levels(data: Runs) -> np.ndarray:
     return groups(data.compute, LEVEL_TOL)
 
 
-def prefix_axis(data: LossData) -> str:
+def prefix_axis(data: Runs) -> str:
     """``compute`` when several model sizes share a compute level (an isoFLOP design: a prefix of sizes would
     forecast larger models at budgets it has fitted), else ``size`` (each level one size, its budgets spread
     above it: a prefix of sizes holds every budget of its sizes and its forecasts reach beyond in both)."""
     return "compute" if len(data) and sizes_per_group(data, compute_levels(data)) >= 2 else "size"
 
 
-def prefix_groups(data: LossData) -> np.ndarray:
+def prefix_groups(data: Runs) -> np.ndarray:
     """The label each run's prefix membership is judged by: its compute level or its size (see
     :func:`prefix_axis`); a prefix is every run whose label is below the first held-out one."""
     return compute_levels(data) if prefix_axis(data) == "compute" else data.sizes
 
 
-def prefix_levels(data: LossData) -> list[int]:
+def prefix_levels(data: Runs) -> list[int]:
     """The first held-out group of each prefix: from the first prefix holding >= MIN_SIZES sizes and >= 2
     groups; at most MAX_PREFIXES of them, spread, always keeping the last (the top group held out)."""
     levels, sizes = prefix_groups(data), data.sizes
@@ -140,7 +140,7 @@ def prefix_levels(data: LossData) -> list[int]:
 
 
 def rollout(
-    data: LossData, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_boot: int = ROLLOUT_BOOT, seed: int = 0
+    data: Runs, target_ratio: float, forms=tuple(LOSS_FORMS), *, n_boot: int = ROLLOUT_BOOT, seed: int = 0
 ) -> Rollout:
     levels = prefix_groups(data)
     axis = prefix_axis(data)
@@ -197,7 +197,7 @@ def rollout(
                     RolloutRow(
                         prefix=k,
                         form=key,
-                        run_id=data.run_ids[i],
+                        run_id=data.labels[i],
                         params=float(data.params[i]),
                         tokens=float(data.tokens[i]),
                         actual=float(data.loss[i]),

@@ -7,19 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ladder.reports.fits.loss import Forecast, LossData, forecast_loss
+from ladder.reports.fits.loss import Forecast, forecast_loss
 from ladder.reports.fits.loss.loss_forms import seed_sigma
+from ladder.reports.fits.runs import Runs
 
 
-def loss_data(law_df: pd.DataFrame) -> tuple[LossData, list[dict]]:
-    """The law runs of one variant as :class:`LossData`, with the seed-to-seed scatter of replicates (rows of
+def loss_data(law_df: pd.DataFrame) -> tuple[Runs, list[dict]]:
+    """The law runs of one variant as :class:`Runs`, with the seed-to-seed scatter of replicates (rows of
     one (params, tokens) configuration that differ in ``seed``) as the noise floor."""
     seeds = law_df["seed"].tolist() if "seed" in law_df.columns else list(range(len(law_df)))
     ids = law_df["run_id"].astype(str).tolist() if "run_id" in law_df.columns else [str(i) for i in law_df.index]
     sigma, by_size = (
         seed_sigma(law_df["params"], law_df["tokens"], law_df["loss"], seeds) if "seed" in law_df.columns else (0.0, [])
     )
-    data = LossData(
+    data = Runs(
         law_df["params"].to_numpy(float),
         law_df["tokens"].to_numpy(float),
         law_df["loss"].to_numpy(float),

@@ -6,7 +6,7 @@ Compute-Efficient Model Ladders"):
 1. **Task loss from scale.** The task loss ``L`` (bits per byte of the correct answer: ``bpb`` for
    multiple-choice tasks evaluated by ``ladder eval``, ``bits_per_byte`` for perplexity tasks) is fitted by the
    one engine with the loss laws' own forms and machinery (:func:`ladder.reports.fits.loss.forecast_loss` on a
-   ``LossData`` whose loss is the task loss): Chinchilla ``L(N, D)``, the over-training law, ``L(C)`` at the
+   ``Runs`` whose loss is the task loss): Chinchilla ``L(N, D)``, the over-training law, ``L(C)`` at the
    hero's tokens/param and ``L(C)`` on the frontier, each identifiable one fitted (Huber on log residuals),
    backtested by rollout, weighted by its rollout error, with the 90% interval calibrated on the rollout. When N
    and D are collinear (a fixed tokens-per-parameter ladder) or the hero is given as compute only, only the laws

@@ -17,7 +17,8 @@ import numpy as np
 
 from ladder.layout import jsonable
 from ladder.reports.fits.engine import LawFit, fit
-from ladder.reports.fits.loss import LOSS_FORMS, Forecast, LossData, forecast_loss
+from ladder.reports.fits.loss import LOSS_FORMS, Forecast, forecast_loss
+from ladder.reports.fits.runs import Runs
 from ladder.reports.fits.tasks.intervals import quantiles
 
 CURVE_POINTS = 60
@@ -153,7 +154,7 @@ def fit_step1(
     """Fit the task loss ``loss`` with the loss laws' ``forms`` (rollout, weights, calibration); when none is
     identifiable (too few sizes or runs), ``L(C) = E + A C^-alpha`` on all runs with the engine directly.
     Raises ValueError when even that cannot be fitted."""
-    data = LossData(params, tokens, loss, run_ids)
+    data = Runs(params, tokens, loss, [str(r) for r in run_ids])
     n_boot = max(int(n_boot), MIN_BOOT)
     try:
         fc = forecast_loss(data, target_params, target_tokens, n_boot=n_boot, seed=seed, forms=tuple(forms))
@@ -169,7 +170,7 @@ def fit_step1(
             np.log(data.loss),
             n_boot=n_boot,
             seed=seed,
-            labels=data.run_ids,
+            labels=data.labels,
         )
         why = (
             f"{reason}; no law form can be backtested ({exc}): L(C) = E + A C^-alpha fitted on all "

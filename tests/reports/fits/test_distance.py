@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from ladder.reports.fits.loss import LossData, forecast_loss
+from ladder.reports.fits.loss import forecast_loss
 from ladder.reports.fits.loss.loss_forecast import PUBLIC_RATE
+from ladder.reports.fits.runs import Runs
 
 E, A, B = 1.82, 482.0, 2085.0
 
@@ -26,7 +27,7 @@ def isoflop(budgets, per_budget, rng, noise=0.003, truth=drifting):
     n = np.concatenate([np.sqrt(c / 120) * np.geomspace(0.2, 5, per_budget) for c in budgets])
     d = np.repeat(budgets, per_budget) / (6 * n)
     loss = truth(n, d) * np.exp(rng.normal(0, noise, len(n)))
-    return LossData(n, d, loss, [f"r{i}" for i in range(len(n))])
+    return Runs(n, d, loss, [f"r{i}" for i in range(len(n))])
 
 
 def test_intervals_grow_with_distance_when_the_error_does():
@@ -85,7 +86,7 @@ def test_reach_is_never_claimed_beyond_the_tested_distance_in_any_axis(design):
         n = np.repeat(np.geomspace(1e7, 1.6e8, 6), 3)
         d = n * np.tile([5.0, 10.0, 20.0], 6)
         loss = (E + A * n**-0.34 + B * d**-0.37) * np.exp(rng.normal(0, 0.003, len(n)))
-        data = LossData(n, d, loss, [f"r{i}" for i in range(len(n))])
+        data = Runs(n, d, loss, [f"r{i}" for i in range(len(n))])
     hero = (float(data.params.max()) * 6, float(data.params.max()) * 6 * 20)
     fc = forecast_loss(data, *hero, n_boot=20)
     tested = fc.reach["tested"]
@@ -123,12 +124,12 @@ def test_runs_far_from_their_isoflop_budgets_optimum_are_left_out_and_named():
         assert np.all(iso.loss[m & keep] <= iso.loss[m].min() * (1 + NEAR_OPT_TOL))
         assert np.all(iso.loss[m & ~keep] > iso.loss[m].min() * (1 + NEAR_OPT_TOL))
     fc = forecast_loss(iso, 4e8, 8e9, n_boot=10)
-    assert set(fc.left_out) == {r for r, k in zip(iso.run_ids, keep) if not k}
+    assert set(fc.left_out) == {r for r, k in zip(iso.labels, keep) if not k}
     assert fc.to_dict()["left_out"]["runs"] == fc.left_out and len(fc.data) == keep.sum()
     # a ladder of sizes (each compute level one size) keeps every run
     n = np.repeat(np.geomspace(1e7, 1.6e8, 6), 3)
     d = n * np.tile([5.0, 10.0, 20.0], 6)
-    sizes = LossData(n, d, E + A * n**-0.34 + B * d**-0.37, [f"r{i}" for i in range(len(n))])
+    sizes = Runs(n, d, E + A * n**-0.34 + B * d**-0.37, [f"r{i}" for i in range(len(n))])
     assert near_optimum(sizes).all()
 
 
@@ -137,7 +138,7 @@ def test_a_form_skipped_for_too_few_runs_says_which_runs_it_counted():
     ratio form counted only the runs at the hero's ratio."""
     n = np.array([1e7, 2e7, 4e7, 1e7, 2e7, 4e7, 8e7])
     d = n * np.array([20, 20, 20, 5, 5, 5, 5])
-    data = LossData(n, d, E + A * n**-0.34 + B * d**-0.37, [f"r{i}" for i in range(7)])
+    data = Runs(n, d, E + A * n**-0.34 + B * d**-0.37, [f"r{i}" for i in range(7)])
     fc = forecast_loss(data, 1.6e8, 3.2e9, n_boot=10, forms=("chinchilla", "ratio"))
     why = fc.skipped["ratio"]
     assert "(has 3)" in why and "fitted on 3 of the 7 runs" in why and "20 tokens/param" in why
@@ -158,7 +159,7 @@ def test_an_isoflop_ladders_laws_are_fitted_on_its_top_decade_of_budgets():
         pairs = [(m, c) for c in budgets for m in grid if abs(np.log(m / np.sqrt(c / 120))) <= np.log(2.0)]
         n = np.array([m for m, _ in pairs])
         d = np.array([c for _, c in pairs]) / (6 * n)
-        return LossData(n, d, truth(n, d), [f"r{i}" for i in range(len(n))])
+        return Runs(n, d, truth(n, d), [f"r{i}" for i in range(len(n))])
 
     budgets = np.geomspace(1e16, 1e18, 7)
     iso = isoflop(budgets)
@@ -166,7 +167,7 @@ def test_an_isoflop_ladders_laws_are_fitted_on_its_top_decade_of_budgets():
     assert np.all(iso.compute[top] >= 1e18 / FIT_SPAN * 0.9) and np.all(iso.compute[~top] < 1e17 * 0.9)
     assert len(np.unique(np.round(np.log(iso.compute[top]), 3))) == 4  # 1e17..1e18: four budgets
     fc = forecast_loss(iso, 1.5e9, 30 * 1.5e9 / 1.5, n_boot=10)
-    assert set(fc.below_span) == {r for r, k in zip(iso.run_ids, top) if not k}
+    assert set(fc.below_span) == {r for r, k in zip(iso.labels, top) if not k}
     assert fc.to_dict()["left_out"]["below_span"]["runs"] == fc.below_span
     hero = (1.5e9, 30 * 1.5e9 / 1.5)
     target = truth(*hero)
@@ -180,7 +181,7 @@ def test_an_isoflop_ladders_laws_are_fitted_on_its_top_decade_of_budgets():
     # ladder: the window there cost a correct law 2-4% at its hero); a short isoFLOP ladder keeps its 4 largest
     n2 = np.repeat(np.geomspace(1e7, 1e9, 50), 5)
     d2 = n2 * np.tile([5.0, 10.0, 20.0, 40.0, 80.0], 50)
-    assert top_budgets(LossData(n2, d2, truth(n2, d2), [f"s{i}" for i in range(len(n2))])).all()
+    assert top_budgets(Runs(n2, d2, truth(n2, d2), [f"s{i}" for i in range(len(n2))])).all()
     short = isoflop(np.geomspace(1e16, 3e18, 7))
     kept = short.compute[top_budgets(short)]
     assert len(np.unique(np.round(np.log(kept), 3))) == 4 and kept.min() < 3e18 / FIT_SPAN

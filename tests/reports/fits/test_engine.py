@@ -232,13 +232,13 @@ def test_compute_optimal_allocation_matches_the_closed_form_and_minimizes_the_la
 
 
 def test_a_fixed_token_budget_or_size_cannot_separate_the_terms():
-    from ladder.reports.fits.loss import LossData
+    from ladder.reports.fits.runs import Runs
 
     n = np.geomspace(1e7, 1e9, 6)
-    same_d = LossData(n, np.full(6, 1e10), chinchilla(n, 1e10), [str(i) for i in range(6)])
+    same_d = Runs(n, np.full(6, 1e10), chinchilla(n, 1e10), [str(i) for i in range(6)])
     assert "nearly the same tokens" in LOSS_FORMS["chinchilla"].unidentifiable(same_d)
     d = np.geomspace(1e9, 1e11, 6)
-    same_n = LossData(np.full(6, 1e8) * np.linspace(1, 1.2, 6), d, chinchilla(1e8, d), [str(i) for i in range(6)])
+    same_n = Runs(np.full(6, 1e8) * np.linspace(1, 1.2, 6), d, chinchilla(1e8, d), [str(i) for i in range(6)])
     assert LOSS_FORMS["chinchilla"].unidentifiable(same_n) is not None
 
 

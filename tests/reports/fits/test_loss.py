@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ladder.reports.fits.loss import LossData, forecast_loss, rollout
+from ladder.reports.fits.loss import forecast_loss, rollout
 from ladder.reports.fits.loss.loss_forms import seed_sigma
 from ladder.reports.fits.loss.loss_rollout import compute_levels, prefix_groups, prefix_levels
+from ladder.reports.fits.runs import Runs
 
 E, A, B = 1.82, 482.0, 2085.0
 SIZES = np.geomspace(1e7, 1.6e8, 6)
@@ -22,7 +23,7 @@ def law(n, d, alpha=0.348, beta=0.366):
 
 
 def data(loss, n=N, d=D):
-    return LossData(n, d, loss, [f"r{i}" for i in range(len(n))])
+    return Runs(n, d, loss, [f"r{i}" for i in range(len(n))])
 
 
 def plateau_truth(n, d):

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from ladder.errors import FitError
-from ladder.reports.fits.loss import LossData, forecast_loss
+from ladder.reports.fits.loss import forecast_loss
+from ladder.reports.fits.runs import Runs
 from ladder.reports.fits.tasks import (
     collinear,
     fit_task,
@@ -177,7 +178,7 @@ def test_step_one_is_the_loss_laws_forecast_on_the_task_loss():
     assert "weighted by rollout error" in s1["reason"] and s1["calibration"]["factor"] >= 1.0
     assert s1["rollout"]["forecasts"] == s1["calibration"]["n"] > 0 and "2%" in s1["reach"]
     # the same machinery as the loss laws: forecast_loss on the task loss gives the same hero forecast
-    data = LossData(runs["params"], runs["tokens"], runs["task/code/bpb"], runs["run_id"])
+    data = Runs(runs["params"], runs["tokens"], runs["task/code/bpb"], runs["run_id"])
     direct = forecast_loss(data, HERO["params"], HERO["tokens"], n_boot=50, seed=0)
     assert {k: direct.weights.get(k, 0.0) for k in weights} == pytest.approx(weights)
     assert fit.hero.loss == pytest.approx(direct.points[0].loss, rel=1e-9)
