@@ -201,3 +201,28 @@ def outcomes(root: Path) -> dict[str, RunSpec]:
     lines[1] = "{this is not json}\n"
     rd.metrics.write_text("".join(lines))
     return by
+
+
+def status_row(state: str, done: int, *, tokens_per_s: float | None = None, flops_spent: float | None = None):
+    """One run of ``ladder status``'s table (``RunStatus``) of 1,000 planned tokens, for the progress-line tests;
+    with ``flops_spent``, its planned FLOPs are 6 per token."""
+    from ladder.books.run_status import RunStatus
+
+    extra = {} if flops_spent is None else {"flops_spent": flops_spent, "flops_planned": 1000.0 * 6}
+    return RunStatus(
+        run_id="r",
+        variant="base",
+        size="4K",
+        state=state,
+        tokens_done=done,
+        tokens_planned=1000,
+        progress=done / 1000,
+        train_loss=None,
+        eval_loss=None,
+        tokens_per_s=tokens_per_s,
+        eta_s=None,
+        job_id=None,
+        executor=None,
+        error=None,
+        **extra,
+    )

@@ -74,25 +74,13 @@ def test_version(capsys):
     assert r.code == 0 and r.stdout.startswith("ladder ")
 
 
+# SmolLM2-135M's shape (its config.json): 134,515,008 parameters tied
+SMOLLM2 = ("model", "info", "--d-model", "576", "--n-layers", "30", "--n-heads", "9", "--n-kv-heads", "3")
+SMOLLM2 += ("--ffn-dim", "1536", "--vocab-size", "49152")
+
+
 def test_model_info_json_smollm2(capsys):
-    r = run_cli(
-        capsys,
-        "model",
-        "info",
-        "--d-model",
-        "576",
-        "--n-layers",
-        "30",
-        "--n-heads",
-        "9",
-        "--n-kv-heads",
-        "3",
-        "--ffn-dim",
-        "1536",
-        "--vocab-size",
-        "49152",
-        "--json",
-    )
+    r = run_cli(capsys, *SMOLLM2, "--json")
     data = r.json()
     assert data["params_total"] == 134_515_008
     assert data["params_embedding"] + data["params_non_embedding"] == data["params_total"]
@@ -114,25 +102,7 @@ def test_model_info_json_smollm2(capsys):
         "vocab_size": 49152,
         "tied": True,
     }
-    untied = run_cli(
-        capsys,
-        "model",
-        "info",
-        "--d-model",
-        "576",
-        "--n-layers",
-        "30",
-        "--n-heads",
-        "9",
-        "--n-kv-heads",
-        "3",
-        "--ffn-dim",
-        "1536",
-        "--vocab-size",
-        "49152",
-        "--untied",
-        "--json",
-    )
+    untied = run_cli(capsys, *SMOLLM2, "--untied", "--json")
     assert untied.json()["params_total"] == 162_826_560
 
 

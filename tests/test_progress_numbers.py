@@ -16,7 +16,7 @@ from ladder import layout
 from ladder.books.run_lock import run_lock
 from ladder.books.run_status import EtaClock, study_status
 from tests.cli_helpers import run_cli
-from tests.fake_runs import done_result, metrics_lines, plan_micro
+from tests.fake_runs import done_result, metrics_lines, plan_micro, status_row
 
 
 def test_status_shows_the_throughput_result_json_gives(tmp_path, capsys):
@@ -174,28 +174,10 @@ def test_the_old_eta_from_summed_tokens_per_second_jumps(tmp_path):
 def test_progress_lines_print_the_eta_of_the_clock():
     from rich.console import Console
 
-    from ladder.books.run_status import RunStatus
     from ladder.cli.status import StatusLines
 
     def row(state, done, spent):
-        return RunStatus(
-            run_id="r",
-            variant="base",
-            size="4K",
-            state=state,
-            tokens_done=done,
-            tokens_planned=1000,
-            progress=done / 1000,
-            train_loss=None,
-            eval_loss=None,
-            tokens_per_s=50.0,
-            eta_s=None,
-            job_id=None,
-            executor=None,
-            error=None,
-            flops_spent=spent,
-            flops_planned=1000.0 * 6,
-        )
+        return status_row(state, done, tokens_per_s=50.0, flops_spent=spent)
 
     console = Console(record=True, width=120, file=open("/dev/null", "w"))
     clock = _Clock()

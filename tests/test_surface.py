@@ -13,6 +13,7 @@ import typer.main
 import yaml
 
 from tests.cli_helpers import run_cli
+from tests.fake_runs import status_row
 
 
 def _leaf_commands():
@@ -126,26 +127,10 @@ class _Clock:
 def test_status_lines_print_on_a_change_and_about_once_a_minute():
     from rich.console import Console
 
-    from ladder.books.run_status import RunStatus
     from ladder.cli.status import StatusLines
 
     def row(state, done, tps=None):
-        return RunStatus(
-            run_id="r",
-            variant="base",
-            size="4K",
-            state=state,
-            tokens_done=done,
-            tokens_planned=1000,
-            progress=done / 1000,
-            train_loss=None,
-            eval_loss=None,
-            tokens_per_s=tps,
-            eta_s=None,
-            job_id=None,
-            executor=None,
-            error=None,
-        )
+        return status_row(state, done, tokens_per_s=tps)
 
     console = Console(record=True, width=120, file=open("/dev/null", "w"))
     clock = _Clock()
