@@ -5,14 +5,15 @@ reads it through (:func:`read_fit_json`).
 The models type what the later stages read: the top-level sections, the hero's forecast, size and distance, each
 prediction (with the hyperparameter laws' LR* and B* there), the loss law's forms (with their rollout scores),
 selection, calibration, lean and reach, each variant's own law, the compute-optimal split, the calls of the
-hyperparameter, tied-vs-untied, depth-vs-width and IsoFLOP sections at the hero, the recommendation the hero run
-is planned from, the in-context trend and forecasts of each kind of target, the excluded runs, and ``meta``. The
-deep internals of a section (a law form's bootstrap rows, an ablation's rollout) are data of that section and
-pass through as they are (``extra="allow"``). A key renamed on the writer's side fails the write (and the golden
-test of the schema); an older file, or a hand-damaged one, gets one line: refit with ``ladder fit``. A reader
-that copies a part of the file into a record of its own (a freeze, the tied-vs-untied call the summary hands to
-:func:`~ladder.reports.fits.recommend.tied_uncertainty`) takes it :meth:`~_Open.as_written` (:func:`written`):
-its keys in the file's order, its numbers as the file holds them.
+hyperparameter, tied-vs-untied, depth-vs-width and IsoFLOP sections (with the rows and figures the report draws
+from them), the recommendation the hero run is planned from, the in-context trend, the task forecasts, the
+forecasts of each kind of target, the excluded runs and ``meta``. The deep internals of a section (a law form's
+bootstrap rows, an ablation's rollout) are data of that section and pass through as they are (``extra="allow"``).
+A key renamed on the writer's side fails the write (and the golden test of the schema); an older file, or a
+hand-damaged one, gets one line: refit with ``ladder fit``. A reader that copies a part of the file into a
+record of its own (a freeze, the tied-vs-untied call the summary hands to
+:func:`~ladder.reports.fits.recommend.tied_uncertainty`) takes it :meth:`~_Open.as_written` (:func:`written`): its
+keys in the file's order, its numbers as the file holds them.
 
 tests/reports/fits/golden/fit_json.schema.json holds the schema these models describe; any change to it is
 deliberate. ``SCHEMA_VERSION`` is raised when a file the previous models accepted would be refused or read
@@ -242,6 +243,13 @@ class LossRollout(_Open):
     scores: dict[str, FormScore] = Field(default_factory=dict)
 
 
+class FormResidual(_Open):
+    """A run a law form was fitted to, and its residual: (observed - fitted) / fitted in percent."""
+
+    run: Any = None
+    pct: float | None = None
+
+
 class LawForm(_Open):
     """One law form of the loss section: its parameters with their 90% intervals, its weight and its rollout
     score."""
@@ -252,6 +260,8 @@ class LawForm(_Open):
     ci90: dict[str, list[float | None] | None] | None = None
     weight: float | None = None
     rollout: FormRollout | None = None
+    n: int | None = None  # the runs it was fitted to
+    residuals: list[FormResidual] = Field(default_factory=list)
 
 
 class Lean(_Open):
@@ -278,6 +288,7 @@ class LossLaw(Section):
     rollout: LossRollout | None = None
     points: list[dict] | None = None
     left_out: dict | None = None
+    seed_sigma: float | None = None  # the seed replicates' scatter (sd of log loss); 0 without replicates
 
 
 class VariantLaw(Section):
@@ -293,6 +304,32 @@ class IsoflopExponents(_Open):
     b: float | None = None
 
 
+class ExponentsCI90(_Open):
+    """The 90% intervals of the exponents ``a`` (of N*) and ``b`` (of D*); None without bootstrap refits."""
+
+    a: list[float | None] | None = None
+    b: list[float | None] | None = None
+
+
+class AllocationCI90(ExponentsCI90):
+    params: list[float | None] | None = None
+    tokens: list[float | None] | None = None
+    tokens_per_param: list[float | None] | None = None
+
+
+class Allocation(_Open):
+    """The allocating law's split of a compute (``compute_6nd``, 6ND) into N* and D*, with 90% intervals."""
+
+    form: str | None = None
+    compute_6nd: float | None = None
+    params: float | None = None
+    tokens: float | None = None
+    tokens_per_param: float | None = None
+    a: float | None = None
+    b: float | None = None
+    ci90: AllocationCI90 | None = None
+
+
 class ComputeOptimal(_Open):
     """How N* and D* grow with compute (``N* ~ C^a``, ``D* ~ C^b``), from the allocating law and from IsoFLOP,
     or why the split is not identifiable; ``determined`` False when the law's interval is too wide for advice."""
@@ -305,11 +342,80 @@ class ComputeOptimal(_Open):
     reason: str | None = None
     assumption: str | None = None
     isoflop: IsoflopExponents | None = None
+    ci90: ExponentsCI90 | None = None
+    at_hero: Allocation | None = None  # the split at the hero's 6ND; None without a hero
+
+
+class BudgetCI90(_Open):
+    """A budget's optimum's 90% intervals; empty without bootstrap refits."""
+
+    params_opt: list[float | None] | None = None
+    tokens_opt: list[float | None] | None = None
+
+
+class IsoflopBudget(_Open):
+    """One compute budget's IsoFLOP profile: its runs and sizes, the optimum (N, D and the loss there), and
+    whether the optimum lies within the sizes tried (``interior``)."""
+
+    flops: float | None = None
+    n_runs: int | None = None
+    n_sizes: int | None = None
+    params_opt: float | None = None
+    tokens_opt: float | None = None
+    loss_opt: float | None = None
+    interior: bool | None = None
+    ci90: BudgetCI90 | None = None
+
+
+class SkippedBudget(_Open):
+    """A compute budget left out of the IsoFLOP fit, and why."""
+
+    flops: float | None = None
+    n_runs: int | None = None
+    n_sizes: int | None = None
+    reason: str | None = None
+
+
+class IsoflopLaw(_Open):
+    """``N_opt = k C^a`` (or ``D_opt``) through the budgets' optima."""
+
+    k: float | None = None
+    a: float | None = None
+
+
+class IsoflopShape(_Open):
+    """The exponents the IsoFLOP curves share (method ``shape``)."""
+
+    alpha: float | None = None
+    beta: float | None = None
+
+
+class IsoflopResidual(_Open):
+    """A run of the IsoFLOP fit: its loss and the loss its budget's fitted curve gives (``predicted``)."""
+
+    run: Any = None
+    params: float | None = None
+    tokens: float | None = None
+    flops: float | None = None
+    loss: float | None = None
+    predicted: float | None = None
 
 
 class Isoflop(Section):
     a: float | None = None
     n_budgets: int | None = None
+    method: str | None = None  # "shape" or "parabola"
+    b: float | None = None
+    ci90: ExponentsCI90 | None = None
+    n_opt: IsoflopLaw | None = None
+    d_opt: IsoflopLaw | None = None
+    budgets: list[IsoflopBudget] = Field(default_factory=list)
+    n_runs: int | None = None
+    n_boot: int | None = None
+    shape: IsoflopShape | None = None  # None for parabolas
+    skipped_budgets: list[SkippedBudget] = Field(default_factory=list)
+    residuals: list[IsoflopResidual] = Field(default_factory=list)
+    note: str | None = None
 
 
 class HparamsAtHero(_Open):
@@ -321,10 +427,169 @@ class HparamsAtHero(_Open):
     batch_tokens: float | None = None
     batch_tokens_ci90: list[float | None] | None = None
     batch_tokens_law: str | None = None
+    flops: float | None = None
+    params: float | None = None
+    tokens: float | None = None
+    lr_penalty_2x: float | None = None  # the loss cost of a 2x wrong LR
+    lr_penalty_2x_ci90: list[float | None] | None = None
+    lr_penalty_2x_law: str | None = None
+    batch_penalty_2x: float | None = None  # the loss cost of a 2x wrong batch size
+    batch_penalty_2x_ci90: list[float | None] | None = None
+    batch_penalty_2x_law: str | None = None
+
+
+class SweepPoint(_Open):
+    """One run of an LR (x batch) sweep rung: its LR, batch size (None without a batch column) and final loss
+    (None when it diverged), and whether it lies inside the fit window."""
+
+    lr: float | None = None
+    batch_tokens: float | None = None
+    loss: float | None = None
+    used: bool | None = None
+
+
+class SweepParabola(_Open):
+    """A quadratic in ln x (``poly``: b0, b1, b2) of ln loss (``poly_of``)."""
+
+    poly: list[float | None] | None = None
+    poly_of: str | None = None
+    loss_min: float | None = None
+    curvature: float | None = None
+
+
+class SweepOptimum(SweepParabola):
+    """A rung's optimum on one axis (LR or batch): ``opt`` with its 90% interval, the 2x penalty, and ``status``
+    (``ok``, ``edge``, ``no_minimum``) with its ``message``."""
+
+    name: str | None = None
+    opt: float | None = None
+    ci90: list[float | None] | None = None
+    penalty_2x: float | None = None
+    penalty_2x_ci90: list[float | None] | None = None
+    status: str | None = None
+    message: str | None = None
+
+
+class LrCurve(SweepParabola):
+    """The LR parabola of a rung at one of its batch sizes (None when the rung has one batch)."""
+
+    batch_tokens: float | None = None
+    lr_opt: float | None = None
+
+
+class HparamRung(_Open):
+    """One rung of the LR (x batch) sweep: its runs (``points``), the optima (``lr``, ``batch``), the LR
+    parabola at each batch size (``lr_curves``), or why it has no fit (``skipped``)."""
+
+    scale: str | None = None
+    flops: float | None = None
+    params: float | None = None
+    tokens: float | None = None
+    params_non_embedding: float | None = None
+    n_runs: int | None = None
+    n_diverged: int | None = None
+    points: list[SweepPoint] = Field(default_factory=list)
+    lr: SweepOptimum | None = None
+    batch: SweepOptimum | None = None
+    lr_curves: list[LrCurve] = Field(default_factory=list)
+    skipped: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class HparamLawFit(_Open):
+    """The fitted power law of a per-rung optimum: its constants with their 90% intervals, on ``n`` rungs."""
+
+    form: str | None = None
+    formula: str | None = None
+    params: dict[str, float | None] | None = None
+    ci90: dict[str, list[float | None] | None] | None = None
+    n: int | None = None
+
+
+class HparamLawPoint(_Open):
+    """A rung the law was fitted on: its optimum ``y`` (90% interval), weight and the law's value there."""
+
+    scale: str | None = None
+    params: float | None = None
+    tokens: float | None = None
+    flops: float | None = None
+    params_non_embedding: float | None = None
+    y: float | None = None
+    y_ci90: list[float | None] | None = None
+    weight: float | None = None
+    fitted: float | None = None
+
+
+class HparamLawHero(_Open):
+    """The law at the hero: its value with the 90% interval (or why there is none) and the hero's distance."""
+
+    params: float | None = None
+    tokens: float | None = None
+    flops: float | None = None
+    value: float | None = None
+    ci90: list[float | None] | None = None
+    reason: str | None = None
+    compute_x: float | None = None
+    params_x: float | None = None
+    tokens_x: float | None = None
+
+
+class HparamCurvePoint(_Open):
+    """A point of the law along the hero's tokens/param, with its 90% band."""
+
+    params: float | None = None
+    tokens: float | None = None
+    flops: float | None = None
+    y: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+
+
+class HparamRollout(_Open):
+    """The law's backtest: fitted on the smaller rungs, ``n`` forecasts of larger rungs' optima; their RMS and
+    worst error in percent, coverage, and the compute reach (covered; within 10%)."""
+
+    n: int | None = None
+    rms_pct: float | None = None
+    max_abs_pct: float | None = None
+    coverage: float | None = None
+    reach: float | None = None
+    reach_within_10pct: float | None = None
+
+
+class HparamLaw(_Open):
+    """A per-rung quantity (LR*, B* or a 2x penalty) as a power law (``law``), or why there is none
+    (``reason``); its rungs, its value at the hero, its curve to the hero and its backtest."""
+
+    quantity: str | None = None
+    form: str | None = None
+    formula: str | None = None
+    law: HparamLawFit | None = None
+    reason: str | None = None
+    points: list[HparamLawPoint] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    hero: HparamLawHero | None = None
+    hero_value: float | None = None
+    hero_ci90: list[float | None] | None = None
+    extrapolation: float | None = None
+    curve: list[HparamCurvePoint] = Field(default_factory=list)
+    rollout: HparamRollout | None = None
 
 
 class Hparams(Section):
     hero: HparamsAtHero | None = None
+    method: str | None = None
+    has_lr_sweep: bool | None = None
+    has_batch_sweep: bool | None = None
+    hero_flops: float | None = None
+    hero_params: float | None = None
+    hero_tokens: float | None = None
+    scales: list[HparamRung] = Field(default_factory=list)
+    lr: HparamLaw | None = None
+    lr_penalty: HparamLaw | None = None
+    batch: HparamLaw | None = None
+    batch_penalty: HparamLaw | None = None
+    notes: list[str] = Field(default_factory=list)
 
 
 class Message(_Open):
@@ -338,6 +603,107 @@ class TiedCall(Message):
     """The tied-vs-untied call at the hero: its message and the variant that wins there."""
 
     winner: str | None = None
+    flops: float | None = None
+    gap: float | None = None  # ln L_untied - ln L_tied at the hero (> 0: tied better)
+    gap_ci90: list[float | None] | None = None
+    p_winner: float | None = None
+    call: str | None = None  # "certain", "likely" or "undetermined"
+    compute_x: float | None = None  # the hero's compute over the largest rung's
+    reach_compute_x: float | None = None  # how far the rollout showed the gap forecasts right
+    compute_multiplier: float | None = None  # the untied compute to reach the tied loss, over C
+    compute_multiplier_ci90: list[float | None] | None = None
+
+
+class TieRung(_Open):
+    """One rung of the tie ablation: each variant's best loss, the gap with its noise ``gap_se``, and the
+    effective-compute multiplier; ``skipped`` says why a rung lacks a variant."""
+
+    scale: str | None = None
+    flops: float | None = None
+    loss_tied: float | None = None
+    loss_untied: float | None = None
+    gap: float | None = None
+    gap_se: float | None = None
+    beyond_noise: bool | None = None
+    winner: str | None = None
+    compute_multiplier: float | None = None
+    compute_multiplier_ci90: list[float | None] | None = None
+    skipped: str | None = None
+
+
+class TieNoise(_Open):
+    """Where the rungs' noise comes from (seed replicates, given, or the trend's scatter)."""
+
+    source: str | None = None
+
+
+class CurveParams(_Open):
+    """An L(C) law's parameters: ``E + A C^-alpha``, or the pure power law ``exp(a) C^b``."""
+
+    E: float | None = None
+    A: float | None = None
+    alpha: float | None = None
+    a: float | None = None
+    b: float | None = None
+
+
+class CurveLaw(_Open):
+    """A variant's loss-vs-compute law as the ablation shows it."""
+
+    formula: str | None = None
+    params: CurveParams | None = None
+
+
+class AblationFormScore(_Open):
+    """A trend form's record in the ablation's rollout: ``n`` forecasts judged and their distance-weighted RMS
+    error (in the effect's own log units)."""
+
+    n: int | None = None
+    rms: float | None = None
+
+
+class AblationForm(_Open):
+    """One trend form of an ablation's effect across scale: its weight and its rollout score (None when it made
+    no rollout forecast)."""
+
+    title: str | None = None
+    formula: str | None = None
+    weight: float | None = None
+    rollout: AblationFormScore | None = None
+
+
+class AblationReach(_Open):
+    """The compute distance up to which the trend's calibrated intervals covered the effect, and the farthest
+    the rollout tested."""
+
+    compute_x: float | None = None
+    tested_compute_x: float | None = None
+
+
+class AblationTrend(_Open):
+    """An ablation's effect across scale: the rollout-weighted forms, their calibration and reach."""
+
+    forms: dict[str, AblationForm] | None = None
+    calibration: Calibration | None = None
+    reach: AblationReach | None = None
+
+
+class AblationBand(_Open):
+    """The trend's calibrated 90% band on a grid of computes."""
+
+    compute: list[float | None] = Field(default_factory=list)
+    point: list[float | None] = Field(default_factory=list)
+    lo: list[float | None] = Field(default_factory=list)
+    hi: list[float | None] = Field(default_factory=list)
+
+
+class Crossover(Message):
+    """Where the tied-vs-untied winner flips: its ``status``, and the compute with its 90% interval when it
+    crosses."""
+
+    status: str | None = None
+    flops: float | None = None
+    ci90: list[float | None] | None = None
 
 
 class TiedVsUntied(Section):
@@ -345,16 +711,67 @@ class TiedVsUntied(Section):
     :func:`paired_forecast` read, :meth:`~_Open.as_written`) and where the winner flips (``crossover``)."""
 
     hero: TiedCall | None = None
-    crossover: Message | None = None
+    crossover: Crossover | None = None
+    method: str | None = None
+    scales: list[TieRung] = Field(default_factory=list)
+    noise: TieNoise | None = None
+    trend: AblationTrend | None = None
+    band: AblationBand | None = None
+    laws: dict[str, CurveLaw | None] | None = None  # each variant's L(C), None where it has none
+    hero_flops: float | None = None
 
 
 class AspectAtHero(_Open):
     aspect_ratio: float | None = None
     aspect_ratio_ci90: list[float | None] | None = None
+    flops: float | None = None
+    compute_x: float | None = None  # the hero's compute over the largest rung's
+    reach_compute_x: float | None = None  # how far the rollout showed the trend forecasts right
+    penalty_2x: float | None = None  # the loss cost of a 2x wrong aspect ratio
+    penalty_2x_ci90: list[float | None] | None = None
+
+
+class AspectPoint(_Open):
+    """One shape of a depth-vs-width rung: its aspect ratio, its loss moved to the rung's compute, and whether
+    the rung's quadratic was fitted on it."""
+
+    aspect_ratio: float | None = None
+    loss_compared: float | None = None
+    used: bool | None = None
+
+
+class AspectOptimum(_Open):
+    """A rung's quadratic of ln loss in ln aspect ratio (``poly``: b0, b1, b2), its optimum ``opt`` with its 90%
+    interval, the 2x penalty, and ``status`` (``ok``, ``edge``, ``no_minimum``) with its ``message``."""
+
+    opt: float | None = None
+    ci90: list[float | None] | None = None
+    poly: list[float | None] | None = None
+    penalty_2x: float | None = None
+    penalty_2x_ci90: list[float | None] | None = None
+    status: str | None = None
+    message: str | None = None
+
+
+class AspectRung(_Open):
+    """One rung of the depth-vs-width sweep: its shapes (``points``) and the fitted quadratic (``fit``), or why
+    there is none (``skipped``)."""
+
+    scale: str | None = None
+    flops: float | None = None
+    n_runs: int | None = None
+    points: list[AspectPoint] = Field(default_factory=list)
+    fit: AspectOptimum | None = None
+    skipped: str | None = None
 
 
 class DepthVsWidth(Section):
     hero: AspectAtHero | None = None
+    method: str | None = None
+    scales: list[AspectRung] = Field(default_factory=list)
+    aspect: AblationTrend | None = None  # the trend of the best aspect ratio
+    aspect_band: AblationBand | None = None
+    excluded: dict[str, str] | None = None  # a rung left out of the trends: why
 
 
 class Schedule(_Open):
@@ -405,6 +822,130 @@ class Recommendation(Section):
     _check = field_validator("params_target", "aspect_ratio_target", "lr")(_finite)
 
 
+class TaskPoint(_Open):
+    """One run of a task: its task loss and accuracy, step 1's fitted loss, and step 2's accuracy at the observed
+    loss (``acc_fit``) and at step 1's (``acc_chain``)."""
+
+    run_id: str | None = None
+    params: float | None = None
+    tokens: float | None = None
+    flops: float | None = None
+    loss: float | None = None
+    loss_fit: float | None = None
+    acc: float | None = None
+    acc_fit: float | None = None
+    acc_chain: float | None = None
+
+
+class TaskLossCurve(_Open):
+    """Step 1's task loss against compute at one tokens-per-parameter ratio (``label``), with its 90% band."""
+
+    label: str | None = None
+    tokens_per_param: float | None = None
+    params: list[float | None] = Field(default_factory=list)
+    tokens: list[float | None] = Field(default_factory=list)
+    flops: list[float | None] = Field(default_factory=list)
+    loss: list[float | None] = Field(default_factory=list)
+    loss_lo: list[float | None] = Field(default_factory=list)
+    loss_hi: list[float | None] = Field(default_factory=list)
+
+
+class TaskAccuracyCurve(_Open):
+    """Step 2's accuracy against task loss, with its 90% band."""
+
+    loss: list[float | None] = Field(default_factory=list)
+    acc: list[float | None] = Field(default_factory=list)
+    acc_lo: list[float | None] = Field(default_factory=list)
+    acc_hi: list[float | None] = Field(default_factory=list)
+
+
+class TaskCurves(_Open):
+    step1: list[TaskLossCurve] = Field(default_factory=list)
+    step2: TaskAccuracyCurve | None = None  # None without an accuracy metric
+
+
+class TaskRollout(_Open):
+    """Step 1's rollout: ``forecasts`` weighted forecasts (``mixture``) from ``prefixes`` prefixes, and each
+    form's record."""
+
+    prefixes: int | None = None
+    forecasts: int | None = None
+    scores: dict[str, FormScore] = Field(default_factory=dict)
+    mixture: list[RolloutForecast] = Field(default_factory=list)
+
+
+class TaskLossLaw(_Open):
+    """Step 1, task loss against size and tokens: the ``primary`` form (the largest weight) in its family's
+    ``formula``, every form with its weight and rollout score, and the calibration and reach of the mixture."""
+
+    form: str | None = None
+    primary: str | None = None
+    params: dict[str, float | None] | None = None
+    intervals: dict[str, list[float | None]] | None = None
+    rmse_log: float | None = None
+    reason: str | None = None
+    formula: str | None = None
+    forms: dict[str, LawForm] = Field(default_factory=dict)
+    skipped: dict[str, str] | None = None
+    calibration: Calibration | None = None
+    reach: dict[str, Reach] | None = None
+    rollout: TaskRollout | None = None
+
+
+class TaskAccuracyLaw(_Open):
+    """Step 2, accuracy against task loss: a sigmoid's parameters with their 90% intervals."""
+
+    params: dict[str, float | None] | None = None
+    intervals: dict[str, list[float | None]] | None = None
+    rmse: float | None = None
+    formula: str | None = None
+
+
+class TaskHero(_Open):
+    """A task forecast at the hero through both steps: the task loss and the accuracy with the 90% intervals of
+    the curves and of one new evaluation, and how far beyond the ladder it lies."""
+
+    params: float | None = None
+    tokens: float | None = None
+    flops: float | None = None
+    loss: float | None = None
+    loss_interval: list[float | None] | None = None
+    loss_prediction_interval: list[float | None] | None = None
+    acc: float | None = None
+    acc_interval: list[float | None] | None = None
+    acc_prediction_interval: list[float | None] | None = None
+    flops_estimated: bool | None = None
+    params_x: float | None = None
+    compute_x: float | None = None
+    beyond_reach: bool | None = None
+
+
+class TaskFit(_Open):
+    """One task's two-step forecast: its runs, both steps' laws and curves, and the hero's forecast."""
+
+    task: str | None = None
+    loss_metric: str | None = None
+    acc_metric: str | None = None  # None: a loss forecast only
+    loss_column: str | None = None
+    acc_column: str | None = None
+    level: float | None = None
+    n_runs: int | None = None
+    step1: TaskLossLaw | None = None
+    step2: TaskAccuracyLaw | None = None
+    points: list[TaskPoint] = Field(default_factory=list)
+    curves: TaskCurves | None = None
+    hero: TaskHero | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Tasks(Section):
+    """Task accuracy forecasts: each task's fit, and why a task could not be fitted (``errors``)."""
+
+    hero: dict[str, float | None] | None = None  # the point forecast: params, tokens, flops
+    tasks: dict[str, TaskFit] = Field(default_factory=dict)
+    errors: dict[str, str] = Field(default_factory=dict)
+
+
 class KindForecast(_Open):
     """One kind of target's forecast (in-context repeats, novel tokens) at a point, or why there is none."""
 
@@ -414,6 +955,7 @@ class KindForecast(_Open):
     lo: float | None = None
     hi: float | None = None
     rollout_rms_pct: float | None = None
+    rollout_n: int | None = None  # the rollout forecasts that RMS is over
 
 
 class KindPoint(_Open):
@@ -444,12 +986,38 @@ class CopyTrend(_Open):
     compute_span: float | None = None
 
 
+class CopyRun(_Open):
+    """One run's loss split by kind of target, and its copy ratio (repeats' loss over the novel tokens')."""
+
+    run: str | None = None
+    params: float | None = None
+    tokens: float | None = None
+    loss: float | None = None
+    repeats: float | None = None
+    novel: float | None = None
+    copy_ratio: float | None = None
+    seed: int | None = None
+
+
+class SeedSpread(_Open):
+    """The seed replicates' spread (pooled sd of log loss) of each kind, over ``configurations`` replicated
+    configurations; None without replicates."""
+
+    repeats: float | None = None
+    novel: float | None = None
+    configurations: int | None = None
+
+
 class InContext(Section):
     """The loss on in-context repeats and on novel tokens, each forecast at the hero and the predictions."""
 
     repeat_share: float | None = None
     trend: CopyTrend | None = None
     forecasts: KindForecasts | None = None
+    variant: str | None = None
+    runs: list[CopyRun] = Field(default_factory=list)
+    seeds: SeedSpread | None = None
+    warnings: list[str] = Field(default_factory=list)
 
 
 class Meta(_Open):
@@ -489,9 +1057,9 @@ class FitJson(BaseModel):
     tied_vs_untied: TiedVsUntied
     depth_vs_width: DepthVsWidth
     recommendation: Recommendation
-    tasks: Section
+    tasks: Tasks
     in_context: InContext
-    forecast_curve: list[dict] | None = None
+    forecast_curve: list[Point] | None = None  # the calibrated 90% band along the hero's tokens per parameter
     excluded: list[Excluded]
     warnings: list[str]
     notes: list[str]
