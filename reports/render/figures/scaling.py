@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import FigureBase
 
+from ladder.reports.fits.study.fit_json import Hero, Isoflop, IsoflopResidual, IsoflopShape, Point
 from ladder.reports.render.figures.axes import (
     count_axis,
     finite_arrays,
@@ -35,11 +36,11 @@ from ladder.reports.render.fmt import fmt_count, num, ok, pos
 def draw_scaling(
     fig: FigureBase,
     runs: Any,
-    hero: Mapping[str, Any] | None,
+    hero: Hero | None,
     styles: VariantStyles,
     *,
     in_law: set[str] | None = None,
-    band: Sequence[Mapping[str, Any]] | None = None,
+    band: Sequence[Point] | None = None,
     actual: Mapping[str, Any] | None = None,
 ) -> None:
     """Final loss against compute and against parameters; the forecast (the weighted law forms) along the hero's
@@ -104,17 +105,17 @@ def draw_scaling(
             markeredgewidth=0.7,
             label="runs in the fit (outlined)",
         )
-    hero = hero or {}
+    hero = hero or Hero()
     k_ladder = _flops_ratio(done)
-    hn, hd = num(hero.get("params")), num(hero.get("tokens"))
-    hc = num(hero.get("flops")) if ok(hero.get("flops")) else (6 * hn * hd * k_ladder if pos(hn, hd) else math.nan)
+    hn, hd = num(hero.params), num(hero.tokens)
+    hc = num(hero.flops) if ok(hero.flops) else (6 * hn * hd * k_ladder if pos(hn, hd) else math.nan)
     if band:
         bn, bd, bl, lo, hi = finite_arrays(
-            [b.get("params") for b in band],
-            [b.get("tokens") for b in band],
-            [b.get("loss") for b in band],
-            [b.get("lo") for b in band],
-            [b.get("hi") for b in band],
+            [b.params for b in band],
+            [b.tokens for b in band],
+            [b.loss for b in band],
+            [b.lo for b in band],
+            [b.hi for b in band],
         )
         if len(bn) >= 2:
             bc = 6 * bn * bd * _k_interp(bn, done, k_ladder, hn, hc, hd)
@@ -122,8 +123,8 @@ def draw_scaling(
             for ax, x in ((ax_c, bc), (ax_n, bn)):
                 ax.plot(x, bl, color=FIT_COLOR, linewidth=1.6, label=label, zorder=4)
                 ax.fill_between(x, lo, hi, color=FIT_COLOR, alpha=0.13, linewidth=0, label="calibrated 90% interval")
-    hero_point(ax_c, hc, hero.get("loss"), hero.get("lo"), hero.get("hi"))
-    hero_point(ax_n, hn, hero.get("loss"), hero.get("lo"), hero.get("hi"))
+    hero_point(ax_c, hc, hero.loss, hero.lo, hero.hi)
+    hero_point(ax_n, hn, hero.loss, hero.lo, hero.hi)
     if actual and ok(actual.get("loss")) and pos(actual.get("params")):
         an = num(actual["params"])
         ac = (
@@ -155,15 +156,6 @@ def _flops_ratio(runs: Any) -> float:
         return 1.0
 
 
-def _points_ratio(points: Sequence[Mapping[str, Any]], default: float) -> float:
-    r = [
-        num(p.get("flops")) / (6 * num(p.get("params")) * num(p.get("tokens")))
-        for p in points
-        if pos(p.get("flops"), p.get("params"), p.get("tokens"))
-    ]
-    return float(np.median(r)) if r else default
-
-
 def _k_interp(ns: np.ndarray, runs: Any, k_ladder: float, hn: float, hc: float, hd: float) -> np.ndarray:
     """FLOPs / 6ND along a curve: the ladder's ratio up to its largest model, moving (in log N) to the hero's."""
     if not pos(hn, hc, hd):
@@ -179,40 +171,38 @@ def _k_interp(ns: np.ndarray, runs: Any, k_ladder: float, hn: float, hc: float, 
 # ---------------------------------------------------------------------------------------------- IsoFLOP
 
 
-def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any] | None) -> None:
+def draw_isoflop(fig: FigureBase, iso: Isoflop, hero: Hero | None) -> None:
     """Loss against model size per compute budget with the fitted IsoFLOP curves and their minima; the optimal
     parameters and tokens against compute with their power laws, extrapolated to the hero's compute."""
     ax_l, ax_r = fig.subplots(1, 2)
-    budgets = [b for b in iso.get("budgets") or [] if pos(b.get("flops"))]
+    budgets = [b for b in iso.budgets if pos(b.flops)]
     colors = budget_colors(len(budgets))
-    resid = iso.get("residuals") or []
-    shape = iso.get("shape") or {}
-    bl = np.log([num(b["flops"]) for b in budgets]) if budgets else np.array([])
-    groups: dict[int, list[dict]] = {}
-    for r in resid:
-        if not pos(r.get("flops"), r.get("params"), r.get("loss")) or not len(bl):
+    bl = np.log([num(b.flops) for b in budgets]) if budgets else np.array([])
+    groups: dict[int, list[IsoflopResidual]] = {}
+    for r in iso.residuals:
+        if not pos(r.flops, r.params, r.loss) or not len(bl):
             continue
-        j = int(np.argmin(np.abs(bl - math.log(num(r["flops"])))))
-        if abs(bl[j] - math.log(num(r["flops"]))) < 0.25:
+        j = int(np.argmin(np.abs(bl - math.log(num(r.flops)))))
+        if abs(bl[j] - math.log(num(r.flops))) < 0.25:
             groups.setdefault(j, []).append(r)
     for j, b in enumerate(budgets):
         col = colors[j]
         rows = groups.get(j, [])
-        label = f"C = {num(b['flops']):.2g} FLOPs"
+        label = f"C = {num(b.flops):.2g} FLOPs"
         if rows:
-            xs, ys = finite_arrays([r["params"] for r in rows], [r["loss"] for r in rows])
+            xs, ys = finite_arrays([r.params for r in rows], [r.loss for r in rows])
             ax_l.plot(xs, ys, linestyle="none", marker="o", markersize=3.5, color=col, alpha=0.7)
-            curve = _isoflop_curve(rows, shape, iso.get("method"))
+            curve = _isoflop_curve(rows, iso.shape, iso.method)
             if curve is not None:
                 ax_l.plot(curve[0], curve[1], color=col, linewidth=1.4, label=label)
-        ci = (b.get("ci90") or {}).get("params_opt")
+        ci = b.ci90.params_opt if b.ci90 is not None else None
         xerr = None
-        if ci and ok(ci[0], ci[1]) and pos(b.get("params_opt")):
-            xerr = [[max(0, num(b["params_opt"]) - num(ci[0]))], [max(0, num(ci[1]) - num(b["params_opt"]))]]
-        if pos(b.get("params_opt"), b.get("loss_opt")):
+        if ci and ok(ci[0], ci[1]) and pos(b.params_opt):
+            xerr = [[max(0, num(b.params_opt) - num(ci[0]))], [max(0, num(ci[1]) - num(b.params_opt))]]
+        if pos(b.params_opt, b.loss_opt):
             ax_l.errorbar(
-                [num(b["params_opt"])],
-                [num(b["loss_opt"])],
+                [num(b.params_opt)],
+                [num(b.loss_opt)],
                 xerr=xerr,
                 fmt="D",
                 color=col,
@@ -229,20 +219,33 @@ def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any
     ax_l.set_title("IsoFLOP profiles")
     legend(ax_l, fontsize=7)
 
-    hero = hero or {}
-    hc = num(hero.get("compute"))
-    xs = np.array([num(b["flops"]) for b in budgets])
+    hc = num(hero.compute) if hero is not None else math.nan
+    xs = np.array([num(b.flops) for b in budgets])
     drew = False
-    for key, law_key, marker, name, color in (
-        ("params_opt", "n_opt", "o", "N_opt (parameters)", PALETTE[0]),
-        ("tokens_opt", "d_opt", "s", "D_opt (tokens)", PALETTE[1]),
+    for opts, cis, law, marker, name, color in (
+        (
+            [b.params_opt for b in budgets],
+            [b.ci90 and b.ci90.params_opt for b in budgets],
+            iso.n_opt,
+            "o",
+            "N_opt (parameters)",
+            PALETTE[0],
+        ),
+        (
+            [b.tokens_opt for b in budgets],
+            [b.ci90 and b.ci90.tokens_opt for b in budgets],
+            iso.d_opt,
+            "s",
+            "D_opt (tokens)",
+            PALETTE[1],
+        ),
     ):
-        ys = np.array([num(b.get(key)) for b in budgets])
+        ys = np.array([num(v) for v in opts])
         good = np.isfinite(ys) & (ys > 0)
         if not good.any():
             continue
-        lo = [num(((b.get("ci90") or {}).get(key) or [None, None])[0]) for b in budgets]
-        hi = [num(((b.get("ci90") or {}).get(key) or [None, None])[1]) for b in budgets]
+        lo = [num((ci or [None, None])[0]) for ci in cis]
+        hi = [num((ci or [None, None])[1]) for ci in cis]
         yerr = np.array(
             [
                 [max(0, y - low) if ok(low) else 0 for y, low in zip(ys, lo)],
@@ -252,20 +255,19 @@ def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any
         ax_r.errorbar(
             xs[good], ys[good], yerr=yerr[:, good], fmt=marker, color=color, markersize=5, capsize=3, label=name
         )
-        law = iso.get(law_key) or {}
-        if ok(law.get("k"), law.get("a")):
+        if law is not None and ok(law.k, law.a):
             top = max(xs[good].max(), hc) if pos(hc) else xs[good].max() * 3
             grid = geom_grid(xs[good].min() / 1.5, top)
             ax_r.plot(
                 grid,
-                num(law["k"]) * grid ** num(law["a"]),
+                num(law.k) * grid ** num(law.a),
                 color=color,
                 linewidth=1.2,
                 linestyle="-",
-                label=f"{name.split()[0]} = {num(law['k']):.3g} C^{num(law['a']):.3f}",
+                label=f"{name.split()[0]} = {num(law.k):.3g} C^{num(law.a):.3f}",
             )
             if pos(hc):
-                v = num(law["k"]) * hc ** num(law["a"])
+                v = num(law.k) * hc ** num(law.a)
                 ax_r.plot(
                     [hc], [v], marker=marker, color=color, markersize=9, markeredgecolor="black", linestyle="none"
                 )
@@ -280,16 +282,18 @@ def draw_isoflop(fig: FigureBase, iso: Mapping[str, Any], hero: Mapping[str, Any
     legend(ax_r, fontsize=7)
 
 
-def _isoflop_curve(rows: list[dict], shape: Mapping[str, Any], method: Any) -> tuple[np.ndarray, np.ndarray] | None:
+def _isoflop_curve(
+    rows: list[IsoflopResidual], shape: IsoflopShape | None, method: str | None
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The fitted curve of one budget, recovered exactly from its fitted values (3 linear coefficients)."""
-    x, y = finite_arrays([r.get("params") for r in rows], [r.get("predicted") for r in rows])
+    x, y = finite_arrays([r.params for r in rows], [r.predicted for r in rows])
     if len(np.unique(np.round(np.log(x), 9))) < 3:
         return None
     lx = np.log(x)
     grid = np.linspace(lx.min() - 0.15, lx.max() + 0.15, 100)
     m = lx.mean()
-    if method == "shape" and ok(shape.get("alpha"), shape.get("beta")):
-        a, b = num(shape["alpha"]), num(shape["beta"])
+    if method == "shape" and shape is not None and ok(shape.alpha, shape.beta):
+        a, b = num(shape.alpha), num(shape.beta)
         basis = lambda t: np.stack([np.ones_like(t), np.exp(-a * (t - m)), np.exp(b * (t - m))], axis=1)  # noqa: E731
     else:
         basis = lambda t: np.stack([np.ones_like(t), t - m, (t - m) ** 2], axis=1)  # noqa: E731
