@@ -4,9 +4,9 @@ by the helpers below (``fmt_gap``, ``fmt_mult``), so that the report and fit.jso
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ladder.reports.fits.study.fit_json import AblationTrend, AspectAtHero, AspectOptimum, Crossover, TieNoise
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.ablations import (
     draw_aspect_trend,
@@ -16,6 +16,7 @@ from ladder.reports.render.figures.ablations import (
 from ladder.reports.render.fmt import (
     ABSENT,
     clip,
+    fmt_bool,
     fmt_ci,
     fmt_flops,
     fmt_g,
@@ -25,7 +26,7 @@ from ladder.reports.render.fmt import (
     ok,
     status_cell,
 )
-from ladder.reports.render.study import mapping, maps
+from ladder.reports.render.study import why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 Z90 = 1.6448536269514722
 PER_FIGURE = 9
 CROSSING = ("within_range", "beyond_range", "possible_beyond")  # statuses with a crossing compute
+NO_FIT = "no fit.json"  # the words Builder.entry gives the sections still reading the raw dict
 
 
 def fmt_gap(v: Any) -> str:
@@ -50,41 +52,40 @@ def fmt_mult(v: Any) -> str:
     return f"{x:.3g}×" if math.isfinite(x) else ABSENT
 
 
-def _forms_table(trend: Mapping, quantity: str) -> Table | None:
-    forms = mapping(trend.get("forms"))
+def _forms_table(trend: AblationTrend | None, quantity: str) -> Table | None:
+    forms = trend.forms if trend is not None else None
     if not forms:
         return None
     rows = []
     for key, f in forms.items():
-        f = mapping(f)
-        ro = mapping(f.get("rollout"))
+        ro = f.rollout
         rows.append(
             [
-                str(f.get("title") or key),
-                str(f.get("formula") or ""),
-                fmt_g(f.get("weight")),
-                fmt_g(ro.get("rms")) if ro else "no forecasts",
-                fmt_int(ro.get("n")) if ro else "0",
+                f.title or key,
+                f.formula or "",
+                fmt_g(f.weight),
+                fmt_g(ro.rms) if ro is not None else "no forecasts",
+                fmt_int(ro.n) if ro is not None else "0",
             ]
         )
-    cal = mapping(trend.get("calibration"))
-    reach = mapping(trend.get("reach"))
+    cal, reach = trend.calibration, trend.reach
     title = (
         f"Trend forms of {quantity}, weighted by rollout error (fit on the smaller rungs, forecast the larger); "
-        f"calibration: coverage {fmt_g(cal.get('coverage'))}, factor {fmt_g(cal.get('factor'))}; reach "
-        f"{fmt_g(reach.get('compute_x'))}× in compute (tested to {fmt_g(reach.get('tested_compute_x'))}×)"
+        f"calibration: coverage {fmt_g(cal and cal.coverage)}, factor {fmt_g(cal and cal.factor)}; reach "
+        f"{fmt_g(reach and reach.compute_x)}× in compute (tested to {fmt_g(reach and reach.tested_compute_x)}×)"
     )
     return Table(["Form", "Formula", "Weight", "Rollout RMS", "Forecasts"], rows, "llrrr", title=title)
 
 
 def tied(ctx: Builder) -> Section:
     s = Section("tied", "Tied vs untied embeddings")
-    tie, why = ctx.entry("tied_vs_untied")
+    tie = ctx.fit_json.tied_vs_untied if ctx.fit_json is not None else None
+    why = why_not(tie) if tie is not None else NO_FIT
     if why:
         return s.missing(f"this study has no tied-vs-untied ablation ({why})")
-    h = mapping(tie.get("hero"))
-    if h.get("message"):
-        s.add(Para(f"The call: {h['message']}.", "p"))
+    h = tie.hero
+    if h is not None and h.message:
+        s.add(Para(f"The call: {h.message}.", "p"))
     s.add(
         ctx.figure(
             "fig-tied",
@@ -98,96 +99,84 @@ def tied(ctx: Builder) -> Section:
         )
     )
     rows = []
-    for r in maps(tie.get("scales")):
-        if r.get("skipped"):
+    for r in tie.scales:
+        if r.skipped:
             rows.append(
-                [
-                    str(r.get("scale")),
-                    fmt_flops(r.get("flops")),
-                    ABSENT,
-                    ABSENT,
-                    ABSENT,
-                    ABSENT,
-                    ABSENT,
-                    clip(r.get("skipped"), 120),
-                ]
+                [str(r.scale), fmt_flops(r.flops), ABSENT, ABSENT, ABSENT, ABSENT, ABSENT, clip(r.skipped, 120)]
             )
             continue
-        se = r.get("gap_se")
-        noise = f" ± {Z90 * num(se):.4f}" if ok(se) else ""
-        beyond = {True: "yes", False: "no"}.get(r.get("beyond_noise"), ABSENT)
+        noise = f" ± {Z90 * num(r.gap_se):.4f}" if ok(r.gap_se) else ""
         rows.append(
             [
-                str(r.get("scale")),
-                fmt_flops(r.get("flops")),
-                fmt_loss(r.get("loss_tied")),
-                fmt_loss(r.get("loss_untied")),
-                fmt_gap(r.get("gap")) + noise,
-                beyond,
-                fmt_mult(r.get("compute_multiplier")),
-                str(r.get("winner") or ""),
+                str(r.scale),
+                fmt_flops(r.flops),
+                fmt_loss(r.loss_tied),
+                fmt_loss(r.loss_untied),
+                fmt_gap(r.gap) + noise,
+                fmt_bool(r.beyond_noise),
+                fmt_mult(r.compute_multiplier),
+                r.winner or "",
             ]
         )
-    noise = mapping(tie.get("noise"))
+    noise = tie.noise or TieNoise()
     s.add(
         Table(
             ["Rung", "Compute", "Tied", "Untied", "Gap (90% noise)", "Beyond noise", "Compute ×", "Winner"],
             rows,
             "lrrrrcrl",
-            title=f"Per rung (gap = ln L_untied − ln L_tied; noise from {noise.get('source') or 'unknown'}; "
+            title=f"Per rung (gap = ln L_untied − ln L_tied; noise from {noise.source or 'unknown'}; "
             "compute ×: the untied compute needed to reach the tied loss, over C)",
         )
     )
     items = []
-    if h:
+    if h is not None:
         items += [
-            ("Gap at the hero", f"{fmt_gap(h.get('gap'))} (90%: {fmt_ci(h.get('gap_ci90'), fmt_gap)})"),
-            ("Winner", f"{h.get('winner') or '?'} ({h.get('call') or '?'}; P = {fmt_p(h.get('p_winner'))})"),
+            ("Gap at the hero", f"{fmt_gap(h.gap)} (90%: {fmt_ci(h.gap_ci90, fmt_gap)})"),
+            ("Winner", f"{h.winner or '?'} ({h.call or '?'}; P = {fmt_p(h.p_winner)})"),
             (
                 "Distance",
-                f"the hero is {fmt_g(h.get('compute_x'))}× the largest rung's compute; the rollout "
-                f"showed the gap forecasts right up to {fmt_g(h.get('reach_compute_x'))}×",
+                f"the hero is {fmt_g(h.compute_x)}× the largest rung's compute; the rollout "
+                f"showed the gap forecasts right up to {fmt_g(h.reach_compute_x)}×",
             ),
         ]
-        if h.get("compute_multiplier") is not None:
+        if h.compute_multiplier is not None:
             items.append(
                 (
                     "Effective compute",
-                    f"untied reaches tied's loss with {fmt_mult(h.get('compute_multiplier'))}"
-                    f" (90%: {fmt_ci(h.get('compute_multiplier_ci90'), fmt_mult)}) the "
+                    f"untied reaches tied's loss with {fmt_mult(h.compute_multiplier)}"
+                    f" (90%: {fmt_ci(h.compute_multiplier_ci90, fmt_mult)}) the "
                     "compute (local slope of the untied L(C) law)",
                 )
             )
-    cross = mapping(tie.get("crossover"))
-    if cross.get("message"):
-        ci = cross.get("ci90")
+    cross = tie.crossover or Crossover()
+    if cross.message:
         items.append(
             (
                 "Crossover",
-                f"{cross['message']}"
-                + (f" (90%: {fmt_ci(ci, fmt_flops)} FLOPs)" if cross.get("status") in CROSSING else ""),
+                cross.message + (f" (90%: {fmt_ci(cross.ci90, fmt_flops)} FLOPs)" if cross.status in CROSSING else ""),
             )
         )
-    if not h and tie.get("reason"):
-        items.append(("Trend", str(tie["reason"])))
+    if h is None and tie.reason:
+        items.append(("Trend", tie.reason))
     if items:
         s.add(KV(items, "Along the ladder and at the hero"))
-    s.add(_forms_table(mapping(tie.get("trend")), "the gap"))
-    if tie.get("method"):
-        s.add(Para(f"Method: {tie['method']}.", "note"))
+    s.add(_forms_table(tie.trend, "the gap"))
+    if tie.method:
+        s.add(Para(f"Method: {tie.method}.", "note"))
     return s
 
 
 def depth(ctx: Builder) -> Section:
     s = Section("depth", "Depth vs width")
-    dw, why = ctx.entry("depth_vs_width")
-    scales = maps(dw.get("scales")) if not why else []
-    if why or not any(sc.get("fit") for sc in scales):
-        reason = why or dw.get("reason") or "no rung has 3 or more aspect ratios"
+    dw = ctx.fit_json.depth_vs_width if ctx.fit_json is not None else None
+    why = why_not(dw) if dw is not None else NO_FIT
+    scales = dw.scales if not why else []
+    if why or not any(sc.fit is not None for sc in scales):
+        reason = why or dw.reason or "no rung has 3 or more aspect ratios"
         return s.missing(
-            reason if str(reason).startswith("this study") else f"this study has no depth-vs-width sweep ({reason})"
+            reason if reason.startswith("this study") else f"this study has no depth-vs-width sweep ({reason})"
         )
-    shown = [sc for sc in scales if sc.get("points")]
+    shown = [sc for sc in scales if sc.points]
     chunks = [shown[i : i + PER_FIGURE] for i in range(0, len(shown), PER_FIGURE)] or [[]]
     for i, chunk in enumerate(chunks):
         part = f" ({i + 1} of {len(chunks)})" if len(chunks) > 1 else ""
@@ -201,7 +190,7 @@ def depth(ctx: Builder) -> Section:
                 lambda fig, c=chunk: draw_aspects(fig, c),
             )
         )
-    if mapping(dw.get("aspect")):
+    if dw.aspect is not None:
         s.add(
             ctx.figure(
                 "fig-depth-law",
@@ -214,17 +203,17 @@ def depth(ctx: Builder) -> Section:
         )
     rows = []
     for sc in scales:
-        f = mapping(sc.get("fit"))
+        f = sc.fit or AspectOptimum()
         rows.append(
             [
-                str(sc.get("scale")),
-                fmt_flops(sc.get("flops")),
-                fmt_int(sc.get("n_runs")),
-                fmt_g(f.get("opt")),
-                fmt_ci(f.get("ci90")),
-                status_cell(f.get("status") or "skipped"),
-                fmt_loss(f.get("penalty_2x")),
-                clip(sc.get("skipped") or f.get("message") or "", 140),
+                str(sc.scale),
+                fmt_flops(sc.flops),
+                fmt_int(sc.n_runs),
+                fmt_g(f.opt),
+                fmt_ci(f.ci90),
+                status_cell(f.status or "skipped"),
+                fmt_loss(f.penalty_2x),
+                clip(sc.skipped or f.message or "", 140),
             ]
         )
     s.add(
@@ -235,31 +224,31 @@ def depth(ctx: Builder) -> Section:
             title="Best aspect ratio per rung",
         )
     )
-    h = mapping(dw.get("hero"))
-    if h.get("aspect_ratio") is not None:
+    h = dw.hero or AspectAtHero()
+    if h.aspect_ratio is not None:
         s.add(
             KV(
                 [
                     (
                         "Aspect ratio at the hero",
-                        f"{fmt_g(h.get('aspect_ratio'))} (90%: {fmt_ci(h.get('aspect_ratio_ci90'))})",
+                        f"{fmt_g(h.aspect_ratio)} (90%: {fmt_ci(h.aspect_ratio_ci90)})",
                     ),
                     (
                         "Distance",
-                        f"the hero is {fmt_g(h.get('compute_x'))}× the largest rung's compute; the rollout "
-                        f"showed the trend forecasts right up to {fmt_g(h.get('reach_compute_x'))}×",
+                        f"the hero is {fmt_g(h.compute_x)}× the largest rung's compute; the rollout "
+                        f"showed the trend forecasts right up to {fmt_g(h.reach_compute_x)}×",
                     ),
                     (
                         "Cost of a 2× wrong aspect at the hero",
-                        f"{fmt_loss(h.get('penalty_2x'))} nats/token (90%: {fmt_ci(h.get('penalty_2x_ci90'), fmt_loss)})",
+                        f"{fmt_loss(h.penalty_2x)} nats/token (90%: {fmt_ci(h.penalty_2x_ci90, fmt_loss)})",
                     ),
                 ],
                 "At the hero",
             )
         )
-    elif dw.get("reason"):
-        s.add(Para(f"No aspect-ratio trend: {dw['reason']}", "note"))
-    s.add(_forms_table(mapping(dw.get("aspect")), "ln aspect*"))
-    if dw.get("method"):
-        s.add(Para(f"Method: {dw['method']}.", "note"))
+    elif dw.reason:
+        s.add(Para(f"No aspect-ratio trend: {dw.reason}", "note"))
+    s.add(_forms_table(dw.aspect, "ln aspect*"))
+    if dw.method:
+        s.add(Para(f"Method: {dw.method}.", "note"))
     return s

@@ -20,8 +20,8 @@ from tests.reports.fixture_study import make_study
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, str]:
-    root = make_study(
+def study_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_study(
         tmp_path_factory.mktemp("ablations") / "study",
         budgets=(3e11, 1e12),
         points=3,
@@ -32,6 +32,11 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, str]:
         n_diverged=0,
         n_boot=20,
     )
+
+
+@pytest.fixture(scope="module")
+def study(study_root: Path) -> tuple[dict, dict, str]:
+    root = study_root
     fit = json.loads(layout.StudyDir(root).fit.read_text(encoding="utf-8"))
     sections = {s.id: s for s in Builder(load_study(root)).sections()}
     html = htmllib.unescape(render_report(root, root / "out", formats=("html",))["html"].read_text(encoding="utf-8"))
@@ -96,24 +101,26 @@ def test_the_depth_section_shows_fit_json_numbers(study):
     assert 'id="fig-depth"' in html and 'id="fig-depth-law"' in html
 
 
-def test_garbage_ablation_entries_still_render(tmp_path: Path):
-    from ladder.reports.render.sections.ablations import depth, tied
+def test_garbage_ablation_entries_are_refused_and_the_sections_say_so(study, study_root: Path, tmp_path: Path):
+    """fit.json is read through its contract: a damaged ablation entry is one problem naming the entry and the way
+    out, and the ablation sections say that the fit is missing instead of rendering garbage or raising."""
+    import shutil
 
-    class Ctx:
-        styles = None
-
-        def __init__(self, fit):
-            self.fit = fit
-
-        def entry(self, key, no_fit="no fit.json"):
-            return self.fit.get(key), None
-
-        def figure(self, *args):
-            return None
-
-    for entry in (
-        {"scales": [{"flops": None}], "crossover": None, "hero": {"gap": "x"}, "trend": [1]},
-        {"scales": "x", "hero": None},
+    fit, _, _ = study
+    for key, damage in (
+        ("tied_vs_untied", {"hero": {"gap": "x"}}),
+        ("tied_vs_untied", {"scales": "x"}),
+        ("depth_vs_width", {"hero": []}),
     ):
-        assert tied(Ctx({"tied_vs_untied": entry})).blocks is not None
-    assert depth(Ctx({"depth_vs_width": {"scales": [{"fit": {"opt": "x"}}], "hero": []}})).blocks is not None
+        root = tmp_path / f"{key}-{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(study_root, root)
+        bad = json.loads(json.dumps(fit))
+        bad[key] = {**(bad.get(key) or {}), **damage}
+        layout.atomic_write_json(layout.StudyDir(root).fit, bad)
+        data = load_study(root)
+        problem = next(p for p in data.problems if key in p)
+        assert "refit with `ladder fit`" in problem
+        sections = {s.id: s for s in Builder(data).sections()}
+        for sid in ("tied", "depth"):
+            paras = [b for b in sections[sid].blocks if isinstance(b, Para)]
+            assert paras and "no fit.json" in paras[0].text, (sid, [p.text for p in paras])
