@@ -22,7 +22,7 @@ from ladder.reports.render.fmt import (
 )
 from ladder.reports.render.sections.hparams import hparams
 from ladder.reports.render.study import StudyData
-from tests.reports.fits.synthetic import step_law_grid
+from tests.reports.fits.synthetic import fit_dict_of, step_law_grid
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,9 @@ def entry() -> dict:
 
 
 def section(entry: dict, tmp_path):
-    return hparams(Builder(StudyData(path=tmp_path, name="s", fit={"hparams": entry}, runs=pd.DataFrame())))
+    return hparams(
+        Builder(StudyData(path=tmp_path, name="s", fit=fit_dict_of({"hparams": entry}), runs=pd.DataFrame()))
+    )
 
 
 def test_numbers_shown_are_fit_json_s(entry, tmp_path):
@@ -91,10 +93,11 @@ def test_one_size_sweep_says_it_transfers_by_rule(tmp_path):
 
 
 def test_backtest_line_is_fit_json_s(entry, tmp_path):
+    from ladder.reports.fits.study.fit_json import HparamRollout
     from ladder.reports.render.sections.hparams import backtest_text
 
     kv = dict(next(b for b in section(entry, tmp_path).blocks if isinstance(b, KV)).items)
     ro = entry["lr"]["rollout"]
-    assert ro["n"] > 0 and kv["LR* law backtest"] == backtest_text(ro)
+    assert ro["n"] > 0 and kv["LR* law backtest"] == backtest_text(HparamRollout.model_validate(ro))
     assert f"RMS error {fmt_g(ro['rms_pct'], 2)}%" in kv["LR* law backtest"]
     assert f"reach {fmt_g(ro['reach'])}× in compute" in kv["LR* law backtest"]
