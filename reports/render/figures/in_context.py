@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import FigureBase
 
+from ladder.reports.fits.study.fit_json import CopyRun, KindForecasts
 from ladder.reports.render.figures.axes import empty, finite_arrays, flops_axis, interval_err, legend, loss_axis
 from ladder.reports.render.figures.style import PALETTE
 from ladder.reports.render.fmt import num, ok
@@ -17,8 +18,8 @@ KINDS = (("novel", "novel tokens", PALETTE[0], "o"), ("repeats", "in-context rep
 
 def draw_in_context(
     fig: FigureBase,
-    runs: Sequence[Mapping[str, Any]],
-    forecasts: Mapping[str, Any],
+    runs: Sequence[CopyRun],
+    forecasts: KindForecasts,
     heroes: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """Left: each run's loss on the novel tokens and on the repeats against 6ND compute, with each kind's
@@ -29,17 +30,17 @@ def draw_in_context(
         empty(ax_l, "no runs carry the split")
         empty(ax_r, "")
         return
-    c = [6.0 * num(r.get("params")) * num(r.get("tokens")) for r in runs]
+    c = [6.0 * num(r.params) * num(r.tokens) for r in runs]
     for key, label, color, marker in KINDS:
-        xs, ys = finite_arrays(c, [r.get(key) for r in runs])
+        xs, ys = finite_arrays(c, [getattr(r, key) for r in runs])
         ax_l.plot(xs, ys, linestyle="none", marker=marker, markersize=4.5, color=color, alpha=0.85, label=label)
-        f = forecasts.get(key) or {}
-        if f.get("available") and ok(forecasts.get("params"), forecasts.get("tokens"), f.get("loss")):
-            x, y = 6.0 * num(forecasts["params"]) * num(forecasts["tokens"]), num(f["loss"])
+        f = getattr(forecasts, key)
+        if f is not None and f.available and ok(forecasts.params, forecasts.tokens, f.loss):
+            x, y = 6.0 * num(forecasts.params) * num(forecasts.tokens), num(f.loss)
             ax_l.errorbar(
                 [x],
                 [y],
-                yerr=interval_err(y, f.get("lo"), f.get("hi")),
+                yerr=interval_err(y, f.lo, f.hi),
                 fmt="*",
                 markersize=10,
                 color=color,
@@ -67,7 +68,7 @@ def draw_in_context(
     loss_axis(ax_l)
     ax_l.set_title("loss by token kind")
     legend(ax_l, fontsize=6.5, loc="lower left")  # the runs fall from the top left, the forecasts sit at the right
-    xs, ys = finite_arrays(c, [r.get("copy_ratio") for r in runs])
+    xs, ys = finite_arrays(c, [r.copy_ratio for r in runs])
     ax_r.plot(xs, ys, linestyle="none", marker="o", markersize=4.5, color=PALETTE[2])
     if len(xs) > 1:
         slope, icpt = np.polyfit(np.log(xs), np.log(ys), 1)

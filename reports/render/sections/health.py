@@ -4,7 +4,6 @@ study spec)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -22,7 +21,6 @@ from ladder.reports.render.fmt import (
     shape_text,
     slug,
 )
-from ladder.reports.render.study import seq
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -63,15 +61,9 @@ def health(ctx: Builder) -> Section:
     pending = int((runs["status"] == "pending").sum())
     if pending:
         s.add(Para(f"{pending} planned run(s) have no result yet (pending or still training).", "note"))
-    excluded = seq(ctx.fit.get("excluded"))
-    if excluded and isinstance(excluded, list):
-        rows = []
-        for e in excluded[:200]:
-            if isinstance(e, Mapping):
-                rid = str(e.get("run_id", e.get("run", "")))
-                rows.append([(rid, "mono"), clip(e.get("reason") or e.get("status") or "", 200)])
-            else:
-                rows.append([(str(e), "mono"), ""])
+    excluded = ctx.fit_json.excluded if ctx.fit_json is not None else []
+    if excluded:
+        rows = [[(e.run or "", "mono"), clip(e.reason or e.status or "", 200)] for e in excluded[:200]]
         s.add(Table(["Run", "Why the fit left it out"], rows, "ll", mono=(0,), title="Runs left out of the fit"))
     have = [c for c in ("tokens_per_s", "mfu") if c in runs and pd.to_numeric(runs[c], errors="coerce").notna().any()]
     if have:
@@ -137,8 +129,8 @@ def reproducibility(ctx: Builder) -> Section:
                 "Devices the runs trained on",
             )
         )
-    meta = ctx.fit.get("meta")
-    if isinstance(meta, Mapping) and meta:
+    if ctx.fit_json is not None:
+        meta = ctx.fit_json.meta.as_written()  # every key the fit recorded, in its order, not only the typed ones
         s.add(
             KV(
                 [

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ladder.reports.fits.study.fit_json import CopyTrend, KindForecast, KindForecasts, SeedSpread
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.in_context import draw_in_context
 from ladder.reports.render.fmt import ABSENT, fmt_ci, fmt_count, fmt_g, fmt_loss, fmt_pct, num, ok
-from ladder.reports.render.study import mapping, maps
+from ladder.reports.render.study import why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -18,22 +19,24 @@ MAX_ROWS = 40
 
 def in_context(ctx: Builder) -> Section:
     s = Section("in-context", "In-context repeats and novel tokens")
-    sec, why = ctx.entry("in_context", "no fit.json (run `ladder fit`)")
+    fit = ctx.fit_json
+    why = why_not(fit.in_context) if fit is not None else "no fit.json (run `ladder fit`)"
     if why:
         return s.missing(f"the loss is not split by token kind: {why}")
+    sec = fit.in_context
     runs, fc, tr, seeds = (
-        maps(sec.get("runs")),
-        mapping(sec.get("forecasts")),
-        mapping(sec.get("trend")),
-        mapping(sec.get("seeds")),
+        sec.runs,
+        sec.forecasts or KindForecasts(),
+        sec.trend or CopyTrend(),
+        sec.seeds or SeedSpread(),
     )
     s.add(
         Para(
-            f"{fmt_pct(100 * num(sec.get('repeat_share')), 0)} of the evaluation targets repeat a trigram that already "
+            f"{fmt_pct(100 * num(sec.repeat_share), 0)} of the evaluation targets repeat a trigram that already "
             "ended earlier in their window: a model that has learned to copy from its context (an induction head) "
             "predicts them far better. Small models learn that abruptly, at a step that depends on the seed, while the "
             "novel tokens move smoothly with scale; so a ladder whose copy ratio is still falling has not reached the "
-            f"regime the hero will be in. Variant {sec.get('variant')}."
+            f"regime the hero will be in. Variant {sec.variant}."
         )
     )
     s.add(
@@ -52,16 +55,16 @@ def in_context(ctx: Builder) -> Section:
             [
                 (
                     "Copy ratio",
-                    f"{fmt_g(tr.get('ratio_at_smallest'), 3)} at the smallest compute, "
-                    f"{fmt_g(tr.get('ratio_at_largest'), 3)} at the largest ({fmt_g(tr.get('compute_span'), 3)}× "
-                    f"apart); slope {fmt_g(tr.get('slope'), 3)} per e-fold of compute, 90% "
-                    f"{fmt_ci(tr.get('ci90'))}",
+                    f"{fmt_g(tr.ratio_at_smallest, 3)} at the smallest compute, "
+                    f"{fmt_g(tr.ratio_at_largest, 3)} at the largest ({fmt_g(tr.compute_span, 3)}× "
+                    f"apart); slope {fmt_g(tr.slope, 3)} per e-fold of compute, 90% "
+                    f"{fmt_ci(tr.ci90)}",
                 ),
                 (
                     "Seed spread (sd of log loss)",
-                    f"repeats {fmt_g(seeds.get('repeats'), 3)}, novel {fmt_g(seeds.get('novel'), 3)} over "
-                    f"{seeds.get('configurations')} replicated configuration(s)"
-                    if ok(seeds.get("repeats"))
+                    f"repeats {fmt_g(seeds.repeats, 3)}, novel {fmt_g(seeds.novel, 3)} over "
+                    f"{seeds.configurations} replicated configuration(s)"
+                    if ok(seeds.repeats)
                     else "no seed replicates",
                 ),
             ],
@@ -69,18 +72,18 @@ def in_context(ctx: Builder) -> Section:
         )
     )
     rows = []
-    for key, title in (("novel", "novel tokens"), ("repeats", "in-context repeats"), ("combined", "share-weighted")):
-        f = mapping(fc.get(key))
-        if not f.get("available"):
-            rows.append([title, ABSENT, f.get("reason") or ABSENT, ABSENT])
+    for title, f in (("novel tokens", fc.novel), ("in-context repeats", fc.repeats), ("share-weighted", fc.combined)):
+        f = f or KindForecast(available=False)
+        if not f.available:
+            rows.append([title, ABSENT, f.reason or ABSENT, ABSENT])
             continue
-        rms = f.get("rollout_rms_pct")
+        rms = f.rollout_rms_pct
         rows.append(
             [
                 title,
-                fmt_loss(f.get("loss")),
-                f"{fmt_loss(f.get('lo'))} – {fmt_loss(f.get('hi'))}",
-                fmt_pct(rms) + f" over {f.get('rollout_n')} forecasts" if ok(rms) else ABSENT,
+                fmt_loss(f.loss),
+                f"{fmt_loss(f.lo)} – {fmt_loss(f.hi)}",
+                fmt_pct(rms) + f" over {f.rollout_n} forecasts" if ok(rms) else ABSENT,
             ]
         )
     s.add(
@@ -88,20 +91,20 @@ def in_context(ctx: Builder) -> Section:
             ["Kind", "Forecast", "90% interval", "Rollout RMS error"],
             rows,
             "lrrr",
-            title=f"Each kind forecast at {fmt_count(fc.get('params'))} params × {fmt_count(fc.get('tokens'))} tokens",
+            title=f"Each kind forecast at {fmt_count(fc.params)} params × {fmt_count(fc.tokens)} tokens",
         )
     )
-    for w in sec.get("warnings") or []:
-        s.add(Para(str(w), "warn"))
+    for w in sec.warnings:
+        s.add(Para(w, "warn"))
     table = [
         [
-            fmt_count(r.get("params")),
-            fmt_count(r.get("tokens")),
-            fmt_g(r.get("seed"), 3),
-            fmt_loss(r.get("loss")),
-            fmt_loss(r.get("novel")),
-            fmt_loss(r.get("repeats")),
-            fmt_g(r.get("copy_ratio"), 3),
+            fmt_count(r.params),
+            fmt_count(r.tokens),
+            fmt_g(r.seed, 3),
+            fmt_loss(r.loss),
+            fmt_loss(r.novel),
+            fmt_loss(r.repeats),
+            fmt_g(r.copy_ratio, 3),
         ]
         for r in runs[:MAX_ROWS]
     ]

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ladder.reports.fits.study.fit_json import TaskHero, TaskLossLaw
 from ladder.reports.render.blocks import Bullets, Para, Section, Table
 from ladder.reports.render.figures.tasks import draw_task
 from ladder.reports.render.fmt import (
@@ -20,7 +20,7 @@ from ladder.reports.render.fmt import (
     ok,
     slug,
 )
-from ladder.reports.render.study import g, mapping, maps, seq
+from ladder.reports.render.study import why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -28,23 +28,23 @@ if TYPE_CHECKING:
 
 def tasks(ctx: Builder) -> Section:
     s = Section("tasks", "Task accuracy forecasts")
-    tk, why = ctx.entry("tasks")
-    fits = (tk or {}).get("tasks") if not why else None
-    errors = (tk or {}).get("errors") if not why else None
-    if why or (not fits and not errors):
-        reason = why if why and why != "not in fit.json" else "no task evaluations (run `ladder eval`, then collect)"
+    fit = ctx.fit_json
+    why = why_not(fit.tasks) if fit is not None else "no fit.json"
+    if fit is None or why or not (fit.tasks.tasks or fit.tasks.errors):
+        reason = why or "no task evaluations (run `ladder eval`, then collect)"
         return s.missing(f"this study has no task accuracy forecasts: {reason}")
+    fits, errors = fit.tasks.tasks, fit.tasks.errors
     rows, law_rows = [], []
-    for name, t in mapping(fits).items():
-        if not isinstance(t, Mapping):
-            continue
-        h = mapping(t.get("hero"))
+    for name, t in fits.items():
+        h = t.hero or TaskHero()
+        step1_formula = t.step1.formula if t.step1 is not None else None
+        step2_formula = t.step2.formula if t.step2 is not None else None
         s.add(
             ctx.figure(
                 f"fig-task-{slug(name)}",
                 f"Task forecast: {name}",
-                f"Two-step forecast of {name}: task loss against compute (step 1, {g(t, 'step1', 'formula') or 'fit'}) "
-                f"and accuracy against task loss (step 2, {g(t, 'step2', 'formula') or 'no accuracy'}), "
+                f"Two-step forecast of {name}: task loss against compute (step 1, {step1_formula or 'fit'}) "
+                f"and accuracy against task loss (step 2, {step2_formula or 'no accuracy'}), "
                 "with the hero's forecast and 90% intervals.",
                 3.3,
                 lambda fig, t=t: draw_task(fig, t),
@@ -52,17 +52,17 @@ def tasks(ctx: Builder) -> Section:
         )
         rows.append(
             [
-                str(name),
-                str(t.get("loss_metric") or ""),
-                fmt_int(t.get("n_runs")),
-                fmt_loss(h.get("loss")),
-                fmt_ci(h.get("loss_interval"), fmt_loss),
-                fmt_loss(h.get("acc"), 3),
-                fmt_ci(h.get("acc_interval"), lambda v: fmt_loss(v, 3)),
-                fmt_ci(h.get("acc_prediction_interval"), lambda v: fmt_loss(v, 3)),
+                name,
+                t.loss_metric or "",
+                fmt_int(t.n_runs),
+                fmt_loss(h.loss),
+                fmt_ci(h.loss_interval, fmt_loss),
+                fmt_loss(h.acc, 3),
+                fmt_ci(h.acc_interval, lambda v: fmt_loss(v, 3)),
+                fmt_ci(h.acc_prediction_interval, lambda v: fmt_loss(v, 3)),
             ]
         )
-        law_rows.append(_law_row(str(name), mapping(t.get("step1")), h))
+        law_rows.append(_law_row(name, t.step1 or TaskLossLaw(), h))
     if rows:
         s.add(
             Table(
@@ -99,31 +99,31 @@ def tasks(ctx: Builder) -> Section:
                 title="Task loss laws (step 1): forms weighted by rollout error",
             )
         )
-    for name, err in mapping(errors).items():
+    for name, err in errors.items():
         s.add(Para(f"{name}: no forecast ({err})", "missing"))
-    warns = [f"{n}: {w}" for n, t in mapping(fits).items() if isinstance(t, Mapping) for w in seq(t.get("warnings"))]
+    warns = [f"{n}: {w}" for n, t in fits.items() for w in t.warnings]
     if warns:
         s.add(Bullets(warns[:MAX_NOTES], "Notes"))
     return s
 
 
-def _law_row(name: str, step1: Mapping, hero: Mapping) -> list:
+def _law_row(name: str, step1: TaskLossLaw, hero: TaskHero) -> list:
     """One task's step-1 forms with their weights; the weighted mixture's rollout error (RMS of its forecasts of
     the larger runs from the smaller), the interval's coverage there and its calibration factor; the reach."""
-    forms = mapping(step1.get("forms"))
-    weighted = sorted(((k, num(mapping(f).get("weight"))) for k, f in forms.items()), key=lambda kv: -kv[1])
-    text = ", ".join(f"{k} {w:.2f}" for k, w in weighted if w > 0) or str(step1.get("primary") or "")
-    errs = [num(r.get("err_pct")) for r in maps(g(step1, "rollout", "mixture"))]
+    weighted = sorted(((k, num(f.weight)) for k, f in step1.forms.items()), key=lambda kv: -kv[1])
+    text = ", ".join(f"{k} {w:.2f}" for k, w in weighted if w > 0) or (step1.primary or "")
+    errs = [num(r.err_pct) for r in (step1.rollout.mixture if step1.rollout is not None else [])]
     errs = [e for e in errs if ok(e)]
     rms_text = fmt_pct(math.sqrt(sum(e * e for e in errs) / len(errs))) if errs else "no rollout"
-    cal = mapping(step1.get("calibration"))
+    cal = step1.calibration
+    reach2 = (step1.reach or {}).get("2%")
     return [
         name,
         text,
         rms_text,
-        fmt_int(cal.get("n")),
-        fmt_pct(100 * num(cal.get("coverage")), 0),
-        fmt_g(cal.get("factor")),
-        fmt_g(g(step1, "reach", "2%", "params_x")),
-        fmt_g(hero.get("params_x")),
+        fmt_int(cal.n if cal is not None else None),
+        fmt_pct(100 * num(cal.coverage if cal is not None else None), 0),
+        fmt_g(cal.factor if cal is not None else None),
+        fmt_g(reach2.params_x if reach2 is not None else None),
+        fmt_g(hero.params_x),
     ]
