@@ -9,8 +9,7 @@ has nothing to say and is left out.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -30,7 +29,7 @@ from ladder.reports.render.sections import (
     scaling,
     tasks,
 )
-from ladder.reports.render.study import StudyData, mapping, status_counts, typed_fit, unavailable
+from ladder.reports.render.study import StudyData, status_counts, typed_fit
 
 ORDER: tuple[Callable[[Builder], Section | None], ...] = (
     forecast.forecast_vs_actual,
@@ -56,7 +55,7 @@ class Builder:
     def __init__(self, data: StudyData) -> None:
         self.d = data
         self.fit = data.fit or {}
-        self.fit_json = typed_fit(self.fit)  # the sections typed so far read this; the others, ``fit``
+        self.fit_json = typed_fit(self.fit)  # what every section reads; None without a fit or for a damaged one
         runs = data.runs
         self.runs = runs
         ladder = runs[runs["role"].astype(str) != "hero"] if len(runs) and "role" in runs else runs
@@ -67,19 +66,12 @@ class Builder:
             else ladder
         )
         self.styles = VariantStyles(runs["variant"].astype(str).tolist() if len(runs) else [])
-        for name in mapping(self.fit.get("loss_by_variant")):
+        for name in self.fit_json.loss_by_variant if self.fit_json is not None else ():
             self.styles.add(name)
         self.styles.add("tied")
         self.styles.add("untied")
         self.variant_of = dict(zip(runs["run_id"].astype(str), runs["variant"].astype(str))) if len(runs) else {}
-        self.law = self.fit.get("loss") if isinstance(self.fit.get("loss"), Mapping) else {}
-        self.hero = self.fit.get("hero") if isinstance(self.fit.get("hero"), Mapping) else {}
         self.fig_count = 0
-
-    def entry(self, key: str, no_fit: str = "no fit.json") -> tuple[Any, str | None]:
-        """``fit.json``'s entry ``key`` and why it is not there (``no_fit`` without a fit; None when it is)."""
-        value = self.fit.get(key)
-        return value, (unavailable(value) if self.fit else no_fit)
 
     def figure(self, key: str, title: str, caption: str, height: float, draw: Callable) -> Fig:
         self.fig_count += 1

@@ -4,8 +4,8 @@ Reads only the study directory (file names from :mod:`ladder.layout`): ``study.y
 ``results.parquet``, ``curves.parquet``, ``fit.json``, the frozen forecasts (``forecast.json``, ``forecast-2.json``,
 ...) and, per run, ``spec.json``/``result.json``/``error.json``.
 Any of them may be missing or unreadable: :func:`load_study` notes it in ``problems`` and never raises, and
-``fit.json`` is validated against its contract on load; the sections read it as typed objects
-(:func:`typed_fit`, :func:`why_not`), and those not typed yet as data, through :func:`unavailable`, :func:`g`,
+``fit.json`` is validated against its contract on load, and the sections read it as typed objects
+(:func:`typed_fit`, :func:`why_not`). The other files (the plan, the frozen forecasts) are read as data, through
 :func:`seq`, :func:`maps`, :func:`mapping` and :func:`first`.
 """
 
@@ -24,19 +24,6 @@ from pydantic import ValidationError
 from ladder import layout
 from ladder.reports.fits.study.fit_json import FitJson
 from ladder.reports.fits.study.fit_json import Section as FitSection
-
-
-def unavailable(d: Any) -> str | None:
-    """Why a fit section is missing (None when it is there)."""
-    if d is None:
-        return "not in fit.json"
-    if not isinstance(d, Mapping):
-        return "unreadable entry in fit.json"
-    if d.get("available") is False:
-        return str(d.get("reason") or "not available")
-    if not d:
-        return "empty entry in fit.json"
-    return None
 
 
 def typed_fit(fit: Any) -> FitJson | None:
@@ -68,20 +55,6 @@ def maps(x: Any) -> list[Mapping]:
 
 def mapping(x: Any) -> Mapping:
     return x if isinstance(x, Mapping) else {}
-
-
-def g(d: Any, *keys: Any, default: Any = None) -> Any:
-    """``d[k1][k2]...`` or ``default`` when any level is missing."""
-    for k in keys:
-        if isinstance(d, Mapping):
-            d = d.get(k)
-        elif isinstance(d, (list, tuple)) and isinstance(k, int) and -len(d) <= k < len(d):
-            d = d[k]
-        else:
-            return default
-        if d is None:
-            return default
-    return d
 
 
 def first(*vals: Any) -> Any:

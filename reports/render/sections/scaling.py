@@ -57,7 +57,7 @@ def _params_text(p: Mapping, ci: Mapping) -> str:
 def scaling(ctx: Builder) -> Section:
     s = Section("scaling", "Scaling laws")
     fit = ctx.fit_json
-    why = why_not(fit.loss) if fit is not None else _why_untyped(ctx, "loss", "no fit.json (run `ladder fit`)")
+    why = why_not(fit.loss) if fit is not None else _why_untyped(ctx, "no fit.json (run `ladder fit`)")
     if why:
         return s.missing(f"this study has no scaling-law fit: {why}")
     law, hero = fit.loss, fit.hero
@@ -133,11 +133,10 @@ def scaling(ctx: Builder) -> Section:
     return s
 
 
-def _why_untyped(ctx: Builder, key: str, no_fit: str) -> str:
+def _why_untyped(ctx: Builder, no_fit: str) -> str:
     """Why a section is missing when fit.json is not there typed: no fit at all, or one that is not the contract
-    (:func:`~ladder.reports.render.study.load_study` refuses such a file; a test hands one over), whose raw entry
-    may still say why."""
-    return ctx.entry(key, no_fit)[1] or "fit.json is not the contract (refit with `ladder fit`)"
+    (:func:`~ladder.reports.render.study.load_study` refuses such a file; a test may hand one over)."""
+    return "fit.json is not the contract (refit with `ladder fit`)" if ctx.fit else no_fit
 
 
 def _allocation(s: Section, alloc: ComputeOptimal) -> None:
@@ -232,7 +231,7 @@ def _variants(s: Section, fit: FitJson) -> None:
 def isoflop(ctx: Builder) -> Section:
     s = Section("isoflop", "IsoFLOP profiles and compute-optimal allocation")
     fit = ctx.fit_json
-    why = why_not(fit.isoflop) if fit is not None else _why_untyped(ctx, "isoflop", "no fit.json")
+    why = why_not(fit.isoflop) if fit is not None else _why_untyped(ctx, "no fit.json")
     if why:
         return s.missing(f"this study has no IsoFLOP profiles: {why}")
     iso, hero = fit.isoflop, fit.hero
