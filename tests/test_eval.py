@@ -61,6 +61,8 @@ def test_eval_rejects_unknown_task(tmp_path, tiny_jsonl_corpus, capsys):
     spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, name="evalbad", sizes=("4K",), tokens_per_param=4)
     study = tmp_path / "study"
     assert run_cli(capsys, "plan", spec, "--out", study, "--no-fit-check").code == 0
-    assert run_cli(capsys, "submit", study, "--executor", "debug").code == 0
+    before = sorted(p.relative_to(study) for p in study.rglob("*"))
+    # the names are checked before any job is submitted, so no run needs to have trained
     r = run_cli(capsys, "eval", study, "--executor", "debug", "--tasks", "no_such_task_xyz")
-    assert r.code == 2 and "no_such_task_xyz" in r.stderr
+    assert r.code == 2 and "no_such_task_xyz" in r.stderr and "unknown lm-eval task" in r.stderr
+    assert sorted(p.relative_to(study) for p in study.rglob("*")) == before
