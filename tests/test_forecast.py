@@ -196,3 +196,83 @@ def test_user_errors_exit_2_naming_the_flag_and_write_nothing(study, tmp_path, c
     r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "bad.csv")
     assert r.code == 2 and "tokens (or step)" in r.stderr
     assert _listing(study) == before
+
+
+@pytest.mark.parametrize(
+    ("where", "edit"),
+    [
+        ("hero.loss", lambda r: r["hero"].update(loss="abc")),
+        ("hero.params", lambda r: r["hero"].update(params=-5)),
+        ("hero.hi", lambda r: r["hero"].update(hi=float("inf"))),
+        ("hero.tokens", lambda r: r["hero"].pop("tokens")),
+        ("predictions[0].tokens", lambda r: r["predictions"][0].update(tokens=0)),
+        ("scores[0].actual", lambda r: r["scores"].append({"final": True, "actual": "3.5"})),
+        ("hero", lambda r: r.update(hero=[1])),
+    ],
+)
+def test_a_hand_edited_freeze_is_damaged_shown_with_its_problem_and_never_scored(study, capsys, where, edit):
+    """Issue 28: a freeze's points must hold finite positive numbers; `show` lists a damaged one with its problem,
+    `score` refuses it in one line and writes nothing (before: a ValueError traceback in both)."""
+    assert run_cli(capsys, "forecast", "freeze", study, "--predict", "300K:6M").code == 0
+    path = study / "forecast.json"
+    record = json.loads(path.read_text())
+    edit(record)
+    path.write_text(json.dumps(record))
+    before = _listing(study)
+
+    r = run_cli(capsys, "forecast", "show", study)
+    assert r.code == 0, r.stderr
+    assert f"forecast.json is damaged ({where}" in " ".join(r.stdout.split())  # the table wraps its cells
+    assert f"forecast.json is damaged ({where}" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    [row] = run_cli(capsys, "forecast", "show", study, "--json").json()["forecasts"]
+    assert row["problem"].startswith(f"damaged ({where}")
+
+    r = run_cli(capsys, "forecast", "score", study, "--loss", "3.5")
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"{path} is damaged ({where}" in r.stderr and "restore it" in r.stderr
+    assert _listing(study) == before
+
+
+def test_score_names_a_freeze_that_is_not_json_and_scores_none(study, capsys):
+    """Issue 28: a corrupt forecast.json is named with the way out (before: "no frozen forecast ... freeze")."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    (study / "forecast.json").write_text('{"hero": ')
+    before = _listing(study)
+    r = run_cli(capsys, "forecast", "score", study, "--loss", "3.5")
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"{study / 'forecast.json'} is unreadable" in r.stderr and "no frozen forecast" not in r.stderr
+    assert "forecast-2.json" not in r.stderr and "move it out of" in r.stderr
+    assert _listing(study) == before  # the sound forecast-2.json is not scored either
+    r = run_cli(capsys, "forecast", "show", study)
+    assert r.code == 0 and "forecast.json is unreadable" in r.stderr
+
+
+def test_an_implausible_loss_is_refused(study, tmp_path, capsys):
+    """Issue 28: `--loss 1e300` was scored ("error -100.00%"); above 100 nats/token is no loss a model can have."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    before = _listing(study)
+    r = run_cli(capsys, "forecast", "score", study, "--loss", "1e300")
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--loss 1e+300" in r.stderr and "100 nats/token" in r.stderr
+    (tmp_path / "curve.csv").write_text("tokens,loss\n1000,3.5\n2000,1e300\n")
+    r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "curve.csv")
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "line 3, column loss" in r.stderr and "100 nats/token" in r.stderr
+    assert _listing(study) == before
+    assert run_cli(capsys, "forecast", "score", study, "--loss", "99").code == 0  # the bound itself is generous
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("params", -5), ("tokens", 0), ("flops", -1e18), ("loss", -2.0), ("compute", 0)]
+)
+def test_freeze_refuses_a_fit_json_with_a_non_positive_hero_number(study, capsys, field, value):
+    """Issue 28: fit.json with `hero.params: -5` was frozen as "hero -5 params"; fit.json's contract refuses it."""
+    fit = json.loads((study / layout.FIT).read_text())
+    fit["hero"][field] = value
+    layout.atomic_write_json(study / layout.FIT, fit)
+    before = _listing(study)
+    r = run_cli(capsys, "forecast", "freeze", study)
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"is damaged (hero.{field}" in r.stderr and "ladder fit" in r.stderr
+    assert _listing(study) == before

@@ -151,7 +151,9 @@ def show(
     )
     for r in rows:
         if r.get("problem"):
-            table.add_row(str(r["number"]), "-", "-", "-", "-", f"[red]{escape(r['file'])}: {escape(r['problem'])}[/]")
+            table.add_row(
+                str(r["number"]), "-", "-", "-", "-", f"[red]{escape(r['file'])} is {escape(r['problem'])}[/]"
+            )
             continue
         h = r["hero"]
         table.add_row(
@@ -166,6 +168,11 @@ def show(
     for r in rows:
         if r.get("warning"):
             err.print(f"[yellow]warning[/]: forecast {r['number']}: {r['warning']}")
+        if r.get("problem"):
+            err.print(
+                f"[yellow]warning[/]: {escape(r['file'])} is {escape(r['problem'])}: `ladder forecast score` "
+                "refuses the study until it is restored or moved out"
+            )
 
 
 @app.command("score")

@@ -14,12 +14,15 @@ rewrite that leaves everything else as it was). What a freeze holds:
   the git revision of the ladder source (null outside a checkout), the UTC time, a note.
 
 A freeze whose ``results_sha256`` is not the hash of the study's results now was made from other data: ``show``
-and ``score`` say so ("the data changed after this forecast").
+and ``score`` say so ("the data changed after this forecast"). A freeze that is not JSON, or whose points hold
+something other than finite positive numbers (a hand edit: :func:`damage`), is damaged: ``show`` lists it with its
+problem, and ``score`` refuses the study in one line, naming the file, until it is restored or moved out.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -38,6 +41,12 @@ if TYPE_CHECKING:
 HERO_KEYS = ("params", "tokens", "flops", "shape", "tied", "loss", "lo", "hi", "level", "half_width_pct", "kind")
 POINT_KEYS = ("label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach")
 DATA_CHANGED = "the data changed after this forecast: the study's results are not the ones it was fitted on"
+# The most a hero's loss (nats/token) can plausibly be: a uniform guess over a vocabulary of V tokens costs ln V
+# (10.8 for 50K tokens, 22.2 for 2^32), so 100 is far worse than guessing over any vocabulary: a mistyped number.
+MAX_LOSS = 100.0
+TOO_LARGE = (
+    f"above {MAX_LOSS:g} nats/token, far worse than a uniform guess over any vocabulary (ln V: 22 for 2^32 tokens)"
+)
 
 
 def utc_now() -> str:
@@ -86,8 +95,98 @@ class Frozen:
         return final[-1] if final else None
 
 
+POSITIVE_KEYS = ("params", "tokens", "loss", "lo", "hi")  # a frozen point's sizes and losses
+# the numbers a score holds (at any depth: its partial forecast, replicates, in-context kinds), which show prints
+SCORE_NUMBERS = frozenset(
+    ("actual", "forecast", "lo", "hi", "level", "error_pct", "z", "mean", "sd_log_pct", "n", "fraction")
+    + ("final_forecast", "novel", "repeats")
+)
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _shown(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _point_damage(where: str, point, required: tuple[str, ...] = ()) -> str | None:
+    if not isinstance(point, dict):
+        return f"{where}: {_shown(point)} is not an object"
+    for key in required:
+        if point.get(key) is None:
+            return f"{where}.{key}: missing"
+    for key in POSITIVE_KEYS:
+        v = point.get(key)
+        if v is not None and not (_number(v) and v > 0):
+            return f"{where}.{key}: {_shown(v)} is not a finite positive number"
+    for key in ("level", "half_width_pct"):
+        v = point.get(key)
+        if v is not None and not _number(v):
+            return f"{where}.{key}: {_shown(v)} is not a finite number"
+    return None
+
+
+def _score_damage(where: str, value) -> str | None:
+    """The first number of a score that is not one (see :data:`SCORE_NUMBERS`)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, v in items:
+        at = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}"
+        if isinstance(v, (dict, list)):
+            problem = _score_damage(at, v)
+            if problem:
+                return problem
+        elif key in SCORE_NUMBERS and v is not None and not _number(v):
+            return f"{at}: {_shown(v)} is not a finite number"
+    return None
+
+
+def damage(record: dict) -> str | None:
+    """Why a freeze's content is not what ``freeze`` writes (a hand edit, a torn copy), as ``field: problem``; None
+    when it is sound. The hero and the predictions (and the in-context points) must have finite positive params,
+    tokens, loss and interval where they have them (the hero must have params, tokens and loss); a score's numbers
+    must be finite numbers; ``frozen_at`` must be a text time."""
+    problem = _point_damage("hero", record.get("hero"), required=("params", "tokens", "loss"))
+    if problem:
+        return problem
+    predictions = record.get("predictions")
+    if predictions is not None and not isinstance(predictions, list):
+        return f"predictions: {_shown(predictions)} is not a list"
+    for i, p in enumerate(predictions or []):
+        problem = _point_damage(f"predictions[{i}]", p)
+        if problem:
+            return problem
+    ic = record.get("in_context")
+    if ic is not None:
+        points = ic.get("points") if isinstance(ic, dict) else None
+        if not isinstance(points, list):
+            return f"in_context.points: {_shown(points)} is not a list"
+        for i, p in enumerate(points):
+            problem = _point_damage(f"in_context.points[{i}]", p)
+            for kind in ("novel", "repeats"):
+                if problem is None and isinstance(p, dict) and p.get(kind) is not None:
+                    problem = _point_damage(f"in_context.points[{i}].{kind}", p[kind])
+            if problem:
+                return problem
+    if record.get("frozen_at") is not None and not isinstance(record["frozen_at"], str):
+        return f"frozen_at: {_shown(record['frozen_at'])} is not a time"
+    scores = record.get("scores")
+    if scores is not None and not isinstance(scores, list):
+        return f"scores: {_shown(scores)} is not a list"
+    for i, s in enumerate(scores or []):
+        problem = (
+            _score_damage(f"scores[{i}]", s) if isinstance(s, dict) else f"scores[{i}]: {_shown(s)} is not an object"
+        )
+        if problem:
+            return problem
+    return None
+
+
 def read_frozen(study_dir: Path) -> list[Frozen]:
-    """Every freeze of the study, oldest first; an unreadable one is listed with its problem, never raised."""
+    """Every freeze of the study, oldest first; one that cannot be read or whose content is damaged (see
+    :func:`damage`) is listed with its problem (``unreadable (...)``, ``damaged (...)``), never raised."""
     out = []
     for number, path in layout.StudyDir(Path(study_dir)).forecasts():
         try:
@@ -96,10 +195,22 @@ def read_frozen(study_dir: Path) -> list[Frozen]:
             out.append(Frozen(number, path, {}, f"unreadable ({exc})"))
             continue
         if not isinstance(record, dict):
-            out.append(Frozen(number, path, {}, "not a JSON object"))
+            out.append(Frozen(number, path, {}, f"damaged (not a JSON object but a JSON {type(record).__name__})"))
             continue
-        out.append(Frozen(number, path, record))
+        problem = damage(record)
+        out.append(Frozen(number, path, {} if problem else record, f"damaged ({problem})" if problem else None))
     return out
+
+
+def damaged_freezes(frozen: list[Frozen], study_dir: Path) -> str:
+    """One line naming the freezes that cannot be read and the way out (for a command that refuses them)."""
+    bad = [f for f in frozen if f.problem]
+    them = "it" if len(bad) == 1 else "them"
+    return (
+        "; ".join(f"{f.path} is {f.problem}" for f in bad)
+        + f": restore {them} from a copy, or move {them} out of {study_dir} (`ladder forecast freeze` makes a new "
+        "freeze, best before the hero trains)"
+    )
 
 
 def _point(p: fit_json.Prediction) -> dict:
@@ -288,13 +399,18 @@ def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
         )
     xs = pd.to_numeric(df[x], errors="coerce").to_numpy(float)
     ys = pd.to_numeric(df[y], errors="coerce").to_numpy(float)
-    for col, values in ((x, xs), (y, ys)):  # an empty cell is a row without it; anything else must be a number
-        bad = np.flatnonzero(df[col].notna().to_numpy() & ~(np.isfinite(values) & (values > 0)))
+    json_or_parquet = suffix in (".jsonl", ".json", ".ndjson", ".parquet", ".pq")
+    checks = [  # an empty cell is a row without it; anything else must be a positive number, a loss a plausible one
+        (x, xs, ~(np.isfinite(xs) & (xs > 0)), "is not a positive number"),
+        (y, ys, ~(np.isfinite(ys) & (ys > 0)), "is not a positive number"),
+        (y, ys, np.isfinite(ys) & (ys > MAX_LOSS), f"is {TOO_LARGE}"),
+    ]
+    for col, values, wrong, why in checks:
+        bad = np.flatnonzero(df[col].notna().to_numpy() & wrong)
         if len(bad):
-            json_or_parquet = suffix in (".jsonl", ".json", ".ndjson", ".parquet", ".pq")
             at = f"record {bad[0] + 1}" if json_or_parquet else f"line {bad[0] + 2}"  # the header is line 1
             raise SpecError(
-                f"--curve {path}: {at}, column {col}: {df[col].iloc[bad[0]]!r} is not a positive number "
+                f"--curve {path}: {at}, column {col}: {df[col].iloc[bad[0]]!r} {why} "
                 f"({len(bad)} such row{'s' if len(bad) > 1 else ''}); fix the file, nothing was scored"
             )
     good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)

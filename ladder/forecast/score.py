@@ -3,7 +3,9 @@
 What the hero shows (:class:`Observation`): the study's hero run (``role: hero``: its result.json's final eval
 loss, or while it trains the eval points of its metrics.jsonl), a loss given with ``--loss`` (a hero trained
 elsewhere, at the frozen hero's size), or a loss curve given with ``--curve`` (CSV, JSON lines or parquet with
-a ``tokens`` or ``step`` column and an ``eval_loss`` or ``loss`` column).
+a ``tokens`` or ``step`` column and an ``eval_loss`` or ``loss`` column). A loss above
+:data:`~ladder.forecast.frozen.MAX_LOSS` (100 nats/token, far worse than a uniform guess over any vocabulary) is
+refused as a mistyped number, and nothing is scored while any freeze of the study is damaged.
 
 A freeze is scored at its forecast of the hero's point: its hero, or one of its predictions, whose params and
 tokens are both within 10% of the hero run's (the nearest; the offset is recorded). Against a final loss:
@@ -31,7 +33,16 @@ import numpy as np
 from ladder import layout
 from ladder.books import job_records
 from ladder.errors import SpecError, StateError
-from ladder.forecast.frozen import DATA_CHANGED, Frozen, append_score, read_frozen, utc_now
+from ladder.forecast.frozen import (
+    DATA_CHANGED,
+    MAX_LOSS,
+    TOO_LARGE,
+    Frozen,
+    append_score,
+    damaged_freezes,
+    read_frozen,
+    utc_now,
+)
 from ladder.model.config import RunSpec
 from ladder.plan.planner import read_plan
 from ladder.reports.fits.scoring import partial_forecast, z_score
@@ -318,8 +329,12 @@ def score_study(
         raise SpecError("give --loss or --curve, not both")
     if loss is not None and not (math.isfinite(loss) and loss > 0):
         raise SpecError(f"--loss {loss}: must be a positive loss in nats/token")
+    if loss is not None and loss > MAX_LOSS:
+        raise SpecError(f"--loss {loss:g}: {TOO_LARGE}; give the hero's eval loss in nats/token")
     study, specs = read_plan(sd.path)
-    frozen = [f for f in read_frozen(sd.path) if not f.problem]
+    frozen = read_frozen(sd.path)
+    if any(f.problem for f in frozen):  # nothing is scored while a freeze cannot be read: none is skipped unseen
+        raise StateError(f"cannot score: {damaged_freezes(frozen, sd.path)}")
     if not frozen:
         raise StateError(
             f"{sd.path} has no frozen forecast to score: run `ladder forecast freeze {sd.path}` (before "

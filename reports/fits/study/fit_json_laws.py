@@ -17,6 +17,14 @@ def _finite(v):
     return v
 
 
+def _positive(v):
+    """A size, a FLOP count or a loss: a finite number above zero (a hand-edited -5 or 0 is a damaged file)."""
+    _finite(v)
+    if v is not None and v <= 0:
+        raise ValueError(f"{v!r} is not a positive number")
+    return v
+
+
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
     _written: dict | None = PrivateAttr(default=None)
@@ -120,6 +128,8 @@ class Point(_Open):
     half_width_pct: float | None = None
 
     _check = field_validator("params", "tokens", "loss", "lo", "hi", "level", "half_width_pct")(_finite)
+    # sizes and losses (a forecast and its interval are exp of a log: never zero or negative when written by a fit)
+    _check_positive = field_validator("params", "tokens", "loss", "lo", "hi")(_positive)
 
 
 class Prediction(Point):
@@ -167,6 +177,7 @@ class Hero(Point):
     _check2 = field_validator(
         "tokens_per_param", "compute", "flops", "aspect_ratio", "ladder_flops", "ladder_pct_of_hero"
     )(_finite)
+    _check_positive2 = field_validator("compute", "flops")(_positive)
 
 
 class FormRollout(_Open):
