@@ -18,6 +18,7 @@ from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, VariantLaw, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
 from ladder.reports.render.fmt import fmt_flops
+from ladder.reports.render.study import weighted_by_rollout
 
 __all__ = ["print_fit"]
 
@@ -135,7 +136,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
             src.get("warmup", ""),
         )
         li = r.loss_interval or [None, None]
-        t.add_row("loss", f"{_num(r.loss)}{_ci(li)}", src.get("loss", ""))
+        t.add_row("loss", f"{_num(r.loss)}{_ci(li)}", loss_source(fit, src.get("loss", "")))
         console.print(t)
     else:
         console.print(f"[bold]recommendation[/]: [dim]{r.reason}[/]")
@@ -144,6 +145,24 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
         console.print(f"[dim]excluded {e.run} ({e.status}{': ' + e.reason if e.reason else ''})[/]")
     for w in fit.warnings:
         console.print(f"[yellow]warning:[/] {w}")
+
+
+def loss_source(fit: FitJson, source: str) -> str:
+    """Where the hero's loss comes from, as fit.json's recommendation says it, unless that claims a weighting by
+    rollout the fit never ran (no rollout forecast scored any form, issue 28): then how the forms were weighted
+    in fact, from the loss law's own weights."""
+    law = fit.loss
+    if not source or "weighted by rollout" not in source or weighted_by_rollout(law):
+        return source
+    w = {k: x for k, x in (law.weights or {}).items() if x is not None}
+    if not w:
+        return "fit: the loss law's forms (no rollout forecasts to weight them by)"
+    listed = ", ".join(f"{k} {x:.2f}" for k, x in sorted(w.items(), key=lambda kv: -kv[1]))
+    how = "weighted equally" if max(w.values()) - min(w.values()) < 1e-9 else "weighted"
+    return (
+        f"fit: {len(w)} law form(s) of variant {law.variant} {how} ({listed}): no rollout forecasts to weight "
+        "them by (too few sizes or budgets to backtest)"
+    )
 
 
 def _print_ablations(fit: FitJson, console: Console) -> None:

@@ -22,7 +22,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from ladder import layout
-from ladder.reports.fits.study.fit_json import FitJson
+from ladder.reports.fits.study.fit_json import FitJson, LossLaw
 from ladder.reports.fits.study.fit_json import Section as FitSection
 
 
@@ -42,6 +42,16 @@ def why_not(section: FitSection | None) -> str | None:
     if section is None:
         return "not in fit.json"
     return None if section.available else (section.reason or "not available")
+
+
+def weighted_by_rollout(law: LossLaw) -> bool:
+    """Whether the loss law's forms were weighted by their rollout error: some fitted form was scored on at least
+    one rollout forecast (else the fit counts every identifiable form equally)."""
+    ro = law.rollout
+    if ro is None:
+        return False
+    fitted = set(law.forms or {}) or set(law.weights or {})
+    return any((sc.n or 0) > 0 for k, sc in ro.scores.items() if not fitted or k in fitted)
 
 
 def seq(x: Any) -> list:
@@ -83,6 +93,7 @@ class StudyData:
     env: dict = field(default_factory=dict)  # versions, source, hardware, date (``environment.environment()``)
     forecasts: list[dict] = field(default_factory=list)  # the frozen forecasts, oldest first (+ number, file)
     results_sha256: str | None = None  # the hash of the fitted rows of results.parquet (as a freeze records it)
+    stale_fit: str | None = None  # why fit.json is not of the results now (fitted on another results table)
 
 
 def _read_json(path: Path, problems: list[str], what: str) -> Any:
@@ -169,6 +180,13 @@ def load_study(study_dir: Path) -> StudyData:
             problems.append(str(exc))
             fit = None
     data.fit = fit or {}
+    fitted_on = mapping(data.fit.get("meta")).get("results_sha256")
+    if fitted_on and data.results_sha256 and fitted_on != data.results_sha256:  # as `ladder hero` refuses it
+        data.stale_fit = (
+            f"the fit is older than the results ({layout.FIT} was fitted on another results table): its laws, "
+            f"forecasts and recommendation are not of these runs; refit with `ladder fit {sd.path}` and render "
+            "the report again"
+        )
     data.runs = _merge_planned(sd, runs, data.plan, data.devices, problems)
     data.problems = problems
     return data

@@ -277,7 +277,7 @@ def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], st
     if not scored:
         w = {k: 1.0 / len(laws) for k in laws}
         return w, (
-            "no rollout forecasts (the ladder has too few sizes to backtest), so every identifiable form "
+            "no rollout forecasts (the ladder has too few sizes or budgets to backtest), so every identifiable form "
             f"counts equally: {', '.join(laws)}"
         )
     # a form whose own rollout forecasts never reached half the distance the best-tested form reached (the ratio

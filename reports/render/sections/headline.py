@@ -47,6 +47,8 @@ def headline(ctx: Builder) -> Section:
     interval = (rec.loss_interval if rec is not None and rec.loss_interval else []) + [None, None]
     lo = first(hero.lo, interval[0])
     hi = first(hero.hi, interval[1])
+    if ctx.d.stale_fit:
+        s.add(Para(f"Warning: {ctx.d.stale_fit}", "warn"))
     tiles = []
     if ok(loss):
         ext = hero.extrapolation or {}
@@ -193,11 +195,13 @@ def _reach_tile(fit: FitJson | None, hero: Hero) -> Tile:
     cal = law.calibration if law is not None else None
     r2, tested = reach.get("2%"), reach.get("tested")
     if r2 is None or tested is None or not ok(r2.params_x, tested.params_x) or cal is None or not (cal.n or 0) > 0:
-        return Tile(
-            "Demonstrated reach",
-            ABSENT,
-            "no rollout forecast: the ladder has too few sizes or budgets to fit on the smaller and check on the larger",
-        )
+        if fit is None:
+            why = "no fit yet: run `ladder fit` on the study directory, then render the report again"
+        elif why_not(law):
+            why = f"no loss law was fitted ({why_not(law)})"
+        else:
+            why = "the ladder has too few sizes or budgets to fit on the smaller and check on the larger"
+        return Tile("Demonstrated reach", ABSENT, f"no rollout forecast: {why}")
     cov = f"; its 90% intervals covered {fmt_pct(100 * num(cal.coverage), 0)} of them" if ok(cal.coverage) else ""
     widened = f" (widened {fmt_g(cal.factor, 3)}×)" if ok(cal.factor) and num(cal.factor) > 1 else ""
     return Tile(

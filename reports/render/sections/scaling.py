@@ -33,7 +33,7 @@ from ladder.reports.render.fmt import (
     pos,
 )
 from ladder.reports.render.sections.forecast import actual_point
-from ladder.reports.render.study import why_not
+from ladder.reports.render.study import weighted_by_rollout, why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -77,6 +77,8 @@ def scaling(ctx: Builder) -> Section:
             lambda fig: draw_scaling(fig, ctx.done, hero, ctx.styles, in_law=in_law, band=band, actual=actual),
         )
     )
+    by_rollout = weighted_by_rollout(law)
+    calibrated = law.calibration is not None and (law.calibration.n or 0) > 0
     rows = []
     for key, f in forms.items():
         rows.append(
@@ -97,7 +99,7 @@ def scaling(ctx: Builder) -> Section:
             rows,
             "lllrrr",
             title="Law forms fitted by one engine (Huber on log loss, δ 1e-3; residual bootstrap from fresh "
-            f"starts), {law.selection or 'weighted by their rollout error'}",
+            f"starts), {law.selection or ('weighted by their rollout error' if by_rollout else 'no rollout forecasts')}",
         )
     )
     if pos(law.seed_sigma):
@@ -127,7 +129,9 @@ def scaling(ctx: Builder) -> Section:
                     for p in fit.predictions
                 ],
                 "lrrrrrl",
-                title="Forecasts (90% intervals, calibrated on the rollout)",
+                title="Forecasts (90% intervals, calibrated on the rollout)"
+                if calibrated
+                else "Forecasts (90% intervals, not calibrated: no rollout forecasts to calibrate them on)",
             )
         )
     return s

@@ -225,3 +225,17 @@ def test_no_rollout_claim_without_rollout_rows():
     assert "stayed within 2%" not in texts["none"] and "no rollout forecast" in texts["none"]
     assert "stayed within 2% up to 2x params, 5x compute" in texts["some"]
     assert "no rollout forecast" not in texts["some"]
+
+
+def test_without_a_fit_the_headline_gives_the_true_reason_for_no_rollout(wsd_study):
+    """A study with no fit.json: the headline's reach tile says there is no fit yet (run `ladder fit`), as section 5
+    does, and never blames the ladder's sizes or budgets (issue 28)."""
+    root, _, _ = wsd_study
+    data = load_study(root)
+    assert not data.fit
+    tile = next(t for t in headline(Builder(data)).blocks[0].tiles if t.label == "Demonstrated reach")
+    assert "too few sizes or budgets" not in _texts(tile)
+    assert "no fit yet" in _texts(tile) and "ladder fit" in _texts(tile)
+    data.fit = fit_dict_of({})  # a fit without a loss law: its reason, not the ladder's sizes
+    tile = next(t for t in headline(Builder(data)).blocks[0].tiles if t.label == "Demonstrated reach")
+    assert "too few sizes or budgets" not in _texts(tile) and "not in this test" in _texts(tile)

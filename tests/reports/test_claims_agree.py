@@ -1,0 +1,113 @@
+"""The tool never claims a backtest it never ran (issue 28): a 3-size x 3-budget ladder has no rollout forecast, so
+``ladder fit``'s recommended-hero table does not say its law forms were "weighted by rollout" and the report's
+forecast table is not "calibrated on the rollout"; a ladder with a rollout says both. And a fit made from other
+results than the study's now is flagged at the top of the report's headline, as ``ladder hero`` refuses it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from ladder import layout
+from ladder.reports.render.builder import Builder
+from ladder.reports.render.sections.headline import headline
+from ladder.reports.render.sections.scaling import scaling
+from ladder.reports.render.study import load_study
+from ladder.reports.summary import print_fit
+from tests.reports.fits.synthetic import fit_json_of, make_study, study_table
+
+
+def _texts(obj) -> str:
+    if isinstance(obj, str):
+        return obj
+    if dataclasses.is_dataclass(obj):
+        return " ".join(_texts(getattr(obj, f.name)) for f in dataclasses.fields(obj))
+    if isinstance(obj, (list, tuple)):
+        return " ".join(_texts(x) for x in obj)
+    return ""
+
+
+def _study_dir(root: Path, sizes: list[str]) -> Path:
+    """``results.parquet`` of a synthetic ladder (``sizes`` x three budgets) and its real ``fit.json``."""
+    from ladder.reports.fits import fit_study
+
+    study = make_study(
+        ladder={"sizes": sizes, "param_count": "non_embedding", "tokens_per_param": 20, "budgets": [0.5, 1, 2]},
+        ablations={},
+    )
+    runs = study_table(study)
+    root.mkdir(parents=True)
+    runs.to_parquet(layout.StudyDir(root).results_parquet)
+    layout.atomic_write_json(layout.StudyDir(root).fit, fit_study(runs, study=study, n_boot=20).to_dict())
+    return root
+
+
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("claims")
+    return {
+        "none": _study_dir(base / "three", ["25K", "50K", "100K"]),
+        "some": _study_dir(base / "five", ["25K", "50K", "100K", "200K", "400K"]),
+    }
+
+
+def _summary(fit) -> str:
+    console = Console(record=True, width=400, file=open("/dev/null", "w"))
+    print_fit(fit, console)
+    return console.export_text()
+
+
+def test_no_rollout_rows_no_weighting_or_calibration_by_rollout(studies):
+    data = load_study(studies["none"])
+    assert data.fit["loss"]["rollout"]["rows"] == [] and data.fit["loss"]["calibration"]["n"] == 0
+    ctx = Builder(data)
+    summary, section = _summary(ctx.fit_json), _texts(scaling(ctx))
+    assert "weighted by rollout" not in summary and "calibrated on the rollout" not in section
+    assert "law form(s) of variant" in summary and "weighted equally" in summary
+    assert "no rollout forecasts to weight them by" in summary
+    assert "no rollout forecasts to calibrate them on" in section
+
+
+def test_a_rollout_is_claimed_where_there_is_one(studies):
+    data = load_study(studies["some"])
+    assert data.fit["loss"]["calibration"]["n"] > 0
+    ctx = Builder(data)
+    summary, section = _summary(ctx.fit_json), _texts(scaling(ctx))
+    assert "weighted by rollout (" in summary and "Forecasts (90% intervals, calibrated on the rollout)" in section
+    assert "weighted equally" not in summary
+
+
+def test_a_hand_given_source_is_kept_when_there_is_no_rollout_claim():
+    from ladder.reports.summary import loss_source
+
+    fit = fit_json_of({})
+    assert loss_source(fit, "") == "" and loss_source(fit, "given by hand") == "given by hand"
+    assert "weighted by rollout" not in loss_source(fit, "fit: 2 law form(s) of variant x weighted by rollout (a 1)")
+
+
+def test_a_fit_older_than_the_results_is_flagged_at_the_top_of_the_headline(studies, tmp_path):
+    import pandas as pd
+
+    fresh = load_study(studies["none"])
+    assert fresh.stale_fit is None and "older than the results" not in _texts(headline(Builder(fresh)))
+    root = tmp_path / "study"
+    root.mkdir()
+    sd = layout.StudyDir(root)
+    for name in (layout.RESULTS_PARQUET, layout.FIT):
+        (root / name).write_bytes((studies["none"] / name).read_bytes())
+    runs = pd.read_parquet(sd.results_parquet)
+    runs.loc[0, "final_eval_loss"] = float(runs.loc[0, "final_eval_loss"]) * 1.01  # a result changed, recollected
+    runs.to_parquet(sd.results_parquet)
+    data = load_study(root)
+    assert data.stale_fit and "the fit is older than the results" in data.stale_fit
+    assert "ladder fit" in data.stale_fit
+    blocks = headline(Builder(data)).blocks
+    assert "the fit is older than the results" in _texts(blocks[0])  # first thing in the headline
+    fit = json.loads(sd.fit.read_text())
+    fit["meta"].pop("results_sha256")  # a fit that does not record its results: nothing to compare, no claim
+    sd.fit.write_text(json.dumps(fit))
+    assert load_study(root).stale_fit is None
