@@ -166,10 +166,10 @@ def read_fit(study_dir: Path) -> FitJson:
 def current_fit(study_dir: Path) -> CurrentFit:
     """The study, its fit.json and its results table, refusing a fit that is not of these results."""
     from ladder.books.collect import read_results
-    from ladder.plan.planner import read_plan
+    from ladder.plan.planner import read_study
 
     study_dir = Path(study_dir)
-    study, _ = read_plan(study_dir)
+    study = read_study(study_dir)
     fit = read_fit(study_dir)
     results = read_results(study_dir)
     from ladder.reports.fits.study.table import results_hash

@@ -292,6 +292,16 @@ def plan_entries(study_dir: Path) -> list[RunSpec | Damaged]:
     return entries
 
 
+def read_study(study_dir: Path) -> StudySpec:
+    """The study spec of a planned study directory, for what reads the study as a whole (``fit``, ``report``, the
+    forecast loop): a damaged run does not stop it (its row says so), a missing or unreadable plan.json does."""
+    from ladder.studies.spec import read_study_file
+
+    sd = layout.StudyDir(Path(study_dir))
+    _plan_ids(sd)
+    return read_study_file(sd.study)
+
+
 def read_plan(study_dir: Path) -> tuple[StudySpec, list[RunSpec]]:
     """The study and run specs of a planned study directory (the current plan's runs, in plan order). Raises on
     the first damaged run, naming the command that repairs it (what acts on every run, like ``submit``, needs
