@@ -197,9 +197,9 @@ def fit(
     else:
         from ladder import layout
         from ladder.books.collect import read_results
-        from ladder.plan.planner import read_plan
+        from ladder.plan.planner import read_study
 
-        study, _ = read_plan(study_dir)
+        study = read_study(study_dir)
         check_predictions_in_family(points, study)
         table = read_results(study_dir)
         warnings += _far_from_the_ladder(points, table)
@@ -235,15 +235,22 @@ def report(
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         raise SpecError(f"--out {out_dir}: exists and is not a folder (the report is report.html and report.pdf in it)")
     if layout.StudyDir(study_dir).plan.is_file():  # a damaged plan.json or fit.json: refused, the report untouched
-        from ladder.plan.planner import read_plan
+        from ladder.plan.planner import read_study
 
-        read_plan(study_dir)
+        read_study(study_dir)
+    stale = None
     if layout.StudyDir(study_dir).fit.is_file():
-        read_fit(study_dir)
+        from ladder.forecast.fitted import results_hash_of
+
+        fitted_on, now = read_fit(study_dir).meta.results_sha256, results_hash_of(study_dir)
+        if fitted_on and now and fitted_on != now:  # rendered all the same, with the warning at its top
+            stale = f"the fit is older than the results: refit with `ladder fit {study_dir}`, then report again"
     try:
         paths = render_report(study_dir, out_dir, formats=formats)
     except ValueError as exc:
         raise SpecError(f"--format {formats!r}: {exc}") from None
+    if stale:
+        err.print(f"[yellow]warning[/]: {escape(stale)}", soft_wrap=True)
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return

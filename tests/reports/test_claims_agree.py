@@ -70,6 +70,9 @@ def test_no_rollout_rows_no_weighting_or_calibration_by_rollout(studies):
     assert "law form(s) of variant" in summary and "weighted equally" in summary
     assert "no rollout forecasts to weight them by" in summary
     assert "no rollout forecasts to calibrate them on" in section
+    # and fit.json itself, which `ladder hero` and the report quote
+    assert "weighted by rollout" not in json.dumps(data.fit["hero"]) + json.dumps(data.fit["recommendation"])
+    assert "weighted equally" in data.fit["hero"]["loss_source"]
 
 
 def test_a_rollout_is_claimed_where_there_is_one(studies):
@@ -78,6 +81,7 @@ def test_a_rollout_is_claimed_where_there_is_one(studies):
     ctx = Builder(data)
     summary, section = _summary(ctx.fit_json), _texts(scaling(ctx))
     assert "weighted by rollout (" in summary and "Forecasts (90% intervals, calibrated on the rollout)" in section
+    assert "weighted by rollout (" in data.fit["hero"]["loss_source"]
     assert "weighted equally" not in summary
 
 
@@ -111,3 +115,23 @@ def test_a_fit_older_than_the_results_is_flagged_at_the_top_of_the_headline(stud
     fit["meta"].pop("results_sha256")  # a fit that does not record its results: nothing to compare, no claim
     sd.fit.write_text(json.dumps(fit))
     assert load_study(root).stale_fit is None
+
+
+def test_ladder_report_on_a_stale_fit_says_so_on_stderr_and_renders(tmp_path, capsys):
+    import pandas as pd
+
+    from tests.cli_helpers import run_cli
+    from tests.reports.fixture_study import make_study as planned_study
+
+    root = planned_study(tmp_path / "study", points=3, tie=False, lr_multipliers=None, tasks=False, n_boot=10)
+    fresh = run_cli(capsys, "report", root, "--format", "html")
+    assert fresh.code == 0 and "older than the results" not in fresh.stderr
+    sd = layout.StudyDir(root)
+    runs = pd.read_parquet(sd.results_parquet)
+    done = runs.index[runs["status"] == "done"][0]
+    runs.loc[done, "loss"] = float(runs.loc[done, "loss"]) * 1.01  # a result changed and was collected again
+    runs.to_parquet(sd.results_parquet)
+    stale = run_cli(capsys, "report", root, "--format", "html")
+    assert stale.code == 0, stale.stderr
+    assert "the fit is older than the results" in stale.stderr and f"ladder fit {root}" in stale.stderr
+    assert "the fit is older than the results" in (sd.report / "report.html").read_text(encoding="utf-8")

@@ -67,7 +67,8 @@ DECISIONS = (
     "one loss forecast per model variant (tied vs untied); lr, batch and aspect-ratio sweeps are not variants: "
     "the loss laws use the best (tuned) configuration of each rung; seed replicates stay separate runs",
     "every identifiable law form is fitted (Huber on log residuals, delta 1e-3; residual bootstrap from fresh "
-    "starts) and weighted by its rollout-backtest error; forms beyond 2x the best error get no weight",
+    "starts) and weighted by its rollout-backtest error (equally when the ladder is too small for a rollout); forms "
+    "beyond 2x the best error get no weight",
     "hero interval: 90%, mixture of the weighted forms' draws (bootstrap + residual scatter or the seed noise "
     "floor, Student-t for few degrees of freedom), widened by the rollout's conformal factor when it covered "
     "less than 90%",

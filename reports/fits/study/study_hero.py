@@ -187,6 +187,10 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
 def hero_loss(point, fc: Forecast, variant: str) -> dict:
     """The hero's forecast fields: loss, calibrated interval, half-width, distance and reach."""
     weighted = ", ".join(f"{k} {w:.2f}" for k, w in sorted(fc.weights.items(), key=lambda kv: -kv[1]))
+    if any(s.get("n", 0) > 0 for k, s in fc.rollout.scores.items() if k in fc.laws):
+        how = f"weighted by rollout ({weighted})"
+    else:  # never claim a backtest that did not run (issue 28)
+        how = f"weighted equally ({weighted}): no rollout forecasts to weight them by (too few sizes or budgets to backtest)"
     return {
         "loss": point.loss,
         "lo": point.lo,
@@ -194,7 +198,7 @@ def hero_loss(point, fc: Forecast, variant: str) -> dict:
         "level": 0.90,
         "half_width_pct": point.half_width_pct,
         "kind": "projection",
-        "loss_source": f"fit: {len(fc.laws)} law form(s) of variant {variant} weighted by rollout ({weighted})",
+        "loss_source": f"fit: {len(fc.laws)} law form(s) of variant {variant} {how}",
         "by_form": point.by_form,
         "extrapolation": {"params": point.params_x, "compute_6nd": point.compute_x, "tokens": point.tokens_x},
         "beyond_reach": point.beyond_reach,
