@@ -241,3 +241,94 @@ def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
         "line 3",
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]
+
+
+# ---- issue 28: what a user trial found ----------------------------------------------------------------------
+
+LATE_CTRL_C = """
+import os, signal, sys, time
+
+sys.argv = ["ladder", "collect", sys.argv[1]]
+from ladder.cli import main
+
+
+class LateCtrlC:  # deleted in the interpreter's teardown, after Python gave SIGINT back its default action
+    def __del__(self, kill=os.kill, pid=os.getpid(), sig=signal.SIGINT):
+        kill(pid, sig)
+
+
+late = LateCtrlC() if sys.argv[2:] == [] else None
+main()
+if late is None:  # Ctrl-C at once after the command returned, before the exit handlers
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(10)
+"""
+
+
+@pytest.mark.parametrize("when", ["teardown", "after return"])
+def test_a_ctrl_c_after_the_command_finished_does_not_turn_it_into_a_silent_130(planned, when):
+    """`timeout -s INT 0.7 ladder collect S` printed "collected ..." and exited 130 with no word: the Ctrl-C
+    landed on the way out. The work is done and reported, so the command's own code stands."""
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-c", LATE_CTRL_C, str(planned)] + (["now"] if when == "after return" else [])
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "collected" in r.stdout and "Traceback" not in r.stderr, r.stderr
+
+
+def test_plan_of_a_study_directory_plans_it_again_in_place(tmp_path, capsys, monkeypatch, planned):
+    """`status` says a damaged study is repaired by planning it again; `ladder plan DIR` wrote a new study under
+    ./ladder-runs instead and left DIR broken."""
+    import shutil
+
+    from ladder import layout
+
+    monkeypatch.chdir(tmp_path)
+    lost = sorted(layout.StudyDir(planned).runs.iterdir())[0]
+    shutil.rmtree(lost)
+    assert "damaged" in run_cli(capsys, "status", planned).stdout
+    r = run_cli(capsys, "plan", planned)
+    assert r.code == 0, r.stderr
+    assert f"wrote {planned}: 1 new runs" in " ".join(r.stdout.split())
+    assert (lost / "spec.json").is_file() and not (tmp_path / "ladder-runs").exists()
+    s = run_cli(capsys, "status", planned)
+    assert s.code == 0 and "damaged" not in s.stdout
+    r = run_cli(capsys, "plan", planned, "--json")  # again: a no-op
+    assert r.code == 0 and r.json()["new"] == [] and r.json()["study_dir"] == str(planned)
+
+
+def test_hero_seed_has_the_bounds_of_a_study_seed(capsys, planned):
+    before = _files(planned)
+    for seed in ("99999999999999999999", "4294967296", "-1"):
+        _one_line(run_cli(capsys, "hero", planned, "--seed", seed), f"--seed {seed}", "0 to 2^32-1")
+    assert _files(planned) == before
+
+
+def test_eval_refuses_a_device_and_an_executor_before_looking_for_work(capsys, planned):
+    before = _files(planned)  # no finished run: nothing to evaluate
+    _one_line(run_cli(capsys, "eval", planned, "--device", "tpu", "--executor", "debug"), "--device 'tpu'", "cuda:N")
+    _one_line(run_cli(capsys, "eval", planned, "--device", "cuda:x", "--executor", "debug"), "--device 'cuda:x'")
+    _one_line(run_cli(capsys, "eval", planned, "--executor", "nosuch"), "--executor 'nosuch'", "slurm, local, debug")
+    _one_line(run_cli(capsys, "eval", planned, "--executor", "nosuch", "--device", "cpu"), "--executor 'nosuch'")
+    for device in ("cpu", "cuda", "cuda:1"):
+        r = run_cli(capsys, "eval", planned, "--device", device, "--executor", "debug")
+        assert r.code == 0 and "nothing to evaluate" in r.stdout, (device, r.stderr)
+    assert _files(planned) == before
+
+
+def test_model_info_has_the_bounds_of_a_study(capsys):
+    _one_line(
+        run_cli(capsys, "model", "info", "--params", "135M", "--aspect-ratio", "1e30"),
+        "--aspect-ratio 1e+30",
+        "at most 10000",
+        "model.aspect_ratio",
+    )
+    assert run_cli(capsys, "model", "info", "--params", "135M", "--aspect-ratio", "1e4").code == 0  # the bound
+    for big in ("1e30", "2P"):  # the bound `ladder hero --params` and a study's sizes name
+        _one_line(
+            run_cli(capsys, "model", "info", "--params", big),
+            f"--params '{big}'",
+            "beyond what this family builds (at most 1P parameters)",
+        )

@@ -10,6 +10,7 @@ written: one line naming it, exit 2) and Ctrl-C (one line, exit 130: the same co
 
 from __future__ import annotations
 
+import atexit
 import functools
 import inspect
 import os
@@ -132,6 +133,48 @@ def _command() -> Any:
 
 
 def main() -> None:
+    """The console script. As a process's entry point (the `ladder` script, ``python -m ladder``), a Ctrl-C that
+    lands once the command has returned (on the way out: atexit, the interpreter's teardown) no longer turns a
+    finished command into a silent exit 130: the work is done and reported, so the process ends with the
+    command's own code. Called from other code (the tests call it in-process), it leaves SIGINT alone."""
+    entry = sys._getframe(1).f_globals.get("__name__") == "__main__"
+    try:
+        _main()
+    except SystemExit as exc:
+        if entry:
+            _finished(exc.code)
+        raise
+    if entry:
+        _finished(0)
+
+
+def _exit_code(code: object) -> int:
+    """The status a ``SystemExit(code)`` gives the process."""
+    return 0 if code is None else code if isinstance(code, int) else 1
+
+
+def _finished(code: object) -> None:
+    """Once the command has returned: a Ctrl-C ends the process at once with the command's code (stdout and
+    stderr flushed), and from the exit handlers on it is ignored, so that it also holds in the interpreter's
+    teardown (after which Python would otherwise die of SIGINT, exit 130, with no word). A SIGINT that is
+    already ignored or taken by someone else (a background job, a caller's handler) is left as it is."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+    status = _exit_code(code)
+
+    def late_ctrl_c(signum: int, frame: Any) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(status)
+
+    signal.signal(signal.SIGINT, late_ctrl_c)
+    atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)  # registered last: runs first
+
+
+def _main() -> None:
     try:
         code = _command().main(prog_name="ladder", standalone_mode=False)
     except _usage_errors() as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec
+from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_executor, executor_spec
 from ladder.console import out, print_json
 
 
@@ -24,7 +24,9 @@ def eval_cmd(
     limit: float | None = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Examples per forward pass of lm-eval."),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda (default: cuda if available)."),
+    device: str | None = typer.Option(
+        None, "--device", help="cpu, cuda, cuda:N (a GPU index) or mps (default: cuda if available)."
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Run the lm-evaluation-harness on every finished run's checkpoint; results land in each run's lm_eval/.
@@ -41,6 +43,8 @@ def eval_cmd(
         raise SpecError(f"--tasks {tasks!r}: give lm-eval task names, comma separated")
     if limit is not None and not (math.isfinite(limit) and limit > 0):
         raise SpecError(f"--limit {limit:g}: must be a positive number of examples per task (a fraction below 1)")
+    check_executor(executor)  # before looking for work: a bad value is refused even when nothing is left to do
+    check_device(device)
     study, _ = read_plan(study_dir)
     if task_list or include_path is not None:  # unknown names refused here, not inside a job
         from ladder.model.evaluation.downstream import SHIPPED_TASKS, resolve_task_manager
@@ -64,3 +68,22 @@ def eval_cmd(
                     table.add_row(run_id, task, metric, f"{value:.4f}")
     out.print(table)
     out.print(f"evaluated {len(res['evaluated'])} runs; `ladder collect {study_dir}` adds them to the results")
+
+
+def check_device(device: str | None) -> str | None:
+    """A ``--device`` that the evaluation can run on: cpu, cuda, cuda:N, or mps where this torch is built with
+    it; else the one-line error (checked before any work is looked for, and before anything is recorded)."""
+    import re
+
+    from ladder.errors import SpecError
+
+    if device is None or device in ("cpu", "cuda") or re.fullmatch(r"cuda:\d+", device):
+        return device
+    if device == "mps":
+        import torch
+
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_built():
+            return device
+        raise SpecError("--device 'mps': this torch is built without MPS (Apple GPUs); use cpu, cuda or cuda:N")
+    raise SpecError(f"--device {device!r}: must be cpu, cuda, cuda:N (a GPU index, e.g. cuda:0) or mps")

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT, flag
+from ladder.cli.options import JSON_OPT, check_seed, flag
 from ladder.console import human_seconds, out, print_json, sci
 
 
@@ -51,6 +51,7 @@ def hero(
     """
     from ladder.forecast.hero_run import parse_override, plan_hero_run
 
+    check_seed(seed, what=" (the replicate's initialisation and data order, as a study's training.seed)")
     n = parse_override(params, "--params")
     d = parse_override(tokens, "--tokens")
     run = plan_hero_run(study_dir, params=n, tokens=d, seed=seed, dry_run=dry_run)

@@ -39,9 +39,10 @@ def model_info(
     from pydantic import ValidationError
 
     from ladder.errors import SpecError
-    from ladder.model.config import positive_count
+    from ladder.model.config import format_count, positive_count
     from ladder.model.shape import ModelShape
     from ladder.model.sizing import FamilyRules, shape_for_params
+    from ladder.plan.plausibility import MAX_TARGET
 
     for option, value in (
         ("--d-model", d_model),
@@ -62,8 +63,19 @@ def model_info(
             if convention not in ("total", "non_embedding"):
                 raise SpecError(f"--convention {convention!r}: must be 'total' or 'non_embedding'")
             what = "a positive count such as 50K, 135M or 7e9"
-            target = positive_count(params, "--params", what, at_least_one=True, below=1e18)
+            target = positive_count(params, "--params", what, at_least_one=True)
+            if target > MAX_TARGET:  # the bound of a study's sizes and of `ladder hero --params`
+                raise SpecError(
+                    f"--params {params!r}: beyond what this family builds (at most {format_count(MAX_TARGET)} "
+                    "parameters)"
+                )
             positive_number(aspect_ratio, "--aspect-ratio", "a positive number (d_model / n_layers), e.g. 19.2")
+            high = _aspect_ratio_bound()
+            if aspect_ratio > high:
+                raise SpecError(
+                    f"--aspect-ratio {aspect_ratio:g}: must be at most {high:g}, as a study's model.aspect_ratio "
+                    "(d_model / n_layers; real models: about 10 to 300)"
+                )
             if kv_ratio < 1:
                 raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number of query heads per KV head, >= 1")
             if (head_dim or 64) % 2:
@@ -130,3 +142,16 @@ def model_info(
     table.add_row(f"FLOPs/token (train, seq {seq_len}, head + causal attention)", f"{info['flops_per_token']:,}")
     table.add_row("FLOPs/token 6N (N = params total)", f"{info['flops_per_token_6n']:,}")
     out.print(table)
+
+
+def _aspect_ratio_bound() -> float:
+    """The largest aspect ratio a study accepts (``studies.spec.AspectRatio``'s upper bound): one bound for both."""
+    import typing
+
+    from ladder.studies.spec import AspectRatio
+
+    for info in typing.get_args(AspectRatio)[1:]:
+        for constraint in getattr(info, "metadata", []):
+            if getattr(constraint, "le", None) is not None:
+                return float(constraint.le)
+    raise AssertionError("studies.spec.AspectRatio has no upper bound")  # pragma: no cover

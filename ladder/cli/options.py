@@ -44,6 +44,24 @@ def count(text: str, option: str, what: str = "a positive count such as 64M") ->
     return int(positive_count(text, option, what, at_least_one=True))
 
 
+def check_executor(kind: str | None) -> str | None:
+    """An ``--executor`` value, checked before a command looks for work (a bad value is refused even when there
+    is nothing to do)."""
+    if kind is not None and kind not in EXECUTORS:
+        raise SpecError(f"--executor {kind!r}: must be one of {', '.join(EXECUTORS)}")
+    return kind
+
+
+SEED_MAX = 2**32 - 1  # a seed numpy and torch both take (a study's training.seed: studies.spec.Seed)
+
+
+def check_seed(seed: int | None, option: str = "--seed", what: str = "") -> int | None:
+    """A seed option within the bounds a study's training.seed has; else the one-line error naming it."""
+    if seed is not None and not 0 <= seed <= SEED_MAX:
+        raise SpecError(f"{option} {seed}: must be a whole number from 0 to 2^32-1{what}")
+    return seed
+
+
 def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> ExecutorSpec:
     """The study's executor section with the command line's options laid over it (an option left out, None,
     keeps the study's value), validated."""
@@ -52,9 +70,7 @@ def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> Execut
     from ladder.studies.spec import ExecutorSpec
 
     data = study.executor.model_dump()
-    if kind is not None:
-        if kind not in EXECUTORS:
-            raise SpecError(f"--executor {kind!r}: must be one of {', '.join(EXECUTORS)}")
+    if check_executor(kind) is not None:
         data["kind"] = kind
     for section, values in overrides.items():
         data[section].update({k: v for k, v in values.items() if v is not None})

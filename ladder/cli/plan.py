@@ -51,8 +51,14 @@ def _mib(n_bytes: float | None) -> str:
 
 
 def plan(
-    study: str = typer.Argument(..., help="A study YAML file or a built-in study name (see `ladder studies list`)."),
-    out_dir: Path | None = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
+    study: str = typer.Argument(
+        ...,
+        help="A study YAML file, a built-in study name (see `ladder studies list`), or a planned study directory "
+        "(planned again in place).",
+    ),
+    out_dir: Path | None = typer.Option(
+        None, "--out", help="Study directory (default ./ladder-runs/<name>, or STUDY itself when it is one)."
+    ),
     dry_run: bool = flag("dry-run", "Print the plan, write nothing."),
     suggest: bool = flag(
         "suggest",
@@ -72,10 +78,11 @@ def plan(
     token x tokens; the JSON's `conventions` say so per number); notes say which parameter count a size holds
     fixed and how the embedding and the LM head decay. Under a wsd schedule the budgets of a size are one
     trunk and cooldown branches off it (shown under their trunk, with the FLOPs of their own steps); the
-    totals count each trunk once. Planning again is a no-op (unfinished runs take a new micro-batch, interval
-    or compile setting, and runs not started yet the trunk or branch role of new budgets; a run's id is its
-    science only); adding a value to an axis adds only the new runs; nothing is ever deleted. A ladder that
-    `ladder fit` cannot fit is refused before anything is written (--no-fit-check plans it anyway).
+    totals count each trunk once. Planning again (`ladder plan STUDY_DIR`: in place) is a no-op that rewrites
+    what is missing (unfinished runs take a new micro-batch, interval or compile setting, and runs not started
+    yet the trunk or branch role of new budgets; a run's id is its science only); adding a value to an axis
+    adds only the new runs; nothing is ever deleted. A ladder that `ladder fit` cannot fit is refused before
+    anything is written (--no-fit-check plans it anyway).
 
     --suggest values a larger size, another budget and a seed replicate by refitting the forecast with outcomes
     drawn from it, and prints each with its cost and the hero's expected interval after; --add plans the best.
@@ -109,7 +116,7 @@ def plan(
         + fit_check(refuse, check_fit, "plan")
         + partly
     )
-    target = out_dir or default_study_dir(spec)
+    target = out_dir or _study_dir_itself(study) or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()
@@ -234,6 +241,16 @@ def plan(
             )
             + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
         )
+
+
+def _study_dir_itself(study: str) -> Path | None:
+    """STUDY when it is a planned study directory (it holds the study.yaml it was planned from): planning it
+    again without --out plans it in place, the no-op that also rewrites what is missing there (plan.json, a run's
+    spec.json), not a new study under ./ladder-runs beside it."""
+    from ladder import layout
+
+    path = Path(study)
+    return path if path.is_dir() and layout.StudyDir(path).study.is_file() else None
 
 
 def _budget_and_seed_lines(spec, p) -> list[str]:
