@@ -69,7 +69,7 @@ def test_plan_is_idempotent_and_additive(tmp_path, capsys):
     spec = {
         "name": "grow",
         "data": {"seq_len": 64},
-        "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8},
+        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
         "ladder": {"sizes": ["20K", "40K"]},
         "ablations": {"tie_embeddings": [True]},
         "hero": {"params": "1M"},

@@ -20,7 +20,7 @@ from tests.cli_helpers import run_cli
 def study_dict(budgets=(0.5, 1, 2), kind="wsd", *, sizes=("50K", "100K"), **over):
     d = {
         "name": "budgets", "data": {"seq_len": 64},
-        "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8},
+        "model": {"vocab_size": 320, "head_dim": 16, "ffn_multiple": 8},
         "ladder": {"sizes": list(sizes), "tokens_per_param": 20, "budgets": list(budgets)},
         "ablations": {"tie_embeddings": [True, False]},
         "training": {"lr_max": 0.02, "schedule": {"kind": kind, "warmup_fraction": 0.1, "cooldown_fraction": 0.2}},

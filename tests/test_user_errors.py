@@ -299,6 +299,26 @@ def test_plan_of_a_study_directory_plans_it_again_in_place(tmp_path, capsys, mon
     assert r.code == 0 and r.json()["new"] == [] and r.json()["study_dir"] == str(planned)
 
 
+@pytest.mark.parametrize(
+    "changes,words",
+    [
+        ({"model__vocab_size": 3}, ["model.vocab_size = 3", "at least 259"]),
+        ({"data__max_bytes": 10}, ["data.max_bytes = 10", "validation_tokens"]),
+    ],
+    ids=["vocab", "max_bytes"],
+)
+def test_plan_refuses_what_data_preparation_refuses_as_validate_does(tmp_path, capsys, changes, words):
+    path = _study(tmp_path, ladder__sizes=["10K", "20K", "40K", "80K"], **changes)  # a ladder the fit takes
+    before = _files(tmp_path)
+    validate = run_cli(capsys, "studies", "validate", path)
+    _one_line(validate, *words)
+    for extra in ([], ["--dry-run"], ["--json"]):
+        r = run_cli(capsys, "plan", path, "--out", tmp_path / "D", *extra)
+        _one_line(r, *words)
+        assert r.stderr == validate.stderr  # the same line
+    assert _files(tmp_path) == before
+
+
 def test_hero_seed_has_the_bounds_of_a_study_seed(capsys, planned):
     before = _files(planned)
     for seed in ("99999999999999999999", "4294967296", "-1"):

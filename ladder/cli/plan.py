@@ -82,7 +82,8 @@ def plan(
     what is missing (unfinished runs take a new micro-batch, interval or compile setting, and runs not started
     yet the trunk or branch role of new budgets; a run's id is its science only); adding a value to an axis
     adds only the new runs; nothing is ever deleted. A ladder that `ladder fit` cannot fit is refused before
-    anything is written (--no-fit-check plans it anyway).
+    anything is written (--no-fit-check plans it anyway), and so is a vocabulary or corpus cap that data
+    preparation refuses.
 
     --suggest values a larger size, another budget and a seed replicate by refitting the forecast with outcomes
     drawn from it, and prints each with its cost and the hero's expected interval after; --add plans the best.
@@ -111,11 +112,14 @@ def plan(
     check_machine(spec)
     p = expand(spec)
     refuse, partly = fit_requirements(spec, p.runs)
-    p.warnings += (
-        [f"data preparation will refuse this study: {w}" for w in data_requirements(spec)]
-        + fit_check(refuse, check_fit, "plan")
-        + partly
-    )
+    # what data preparation or `ladder fit` will refuse is refused now, before anything is written, in the one
+    # line `ladder studies validate` gives
+    problems = data_requirements(spec)
+    if refuse and check_fit:
+        problems.append(fit_refusal(refuse, "plan"))
+    if problems:
+        raise SpecError("; ".join(problems))
+    p.warnings += fit_check(refuse, check_fit, "plan") + partly
     target = out_dir or _study_dir_itself(study) or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
