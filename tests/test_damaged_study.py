@@ -150,3 +150,140 @@ def test_a_spec_of_another_run_is_unreadable_only_where_the_id_is_checked(planne
     assert sd.run(specs[2].run_id).read_spec() == specs[1]
     with pytest.raises(layout.UnreadableSpec, match="the spec of another run"):
         sd.run(specs[2].run_id).read_spec(same_run=True)
+
+
+# A result.json whose numbers are not numbers (issue 28): text, an infinite or a negative loss. The run is corrupt
+# (its file and field named) in `ladder status` and `ladder collect`, never done and never a traceback, and
+# `ladder fit` fits the rest.
+BAD_LOSS = {"text": "abc", "infinite": float("inf"), "negative": -3, "null": None}
+
+
+def _edit_result(root, spec, **fields) -> None:
+    import json
+
+    rd = layout.StudyDir(root).run(spec.run_id)
+    result = json.loads(rd.result.read_text())
+    result.update(fields)
+    rd.result.write_text(json.dumps(result))  # json writes inf as Infinity, as a hand edit would
+
+
+@pytest.fixture()
+def finished(tmp_path):
+    root = tmp_path / "S"
+    specs = plan_micro(root)
+    sd = layout.StudyDir(root)
+    for i, spec in enumerate(specs):
+        finish(sd, spec, 4.0 - 0.05 * i)
+    return root, specs
+
+
+@pytest.mark.parametrize("what", sorted(BAD_LOSS))
+def test_status_shows_a_result_with_a_bad_loss_as_corrupt_naming_the_field(finished, capsys, what):
+    root, specs = finished
+    _edit_result(root, specs[1], final_eval_loss=BAD_LOSS[what])
+    human = run_cli(capsys, "status", root)
+    assert human.code == 0, human.stderr
+    flat = " ".join(human.stdout.split())
+    assert f"{specs[1].run_id} corrupt: result.json: final_eval_loss is" in flat
+    rows = {r["run_id"]: r for r in run_cli(capsys, "status", root, "--json").json()["runs"]}
+    assert rows[specs[1].run_id]["state"] == "corrupt" and "final_eval_loss" in rows[specs[1].run_id]["error"]
+    assert all(rows[s.run_id]["state"] == "done" for s in specs if s != specs[1])
+    check = run_cli(capsys, "status", root, "--check")
+    assert check.code == 1 and specs[1].run_id in check.stderr
+
+
+@pytest.mark.parametrize("what", sorted(BAD_LOSS))
+def test_collect_reports_a_result_with_a_bad_loss_and_collects_the_rest(finished, capsys, what):
+    from ladder.books.collect import read_results
+
+    root, specs = finished
+    _edit_result(root, specs[1], final_eval_loss=BAD_LOSS[what])
+    r = run_cli(capsys, "collect", root)
+    assert r.code == 0, r.stderr
+    assert f"problem {specs[1].run_id}: result.json: final_eval_loss is" in " ".join(r.stderr.split())
+    df = read_results(root).set_index("run_id")
+    assert list(df.index) == [s.run_id for s in specs]
+    assert df.loc[specs[1].run_id, "status"] == "corrupt" and "final_eval_loss" in df.loc[specs[1].run_id, "error"]
+    assert (df.drop(index=specs[1].run_id)["status"] == "done").all()
+
+
+def test_fit_fits_the_rest_of_a_study_with_an_infinite_loss(finished, capsys):
+    import json
+
+    root, specs = finished
+    _edit_result(root, specs[1], final_eval_loss=float("inf"))
+    assert run_cli(capsys, "collect", root).code == 0
+    r = run_cli(capsys, "fit", root, "--bootstrap", "20")
+    assert r.code == 0, r.stderr
+    excluded = {e["run"]: e for e in json.loads((root / "fit.json").read_text())["excluded"]}
+    assert excluded[specs[1].run_id]["status"] == "corrupt"
+    assert "result.json: final_eval_loss is inf" in excluded[specs[1].run_id]["reason"]
+    assert f"{specs[1].run_id} (corrupt: result.json: final_eval_loss is inf" in " ".join((r.stdout + r.stderr).split())
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("tokens", "many"), ("tokens", float("inf")), ("flops", -1.0), ("wall_time_s", True), ("final_train_loss", "x")],
+)
+def test_every_number_of_a_result_is_checked_by_status_and_collect_alike(finished, capsys, field, value):
+    root, specs = finished
+    _edit_result(root, specs[1], **{field: value})
+    rows = {r["run_id"]: r for r in run_cli(capsys, "status", root, "--json").json()["runs"]}
+    assert rows[specs[1].run_id]["state"] == "corrupt" and f"result.json: {field} is" in rows[specs[1].run_id]["error"]
+    r = run_cli(capsys, "collect", root)
+    assert r.code == 0, r.stderr
+    assert f"{specs[1].run_id}: result.json: {field} is" in " ".join(r.stderr.split())
+
+
+def test_a_failed_or_diverged_result_may_have_no_loss(finished, capsys):
+    root, specs = finished
+    _edit_result(root, specs[1], status="diverged", final_eval_loss=None, final_train_loss=float("nan"))
+    rows = {r["run_id"]: r["state"] for r in run_cli(capsys, "status", root, "--json").json()["runs"]}
+    assert rows[specs[1].run_id] == "diverged"
+
+
+def test_text_in_a_metrics_line_costs_that_line(finished, capsys):
+    """The same class in metrics.jsonl: a live or interrupted run's record with text for a number is skipped and
+    named, never shown as a loss (status) or written into curves.parquet (collect)."""
+    import json
+
+    from tests.fake_runs import partial
+
+    root, specs = finished
+    sd = layout.StudyDir(root)
+    shutil.rmtree(sd.run(specs[1].run_id).model)
+    sd.run(specs[1].run_id).result.unlink()
+    rd = partial(sd, specs[1], specs[1].steps // 2)
+    records = [json.loads(line) for line in rd.metrics.read_text().splitlines()]
+    for rec in records:
+        rec["loss" if rec["kind"] == "train" else "eval_loss"] = "abc"
+    rd.metrics.write_text("".join(json.dumps(rec) + "\n" for rec in records))
+    s = run_cli(capsys, "status", root)
+    assert s.code == 0, s.stderr
+    assert f"{specs[1].run_id}: metrics.jsonl line 1: " in " ".join(s.stdout.split())
+    c = run_cli(capsys, "collect", root)
+    assert c.code == 0, c.stderr
+    assert f"{specs[1].run_id}: metrics.jsonl line 1: " in " ".join(c.stderr.split())
+
+
+def test_fit_fits_the_good_runs_of_a_study_with_a_deleted_run(finished, capsys):
+    """collect writes the deleted run's row as damaged (no variant, no axes: NaN under pandas' string dtype); fit
+    excludes it and fits the rest (the row once raised a TypeError building the rung keys), or refuses the study
+    in one line naming the repair."""
+    import json
+
+    root, specs = finished
+    _damage(root, specs[1], "deleted_dir")
+    assert run_cli(capsys, "collect", root).code == 0
+    for args in (["fit", root], ["fit", "--runs", root / "results.csv"]):
+        r = run_cli(capsys, *args, "--bootstrap", "20")
+        said = " ".join((r.stdout + r.stderr).split())
+        assert "Traceback" not in said
+        if r.code == 2:  # the study's plan cannot be read whole: one line naming the run and the repair
+            assert args[1] == root and r.stderr.count("\n") == 1 and f"--out {root}" in said
+            continue
+        assert r.code == 0, r.stderr
+        assert f"{specs[1].run_id} (damaged: its run directory is missing" in said
+        if args[1] == root:
+            excluded = {e["run"]: e for e in json.loads((root / "fit.json").read_text())["excluded"]}
+            assert excluded[specs[1].run_id]["status"] == "damaged"

@@ -7,10 +7,13 @@ checkpoint pointer, lm-eval's results) and ``jobs.json`` (through :mod:`ladder.b
 and cancelled runs). Nothing here raises on a bad run: a problem costs only what it touches, and is reported
 (run, file, line when there is one, what is wrong):
 
-- a result.json that is unreadable, not an object, or says done without a done result's keys makes the run
-  ``corrupt`` (its row stays, with the problem as its error); so does a missing result.json on a run that
+- a result.json that is unreadable, not an object, says done without a done result's keys, or has a number
+  that is not one (text, an infinite or negative count, a done run's loss that is not a finite positive number:
+  :func:`ladder.books.run_books.number_problems`, the check ``ladder status`` makes too) makes the run ``corrupt``
+  (its row stays, with the problem, naming the field, as its error); so does a missing result.json on a run that
   trained to its end;
-- a torn or corrupt line of metrics.jsonl costs that line (a torn last line of a live run is no problem: the
+- a torn or corrupt line of metrics.jsonl (one with text for a number too:
+  :func:`ladder.books.run_books.checked_metrics`) costs that line (a torn last line of a live run is no problem: the
   writer may be finishing it); a done run whose curve stops short of its last step is reported;
 - an unreadable lm-eval results file costs that file's task columns.
 
@@ -170,6 +173,11 @@ def _number(x: Any) -> float:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
 
 
+def _text(x: Any) -> str | None:
+    """A result's text field as text (a hand-edited number or object in it must not break the table's column)."""
+    return x if x is None or isinstance(x, str) else json.dumps(x)
+
+
 def run_record(
     spec: RunSpec,
     result: dict,
@@ -248,7 +256,7 @@ def run_record(
             "mfu": result.get("mfu"),
             "restarts": result.get("restarts"),
             "diverged_at_step": result.get("diverged_at_step"),
-            "reason": reason if reason is not None else result.get("reason"),
+            "reason": reason if reason is not None else _text(result.get("reason")),
             "problems": "; ".join(str(p).split(": ", 1)[1] for p in problems) if problems else None,
         }
     )

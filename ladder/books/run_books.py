@@ -8,8 +8,9 @@ Conventions:
 
 - ``result.json`` is authoritative for a finished run (its losses, tokens, FLOPs); ``metrics.jsonl`` is its
   curve. A result that cannot be read, that is not a JSON object, whose ``status`` is not done, diverged or
-  failed, or that says done without the keys a done result has, is a *problem* (the run is ``corrupt``), never
-  a silent absence.
+  failed, that says done without the keys a done result has, or whose numbers are not numbers (text, a boolean,
+  an infinite or negative count, a done run's loss that is missing, not finite or not positive:
+  :func:`number_problems`) is a *problem* (the run is ``corrupt``, the field named), never a silent absence.
 - A run's error text is the result's ``reason`` or ``error`` key, else ``error.json``'s ``error_type: message``.
 - Tokens consumed: a result's ``tokens``, else the furthest of the last complete metrics record and the
   checkpoint's step. FLOPs spent: a result's ``flops_spent`` when it has one (a branch counts only the steps it
@@ -24,6 +25,7 @@ Conventions:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +35,22 @@ from ladder.model.config import RunSpec
 
 RESULT_STATES = ("done", "diverged", "failed")
 DONE_KEYS = ("final_train_loss", "final_eval_loss", "tokens", "flops", "wall_time_s")
+# a result's numbers, each a number or null: the losses (nats/token, positive; a done run's must be finite and its
+# final_eval_loss there), and the counts, times and rates (finite, >= 0; a done run's tokens and flops positive)
+LOSS_KEYS = ("final_train_loss", "final_eval_loss", "final_eval_loss_repeats", "final_eval_loss_novel")
+COUNT_KEYS = (
+    "tokens",
+    "steps",
+    "flops",
+    "flops_spent",
+    "wall_time_s",
+    "train_time_s",
+    "tokens_per_s",
+    "mfu",
+    "restarts",
+    "diverged_at_step",
+    "eval_repeat_share",
+)
 
 
 @dataclass(frozen=True)
@@ -142,7 +160,79 @@ def check_result(result: Any) -> str | None:
         missing = [k for k in DONE_KEYS if k not in result]
         if missing:
             return f"says done but lacks {', '.join(missing)}"
-    return None
+    bad = number_problems(result)
+    return "; ".join(bad) if bad else None
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def number_problems(result: dict[str, Any]) -> list[str]:
+    """What is wrong with the numbers of a result.json (:data:`LOSS_KEYS`, :data:`COUNT_KEYS`), each naming its
+    field: THE check of a result's numbers, so that ``ladder status`` and ``ladder collect`` (and through them
+    ``ladder fit``) never take text, an infinite or a negative number for a result. A diverged or failed run's
+    losses may be null or not finite (that is what diverging means), but never text or negative."""
+    done = result.get("status") == "done"
+    out = []
+    for key in (*LOSS_KEYS, *COUNT_KEYS):
+        value = result.get(key)
+        if value is None:
+            if done and key == "final_eval_loss":
+                out.append(f"{key} is null: a done run's final eval loss must be a number")
+            continue
+        if not _is_number(value):
+            out.append(f"{key} is {json.dumps(value)[:40]}, not a number")
+            continue
+        value = float(value)
+        if key in LOSS_KEYS:
+            if (done or math.isfinite(value)) and not (math.isfinite(value) and value > 0):
+                out.append(f"{key} is {value:g}, not a loss (a finite number of nats/token > 0)")
+        elif not (math.isfinite(value) and value >= 0) or (done and key in ("tokens", "flops") and value == 0):
+            out.append(
+                f"{key} is {value:g}, not a finite number {'> 0' if done and key in ('tokens', 'flops') else '>= 0'}"
+            )
+    return out
+
+
+METRIC_NUMBERS = (
+    "loss",
+    "eval_loss",
+    "eval_loss_repeats",
+    "eval_loss_novel",
+    "lr",
+    "grad_norm",
+    "tokens_per_s",
+    "mfu",
+    "elapsed_s",
+)
+
+
+def checked_metrics(lines: layout.JsonlLines) -> layout.JsonlLines:
+    """``lines`` less the records whose numbers are not numbers (text, a boolean; a ``step`` or ``tokens`` that is
+    not a finite number >= 0) or whose ``kind`` is not text, each skipped and named like a corrupt line: one bad
+    record costs that line, and ``ladder status`` and ``ladder collect`` never show or write text as a loss. A
+    non-finite loss stays (a run that diverged logged it)."""
+    keep, numbers, bad = [], [], list(lines.bad)
+    for n, rec in zip(lines.line_numbers, lines.records):
+        kind = rec.get("kind", "train")
+        why = [] if isinstance(kind, str) else [f"kind is {json.dumps(kind)[:40]}, not text"]
+        for key in ("step", "tokens", *METRIC_NUMBERS):
+            value = rec.get(key)
+            if value is None:
+                continue
+            if not _is_number(value):
+                why.append(f"{key} is {json.dumps(value)[:40]}, not a number")
+            elif key in ("step", "tokens") and not (math.isfinite(value) and value >= 0):
+                why.append(f"{key} is {float(value):g}, not a finite number >= 0")
+        if why:
+            bad.append((n, "; ".join(why)))
+        else:
+            keep.append(rec)
+            numbers.append(n)
+    if len(bad) == len(lines.bad):
+        return lines
+    return layout.JsonlLines(records=keep, line_numbers=numbers, bad=sorted(bad), torn_tail=lines.torn_tail)
 
 
 def _read_json(path) -> tuple[Any, str | None, bool]:
@@ -193,7 +283,7 @@ def read_books(rd: layout.RunDir, spec: RunSpec | None = None) -> RunBooks:
     metrics, metrics_problem = None, None
     if rd.metrics.is_file():
         try:
-            metrics = layout.read_jsonl_lines(rd.metrics)
+            metrics = checked_metrics(layout.read_jsonl_lines(rd.metrics))
         except OSError as exc:
             metrics_problem = f"cannot be read ({exc})"
     return RunBooks(

@@ -166,7 +166,7 @@ def rung_variant_keys(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[str]
         var = [f"axis/{a}" for a in VARIANT_AXES if f"axis/{a}" in df.columns]
         reps = [f"axis/{a}" for a in REPLICATE_AXES]
         rung_cols = [c for c in axis_cols if c not in tune and c not in var and c not in reps]
-        rung = df[rung_cols].astype(str).agg(" ".join, axis=1) if rung_cols else _cluster_key(df)
+        rung = _text(df[rung_cols]).agg(" ".join, axis=1) if rung_cols else _cluster_key(df)
         if var:
             variant = df[var[0]].map(tie_kind)
             how = "the study's tie_embeddings axis"
@@ -181,6 +181,13 @@ def rung_variant_keys(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[str]
     else:
         variant, how = _tie_or_single(df)
     return rung, variant, tune, how
+
+
+def _text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every cell as text, a missing one as ``?``: a row of a damaged run (collect's row of a run whose spec.json
+    is gone has no axis values) joins into a key like any other (``astype(str)`` keeps NaN under pandas' string
+    dtype)."""
+    return frame.astype(object).where(frame.notna(), "?").astype(str)
 
 
 def _tie_or_single(df: pd.DataFrame) -> tuple[pd.Series, str]:
@@ -210,7 +217,7 @@ def best_configs(df: pd.DataFrame, tune: list[str]) -> tuple[pd.DataFrame, str |
         return df, None
     keep: list = []
     for _, g in df.groupby(["_rung", "_variant"], sort=False):
-        cfg = g[varying].astype(str).agg("|".join, axis=1)
+        cfg = _text(g[varying]).agg("|".join, axis=1)
         best = g["loss"].groupby(cfg).mean().idxmin()
         keep.extend(g.index[cfg == best])
     names = ", ".join(c.removeprefix("axis/") for c in varying)
