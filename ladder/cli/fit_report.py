@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from ladder.cli.options import JSON_OPT, flag
+from ladder.cli.options import JSON_OPT, check_seed, flag
 from ladder.console import err, out, print_json
 
 RUNS_HELP = (
@@ -168,8 +168,7 @@ def fit(
             f"--bootstrap {bootstrap}: must be from 1 to {MAX_BOOTSTRAP:,} resamples (each refits every "
             "law form; 200, the default, gives stable 90% intervals)"
         )
-    if not 0 <= seed < 2**32:
-        raise SpecError(f"--seed {seed}: must be a whole number from 0 to 2^32-1 (the bootstrap's seed)")
+    check_seed(seed, what=" (the bootstrap's seed)")
     if keep_duplicates and runs is None:
         raise SpecError("--keep-duplicates is about the rows of a --runs file; give --runs FILE too")
     points = check_predictions(predict or [])
