@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -160,3 +161,17 @@ def test_a_freeze_without_a_forecast_at_the_hero_run_is_not_scored(study, capsys
     r = run_cli(capsys, "forecast", "score", study, "--json")
     assert r.code == 0 and r.json()["scores"] == [] and "predict" in r.json()["not_scored"]["1"]
     assert json.loads((study / "forecast.json").read_text())["scores"] == []
+
+
+@pytest.mark.parametrize("loss", ['"abc"', "Infinity", "-3"])
+def test_a_hero_whose_result_is_corrupt_is_not_scored(study, capsys, loss):
+    hero = hero_spec(study)
+    train(layout.StudyDir(study), hero, law_loss(hero.params, hero.tokens))
+    rd = layout.StudyDir(study).run(hero.run_id)
+    text = rd.result.read_text(encoding="utf-8")
+    rd.result.write_text(re.sub(r'"final_eval_loss": [^,}]+', f'"final_eval_loss": {loss}', text), encoding="utf-8")
+    before = (study / "forecast.json").read_bytes()
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert hero.run_id in r.stderr and "result.json is corrupt" in r.stderr and "final_eval_loss" in r.stderr
+    assert (study / "forecast.json").read_bytes() == before

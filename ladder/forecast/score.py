@@ -44,7 +44,7 @@ from ladder.forecast.frozen import (
     utc_now,
 )
 from ladder.model.config import RunSpec
-from ladder.plan.planner import read_plan
+from ladder.plan.planner import Damaged, plan_entries, read_study
 from ladder.reports.fits.scoring import partial_forecast, z_score
 
 MATCH_RTOL = 0.10  # a frozen point forecasts the hero when its params and tokens are within 10% of the hero's
@@ -157,7 +157,18 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
         started_at=min((r.submitted_at for r in book), default=None),
     )
     if status == "done":
-        result = _result(rd)
+        from ladder.books.run_books import check_result
+
+        try:
+            result = _result(rd)
+        except (OSError, ValueError) as exc:
+            result = f"unreadable ({exc})"
+        why = result if isinstance(result, str) else check_result(result)
+        if why:
+            raise StateError(
+                f"the hero run {spec.run_id}'s {layout.RESULT} is corrupt: {why} (see `ladder status {sd.path}`; "
+                "score a loss known otherwise with --loss X)"
+            )
         obs.final, obs.split = float(result["final_eval_loss"]), _split(result)
     elif status in ("failed", "diverged"):
         raise StateError(
@@ -331,7 +342,9 @@ def score_study(
         raise SpecError(f"--loss {loss}: must be a positive loss in nats/token")
     if loss is not None and loss > MAX_LOSS:
         raise SpecError(f"--loss {loss:g}: {TOO_LARGE}; give the hero's eval loss in nats/token")
-    study, specs = read_plan(sd.path)
+    study = read_study(sd.path)
+    # a damaged rung is no reason not to score the hero: it reads the runs it can (status shows the damage)
+    specs = [e for e in plan_entries(sd.path) if not isinstance(e, Damaged)]
     frozen = read_frozen(sd.path)
     if any(f.problem for f in frozen):  # nothing is scored while a freeze cannot be read: none is skipped unseen
         raise StateError(f"cannot score: {damaged_freezes(frozen, sd.path)}")
