@@ -114,12 +114,13 @@ def fit_study(
     raw = raw[~heroes].copy()
     ok = table.status_ok(raw)
     excluded = table.excluded_rows(raw, ok)
-    if excluded:
-        listed = "; ".join(
-            f"{e['run']} ({e['status']}{': ' + e['reason'] if e['reason'] else ''})" for e in excluded[:8]
+    if excluded:  # each run with its reason is in ``excluded`` (and on its own line in `ladder fit`'s summary)
+        states = pd.Series([str(e["status"]) for e in excluded]).value_counts()
+        counts = ", ".join(f"{n} {state}" for state, n in states.items())
+        warnings.append(
+            f"{len(excluded)} run(s) excluded from the fits (not done: {counts}); "
+            "each is listed under 'excluded' with why"
         )
-        more = f"; and {len(excluded) - 8} more" if len(excluded) > 8 else ""
-        warnings.append(f"{len(excluded)} run(s) excluded from the fits (not done): {listed}{more}")
     if len(hero_rows):
         notes.append(
             f"hero run(s) {', '.join(map(str, hero_rows.index))} not fitted: a forecast is checked "
