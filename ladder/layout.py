@@ -31,6 +31,7 @@ A run directory::
     lm_eval/           lm-evaluation-harness results
     tracker.json       W&B (``tracking.kind: wandb``): the W&B run id and the last step logged to it
     wandb/             W&B's own files of the run (offline runs: ``wandb sync`` uploads them)
+    result.unusable-<time>.json   a result.json the books found unusable, set aside when the run was retried
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +102,14 @@ class RunDir:
     @property
     def error(self) -> Path:
         return self.path / ERROR
+
+    def set_aside_result(self) -> Path:
+        """Move an unusable result.json out of the trainer's way (it would take the run for finished) to
+        ``result.unusable-<UTC time>.json`` beside it, kept for the books; returns the new path."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        target = self.path / f"{Path(RESULT).stem}.unusable-{stamp}{Path(RESULT).suffix}"
+        os.replace(self.result, target)
+        return target
 
     @property
     def checkpoint_pointer(self) -> Path:

@@ -71,6 +71,21 @@ def test_debug_executor_trains_collects_and_never_resubmits(planned, capsys):
     assert set(curves["run_id"]) == set(ids) and {"train", "eval"} <= set(curves["kind"])
     assert pd.read_csv(study_dir / "results.csv").shape[0] == len(ids)
 
+    # a result the books cannot use (text for its loss) is corrupt: kept aside, and --retry-failed trains it again
+    import json
+
+    rd = study_dir / "runs" / ids[0]
+    bad = {**json.loads((rd / "result.json").read_text()), "final_eval_loss": "abc"}
+    (rd / "result.json").write_text(json.dumps(bad))
+    assert _status(capsys, study_dir)[ids[0]]["state"] == "corrupt"
+    skipped = run_cli(capsys, "submit", study_dir, "--executor", "debug", "--json").json()
+    assert skipped["submitted"] == [] and "--retry-failed" in skipped["reasons"][ids[0]]
+    retried = run_cli(capsys, "submit", study_dir, "--executor", "debug", "--retry-failed", "--json")
+    assert retried.code == 0 and retried.json()["submitted"] == [ids[0]], retried.stderr
+    assert _status(capsys, study_dir)[ids[0]]["state"] == "done"
+    (aside,) = rd.glob("result.unusable-*.json")
+    assert json.loads(aside.read_text())["final_eval_loss"] == "abc"
+
 
 def test_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, capsys):
     spec = write_study(tmp_path / "bad.yaml", tiny_jsonl_corpus, name="bad", sizes=("4K",))

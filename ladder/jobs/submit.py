@@ -2,8 +2,9 @@
 processes sharing one queue) or the in-process debug executor.
 
 Each run is submitted once: a run that is done, diverged, queued or running is skipped; a failed or corrupt one
-only with ``retry_failed``; planned, interrupted and cancelled runs go out (interrupted ones resume from their
-checkpoint). Every job is recorded in ``jobs.json``.
+only with ``retry_failed`` (a corrupt one's unusable result.json is first set aside, kept in the run directory, or
+the trainer would take the run for finished); planned, interrupted and cancelled runs go out (interrupted ones
+resume from their checkpoint). Every job is recorded in ``jobs.json``.
 
 A cooldown branch runs once its trunk has passed the branch step: SLURM submits the trunks first (one array)
 and each trunk's branches as an array with ``--dependency=afterany:<trunk job>`` (none when the snapshot is
@@ -231,7 +232,10 @@ def submit(
         if not chosen:
             return result
         for spec in chosen:
-            sd.run(spec.run_id).error.unlink(missing_ok=True)
+            rd = sd.run(spec.run_id)
+            rd.error.unlink(missing_ok=True)
+            if layout.result_status(rd) in ("done", "diverged"):  # chosen, so corrupt: retried from scratch
+                rd.set_aside_result()
         if executor.kind == "slurm":
             ids = _submit_slurm(sd, chosen, executor, book)
             folder = str(Path(layout.SUBMITIT) / "slurm" / "%j")
