@@ -5,7 +5,6 @@ results than the study's now is flagged at the top of the report's headline, as 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -19,16 +18,7 @@ from ladder.reports.render.sections.scaling import scaling
 from ladder.reports.render.study import load_study
 from ladder.reports.summary import print_fit
 from tests.reports.fits.synthetic import fit_json_of, make_study, study_table
-
-
-def _texts(obj) -> str:
-    if isinstance(obj, str):
-        return obj
-    if dataclasses.is_dataclass(obj):
-        return " ".join(_texts(getattr(obj, f.name)) for f in dataclasses.fields(obj))
-    if isinstance(obj, (list, tuple)):
-        return " ".join(_texts(x) for x in obj)
-    return ""
+from tests.reports.texts import texts as _texts
 
 
 def _study_dir(root: Path, sizes: list[str]) -> Path:

@@ -5,7 +5,6 @@ trunk prefix included: 3.63e13 against the headline's 2.63e13); sizes and comput
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -16,17 +15,7 @@ from ladder.reports.render.sections.headline import headline
 from ladder.reports.render.sections.runs import ladder
 from ladder.reports.render.study import load_study
 from tests.reports.fits.synthetic import fit_dict_of, fit_json_of
-
-
-def _texts(obj) -> str:
-    """Every string in a section's blocks, joined."""
-    if isinstance(obj, str):
-        return obj
-    if dataclasses.is_dataclass(obj):
-        return " ".join(_texts(getattr(obj, f.name)) for f in dataclasses.fields(obj))
-    if isinstance(obj, (list, tuple)):
-        return " ".join(_texts(x) for x in obj)
-    return ""
+from tests.reports.texts import texts as _texts
 
 
 @pytest.fixture(scope="module")
