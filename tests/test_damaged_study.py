@@ -287,8 +287,9 @@ def test_fit_fits_the_good_runs_of_a_study_with_a_deleted_run(finished, capsys):
 
 
 def test_one_damaged_run_blocks_none_of_the_forecast_loop(tmp_path, capsys):
-    """A fitted study with one run folder deleted: collect, fit, report, freeze, hero and score all go on with the
-    other runs (status and the report show the damaged one); only what acts on every run (submit) names the repair."""
+    """A fitted study with one run folder deleted: collect, fit, report, freeze, hero, score and eval all go on with
+    the other runs (status and the report show the damaged one); only submit, which trains every run, names the
+    repair."""
     from tests.reports.fixture_study import make_study
 
     root = make_study(tmp_path / "study", points=3, tie=False, lr_multipliers=None, tasks=False, n_boot=10)
@@ -303,6 +304,7 @@ def test_one_damaged_run_blocks_none_of_the_forecast_loop(tmp_path, capsys):
         ["forecast", "freeze", root],
         ["hero", root, "--dry-run"],
         ["forecast", "score", root, "--loss", "3.0"],
+        ["eval", root, "--executor", "debug"],  # no trained model here: nothing to evaluate, and no refusal
     ):
         r = run_cli(capsys, *args)
         assert r.code == 0, (args, r.stderr)

@@ -36,7 +36,7 @@ def eval_cmd(
     """
     from ladder.errors import SpecError
     from ladder.jobs.submit import submit_evals
-    from ladder.plan.planner import read_plan
+    from ladder.plan.planner import read_study
 
     task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     if tasks is not None and not task_list:
@@ -45,7 +45,7 @@ def eval_cmd(
         raise SpecError(f"--limit {limit:g}: must be a positive number of examples per task (a fraction below 1)")
     check_executor(executor)  # before looking for work: a bad value is refused even when nothing is left to do
     check_device(device)
-    study, _ = read_plan(study_dir)
+    study = read_study(study_dir)  # a damaged run is passed over: the finished ones are evaluated
     if task_list or include_path is not None:  # unknown names refused here, not inside a job
         from ladder.model.evaluation.downstream import SHIPPED_TASKS, resolve_task_manager
 
