@@ -269,14 +269,20 @@ def _start_step(rd: layout.RunDir, spec: RunSpec | None) -> int:
     return t.step if t is not None and rd.sibling(t.run_id).snapshot_dir(t.step).is_dir() else 0
 
 
+def read_result(rd: layout.RunDir) -> tuple[dict[str, Any] | None, str | None]:
+    """A run's result.json, checked (:func:`check_result`): ``(result, None)``, ``(None, why it cannot be used)``,
+    or ``(None, None)`` when there is none."""
+    raw, problem, exists = _read_json(rd.result)
+    if not exists:
+        return None, None
+    problem = problem or check_result(raw)
+    return (None, problem) if problem else (raw, None)
+
+
 def read_books(rd: layout.RunDir, spec: RunSpec | None = None) -> RunBooks:
     """The books of run directory ``rd``; with its ``spec``, a branch's also say whether it waits for its trunk
     and where its own steps begin."""
-    raw, problem, exists = _read_json(rd.result)
-    result = None
-    if exists:
-        problem = problem or check_result(raw)
-        result = None if problem else raw
+    result, problem = read_result(rd)
     error, err_problem, err_exists = _read_json(rd.error)
     if err_exists and not isinstance(error, dict):
         error = {"error_type": "unreadable error.json", "message": err_problem or "not a JSON object"}

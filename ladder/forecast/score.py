@@ -32,6 +32,7 @@ import numpy as np
 
 from ladder import layout
 from ladder.books import job_records
+from ladder.books.run_books import read_result
 from ladder.errors import SpecError, StateError
 from ladder.forecast.frozen import (
     DATA_CHANGED,
@@ -44,7 +45,7 @@ from ladder.forecast.frozen import (
     utc_now,
 )
 from ladder.model.config import RunSpec
-from ladder.plan.planner import Damaged, plan_entries, read_study
+from ladder.plan.planner import read_study, readable_runs
 from ladder.reports.fits.scoring import partial_forecast, z_score
 
 MATCH_RTOL = 0.10  # a frozen point forecasts the hero when its params and tokens are within 10% of the hero's
@@ -114,13 +115,6 @@ def _eval_points(rd: layout.RunDir) -> list[tuple[str, float, float]]:
     ]
 
 
-def _result(rd: layout.RunDir) -> dict:
-    """A run's result.json."""
-    import json
-
-    return json.loads(rd.result.read_text(encoding="utf-8"))
-
-
 def _split(result: dict) -> dict[str, float] | None:
     """A done run's final loss on the in-context repeats and on the novel targets, when its result has them."""
     kinds = {"repeats": result.get("final_eval_loss_repeats"), "novel": result.get("final_eval_loss_novel")}
@@ -157,16 +151,10 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
         started_at=min((r.submitted_at for r in book), default=None),
     )
     if status == "done":
-        from ladder.books.run_books import check_result
-
-        try:
-            result = _result(rd)
-        except (OSError, ValueError) as exc:
-            result = f"unreadable ({exc})"
-        why = result if isinstance(result, str) else check_result(result)
-        if why:
+        result, why = read_result(rd)
+        if result is None:
             raise StateError(
-                f"the hero run {spec.run_id}'s {layout.RESULT} is corrupt: {why} (see `ladder status {sd.path}`; "
+                f"the hero run {spec.run_id}'s {layout.RESULT} is corrupt: {why or 'missing'} (see `ladder status {sd.path}`; "
                 "score a loss known otherwise with --loss X)"
             )
         obs.final, obs.split = float(result["final_eval_loss"]), _split(result)
@@ -211,7 +199,7 @@ def reference_curves(
         rd = sd.run(spec.run_id)
         if layout.result_status(rd) != "done":
             continue
-        final = _result(rd).get("final_eval_loss")
+        final = (read_result(rd)[0] or {}).get("final_eval_loss")
         pts = sorted((t / spec.tokens, loss) for _, t, loss in _eval_points(rd))
         if not isinstance(final, (int, float)) or final <= 0 or len(pts) < 2:
             continue
@@ -304,7 +292,9 @@ def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict
     for s in specs:
         if s.role != "hero" or science(s) != mine or layout.result_status(sd.run(s.run_id)) != "done":
             continue
-        result = _result(sd.run(s.run_id))
+        result, _ = read_result(sd.run(s.run_id))
+        if result is None:  # corrupt: `ladder status` names it; it is no replicate's loss
+            continue
         runs.append(
             {"run_id": s.run_id, "seed": s.seed, "final": float(result["final_eval_loss"]), "split": _split(result)}
         )
@@ -343,8 +333,7 @@ def score_study(
     if loss is not None and loss > MAX_LOSS:
         raise SpecError(f"--loss {loss:g}: {TOO_LARGE}; give the hero's eval loss in nats/token")
     study = read_study(sd.path)
-    # a damaged rung is no reason not to score the hero: it reads the runs it can (status shows the damage)
-    specs = [e for e in plan_entries(sd.path) if not isinstance(e, Damaged)]
+    specs = readable_runs(sd.path)  # a damaged rung is no reason not to score the hero (status shows the damage)
     frozen = read_frozen(sd.path)
     if any(f.problem for f in frozen):  # nothing is scored while a freeze cannot be read: none is skipped unseen
         raise StateError(f"cannot score: {damaged_freezes(frozen, sd.path)}")

@@ -32,7 +32,7 @@ from ladder.jobs.local_workers import DetachedLocalExecutor
 from ladder.jobs.on_node import TrainJob, WorkerJob
 from ladder.model.config import RunSpec
 from ladder.plan.packing import packing
-from ladder.plan.planner import Damaged, plan_entries, read_plan
+from ladder.plan.planner import read_plan, readable_runs
 from ladder.studies.spec import ExecutorSpec
 
 LOCAL_TIMEOUT_MIN = 60 * 24 * 30  # local workers have no scheduler limit; submitit needs one
@@ -339,7 +339,7 @@ def submit_evals(
         with ex.batch():
             jobs = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
     else:
-        slots = _local_slots(executor, [e for e in plan_entries(sd.path) if not isinstance(e, Damaged)])
+        slots = _local_slots(executor, readable_runs(sd.path))
         chunks = [todo[i :: len(slots)] for i in range(len(slots))]
         jobs = []
         for (gpus, threads), chunk in zip(slots, chunks):

@@ -292,6 +292,12 @@ def plan_entries(study_dir: Path) -> list[RunSpec | Damaged]:
     return entries
 
 
+def readable_runs(study_dir: Path) -> list[RunSpec]:
+    """The specs of the plan's runs that can be read, in plan order: a damaged run passed over (``ladder status``
+    shows it), for what acts on the runs it finds (``forecast score``, ``eval``)."""
+    return [e for e in plan_entries(study_dir) if not isinstance(e, Damaged)]
+
+
 def read_study(study_dir: Path) -> StudySpec:
     """The study spec of a planned study directory, for what reads the study as a whole (``fit``, ``report``, the
     forecast loop): a damaged run does not stop it (its row says so), a missing or unreadable plan.json does."""
