@@ -38,7 +38,8 @@ from ladder.studies.yaml_load import DuplicateKeyError, load_yaml
 
 Auto = Literal["auto"]
 MAX_LAYERS = 1024  # deeper than any model trained (Llama 3 405B has 126 layers); a bound that keeps sizing finite
-AspectRatio = Annotated[float, Field(gt=0, le=1e4)]  # d_model / n_layers (real models: about 10 to 300)
+MAX_ASPECT_RATIO = 1e4  # d_model / n_layers (real models: about 10 to 300); `ladder model info` has it too
+AspectRatio = Annotated[float, Field(gt=0, le=MAX_ASPECT_RATIO)]
 Seed = Annotated[int, Field(ge=0, lt=2**32)]  # a seed numpy and torch both take
 Multiplier = Annotated[float, Field(gt=0, le=1e4)]  # a factor on a rule's learning rate or batch
 LearningRate = Annotated[float, Field(gt=0, le=100)]  # a peak learning rate (AdamW's are below 0.1)

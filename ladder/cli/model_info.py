@@ -43,6 +43,7 @@ def model_info(
     from ladder.model.shape import ModelShape
     from ladder.model.sizing import FamilyRules, shape_for_params
     from ladder.plan.plausibility import MAX_TARGET
+    from ladder.studies.spec import MAX_ASPECT_RATIO
 
     for option, value in (
         ("--d-model", d_model),
@@ -70,11 +71,10 @@ def model_info(
                     "parameters)"
                 )
             positive_number(aspect_ratio, "--aspect-ratio", "a positive number (d_model / n_layers), e.g. 19.2")
-            high = _aspect_ratio_bound()
-            if aspect_ratio > high:
+            if aspect_ratio > MAX_ASPECT_RATIO:
                 raise SpecError(
-                    f"--aspect-ratio {aspect_ratio:g}: must be at most {high:g}, as a study's model.aspect_ratio "
-                    "(d_model / n_layers; real models: about 10 to 300)"
+                    f"--aspect-ratio {aspect_ratio:g}: must be at most {MAX_ASPECT_RATIO:g}, as a study's "
+                    "model.aspect_ratio (d_model / n_layers; real models: about 10 to 300)"
                 )
             if kv_ratio < 1:
                 raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number of query heads per KV head, >= 1")
@@ -142,16 +142,3 @@ def model_info(
     table.add_row(f"FLOPs/token (train, seq {seq_len}, head + causal attention)", f"{info['flops_per_token']:,}")
     table.add_row("FLOPs/token 6N (N = params total)", f"{info['flops_per_token_6n']:,}")
     out.print(table)
-
-
-def _aspect_ratio_bound() -> float:
-    """The largest aspect ratio a study accepts (``studies.spec.AspectRatio``'s upper bound): one bound for both."""
-    import typing
-
-    from ladder.studies.spec import AspectRatio
-
-    for info in typing.get_args(AspectRatio)[1:]:
-        for constraint in getattr(info, "metadata", []):
-            if getattr(constraint, "le", None) is not None:
-                return float(constraint.le)
-    raise AssertionError("studies.spec.AspectRatio has no upper bound")  # pragma: no cover
