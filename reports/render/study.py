@@ -170,17 +170,17 @@ def load_study(study_dir: Path) -> StudyData:
     if fit is not None and not isinstance(fit, dict):
         problems.append(f"{layout.FIT} is not a JSON object")
         fit = None
+    fitted_on = None
     if fit:
         from ladder.errors import FitError
         from ladder.reports.fits.study.fit_json import parse_fit_json
 
         try:
-            parse_fit_json(fit, layout.FIT)  # the typed contract of what the sections read
+            fitted_on = parse_fit_json(fit, layout.FIT).meta.results_sha256  # the typed contract the sections read
         except FitError as exc:
             problems.append(str(exc))
             fit = None
     data.fit = fit or {}
-    fitted_on = mapping(data.fit.get("meta")).get("results_sha256")
     if fitted_on and data.results_sha256 and fitted_on != data.results_sha256:  # as `ladder hero` refuses it
         data.stale_fit = (
             f"the fit is older than the results ({layout.FIT} was fitted on another results table): its laws, "
