@@ -18,7 +18,6 @@ from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, VariantLaw, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
 from ladder.reports.render.fmt import fmt_flops
-from ladder.reports.render.study import weighted_by_rollout
 
 __all__ = ["print_fit"]
 
@@ -152,7 +151,7 @@ def loss_source(fit: FitJson, source: str) -> str:
     rollout the fit never ran (no rollout forecast scored any form, issue 28): then how the forms were weighted
     in fact, from the loss law's own weights."""
     law = fit.loss
-    if not source or "weighted by rollout" not in source or weighted_by_rollout(law):
+    if not source or "weighted by rollout" not in source or law.weighted_by_rollout():
         return source
     w = {k: x for k, x in (law.weights or {}).items() if x is not None}
     if not w:

@@ -22,7 +22,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from ladder import layout
-from ladder.reports.fits.study.fit_json import FitJson, LossLaw
+from ladder.reports.fits.study.fit_json import FitJson
 from ladder.reports.fits.study.fit_json import Section as FitSection
 
 
@@ -42,16 +42,6 @@ def why_not(section: FitSection | None) -> str | None:
     if section is None:
         return "not in fit.json"
     return None if section.available else (section.reason or "not available")
-
-
-def weighted_by_rollout(law: LossLaw) -> bool:
-    """Whether the loss law's forms were weighted by their rollout error: some fitted form was scored on at least
-    one rollout forecast (else the fit counts every identifiable form equally)."""
-    ro = law.rollout
-    if ro is None:
-        return False
-    fitted = set(law.forms or {}) or set(law.weights or {})
-    return any((sc.n or 0) > 0 for k, sc in ro.scores.items() if not fitted or k in fitted)
 
 
 def seq(x: Any) -> list:

@@ -276,6 +276,14 @@ class LossLaw(Section):
     left_out: dict | None = None
     seed_sigma: float | None = None  # the seed replicates' scatter (sd of log loss); 0 without replicates
 
+    def weighted_by_rollout(self) -> bool:
+        """Whether the forms were weighted by their rollout error: some fitted form was scored on at least one
+        rollout forecast (else the fit counts every identifiable form equally)."""
+        if self.rollout is None:
+            return False
+        fitted = set(self.forms or {}) or set(self.weights or {})
+        return any((sc.n or 0) > 0 for k, sc in self.rollout.scores.items() if not fitted or k in fitted)
+
 
 class VariantLaw(Section):
     """A variant's own loss law (``loss_by_variant``): its forecast at the hero (``target``) and form weights."""

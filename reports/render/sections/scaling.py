@@ -33,7 +33,7 @@ from ladder.reports.render.fmt import (
     pos,
 )
 from ladder.reports.render.sections.forecast import actual_point
-from ladder.reports.render.study import weighted_by_rollout, why_not
+from ladder.reports.render.study import why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -77,7 +77,7 @@ def scaling(ctx: Builder) -> Section:
             lambda fig: draw_scaling(fig, ctx.done, hero, ctx.styles, in_law=in_law, band=band, actual=actual),
         )
     )
-    by_rollout = weighted_by_rollout(law)
+    by_rollout = law.weighted_by_rollout()
     calibrated = law.calibration is not None and (law.calibration.n or 0) > 0
     rows = []
     for key, f in forms.items():
