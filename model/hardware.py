@@ -254,7 +254,9 @@ def reset_peak_memory(device: torch.device | str) -> None:
     import torch
 
     device = torch.device(device)
-    if device.type == "cuda":
+    # Before CUDA's lazy initialisation there is no allocator to reset (torch raises "Invalid device argument"),
+    # and nothing has been allocated: a fresh node job trains its first run with CUDA not yet initialised.
+    if device.type == "cuda" and torch.cuda.is_initialized():
         torch.cuda.reset_peak_memory_stats(device)
     try:
         with open("/proc/self/clear_refs", "w") as f:

@@ -61,3 +61,16 @@ def test_result_records_peak_memory(tmp_path):
     assert result["peak_rss_bytes"] > 50 * 2**20  # the interpreter, torch and transformers at least
     assert result["peak_gpu_allocated_bytes"] is None  # CPU
     assert json.loads((tmp_path / result["run_id"] / "result.json").read_text())["peak_rss_bytes"] > 0
+
+
+def test_resetting_the_gpu_peak_before_cuda_starts_is_a_no_op():
+    # A fresh node job resets the peak before its first CUDA allocation; torch raises there ("Invalid device
+    # argument" on a GPU, a missing binding on a CPU build), and every GPU run failed at its first line
+    # (found by benchmarks/gpu_check.py --packing on an H200).
+    import torch
+
+    from ladder.model.hardware import reset_peak_memory
+
+    assert not torch.cuda.is_initialized()
+    reset_peak_memory("cuda:0")
+    reset_peak_memory(torch.device("cuda", 0))
