@@ -14,11 +14,13 @@ decoder layers compiled, fused AdamW, SDPA, the chunked loss, two micro-batches 
   ``LOSS_DROP`` nats below the first step;
 - over the first ``--match-steps`` steps the bf16 + compile losses stay within ``BF16_TOLERANCE`` (relative) of an
   fp32 run of the same spec without compile (fp32 means TF32 matmuls on CUDA, as the trainer sets them);
-- resume: the run stopped half-way (checkpoint) and resumed ends with exactly the uninterrupted run's losses;
-  the uninterrupted run is repeated once, so that a GPU kernel that is not deterministic shows as
-  ``repeat_bit_exact: false`` rather than as a resume bug;
-- tokens/s, MFU against the GPU's bf16 dense peak (printed, from ``ladder.model.hardware``), peak allocated memory
-  (``result.json``) beside the plan's estimate (``ladder.model.memory``).
+- resume: the run stopped half-way (checkpoint) and resumed ends with exactly the uninterrupted run's losses.
+  The uninterrupted run is repeated once: where GPU kernels are not deterministic (``repeat_bit_exact: false``,
+  as on an H200 with torch 2.11), the resumed curve must instead stay within twice the repeat's difference plus
+  ``RESUME_NOISE_FLOOR``;
+- tokens/s and MFU against the GPU's bf16 dense peak (printed, from ``ladder.model.hardware``): result.json's
+  whole-run figure, which includes the compiling first step, and ``steady_*``, the median of the last ten steps;
+  peak allocated memory (``result.json``) beside the plan's estimate (``ladder.model.memory``).
 
 With 2+ GPUs visible it also trains the 20M model as a 2-process NCCL DDP run and compares its loss curve with one
 process. The CPU fallback runs the same checks on two tiny models in fp32 (the tolerance becomes
@@ -43,6 +45,8 @@ import numpy as np
 
 BF16_TOLERANCE = 2e-2  # relative loss difference, bf16 autocast + compile against fp32, over the first steps
 FP32_TOLERANCE = 1e-4  # the same on CPU, where both runs are fp32 (only the chunk order of the loss can differ)
+RESUME_NOISE_FLOOR = 1e-3  # relative loss difference a resume may add where two plain runs are not bit-exact
+PACKING_STEPS = 200  # long enough that the runs sharing a GPU train side by side after their compiles
 LOSS_DROP = 0.5  # nats the loss must fall from the first step to the mean of the last five
 
 SHAPES: dict[str, dict[str, Any]] = {
@@ -109,9 +113,17 @@ def run_dir(root: Path, spec, label: str) -> Path:
     return run
 
 
-def losses(run: Path) -> list[float]:
+def train_records(run: Path) -> list[dict[str, Any]]:
     recs = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    return [r["loss"] for r in recs if r.get("kind") == "train"]
+    return [r for r in recs if r.get("kind") == "train"]
+
+
+def losses(run: Path) -> list[float]:
+    return [r["loss"] for r in train_records(run)]
+
+
+def max_rel_diff(a: list[float], b: list[float]) -> float:
+    return max((abs(x - y) / abs(y) for x, y in zip(a, b)), default=float("inf"))
 
 
 def check_model(name: str, cfg: dict[str, Any], root: Path, device: str, fast: dict[str, Any],
@@ -135,6 +147,12 @@ def check_model(name: str, cfg: dict[str, Any], root: Path, device: str, fast: d
     for key in ("tokens_per_s", "mfu", "peak_flops", "peak_flops_source", "device_name", "peak_gpu_allocated_bytes",
                 "peak_rss_bytes", "train_time_s"):  # fmt: skip
         out[key] = result.get(key)
+    # result.json's tokens/s counts every step, the first (compiling) one too; the last log interval is the rate
+    # a long run settles at
+    steady = [r["interval_tokens_per_s"] for r in train_records(main)[-10:] if r.get("interval_tokens_per_s")]
+    out["steady_tokens_per_s"] = float(np.median(steady)) if steady else None
+    if out["steady_tokens_per_s"] and result.get("peak_flops"):
+        out["steady_mfu"] = out["steady_tokens_per_s"] * spec.flops_per_token / result["peak_flops"]
     out["estimated_memory_bytes"] = run_memory(spec.shape, spec.micro_batch_size, spec.data.seq_len,
                                                fast["precision"]).total  # fmt: skip
 
@@ -148,17 +166,26 @@ def check_model(name: str, cfg: dict[str, Any], root: Path, device: str, fast: d
 
     again = run_dir(root, spec, f"{name}-repeat")
     train(again, dataset=data, device=device, handle_signals=False)
-    out["repeat_bit_exact"] = losses(again) == curve
+    repeat_curve = losses(again)
+    out["repeat_bit_exact"] = repeat_curve == curve
+    out["repeat_max_rel_diff"] = max_rel_diff(repeat_curve, curve)
 
     resumed = run_dir(root, spec, f"{name}-resume")
     half = max(1, spec.steps // 2)
     stopped = train(resumed, dataset=data, device=device, handle_signals=False, stop_after_steps=half)
     assert stopped["status"] == "stopped", stopped
     final = train(resumed, dataset=data, device=device, handle_signals=False)
-    out["resume_bit_exact"] = losses(resumed) == curve and final["final_train_loss"] == result["final_train_loss"]
-    out["ok"] = bool(
-        out["loss_falls"] and out["matches_fp32"] and (out["resume_bit_exact"] or not out["repeat_bit_exact"])
+    resumed_curve = losses(resumed)
+    out["resume_bit_exact"] = resumed_curve == curve and final["final_train_loss"] == result["final_train_loss"]
+    out["resume_max_rel_diff"] = max_rel_diff(resumed_curve, curve)
+    # Where kernels are not deterministic (atomics in the backward pass), two uninterrupted runs already differ; a
+    # resume is then judged against that noise: a wrong schedule, data position or optimizer state after the
+    # restart moves the loss by far more than RESUME_NOISE_FLOOR.
+    out["resume_within_repeat_noise"] = len(resumed_curve) == len(curve) and out["resume_max_rel_diff"] <= (
+        2 * out["repeat_max_rel_diff"] + RESUME_NOISE_FLOOR
     )
+    out["resume_ok"] = out["resume_bit_exact"] if out["repeat_bit_exact"] else out["resume_within_repeat_noise"]
+    out["ok"] = bool(out["loss_falls"] and out["matches_fp32"] and out["resume_ok"])
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
 
@@ -218,14 +245,16 @@ def check_ddp(name: str, cfg: dict[str, Any], root: Path, device: str, fast: dic
 def packing_worker(run: str, model: str) -> None:
     from ladder.model.training.loop import train
 
-    result = train(run, dataset=dataset(SHAPES[model]), handle_signals=False)
-    print("RESULT " + json.dumps({"tokens_per_s": result["tokens_per_s"]}), flush=True)
+    result = train(run, dataset=dataset(dict(SHAPES[model], steps=PACKING_STEPS)), handle_signals=False)
+    steady = [r["interval_tokens_per_s"] for r in train_records(Path(run))[-20:] if r.get("interval_tokens_per_s")]
+    got = {"tokens_per_s": result["tokens_per_s"], "steady_tokens_per_s": float(np.median(steady)) if steady else None}
+    print("RESULT " + json.dumps(got), flush=True)
 
 
 def check_packing(name: str, cfg: dict[str, Any], root: Path, fast: dict[str, Any]) -> dict[str, Any]:
     """Aggregate tokens/s of 1, 2 and 4 copies of a run training at once on GPU 0 (the packing rule's data)."""
-    out = {}
-    spec = make_spec(name, cfg, **fast)
+    out: dict[str, Any] = {"steps": PACKING_STEPS}
+    spec = make_spec(name, dict(cfg, steps=PACKING_STEPS), **fast)
     for k in (1, 2, 4):
         procs = []
         for i in range(k):
@@ -233,12 +262,20 @@ def check_packing(name: str, cfg: dict[str, Any], root: Path, fast: dict[str, An
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
             procs.append(subprocess.Popen([sys.executable, __file__, "--packing-worker", str(run), "--ddp-model", name],
                                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))  # fmt: skip
-        rates = []
+        rates, steady = [], []
         for p in procs:
             so, se = p.communicate(timeout=600)
             if p.returncode == 0 and "RESULT " in so:
-                rates.append(json.loads(so.split("RESULT ", 1)[1])["tokens_per_s"])
+                got = json.loads(so.split("RESULT ", 1)[1].splitlines()[0])
+                rates.append(got["tokens_per_s"])
+                steady.append(got["steady_tokens_per_s"])
+            else:
+                out.setdefault("errors", []).append(f"{k} runs: exit {p.returncode}: {se[-1500:]}")
         out[f"{k}_runs_tokens_per_s"] = sum(rates) if len(rates) == k else None
+        # the sum of each run's rate over its last 20 steps: the runs' compiles differ in length, so their last
+        # steps overlap best
+        out[f"{k}_runs_steady_tokens_per_s"] = sum(steady) if len(steady) == k and all(steady) else None
+    out["ok"] = "errors" not in out
     return out
 
 
@@ -249,6 +286,7 @@ def main() -> int:
     p.add_argument("--match-steps", type=int, default=10, help="first steps compared with the fp32 run")
     p.add_argument("--no-ddp", action="store_true", help="skip the 2-process DDP check")
     p.add_argument("--packing", action="store_true", help="also measure 1, 2 and 4 runs sharing one GPU")
+    p.add_argument("--packing-only", action="store_true", help="only the packing measurement (no model checks)")
     p.add_argument("--ddp-worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--packing-worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--ddp-model", default=None, help=argparse.SUPPRESS)
@@ -294,7 +332,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
         root = Path(tmp)
         report["models"] = {}
-        for name, cfg in shapes.items():
+        for name, cfg in ({} if a.packing_only else shapes).items():
             try:
                 r = check_model(name, cfg, root, device if device == "cpu" else "cuda:0", fast, a.match_steps)
             except Exception as exc:  # noqa: BLE001 - reported in the JSON line
@@ -304,14 +342,16 @@ def main() -> int:
                 failures.append(name)
             print(f"# {name}: {json.dumps(r)}", file=sys.stderr)
         first = next(iter(shapes))
-        if not a.no_ddp and (device == "cpu" or torch.cuda.device_count() >= 2):
+        if not a.no_ddp and not a.packing_only and (device == "cpu" or torch.cuda.device_count() >= 2):
             report["ddp"] = check_ddp(first, shapes[first], root, device, fast)
             if not report["ddp"]["ok"]:
                 failures.append("ddp")
         else:
             report["ddp"] = None
-        if a.packing and device == "cuda":
+        if (a.packing or a.packing_only) and device == "cuda":
             report["packing"] = check_packing(first, shapes[first], root, fast)
+            if not report["packing"]["ok"]:
+                failures.append("packing")
     report["failures"] = failures
     report["ok"] = not failures
     report["seconds"] = round(time.perf_counter() - t0, 1)

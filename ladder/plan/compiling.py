@@ -13,8 +13,8 @@ The costs are ``benchmarks/bench_trainer.py --compile``'s figures, taken on the 
   (37 s on a slower host the same day), warm 2.8-3.0 s. Here: speedup 1.10, cold 40 s, warm 5 s; a lone run
   compiles when it trains for more than ~7 minutes. A C++ compiler must be on the PATH (inductor builds its CPU
   kernels with it); without one nothing compiles.
-- GPUs: no measurement yet (``benchmarks/gpu_check.py`` compiles, but has not run on a GPU), so ``auto`` does
-  not compile there; ``compile: true`` does.
+- GPUs: no eager-against-compiled measurement yet (``benchmarks/gpu_check.py`` ran compiled on an H200 only,
+  benchmarks/README.md), so ``auto`` does not compile there; ``compile: true`` does.
 
 The decision is the plan's (``compile`` is not part of a run's id: the same computation, to fp32 round-off), and
 is made again whenever the study is planned.

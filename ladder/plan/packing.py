@@ -9,8 +9,8 @@ Packing (the executor fields a study leaves unset):
   both on every default rung (2 runs x 1 thread against 1 run x 2 threads on the 2-core reference machine:
   benchmarks/README.md has the figures).
 - GPUs (local): ``runs_per_gpu`` runs share each GPU, bounded by memory. Unset, it is 1: packing small runs on a
-  big GPU can raise aggregate throughput, but no GPU measurement supports a number yet
-  (``benchmarks/gpu_check.py`` measures 1, 2 and 4 runs on one GPU and prints their aggregate tokens/s).
+  big GPU raises aggregate throughput (``benchmarks/gpu_check.py --packing`` on an H200, a 20M model: 2 runs
+  1.86x, 4 runs 2.16x one run's tokens/s), but one size is not yet a rule for every rung.
 - SLURM: one run per job (a task per GPU of it), with ``slurm.cpus_per_task`` threads.
 
 Memory: every run's estimate (:mod:`ladder.model.memory`) must fit ``USABLE_MEMORY`` of one device of
@@ -30,7 +30,7 @@ from ladder.model.hardware import USABLE_MEMORY, device_memory_bytes
 from ladder.model.memory import MemoryEstimate, run_memory
 from ladder.studies.spec import ExecutorSpec
 
-GPU_RUNS_PER_DEVICE = 1  # until benchmarks/gpu_check.py's packing figures support more
+GPU_RUNS_PER_DEVICE = 1  # gpu_check.py --packing measured one size (benchmarks/README.md); a rule needs more
 
 
 @dataclass(frozen=True)
