@@ -263,6 +263,23 @@ def test_an_implausible_loss_is_refused(study, tmp_path, capsys):
     assert run_cli(capsys, "forecast", "score", study, "--loss", "99").code == 0  # the bound itself is generous
 
 
+@pytest.mark.parametrize("tiny", ["1e-300", "3.5e-4"])
+def test_an_implausibly_small_loss_is_refused(study, tmp_path, capsys, tiny):
+    """Issue 28: `--loss 1e-300` was scored ("error +3.5e301%"); below 0.001 nats/token (perplexity 1.001) no model
+    of held-out text goes, so it is a mistyped number, in --loss as in a --curve file."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    before = _listing(study)
+    r = run_cli(capsys, "forecast", "score", study, "--loss", tiny)
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"--loss {float(tiny):g}" in r.stderr and "below 0.001 nats/token" in r.stderr
+    (tmp_path / "curve.csv").write_text(f"tokens,loss\n1000,3.5\n2000,{tiny}\n")
+    r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "curve.csv")
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"line 3, column loss: {float(tiny)!r} is below 0.001 nats/token" in r.stderr
+    assert _listing(study) == before
+    assert run_cli(capsys, "forecast", "score", study, "--loss", "0.01").code == 0  # the bound itself is generous
+
+
 @pytest.mark.parametrize(
     ("field", "value"), [("params", -5), ("tokens", 0), ("flops", -1e18), ("loss", -2.0), ("compute", 0)]
 )

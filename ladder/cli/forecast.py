@@ -179,7 +179,9 @@ def show(
 def score(
     study_dir: Path = typer.Argument(..., help="A study directory with frozen forecasts."),
     loss: float | None = typer.Option(
-        None, "--loss", help="The final eval loss of a hero trained elsewhere (at the frozen hero's size)."
+        None,
+        "--loss",
+        help="The final eval loss of a hero trained elsewhere (at the frozen hero's size), in nats/token: 0.001 to 100.",
     ),
     curve: Path | None = typer.Option(
         None,

@@ -47,6 +47,14 @@ MAX_LOSS = 100.0
 TOO_LARGE = (
     f"above {MAX_LOSS:g} nats/token, far worse than a uniform guess over any vocabulary (ln V: 22 for 2^32 tokens)"
 )
+# The least a hero's loss can plausibly be: 0.001 nats/token is a perplexity of 1.001, a model that puts 99.9% of its
+# probability on every next token of held-out text. The best language models score about 0.5 nats/token on code and
+# 1.5 or more on web text, so a loss 500 times below that is a mistyped number (3.5e-3 for 3.5, or 1e-300).
+MIN_LOSS = 1e-3
+TOO_SMALL = (
+    f"below {MIN_LOSS:g} nats/token (perplexity {math.exp(MIN_LOSS):.3f}), far below any model of held-out text "
+    "(about 0.5 on code, 1.5 or more on web text)"
+)
 
 
 def utc_now() -> str:
@@ -373,7 +381,8 @@ def show_rows(study_dir: Path) -> list[dict]:
 def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
     """The points of a hero's loss curve file (``forecast score --curve``): (``tokens`` or ``step``, x, loss), from
     its ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns. An empty cell is a row without that value
-    (a train record of metrics.jsonl); any other value that is not a positive number is refused, naming its row."""
+    (a train record of metrics.jsonl); any other value that is not a positive number, or a loss outside
+    [:data:`MIN_LOSS`, :data:`MAX_LOSS`], is refused, naming its row."""
     import numpy as np
     import pandas as pd
 
@@ -404,13 +413,16 @@ def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
         (x, xs, ~(np.isfinite(xs) & (xs > 0)), "is not a positive number"),
         (y, ys, ~(np.isfinite(ys) & (ys > 0)), "is not a positive number"),
         (y, ys, np.isfinite(ys) & (ys > MAX_LOSS), f"is {TOO_LARGE}"),
+        (y, ys, np.isfinite(ys) & (ys > 0) & (ys < MIN_LOSS), f"is {TOO_SMALL}"),
     ]
     for col, values, wrong, why in checks:
         bad = np.flatnonzero(df[col].notna().to_numpy() & wrong)
         if len(bad):
             at = f"record {bad[0] + 1}" if json_or_parquet else f"line {bad[0] + 2}"  # the header is line 1
+            value = df[col].iloc[bad[0]]
+            value = value.item() if isinstance(value, np.generic) else value  # 1e-300, not np.float64(1e-300)
             raise SpecError(
-                f"--curve {path}: {at}, column {col}: {df[col].iloc[bad[0]]!r} {why} "
+                f"--curve {path}: {at}, column {col}: {value!r} {why} "
                 f"({len(bad)} such row{'s' if len(bad) > 1 else ''}); fix the file, nothing was scored"
             )
     good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)

@@ -4,8 +4,9 @@ What the hero shows (:class:`Observation`): the study's hero run (``role: hero``
 loss, or while it trains the eval points of its metrics.jsonl), a loss given with ``--loss`` (a hero trained
 elsewhere, at the frozen hero's size), or a loss curve given with ``--curve`` (CSV, JSON lines or parquet with
 a ``tokens`` or ``step`` column and an ``eval_loss`` or ``loss`` column). A loss above
-:data:`~ladder.forecast.frozen.MAX_LOSS` (100 nats/token, far worse than a uniform guess over any vocabulary) is
-refused as a mistyped number, and nothing is scored while any freeze of the study is damaged.
+:data:`~ladder.forecast.frozen.MAX_LOSS` (100 nats/token, far worse than a uniform guess over any vocabulary) or
+below :data:`~ladder.forecast.frozen.MIN_LOSS` (0.001 nats/token, perplexity 1.001: far below any model of held-out
+text) is refused as a mistyped number, and nothing is scored while any freeze of the study is damaged.
 
 A freeze is scored at its forecast of the hero's point: its hero, or one of its predictions, whose params and
 tokens are both within 10% of the hero run's (the nearest; the offset is recorded). Against a final loss:
@@ -37,7 +38,9 @@ from ladder.errors import SpecError, StateError
 from ladder.forecast.frozen import (
     DATA_CHANGED,
     MAX_LOSS,
+    MIN_LOSS,
     TOO_LARGE,
+    TOO_SMALL,
     Frozen,
     append_score,
     damaged_freezes,
@@ -332,6 +335,8 @@ def score_study(
         raise SpecError(f"--loss {loss}: must be a positive loss in nats/token")
     if loss is not None and loss > MAX_LOSS:
         raise SpecError(f"--loss {loss:g}: {TOO_LARGE}; give the hero's eval loss in nats/token")
+    if loss is not None and loss < MIN_LOSS:
+        raise SpecError(f"--loss {loss:g}: {TOO_SMALL}; give the hero's eval loss in nats/token")
     study = read_study(sd.path)
     specs = readable_runs(sd.path)  # a damaged rung is no reason not to score the hero (status shows the damage)
     frozen = read_frozen(sd.path)
