@@ -66,6 +66,11 @@ def is_validation(text: str, validation_fraction: float) -> bool:
     return text_hash(text) < validation_fraction * 2**64
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 # ------------------------------------------------------------------------------------- datatrove steps
 
 
@@ -129,6 +134,20 @@ class _Listed:
             self.update_doc_stats(doc)
             yield doc
 
+    def get_document_from_dict(self, data: dict, source_file: str, id_in_file: int | str):
+        """datatrove's document, once the record's ``text_key`` is known to hold text: a number, a list or an
+        object there is a corpus the user must fix (DataError naming the record), not a traceback deep in the
+        tokenizer."""
+        text = data.get(self.text_key)
+        if text is not None and not isinstance(text, str):
+            raise DataError(
+                f"corpus file {Path(self.data_folder.path) / source_file}, "
+                f"{'line' if isinstance(self, JsonlReader) else 'row'} {int(id_in_file) + 1}: its {self.text_key!r} "
+                f"is {_shown(text)}, not text ({type(text).__name__}); every record's text_key field must hold a "
+                "string (data.text_key names the field)"
+            )
+        return super().get_document_from_dict(data, source_file, id_in_file)
+
 
 class TextFolderReader(_Listed, BaseDiskReader):
     """Each ``.txt`` file is one document; files that are not UTF-8 are skipped (counted as ``non_utf8``)."""
@@ -149,7 +168,30 @@ class TextFolderReader(_Listed, BaseDiskReader):
 
 
 class ListedJsonlReader(_Listed, JsonlReader):
+    """datatrove's JsonlReader, but a line that is JSON yet not an object (a list, a number, a string) is refused
+    naming the file and line, where datatrove would raise an AttributeError; a line that is not JSON at all is
+    skipped, as datatrove does."""
+
     name = "🐿 Jsonl"
+
+    def read_file(self, filepath: str):
+        import orjson
+
+        with self.data_folder.open(filepath, "r", compression=self.compression) as f:
+            for li, line in enumerate(f):
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    self.stat_update("not_json")
+                    continue
+                if not isinstance(record, dict):
+                    raise DataError(
+                        f"corpus file {Path(self.data_folder.path) / filepath}, line {li + 1}: {_shown(record)} "
+                        f"is a JSON {type(record).__name__}, not an object with a {self.text_key!r} field"
+                    )
+                document = self.get_document_from_dict(record, filepath, li)
+                if document:
+                    yield document
 
 
 class ListedParquetReader(_Listed, ParquetReader):

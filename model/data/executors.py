@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from datatrove.executor import LocalPipelineExecutor
 
-from ladder.errors import DataError
+from ladder.errors import DataError, LadderError
 from ladder.model.data.corpus import quiet_datatrove
 
 
@@ -22,13 +22,30 @@ class QuietLocalExecutor(LocalPipelineExecutor):
     rank is used for nothing else, so it is shifted by one."""
 
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
-        return super()._run_for_rank(rank, local_rank + 1, node_rank)
+        from loguru import logger
+
+        logger.configure(patcher=_no_traceback_for_ladder_errors)
+        try:
+            return super()._run_for_rank(rank, local_rank + 1, node_rank)
+        finally:
+            logger.configure(patcher=None)
 
     def _launch_run_for_rank(self, rank: int, ranks_q, completed=None, completed_lock=None):
         from loguru import logger
 
         logger.disable("datatrove.executor.local")  # "n/N tasks completed" lines, from each worker process
         return super()._launch_run_for_rank(rank, ranks_q, completed, completed_lock)
+
+
+def _no_traceback_for_ladder_errors(record) -> None:
+    """A task that stops on a LadderError (a corpus record that is not text) is logged by datatrove with its
+    traceback, on the console too; the error is raised again and printed as ladder's one line. So its record
+    keeps only the message, and goes to the task's log file (DEBUG and up) but not to the console (ERROR and
+    up): its level number is lowered below ERROR (the record's level object is its own)."""
+    exc = record["exception"]
+    if exc is not None and isinstance(exc.value, LadderError):
+        record["exception"] = None
+        record["level"].no = min(record["level"].no, 30)  # WARNING's number; the name stays ERROR in the file
 
 
 def _count_completions(logging_dir: Path) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ladder.errors import DataError
 from ladder.model.data.tokenizer import TOKENIZER_FILE
-from ladder.model.data.windows import TokenWindows
+from ladder.model.data.windows import TokenWindows, token_files
 
 READY = "ready.json"
 SPLIT_DIRS = {"train": "train", "validation": "validation"}
@@ -75,6 +75,12 @@ class PreparedData:
         validation split, in order (every run of every study evaluates on the same tokens, drawn from every
         shard rather than from the few documents at the start of the first)."""
         n = validation_windows_needed(seq_len, validation_tokens)
+        if not token_files(self.val_dir):  # a corpus so small that no document was held out
+            raise DataError(
+                f"no document of the corpus fell in the validation split ({self.train_tokens:,} train tokens, 0 "
+                f"validation tokens; validation_tokens = {validation_tokens:,} are needed): the corpus is too "
+                "small; use a bigger one (or raise data.max_bytes), or raise data.validation_fraction (below 0.5)"
+            )
         windows = TokenWindows(self.val_dir, seq_len, dtype=self.token_dtype, limit=n, spread=True)
         if len(windows) < n:
             raise DataError(_short_validation_message(self, seq_len, validation_tokens, len(windows)))

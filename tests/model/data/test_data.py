@@ -296,3 +296,40 @@ def test_embedded_corpus_prepares_end_to_end(tmp_path):
     assert len(p.train_windows(128)) > 1000
     shutil.rmtree(tmp_path / "data")
     assert prepare_data(cfg, 512, cache_root=tmp_path, workers=1, progress=False).key == p.key
+
+
+@pytest.mark.parametrize(
+    "name,content,words",
+    [
+        ("num.jsonl", '{"text": "hello there"}\n{"text": 5}\n', "num.jsonl, line 2: its 'text' is 5, not text (int)"),
+        ("list.jsonl", '{"text": "hello there"}\n[1, 2]\n', "list.jsonl, line 2: [1, 2] is a JSON list, not an object"),
+        ("texts.jsonl", '{"text": ["a", "b"]}\n', "texts.jsonl, line 1: its 'text' is ['a', 'b'], not text (list)"),
+        ("int.parquet", None, "int.parquet, row 1: its 'text' is 1, not text (int)"),
+    ],
+)
+def test_a_corpus_record_that_is_not_text_is_one_error(tmp_path, tiny_tokenizer, capfd, name, content, words):
+    """Issue 28: `ladder data prepare` on a jsonl whose text is a number, or whose line is a JSON list, ended in a
+    datatrove TypeError/AttributeError traceback; a parquet text column of numbers too. Now a DataError names
+    the file, the record and the field, whether the tokenizer is trained (read in this process) or given (read
+    by a datatrove task, which logs no traceback on the console)."""
+    import pandas as pd
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    if content is None:
+        pd.DataFrame({"text": [1, 2, 3]}).to_parquet(folder / name)
+    else:
+        (folder / name).write_text(content)
+    for tokenizer in ("train", str(tiny_tokenizer)):
+        with pytest.raises(DataError) as err:
+            prepare_data(_cfg(folder / name, tokenizer=tokenizer), 300, cache_root=tmp_path / "cache", workers=1)
+        assert words in str(err.value) and str(folder / name) in str(err.value)
+        assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_corpus_with_no_validation_document_says_so(tmp_path):
+    """Issue 28: a corpus of one short document prepared 6 train and 0 validation tokens, then said "no token
+    shards (*.ds) in .../validation", which names no cause and no way out."""
+    (tmp_path / "one.jsonl").write_text('{"text": "hello there, a lone document"}\n')
+    with pytest.raises(DataError, match="no document of the corpus fell in the validation split .* too small"):
+        prepare_data(_cfg(tmp_path / "one.jsonl"), 300, cache_root=tmp_path / "cache", workers=1, progress=False)
