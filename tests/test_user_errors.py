@@ -352,3 +352,22 @@ def test_model_info_has_the_bounds_of_a_study(capsys):
             f"--params '{big}'",
             "beyond what this family builds (at most 1P parameters)",
         )
+
+
+@pytest.mark.parametrize("loss", ["1e-300", "1e5"])
+def test_a_runs_file_with_an_implausible_loss_is_named_by_its_line(tmp_path, capsys, loss):
+    """Issue 28: `fit --runs` with a loss of 1e-300 failed with numpy's "operands could not be broadcast together"
+    (and a RuntimeWarning); a loss of 1e5 was fitted. Both lie outside 0.001 to 100 nats/token, the bounds
+    `forecast score --loss` has: one line naming the row, nothing written."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"params,tokens,loss\n1e5,2e6,3.1\n2e5,4e6,{loss}\n4e5,8e6,2.7\n8e5,1.6e7,2.5\n1.6e6,3.2e7,2.4\n")
+    _one_line(run_cli(capsys, "fit", "--runs", runs), "outside 0.001 to 100 nats/token", f"line 3 ({float(loss):g})")
+    assert [p.name for p in tmp_path.iterdir()] == ["runs.csv"]
+
+
+def test_a_runs_file_with_no_finished_run_names_the_status_words(tmp_path, capsys):
+    """Issue 28: with --runs and no row whose status means finished, fit said "see `ladder status`", a command
+    for a study, not for a table; it now names the status words it fits."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("params,tokens,loss,status\n1e5,2e6,3.1,weird\n2e5,4e6,2.9,weird\n4e5,8e6,2.7,weird\n")
+    _one_line(run_cli(capsys, "fit", "--runs", runs), "none of the 3 run(s) is done (weird)", "finished")

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from ladder import layout
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import current_fit, refit, results_hash_of, study_hash
+from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS  # the plausible range of a loss, the fit's too
 
 if TYPE_CHECKING:
     from ladder.reports.fits.study import fit_json
@@ -41,16 +42,9 @@ if TYPE_CHECKING:
 HERO_KEYS = ("params", "tokens", "flops", "shape", "tied", "loss", "lo", "hi", "level", "half_width_pct", "kind")
 POINT_KEYS = ("label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach")
 DATA_CHANGED = "the data changed after this forecast: the study's results are not the ones it was fitted on"
-# The most a hero's loss (nats/token) can plausibly be: a uniform guess over a vocabulary of V tokens costs ln V
-# (10.8 for 50K tokens, 22.2 for 2^32), so 100 is far worse than guessing over any vocabulary: a mistyped number.
-MAX_LOSS = 100.0
 TOO_LARGE = (
     f"above {MAX_LOSS:g} nats/token, far worse than a uniform guess over any vocabulary (ln V: 22 for 2^32 tokens)"
 )
-# The least a hero's loss can plausibly be: 0.001 nats/token is a perplexity of 1.001, a model that puts 99.9% of its
-# probability on every next token of held-out text. The best language models score about 0.5 nats/token on code and
-# 1.5 or more on web text, so a loss 500 times below that is a mistyped number (3.5e-3 for 3.5, or 1e-300).
-MIN_LOSS = 1e-3
 TOO_SMALL = (
     f"below {MIN_LOSS:g} nats/token (perplexity {math.exp(MIN_LOSS):.3f}), far below any model of held-out text "
     "(about 0.5 on code, 1.5 or more on web text)"

@@ -23,6 +23,13 @@ REQUIRED = ("params", "tokens", "loss")
 TIED_WORDS = ("true", "1", "yes", "tied")
 UNTIED_WORDS = ("false", "0", "no", "untied")
 SIZE_TOL = 0.05  # model sizes within 5% are one size
+# The plausible range of a language model's loss in nats/token, outside which a number is taken for a mistake (a
+# typo, a wrong column, another unit) and refused where a user gives one (`ladder fit`'s runs, `forecast score`):
+# - at most 100: a uniform guess over a vocabulary of V tokens costs ln V (10.8 for 50K tokens, 22.2 for 2^32);
+# - at least 0.001, a perplexity of 1.001: a model that puts 99.9% of its probability on every next token of
+#   held-out text. The best language models score about 0.5 nats/token on code and 1.5 or more on web text.
+MAX_LOSS = 100.0
+MIN_LOSS = 1e-3
 
 
 @dataclass
@@ -145,6 +152,12 @@ def as_runs(
     if "flops" not in out:
         out["flops"] = 6.0 * out["params"] * out["tokens"]
     return Runs(out["params"], out["tokens"], out["loss"], labels, out["flops"])
+
+
+def implausible_losses(loss: np.ndarray) -> np.ndarray:
+    """Which losses lie outside [:data:`MIN_LOSS`, :data:`MAX_LOSS`] nats/token (a boolean mask)."""
+    loss = np.asarray(loss, dtype=float)
+    return (loss < MIN_LOSS) | (loss > MAX_LOSS)
 
 
 def _columns_of(runs, what: str) -> list:

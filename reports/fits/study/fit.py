@@ -56,7 +56,7 @@ import pandas as pd
 
 from ladder.errors import FitError
 from ladder.reports.fits import recommend as rec
-from ladder.reports.fits.runs import as_runs
+from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS, as_runs, implausible_losses
 from ladder.reports.fits.study import loss, parts, study_hero, table
 from ladder.reports.fits.study.result import FitResult
 from ladder.studies.spec import StudySpec
@@ -130,7 +130,8 @@ def fit_study(
     if not ok.any():
         raise FitError(
             f"fit: no finished runs to fit: none of the {len(raw)} run(s) is done "
-            f"({', '.join(sorted({str(e['status']) for e in excluded}))}); see `ladder status`"
+            f"({', '.join(sorted({str(e['status']) for e in excluded}))}); see `ladder status` of a study, or the "
+            f"status column of a runs table (fitted: {', '.join(sorted(table.KEEP_STATUS))}, or empty)"
         )
     flops_given = "flops" in raw.columns
     if not flops_given:
@@ -138,6 +139,14 @@ def fit_study(
         notes.append("no flops column: FLOPs are 6 x params x tokens")
     df = raw[ok].copy()
     as_runs(df[["params", "tokens", "loss", "flops"]], what="fit")  # names NaN / non-positive rows
+    implausible = implausible_losses(df["loss"].to_numpy(float))
+    if implausible.any():  # 1e-300 broke the law fits with a numpy message; 1e5 was fitted as if it were a loss
+        rows = df.index[implausible]
+        shown = ", ".join(f"{r} ({df['loss'][r]:g})" for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+        raise FitError(
+            f"fit: column loss holds {len(rows)} value(s) outside {MIN_LOSS:g} to {MAX_LOSS:g} nats/token, the "
+            f"range of any language model's loss: {shown}; is the loss column the eval loss in nats/token?"
+        )
 
     conv = table.convention(df, study, warnings)
     rung, variant, tune, how = table.rung_variant_keys(raw)
