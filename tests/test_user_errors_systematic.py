@@ -516,6 +516,20 @@ def test_a_damaged_plan_json_is_one_line(fitted, capsys, command):
     assert _files(fitted) == before
 
 
+RESULTS_READERS = [("fit", "{s}"), ("hero", "{s}", "--dry-run"), ("forecast", "freeze", "{s}"),
+                   ("plan", "{s}", "--suggest")]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", RESULTS_READERS, ids=[" ".join(a[:2]) for a in RESULTS_READERS])
+def test_a_damaged_results_parquet_is_one_line_naming_the_repair(fitted, capsys, args):
+    """Issue 28: a torn results.parquet gave a pyarrow ArrowInvalid traceback in fit, hero, forecast freeze and
+    plan --suggest; it is one line naming the file and `ladder collect`, which writes it again."""
+    (fitted / "results.parquet").write_text("garbage")
+    before = _files(fitted)
+    _one_line(run_cli(capsys, *(a.format(s=fitted) for a in args)), "results.parquet is unreadable", "ladder collect")
+    assert _files(fitted) == before
+
+
 # ---- refuse early: what data preparation and the fit would refuse later -----------------------------------------
 
 

@@ -350,4 +350,10 @@ def read_results(study_dir: Path) -> pd.DataFrame:
     sd = layout.StudyDir(Path(study_dir))
     if not sd.results_parquet.is_file():
         raise StateError(f"{sd.path} has no {layout.RESULTS_PARQUET}; run `ladder collect {sd.path}` first")
-    return pd.read_parquet(sd.results_parquet)
+    try:
+        return pd.read_parquet(sd.results_parquet)
+    except Exception as exc:  # noqa: BLE001 - a torn or hand-made file: pyarrow raises many kinds
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StateError(
+            f"{sd.results_parquet} is unreadable ({first}); `ladder collect {sd.path}` writes it again from the runs"
+        ) from None
