@@ -530,6 +530,20 @@ def test_a_damaged_results_parquet_is_one_line_naming_the_repair(fitted, capsys,
     assert _files(fitted) == before
 
 
+@pytest.mark.parametrize("table", ["results.parquet", "curves.parquet"])
+def test_report_refuses_a_damaged_table_and_keeps_the_good_report(fitted, capsys, table):
+    """Issue 28: with results.parquet (or curves.parquet) torn, `ladder report` exited 0 and overwrote the good
+    report with one that had no runs (or no curves), saying nothing on the console; as with a damaged fit.json,
+    it is now refused in one line naming `ladder collect`, and the report is left as it was."""
+    report = fitted / "report" / "report.html"
+    report.parent.mkdir(exist_ok=True)
+    report.write_text("the good report")
+    (fitted / table).write_text("garbage")
+    before = _files(fitted)
+    _one_line(run_cli(capsys, "report", fitted, "--format", "html"), f"{table} is unreadable", "ladder collect")
+    assert _files(fitted) == before and report.read_text() == "the good report"
+
+
 # ---- refuse early: what data preparation and the fit would refuse later -----------------------------------------
 
 

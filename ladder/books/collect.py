@@ -350,10 +350,25 @@ def read_results(study_dir: Path) -> pd.DataFrame:
     sd = layout.StudyDir(Path(study_dir))
     if not sd.results_parquet.is_file():
         raise StateError(f"{sd.path} has no {layout.RESULTS_PARQUET}; run `ladder collect {sd.path}` first")
+    return _read_table(sd.results_parquet, sd.path)
+
+
+def check_tables(study_dir: Path) -> None:
+    """Raise a StateError when a table ``ladder collect`` wrote (results.parquet, curves.parquet) is there but
+    cannot be read: what renders the study whole (``ladder report``) refuses it rather than leave its runs out."""
+    sd = layout.StudyDir(Path(study_dir))
+    for path in (sd.results_parquet, sd.curves):
+        if path.is_file():
+            _read_table(path, sd.path)
+
+
+def _read_table(path: Path, study: Path) -> pd.DataFrame:
+    from ladder.errors import StateError
+
     try:
-        return pd.read_parquet(sd.results_parquet)
+        return pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - a torn or hand-made file: pyarrow raises many kinds
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StateError(
-            f"{sd.results_parquet} is unreadable ({first}); `ladder collect {sd.path}` writes it again from the runs"
+            f"{path} is unreadable ({first}); `ladder collect {study}` writes it again from the runs"
         ) from None

@@ -237,6 +237,9 @@ def report(
         from ladder.plan.planner import read_study
 
         read_study(study_dir)
+    from ladder.books.collect import check_tables
+
+    check_tables(study_dir)  # a torn results or curves table: refused, the report untouched (not one without runs)
     stale = None
     if layout.StudyDir(study_dir).fit.is_file():
         from ladder.forecast.fitted import results_hash_of
