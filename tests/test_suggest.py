@@ -30,7 +30,7 @@ def study(short, tmp_path, monkeypatch) -> Path:
     return Path(shutil.copytree(short, tmp_path / "study"))
 
 
-def test_suggest_names_the_missing_large_size(study, capsys):
+def test_suggest_names_the_missing_large_size_in_human_units_with_progress(study, capsys):
     before = {p: p.read_bytes() for p in study.rglob("*") if p.is_file()}
     r = run_cli(capsys, "plan", study, "--suggest", "--json")
     assert r.code == 0, r.stderr
@@ -49,8 +49,27 @@ def test_suggest_names_the_missing_large_size(study, capsys):
     other = next(c for c in got["candidates"] if c["kind"] == "another budget")
     assert other["expected_half_width_pct"] is None and "separates N from D" in other["reason"]
 
+    # Issue 28: the changes are on the fit's interval, the one the output calls "now"; progress on stderr (which
+    # refit of how many); no "gain per FLOP ... pp"; the suggested runs as readable rows, not dicts
+    now, base = got["current_half_width_pct"], got["baseline_half_width_pct"]
+    for c in got["candidates"]:
+        if c["expected_half_width_pct"] is None:
+            assert c["half_width_after_pct"] is None and c["gain_pct"] is None
+            continue
+        assert c["half_width_after_pct"] == pytest.approx(now * c["expected_half_width_pct"] / base)
+        assert c["gain_pct"] == pytest.approx(now - c["half_width_after_pct"])
+
     r = run_cli(capsys, "plan", study, "--suggest")
     assert r.code == 0 and "141K (the next rung up" in r.stdout and "--suggest --add" in r.stdout
+    n = len(got["candidates"]) + 1
+    for i in range(1, n + 1):
+        assert f"--suggest {i}/{n}: refitting" in r.stderr
+    text = " ".join(r.stdout.split())
+    assert "gain per FLOP" not in text and "{'" not in text and "e-1" not in text
+    assert f"hero interval now: ±{now:.2f}%" in text
+    assert f"{now:.2f}% -> {larger['half_width_after_pct']:.2f}%" in text
+    assert f"({larger['half_width_after_pct'] - now:+.2f} pp) for {larger['flops']:.3g} FLOPs" in text
+    assert "- size 141K: " in text
 
 
 def test_budget_caps_and_add_plans_the_suggestion(study, capsys):
@@ -118,28 +137,3 @@ def test_extra_runs_expand_like_rungs():
 
         with pytest.raises(SpecError, match=words):
             parse_study(base)
-
-
-def test_suggest_shows_progress_human_units_and_one_baseline(study, capsys):
-    """Issue 28: progress on stderr (which refit of how many), no 'gain per FLOP ... pp', the suggested runs as
-    readable rows, not dicts; the changes are on the fit's interval, the one the output calls 'now'."""
-    got = run_cli(capsys, "plan", study, "--suggest", "--json").json()
-    now, base = got["current_half_width_pct"], got["baseline_half_width_pct"]
-    for c in got["candidates"]:
-        if c["expected_half_width_pct"] is None:
-            assert c["half_width_after_pct"] is None and c["gain_pct"] is None
-            continue
-        assert c["half_width_after_pct"] == pytest.approx(now * c["expected_half_width_pct"] / base)
-        assert c["gain_pct"] == pytest.approx(now - c["half_width_after_pct"])
-    r = run_cli(capsys, "plan", study, "--suggest")
-    assert r.code == 0, r.stderr
-    n = len(got["candidates"]) + 1
-    for i in range(1, n + 1):
-        assert f"--suggest {i}/{n}: refitting" in r.stderr
-    text = " ".join(r.stdout.split())
-    assert "gain per FLOP" not in text and "{'" not in text and "e-1" not in text
-    assert f"hero interval now: ±{now:.2f}%" in text
-    larger = next(c for c in got["candidates"] if c["kind"] == "larger size")
-    assert f"{now:.2f}% -> {larger['half_width_after_pct']:.2f}%" in text
-    assert f"({larger['half_width_after_pct'] - now:+.2f} pp) for {larger['flops']:.3g} FLOPs" in text
-    assert "- size 141K: " in text
