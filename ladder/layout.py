@@ -268,6 +268,19 @@ class StudyDir:
         return [RunDir(p) for p in sorted(self.runs.iterdir()) if (p / SPEC).is_file()]
 
 
+def refuse_if_not_a_file(path: Path, remedy: str) -> None:
+    """Refuse (:class:`StateError`, one line) a study file that exists but is not a regular file (a directory in
+    its place, say): reading it, or writing it anew, would fail with "Is a directory". ``remedy`` says what to run
+    once it is removed."""
+    path = Path(path)
+    if not path.exists() or path.is_file():
+        return
+    kind = "a directory" if path.is_dir() else "not a regular file"
+    from ladder.errors import StateError
+
+    raise StateError(f"{path} is not a file ({kind}): remove it (`rm -r {path}`), then {remedy}")
+
+
 def result_status(rd: RunDir) -> str | None:
     """The ``status`` a finished run wrote to its ``result.json`` (done, diverged, failed); None while there is
     none or it cannot be read."""

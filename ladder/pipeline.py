@@ -102,6 +102,7 @@ def run_study(
     study = load_study(study_ref)
     study_dir = Path(out_dir) if out_dir else default_study_dir(study)
     outcome = RunOutcome(study_dir=study_dir)
+    layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder run {study_ref}` again")
 
     written = write_plan(expand(study), study_dir)
     _say(log, f"plan: {study_dir} ({len(written.new)} new runs, {len(written.existing)} already planned)")

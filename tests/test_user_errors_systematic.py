@@ -494,6 +494,22 @@ def test_a_damaged_fit_json_is_one_line_and_the_report_is_untouched(fitted, caps
     assert report.read_text() == "the good report"
 
 
+@pytest.mark.parametrize("command", [*FIT_READERS, "fit", "plan --suggest"])
+def test_a_fit_json_that_is_a_directory_is_one_line_naming_it(fitted, capsys, command):
+    """Issue 28: with a directory where fit.json belongs, `hero` said "no fit.json: run `ladder fit`", and `fit`
+    then failed with "Is a directory"; `report` exited 0. Each says that fit.json is not a file, to remove it and
+    fit again, and writes nothing."""
+    report = fitted / "report" / "report.html"
+    report.parent.mkdir(exist_ok=True)
+    report.write_text("the good report")
+    (fitted / "fit.json").unlink()
+    (fitted / "fit.json").mkdir()
+    before = _files(fitted)
+    args = FIT_READERS[command](fitted) if command in FIT_READERS else (*command.split(), fitted)
+    _one_line(run_cli(capsys, *args), "fit.json is not a file (a directory)", "rm -r", "ladder fit")
+    assert _files(fitted) == before and report.read_text() == "the good report"
+
+
 PLAN_READERS = [
     "status",
     "collect",

@@ -199,6 +199,7 @@ def fit(
         from ladder.plan.planner import read_study
 
         study = read_study(study_dir)
+        layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder fit {study_dir}` again")
         check_predictions_in_family(points, study)
         table = read_results(study_dir)
         warnings += _far_from_the_ladder(points, table)
@@ -240,6 +241,7 @@ def report(
     from ladder.books.collect import check_tables
 
     check_tables(study_dir)  # a torn results or curves table: refused, the report untouched (not one without runs)
+    layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder fit {study_dir}` and report again")
     stale = None
     if layout.StudyDir(study_dir).fit.is_file():
         from ladder.forecast.fitted import results_hash_of

@@ -147,6 +147,7 @@ def read_fit(study_dir: Path) -> FitJson:
     """fit.json as its typed contract, refused in one line when it is missing, unreadable, damaged or of another
     version of ladder (then `ladder fit` writes it anew)."""
     sd = layout.StudyDir(Path(study_dir))
+    layout.refuse_if_not_a_file(sd.fit, f"run `ladder fit {sd.path}`")
     if not sd.fit.is_file():
         raise StateError(
             f"{sd.path} has no {layout.FIT}: run `ladder collect {sd.path}` and `ladder fit {sd.path}` first"
