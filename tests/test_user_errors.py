@@ -371,3 +371,28 @@ def test_a_runs_file_with_no_finished_run_names_the_status_words(tmp_path, capsy
     runs = tmp_path / "runs.csv"
     runs.write_text("params,tokens,loss,status\n1e5,2e6,3.1,weird\n2e5,4e6,2.9,weird\n4e5,8e6,2.7,weird\n")
     _one_line(run_cli(capsys, "fit", "--runs", runs), "none of the 3 run(s) is done (weird)", "finished")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet"])
+def test_a_runs_file_with_a_repeated_column_name_is_refused_naming_it(tmp_path, capsys, suffix):
+    """Issue 28: a --runs CSV with two `loss` columns was fitted on the first without a word (pandas renames the
+    second `loss.1`); a table with a repeated column name is refused in one line naming it. With --columns, only
+    a repeated column the mapping reads is refused (a W&B UI export may repeat a config and a summary name)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [(1e5, 2e6, 3.1, 9.0), (2e5, 4e6, 2.9, 9.1), (4e5, 8e6, 2.7, 9.2), (8e5, 1.6e7, 2.5, 9.3)]
+    runs = tmp_path / f"runs{suffix}"
+    if suffix == ".parquet":
+        pq.write_table(pa.table(list(zip(*rows)), names=["params", "tokens", "loss", "loss"]), runs)
+    else:
+        sep = "\t" if suffix == ".tsv" else ","
+        runs.write_text("".join(sep.join(map(str, r)) + "\n" for r in [("params", "tokens", "loss", "loss"), *rows]))
+    _one_line(run_cli(capsys, "fit", "--runs", runs), "more than one column is named 'loss'")
+    mapped = "params=params,tokens=tokens,loss=loss"
+    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", mapped), "more than one column is named 'loss'")
+    if suffix == ".csv":  # a repeated name the mapping does not read is no matter
+        runs.write_text("params,lr,tokens,loss,lr\n" + "".join(f"{n},1,{d},{lo},2\n" for n, d, lo, _ in rows))
+        _one_line(run_cli(capsys, "fit", "--runs", runs), "more than one column is named 'lr'")
+        assert run_cli(capsys, "fit", "--runs", runs, "--columns", mapped, "--bootstrap", "5").code == 0
+    assert [p.name for p in tmp_path.iterdir()] == [runs.name]

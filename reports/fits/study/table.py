@@ -299,11 +299,19 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         raise FitError(f"{path}: no such runs file")
     suffix = path.suffix.lower()
     first_line = 1
+    repeated: list[str] = []
     try:
         if suffix in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(path).names
+            if len(set(names)) < len(names):  # pyarrow reads none of such a table's columns by name
+                _refuse_repeated(path, list(dict.fromkeys(n for n in names if names.count(n) > 1)))
             df, first_line = pd.read_parquet(path), 0
         elif suffix in (".csv", ".tsv", ".txt"):
-            df, first_line = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ","), 2
+            sep = "\t" if suffix == ".tsv" else ","
+            df, first_line = pd.read_csv(path, sep=sep), 2
+            repeated = _repeated_header_names(path, sep)
         elif suffix in JSON_SUFFIXES:
             df = _read_json_runs(path)
         else:
@@ -311,12 +319,35 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
     except FitError:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
-        raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {exc})") from None
+        first = (str(exc).strip().splitlines() or [""])[0]  # one line: pyarrow's messages go on for many
+        raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {first})") from None
+    repeated += [str(c) for c in df.columns[df.columns.duplicated()].unique() if str(c) not in repeated]
+    if repeated and columns is None:  # every column is read (the axes, the variant, ...): one name, one column
+        _refuse_repeated(path, repeated)
     if columns is not None:
-        df = _mapped(df, _parse_columns(columns), path)
+        df = _mapped(df, _parse_columns(columns), path, repeated)
     if "run_id" not in df.columns and first_line:
         df.insert(0, "run_id", [f"line {first_line + i}" for i in range(len(df))])
     return df
+
+
+def _repeated_header_names(path: Path, sep: str) -> list[str]:
+    """The names that head more than one column of a CSV file, as written (pandas renames the second ``loss`` to
+    ``loss.1``, and the fit would read the first without a word)."""
+    import csv
+    from collections import Counter
+
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        header = next((row for row in csv.reader(f, delimiter=sep) if any(cell.strip() for cell in row)), [])
+    counts = Counter(header)
+    return [name for name, n in counts.items() if n > 1]
+
+
+def _refuse_repeated(path: Path, names: list[str]) -> None:
+    raise FitError(
+        f"{path}: more than one column is named {' or '.join(repr(n) for n in names)}; "
+        "give each column its own name (or remove the repeats), so that the fit reads the one you mean"
+    )
 
 
 def _read_json_runs(path: Path) -> pd.DataFrame:
@@ -374,13 +405,17 @@ def _source(df: pd.DataFrame, name: str) -> str | None:
     return next((lower[c.lower()] for c in candidates if c.lower() in lower), None)
 
 
-def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path) -> pd.DataFrame:
+def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path, repeated: list[str] = ()) -> pd.DataFrame:
+    """The mapped columns of ``df``; a mapped column whose name heads more than one column (``repeated``) is
+    refused (a W&B UI export may repeat a name the mapping does not read: that is no matter)."""
     out = {}
     for name, column in mapping.items():
         found = _source(df, column)
         if found is None:
             have = ", ".join(map(str, list(df.columns)[:12])) + (", ..." if len(df.columns) > 12 else "")
             raise FitError(f"--columns {name}={column}: {path} has no column {column!r} (it has {have})")
+        if str(found) in repeated:
+            _refuse_repeated(path, [str(found)])
         out[name] = df[found]
     for name, wandb_names in (("status", ("state", "State")), ("run_id", ("name", "Name", "id", "ID"))):
         found = next((c for c in wandb_names if c in df.columns), None)
