@@ -532,6 +532,35 @@ def test_a_damaged_plan_json_is_one_line(fitted, capsys, command):
     assert _files(fitted) == before
 
 
+JOBS_DAMAGE = {
+    "not JSON": '{"runs": {',
+    "a JSON list": "[1, 2]",
+    "runs a list": '{"runs": [1]}',
+    "a record without fields": '{"runs": {"x": [{"executor": 1}]}}',
+    "job ids numbers": '{"runs": {"x": [{"executor": "local", "job_ids": [1], "folder": "f", "submitted_at": "t"}]}}',
+}
+
+
+@pytest.mark.parametrize("damage", list(JOBS_DAMAGE))
+def test_a_damaged_jobs_json_is_named_status_and_collect_go_on_cancel_refuses(fitted, capsys, damage):
+    """Issue 28: a jobs.json of the wrong shape gave an AttributeError or TypeError traceback in status, cancel and
+    collect, and one that was not JSON was ignored without a word (cancel said "cancelled 0 runs"). status and
+    collect warn in one line naming the file and go on from the run folders; cancel (and submit, which would write
+    over it) refuse in one line: ladder cannot know the study's jobs. jobs.json is left as it was."""
+    jobs = fitted / "jobs.json"
+    jobs.write_text(JOBS_DAMAGE[damage])
+    for command in ("status", "collect"):
+        r = run_cli(capsys, command, fitted)
+        assert r.code == 0 and "Traceback" not in r.stderr + r.stdout, (command, r.code, r.stderr[-2000:])
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"warning: {jobs} "), (command, r.stderr)
+        assert "ignored" in lines[0] and "from their folders" in lines[0]
+    before = _files(fitted)
+    for command in ("cancel", "submit"):
+        _one_line(run_cli(capsys, command, fitted), f"cannot {command}: {jobs} ", "cannot know the study's jobs")
+    assert _files(fitted) == before and jobs.read_text() == JOBS_DAMAGE[damage]
+
+
 RESULTS_READERS = [("fit", "{s}"), ("hero", "{s}", "--dry-run"), ("forecast", "freeze", "{s}"),
                    ("plan", "{s}", "--suggest")]  # fmt: skip
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ladder import layout
+from ladder.errors import StateError
 
 # SLURM job states, as sacct/squeue print them, sorted into what ladder shows.
 SLURM_QUEUED = {
@@ -54,24 +55,88 @@ def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def read(sd: layout.StudyDir) -> dict[str, list[JobRecord]]:
-    if not sd.jobs.is_file():
+class DamagedJobs(StateError):
+    """``jobs.json`` cannot be read, or is not of the shape ladder writes (a hand edit, another tool's file)."""
+
+
+_TEXT_FIELDS = ("executor", "folder", "submitted_at")
+
+
+def _shape_problem(raw: Any) -> str | None:
+    """What makes a parsed jobs.json other than ``{"runs": {run_id: [record, ...]}}``, or None."""
+    if not isinstance(raw, dict):
+        return f"it is a JSON {type(raw).__name__}, not an object"
+    runs = raw.get("runs", {})
+    if not isinstance(runs, dict):
+        return f"runs is a JSON {type(runs).__name__}, not an object of run ids"
+    for run_id, recs in runs.items():
+        if not isinstance(recs, list):
+            return f"runs.{run_id} is a JSON {type(recs).__name__}, not a list of jobs"
+        for i, rec in enumerate(recs):
+            where = f"runs.{run_id}[{i}]"
+            if not isinstance(rec, dict):
+                return f"{where} is a JSON {type(rec).__name__}, not a job record"
+            unknown = sorted(set(rec) - {*_TEXT_FIELDS, "job_ids", "cancelled"})
+            missing = [k for k in (*_TEXT_FIELDS, "job_ids") if k not in rec]
+            if unknown or missing:
+                return f"{where} " + (
+                    "has no " + ", ".join(missing) if missing else "has unknown " + ", ".join(unknown)
+                )
+            bad = [k for k in _TEXT_FIELDS if not isinstance(rec[k], str)]
+            if not isinstance(rec["job_ids"], list) or not all(isinstance(j, str) for j in rec["job_ids"]):
+                bad.append("job_ids")
+            if not isinstance(rec.get("cancelled", False), bool):
+                bad.append("cancelled")
+            if bad:
+                return f"{where}.{bad[0]} = {rec[bad[0]]!r} is not what ladder writes there"
+    return None
+
+
+def read_strict(sd: layout.StudyDir) -> dict[str, list[JobRecord]]:
+    """The study's jobs (none without a jobs.json); a damaged jobs.json raises :class:`DamagedJobs`, one line
+    naming the file and what is wrong."""
+    if not sd.jobs.exists():
         return {}
     try:
         raw = json.loads(sd.jobs.read_text(encoding="utf-8"))
-    except ValueError:
-        return {}
+    except OSError as exc:
+        raise DamagedJobs(f"{sd.jobs} cannot be read ({exc.strerror or exc})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DamagedJobs(f"{sd.jobs} is damaged (not JSON: {exc})") from None
+    problem = _shape_problem(raw)
+    if problem:
+        raise DamagedJobs(f"{sd.jobs} is damaged ({problem})")
     return {run_id: [JobRecord(**rec) for rec in recs] for run_id, recs in raw.get("runs", {}).items()}
+
+
+def problem(sd: layout.StudyDir) -> str | None:
+    """Why the study's jobs.json cannot be used (its readers then go on without it), or None."""
+    try:
+        read_strict(sd)
+    except DamagedJobs as exc:
+        return str(exc)
+    return None
+
+
+def read(sd: layout.StudyDir) -> dict[str, list[JobRecord]]:
+    """The study's jobs; none when jobs.json is damaged (the books then come from the run folders alone: the
+    commands that show them warn with :func:`problem`)."""
+    try:
+        return read_strict(sd)
+    except DamagedJobs:
+        return {}
 
 
 @contextmanager
 def editing(sd: layout.StudyDir) -> Iterator[dict[str, list[JobRecord]]]:
-    """Read-modify-write jobs.json under the study's lock."""
+    """Read-modify-write jobs.json under the study's lock; a damaged jobs.json is refused (:class:`DamagedJobs`),
+    never written over: the jobs it records could not be known."""
+    read_strict(sd)  # refused before the lock file is made: nothing written (read again under the lock)
     sd.path.mkdir(parents=True, exist_ok=True)
     fd = os.open(sd.jobs_lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        book = read(sd)
+        book = read_strict(sd)
         yield book
         layout.atomic_write_json(sd.jobs, {"runs": {rid: [r.to_dict() for r in recs] for rid, recs in book.items()}})
     finally:

@@ -164,6 +164,21 @@ def totals_line(t: dict, eta_s: float | None = None) -> str:
     )
 
 
+def _warn_of_damaged_jobs(study_dir: Path) -> None:
+    """One line on stderr when jobs.json is damaged: status and collect go on without it (the books come from the
+    run folders), but a job still queued, or a run cancelled, is not seen."""
+    from ladder import layout
+    from ladder.books.job_records import problem
+
+    why = problem(layout.StudyDir(Path(study_dir)))
+    if why:
+        err.print(
+            f"[yellow]warning[/]: {escape(why)}: ignored; the runs' states come from their folders alone (a queued "
+            "job shows as planned or interrupted, a cancelled run as interrupted)",
+            soft_wrap=True,
+        )
+
+
 def status(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
     watch: bool = flag(
@@ -191,10 +206,12 @@ def status(
 
     positive_number(interval, "--interval")
     if watch and not as_json:
+        _warn_of_damaged_jobs(study_dir)
         with watching(out, f"status: {study_dir}") as show:
             rows = wait(study_dir, poll_s=interval, on_update=show)
     else:
         rows = wait(study_dir, poll_s=interval) if watch else study_status(study_dir)
+        _warn_of_damaged_jobs(study_dir)
         if as_json:
             print_json({"runs": [r.to_dict() for r in rows], "totals": totals(rows)})
         else:
@@ -219,6 +236,7 @@ def collect(
     from ladder.books.collect import write_collected
 
     c = do_collect(study_dir)
+    _warn_of_damaged_jobs(study_dir)
     paths = write_collected(study_dir, c)
     payload = {
         "rows": len(c.runs),

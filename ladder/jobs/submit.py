@@ -16,6 +16,8 @@ not going to run (not submitted now, no live job, not finished) is skipped, sayi
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -226,7 +228,10 @@ def submit(
     sd = layout.StudyDir(Path(study_dir))
     _, specs = read_plan(sd.path)
     result = SubmitResult(executor=executor.kind)
-    with job_records.editing(sd) as book:
+    with (
+        _jobs_known(sd, "submit", "check that none is alive (squeue, ps), remove it and submit again"),
+        job_records.editing(sd) as book,
+    ):
         # decide under the lock: a second `ladder submit` racing this one then sees our jobs
         chosen, result.skipped = _select(sd, specs, run_ids, retry_failed)
         if not chosen:
@@ -274,6 +279,16 @@ def _run_debug(sd: layout.StudyDir, runs: list[RunSpec]) -> dict[str, Any]:
     return out
 
 
+@contextmanager
+def _jobs_known(sd: layout.StudyDir, doing: str, remedy: str) -> Iterator[None]:
+    """Refuse to ``doing`` with a damaged jobs.json, in one line: ladder cannot know the study's jobs (which are
+    alive, which to stop), and would write over the record of them."""
+    try:
+        yield
+    except job_records.DamagedJobs as exc:
+        raise StateError(f"cannot {doing}: {exc}, so ladder cannot know the study's jobs: {remedy}") from None
+
+
 def cancel(study_dir: Path, run_ids: list[str] | None = None) -> list[str]:
     """Cancel the live jobs of the given runs (all by default): SLURM jobs with scancel, local runs by
     signalling the process that trains them (it checkpoints first). Returns the run ids cancelled."""
@@ -283,7 +298,10 @@ def cancel(study_dir: Path, run_ids: list[str] | None = None) -> list[str]:
     _, specs = read_plan(sd.path)
     specs = _only(sd, specs, run_ids)
     cancelled, to_signal = [], []
-    with job_records.editing(sd) as book:
+    with (
+        _jobs_known(sd, "cancel", "stop its jobs by hand (scancel, kill), then remove it"),
+        job_records.editing(sd) as book,
+    ):
         for spec in specs:
             state, _ = own_state(sd, spec, book)
             rec = job_records.latest(book, spec.run_id)
