@@ -312,16 +312,24 @@ class HeroSpec(Strict):
         return self
 
 
+# Bounds of the executor's numbers (generous: they refuse only what no machine has, e.g. a 1e23-minute job)
+MAX_TIME_MIN = 366 * 24 * 60  # a year
+MAX_GPUS_PER_RUN = 1024
+MAX_CPUS_PER_RUN = 65_536
+MAX_MEM_GB = 1_000_000.0  # a petabyte
+MAX_RUNS_AT_ONCE = 1_000_000
+
+
 class SlurmSpec(Strict):
     partition: str | None = None
     account: str | None = None
     qos: str | None = None
-    time_min: PositiveInt = 60
-    gpus_per_task: int = Field(default=0, ge=0)
-    cpus_per_task: PositiveInt = 1
-    mem_gb: PositiveFloat | None = None
+    time_min: PositiveInt = Field(default=60, le=MAX_TIME_MIN)
+    gpus_per_task: int = Field(default=0, ge=0, le=MAX_GPUS_PER_RUN)
+    cpus_per_task: PositiveInt = Field(default=1, le=MAX_CPUS_PER_RUN)
+    mem_gb: PositiveFloat | None = Field(default=None, le=MAX_MEM_GB)
     constraint: str | None = None
-    array_parallelism: PositiveInt = 32
+    array_parallelism: PositiveInt = Field(default=32, le=MAX_RUNS_AT_ONCE)
     additional: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="extra sbatch options, e.g. {exclusive: true}"
     )
@@ -330,11 +338,19 @@ class SlurmSpec(Strict):
 class LocalSpec(Strict):
     """Local workers. Fields left unset follow the plan's packing rule (``ladder.plan.packing``)."""
 
-    gpus: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, description="GPU ids; none: CPU")
-    runs_per_gpu: PositiveInt | None = Field(default=None, description="runs sharing one GPU; default: 1")
-    cpus_per_run: PositiveInt | None = Field(default=None, description="threads per run; default: cores / runs at once")
+    gpus: list[Annotated[int, Field(ge=0, lt=MAX_GPUS_PER_RUN)]] | None = Field(
+        default=None, description="GPU ids; none: CPU"
+    )
+    runs_per_gpu: PositiveInt | None = Field(
+        default=None, le=MAX_RUNS_AT_ONCE, description="runs sharing one GPU; default: 1"
+    )
+    cpus_per_run: PositiveInt | None = Field(
+        default=None, le=MAX_CPUS_PER_RUN, description="threads per run; default: cores / runs at once"
+    )
     parallel: PositiveInt | None = Field(
-        default=None, description="CPU runs at once; default: one per core (as many as fit in memory)"
+        default=None,
+        le=MAX_RUNS_AT_ONCE,
+        description="CPU runs at once; default: one per core (as many as fit in memory)",
     )
 
 

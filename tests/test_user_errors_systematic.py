@@ -437,7 +437,44 @@ OPTION_CASES = [
         ["--kv-ratio 4", "9 query heads"],
     ),
     (("status", "{study}", "--interval", "inf"), ["--interval"]),
+    (("plan", "{study}", "--suggest", "--budget", "inf"), ["--budget 'inf'"]),
+    (("plan", "{study}", "--suggest", "--budget", "nan"), ["--budget 'nan'"]),
+    (("plan", "{study}", "--suggest", "--budget", "-1"), ["--budget '-1'"]),
+    (("plan", "{study}", "--suggest", "--budget", "0"), ["--budget '0'"]),
 ]
+
+HUGE = "99999999999999999999999"  # a whole number no option means: 1e23
+# Every whole-number option of submit, run, eval, data and model info: 0 or -1, what is not a whole number
+# (nan, inf, 1e30, text; refused by the option's parser, which names it) and HUGE. Issue 28: submit's and run's
+# named the study's field (executor.slurm.time_min), not the option; HUGE was taken by all of them (data prepare
+# --workers took 0 and -1 too), and model info named --params or "shape" for a HUGE --vocab-size or --d-model.
+SHAPE = ("model", "info", "--d-model", "576", "--n-layers", "30")
+WHOLE_NUMBER_OPTIONS = [
+    *[(("submit", "{study}"), option, "0") for option in
+      ("--time-min", "--cpus-per-task", "--array-parallelism", "--runs-per-gpu", "--cpus-per-run", "--parallel")],
+    (("submit", "{study}"), "--gpus-per-task", "-1"),  # 0 GPUs is a CPU job
+    (("submit", "{study}"), "--gpus", "-1"),
+    (("run", "{yaml}", "--out", "{out}", "--executor", "local"), "--parallel", "0"),
+    (("eval", "{study}"), "--batch-size", "0"),
+    (("data", "prepare", "{yaml}"), "--workers", "0"),
+    (("data", "tokenizer", "train", "embedded", "--out", "{out}"), "--vocab-size", "0"),
+    *[(SHAPE, option, "0") for option in ("--n-heads", "--n-kv-heads", "--head-dim", "--ffn-dim")],
+    *[(("model", "info", "--params", "1M"), option, "0") for option in ("--vocab-size", "--seq-len", "--kv-ratio")],
+    (("model", "info", "--n-layers", "30"), "--d-model", "0"),
+    (("model", "info", "--d-model", "576"), "--n-layers", "0"),
+]  # fmt: skip
+for _command, _option, _low in WHOLE_NUMBER_OPTIONS:
+    _said = (
+        [f"'{_option}'", "greater than or equal to 1"]
+        if _option in ("--batch-size", "--workers")
+        else [f"{_option} {_low}"]
+    )  # click
+    OPTION_CASES += [((*_command, _option, _low), _said), ((*_command, _option, HUGE), [_option])]
+    if _option != "--gpus":  # a list of ids, parsed by ladder (its own line: test_user_errors)
+        OPTION_CASES += [((*_command, _option, v), [f"'{_option}'"]) for v in ("nan", "inf", "1e30", "abc")]
+OPTION_CASES += [
+    (("submit", "{study}", "--mem-gb", v), [f"--mem-gb {v}"]) for v in ("0", "-1", "nan", "inf", "1e+30")
+] + [(("submit", "{study}", "--mem-gb", "abc"), ["'--mem-gb'"])]
 
 
 @pytest.mark.parametrize("args,words", OPTION_CASES, ids=[" ".join(a) for a, _ in OPTION_CASES])
@@ -446,10 +483,11 @@ def test_absurd_options_are_one_line(fitted, tmp_path, capsys, args, words):
 
     runs = tmp_path / "runs.csv"
     pd.read_parquet(fitted / "results.parquet")[["params", "tokens", "loss"]].to_csv(runs, index=False)
-    args = [a.format(runs=runs, study=fitted) for a in args]
-    before = _files(fitted)
+    yaml_file = _study_file(tmp_path, BASE)
+    args = [a.format(runs=runs, study=fitted, yaml=yaml_file, out=tmp_path / "out") for a in args]
+    before, before_tmp = _files(fitted), _files(tmp_path)
     _one_line(run_cli(capsys, *args), *words)
-    assert _files(fitted) == before
+    assert _files(fitted) == before and _files(tmp_path) == before_tmp and not (tmp_path / "out").exists()
 
 
 # ---- a damaged study -----------------------------------------------------------------------------------------

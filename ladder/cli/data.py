@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT, count, fraction
+from ladder.cli.options import JSON_OPT, MAX_VOCAB, count, fraction
 from ladder.console import out, print_json
 
 app = typer.Typer(help="Tokenizers and tokenized corpora (cached, shared by every study).", no_args_is_help=True)
@@ -42,6 +42,10 @@ def tokenizer_train(
         raise SpecError(f"--out {out_dir}: exists and is not a folder")
     if vocab_size < 259:
         raise SpecError(f"--vocab-size {vocab_size}: a byte-level BPE needs at least 259 ids (256 bytes + specials)")
+    if vocab_size > MAX_VOCAB:
+        raise SpecError(
+            f"--vocab-size {vocab_size}: must be at most {MAX_VOCAB:,} ids (real vocabularies: 32K to 256K)"
+        )
     start = time.perf_counter()
     texts = iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction, max_bytes=cap)
     path = train_tokenizer(texts, vocab_size, out_dir)
@@ -109,7 +113,9 @@ def tokenizer_eval(
 @app.command("prepare")
 def data_prepare(
     study: str = typer.Argument(..., help="A study YAML file, built-in name or planned study directory."),
-    workers: int | None = typer.Option(None, "--workers", help="Tokenization tasks at once (default: CPUs)."),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, max=65_536, help="Tokenization tasks at once (default: CPUs)."
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Tokenize a study's corpus into cached datatrove shards (resumable).

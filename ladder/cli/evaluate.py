@@ -23,7 +23,9 @@ def eval_cmd(
     include_path: Path | None = typer.Option(None, "--include-path", help="A folder of your own lm-eval task YAMLs."),
     limit: float | None = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
-    batch_size: int = typer.Option(16, "--batch-size", min=1, help="Examples per forward pass of lm-eval."),
+    batch_size: int = typer.Option(
+        16, "--batch-size", min=1, max=1_048_576, help="Examples per forward pass of lm-eval."
+    ),
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda, cuda:N (a GPU index) or mps (default: cuda if available)."
     ),

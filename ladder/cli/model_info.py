@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT, positive_number
+from ladder.cli.options import JSON_OPT, MAX_SEQ_LEN, MAX_VOCAB, positive_number
 from ladder.console import out, print_json
 
 app = typer.Typer(help="Parameter and FLOP accounting of Llama shapes.", no_args_is_help=True)
@@ -43,20 +43,25 @@ def model_info(
     from ladder.model.shape import ModelShape
     from ladder.model.sizing import FamilyRules, shape_for_params
     from ladder.plan.plausibility import MAX_TARGET
-    from ladder.studies.spec import MAX_ASPECT_RATIO
+    from ladder.studies.spec import MAX_ASPECT_RATIO, MAX_LAYERS
 
-    for option, value in (
-        ("--d-model", d_model),
-        ("--n-layers", n_layers),
-        ("--n-heads", n_heads),
-        ("--n-kv-heads", n_kv_heads),
-        ("--head-dim", head_dim),
-        ("--ffn-dim", ffn_dim),
-        ("--vocab-size", vocab_size),
-        ("--seq-len", seq_len),
+    width = 2**20  # far wider than any model's: refuses only absurd numbers, which no shape check names well
+    for option, value, most in (
+        ("--d-model", d_model, width),
+        ("--n-layers", n_layers, MAX_LAYERS),  # the bound of a study's model.max_layers
+        ("--n-heads", n_heads, width),
+        ("--n-kv-heads", n_kv_heads, width),
+        ("--head-dim", head_dim, width),
+        ("--ffn-dim", ffn_dim, width),
+        ("--vocab-size", vocab_size, MAX_VOCAB),
+        ("--seq-len", seq_len, MAX_SEQ_LEN),  # the bound of a study's data.seq_len
     ):
         if value is not None and value < 1:
             raise SpecError(f"{option} {value}: must be a positive whole number")
+        if value is not None and value > most:
+            raise SpecError(f"{option} {value}: must be a whole number from 1 to {most:,}")
+    if kv_ratio > width:
+        raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number from 1 to {width:,} query heads per KV head")
     try:
         if params is not None:
             if d_model is not None or n_layers is not None:

@@ -52,6 +52,8 @@ def check_executor(kind: str | None) -> str | None:
     return kind
 
 
+MAX_VOCAB = 2**24  # ids a tokenizer or model may have: far above any real vocabulary, refusing only absurd sizes
+MAX_SEQ_LEN = 1_048_576  # the bound of a study's data.seq_len
 SEED_MAX = 2**32 - 1  # a seed numpy and torch both take (a study's training.seed: studies.spec.Seed)
 
 
@@ -78,8 +80,18 @@ def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> Execut
         return ExecutorSpec.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        field = ".".join(str(p) for p in first["loc"])
+        loc = first["loc"]
+        given = overrides.get(loc[0], {}).get(loc[1]) if len(loc) >= 2 and isinstance(loc[0], str) else None
+        if given is not None:  # a command-line option's value: name the option, as the other checks do
+            option = OPTION_OF_FIELD.get(str(loc[1]), "--" + str(loc[1]).replace("_", "-"))
+            value = first.get("input")
+            shown = f"{value:g}" if isinstance(value, float) else value
+            raise SpecError(f"{option} {shown}: {first['msg'].replace('Input should be', 'must be')}") from None
+        field = ".".join(str(p) for p in loc)
         raise SpecError(f"executor.{field} = {first.get('input')!r}: {first['msg']}") from None
+
+
+OPTION_OF_FIELD = {"additional": "--sbatch"}  # executor fields whose option is not --field-name
 
 
 def parse_gpus(gpus: str | None) -> list[int] | None:
