@@ -204,6 +204,12 @@ class Forecast:
     def primary(self) -> str | None:
         return max(self.weights, key=self.weights.get) if self.weights else None
 
+    @property
+    def weighted_by_rollout(self) -> bool:
+        """Whether the forms were weighted by their rollout errors (some fitted form was scored on a rollout
+        forecast); else every identifiable form counted equally (:func:`_weights`)."""
+        return bool(rollout_scored(self.rollout, self.laws))
+
     def predict(self, params, tokens, *, seed: int = 0) -> PointForecast:
         """The calibrated forecast of a new run at (params, tokens)."""
         return _point(self, float(params), float(tokens), seed)
@@ -272,8 +278,13 @@ def _residual_rows(law: LawFit) -> list[dict]:
     return [{"run": i, "pct": float(v)} for i, v in zip(ids, pct)]
 
 
+def rollout_scored(ro: Rollout, laws: dict[str, LawFit]) -> dict[str, dict]:
+    """The rollout's scores of the fitted forms that it scored on at least one forecast."""
+    return {k: s for k, s in ro.scores.items() if k in laws and s.get("n", 0) > 0}
+
+
 def _weights(ro: Rollout, laws: dict[str, LawFit]) -> tuple[dict[str, float], str]:
-    scored = {k: s for k, s in ro.scores.items() if k in laws and s["n"] > 0}
+    scored = rollout_scored(ro, laws)
     if not scored:
         w = {k: 1.0 / len(laws) for k in laws}
         return w, (

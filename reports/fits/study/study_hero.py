@@ -187,7 +187,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
 def hero_loss(point, fc: Forecast, variant: str) -> dict:
     """The hero's forecast fields: loss, calibrated interval, half-width, distance and reach."""
     weighted = ", ".join(f"{k} {w:.2f}" for k, w in sorted(fc.weights.items(), key=lambda kv: -kv[1]))
-    if any(s.get("n", 0) > 0 for k, s in fc.rollout.scores.items() if k in fc.laws):
+    if fc.weighted_by_rollout:
         how = f"weighted by rollout ({weighted})"
     else:  # never claim a backtest that did not run (issue 28)
         how = f"weighted equally ({weighted}): no rollout forecasts to weight them by (too few sizes or budgets to backtest)"
