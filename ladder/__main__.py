@@ -1,3 +1,3 @@
-from ladder.cli import main
+from ladder.cli import entry
 
-main()
+entry()

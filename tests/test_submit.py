@@ -125,7 +125,7 @@ def test_submit_piped_into_another_process_returns_while_the_runs_go_on(planned,
     import time
 
     study_dir, ids = planned(sizes=("4K", "8K"), tokens_per_param=60)
-    ladder = [sys.executable, "-c", "from ladder.cli import main; main()"]
+    ladder = [sys.executable, "-c", "from ladder.cli import entry; entry()"]
     cmd = [*ladder, "submit", str(study_dir), "--executor", "local", "--parallel", "1", "--cpus-per-run", "1", "--json"]
     started = time.monotonic()
     try:

@@ -249,7 +249,7 @@ LATE_CTRL_C = """
 import os, signal, sys, time
 
 sys.argv = ["ladder", "collect", sys.argv[1]]
-from ladder.cli import main
+from ladder.cli import entry
 
 
 class LateCtrlC:  # deleted in the interpreter's teardown, after Python gave SIGINT back its default action
@@ -258,7 +258,7 @@ class LateCtrlC:  # deleted in the interpreter's teardown, after Python gave SIG
 
 
 late = LateCtrlC() if sys.argv[2:] == [] else None
-main()
+entry()
 if late is None:  # Ctrl-C at once after the command returned, before the exit handlers
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(10)

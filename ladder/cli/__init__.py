@@ -133,19 +133,21 @@ def _command() -> Any:
 
 
 def main() -> None:
-    """The console script. As a process's entry point (the `ladder` script, ``python -m ladder``), a Ctrl-C that
-    lands once the command has returned (on the way out: atexit, the interpreter's teardown) no longer turns a
-    finished command into a silent exit 130: the work is done and reported, so the process ends with the
-    command's own code. Called from other code (the tests call it in-process), it leaves SIGINT alone."""
-    entry = sys._getframe(1).f_globals.get("__name__") == "__main__"
+    """The command line, called from other code (the tests call it in-process): SIGINT is left as it is."""
+    _main()
+
+
+def entry() -> None:
+    """The console script (the `ladder` script, ``python -m ladder``): the command line as a process's entry
+    point. A Ctrl-C that lands once the command has returned (on the way out: atexit, the interpreter's teardown)
+    no longer turns a finished command into a silent exit 130: the work is done and reported, so the process ends
+    with the command's own code."""
     try:
         _main()
     except SystemExit as exc:
-        if entry:
-            _finished(exc.code)
+        _finished(exc.code)
         raise
-    if entry:
-        _finished(0)
+    _finished(0)
 
 
 def _exit_code(code: object) -> int:
