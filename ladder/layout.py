@@ -307,6 +307,16 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def check_writable(folder: Path) -> None:
+    """Raise now the OSError that writing into ``folder`` (or, while it does not exist, its parent) would raise
+    later: before work whose results could not be kept (a read-only study: an hour of lm-eval, then a
+    PermissionError). A temporary file is made there and removed; nothing is left behind."""
+    folder = Path(folder)
+    fd, tmp = tempfile.mkstemp(dir=folder if folder.is_dir() else folder.parent, prefix=".ladder-probe.")
+    os.close(fd)
+    os.unlink(tmp)
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
 

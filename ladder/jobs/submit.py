@@ -347,6 +347,8 @@ def submit_evals(
     out: dict[str, Any] = {"evaluated": [Path(r).name for r in todo], "job_ids": [], "results": {}}
     if not todo:
         return out
+    for run_dir in todo:  # a read-only study is refused before the evaluations, not after them
+        layout.check_writable(layout.RunDir(Path(run_dir)).lm_eval)
     args = (tasks, str(include_path) if include_path else None, limit, batch_size, device)
     if executor.kind == "debug":
         out["results"] = evaluate_runs(todo, *args)
