@@ -178,3 +178,86 @@ MISSING_STUDY_FILE = [("data", "prepare"), ("studies", "show")]
 def test_a_study_file_that_does_not_exist_is_one_line_naming_it(tmp_path, capsys, command):
     _one_line(run_cli(capsys, *command, tmp_path / "nosuch.yaml"), str(tmp_path / "nosuch.yaml"))
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- Ctrl-C at a moment -----------------------------------------------------------------------------------------
+
+
+def _stop_at_training(monkeypatch) -> None:
+    """Training, lm-eval and the sanity overfit stood in for by a Ctrl-C: one pressed during them, at the latest
+    (nothing trains in these tests)."""
+    import ladder.model.evaluation.downstream as downstream
+    import ladder.model.evaluation.sanity as sanity
+    import ladder.model.training.loop as loop
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "train", ctrl_c)
+    monkeypatch.setattr(downstream, "_load_lm", ctrl_c)
+    monkeypatch.setattr(sanity, "run_sanity", ctrl_c)
+
+
+# command -> (the study it takes, what it needs first, its command line from the study (folder or file), whether
+# the same command, run again without a Ctrl-C, ends well here: not those that would train or prepare data)
+CTRL_C = {
+    "report": ("fitted", None, lambda s: ("report", s, "--format", "html"), True),
+    "forecast score": ("fitted", "freeze", lambda s: ("forecast", "score", s, "--loss", "2.5"), True),
+    "plan --suggest": ("fitted", None, lambda s: ("plan", s, "--suggest"), True),
+    "eval": ("fitted", _finished_with_a_model, lambda s: ("eval", s, "--executor", "debug", "--device", "cpu"), False),
+    "plan": ("file", None, lambda f: ("plan", f, "--out", f.parent / "planned"), True),
+    "studies validate": ("file", None, lambda f: ("studies", "validate", f), True),
+    "cancel": ("micro", _a_job, lambda s: ("cancel", s), True),
+    "submit": ("micro", None, lambda s: ("submit", s, "--executor", "debug"), False),
+    "train": ("micro", None, lambda s: ("train", _first_run(s), "--device", "cpu"), False),
+    "run": (
+        "file",
+        None,
+        lambda f: ("run", f, "--out", f.parent / "out", "--executor", "debug", "--skip-sanity"),
+        False,
+    ),
+    "sanity": ("file", None, lambda f: ("sanity", f), False),
+    "data prepare": ("file", None, lambda f: ("data", "prepare", f), False),
+}
+
+
+def _interrupted_here(r, command: str) -> None:
+    assert r.code == 130, (command, r.code, r.stdout[-2000:], r.stderr[-2000:])
+    assert "Traceback" not in r.stderr + r.stdout, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    if command == "run":  # once it trains, its own line naming the command: `ladder run STUDY` continues
+        assert last.startswith("interrupted: ") and "continue" in last, r.stderr
+    else:
+        assert last == "interrupted: run the same command to continue", r.stderr
+
+
+@pytest.mark.parametrize("moment", [40, 400, 4000])
+@pytest.mark.parametrize("command", list(CTRL_C))
+def test_ctrl_c_at_a_moment_is_one_line_and_nothing_is_lost(fitted, tmp_path, capsys, monkeypatch, command, moment):
+    import sys
+
+    import ladder.cli  # noqa: F401 - imported before main() runs: not part of a command
+
+    which, first, args, again_ends_well = CTRL_C[command]
+    study = {"fitted": fitted, "micro": _micro(tmp_path), "file": _study_file(tmp_path, BASE)}[which]
+    if first == "freeze":
+        assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    elif first is not None:
+        first(study)
+    _cheap_suggest(monkeypatch)
+    _stop_at_training(monkeypatch)
+    argv = args(study)
+    old = sys.gettrace()
+    sys.settrace(systematic._ctrl_c_after(moment))
+    try:
+        r = run_cli(capsys, *argv)
+    finally:
+        sys.settrace(old)
+    if r.code != 130:  # the command finished before that many lines: nothing to interrupt
+        assert moment > 40 and r.code == 0, (r.code, r.stderr[-2000:])
+        assert "Traceback" not in r.stderr + r.stdout
+    else:
+        _interrupted_here(r, command)
+    if again_ends_well:  # nothing lost: the same command continues and ends well
+        again = run_cli(capsys, *argv)
+        assert again.code == 0, (again.code, again.stderr[-2000:])
