@@ -90,9 +90,9 @@ def freeze(
 
     points = check_predictions(predict or [])
     if points:  # the bounds `ladder fit --predict` applies, before anything is fitted
-        from ladder.plan.planner import read_plan
+        from ladder.plan.planner import read_study
 
-        check_predictions_in_family(points, read_plan(study_dir)[0])
+        check_predictions_in_family(points, read_study(study_dir))  # one damaged run does not stop the freeze
     f = do_freeze(study_dir, predict=predict or [], note=note)
     if as_json:
         print_json({"number": f.number, "file": str(f.path), **f.record})

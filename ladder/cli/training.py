@@ -184,8 +184,15 @@ def cancel(
     Running runs checkpoint first, so a later `ladder submit` resumes them."""
     from ladder.jobs.submit import cancel as do_cancel
 
-    cancelled = do_cancel(study_dir, run)
+    damaged: list = []
+    cancelled = do_cancel(study_dir, run, damaged)
+    for d in damaged:  # its job, if it has one, cannot be told from its files: said, never stopping the rest
+        err.print(
+            f"[yellow]warning[/]: run {d.run_id} not cancelled: {escape(d.why)}; stop a job of it by hand (scancel, "
+            f"kill) if it has one; `{escape(d.repair)}` rewrites it",
+            soft_wrap=True,
+        )
     if as_json:
-        print_json({"cancelled": cancelled})
+        print_json({"cancelled": cancelled, "damaged": [{"run_id": d.run_id, "why": d.why} for d in damaged]})
         return
     out.print(f"cancelled {len(cancelled)} runs" + (f": {', '.join(cancelled)}" if cancelled else ""))

@@ -34,7 +34,7 @@ from ladder.jobs.local_workers import DetachedLocalExecutor
 from ladder.jobs.on_node import TrainJob, WorkerJob
 from ladder.model.config import RunSpec
 from ladder.plan.packing import packing
-from ladder.plan.planner import read_plan, readable_runs
+from ladder.plan.planner import Damaged, plan_entries, read_plan, readable_runs
 from ladder.studies.spec import ExecutorSpec
 
 LOCAL_TIMEOUT_MIN = 60 * 24 * 30  # local workers have no scheduler limit; submitit needs one
@@ -289,14 +289,23 @@ def _jobs_known(sd: layout.StudyDir, doing: str, remedy: str) -> Iterator[None]:
         raise StateError(f"cannot {doing}: {exc}, so ladder cannot know the study's jobs: {remedy}") from None
 
 
-def cancel(study_dir: Path, run_ids: list[str] | None = None) -> list[str]:
+def cancel(study_dir: Path, run_ids: list[str] | None = None, damaged: list[Damaged] | None = None) -> list[str]:
     """Cancel the live jobs of the given runs (all by default): SLURM jobs with scancel, local runs by
-    signalling the process that trains them (it checkpoints first). Returns the run ids cancelled."""
+    signalling the process that trains them (it checkpoints first). Returns the run ids cancelled. A damaged run
+    (its folder or spec.json missing or unreadable: its state cannot be told) is passed over, never stopping the
+    others, and appended to ``damaged`` for the caller to name."""
     import signal
 
     sd = layout.StudyDir(Path(study_dir))
-    _, specs = read_plan(sd.path)
-    specs = _only(sd, specs, run_ids)
+    entries = plan_entries(sd.path)
+    bad = [e for e in entries if isinstance(e, Damaged)]
+    asked = set(run_ids or [])
+    unknown = [r for r in run_ids or [] if r not in {e.run_id for e in entries}]
+    if unknown:
+        raise StateError(f"--run {', '.join(unknown)}: not a run of this study (see `ladder status {sd.path}`)")
+    specs = [e for e in entries if not isinstance(e, Damaged) and (not asked or e.run_id in asked)]
+    if damaged is not None:
+        damaged.extend(d for d in bad if not asked or d.run_id in asked)
     cancelled, to_signal = [], []
     with (
         _jobs_known(sd, "cancel", "stop its jobs by hand (scancel, kill), then remove it"),
