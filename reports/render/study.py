@@ -3,10 +3,10 @@
 Reads only the study directory (file names from :mod:`ladder.layout`): ``study.yaml``, ``plan.json``,
 ``results.parquet``, ``curves.parquet``, ``fit.json``, the frozen forecasts (``forecast.json``, ``forecast-2.json``,
 ...) and, per run, ``spec.json``/``result.json``/``error.json``.
-Any of them may be missing or unreadable: :func:`load_study` notes it in ``problems`` and never raises, and
-``fit.json`` is validated against its contract on load, and the sections read it as typed objects
-(:func:`typed_fit`, :func:`why_not`). The other files (the plan, the frozen forecasts) are read as data, through
-:func:`seq`, :func:`maps`, :func:`mapping` and :func:`first`.
+Any of them may be missing or unreadable: :func:`load_study` notes it in ``problems`` and never raises.
+``fit.json`` and the frozen forecasts are validated against their contracts on load (a damaged freeze is noted
+and left out), and the sections read them as typed objects (:func:`typed_fit`, :func:`why_not`). The plan is read
+as data, through :func:`seq`, :func:`maps`, :func:`mapping` and :func:`first`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from ladder import layout
+from ladder.reports.fits.study import forecast_json
 from ladder.reports.fits.study.fit_json import FitJson
 from ladder.reports.fits.study.fit_json import Section as FitSection
 
@@ -81,7 +82,7 @@ class StudyData:
     problems: list[str] = field(default_factory=list)
     has_results: bool = False
     env: dict = field(default_factory=dict)  # versions, source, hardware, date (``environment.environment()``)
-    forecasts: list[dict] = field(default_factory=list)  # the frozen forecasts, oldest first (+ number, file)
+    forecasts: list[forecast_json.FrozenForecast] = field(default_factory=list)  # the sound freezes, oldest first
     results_sha256: str | None = None  # the hash of the fitted rows of results.parquet (as a freeze records it)
     stale_fit: str | None = None  # why fit.json is not of the results now (fitted on another results table)
 
@@ -147,10 +148,13 @@ def load_study(study_dir: Path) -> StudyData:
             problems.append(f"{layout.RESULTS_PARQUET} cannot be hashed ({exc})")
     for number, path in sd.forecasts():
         record = _read_json(path, problems, path.name)
-        if isinstance(record, dict):
-            data.forecasts.append({**record, "number": number, "file": path.name})
-        elif record is not None:
-            problems.append(f"{path.name} is not a JSON object")
+        if record is None:
+            continue
+        frozen, problem = forecast_json.parse(record)
+        if frozen is None:
+            problems.append(f"{path.name} is damaged ({problem})")
+        else:
+            data.forecasts.append(frozen.model_copy(update={"number": number}))  # the file's number is the freeze's
     if sd.curves.is_file():
         try:
             data.curves = pd.read_parquet(sd.curves)

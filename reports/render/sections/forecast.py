@@ -4,12 +4,11 @@ section, and the headline calls its forecast a projection."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ladder.reports.fits.study.forecast_json import Comparison, FrozenForecast, Interval, Partial, Score
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.fmt import ABSENT, fmt_g, fmt_int, fmt_loss, fmt_pct, fmt_point, ok
-from ladder.reports.render.study import mapping, maps
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -20,98 +19,142 @@ DATA_CHANGED = (
 )
 
 
-def scores(rec: Mapping) -> list[Mapping]:
-    return maps(rec.get("scores"))
-
-
-def lead(ctx: Builder) -> tuple[Mapping, Mapping] | None:
+def lead(ctx: Builder) -> tuple[FrozenForecast, Score] | None:
     """(freeze, score) the report leads with: the latest final score of the latest freeze that has one, else the
     latest score of any kind; None when nothing was scored."""
     for want_final in (True, False):
         for rec in reversed(ctx.d.forecasts):
-            got = [s for s in scores(rec) if bool(s.get("final")) or not want_final]
+            got = [s for s in rec.scores if s.final or not want_final]
             if got:
                 return rec, got[-1]
     return None
 
 
-def data_changed(ctx: Builder, rec: Mapping) -> bool:
+def data_changed(ctx: Builder, rec: FrozenForecast) -> bool:
     now = ctx.d.results_sha256
-    return now is not None and rec.get("results_sha256") != now
+    return now is not None and rec.results_sha256 != now
 
 
-def is_prediction(ctx: Builder) -> dict | None:
+def is_prediction(ctx: Builder) -> Score | None:
     """The final score of the fit's own hero forecast (frozen from the same results the fit shows), if any:
     the headline is then a prediction checked against the hero, not a projection."""
     got = lead(ctx)
-    if got is None or not got[1].get("final") or got[1].get("point", "hero") != "hero":
+    if got is None or not got[1].final or got[1].point != "hero":
         return None
     rec, score = got
-    if rec.get("results_sha256") != (ctx.fit_json.meta.results_sha256 if ctx.fit_json is not None else None):
+    if rec.results_sha256 != (ctx.fit_json.meta.results_sha256 if ctx.fit_json is not None else None):
         return None
-    return dict(score)
+    return score
 
 
 def actual_point(ctx: Builder) -> dict | None:
     """Where the hero's real loss goes in the scaling figure: the hero run's params and exact FLOPs (its row of
     the results), else the frozen point's."""
     got = lead(ctx)
-    if got is None or not got[1].get("final") or not ok(got[1].get("actual")):
+    if got is None or not got[1].final or not ok(got[1].actual):
         return None
     rec, score = got
-    src = mapping(score.get("source"))
-    point = (
-        mapping(rec.get("hero"))
-        if score.get("point", "hero") == "hero"
-        else next((p for p in maps(rec.get("predictions")) if p.get("label") == score.get("point")), {})
-    )
+    point = rec.point(score.point)
     out = {
-        "loss": score["actual"],
-        "params": point.get("params"),
-        "flops": point.get("flops"),
-        "tokens": point.get("tokens"),
+        "loss": score.actual,
+        "params": point.params if point is not None else None,
+        "flops": getattr(point, "flops", None),
+        "tokens": point.tokens if point is not None else None,
     }
     runs = ctx.runs
-    if src.get("run_id") and len(runs) and "run_id" in runs:
-        row = runs[runs["run_id"].astype(str) == str(src["run_id"])]
+    run_id = score.source.run_id
+    if run_id and len(runs) and "run_id" in runs:
+        row = runs[runs["run_id"].astype(str) == str(run_id)]
         if len(row):
             out.update({k: row.iloc[0].get(k) for k in ("params", "tokens", "flops") if ok(row.iloc[0].get(k))})
     return out
 
 
-def _interval(p: Mapping) -> str:
-    return f"{fmt_loss(p.get('lo'))} – {fmt_loss(p.get('hi'))}" if ok(p.get("lo"), p.get("hi")) else ABSENT
+def _interval(p: Interval | Comparison | Partial) -> str:
+    return f"{fmt_loss(p.lo)} – {fmt_loss(p.hi)}" if ok(p.lo, p.hi) else ABSENT
 
 
-def _inside(v: Any) -> str:
+def _inside(v: bool | None) -> str:
     return {True: "inside", False: "outside"}.get(v, ABSENT)
 
 
-def _source(score: Mapping) -> str:
-    src = mapping(score.get("source"))
-    kind = src.get("kind")
-    if kind == "run":
-        return f"the study's hero run {src.get('run_id')} (its final eval loss)"
-    if kind == "curve":
-        return f"the loss curve {src.get('file')}" + (f" of hero run {src['run_id']}" if src.get("run_id") else "")
+def _source(score: Score) -> str:
+    src = score.source
+    if src.kind == "run":
+        return f"the study's hero run {src.run_id} (its final eval loss)"
+    if src.kind == "curve":
+        return f"the loss curve {src.file}" + (f" of hero run {src.run_id}" if src.run_id else "")
     return "a loss given with --loss (a hero trained elsewhere)"
 
 
-def _score_text(score: Mapping | None) -> str:
-    if not score:
+def _score_text(score: Score | None) -> str:
+    if score is None:
         return "not scored"
-    if score.get("final"):
+    if score.final:
         return (
-            f"actual {fmt_loss(score.get('actual'))}: error {fmt_pct(score.get('error_pct'), signed=True)}, "
-            f"{_inside(score.get('inside'))}, z {fmt_g(score.get('z'), 2)}"
+            f"actual {fmt_loss(score.actual)}: error {fmt_pct(score.error_pct, signed=True)}, "
+            f"{_inside(score.inside)}, z {fmt_g(score.z, 2)}"
         )
-    p = mapping(score.get("partial"))
-    if not p.get("available"):
-        return f"hero still training: {p.get('reason') or 'no partial forecast'}"
-    return (
-        f"hero at {fmt_pct(100 * float(p.get('fraction') or 0), 0)} of its tokens: heads for "
-        f"{fmt_loss(p.get('final_forecast'))}"
-    )
+    p = score.partial or Partial()
+    if not p.available:
+        return f"hero still training: {p.reason or 'no partial forecast'}"
+    return f"hero at {fmt_pct(100 * (p.fraction or 0), 0)} of its tokens: heads for {fmt_loss(p.final_forecast)}"
+
+
+def _frozen_point(rec: FrozenForecast, label: str) -> str:
+    """The point a score checked: the hero, or a --predict point (its label is params:tokens in full)."""
+    point = rec.point(label)
+    if label == "hero":
+        return f"hero: {fmt_point(None, rec.hero.params, rec.hero.tokens)}"
+    return f"prediction {fmt_point(label, point.params if point else None, point.tokens if point else None)}"
+
+
+def _final_items(score: Score) -> list[tuple[str, str]]:
+    """The rows of a score against the hero's final loss: the error, its replicates, each kind of target."""
+    items = [
+        ("Actual", f"{fmt_loss(score.actual)} nats/token"),
+        ("Error (forecast − actual)", f"{fmt_pct(score.error_pct, signed=True)} of the actual"),
+        ("Inside the 90% interval", _inside(score.inside)),
+        ("z", f"{fmt_g(score.z, 3)} (log error over the half-width in normal sd)"),
+    ]
+    reps = score.replicates
+    if reps is not None:
+        vs = reps.vs_mean or Comparison()
+        items += [
+            (
+                "Seed replicates of the hero",
+                f"{fmt_int(reps.n)} done: "
+                + ", ".join(f"seed {r.seed} {fmt_loss(r.final)}" for r in reps.runs)
+                + f"; spread {fmt_pct(reps.sd_log_pct)} (sd of log loss)",
+            ),
+            (
+                "Error against their mean",
+                f"{fmt_pct(vs.error_pct, signed=True)} of {fmt_loss(reps.mean)}, {_inside(vs.inside)} the interval",
+            ),
+        ]
+        by_kind = reps.sd_log_pct_by_kind or {}
+        if by_kind:
+            items.append(
+                (
+                    "Their spread by kind of target",
+                    f"{fmt_pct(by_kind.get('repeats'))} on the in-context "
+                    f"repeats, {fmt_pct(by_kind.get('novel'))} on the novel tokens (sd of log loss)",
+                )
+            )
+    ic = score.in_context
+    for kind, label in (("novel", "novel tokens"), ("repeats", "in-context repeats")):
+        actual = (ic.actual or {}).get(kind) if ic is not None else None
+        if actual is None:
+            continue
+        vs = getattr(ic, kind)
+        against = (
+            f" (forecast {fmt_loss(vs.forecast)}, error {fmt_pct(vs.error_pct, signed=True)}, "
+            f"{_inside(vs.inside)} its interval)"
+            if vs is not None
+            else ""
+        )
+        items.append((f"Loss on the {label}", fmt_loss(actual) + against))
+    return items
 
 
 def forecast_vs_actual(ctx: Builder) -> Section | None:
@@ -120,115 +163,60 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
         return None
     rec, score = got
     s = Section("forecast", "Forecast vs actual")
-    point = score if score.get("final") else mapping(mapping(score.get("partial")).get("vs_frozen"))
-    frozen = f"{fmt_loss(point.get('forecast'))} nats/token (90% interval {_interval(point)})"
-    before = score.get("frozen_before_training")
-    when = f"forecast {rec.get('number')}, frozen at {rec.get('frozen_at')} UTC" + {
+    partial = score.partial or Partial()
+    point = score if score.final else (partial.vs_frozen or Comparison())
+    frozen = f"{fmt_loss(point.forecast)} nats/token (90% interval {_interval(point)})"
+    before = score.frozen_before_training
+    when = f"forecast {rec.number}, frozen at {rec.frozen_at} UTC" + {
         True: ", before the hero was submitted",
         False: ", AFTER the hero was first submitted: not a forecast made before the run",
     }.get(before, "")
-    if score.get("final"):
+    if score.final:
         s.add(
             Para(
                 f"A prediction checked against a real run. The frozen forecast ({when}) "
-                f"was {frozen}; the hero's final eval loss is {fmt_loss(score.get('actual'))}: the forecast is "
-                f"{fmt_pct(score.get('error_pct'), signed=True)} off it, {_inside(score.get('inside'))} its "
-                f"interval (z = {fmt_g(score.get('z'), 2)}).",
-                "ok" if score.get("inside") else "warn",
+                f"was {frozen}; the hero's final eval loss is {fmt_loss(score.actual)}: the forecast is "
+                f"{fmt_pct(score.error_pct, signed=True)} off it, {_inside(score.inside)} its "
+                f"interval (z = {fmt_g(score.z, 2)}).",
+                "ok" if score.inside else "warn",
             )
         )
     else:
-        p = mapping(score.get("partial"))
         text = f"The hero is still training, so the headline stays a projection. Frozen ({when}): {frozen}. "
-        if p.get("available"):
+        if partial.available:
             text += (
-                f"At {fmt_pct(100 * float(p.get('fraction') or 0), 0)} of its tokens its curve heads for a "
-                f"final loss of {fmt_loss(p.get('final_forecast'))} (90% {_interval(p)}, from the curves of "
-                f"{len(maps(p.get('references')))} finished rungs): the frozen forecast is "
-                f"{fmt_pct(point.get('error_pct'), signed=True)} off it, {_inside(point.get('inside'))} its "
+                f"At {fmt_pct(100 * (partial.fraction or 0), 0)} of its tokens its curve heads for a "
+                f"final loss of {fmt_loss(partial.final_forecast)} (90% {_interval(partial)}, from the curves of "
+                f"{len(partial.references)} finished rungs): the frozen forecast is "
+                f"{fmt_pct(point.error_pct, signed=True)} off it, {_inside(point.inside)} its "
                 "interval."
             )
         else:
-            text += f"No forecast of its final loss yet: {p.get('reason')}."
-        s.add(Para(text, "warn" if point.get("inside") is False else "note"))
+            text += f"No forecast of its final loss yet: {partial.reason}."
+        s.add(Para(text, "warn" if point.inside is False else "note"))
     if data_changed(ctx, rec):
         s.add(Para(DATA_CHANGED, "warn"))
-    label = score.get("point", "hero")
-    if label == "hero":
-        hero_point = mapping(rec.get("hero"))
-        of = f"hero: {fmt_point(None, hero_point.get('params'), hero_point.get('tokens'))}"
-    else:  # a --predict point: its label is params:tokens in full (397680:7999488)
-        pred = next((p for p in maps(rec.get("predictions")) if p.get("label") == label), {})
-        of = f"prediction {fmt_point(label, pred.get('params'), pred.get('tokens'))}"
-    items = [("Frozen forecast", frozen), ("Forecast of", of)]
-    if score.get("final"):
-        items += [
-            ("Actual", f"{fmt_loss(score.get('actual'))} nats/token"),
-            ("Error (forecast − actual)", f"{fmt_pct(score.get('error_pct'), signed=True)} of the actual"),
-            ("Inside the 90% interval", _inside(score.get("inside"))),
-            ("z", f"{fmt_g(score.get('z'), 3)} (log error over the half-width in normal sd)"),
-        ]
-        reps = mapping(score.get("replicates"))
-        if reps:
-            vs = mapping(reps.get("vs_mean"))
-            items += [
-                (
-                    "Seed replicates of the hero",
-                    f"{fmt_int(reps.get('n'))} done: "
-                    + ", ".join(f"seed {r.get('seed')} {fmt_loss(r.get('final'))}" for r in maps(reps.get("runs")))
-                    + f"; spread {fmt_pct(reps.get('sd_log_pct'))} (sd of log loss)",
-                ),
-                (
-                    "Error against their mean",
-                    f"{fmt_pct(vs.get('error_pct'), signed=True)} of "
-                    f"{fmt_loss(reps.get('mean'))}, {_inside(vs.get('inside'))} the interval",
-                ),
-            ]
-            by_kind = mapping(reps.get("sd_log_pct_by_kind"))
-            if by_kind:
-                items.append(
-                    (
-                        "Their spread by kind of target",
-                        f"{fmt_pct(by_kind.get('repeats'))} on the in-context "
-                        f"repeats, {fmt_pct(by_kind.get('novel'))} on the novel tokens (sd of log loss)",
-                    )
-                )
-        ic = mapping(score.get("in_context"))
-        for kind, label in (("novel", "novel tokens"), ("repeats", "in-context repeats")):
-            actual, vs = mapping(ic.get("actual")).get(kind), mapping(ic.get(kind))
-            if actual is not None:
-                items.append(
-                    (
-                        f"Loss on the {label}",
-                        fmt_loss(actual)
-                        + (
-                            f" (forecast {fmt_loss(vs.get('forecast'))}, error {fmt_pct(vs.get('error_pct'), signed=True)}, "
-                            f"{_inside(vs.get('inside'))} its interval)"
-                            if vs
-                            else ""
-                        ),
-                    )
-                )
+    items = [("Frozen forecast", frozen), ("Forecast of", _frozen_point(rec, score.point))]
+    if score.final:
+        items += _final_items(score)
     items += [
-        ("Frozen at", f"{rec.get('frozen_at')} UTC"),
-        ("Scored at", f"{score.get('scored_at')} UTC"),
+        ("Frozen at", f"{rec.frozen_at} UTC"),
+        ("Scored at", f"{score.scored_at} UTC"),
         ("Scored against", _source(score)),
         ("Frozen before the hero was submitted", {True: "yes", False: "no"}.get(before, "unknown")),
     ]
-    if rec.get("note"):
-        items.append(("Note", str(rec["note"])))
+    if rec.note:
+        items.append(("Note", str(rec.note)))
     s.add(KV(items, "The forecast on record and the hero"))
     rows = []
     for r in ctx.d.forecasts:
-        latest = scores(r)[-1] if scores(r) else None
-        h = mapping(r.get("hero"))
         rows.append(
             [
-                str(r.get("number")),
-                str(r.get("frozen_at")),
-                fmt_loss(h.get("loss")),
-                _interval(h),
-                _score_text(latest),
+                str(r.number),
+                str(r.frozen_at),
+                fmt_loss(r.hero.loss),
+                _interval(r.hero),
+                _score_text(r.scores[-1] if r.scores else None),
                 "yes" if data_changed(ctx, r) else "no",
             ]
         )

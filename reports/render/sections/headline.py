@@ -65,9 +65,9 @@ def headline(ctx: Builder) -> Section:
         if checked is not None:  # frozen from these results and scored against the hero's final loss
             kind = "prediction"
             beyond = (
-                f" Checked against the hero run: actual {fmt_loss(checked.get('actual'), 3)}, error "
-                f"{fmt_pct(checked.get('error_pct'), signed=True)}, "
-                f"{'inside' if checked.get('inside') else 'outside'} the interval (Forecast vs actual)."
+                f" Checked against the hero run: actual {fmt_loss(checked.actual, 3)}, error "
+                f"{fmt_pct(checked.error_pct, signed=True)}, "
+                f"{'inside' if checked.inside else 'outside'} the interval (Forecast vs actual)."
             )
         tiles.append(
             Tile(

@@ -156,3 +156,16 @@ def test_seed_replicates_of_the_hero_are_shown_with_the_error_against_their_mean
     assert items["Error against their mean"].startswith(
         f"{100 * (json.loads((root / 'forecast.json').read_text())['hero']['loss'] / (3.4 * 3.6) ** 0.5 - 1):+.2f}%"
     )
+
+
+def test_a_damaged_freeze_is_named_in_the_report_and_left_out(scored, tmp_path):
+    """A freeze is read through its contract: a hand edit is named among the report's problems, and the report
+    leads with no score from it (before: the section read the damaged numbers as they were)."""
+    study = Path(shutil.copytree(scored[0], tmp_path / "study"))
+    path = study / "forecast.json"
+    record = json.loads(path.read_text())
+    record["hero"]["loss"] = "abc"
+    path.write_text(json.dumps(record))
+    page = render_report(study, tmp_path / "out", formats="html")["html"].read_text(encoding="utf-8")
+    assert "forecast.json is damaged (hero.loss: &#39;abc&#39; is not a finite positive number)" in page
+    assert '<section id="forecast"' not in page  # its only freeze is damaged: nothing scored to lead with

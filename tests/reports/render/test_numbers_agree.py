@@ -139,6 +139,7 @@ def test_a_predicted_point_reads_in_human_units():
 
 
 def test_the_forecast_of_row_is_in_human_units(tmp_path):
+    from ladder.reports.fits.study.forecast_json import FrozenForecast
     from ladder.reports.render.sections.forecast import forecast_vs_actual
     from ladder.reports.render.study import StudyData
 
@@ -146,7 +147,6 @@ def test_the_forecast_of_row_is_in_human_units(tmp_path):
     data.forecasts = [
         {
             "number": 1,
-            "file": "forecast.json",
             "frozen_at": "2026-01-01T00:00:00",
             "hero": {"params": 8e5, "tokens": 1.6e7, "loss": 2.0},
             "predictions": [
@@ -168,6 +168,7 @@ def test_the_forecast_of_row_is_in_human_units(tmp_path):
             ],
         }
     ]
+    data.forecasts = [FrozenForecast.model_validate(r) for r in data.forecasts]  # as load_study reads them
     sec = forecast_vs_actual(Builder(data))
     if sec is None:
         pytest.skip("this forecast record does not open the section")
