@@ -15,6 +15,7 @@ import pytest
 from ladder import layout
 from ladder.forecast.score import compare, in_context_score
 from ladder.reports.fits.scoring import partial_forecast, z_score
+from ladder.reports.fits.study.forecast_json import InContext, Interval
 from tests.cli_helpers import run_cli
 from tests.hero_fixture import hero_spec, law_loss, make_ladder, refresh, shape_r, train
 
@@ -38,7 +39,7 @@ def study(planned, tmp_path) -> Path:
 
 
 def test_error_inside_and_z_of_a_final_loss():
-    point = {"loss": 2.0, "lo": 1.8, "hi": 2.2, "level": 0.9}
+    point = Interval(loss=2.0, lo=1.8, hi=2.2, level=0.9)
     s = compare(point, 2.1)
     assert s["error_pct"] == pytest.approx(100 * (2.0 - 2.1) / 2.1)
     assert s["inside"] is True
@@ -70,12 +71,13 @@ def test_the_hero_loss_by_kind_is_scored_against_the_frozen_point_it_matches():
         }
     }
     split = {"repeats": 1.158, "novel": 2.495}
-    got = in_context_score(record, split, 3.98e5, 8.0e6)  # the check run: the prediction, not the hero
+    frozen = InContext.model_validate(record["in_context"])
+    got = in_context_score(frozen, split, 3.98e5, 8.0e6)  # the check run: the prediction, not the hero
     assert got["point"] == "400K:8M" and got["actual"] == split
     assert got["novel"]["error_pct"] == pytest.approx(100 * (2.55 - 2.495) / 2.495) and got["novel"]["inside"]
     assert got["repeats"]["error_pct"] == pytest.approx(100 * (1.98 - 1.158) / 1.158) and not got["repeats"]["inside"]
-    assert in_context_score(record, split, 1.6e6, 32e6) == {"actual": split}  # no frozen point there
-    assert in_context_score({}, split, 4e5, 8e6) == {"actual": split}  # a freeze from before the split
+    assert in_context_score(frozen, split, 1.6e6, 32e6) == {"actual": split}  # no frozen point there
+    assert in_context_score(None, split, 4e5, 8e6) == {"actual": split}  # a freeze from before the split
 
 
 def test_a_partial_curve_forecasts_the_final_loss():

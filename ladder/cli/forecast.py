@@ -219,7 +219,7 @@ def score(
     ]
     for f, s in outcome.scored:
         p = s.get("partial") or {}
-        line = f"forecast {f.number} ({f.record.get('frozen_at')}), {escape(str(s['point']))}: "
+        line = f"forecast {f.number} ({f.forecast.frozen_at}), {escape(str(s['point']))}: "
         if s["final"]:
             out.print(line + f"forecast {s['forecast']:.4g} {_interval(s)}, {escape(_score_text(s))} ({escape(what)})")
         else:

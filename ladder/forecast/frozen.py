@@ -14,9 +14,10 @@ rewrite that leaves everything else as it was). What a freeze holds:
   the git revision of the ladder source (null outside a checkout), the UTC time, a note.
 
 A freeze whose ``results_sha256`` is not the hash of the study's results now was made from other data: ``show``
-and ``score`` say so ("the data changed after this forecast"). A freeze that is not JSON, or whose points hold
-something other than finite positive numbers (a hand edit: :func:`damage`), is damaged: ``show`` lists it with its
-problem, and ``score`` refuses the study in one line, naming the file, until it is restored or moved out.
+and ``score`` say so ("the data changed after this forecast"). Freezes are read through their contract
+(:mod:`ladder.reports.fits.study.forecast_json`): one that is not JSON, or not what ``freeze`` writes (a hand edit:
+text for a number, a negative size), is damaged: ``show`` lists it with its problem, and ``score`` refuses the
+study in one line, naming the file, until it is restored or moved out.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ladder import layout
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import current_fit, refit, results_hash_of, study_hash
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS  # the plausible range of a loss, the fit's too
+from ladder.reports.fits.study import forecast_json
 
 if TYPE_CHECKING:
     from ladder.reports.fits.study import fit_json
@@ -78,8 +80,9 @@ def git_revision() -> str | None:
 class Frozen:
     number: int
     path: Path
-    record: dict  # the file's content ({} when unreadable)
+    record: dict  # the file's content as written ({} when unreadable or damaged)
     problem: str | None = None  # why it could not be read
+    forecast: forecast_json.FrozenForecast | None = None  # the content read through its contract (None: damaged)
 
     @property
     def scores(self) -> list[dict]:
@@ -97,98 +100,9 @@ class Frozen:
         return final[-1] if final else None
 
 
-POSITIVE_KEYS = ("params", "tokens", "loss", "lo", "hi")  # a frozen point's sizes and losses
-# the numbers a score holds (at any depth: its partial forecast, replicates, in-context kinds), which show prints
-SCORE_NUMBERS = frozenset(
-    ("actual", "forecast", "lo", "hi", "level", "error_pct", "z", "mean", "sd_log_pct", "n", "fraction")
-    + ("final_forecast", "novel", "repeats")
-)
-
-
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _shown(v) -> str:
-    text = repr(v)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _point_damage(where: str, point, required: tuple[str, ...] = ()) -> str | None:
-    if not isinstance(point, dict):
-        return f"{where}: {_shown(point)} is not an object"
-    for key in required:
-        if point.get(key) is None:
-            return f"{where}.{key}: missing"
-    for key in POSITIVE_KEYS:
-        v = point.get(key)
-        if v is not None and not (_number(v) and v > 0):
-            return f"{where}.{key}: {_shown(v)} is not a finite positive number"
-    for key in ("level", "half_width_pct"):
-        v = point.get(key)
-        if v is not None and not _number(v):
-            return f"{where}.{key}: {_shown(v)} is not a finite number"
-    return None
-
-
-def _score_damage(where: str, value) -> str | None:
-    """The first number of a score that is not one (see :data:`SCORE_NUMBERS`)."""
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, v in items:
-        at = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}"
-        if isinstance(v, (dict, list)):
-            problem = _score_damage(at, v)
-            if problem:
-                return problem
-        elif key in SCORE_NUMBERS and v is not None and not _number(v):
-            return f"{at}: {_shown(v)} is not a finite number"
-    return None
-
-
-def damage(record: dict) -> str | None:
-    """Why a freeze's content is not what ``freeze`` writes (a hand edit, a torn copy), as ``field: problem``; None
-    when it is sound. The hero and the predictions (and the in-context points) must have finite positive params,
-    tokens, loss and interval where they have them (the hero must have params, tokens and loss); a score's numbers
-    must be finite numbers; ``frozen_at`` must be a text time."""
-    problem = _point_damage("hero", record.get("hero"), required=("params", "tokens", "loss"))
-    if problem:
-        return problem
-    predictions = record.get("predictions")
-    if predictions is not None and not isinstance(predictions, list):
-        return f"predictions: {_shown(predictions)} is not a list"
-    for i, p in enumerate(predictions or []):
-        problem = _point_damage(f"predictions[{i}]", p)
-        if problem:
-            return problem
-    ic = record.get("in_context")
-    if ic is not None:
-        points = ic.get("points") if isinstance(ic, dict) else None
-        if not isinstance(points, list):
-            return f"in_context.points: {_shown(points)} is not a list"
-        for i, p in enumerate(points):
-            problem = _point_damage(f"in_context.points[{i}]", p)
-            for kind in ("novel", "repeats"):
-                if problem is None and isinstance(p, dict) and p.get(kind) is not None:
-                    problem = _point_damage(f"in_context.points[{i}].{kind}", p[kind])
-            if problem:
-                return problem
-    if record.get("frozen_at") is not None and not isinstance(record["frozen_at"], str):
-        return f"frozen_at: {_shown(record['frozen_at'])} is not a time"
-    scores = record.get("scores")
-    if scores is not None and not isinstance(scores, list):
-        return f"scores: {_shown(scores)} is not a list"
-    for i, s in enumerate(scores or []):
-        problem = (
-            _score_damage(f"scores[{i}]", s) if isinstance(s, dict) else f"scores[{i}]: {_shown(s)} is not an object"
-        )
-        if problem:
-            return problem
-    return None
-
-
 def read_frozen(study_dir: Path) -> list[Frozen]:
-    """Every freeze of the study, oldest first; one that cannot be read or whose content is damaged (see
-    :func:`damage`) is listed with its problem (``unreadable (...)``, ``damaged (...)``), never raised."""
+    """Every freeze of the study, oldest first; one that cannot be read or whose content is not what ``freeze``
+    writes is listed with its problem (``unreadable (...)``, ``damaged (field: problem)``), never raised."""
     out = []
     for number, path in layout.StudyDir(Path(study_dir)).forecasts():
         try:
@@ -196,11 +110,11 @@ def read_frozen(study_dir: Path) -> list[Frozen]:
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             out.append(Frozen(number, path, {}, f"unreadable ({exc})"))
             continue
-        if not isinstance(record, dict):
-            out.append(Frozen(number, path, {}, f"damaged (not a JSON object but a JSON {type(record).__name__})"))
-            continue
-        problem = damage(record)
-        out.append(Frozen(number, path, {} if problem else record, f"damaged ({problem})" if problem else None))
+        forecast, problem = forecast_json.parse(record)
+        if forecast is None:
+            out.append(Frozen(number, path, {}, f"damaged ({problem})"))
+        else:
+            out.append(Frozen(number, path, record, None, forecast))
     return out
 
 
@@ -332,7 +246,9 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
 
 
 def read_frozen_one(number: int, path: Path) -> Frozen:
-    return Frozen(number, path, json.loads(path.read_text(encoding="utf-8")))
+    record = json.loads(path.read_text(encoding="utf-8"))
+    forecast, problem = forecast_json.parse(record)
+    return Frozen(number, path, record, f"damaged ({problem})" if problem else None, forecast)
 
 
 def append_score(frozen: Frozen, score: dict) -> None:
@@ -340,7 +256,7 @@ def append_score(frozen: Frozen, score: dict) -> None:
     record = json.loads(frozen.path.read_text(encoding="utf-8"))
     record.setdefault("scores", []).append(layout.jsonable(score))
     layout.atomic_write_text(frozen.path, json.dumps(record, indent=2) + "\n")
-    frozen.record = record
+    frozen.record, frozen.forecast = record, forecast_json.FrozenForecast.model_validate(record)
 
 
 def show_rows(study_dir: Path) -> list[dict]:
@@ -351,16 +267,16 @@ def show_rows(study_dir: Path) -> list[dict]:
         if f.problem:
             rows.append({"number": f.number, "file": f.path.name, "problem": f.problem})
             continue
-        r, hero = f.record, f.record.get("hero") or {}
-        changed = now is not None and r.get("results_sha256") != now
+        fc = f.forecast
+        changed = now is not None and fc.results_sha256 != now
         rows.append(
             {
                 "number": f.number,
                 "file": f.path.name,
-                "frozen_at": r.get("frozen_at"),
-                "note": r.get("note"),
-                "hero": hero,
-                "predictions": r.get("predictions") or [],
+                "frozen_at": fc.frozen_at,
+                "note": fc.note,
+                "hero": f.record["hero"],  # as the file holds them
+                "predictions": f.record.get("predictions") or [],
                 "scores": len(f.scores),
                 "latest_score": f.latest_score,
                 "final_score": f.final_score,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from ladder.forecast.frozen import (
 from ladder.model.config import RunSpec
 from ladder.plan.planner import read_study, readable_runs
 from ladder.reports.fits.scoring import partial_forecast, z_score
+from ladder.reports.fits.study.forecast_json import FrozenForecast, FrozenPoint, InContext, Interval
+
+P = TypeVar("P", bound=FrozenPoint)
 
 MATCH_RTOL = 0.10  # a frozen point forecasts the hero when its params and tokens are within 10% of the hero's
 REFERENCE_SIZES = 3  # the partial-curve forecast reads the curves of the ladder's largest 3 sizes
@@ -86,15 +89,15 @@ class Observation:
         return sorted(out)
 
 
-def compare(point: dict, actual: float) -> dict[str, Any]:
+def compare(point: Interval, actual: float) -> dict[str, Any]:
     """A frozen point against an actual (or a forecast final) loss: error, inside, z."""
-    f, lo, hi = float(point["loss"]), point.get("lo"), point.get("hi")
+    f, lo, hi = float(point.loss), point.lo, point.hi
     inside = None if lo is None or hi is None else bool(lo <= actual <= hi)
     return {
         "forecast": f,
         "lo": lo,
         "hi": hi,
-        "level": point.get("level", 0.9),
+        "level": point.level if point.level is not None else 0.9,
         "actual": actual,
         "error_pct": 100.0 * (f - actual) / actual,
         "inside": inside,
@@ -124,17 +127,19 @@ def _split(result: dict) -> dict[str, float] | None:
     return {k: float(v) for k, v in kinds.items()} if all(isinstance(v, (int, float)) for v in kinds.values()) else None
 
 
-def in_context_score(record: dict, split: dict[str, float], params: float | None, tokens: float | None) -> dict:
+def in_context_score(
+    frozen: InContext | None, split: dict[str, float], params: float | None, tokens: float | None
+) -> dict:
     """The hero's loss on each kind of target, against the freeze's forecast of that kind when it froze one at the
     hero's point: where the total's error comes from (a model that learned to copy misses on the repeats)."""
     out: dict[str, Any] = {"actual": split}
-    frozen = _nearest((record.get("in_context") or {}).get("points") or [], params, tokens)
-    if frozen is None:
+    near = _nearest(frozen.points if frozen is not None else [], params, tokens)
+    if near is None:
         return out
-    out["point"] = frozen.get("label")
+    out["point"] = near.label
     for kind, actual in split.items():
-        point = frozen.get(kind) or {}
-        if point.get("loss") is not None:
+        point = getattr(near, kind, None)
+        if point is not None and point.loss is not None:
             out[kind] = compare(point, actual)
     return out
 
@@ -226,30 +231,31 @@ def reference_curves(
 # ---- scoring -------------------------------------------------------------------------------------------
 
 
-def match_point(record: dict, params: float | None, tokens: float | None) -> tuple[dict | None, dict]:
+def match_point(
+    frozen: FrozenForecast, params: float | None, tokens: float | None
+) -> tuple[FrozenPoint | None, str, dict]:
     """The frozen point that forecasts the hero at (params, tokens): the nearest of the hero and the predictions
-    within :data:`MATCH_RTOL` in both; without a hero run's point, the frozen hero. Returns (point, offsets)."""
-    hero = {**(record.get("hero") or {}), "label": "hero"}
+    within :data:`MATCH_RTOL` in both; without a hero run's point, the frozen hero. Returns (point, its label
+    (``hero`` for the hero), offsets)."""
     if params is None or tokens is None:
-        return hero, {}
-    points = [
-        p for p in [hero, *(record.get("predictions") or [])] if isinstance(p, dict) and p.get("loss") is not None
-    ]
+        return frozen.hero, "hero", {}
+    points = [frozen.hero, *(p for p in frozen.predictions if p.loss is not None)]
     best = _nearest(points, params, tokens)
     if best is None:
-        return None, {}
-    return best, {"params_pct": 100 * (params / best["params"] - 1), "tokens_pct": 100 * (tokens / best["tokens"] - 1)}
+        return None, "", {}
+    label = "hero" if best is frozen.hero else str(best.label)
+    return best, label, {"params_pct": 100 * (params / best.params - 1), "tokens_pct": 100 * (tokens / best.tokens - 1)}
 
 
-def _nearest(points: list, params: float | None, tokens: float | None) -> dict | None:
+def _nearest(points: list[P], params: float | None, tokens: float | None) -> P | None:
     """The point nearest (params, tokens) among those within :data:`MATCH_RTOL` of it in both; None without one."""
     if params is None or tokens is None:
         return None
     best, best_d = None, math.inf
     for p in points:
-        if not isinstance(p, dict) or not p.get("params") or not p.get("tokens"):
+        if not p.params or not p.tokens:
             continue
-        dn, dd = abs(math.log(params / p["params"])), abs(math.log(tokens / p["tokens"]))
+        dn, dd = abs(math.log(params / p.params)), abs(math.log(tokens / p.tokens))
         if max(dn, dd) <= math.log1p(MATCH_RTOL) and dn + dd < best_d:
             best, best_d = p, dn + dd
     return best
@@ -365,23 +371,23 @@ def score_study(
     refs: dict[float, list[dict]] = {}
     outcome = ScoreOutcome(observation=obs)
     for f in frozen:
-        point, offset = match_point(f.record, obs.params, obs.tokens)
+        fc = f.forecast
+        point, label, offset = match_point(fc, obs.params, obs.tokens)
         if point is None:
-            fh = f.record.get("hero") or {}
             outcome.unmatched[f.number] = (
                 f"no frozen point at the hero run's {obs.params:,.0f} params and {obs.tokens:,.0f} tokens (it froze "
-                f"the hero at {fh.get('params') or 0:,.0f} params, {fh.get('tokens') or 0:,.0f} tokens); freeze with "
+                f"the hero at {fc.hero.params:,.0f} params, {fc.hero.tokens:,.0f} tokens); freeze with "
                 f"--predict {obs.params:.4g}:{obs.tokens:.4g} before the hero trains"
             )
             continue
         score: dict[str, Any] = {
             "scored_at": utc_now(),
             "source": obs.source,
-            "point": point.get("label", "hero"),
+            "point": label,
             "offset": offset,
             "final": False,
         }
-        tokens_planned = obs.tokens or point.get("tokens")
+        tokens_planned = obs.tokens or point.tokens
         final = obs.final
         pts = obs.curve(tokens_planned) if final is None else []
         if final is None and pts and pts[-1][0] >= 1 - 1e-9:
@@ -389,11 +395,11 @@ def score_study(
         if final is not None:
             score.update(final=True, **compare(point, final))
             if obs.split is not None:
-                score["in_context"] = in_context_score(f.record, obs.split, obs.params, obs.tokens)
+                score["in_context"] = in_context_score(fc.in_context, obs.split, obs.params, obs.tokens)
             if reps is not None:  # the forecast against the seeds' mean: one run's own noise is not its error
                 score["replicates"] = {**reps, "vs_mean": compare(point, reps["mean"])}
         else:
-            ratio = tokens_planned / (obs.params or point["params"]) if tokens_planned else None
+            ratio = tokens_planned / (obs.params or point.params) if tokens_planned else None
             key = round(ratio or 0, 6)
             if key not in refs:
                 refs[key] = reference_curves(sd, specs, ratio, obs.schedule)
@@ -408,9 +414,9 @@ def score_study(
                         f"[{vs['lo']:.4g}, {vs['hi']:.4g}]"
                     )
             score["partial"] = early
-        if obs.started_at and f.record.get("frozen_at"):
-            score["frozen_before_training"] = f.record["frozen_at"] <= obs.started_at
-        changed = now is not None and f.record.get("results_sha256") != now
+        if obs.started_at and fc.frozen_at:
+            score["frozen_before_training"] = fc.frozen_at <= obs.started_at
+        changed = now is not None and fc.results_sha256 != now
         score["data_changed"] = changed
         if changed:
             score["warning"] = DATA_CHANGED
