@@ -715,6 +715,38 @@ def test_a_ladder_the_fit_can_use_only_partly_is_warned(tmp_path, capsys):
     assert r.code == 0 and "no rollout backtest" in " ".join(r.stderr.split())
 
 
+def test_the_fit_requirement_is_checked_per_variant():
+    """Issue 28, item 3: the requirement holds per law variant. A variant short of sizes gets no loss law (said
+    once, naming it), while the other still fits; with every variant short, only the ablation's comparison is
+    left, and the warning says so."""
+    from ladder.plan.planner import expand
+    from ladder.plan.plausibility import fit_requirements
+    from ladder.studies.spec import parse_study
+
+    study = parse_study({**BASE, "ablations": {"tie_embeddings": [True, False]}})
+    runs = expand(study).runs
+    untied = [r for r in runs if not r.shape.tied]
+    short = [r for r in runs if r.shape.tied or r in untied[:2]]  # untied at two sizes only
+    refuse, partly = fit_requirements(study, short)
+    assert refuse == [] and len(partly) == 1
+    assert "variant 'untied' has 2 runs at 2 sizes" in partly[0] and "those variants get no loss law" in partly[0]
+    assert "variant 'tied'" not in partly[0]
+    tied = [r for r in runs if r.shape.tied]
+    refuse, partly = fit_requirements(study, tied[:2] + untied[:2])  # both short: the ablation's comparison alone
+    assert refuse == [] and "variant 'tied' has 2 runs" in partly[0] and "variant 'untied' has 2 runs" in partly[0]
+    assert "no loss law and no hero forecast, only the ablations' comparisons (tie_embeddings)" in partly[0]
+
+
+def test_an_extra_run_of_no_variant_of_the_study_is_refused_naming_it(tmp_path, capsys):
+    """An extra run limited to a variant the study does not train was planned as nothing, without a word."""
+    spec = _study_file(
+        tmp_path,
+        {**BASE, "ladder": {**BASE["ladder"], "extra_runs": [{"size": "20K"}, {"size": "40K", "variant": "untied"}]}},
+    )
+    for command in (("studies", "validate"), ("plan", "--dry-run")):
+        _one_line(run_cli(capsys, *command, spec), "ladder.extra_runs[1].variant: 'untied' is not a variant", "tied")
+
+
 def test_the_fit_thresholds_validate_checks_are_the_fits():
     from ladder.plan import plausibility
     from ladder.reports.fits.loss import loss_forms

@@ -30,7 +30,7 @@ from ladder.plan.plausibility import (
     check_study,
     cost_warning,
 )
-from ladder.plan.rung_runs import axis_combos, extra_rungs, rung_runs, rungs, variant_matches
+from ladder.plan.rung_runs import axis_combos, extra_rungs, rung_runs, rungs, variant_matches, variant_names
 from ladder.studies.spec import StudySpec
 
 
@@ -89,10 +89,15 @@ def expand(study: StudySpec) -> Plan:
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
     grid = [(rung, None, None) for rung in rungs(study, rules)]
-    for rung, variant, seeds in grid + extra_rungs(study):
-        for combo in axis_combos(study):
-            if not variant_matches(variant, combo, study):
-                continue
+    combos = axis_combos(study)
+    for i, (rung, variant, seeds) in enumerate(grid + extra_rungs(study)):
+        mine = [combo for combo in combos if variant_matches(variant, combo, study)]
+        if not mine:  # an extra run of no variant of the study would be planned as nothing, without a word
+            raise SpecError(
+                f"ladder.extra_runs[{i - len(grid)}].variant: {variant!r} is not a variant of this study (its "
+                f"variants: {', '.join(variant_names(study, combos))}); name one of them, or leave variant out"
+            )
+        for combo in mine:
             for run in rung_runs(study, rules, rung, combo, seeds):
                 if run.run_id in seen:
                     continue  # two axis values that train the identical model (e.g. lr 1x == the rule's value)

@@ -300,6 +300,13 @@ def extra_rungs(study: StudySpec) -> list[tuple[Rung, str | None, list[int] | No
     return out
 
 
+def variant_names(study: StudySpec, combos: list[dict[str, Any]]) -> list[str]:
+    """The names an extra run's ``variant`` may take: each combination's plan label, and 'tied' / 'untied' for
+    the tyings the study trains."""
+    tyings = {"tied" if c.get("tie_embeddings", study.model.tie_embeddings) else "untied" for c in combos}
+    return list(dict.fromkeys([*(variant_label(c) for c in combos), *sorted(tyings)]))
+
+
 def variant_matches(variant: str | None, combo: dict[str, Any], study: StudySpec) -> bool:
     """Whether an ablation combination belongs to ``variant``: its plan label, or 'tied' / 'untied' for every
     combination with that tying (None: every combination)."""
