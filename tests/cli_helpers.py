@@ -33,3 +33,15 @@ def run_cli(capsys: pytest.CaptureFixture, *args: str) -> CliResult:
         sys.argv = old
     captured = capsys.readouterr()
     return CliResult(code, captured.out, captured.err)
+
+
+def one_line(r: CliResult, *words: str) -> str:
+    """A refusal: exit 2, one line on stderr starting ``error: `` and holding each of ``words``, no traceback;
+    returns that line."""
+    assert r.code == 2, (r.code, r.stdout[-2000:], r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]

@@ -5,6 +5,7 @@ finished run, an unreadable lm-eval file. ``ladder status`` and ``ladder collect
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from ladder import layout
@@ -201,6 +202,28 @@ def outcomes(root: Path) -> dict[str, RunSpec]:
     lines[1] = "{this is not json}\n"
     rd.metrics.write_text("".join(lines))
     return by
+
+
+# how :func:`damage_run` can damage a run
+DAMAGES = ("deleted_dir", "deleted_spec", "corrupt_spec", "wrong_spec", "corrupt_result")
+
+
+def damage_run(root: Path, run_id: str, how: str) -> None:
+    """Damage one run of the study in ``root``: its directory or spec.json deleted, spec.json cut mid-record
+    (``corrupt_spec``) or valid JSON of the wrong shape (``wrong_spec``), or result.json not JSON."""
+    rd = layout.StudyDir(root).run(run_id)
+    if how == "deleted_dir":
+        shutil.rmtree(rd.path)
+    elif how == "deleted_spec":
+        rd.spec.unlink()
+    elif how == "corrupt_spec":
+        rd.spec.write_text('{"run_id": "abc", "vari')
+    elif how == "wrong_spec":
+        rd.spec.write_text('{"run_id": 3}')
+    elif how == "corrupt_result":
+        rd.result.write_text("{not json")
+    else:
+        raise AssertionError(how)
 
 
 def status_row(state: str, done: int, *, tokens_per_s: float | None = None, flops_spent: float | None = None):

@@ -12,22 +12,7 @@ import pytest
 from ladder import layout
 from ladder.errors import StateError
 from tests.cli_helpers import run_cli
-from tests.fake_runs import finish, plan_micro
-
-
-def _damage(root, spec, how: str) -> None:
-    rd = layout.StudyDir(root).run(spec.run_id)
-    if how == "deleted_dir":
-        shutil.rmtree(rd.path)
-    elif how == "deleted_spec":
-        rd.spec.unlink()
-    elif how == "corrupt_spec":
-        rd.spec.write_text('{"run_id": "abc", "vari')
-    elif how == "wrong_spec":
-        rd.spec.write_text('{"run_id": 3}')
-    else:
-        raise AssertionError(how)
-
+from tests.fake_runs import damage_run, finish, plan_micro
 
 DAMAGE = {
     "deleted_dir": "run directory is missing",
@@ -50,7 +35,7 @@ def planned(tmp_path):
 @pytest.mark.parametrize("how", sorted(DAMAGE))
 def test_status_shows_a_damaged_run_and_every_other_run(planned, capsys, how):
     root, specs = planned
-    _damage(root, specs[2], how)
+    damage_run(root, specs[2].run_id, how)
     r = run_cli(capsys, "status", root, "--json")
     assert r.code == 0, r.stderr
     rows = {row["run_id"]: row for row in r.json()["runs"]}
@@ -70,7 +55,7 @@ def test_status_shows_a_damaged_run_and_every_other_run(planned, capsys, how):
 @pytest.mark.parametrize("how", sorted(DAMAGE))
 def test_collect_warns_about_a_damaged_run_and_collects_the_rest(planned, capsys, how):
     root, specs = planned
-    _damage(root, specs[2], how)
+    damage_run(root, specs[2].run_id, how)
     r = run_cli(capsys, "collect", root)
     assert r.code == 0, r.stderr
     err = " ".join(r.stderr.split())
@@ -97,7 +82,7 @@ def test_a_corrupt_result_never_blocks_the_rest(planned, capsys):
 @pytest.mark.parametrize("how", sorted(DAMAGE))
 def test_the_advised_command_repairs_the_study_in_place(planned, capsys, how, monkeypatch, tmp_path):
     root, specs = planned
-    _damage(root, specs[2], how)
+    damage_run(root, specs[2].run_id, how)
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -112,7 +97,7 @@ def test_the_advised_command_repairs_the_study_in_place(planned, capsys, how, mo
 
 def test_a_done_run_with_a_corrupt_spec_is_repaired_and_stays_done(planned, capsys):
     root, specs = planned
-    _damage(root, specs[0], "corrupt_spec")
+    damage_run(root, specs[0].run_id, "corrupt_spec")
     assert run_cli(capsys, "plan", root / "study.yaml", "--out", root).code == 0
     rows = {row["run_id"]: row["state"] for row in run_cli(capsys, "status", root, "--json").json()["runs"]}
     assert rows[specs[0].run_id] == "done"
@@ -122,7 +107,7 @@ def test_what_needs_every_run_refuses_naming_the_repair(planned):
     from ladder.plan.planner import read_plan
 
     root, specs = planned
-    _damage(root, specs[1], "deleted_dir")
+    damage_run(root, specs[1].run_id, "deleted_dir")
     with pytest.raises(StateError) as exc:
         read_plan(root)
     assert specs[1].run_id in str(exc.value) and f"ladder plan {root / 'study.yaml'} --out {root}" in str(exc.value)
@@ -136,7 +121,7 @@ def test_every_spec_read_raises_one_error_naming_the_damage(planned, how):
     root, specs = planned
     rd = layout.StudyDir(root).run(specs[2].run_id)
     assert rd.read_spec(same_run=True) == specs[2]
-    _damage(root, specs[2], how)
+    damage_run(root, specs[2].run_id, how)
     with pytest.raises(layout.UnreadableSpec) as info:
         rd.read_spec()
     assert DAMAGE[how] in info.value.why and info.value.missing == how.startswith("deleted")
@@ -273,7 +258,7 @@ def test_fit_fits_the_good_runs_of_a_study_with_a_deleted_run(finished, capsys):
     import json
 
     root, specs = finished
-    _damage(root, specs[1], "deleted_dir")
+    damage_run(root, specs[1].run_id, "deleted_dir")
     assert run_cli(capsys, "collect", root).code == 0
     for args in (["fit", root], ["fit", "--runs", root / "results.csv"]):
         r = run_cli(capsys, *args, "--bootstrap", "20")
@@ -296,7 +281,7 @@ def test_one_damaged_run_blocks_none_of_the_forecast_loop(tmp_path, capsys):
     import json
 
     run_id = json.loads((root / layout.PLAN).read_text(encoding="utf-8"))["runs"][1]
-    shutil.rmtree(layout.StudyDir(root).run(run_id).path)
+    damage_run(root, run_id, "deleted_dir")
     for args in (
         ["collect", root],
         ["fit", root, "--bootstrap", "10"],

@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import pytest
 
 from ladder import layout
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
+from tests.fake_runs import damage_run
 
 RUN_STATE = {
     "deleted_dir": "damaged",
@@ -87,33 +88,13 @@ def _runs(root: Path) -> list[str]:
 def _damage(root: Path, how: str) -> str:
     """Damage the second run of the plan; its id."""
     run_id = _runs(root)[1]
-    rd = layout.StudyDir(root).run(run_id)
-    if how == "deleted_dir":
-        shutil.rmtree(rd.path)
-    elif how == "deleted_spec":
-        rd.spec.unlink()
-    elif how == "corrupt_spec":
-        rd.spec.write_text('{"run_id": "abc", "vari')
-    elif how == "corrupt_result":
-        rd.result.write_text("{not json")
-    else:
-        raise AssertionError(how)
+    damage_run(root, run_id, how)
     return run_id
 
 
 def _said(r) -> str:
     assert "Traceback" not in r.stdout + r.stderr, r.stderr[-3000:]
     return " ".join((r.stdout + r.stderr).split())
-
-
-def _one_line(r, *words: str) -> str:
-    assert r.code == 2, (r.code, r.stdout[-2000:], r.stderr[-2000:])
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
-    for w in words:
-        assert w in lines[0], (w, lines[0])
-    return lines[0]
 
 
 # what `ladder cancel` writes of its own on any study (its lock, and the job book it read, rewritten): no damage
@@ -277,7 +258,7 @@ def test_the_forecast_loop_goes_on_and_leaves_the_runs_alone(study, capsys, comm
 def test_submit_refuses_a_run_it_cannot_read_naming_the_repair(study, capsys, how):
     run_id = _damage(study, how)
     before = _files(study)
-    _one_line(run_cli(capsys, "submit", study, "--executor", "debug"), run_id, RUN_DAMAGE[how], _repair(study))
+    one_line(run_cli(capsys, "submit", study, "--executor", "debug"), run_id, RUN_DAMAGE[how], _repair(study))
     assert _files(study) == before
 
 
@@ -344,7 +325,7 @@ def test_run_repairs_a_damaged_run_before_it_submits(study, capsys, no_training,
     if how == "corrupt_spec" or how == "deleted_spec":  # its result survived: done again, nothing to train
         assert r.code == 0, r.stderr[-2000:]
     else:  # the stand-in trained nothing: the run says which run did not finish, in one line
-        _one_line(r, run_id, "ended without finishing")
+        one_line(r, run_id, "ended without finishing")
     assert "plan: " in said
 
 
@@ -364,7 +345,7 @@ def test_run_refuses_a_directory_for_fit_json_before_writing_anything(study, cap
     (study / "fit.json").unlink()
     (study / "fit.json").mkdir()
     before = _files(study)
-    _one_line(_run(study, capsys), "fit.json is not a file (a directory)", "rm -r")
+    one_line(_run(study, capsys), "fit.json is not a file (a directory)", "rm -r")
     assert _files(study) == before and no_training == []
 
 
@@ -374,7 +355,7 @@ def test_run_refuses_a_directory_for_fit_json_before_writing_anything(study, cap
 def test_plan_suggest_refuses_a_corrupt_fit_json_naming_the_refit(study, capsys):
     (study / "fit.json").write_text('{"loss": {')
     before = _files(study)
-    _one_line(run_cli(capsys, "plan", study, "--suggest"), "fit.json is damaged", f"ladder fit {study}")
+    one_line(run_cli(capsys, "plan", study, "--suggest"), "fit.json is damaged", f"ladder fit {study}")
     assert _files(study) == before
 
 
@@ -389,7 +370,7 @@ def test_a_corrupt_plan_json(study, capsys, no_training, command):
         assert r.code == 0 and _frozen_loss(study) in _said(r)
         assert _files(study) == before
     elif command == "plan --suggest":
-        _one_line(run_cli(capsys, "plan", study, "--suggest"), "plan.json is unreadable", _repair(study))
+        one_line(run_cli(capsys, "plan", study, "--suggest"), "plan.json is unreadable", _repair(study))
         assert _files(study) == before
     else:
         r = _run(study, capsys)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 
 GOOD = {
     "name": "t",
@@ -35,15 +35,6 @@ def _study(tmp_path: Path, text: str | None = None, **changes) -> Path:
 
 def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
-
-
-def _one_line(r, *words: str) -> None:
-    assert r.code == 2, (r.code, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
-    for w in words:
-        assert w in lines[0], (w, lines[0])
 
 
 SPEC_CASES = [
@@ -73,7 +64,7 @@ SPEC_CASES = [
 
 @pytest.mark.parametrize("case,changes,words", SPEC_CASES, ids=[c for c, _, _ in SPEC_CASES])
 @pytest.mark.parametrize("command", ["validate", "plan", "dry-run"])
-def test_nonsense_in_a_study_is_refused_in_one_line(tmp_path, capsys, case, changes, words, command):
+def test_nonsense_in_a_study_is_refused_inone_line(tmp_path, capsys, case, changes, words, command):
     path = _study(tmp_path, **changes)
     before = _files(tmp_path)
     args = {
@@ -81,15 +72,15 @@ def test_nonsense_in_a_study_is_refused_in_one_line(tmp_path, capsys, case, chan
         "plan": ("plan", path, "--out", tmp_path / "out"),
         "dry-run": ("plan", path, "--dry-run"),
     }[command]
-    _one_line(run_cli(capsys, *args), *words)
+    one_line(run_cli(capsys, *args), *words)
     assert _files(tmp_path) == before  # nothing written
 
 
 def test_duplicate_yaml_keys_are_refused_with_their_lines(tmp_path, capsys):
     path = _study(tmp_path, text="name: a\nladder: {sizes: [10K]}\nname: b\nhero: {params: 1M}\n")
-    _one_line(run_cli(capsys, "studies", "validate", path), "'name' appears twice", "lines 1 and 3")
+    one_line(run_cli(capsys, "studies", "validate", path), "'name' appears twice", "lines 1 and 3")
     path = _study(tmp_path, text="name: a\nladder: {sizes: [10K], sizes: [20K]}\nhero: {params: 1M}\n")
-    _one_line(run_cli(capsys, "plan", path, "--dry-run"), "'sizes' appears twice", "line 2")
+    one_line(run_cli(capsys, "plan", path, "--dry-run"), "'sizes' appears twice", "line 2")
 
 
 def test_a_tracker_that_is_not_installed_is_refused_at_validate_time(tmp_path, capsys, monkeypatch):
@@ -98,10 +89,10 @@ def test_a_tracker_that_is_not_installed_is_refused_at_validate_time(tmp_path, c
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
     path = _study(tmp_path, tracking={"kind": "wandb", "project": "p"})
-    _one_line(run_cli(capsys, "studies", "validate", path), "tracking.kind = 'wandb'", "pip install 'ladder[wandb]'")
-    _one_line(run_cli(capsys, "plan", path, "--out", tmp_path / "out"), "ladder[wandb]")
+    one_line(run_cli(capsys, "studies", "validate", path), "tracking.kind = 'wandb'", "pip install 'ladder[wandb]'")
+    one_line(run_cli(capsys, "plan", path, "--out", tmp_path / "out"), "ladder[wandb]")
     assert not (tmp_path / "out").exists()
-    _one_line(
+    one_line(
         run_cli(capsys, "studies", "validate", _study(tmp_path, tracking={"kind": "mlflow"})),
         "tracking.kind",
         "'tensorboard'",
@@ -126,34 +117,34 @@ MODEL_INFO = [
 
 @pytest.mark.parametrize("extra,words", MODEL_INFO, ids=[" ".join(e) for e, _ in MODEL_INFO])
 def test_model_info_bad_values(capsys, extra, words):
-    _one_line(run_cli(capsys, "model", "info", "--params", "135M", *extra), *words)
+    one_line(run_cli(capsys, "model", "info", "--params", "135M", *extra), *words)
 
 
 def test_model_info_bad_explicit_shape(capsys):
-    _one_line(run_cli(capsys, "model", "info", "--d-model", "0", "--n-layers", "2"), "--d-model 0")
-    _one_line(run_cli(capsys, "model", "info", "--d-model", "64", "--n-layers", "-1"), "--n-layers -1")
+    one_line(run_cli(capsys, "model", "info", "--d-model", "0", "--n-layers", "2"), "--d-model 0")
+    one_line(run_cli(capsys, "model", "info", "--d-model", "64", "--n-layers", "-1"), "--n-layers -1")
 
 
 def test_tokenizer_commands_check_their_options(tmp_path, capsys, tiny_tokenizer, tiny_jsonl_corpus):
     before = _files(tmp_path)
     ev = ("data", "tokenizer", "eval", tiny_tokenizer, tiny_jsonl_corpus)
-    _one_line(run_cli(capsys, *ev, "--max-bytes", "abc"), "--max-bytes 'abc'", "8M")
-    _one_line(run_cli(capsys, *ev, "--max-bytes", "-1M"), "--max-bytes '-1M'")
-    _one_line(run_cli(capsys, *ev, "--validation-fraction", "2"), "--validation-fraction 2", "between 0 and 1")
-    _one_line(run_cli(capsys, *ev, "--validation-fraction", "0"), "--validation-fraction 0")
-    _one_line(run_cli(capsys, "data", "tokenizer", "eval", tmp_path / "nope", tiny_jsonl_corpus), "no such tokenizer")
+    one_line(run_cli(capsys, *ev, "--max-bytes", "abc"), "--max-bytes 'abc'", "8M")
+    one_line(run_cli(capsys, *ev, "--max-bytes", "-1M"), "--max-bytes '-1M'")
+    one_line(run_cli(capsys, *ev, "--validation-fraction", "2"), "--validation-fraction 2", "between 0 and 1")
+    one_line(run_cli(capsys, *ev, "--validation-fraction", "0"), "--validation-fraction 0")
+    one_line(run_cli(capsys, "data", "tokenizer", "eval", tmp_path / "nope", tiny_jsonl_corpus), "no such tokenizer")
     out = tmp_path / "tok"
     tr = ("data", "tokenizer", "train", tiny_jsonl_corpus, "--vocab-size", "300", "--out", out)
-    _one_line(run_cli(capsys, *tr, "--validation-fraction", "2"), "--validation-fraction 2")
-    _one_line(run_cli(capsys, *tr, "--max-bytes", "lots"), "--max-bytes 'lots'")
-    _one_line(run_cli(capsys, *tr[:4], "--vocab-size", "abc", "--out", out), "'--vocab-size'")
+    one_line(run_cli(capsys, *tr, "--validation-fraction", "2"), "--validation-fraction 2")
+    one_line(run_cli(capsys, *tr, "--max-bytes", "lots"), "--max-bytes 'lots'")
+    one_line(run_cli(capsys, *tr[:4], "--vocab-size", "abc", "--out", out), "'--vocab-size'")
     assert _files(tmp_path) == before
 
 
 def test_a_corpus_without_the_text_key_says_so(tmp_path, capsys, tiny_tokenizer):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"content": f"document {i} " * 20}) + "\n" for i in range(60)))
-    _one_line(run_cli(capsys, "data", "tokenizer", "eval", tiny_tokenizer, corpus), "--text-key 'text'")
+    one_line(run_cli(capsys, "data", "tokenizer", "eval", tiny_tokenizer, corpus), "--text-key 'text'")
 
 
 @pytest.fixture()
@@ -169,65 +160,65 @@ def test_report_refuses_what_its_siblings_refuse(tmp_path, capsys, planned):
     empty = tmp_path / "empty"
     empty.mkdir()
     for command in ("status", "collect", "fit", "report"):
-        _one_line(run_cli(capsys, command, empty), "not a planned study directory")
+        one_line(run_cli(capsys, command, empty), "not a planned study directory")
     assert _files(empty) == []
     target = tmp_path / "a-file"
     target.write_text("x")
     before = _files(tmp_path)
-    _one_line(run_cli(capsys, "report", planned, "--out", target), "--out", "not a folder")
-    _one_line(run_cli(capsys, "report", planned, "--format", ""), "--format ''", "html, pdf")
-    _one_line(run_cli(capsys, "report", planned, "--format", "docx"), "--format 'docx'", "html, pdf")
+    one_line(run_cli(capsys, "report", planned, "--out", target), "--out", "not a folder")
+    one_line(run_cli(capsys, "report", planned, "--format", ""), "--format ''", "html, pdf")
+    one_line(run_cli(capsys, "report", planned, "--format", "docx"), "--format 'docx'", "html, pdf")
     assert _files(tmp_path) == before
 
 
 def test_fit_messages(tmp_path, capsys, planned):
     assert run_cli(capsys, "collect", planned).code == 0
-    _one_line(run_cli(capsys, "fit", planned), "no finished runs")
-    _one_line(run_cli(capsys, "fit", planned, "--predict", "1e400:1e12"), "--predict '1e400:1e12'", "too large")
-    _one_line(run_cli(capsys, "fit", planned, "--predict", "0:1e12"), "params must be positive")
-    _one_line(run_cli(capsys, "fit", planned, "--predict", "7e9"), "PARAMS:TOKENS")
-    _one_line(run_cli(capsys, "fit", planned, "--predict", "big:1e12"), "params 'big' is not a count")
-    _one_line(run_cli(capsys, "fit", planned, "--bootstrap", "x"), "'--bootstrap'")
-    _one_line(run_cli(capsys, "fit", planned, "--columns", "params=n"), "--columns", "--runs")
-    _one_line(run_cli(capsys, "fit"), "--runs FILE")
+    one_line(run_cli(capsys, "fit", planned), "no finished runs")
+    one_line(run_cli(capsys, "fit", planned, "--predict", "1e400:1e12"), "--predict '1e400:1e12'", "too large")
+    one_line(run_cli(capsys, "fit", planned, "--predict", "0:1e12"), "params must be positive")
+    one_line(run_cli(capsys, "fit", planned, "--predict", "7e9"), "PARAMS:TOKENS")
+    one_line(run_cli(capsys, "fit", planned, "--predict", "big:1e12"), "params 'big' is not a count")
+    one_line(run_cli(capsys, "fit", planned, "--bootstrap", "x"), "'--bootstrap'")
+    one_line(run_cli(capsys, "fit", planned, "--columns", "params=n"), "--columns", "--runs")
+    one_line(run_cli(capsys, "fit"), "--runs FILE")
     runs = tmp_path / "runs.csv"
     runs.write_text("n,d,l\n1e5,2e6,3.1\n2e5,4e6,2.9\n")
-    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "params"), "--columns 'params'", "NAME=COLUMN")
-    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "size=n"), "size", "choose from params")
-    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "params=N_params"), "no column 'N_params'", "n, d, l")
-    _one_line(run_cli(capsys, "fit", "--runs", tmp_path / "none.csv"), "no such runs file")
+    one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "params"), "--columns 'params'", "NAME=COLUMN")
+    one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "size=n"), "size", "choose from params")
+    one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", "params=N_params"), "no column 'N_params'", "n, d, l")
+    one_line(run_cli(capsys, "fit", "--runs", tmp_path / "none.csv"), "no such runs file")
 
 
 def test_executor_and_run_options(tmp_path, capsys, planned):
-    _one_line(
+    one_line(
         run_cli(capsys, "run", "default", "--executor", "kubernetes", "--out", tmp_path / "r"),
         "--executor 'kubernetes'",
         "slurm, local, debug",
     )
     assert not (tmp_path / "r").exists()
-    _one_line(run_cli(capsys, "submit", planned, "--executor", "k8s"), "--executor 'k8s'")
-    _one_line(run_cli(capsys, "submit", planned, "--gpus", "a,b"), "--gpus")
-    _one_line(run_cli(capsys, "submit", planned, "--sbatch", "exclusive"), "--sbatch 'exclusive'", "KEY=VALUE")
-    _one_line(run_cli(capsys, "status", planned, "--interval", "0"), "--interval 0")
-    _one_line(run_cli(capsys, "train", next((planned / "runs").iterdir()), "--threads", "0"), "--threads 0")
-    _one_line(run_cli(capsys, "train", tmp_path), "not a run directory")
+    one_line(run_cli(capsys, "submit", planned, "--executor", "k8s"), "--executor 'k8s'")
+    one_line(run_cli(capsys, "submit", planned, "--gpus", "a,b"), "--gpus")
+    one_line(run_cli(capsys, "submit", planned, "--sbatch", "exclusive"), "--sbatch 'exclusive'", "KEY=VALUE")
+    one_line(run_cli(capsys, "status", planned, "--interval", "0"), "--interval 0")
+    one_line(run_cli(capsys, "train", next((planned / "runs").iterdir()), "--threads", "0"), "--threads 0")
+    one_line(run_cli(capsys, "train", tmp_path), "not a run directory")
 
 
 def test_usage_errors_are_one_line_too(capsys):
-    _one_line(
+    one_line(
         run_cli(capsys, "studies", "show", "default", "--yaml"),
         "No such option: --yaml",
         "see `ladder studies show --help`",
     )
-    _one_line(run_cli(capsys, "plan"), "Missing argument", "see `ladder plan --help`")
-    _one_line(run_cli(capsys, "nosuch"), "No such command 'nosuch'")
-    _one_line(run_cli(capsys, "status", "x", "--interval", "soon"), "'--interval'")
+    one_line(run_cli(capsys, "plan"), "Missing argument", "see `ladder plan --help`")
+    one_line(run_cli(capsys, "nosuch"), "No such command 'nosuch'")
+    one_line(run_cli(capsys, "status", "x", "--interval", "soon"), "'--interval'")
 
 
 def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
     runs = tmp_path / "runs.csv"
     runs.write_text("params,tokens,loss\n1e5,2e6,3.1\n2e5,4e6,\n4e5,8e6,2.7\n8e5,1.6e7,2.5\n")
-    _one_line(run_cli(capsys, "fit", "--runs", runs), "column loss has NaN", "line 3")  # the header is line 1
+    one_line(run_cli(capsys, "fit", "--runs", runs), "column loss has NaN", "line 3")  # the header is line 1
     runs = tmp_path / "runs.jsonl"
     runs.write_text(
         "".join(
@@ -235,7 +226,7 @@ def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
             for n, loss in ((1e5, 3.1), (2e5, 2.9), (4e5, float("inf")), (8e5, 2.5))
         )
     )
-    _one_line(
+    one_line(
         run_cli(capsys, "fit", "--runs", runs, "--columns", "params=config.n,tokens=config.n,loss=summary.loss"),
         "column loss has NaN",
         "line 3",
@@ -311,10 +302,10 @@ def test_plan_refuses_what_data_preparation_refuses_as_validate_does(tmp_path, c
     path = _study(tmp_path, ladder__sizes=["10K", "20K", "40K", "80K"], **changes)  # a ladder the fit takes
     before = _files(tmp_path)
     validate = run_cli(capsys, "studies", "validate", path)
-    _one_line(validate, *words)
+    one_line(validate, *words)
     for extra in ([], ["--dry-run"], ["--json"]):
         r = run_cli(capsys, "plan", path, "--out", tmp_path / "D", *extra)
-        _one_line(r, *words)
+        one_line(r, *words)
         assert r.stderr == validate.stderr  # the same line
     assert _files(tmp_path) == before
 
@@ -322,16 +313,16 @@ def test_plan_refuses_what_data_preparation_refuses_as_validate_does(tmp_path, c
 def test_hero_seed_has_the_bounds_of_a_study_seed(capsys, planned):
     before = _files(planned)
     for seed in ("99999999999999999999", "4294967296", "-1"):
-        _one_line(run_cli(capsys, "hero", planned, "--seed", seed), f"--seed {seed}", "0 to 2^32-1")
+        one_line(run_cli(capsys, "hero", planned, "--seed", seed), f"--seed {seed}", "0 to 2^32-1")
     assert _files(planned) == before
 
 
 def test_eval_refuses_a_device_and_an_executor_before_looking_for_work(capsys, planned):
     before = _files(planned)  # no finished run: nothing to evaluate
-    _one_line(run_cli(capsys, "eval", planned, "--device", "tpu", "--executor", "debug"), "--device 'tpu'", "cuda:N")
-    _one_line(run_cli(capsys, "eval", planned, "--device", "cuda:x", "--executor", "debug"), "--device 'cuda:x'")
-    _one_line(run_cli(capsys, "eval", planned, "--executor", "nosuch"), "--executor 'nosuch'", "slurm, local, debug")
-    _one_line(run_cli(capsys, "eval", planned, "--executor", "nosuch", "--device", "cpu"), "--executor 'nosuch'")
+    one_line(run_cli(capsys, "eval", planned, "--device", "tpu", "--executor", "debug"), "--device 'tpu'", "cuda:N")
+    one_line(run_cli(capsys, "eval", planned, "--device", "cuda:x", "--executor", "debug"), "--device 'cuda:x'")
+    one_line(run_cli(capsys, "eval", planned, "--executor", "nosuch"), "--executor 'nosuch'", "slurm, local, debug")
+    one_line(run_cli(capsys, "eval", planned, "--executor", "nosuch", "--device", "cpu"), "--executor 'nosuch'")
     for device in ("cpu", "cuda", "cuda:1"):
         r = run_cli(capsys, "eval", planned, "--device", device, "--executor", "debug")
         assert r.code == 0 and "nothing to evaluate" in r.stdout, (device, r.stderr)
@@ -339,7 +330,7 @@ def test_eval_refuses_a_device_and_an_executor_before_looking_for_work(capsys, p
 
 
 def test_model_info_has_the_bounds_of_a_study(capsys):
-    _one_line(
+    one_line(
         run_cli(capsys, "model", "info", "--params", "135M", "--aspect-ratio", "1e30"),
         "--aspect-ratio 1e+30",
         "at most 10000",
@@ -347,7 +338,7 @@ def test_model_info_has_the_bounds_of_a_study(capsys):
     )
     assert run_cli(capsys, "model", "info", "--params", "135M", "--aspect-ratio", "1e4").code == 0  # the bound
     for big in ("1e30", "2P"):  # the bound `ladder hero --params` and a study's sizes name
-        _one_line(
+        one_line(
             run_cli(capsys, "model", "info", "--params", big),
             f"--params '{big}'",
             "beyond what this family builds (at most 1P parameters)",
@@ -361,7 +352,7 @@ def test_a_runs_file_with_an_implausible_loss_is_named_by_its_line(tmp_path, cap
     `forecast score --loss` has: one line naming the row, nothing written."""
     runs = tmp_path / "runs.csv"
     runs.write_text(f"params,tokens,loss\n1e5,2e6,3.1\n2e5,4e6,{loss}\n4e5,8e6,2.7\n8e5,1.6e7,2.5\n1.6e6,3.2e7,2.4\n")
-    _one_line(run_cli(capsys, "fit", "--runs", runs), "outside 0.001 to 100 nats/token", f"line 3 ({float(loss):g})")
+    one_line(run_cli(capsys, "fit", "--runs", runs), "outside 0.001 to 100 nats/token", f"line 3 ({float(loss):g})")
     assert [p.name for p in tmp_path.iterdir()] == ["runs.csv"]
 
 
@@ -370,7 +361,7 @@ def test_a_runs_file_with_no_finished_run_names_the_status_words(tmp_path, capsy
     for a study, not for a table; it now names the status words it fits."""
     runs = tmp_path / "runs.csv"
     runs.write_text("params,tokens,loss,status\n1e5,2e6,3.1,weird\n2e5,4e6,2.9,weird\n4e5,8e6,2.7,weird\n")
-    _one_line(run_cli(capsys, "fit", "--runs", runs), "none of the 3 run(s) is done (weird)", "finished")
+    one_line(run_cli(capsys, "fit", "--runs", runs), "none of the 3 run(s) is done (weird)", "finished")
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet"])
@@ -388,11 +379,11 @@ def test_a_runs_file_with_a_repeated_column_name_is_refused_naming_it(tmp_path, 
     else:
         sep = "\t" if suffix == ".tsv" else ","
         runs.write_text("".join(sep.join(map(str, r)) + "\n" for r in [("params", "tokens", "loss", "loss"), *rows]))
-    _one_line(run_cli(capsys, "fit", "--runs", runs), "more than one column is named 'loss'")
+    one_line(run_cli(capsys, "fit", "--runs", runs), "more than one column is named 'loss'")
     mapped = "params=params,tokens=tokens,loss=loss"
-    _one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", mapped), "more than one column is named 'loss'")
+    one_line(run_cli(capsys, "fit", "--runs", runs, "--columns", mapped), "more than one column is named 'loss'")
     if suffix == ".csv":  # a repeated name the mapping does not read is no matter
         runs.write_text("params,lr,tokens,loss,lr\n" + "".join(f"{n},1,{d},{lo},2\n" for n, d, lo, _ in rows))
-        _one_line(run_cli(capsys, "fit", "--runs", runs), "more than one column is named 'lr'")
+        one_line(run_cli(capsys, "fit", "--runs", runs), "more than one column is named 'lr'")
         assert run_cli(capsys, "fit", "--runs", runs, "--columns", mapped, "--bootstrap", "5").code == 0
     assert [p.name for p in tmp_path.iterdir()] == [runs.name]

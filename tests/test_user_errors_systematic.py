@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 
 BASE = {
     "name": "t",
@@ -30,15 +30,6 @@ BASE = {
     "hero": {"params": "1M"},
     "sanity_check": False,
 }
-
-
-def _one_line(r, *words: str) -> None:
-    assert r.code == 2, (r.code, r.stdout[-2000:], r.stderr[-2000:])
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
-    for w in words:
-        assert w in lines[0], (w, lines[0])
 
 
 def _interrupted(r) -> None:
@@ -188,15 +179,15 @@ def test_report_and_plan_to_places_that_cannot_be_written(fitted, capsys, tmp_pa
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     before = _files(tmp_path)
-    _one_line(run_cli(capsys, "report", fitted, "--out", "/proc/ladder-x", "--format", "html"), "/proc/ladder-x")
-    _one_line(
+    one_line(run_cli(capsys, "report", fitted, "--out", "/proc/ladder-x", "--format", "html"), "/proc/ladder-x")
+    one_line(
         run_cli(capsys, "report", fitted, "--out", a_file / "sub", "--format", "html"),
         str(a_file / "sub"),
         "not a folder",
     )
     spec = _study_file(tmp_path, BASE)
-    _one_line(run_cli(capsys, "plan", spec, "--out", "/proc/ladder-x"), "/proc/ladder-x")
-    _one_line(run_cli(capsys, "plan", spec, "--out", a_file / "sub"), str(a_file / "sub"))
+    one_line(run_cli(capsys, "plan", spec, "--out", "/proc/ladder-x"), "/proc/ladder-x")
+    one_line(run_cli(capsys, "plan", spec, "--out", a_file / "sub"), str(a_file / "sub"))
     before[spec.name] = spec.read_bytes()
     assert _files(tmp_path) == before
 
@@ -264,7 +255,7 @@ def test_a_read_only_study_is_one_line_naming_the_path(fitted, capsys, monkeypat
     with monkeypatch.context() as m:
         ReadOnly(m, fitted)
         r = run_cli(capsys, *READ_ONLY_COMMANDS[command](fitted))
-    _one_line(r, "cannot use", str(fitted), "Permission denied")
+    one_line(r, "cannot use", str(fitted), "Permission denied")
     assert _files(fitted) == before
 
 
@@ -272,7 +263,7 @@ def test_a_failed_hero_leaves_no_orphan_run_folder(fitted, capsys, monkeypatch):
     runs_before = sorted(p.name for p in (fitted / "runs").iterdir())
     with monkeypatch.context() as m:
         ReadOnly(m, fitted, only="plan.json")  # runs/ is writable, the study's plan.json is not
-        _one_line(run_cli(capsys, "hero", fitted), "plan.json", "Permission denied")
+        one_line(run_cli(capsys, "hero", fitted), "plan.json", "Permission denied")
     assert sorted(p.name for p in (fitted / "runs").iterdir()) == runs_before
     r = run_cli(capsys, "hero", fitted)  # and it plans once it can write
     assert r.code == 0, r.stderr
@@ -295,17 +286,17 @@ MISSING = [
 
 
 @pytest.mark.parametrize("name,command", MISSING, ids=[n for n, _ in MISSING])
-def test_a_missing_or_empty_study_is_one_line(tmp_path, capsys, name, command):
-    _one_line(run_cli(capsys, *command, tmp_path / "nosuch"))
+def test_a_missing_or_empty_study_isone_line(tmp_path, capsys, name, command):
+    one_line(run_cli(capsys, *command, tmp_path / "nosuch"))
     empty = tmp_path / "empty"
     empty.mkdir()
-    _one_line(run_cli(capsys, *command, empty))
+    one_line(run_cli(capsys, *command, empty))
     assert list(empty.iterdir()) == []
 
 
 def test_forecast_show_of_no_study(tmp_path, capsys):
-    _one_line(run_cli(capsys, "forecast", "show", tmp_path / "notastudy"), "no study at")
-    _one_line(run_cli(capsys, "forecast", "show", tmp_path), "no study at")
+    one_line(run_cli(capsys, "forecast", "show", tmp_path / "notastudy"), "no study at")
+    one_line(run_cli(capsys, "forecast", "show", tmp_path), "no study at")
 
 
 def test_commands_on_a_study_file_that_does_not_exist(tmp_path, capsys):
@@ -316,7 +307,7 @@ def test_commands_on_a_study_file_that_does_not_exist(tmp_path, capsys):
             tmp_path / "nosuch.yaml",
             *rest[: 1 if command != "studies" else 0],
         )
-        _one_line(run_cli(capsys, *full), "nosuch.yaml")
+        one_line(run_cli(capsys, *full), "nosuch.yaml")
 
 
 # ---- non-finite and absurd numbers in every numeric field ---------------------------------------------------
@@ -404,7 +395,7 @@ def test_infinity_in_a_study_names_the_field(tmp_path, capsys, changes, field, c
         "run": ("run", spec, "--out", tmp_path / "out"),
         "sanity": ("sanity", spec),
     }[command]
-    _one_line(run_cli(capsys, *args), field)
+    one_line(run_cli(capsys, *args), field)
     assert _files(tmp_path) == before
 
 
@@ -478,7 +469,7 @@ OPTION_CASES += [
 
 
 @pytest.mark.parametrize("args,words", OPTION_CASES, ids=[" ".join(a) for a, _ in OPTION_CASES])
-def test_absurd_options_are_one_line(fitted, tmp_path, capsys, args, words):
+def test_absurd_options_areone_line(fitted, tmp_path, capsys, args, words):
     import pandas as pd
 
     runs = tmp_path / "runs.csv"
@@ -486,7 +477,7 @@ def test_absurd_options_are_one_line(fitted, tmp_path, capsys, args, words):
     yaml_file = _study_file(tmp_path, BASE)
     args = [a.format(runs=runs, study=fitted, yaml=yaml_file, out=tmp_path / "out") for a in args]
     before, before_tmp = _files(fitted), _files(tmp_path)
-    _one_line(run_cli(capsys, *args), *words)
+    one_line(run_cli(capsys, *args), *words)
     assert _files(fitted) == before and _files(tmp_path) == before_tmp and not (tmp_path / "out").exists()
 
 
@@ -527,7 +518,7 @@ def test_a_damaged_fit_json_is_one_line_and_the_report_is_untouched(fitted, caps
         fit.write_text(json.dumps(data))
     before = _files(fitted)
     words = ["fit.json"] + (["refit with `ladder fit"] if how is not None else [])
-    _one_line(run_cli(capsys, *FIT_READERS[command](fitted)), *words)
+    one_line(run_cli(capsys, *FIT_READERS[command](fitted)), *words)
     assert _files(fitted) == before
     assert report.read_text() == "the good report"
 
@@ -544,7 +535,7 @@ def test_a_fit_json_that_is_a_directory_is_one_line_naming_it(fitted, capsys, co
     (fitted / "fit.json").mkdir()
     before = _files(fitted)
     args = FIT_READERS[command](fitted) if command in FIT_READERS else (*command.split(), fitted)
-    _one_line(run_cli(capsys, *args), "fit.json is not a file (a directory)", "rm -r", "ladder fit")
+    one_line(run_cli(capsys, *args), "fit.json is not a file (a directory)", "rm -r", "ladder fit")
     assert _files(fitted) == before and report.read_text() == "the good report"
 
 
@@ -563,10 +554,10 @@ PLAN_READERS = [
 
 
 @pytest.mark.parametrize("command", PLAN_READERS)
-def test_a_damaged_plan_json_is_one_line(fitted, capsys, command):
+def test_a_damaged_plan_json_isone_line(fitted, capsys, command):
     (fitted / "plan.json").write_text('{"runs": [')
     before = _files(fitted)
-    _one_line(run_cli(capsys, *command.split(), fitted), "plan.json")
+    one_line(run_cli(capsys, *command.split(), fitted), "plan.json")
     assert _files(fitted) == before
 
 
@@ -595,7 +586,7 @@ def test_a_damaged_jobs_json_is_named_status_and_collect_go_on_cancel_refuses(fi
         assert "ignored" in lines[0] and "from their folders" in lines[0]
     before = _files(fitted)
     for command in ("cancel", "submit"):
-        _one_line(run_cli(capsys, command, fitted), f"cannot {command}: {jobs} ", "cannot know the study's jobs")
+        one_line(run_cli(capsys, command, fitted), f"cannot {command}: {jobs} ", "cannot know the study's jobs")
     assert _files(fitted) == before and jobs.read_text() == JOBS_DAMAGE[damage]
 
 
@@ -609,7 +600,7 @@ def test_a_damaged_results_parquet_is_one_line_naming_the_repair(fitted, capsys,
     plan --suggest; it is one line naming the file and `ladder collect`, which writes it again."""
     (fitted / "results.parquet").write_text("garbage")
     before = _files(fitted)
-    _one_line(run_cli(capsys, *(a.format(s=fitted) for a in args)), "results.parquet is unreadable", "ladder collect")
+    one_line(run_cli(capsys, *(a.format(s=fitted) for a in args)), "results.parquet is unreadable", "ladder collect")
     assert _files(fitted) == before
 
 
@@ -623,7 +614,7 @@ def test_report_refuses_a_damaged_table_and_keeps_the_good_report(fitted, capsys
     report.write_text("the good report")
     (fitted / table).write_text("garbage")
     before = _files(fitted)
-    _one_line(run_cli(capsys, "report", fitted, "--format", "html"), f"{table} is unreadable", "ladder collect")
+    one_line(run_cli(capsys, "report", fitted, "--format", "html"), f"{table} is unreadable", "ladder collect")
     assert _files(fitted) == before and report.read_text() == "the good report"
 
 
@@ -641,10 +632,10 @@ REFUSED_EARLY = [
 @pytest.mark.parametrize("changes,words", REFUSED_EARLY, ids=["vocab", "max_bytes", "2 sizes", "3 sizes"])
 def test_validate_refuses_what_data_preparation_or_fit_would_refuse(tmp_path, capsys, changes, words):
     spec = _study_file(tmp_path, {**BASE, **changes})
-    _one_line(run_cli(capsys, "studies", "validate", spec), *words)
+    one_line(run_cli(capsys, "studies", "validate", spec), *words)
     # plan refuses it too, so that a ladder is not trained for nothing (what the fit would refuse: unless
     # --no-fit-check; what data preparation would refuse: always, as validate)
-    _one_line(run_cli(capsys, "plan", spec, "--dry-run"), *words, *(["--no-fit-check"] if "ladder" in changes else []))
+    one_line(run_cli(capsys, "plan", spec, "--dry-run"), *words, *(["--no-fit-check"] if "ladder" in changes else []))
 
 
 TWO_SIZES = {**BASE, "ladder": {"sizes": ["10K", "20K"]}}
@@ -654,9 +645,9 @@ FIT_REFUSES = ["`ladder fit` will refuse this ladder", "runs at >= 3 sizes", "2 
 def test_plan_refuses_a_ladder_the_fit_would_refuse_and_writes_nothing(tmp_path, capsys):
     spec = _study_file(tmp_path, TWO_SIZES)
     before = _files(tmp_path)
-    _one_line(run_cli(capsys, "plan", spec, "--out", tmp_path / "out"), *FIT_REFUSES)
-    _one_line(run_cli(capsys, "plan", spec, "--dry-run"), *FIT_REFUSES)
-    _one_line(run_cli(capsys, "plan", spec, "--out", tmp_path / "out", "--json"), *FIT_REFUSES)
+    one_line(run_cli(capsys, "plan", spec, "--out", tmp_path / "out"), *FIT_REFUSES)
+    one_line(run_cli(capsys, "plan", spec, "--dry-run"), *FIT_REFUSES)
+    one_line(run_cli(capsys, "plan", spec, "--out", tmp_path / "out", "--json"), *FIT_REFUSES)
     assert _files(tmp_path) == before and not (tmp_path / "out").exists()
 
 
@@ -673,7 +664,7 @@ def test_plan_and_validate_take_such_a_ladder_with_no_fit_check_and_warn(tmp_pat
     v = run_cli(capsys, "studies", "validate", spec, "--no-fit-check", "--json")
     assert v.code == 0 and v.json()["valid"] is True
     assert any("runs at >= 3 sizes" in w for w in v.json()["warnings"])
-    _one_line(run_cli(capsys, "studies", "validate", spec), *FIT_REFUSES)
+    one_line(run_cli(capsys, "studies", "validate", spec), *FIT_REFUSES)
 
 
 def test_run_refuses_a_ladder_the_fit_would_refuse_before_writing_anything(tmp_path, capsys, monkeypatch):
@@ -694,7 +685,7 @@ def test_run_refuses_a_ladder_the_fit_would_refuse_before_writing_anything(tmp_p
     monkeypatch.setattr(ladder.pipeline, "run_study", run_study)
     spec = _study_file(tmp_path, TWO_SIZES)
     before = _files(tmp_path)
-    _one_line(run_cli(capsys, "run", spec, "--out", tmp_path / "out", "--executor", "debug"), *FIT_REFUSES)
+    one_line(run_cli(capsys, "run", spec, "--out", tmp_path / "out", "--executor", "debug"), *FIT_REFUSES)
     assert called == [] and _files(tmp_path) == before and not (tmp_path / "out").exists()
     r = run_cli(capsys, "run", spec, "--out", tmp_path / "out", "--executor", "debug", "--no-fit-check")
     assert r.code == 0, r.stderr
@@ -744,7 +735,7 @@ def test_an_extra_run_of_no_variant_of_the_study_is_refused_naming_it(tmp_path, 
         {**BASE, "ladder": {**BASE["ladder"], "extra_runs": [{"size": "20K"}, {"size": "40K", "variant": "untied"}]}},
     )
     for command in (("studies", "validate"), ("plan", "--dry-run")):
-        _one_line(run_cli(capsys, *command, spec), "ladder.extra_runs[1].variant: 'untied' is not a variant", "tied")
+        one_line(run_cli(capsys, *command, spec), "ladder.extra_runs[1].variant: 'untied' is not a variant", "tied")
 
 
 def test_the_fit_thresholds_validate_checks_are_the_fits():
@@ -761,7 +752,7 @@ def test_a_study_fit_refuses_is_refused_by_the_fit_too(capsys, tmp_path):
     from tests.hero_fixture import SIZES, make_ladder
 
     root = make_ladder(tmp_path / "three", sizes=SIZES[:3], fit=False)
-    _one_line(run_cli(capsys, "fit", root, "--bootstrap", "3"), "needs >= 4 runs")
+    one_line(run_cli(capsys, "fit", root, "--bootstrap", "3"), "needs >= 4 runs")
 
 
 # ---- the cases of issue 28, each by the command that found it ----------------------------------------------
@@ -791,8 +782,8 @@ def test_eval_refuses_an_unknown_task_before_submitting(fitted, capsys, monkeypa
 
     monkeypatch.setattr(submit, "submit_evals", job_fails)
     before = _files(fitted)
-    _one_line(run_cli(capsys, "eval", fitted, "--tasks", "nosuchtask"), "unknown lm-eval task", "nosuchtask")
-    _one_line(run_cli(capsys, "eval", fitted, "--tasks", " , "), "--tasks")
+    one_line(run_cli(capsys, "eval", fitted, "--tasks", "nosuchtask"), "unknown lm-eval task", "nosuchtask")
+    one_line(run_cli(capsys, "eval", fitted, "--tasks", " , "), "--tasks")
     assert _files(fitted) == before
 
 
@@ -805,8 +796,8 @@ def test_a_study_with_an_unknown_eval_task_is_refused_at_validate(tmp_path, caps
 
     monkeypatch.setattr(downstream, "_task_manager", lambda include, defaults: Known())
     spec = _study_file(tmp_path, {**BASE, "evals": {"tasks": ["nosuchtask"]}})
-    _one_line(run_cli(capsys, "studies", "validate", spec), "evals:", "nosuchtask")
-    _one_line(run_cli(capsys, "plan", spec, "--out", tmp_path / "out"), "nosuchtask")
+    one_line(run_cli(capsys, "studies", "validate", spec), "evals:", "nosuchtask")
+    one_line(run_cli(capsys, "plan", spec, "--out", tmp_path / "out"), "nosuchtask")
     assert not (tmp_path / "out").exists()
 
 
@@ -843,7 +834,7 @@ def test_score_refuses_text_in_a_curve_and_appends_nothing(fitted, tmp_path, cap
     curve = tmp_path / "curve.csv"
     curve.write_text("tokens,eval_loss\n1000000,4.0\n2000000,abc\n3000000,3.8\n")
     before = _files(fitted)
-    _one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", curve), "line 3", "column eval_loss", "'abc'")
+    one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", curve), "line 3", "column eval_loss", "'abc'")
     assert _files(fitted) == before
     metrics = tmp_path / "metrics.jsonl"  # train records have no eval_loss: rows without it, not errors
     metrics.write_text(
@@ -852,4 +843,4 @@ def test_score_refuses_text_in_a_curve_and_appends_nothing(fitted, tmp_path, cap
         + json.dumps({"kind": "eval", "tokens": 2000, "eval_loss": "x"})
         + "\n"
     )
-    _one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", metrics), "record 2", "eval_loss")
+    one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", metrics), "record 2", "eval_loss")
