@@ -92,24 +92,21 @@ def run_cmd(
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})
     human = err if as_json else out
 
-    try:
-        with watching(human, f"training: {spec.name}") as show, _ctrl_c() as pressed:
+    # Ctrl-C: runs checkpoint as they stop, and the command's one line (ladder.cli) says to run it again
+    with watching(human, f"training: {spec.name}") as show, _ctrl_c() as pressed:
 
-            def on_status(rows) -> None:
-                pressed.check()
-                show(rows)
+        def on_status(rows) -> None:
+            pressed.check()
+            show(rows)
 
-            outcome = run_study(
-                study,
-                out_dir=target,
-                executor=ex_spec,
-                on_status=on_status,
-                log=lambda m: human.print(f"[bold]>[/] {escape(m)}", soft_wrap=True),
-                skip_sanity=skip_sanity,
-            )
-    except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/]: runs checkpoint as they stop; `ladder run {study}` continues")
-        raise typer.Exit(130) from None
+        outcome = run_study(
+            study,
+            out_dir=target,
+            executor=ex_spec,
+            on_status=on_status,
+            log=lambda m: human.print(f"[bold]>[/] {escape(m)}", soft_wrap=True),
+            skip_sanity=skip_sanity,
+        )
     if as_json:
         print_json(outcome.to_dict())
     else:
