@@ -64,7 +64,7 @@ SPEC_CASES = [
 
 @pytest.mark.parametrize("case,changes,words", SPEC_CASES, ids=[c for c, _, _ in SPEC_CASES])
 @pytest.mark.parametrize("command", ["validate", "plan", "dry-run"])
-def test_nonsense_in_a_study_is_refused_inone_line(tmp_path, capsys, case, changes, words, command):
+def test_nonsense_in_a_study_is_refused_in_one_line(tmp_path, capsys, case, changes, words, command):
     path = _study(tmp_path, **changes)
     before = _files(tmp_path)
     args = {

@@ -286,7 +286,7 @@ MISSING = [
 
 
 @pytest.mark.parametrize("name,command", MISSING, ids=[n for n, _ in MISSING])
-def test_a_missing_or_empty_study_isone_line(tmp_path, capsys, name, command):
+def test_a_missing_or_empty_study_is_one_line(tmp_path, capsys, name, command):
     one_line(run_cli(capsys, *command, tmp_path / "nosuch"))
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -469,7 +469,7 @@ OPTION_CASES += [
 
 
 @pytest.mark.parametrize("args,words", OPTION_CASES, ids=[" ".join(a) for a, _ in OPTION_CASES])
-def test_absurd_options_areone_line(fitted, tmp_path, capsys, args, words):
+def test_absurd_options_are_one_line(fitted, tmp_path, capsys, args, words):
     import pandas as pd
 
     runs = tmp_path / "runs.csv"
@@ -554,7 +554,7 @@ PLAN_READERS = [
 
 
 @pytest.mark.parametrize("command", PLAN_READERS)
-def test_a_damaged_plan_json_isone_line(fitted, capsys, command):
+def test_a_damaged_plan_json_is_one_line(fitted, capsys, command):
     (fitted / "plan.json").write_text('{"runs": [')
     before = _files(fitted)
     one_line(run_cli(capsys, *command.split(), fitted), "plan.json")
