@@ -234,6 +234,23 @@ def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]
 
 
+def test_a_key_given_twice_in_a_json_runs_file_is_refused_naming_its_line(tmp_path, capsys):
+    """JSON keeps the last of a key given twice: the fit would read one loss of two without a word."""
+    lines = [json.dumps({"params": n, "tokens": 20 * n, "loss": loss}) for n, loss in
+             ((1e5, 3.1), (2e5, 2.9), (4e5, 2.7), (8e5, 2.5))]  # fmt: skip
+    lines[2] = lines[2][:-1] + ', "loss": 2.0}'
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(lines) + "\n")
+    one_line(run_cli(capsys, "fit", "--runs", runs), "line 3", "'loss' twice")
+    lines[2] = '{"params": 4e5, "tokens": 8e6, "loss": 2.7, "config": {"lr": 1e-3, "lr": 2e-3}}'
+    runs.write_text("\n".join(lines) + "\n")
+    one_line(run_cli(capsys, "fit", "--runs", runs), "line 3", "'lr' twice")
+    array = tmp_path / "runs.json"
+    array.write_text("[" + ", ".join(lines) + "]")
+    one_line(run_cli(capsys, "fit", "--runs", array), "a run", "'lr' twice")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.json", "runs.jsonl"]
+
+
 # ---- issue 28: what a user trial found ----------------------------------------------------------------------
 
 LATE_CTRL_C = """

@@ -350,20 +350,47 @@ def _refuse_repeated(path: Path, names: list[str]) -> None:
     )
 
 
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of a runs file: JSON would keep the last of a key given twice, and the fit read it unwarned."""
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise _RepeatedKey(key)
+        record[key] = value
+    return record
+
+
+def _repeated_key(path: Path, where: str, key: str) -> FitError:
+    return FitError(
+        f"{path}: {where} gives the key {key!r} twice (JSON would keep only the last); "
+        "remove one, so that the fit reads the value you mean"
+    )
+
+
 def _read_json_runs(path: Path) -> pd.DataFrame:
     import json
 
     text = path.read_text(encoding="utf-8")
     stripped = text.lstrip()
     if stripped.startswith("["):  # one JSON array of runs
-        records = json.loads(text)
+        try:
+            records = json.loads(text, object_pairs_hook=_no_repeated_keys)
+        except _RepeatedKey as exc:
+            raise _repeated_key(path, "a run", exc.key) from None
     else:
         records = []
         for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                records.append(json.loads(line, object_pairs_hook=_no_repeated_keys))
+            except _RepeatedKey as exc:
+                raise _repeated_key(path, f"line {n}", exc.key) from None
             except ValueError as exc:
                 raise FitError(f"{path}: line {n} is not JSON ({exc})") from None
     if not all(isinstance(r, dict) for r in records):
