@@ -133,3 +133,24 @@ def test_the_totals_count_a_branchs_prefix_once_as_the_plan_does(tmp_path, capsy
     assert len(branches) == plan["totals"]["branches"] == 24
     assert all(r.own_tokens_planned < r.tokens_planned for r in branches)
     assert sum(r.tokens_planned for r in rows) > t["tokens_planned"]  # what the totals showed before
+
+
+def test_cancel_with_nothing_running_writes_nothing(tmp_path, capsys):
+    """`ladder cancel` of a study with no job on record wrote an empty jobs.json and a lock file; with only ended
+    jobs on record, it rewrote jobs.json. Nothing to cancel: nothing written."""
+    from tests.fake_runs import plan_micro, record_job
+
+    root = tmp_path / "s"
+    spec = plan_micro(root)[0]
+
+    def files():
+        return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+    before = files()
+    r = run_cli(capsys, "cancel", root)
+    assert r.code == 0 and "cancelled 0 runs" in r.stdout, r.stderr
+    assert files() == before and not (root / "jobs.json").exists()
+    record_job(layout.StudyDir(root), spec.run_id, cancelled=True)  # a job on record, cancelled before
+    before = files()
+    assert run_cli(capsys, "cancel", root).code == 0
+    assert files() == before

@@ -127,18 +127,24 @@ def read(sd: layout.StudyDir) -> dict[str, list[JobRecord]]:
         return {}
 
 
+def _as_json(book: dict[str, list[JobRecord]]) -> dict[str, Any]:
+    return {"runs": {rid: [r.to_dict() for r in recs] for rid, recs in book.items()}}
+
+
 @contextmanager
 def editing(sd: layout.StudyDir) -> Iterator[dict[str, list[JobRecord]]]:
     """Read-modify-write jobs.json under the study's lock; a damaged jobs.json is refused (:class:`DamagedJobs`),
-    never written over: the jobs it records could not be known."""
+    never written over: the jobs it records could not be known. A book left as it was read is not written."""
     read_strict(sd)  # refused before the lock file is made: nothing written (read again under the lock)
     sd.path.mkdir(parents=True, exist_ok=True)
     fd = os.open(sd.jobs_lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         book = read_strict(sd)
+        before = json.dumps(_as_json(book))  # text: a record's lists may be changed in place
         yield book
-        layout.atomic_write_json(sd.jobs, {"runs": {rid: [r.to_dict() for r in recs] for rid, recs in book.items()}})
+        if json.dumps(_as_json(book)) != before:
+            layout.atomic_write_json(sd.jobs, _as_json(book))
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

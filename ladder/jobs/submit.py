@@ -307,10 +307,11 @@ def cancel(study_dir: Path, run_ids: list[str] | None = None, damaged: list[Dama
     if damaged is not None:
         damaged.extend(d for d in bad if not asked or d.run_id in asked)
     cancelled, to_signal = [], []
-    with (
-        _jobs_known(sd, "cancel", "stop its jobs by hand (scancel, kill), then remove it"),
-        job_records.editing(sd) as book,
-    ):
+    remedy = "stop its jobs by hand (scancel, kill), then remove it"
+    with _jobs_known(sd, "cancel", remedy):
+        if not any(job_records.latest(job_records.read_strict(sd), s.run_id) for s in specs):
+            return cancelled  # no job on record: nothing to cancel, and nothing written (not even the lock)
+    with _jobs_known(sd, "cancel", remedy), job_records.editing(sd) as book:
         for spec in specs:
             state, _ = own_state(sd, spec, book)
             rec = job_records.latest(book, spec.run_id)
