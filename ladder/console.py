@@ -39,6 +39,10 @@ def human_seconds(seconds: float | None) -> str:
 
 
 def sci(x: float | None, digits: int = 3) -> str:
+    """Compute and other wide-ranging numbers as the report writes them: ``2.63e13``, not ``2.63e+13``."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
-    return f"{x:.{digits - 1}e}"
+    if x == 0:
+        return "0"
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"

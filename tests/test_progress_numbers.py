@@ -188,3 +188,22 @@ def test_progress_lines_print_the_eta_of_the_clock():
         lines([row("running", 100 * t, 600.0 * t)])  # 300 FLOPs/s measured: 50 tokens/s of 6 FLOPs each
     printed = console.export_text().splitlines()
     assert printed[-1].endswith("500/1K tokens (50%), ETA 10s")  # 3,000 FLOPs left at 300 FLOPs/s
+
+
+def test_status_writes_sizes_and_compute_in_human_units(tmp_path, capsys):
+    """Tokens as 41.47K / 1.378M and compute as 2.42e9 FLOPs, as the report writes them (not 2.42e+09)."""
+    import re
+
+    from tests.fake_runs import finish
+
+    root = tmp_path / "s"
+    specs = plan_micro(root)
+    finish(layout.StudyDir(root), specs[0])
+    human = run_cli(capsys, "status", root)
+    assert human.code == 0, human.stderr
+    assert "e+" not in human.stdout and "e-0" not in human.stdout
+    row = next(line for line in human.stdout.splitlines() if line.startswith(specs[0].run_id))
+    assert re.search(r" \d\.\d\de\d+ ", row), row  # its FLOPs spent
+    said = " ".join(human.stdout.split())  # the totals line, unwrapped
+    assert re.search(r"\d+(\.\d+)?K/\d\.\d+M tokens", said), said[-500:]
+    assert re.search(r"\d\.\d\de\d+ of \d\.\d\de\d+ FLOPs spent", said), said[-500:]
