@@ -69,6 +69,17 @@ def test_every_command_has_help(capsys):
             assert re.search(rf"Usage: .*ladder {' '.join((*path, name))} ", r.stdout), (path, name)
 
 
+def test_the_bootstrap_options_help_states_its_cap(capsys, monkeypatch):
+    """`fit --bootstrap` is capped (issue 28: 1e8 resamples grew to 22 GB and were killed); its help says where."""
+    from ladder.cli.fit_report import MAX_BOOTSTRAP
+
+    monkeypatch.setenv("COLUMNS", "300")  # rich wraps the help to the terminal: one line per option here
+    r = run_cli(capsys, "fit", "--help")
+    assert r.code == 0, r.stderr
+    [line] = [ln for ln in r.stdout.splitlines() if "--bootstrap" in ln]
+    assert f"1 to {MAX_BOOTSTRAP:,}" in line and MAX_BOOTSTRAP == 10_000, line
+
+
 def test_version(capsys):
     r = run_cli(capsys, "--version")
     assert r.code == 0 and r.stdout.startswith("ladder ")
