@@ -53,7 +53,14 @@ SPEC_CASES = [
         {"ladder__sizes": ["10K", "20B"], "model__max_layers": 512, "executor__hardware": "h100"},
         ["80 GiB", "executor.hardware"],
     ),
+    (
+        "a vocabulary beyond the hardware's memory",
+        {"model__vocab_size": 10**9},
+        ["GiB", "lower model.vocab_size (1,000,000,000): its embedding holds"],
+    ),
     ("corpus that does not exist", {"data__corpus": "/nonexistent/corpus.jsonl"}, ["data.corpus", "does not exist"]),
+    ("an empty corpus", {"data__corpus": " "}, ["data.corpus = ' '", "'embedded'"]),
+    ("a hub corpus without its name", {"data__corpus": "hf:"}, ["data.corpus = 'hf:'", "'hf:<dataset>"]),
     (
         "head group wider than a depth rung",
         {"ladder": {"depths": [1, 2]}, "model__aspect_ratio": 4},

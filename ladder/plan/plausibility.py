@@ -167,10 +167,17 @@ def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, flo
     if hw == "cpu" and ex.kind == "slurm" and ex.slurm.mem_gb:  # what the job is given, not this machine's RAM
         cap_gb = ex.slurm.mem_gb
     if need_gb > cap_gb:
+        shape = biggest.shape
+        remedy = "lower ladder.sizes"
+        if shape.params_embedding > shape.params_non_embedding:  # the vocabulary, not the size, is too big
+            remedy = (
+                f"lower model.vocab_size ({study.model.vocab_size:,}): its embedding holds "
+                f"{format_count(shape.params_embedding)} of them"
+            )
         raise SpecError(
-            f"ladder: the largest run ({biggest.axes.get('size', biggest.run_id)}, {format_count(biggest.shape.params_total)} "
+            f"ladder: the largest run ({biggest.axes.get('size', biggest.run_id)}, {format_count(shape.params_total)} "
             f"parameters in total) needs about {need_gb:,.3g} GiB for its fp32 weights, gradients and AdamW moments, "
-            f"more than the {cap_gb:,.3g} GiB of one {hw} (executor.hardware): lower ladder.sizes"
+            f"more than the {cap_gb:,.3g} GiB of one {hw} (executor.hardware): {remedy}"
         )
     warnings = []
     slow = [r for r in runs if estimates_s.get(r.run_id, 0.0) > LONG_RUN_S]
@@ -238,7 +245,12 @@ def check_machine(study: StudySpec) -> None:
     """What the study needs from the machine it is validated or planned on: a local corpus that exists (and
     holds files of one known type), and the package of its experiment tracker."""
     corpus = study.data.corpus.strip()
-    if corpus and corpus != "embedded" and not corpus.startswith("hf:"):
+    if not corpus or corpus in ("hf:", "hf::"):  # data preparation would refuse it after the plan
+        raise SpecError(
+            f"data.corpus = {study.data.corpus!r}: name 'embedded', a local jsonl/parquet file or folder, a folder "
+            "of .txt files, or 'hf:<dataset>[:<config>]'"
+        )
+    if corpus != "embedded" and not corpus.startswith("hf:"):
         from ladder.model.data.corpus import resolve_corpus
 
         try:
