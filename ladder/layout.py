@@ -202,6 +202,20 @@ class StudyDir:
     def plan(self) -> Path:
         return self.path / PLAN
 
+    def not_planned(self) -> str | None:
+        """Why this is not a planned study directory, said for the user (the study file given instead of its
+        folder, most often); None when it is one."""
+        if self.path.is_file():  # `ladder status study.yaml`: the study file, not the folder its plan wrote
+            if self.path.suffix.lower() in (".yaml", ".yml"):
+                return (
+                    f"{self.path} is a study file; give the directory `ladder plan {self.path}` writes "
+                    "(./ladder-runs/<name>, or its --out)"
+                )
+            return f"{self.path} is a file; give a study directory (the folder `ladder plan` writes)"
+        if not self.plan.is_file():
+            return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan` first"
+        return None
+
     @property
     def jobs(self) -> Path:
         return self.path / JOBS

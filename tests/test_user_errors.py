@@ -163,6 +163,17 @@ def planned(tmp_path):
     return root
 
 
+@pytest.mark.parametrize("command", ["status", "collect", "fit", "report", "submit", "cancel", "hero", "eval"])
+def test_a_study_file_where_a_study_directory_goes_is_named_as_such(tmp_path, capsys, command):
+    """`ladder status study.yaml` said "not a planned study directory (no plan.json); run `ladder plan` first",
+    though the study was planned: it names the file and the directory to give instead."""
+    spec = _study(tmp_path)
+    one_line(run_cli(capsys, command, spec), f"{spec} is a study file", f"ladder plan {spec}", "--out")
+    other = tmp_path / "notes.txt"
+    other.write_text("x")
+    one_line(run_cli(capsys, command, other), f"{other} is a file; give a study directory")
+
+
 def test_report_refuses_what_its_siblings_refuse(tmp_path, capsys, planned):
     empty = tmp_path / "empty"
     empty.mkdir()

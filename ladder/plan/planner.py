@@ -265,8 +265,9 @@ class Damaged:
 
 
 def _plan_ids(sd: layout.StudyDir) -> list[str]:
-    if not sd.plan.is_file():
-        raise StateError(f"{sd.path} is not a planned study directory (no {layout.PLAN}); run `ladder plan` first")
+    why = sd.not_planned()
+    if why:
+        raise StateError(why)
     try:
         ids = json.loads(sd.plan.read_text(encoding="utf-8"))["runs"]
         if not isinstance(ids, list):

@@ -49,8 +49,9 @@ def render_report(study_dir: Path, out_dir: Path | None = None, formats: Iterabl
     if not formats:
         raise ValueError(f"no format given; choose from {', '.join(FORMATS)}")
     sd = layout.StudyDir(Path(study_dir))
-    if not sd.plan.is_file():  # as status, collect and fit refuse it: there is no study to report on
-        raise StateError(f"{sd.path} is not a planned study directory (no {layout.PLAN}); run `ladder plan` first")
+    why = sd.not_planned()  # as status, collect and fit refuse it: there is no study to report on
+    if why:
+        raise StateError(why)
     out = Path(out_dir) if out_dir is not None else sd.report
     if out.exists() and not out.is_dir():
         raise StateError(f"{out} exists and is not a folder: the report goes into a folder")
