@@ -269,6 +269,17 @@ def test_a_key_given_twice_in_a_json_runs_file_is_refused_naming_its_line(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.json", "runs.jsonl"]
 
 
+def test_a_runs_path_that_is_no_file_and_a_name_mapped_twice_are_named(tmp_path, capsys):
+    """`fit --runs /dev/null` said "no such runs file" of a path that exists; `--columns params=a,params=b` kept
+    the last mapping silently and then missed a column the user had mapped."""
+    one_line(run_cli(capsys, "fit", "--runs", "/dev/null"), "/dev/null is not a regular file", ".csv")
+    one_line(run_cli(capsys, "fit", "--runs", tmp_path), f"{tmp_path} is a directory", "runs file")
+    runs = tmp_path / "runs.csv"
+    runs.write_text("params,tokens,loss\n1e5,2e6,3.1\n2e5,4e6,2.9\n4e5,8e6,2.7\n8e5,1.6e7,2.5\n")
+    r = run_cli(capsys, "fit", "--runs", runs, "--columns", "params=params,params=tokens,loss=loss")
+    one_line(r, "params is given twice")
+
+
 # ---- issue 28: what a user trial found ----------------------------------------------------------------------
 
 LATE_CTRL_C = """

@@ -414,6 +414,7 @@ OPTION_CASES = [
     (("hero", "{study}", "--params", "nan"), ["--params 'nan'"]),
     (("hero", "{study}", "--params", "800K", "--tokens", "1"), ["--tokens 1", "less than one sequence"]),
     (("hero", "{study}", "--params", "800K", "--tokens", "1e17"), ["--tokens", "tokens per parameter"]),
+    (("hero", "{study}", "--params", "800K", "--tokens", "1e30"), ["--tokens 1.00e30: 1.25e24 tokens per param"]),
     (("hero", "{study}", "--seed", "-1"), ["--seed -1"]),
     (("forecast", "score", "{study}", "--loss", "inf"), ["--loss inf"]),
     (("forecast", "score", "{study}", "--loss", "nan"), ["--loss nan"]),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ladder import layout
+from ladder.console import sci
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import CurrentFit, current_fit, refit
 from ladder.model.config import RunSpec, format_count, positive_count
@@ -118,7 +119,7 @@ def _check_override(study: StudySpec, n: float, d: float, params_given: bool, to
     h = study.hero
     seq_len = h.seq_len or study.data.seq_len
     tied = study.model.tie_embeddings if h.tied is None else h.tied
-    size = format_count(n) if n < 1e18 else f"{n:.3g}"
+    size = format_count(n) if n < 1e18 else sci(n)
     label = f"--params {size}" if params_given else f"the fit's hero ({size} parameters)"
     check_target(
         label,
@@ -130,7 +131,7 @@ def _check_override(study: StudySpec, n: float, d: float, params_given: bool, to
         tied=tied,
     )
     what = (
-        f"--tokens {format_count(d) if d < 1e18 else f'{d:.3g}'}"
+        f"--tokens {format_count(d) if d < 1e18 else sci(d)}"
         if tokens_given
         else (f"{format_count(d)} tokens (ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params)")
     )
@@ -138,7 +139,8 @@ def _check_override(study: StudySpec, n: float, d: float, params_given: bool, to
         raise SpecError(f"{what}: less than one sequence of {seq_len} tokens")
     if d > MAX_TOKENS_PER_PARAM * n:
         raise SpecError(
-            f"{what}: {d / n:.3g} tokens per parameter, beyond {MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)"
+            f"{what}: {sci(d / n) if d / n >= 1e6 else f'{d / n:,.0f}'} tokens per parameter, beyond "
+            f"{MAX_TOKENS_PER_PARAM:,.0f} (Chinchilla's rule is 20)"
         )
 
 

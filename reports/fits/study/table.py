@@ -296,7 +296,10 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
     are named by their line in the file, so that a message about a row points at it."""
     path = Path(path)
     if not path.is_file():
-        raise FitError(f"{path}: no such runs file")
+        if not path.exists():
+            raise FitError(f"{path}: no such runs file")
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise FitError(f"{path} is {kind}; give a runs file (.csv, .parquet or .jsonl)")
     suffix = path.suffix.lower()
     first_line = 1
     repeated: list[str] = []
@@ -410,6 +413,8 @@ def _parse_columns(columns: str | dict[str, str]) -> dict[str, str]:
                     f"--columns {columns!r}: write NAME=COLUMN pairs separated by commas, e.g. "
                     "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss"
                 )
+            if name.strip() in pairs:
+                raise FitError(f"--columns {columns!r}: {name.strip()} is given twice; map each name once")
             pairs[name.strip()] = source.strip()
     unknown = [n for n in pairs if n not in MAPPABLE]
     if unknown:
