@@ -420,6 +420,8 @@ OPTION_CASES = [
     (("forecast", "score", "{study}", "--loss", "nan"), ["--loss nan"]),
     (("forecast", "score", "{study}", "--loss", "-1"), ["--loss -1"]),
     (("forecast", "freeze", "{study}", "--predict", "1e-3:1e-3"), ["--predict"]),
+    (("forecast", "freeze", "{study}", "--predict", "1M:20M", "--predict", "1e6:2e7"), ["'1e6:2e7'", "same point"]),
+    (("fit", "{study}", "--predict", "1M:20M", "--predict", "1M:20M"), ["--predict '1M:20M': the same point"]),
     (("eval", "{study}", "--limit", "inf"), ["--limit inf"]),
     (("eval", "{study}", "--limit", "-1"), ["--limit -1"]),
     (("model", "info", "--params", "inf"), ["--params 'inf'"]),

@@ -58,6 +58,9 @@ def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
                     f"--predict {item!r}: {what} {text!r} is beyond {MAX_PREDICT:.0e}: not a model a law can forecast"
                 )
             values.append(float(value))
+        same = next((text for text, n, d in points if (n, d) == (values[0], values[1])), None)
+        if same is not None:
+            raise SpecError(f"--predict {item!r}: the same point as --predict {same!r}; give each point once")
         points.append((item, values[0], values[1]))
     return points
 
