@@ -353,6 +353,11 @@ class LocalSpec(Strict):
         description="CPU runs at once; default: one per core (as many as fit in memory)",
     )
 
+    @model_validator(mode="after")
+    def _check(self) -> LocalSpec:
+        _unique(self.gpus, "gpus")  # runs share a GPU with runs_per_gpu, not by its id given twice
+        return self
+
 
 class ExecutorSpec(Strict):
     kind: Literal["local", "slurm", "debug"] = "local"

@@ -207,6 +207,33 @@ def test_fit_messages(tmp_path, capsys, planned):
     one_line(run_cli(capsys, "fit", "--runs", tmp_path / "none.csv"), "no such runs file")
 
 
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_a_device_this_machine_lacks_is_refused_before_the_run_is_touched(planned, capsys, monkeypatch, gpus):
+    """`train --device tpu` (or cuda on a machine without one) was a torch traceback, and left the run recorded
+    as failed: the next submit skipped it. It is one line, and the run directory is left as it was."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    run = next((planned / "runs").iterdir())
+    before = _files(run)
+    one_line(run_cli(capsys, "train", run, "--device", "tpu"), "--device 'tpu'", "cpu, cuda")
+    have = "no CUDA GPU" if not gpus else "only 1 CUDA GPU(s) (0 to 0)"
+    one_line(run_cli(capsys, "train", run, "--device", "cuda:1"), "--device 'cuda:1'", have, "--device cpu")
+    if not gpus:
+        one_line(run_cli(capsys, "train", run, "--device", "cuda"), "--device 'cuda'", have)
+        one_line(run_cli(capsys, "eval", planned, "--device", "cuda", "--executor", "debug"), "--device 'cuda'", have)
+    assert _files(run) == before
+
+
+def test_a_gpu_id_given_twice_is_refused(tmp_path, capsys, planned):
+    one_line(run_cli(capsys, "submit", planned, "--gpus", "0,0"), "--gpus '0,0'", "GPU 0 given twice", "--runs-per-gpu")
+    spec = _study(tmp_path, model__vocab_size=320, ladder__sizes=["10K", "20K", "40K", "80K"])
+    one_line(run_cli(capsys, "run", spec, "--gpus", "1,2,1"), "GPU 1 given twice")
+    spec = _study(tmp_path, executor__local__gpus=[1, 1])
+    one_line(run_cli(capsys, "studies", "validate", spec), "executor.local", "gpus has repeated values [1, 1]")
+
+
 def test_executor_and_run_options(tmp_path, capsys, planned):
     one_line(
         run_cli(capsys, "run", "default", "--executor", "kubernetes", "--out", tmp_path / "r"),
@@ -363,15 +390,19 @@ def test_hero_seed_has_the_bounds_of_a_study_seed(capsys, planned):
     assert _files(planned) == before
 
 
-def test_eval_refuses_a_device_and_an_executor_before_looking_for_work(capsys, planned):
+def test_eval_refuses_a_device_and_an_executor_before_looking_for_work(capsys, planned, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a machine without CUDA
     before = _files(planned)  # no finished run: nothing to evaluate
     one_line(run_cli(capsys, "eval", planned, "--device", "tpu", "--executor", "debug"), "--device 'tpu'", "cuda:N")
     one_line(run_cli(capsys, "eval", planned, "--device", "cuda:x", "--executor", "debug"), "--device 'cuda:x'")
     one_line(run_cli(capsys, "eval", planned, "--executor", "nosuch"), "--executor 'nosuch'", "slurm, local, debug")
     one_line(run_cli(capsys, "eval", planned, "--executor", "nosuch", "--device", "cpu"), "--executor 'nosuch'")
-    for device in ("cpu", "cuda", "cuda:1"):
-        r = run_cli(capsys, "eval", planned, "--device", device, "--executor", "debug")
+    for device, executor in (("cpu", "debug"), ("cuda", "slurm"), ("cuda:1", "slurm")):  # SLURM: the node's GPUs
+        r = run_cli(capsys, "eval", planned, "--device", device, "--executor", executor)
         assert r.code == 0 and "nothing to evaluate" in r.stdout, (device, r.stderr)
+    one_line(run_cli(capsys, "eval", planned, "--device", "cuda", "--executor", "local"), "no CUDA GPU")
     assert _files(planned) == before
 
 

@@ -53,6 +53,7 @@ def eval_cmd(
 
         resolve_task_manager(task_list or list(SHIPPED_TASKS), include_path)
     ex = executor_spec(study, executor, {})
+    check_device(device, here=ex.kind != "slurm")  # a SLURM job's GPUs are on its node, not here
     res = submit_evals(
         study_dir, ex, tasks=task_list, include_path=include_path, limit=limit, batch_size=batch_size, device=device
     )
@@ -72,14 +73,25 @@ def eval_cmd(
     out.print(f"evaluated {len(res['evaluated'])} runs; `ladder collect {study_dir}` adds them to the results")
 
 
-def check_device(device: str | None) -> str | None:
+def check_device(device: str | None, *, here: bool = False) -> str | None:
     """A ``--device`` that the evaluation can run on: cpu, cuda, cuda:N, or mps where this torch is built with
-    it; else the one-line error (checked before any work is looked for, and before anything is recorded)."""
+    it; else the one-line error (checked before any work is looked for, and before anything is recorded).
+    ``here``: the work runs on this machine (train, eval outside SLURM), so a CUDA device must exist here too."""
     import re
 
     from ladder.errors import SpecError
 
-    if device is None or device in ("cpu", "cuda") or re.fullmatch(r"cuda:\d+", device):
+    if device is None or device == "cpu":
+        return device
+    if device == "cuda" or re.fullmatch(r"cuda:\d+", device):
+        if here:
+            import torch
+
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            index = int(device.partition(":")[2] or 0)
+            if index >= count:
+                have = f"only {count} CUDA GPU(s) (0 to {count - 1})" if count else "no CUDA GPU"
+                raise SpecError(f"--device {device!r}: this machine has {have}; use --device cpu")
         return device
     if device == "mps":
         import torch

@@ -98,6 +98,13 @@ def parse_gpus(gpus: str | None) -> list[int] | None:
     if gpus is None:
         return None
     try:
-        return [int(g) for g in gpus.split(",") if g.strip()]
+        ids = [int(g) for g in gpus.split(",") if g.strip()]
     except ValueError:
         raise SpecError(f"--gpus {gpus!r}: use GPU ids separated by commas, e.g. --gpus 0,1") from None
+    twice = sorted({g for g in ids if ids.count(g) > 1})
+    if twice:
+        raise SpecError(
+            f"--gpus {gpus!r}: GPU {', '.join(map(str, twice))} given twice; each id once (runs share a GPU with "
+            "--runs-per-gpu)"
+        )
+    return ids

@@ -75,6 +75,7 @@ def train(
     progress line about once a minute instead of the live bar.
     """
     from ladder import layout
+    from ladder.cli.evaluate import check_device
     from ladder.errors import StateError
     from ladder.jobs.on_node import run_one
     from ladder.model.training.preemption import Preempted
@@ -84,6 +85,7 @@ def train(
         raise StateError(f"{run_dir} is not a run directory (no {layout.SPEC}); run `ladder plan` first")
     if threads is not None and threads < 1:
         raise SpecError(f"--threads {threads}: must be at least 1")
+    check_device(device, here=True)  # before the run is touched: a bad device once left it recorded as failed
     try:
         result = run_one(rd.path, threads=threads, device=device, progress=not as_json)
     except Preempted as exc:
