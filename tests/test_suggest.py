@@ -65,10 +65,13 @@ def test_suggest_names_the_missing_large_size_in_human_units_with_progress(study
     for i in range(1, n + 1):
         assert f"--suggest {i}/{n}: refitting" in r.stderr
     text = " ".join(r.stdout.split())
+    from ladder.console import sci
+
     assert "gain per FLOP" not in text and "{'" not in text and "e-1" not in text
     assert f"hero interval now: ±{now:.2f}%" in text
     assert f"{now:.2f}% -> {larger['half_width_after_pct']:.2f}%" in text
-    assert f"({larger['half_width_after_pct'] - now:+.2f} pp) for {larger['flops']:.3g} FLOPs" in text
+    assert f"({larger['half_width_after_pct'] - now:+.2f} pp) for {sci(larger['flops'])} FLOPs" in text
+    assert "e+" not in text  # compute as the report writes it: 5.74e12, not 5.74e+12
     assert "- size 141K: " in text
 
 

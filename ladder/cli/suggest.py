@@ -29,7 +29,7 @@ def _entry_text(entry: dict) -> str:
         if key in ("size",) and isinstance(value, (int, float)):
             parts.append(f"size {format_count(value)}")
         elif key == "budget" and isinstance(value, (int, float)):
-            parts.append(f"budget {value:.3g} FLOPs" if value >= 1e6 else f"budget {value:g}x")
+            parts.append(f"budget {sci(value)} FLOPs" if value >= 1e6 else f"budget {value:g}x")
         elif key == "depth":
             parts.append(f"depth {value} layers")
         else:

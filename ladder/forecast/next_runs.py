@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ladder.console import sci
 from ladder.errors import SpecError
 from ladder.forecast.fitted import current_fit, refit
 from ladder.model.config import RunSpec, format_count
@@ -72,7 +73,7 @@ class Candidate:
             return f"{self.what}: not valued ({self.value.reason if self.value is not None else 'no value'})"
         return (
             f"{self.what}: interval half-width {current_pct:.2f}% -> {self.after_pct:.2f}% "
-            f"({self.after_pct - current_pct:+.2f} pp) for {self.flops:.3g} FLOPs"
+            f"({self.after_pct - current_pct:+.2f} pp) for {sci(self.flops)} FLOPs"
         )
 
 
@@ -141,7 +142,7 @@ def candidates(study: StudySpec, variant: str | None, hero_ratio: float | None) 
         out.append(
             Candidate(
                 "larger size",
-                f"a compute budget of {nxt:.3g} FLOPs (the next in the ladder's spacing)",
+                f"a compute budget of {sci(nxt)} FLOPs (the next in the ladder's spacing)",
                 _entry(size=_next_isoflop_size(study, nxt), budget=float(f"{nxt:.3g}"), variant=var),
             )
         )
@@ -150,7 +151,7 @@ def candidates(study: StudySpec, variant: str | None, hero_ratio: float | None) 
         out.append(
             Candidate(
                 "seed replicate",
-                f"{mid.label} at {budgets[-1]:.3g} FLOPs again with seed {seed}",
+                f"{mid.label} at {sci(budgets[-1])} FLOPs again with seed {seed}",
                 _entry(size=mid.target, budget=budgets[-1], seed=seed, variant=var),
             )
         )
@@ -283,7 +284,7 @@ def suggest(
         note = "no candidate is expected to narrow the hero's interval: more of the same ladder does not help it"
     elif not chosen:
         note = (
-            f"no candidate fits in --budget {budget:.3g} FLOPs (the cheapest useful one costs "
+            f"no candidate fits in --budget {sci(budget)} FLOPs (the cheapest useful one costs "
             f"{min(c.flops for c in ranked):.3g})"
         )
     out = Suggestion(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ladder.console import sci
 from ladder.errors import SpecError
 from ladder.model.config import format_count
 from ladder.model.recipe import params_for_compute
@@ -62,12 +63,12 @@ def plan_hero(study: StudySpec) -> HeroPlan:
         least = float(smallest.flops_per_token(seq_len)) * seq_len
         if h.compute < least:
             raise SpecError(
-                f"hero.compute = {h.compute:.3g} FLOPs: less than one sequence of data.seq_len {seq_len} "
-                f"tokens through the smallest model of this family ({least:.3g} FLOPs)"
+                f"hero.compute = {sci(h.compute)} FLOPs: less than one sequence of data.seq_len {seq_len} "
+                f"tokens through the smallest model of this family ({sci(least)} FLOPs)"
             )
         if h.compute > MAX_COMPUTE:
             raise SpecError(
-                f"hero.compute = {h.compute:.3g} FLOPs: beyond any training run (at most {MAX_COMPUTE:.0e} FLOPs)"
+                f"hero.compute = {sci(h.compute)} FLOPs: beyond any training run (at most {MAX_COMPUTE:.0e} FLOPs)"
             )
         target = params_for_compute(
             h.compute,
@@ -77,7 +78,7 @@ def plan_hero(study: StudySpec) -> HeroPlan:
             seq_len,
         )
         shape = check_target(
-            f"hero.compute = {h.compute:.3g} FLOPs (a hero of {format_count(target)} parameters "
+            f"hero.compute = {sci(h.compute)} FLOPs (a hero of {format_count(target)} parameters "
             f"at ladder.tokens_per_param {lad.tokens_per_param:g})",
             target,
             None,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ladder.model.config import format_count
 from ladder.reports.fits.loss import LOSS_FORMS, Forecast, forecast_loss
 from ladder.reports.fits.study.loss import loss_data
 
@@ -69,7 +70,7 @@ def predictive_draws(fc: Forecast, params: float, tokens: float, *, seed: int = 
     weights = {k: w for k, w in fc.weights.items() if k in draws and w > 0} or {k: 1.0 for k in draws}
     if not weights:
         raise ValueError(
-            f"no fitted law form forecasts {params:.4g} params x {tokens:.4g} tokens "
+            f"no fitted law form forecasts {format_count(params)} params x {format_count(tokens)} tokens "
             f"({tokens / params:.3g} tokens/param)"
         )
     total = sum(weights.values())
