@@ -172,6 +172,10 @@ def test_a_study_file_where_a_study_directory_goes_is_named_as_such(tmp_path, ca
     other = tmp_path / "notes.txt"
     other.write_text("x")
     one_line(run_cli(capsys, command, other), f"{other} is a file; give a study directory")
+    from tests.fake_runs import plan_micro
+
+    run = tmp_path / "study" / "runs" / plan_micro(tmp_path / "study")[0].run_id
+    one_line(run_cli(capsys, command, run), f"{run} is a run directory", f"({tmp_path / 'study'})")
 
 
 def test_report_refuses_what_its_siblings_refuse(tmp_path, capsys, planned):
