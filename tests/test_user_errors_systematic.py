@@ -847,3 +847,18 @@ def test_score_refuses_text_in_a_curve_and_appends_nothing(fitted, tmp_path, cap
         + "\n"
     )
     one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", metrics), "record 2", "eval_loss")
+
+
+def test_score_refuses_a_curve_line_that_is_no_record_or_gives_a_key_twice(fitted, tmp_path, capsys):
+    """A jsonl curve loses no point silently: a corrupt line or a repeated key is refused, naming the line; only a
+    torn last line (a metrics.jsonl still being written) is left out."""
+    assert run_cli(capsys, "forecast", "freeze", fitted).code == 0
+    before = _files(fitted)
+    good = json.dumps({"kind": "eval", "tokens": 1000, "eval_loss": 4.0})
+    corrupt = tmp_path / "corrupt.jsonl"
+    corrupt.write_text(good + "\n{not json\n" + good + "\n")
+    one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", corrupt), "line 2", "unreadable JSON")
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(good + "\n" + '{"tokens": 2000, "eval_loss": 3.9, "eval_loss": 9.9}\n')
+    one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", twice), "line 2", "'eval_loss' twice")
+    assert _files(fitted) == before

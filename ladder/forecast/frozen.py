@@ -288,6 +288,28 @@ def show_rows(study_dir: Path) -> list[dict]:
     return rows
 
 
+def _curve_records(path: Path) -> list[dict]:
+    """The records of a jsonl curve file. A line that is not a JSON object, or gives a key twice (JSON keeps the
+    last), is refused, naming it: a curve that silently loses points scores the wrong forecast. A torn last line
+    (a live metrics.jsonl being written) is the one line left out."""
+    from ladder.reports.fits.study.table import RepeatedKey, no_repeated_keys
+
+    found = layout.read_jsonl_lines(path)
+    bad = [(n, why) for n, why in found.bad if n != found.torn_tail]
+    if bad:
+        n, why = bad[0]
+        raise SpecError(f"--curve {path}: line {n} is {why}; fix or remove it")
+    lines = Path(path).read_bytes().split(b"\n")
+    for n in found.line_numbers:
+        try:
+            json.loads(lines[n - 1].decode("utf-8"), object_pairs_hook=no_repeated_keys)
+        except RepeatedKey as exc:
+            raise SpecError(
+                f"--curve {path}: line {n} gives the key {exc.key!r} twice (JSON would keep only the last); remove one"
+            ) from None
+    return found.records
+
+
 def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
     """The points of a hero's loss curve file (``forecast score --curve``): (``tokens`` or ``step``, x, loss), from
     its ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns. An empty cell is a row without that value
@@ -302,11 +324,13 @@ def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
     suffix = path.suffix.lower()
     try:
         if suffix in (".jsonl", ".json", ".ndjson"):
-            df = pd.DataFrame(list(layout.read_jsonl(path)))
+            df = pd.DataFrame(_curve_records(path))
         elif suffix in (".parquet", ".pq"):
             df = pd.read_parquet(path)
         else:
             df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    except SpecError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
         raise SpecError(f"--curve {path}: cannot read it ({type(exc).__name__}: {exc})") from None
     x = next((c for c in ("tokens", "step") if c in df.columns), None)

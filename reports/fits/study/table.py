@@ -353,17 +353,17 @@ def _refuse_repeated(path: Path, names: list[str]) -> None:
     )
 
 
-class _RepeatedKey(Exception):
+class RepeatedKey(Exception):
     def __init__(self, key: str) -> None:
         self.key = key
 
 
-def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object of a runs file: JSON would keep the last of a key given twice, and the fit read it unwarned."""
     record: dict[str, Any] = {}
     for key, value in pairs:
         if key in record:
-            raise _RepeatedKey(key)
+            raise RepeatedKey(key)
         record[key] = value
     return record
 
@@ -382,8 +382,8 @@ def _read_json_runs(path: Path) -> pd.DataFrame:
     stripped = text.lstrip()
     if stripped.startswith("["):  # one JSON array of runs
         try:
-            records = json.loads(text, object_pairs_hook=_no_repeated_keys)
-        except _RepeatedKey as exc:
+            records = json.loads(text, object_pairs_hook=no_repeated_keys)
+        except RepeatedKey as exc:
             raise _repeated_key(path, "a run", exc.key) from None
     else:
         records = []
@@ -391,8 +391,8 @@ def _read_json_runs(path: Path) -> pd.DataFrame:
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line, object_pairs_hook=_no_repeated_keys))
-            except _RepeatedKey as exc:
+                records.append(json.loads(line, object_pairs_hook=no_repeated_keys))
+            except RepeatedKey as exc:
                 raise _repeated_key(path, f"line {n}", exc.key) from None
             except ValueError as exc:
                 raise FitError(f"{path}: line {n} is not JSON ({exc})") from None
