@@ -397,11 +397,32 @@ class JsonlLines:
     torn_tail: int | None  # line number of a last line without its newline (a writer stopped mid-line), if any
 
 
-def read_jsonl_lines(path: Path) -> JsonlLines:
+class RepeatedKey(ValueError):
+    """A JSON object that gives one key twice (JSON itself would keep the last, silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"gives the key {key!r} twice (JSON would keep only the last)")
+        self.key = key
+
+
+def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for files a user hands in: a key given twice is refused (:class:`RepeatedKey`),
+    never read as its last value."""
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise RepeatedKey(key)
+        record[key] = value
+    return record
+
+
+def read_jsonl_lines(path: Path, *, unique_keys: bool = False) -> JsonlLines:
     """Every record of a jsonl file that parses as a JSON object, never raising on a bad line: a line that is
     not UTF-8, not JSON or not an object is skipped and named (1-based line number). A last line without its
-    newline is skipped too and reported as torn: a live writer may be in the middle of it. Raises OSError only
-    when the file itself cannot be read."""
+    newline is skipped too and reported as torn: a live writer may be in the middle of it. ``unique_keys``: a
+    line that gives a key twice is a bad line too (a user's file; the run's own books never repeat one). Raises
+    OSError only when the file itself cannot be read."""
+    hook = no_repeated_keys if unique_keys else None
     records: list[dict[str, Any]] = []
     numbers: list[int] = []
     bad: list[tuple[int, str]] = []
@@ -416,9 +437,12 @@ def read_jsonl_lines(path: Path) -> JsonlLines:
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw.decode("utf-8"))
+            rec = json.loads(raw.decode("utf-8"), object_pairs_hook=hook)
         except UnicodeDecodeError:
             bad.append((i, "not UTF-8 text"))
+            continue
+        except RepeatedKey as exc:
+            bad.append((i, f"a record that {exc}"))
             continue
         except ValueError as exc:
             bad.append((i, f"unreadable JSON ({exc})"))

@@ -143,8 +143,9 @@ def editing(sd: layout.StudyDir) -> Iterator[dict[str, list[JobRecord]]]:
         book = read_strict(sd)
         before = json.dumps(_as_json(book))  # text: a record's lists may be changed in place
         yield book
-        if json.dumps(_as_json(book)) != before:
-            layout.atomic_write_json(sd.jobs, _as_json(book))
+        after = _as_json(book)
+        if json.dumps(after) != before:
+            layout.atomic_write_json(sd.jobs, after)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

@@ -292,21 +292,11 @@ def _curve_records(path: Path) -> list[dict]:
     """The records of a jsonl curve file. A line that is not a JSON object, or gives a key twice (JSON keeps the
     last), is refused, naming it: a curve that silently loses points scores the wrong forecast. A torn last line
     (a live metrics.jsonl being written) is the one line left out."""
-    from ladder.reports.fits.study.table import RepeatedKey, no_repeated_keys
-
-    found = layout.read_jsonl_lines(path)
+    found = layout.read_jsonl_lines(path, unique_keys=True)
     bad = [(n, why) for n, why in found.bad if n != found.torn_tail]
     if bad:
         n, why = bad[0]
         raise SpecError(f"--curve {path}: line {n} is {why}; fix or remove it")
-    lines = Path(path).read_bytes().split(b"\n")
-    for n in found.line_numbers:
-        try:
-            json.loads(lines[n - 1].decode("utf-8"), object_pairs_hook=no_repeated_keys)
-        except RepeatedKey as exc:
-            raise SpecError(
-                f"--curve {path}: line {n} gives the key {exc.key!r} twice (JSON would keep only the last); remove one"
-            ) from None
     return found.records
 
 

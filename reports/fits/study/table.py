@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ladder.errors import FitError
-from ladder.layout import jsonable
+from ladder.layout import RepeatedKey, jsonable, no_repeated_keys
 from ladder.reports.fits.runs import group_budgets, tie_kind
 from ladder.studies.spec import StudySpec
 
@@ -351,21 +351,6 @@ def _refuse_repeated(path: Path, names: list[str]) -> None:
         f"{path}: more than one column is named {' or '.join(repr(n) for n in names)}; "
         "give each column its own name (or remove the repeats), so that the fit reads the one you mean"
     )
-
-
-class RepeatedKey(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """An object of a runs file: JSON would keep the last of a key given twice, and the fit read it unwarned."""
-    record: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in record:
-            raise RepeatedKey(key)
-        record[key] = value
-    return record
 
 
 def _repeated_key(path: Path, where: str, key: str) -> FitError:
