@@ -862,3 +862,8 @@ def test_score_refuses_a_curve_line_that_is_no_record_or_gives_a_key_twice(fitte
     twice.write_text(good + "\n" + '{"tokens": 2000, "eval_loss": 3.9, "eval_loss": 9.9}\n')
     one_line(run_cli(capsys, "forecast", "score", fitted, "--curve", twice), "line 2", "'eval_loss' twice")
     assert _files(fitted) == before
+
+
+def test_a_hero_compute_beyond_any_run_writes_its_bound_as_the_report_does(tmp_path, capsys):
+    spec = _study_file(tmp_path, {**BASE, "hero": {"compute": 1e40}})
+    one_line(run_cli(capsys, "studies", "validate", spec), "hero.compute = 1.00e40 FLOPs", "at most 1.00e35 FLOPs")

@@ -285,7 +285,7 @@ def suggest(
     elif not chosen:
         note = (
             f"no candidate fits in --budget {sci(budget)} FLOPs (the cheapest useful one costs "
-            f"{min(c.flops for c in ranked):.3g})"
+            f"{sci(min(c.flops for c in ranked))} FLOPs)"
         )
     out = Suggestion(
         study_dir=Path(study_dir),

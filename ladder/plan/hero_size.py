@@ -68,7 +68,7 @@ def plan_hero(study: StudySpec) -> HeroPlan:
             )
         if h.compute > MAX_COMPUTE:
             raise SpecError(
-                f"hero.compute = {sci(h.compute)} FLOPs: beyond any training run (at most {MAX_COMPUTE:.0e} FLOPs)"
+                f"hero.compute = {sci(h.compute)} FLOPs: beyond any training run (at most {sci(MAX_COMPUTE)} FLOPs)"
             )
         target = params_for_compute(
             h.compute,
