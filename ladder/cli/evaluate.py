@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_executor, executor_spec
+from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_device, check_executor, executor_spec
 from ladder.console import out, print_json
 
 
@@ -71,33 +71,3 @@ def eval_cmd(
                     table.add_row(run_id, task, metric, f"{value:.4f}")
     out.print(table)
     out.print(f"evaluated {len(res['evaluated'])} runs; `ladder collect {study_dir}` adds them to the results")
-
-
-def check_device(device: str | None, *, here: bool = False) -> str | None:
-    """A ``--device`` that the evaluation can run on: cpu, cuda, cuda:N, or mps where this torch is built with
-    it; else the one-line error (checked before any work is looked for, and before anything is recorded).
-    ``here``: the work runs on this machine (train, eval outside SLURM), so a CUDA device must exist here too."""
-    import re
-
-    from ladder.errors import SpecError
-
-    if device is None or device == "cpu":
-        return device
-    if device == "cuda" or re.fullmatch(r"cuda:\d+", device):
-        if here:
-            import torch
-
-            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-            index = int(device.partition(":")[2] or 0)
-            if index >= count:
-                have = f"only {count} CUDA GPU(s) (0 to {count - 1})" if count else "no CUDA GPU"
-                raise SpecError(f"--device {device!r}: this machine has {have}; use --device cpu")
-        return device
-    if device == "mps":
-        import torch
-
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_built():
-            return device
-        raise SpecError("--device 'mps': this torch is built without MPS (Apple GPUs); use cpu, cuda or cuda:N")
-    raise SpecError(f"--device {device!r}: must be cpu, cuda, cuda:N (a GPU index, e.g. cuda:0) or mps")

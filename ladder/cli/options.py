@@ -108,3 +108,31 @@ def parse_gpus(gpus: str | None) -> list[int] | None:
             "--runs-per-gpu)"
         )
     return ids
+
+
+def check_device(device: str | None, *, here: bool = False) -> str | None:
+    """A ``--device`` that training or evaluation can run on: cpu, cuda, cuda:N, or mps where this torch is built with
+    it; else the one-line error (checked before any work is looked for, and before anything is recorded).
+    ``here``: the work runs on this machine (train, eval outside SLURM), so a CUDA device must exist here too."""
+    import re
+
+    if device is None or device == "cpu":
+        return device
+    if device == "cuda" or re.fullmatch(r"cuda:\d+", device):
+        if here:
+            import torch
+
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            index = int(device.partition(":")[2] or 0)
+            if index >= count:
+                have = f"only {count} CUDA GPU(s) (0 to {count - 1})" if count else "no CUDA GPU"
+                raise SpecError(f"--device {device!r}: this machine has {have}; use --device cpu")
+        return device
+    if device == "mps":
+        import torch
+
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_built():
+            return device
+        raise SpecError("--device 'mps': this torch is built without MPS (Apple GPUs); use cpu, cuda or cuda:N")
+    raise SpecError(f"--device {device!r}: must be cpu, cuda, cuda:N (a GPU index, e.g. cuda:0) or mps")

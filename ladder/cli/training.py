@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, parse_gpus
+from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_device, executor_spec, flag, parse_gpus
 from ladder.console import err, human_seconds, out, print_json
 from ladder.errors import SpecError
 
@@ -75,7 +75,6 @@ def train(
     progress line about once a minute instead of the live bar.
     """
     from ladder import layout
-    from ladder.cli.evaluate import check_device
     from ladder.errors import StateError
     from ladder.jobs.on_node import run_one
     from ladder.model.training.preemption import Preempted
