@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 from ladder.errors import SpecError
 from ladder.studies.spec import StudySpec, parse_study, read_study_file
 
-__all__ = ["StudySpec", "builtin_names", "builtin_path", "load_study", "parse_study", "read_study_file"]
+__all__ = [
+    "StudySpec",
+    "builtin_names",
+    "builtin_path",
+    "load_study",
+    "naming_the_file",
+    "parse_study",
+    "read_study_file",
+    "study_file",
+]
 
 
 def _builtin_dir() -> Path:
@@ -26,8 +37,8 @@ def builtin_path(name: str) -> Path:
     return path
 
 
-def load_study(name_or_path: str | Path) -> StudySpec:
-    """A study from a YAML file path, or a built-in study by name."""
+def study_file(name_or_path: str | Path) -> Path:
+    """The YAML file a study argument names: a file, the spec a planned study directory holds, or a built-in."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists() or "/" in str(name_or_path):
         if not path.exists():
@@ -36,10 +47,28 @@ def load_study(name_or_path: str | Path) -> StudySpec:
             # a study directory written by `ladder plan` holds the spec it was planned from
             from ladder.layout import StudyDir
 
-            return read_study_file(StudyDir(path).study)
-        return read_study_file(path)
+            return StudyDir(path).study
+        return path
     if str(name_or_path) in builtin_names():
-        return read_study_file(builtin_path(str(name_or_path)))
+        return builtin_path(str(name_or_path))
     raise SpecError(
         f"{name_or_path!r} is neither a study file nor a built-in study (built-ins: {', '.join(builtin_names())})"
     )
+
+
+def load_study(name_or_path: str | Path) -> StudySpec:
+    """A study from a YAML file path, a planned study directory, or a built-in study by name."""
+    return read_study_file(study_file(name_or_path))
+
+
+@contextmanager
+def naming_the_file(name_or_path: str | Path) -> Iterator[None]:
+    """A SpecError from the checks run on a loaded study (sizes, machine, fit requirements) starts with the
+    study's file, as the schema's own errors do."""
+    try:
+        yield
+    except SpecError as exc:
+        source = str(study_file(name_or_path))
+        if str(exc).startswith(f"{source}:"):
+            raise
+        raise SpecError(f"{source}: {exc}") from None

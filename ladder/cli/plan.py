@@ -94,7 +94,7 @@ def plan(
     """
     from ladder.plan.planner import default_study_dir, expand, run_row, write_plan
     from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
-    from ladder.studies import load_study
+    from ladder.studies import load_study, naming_the_file
 
     if not suggest:
         for opt, given in (("--budget", budget is not None), ("--add", add)):
@@ -109,16 +109,17 @@ def plan(
         return
 
     spec = load_study(study)
-    check_machine(spec)
-    p = expand(spec)
-    refuse, partly = fit_requirements(spec, p.runs)
-    # what data preparation or `ladder fit` will refuse is refused now, before anything is written, in the one
-    # line `ladder studies validate` gives
-    problems = data_requirements(spec)
-    if refuse and check_fit:
-        problems.append(fit_refusal(refuse, "plan"))
-    if problems:
-        raise SpecError("; ".join(problems))
+    with naming_the_file(study):
+        check_machine(spec)
+        p = expand(spec)
+        refuse, partly = fit_requirements(spec, p.runs)
+        # what data preparation or `ladder fit` will refuse is refused now, before anything is written, in the
+        # one line `ladder studies validate` gives
+        problems = data_requirements(spec)
+        if refuse and check_fit:
+            problems.append(fit_refusal(refuse, "plan"))
+        if problems:
+            raise SpecError("; ".join(problems))
     p.warnings += fit_check(refuse, check_fit, "plan") + partly
     target = out_dir or _study_dir_itself(study) or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)

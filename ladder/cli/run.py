@@ -78,15 +78,17 @@ def run_cmd(
     from ladder.pipeline import run_study
     from ladder.plan.planner import default_study_dir, expand
     from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
-    from ladder.studies import load_study
+    from ladder.studies import load_study, naming_the_file
 
     spec = load_study(study)
-    check_machine(spec)
-    problems = data_requirements(spec)
-    if problems:  # data preparation would refuse it after the plan: nothing is written
-        raise SpecError("; ".join(problems))
-    refuse, _ = fit_requirements(spec, expand(spec).runs)
-    for w in fit_check(refuse, check_fit, "train"):  # refused before the plan is written, unless --no-fit-check
+    with naming_the_file(study):
+        check_machine(spec)
+        problems = data_requirements(spec)
+        if problems:  # data preparation would refuse it after the plan: nothing is written
+            raise SpecError("; ".join(problems))
+        refuse, _ = fit_requirements(spec, expand(spec).runs)
+        warnings = fit_check(refuse, check_fit, "train")  # refused before the plan is written, unless --no-fit-check
+    for w in warnings:
         err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
     target = out_dir or default_study_dir(spec)
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})

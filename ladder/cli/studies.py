@@ -66,17 +66,18 @@ def studies_validate(
     from ladder.errors import SpecError
     from ladder.plan.planner import expand
     from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
-    from ladder.studies import load_study
+    from ladder.studies import load_study, naming_the_file
 
     study = load_study(file)
-    check_machine(study)
-    plan = expand(study)
-    refuse, partly = fit_requirements(study, plan.runs)
-    problems = data_requirements(study)
-    if refuse and check_fit:
-        problems.append(fit_refusal(refuse, "accept"))
-    if problems:
-        raise SpecError("; ".join(problems))
+    with naming_the_file(file):
+        check_machine(study)
+        plan = expand(study)
+        refuse, partly = fit_requirements(study, plan.runs)
+        problems = data_requirements(study)
+        if refuse and check_fit:
+            problems.append(fit_refusal(refuse, "accept"))
+        if problems:
+            raise SpecError("; ".join(problems))
     warnings = plan.warnings + fit_check(refuse, check_fit, "accept") + partly
     if as_json:
         print_json({"valid": True, "name": study.name, "runs": len(plan.runs), "warnings": warnings})

@@ -32,14 +32,15 @@ def sanity(
     from ladder.model.evaluation.sanity import run_sanity
     from ladder.plan.planner import expand
     from ladder.plan.plausibility import check_machine, data_requirements
-    from ladder.studies import load_study
+    from ladder.studies import load_study, naming_the_file
 
     spec = load_study(study)
-    check_machine(spec)
-    runs = expand(spec).runs  # nonsense in the study is refused before the data is prepared
-    problems = data_requirements(spec)
-    if problems:
-        raise SpecError("; ".join(problems))
+    with naming_the_file(study):
+        check_machine(spec)
+        runs = expand(spec).runs  # nonsense in the study is refused before the data is prepared
+        problems = data_requirements(spec)
+        if problems:
+            raise SpecError("; ".join(problems))
     prepared = prepare_data(spec.data, spec.model.vocab_size, progress=not as_json)
     smallest = min(runs, key=lambda r: r.shape.params_total).shape
     report = run_sanity(prepared, smallest, label_shift_bug=break_labels)

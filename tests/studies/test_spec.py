@@ -119,3 +119,29 @@ def test_counts_accept_suffixes():
     s = parse_study({**GOOD, "ladder": {"sizes": ["50K", "1.5M", 2000]}, "hero": {"compute": "1e21"}})
     assert s.ladder.sizes == [50_000, 1_500_000, 2000]
     assert s.hero.compute == 1e21
+
+
+@pytest.mark.parametrize(
+    "change,words",
+    [
+        ({"hero": {"params": 1}}, "hero.params = 1: below what this family builds"),
+        ({"model": {"vocab_size": 3, "head_dim": 16}}, "model.vocab_size = 3"),
+        ({"ladder": {"sizes": ["10K", "20K"]}}, "`ladder fit` will refuse this ladder"),
+    ],
+    ids=["size check", "data requirement", "fit requirement"],
+)
+@pytest.mark.parametrize("command", ["validate", "plan", "run", "sanity"])
+def test_the_checks_beyond_the_schema_name_the_study_file_too(tmp_path, capsys, change, words, command):
+    """Schema errors start with the file ("study.yaml: ..."); the size, machine, data and fit checks run on the
+    loaded study once lacked it. Each command that checks a study names its file in all of them."""
+    if command == "sanity" and "sizes" in change.get("ladder", {}):
+        pytest.skip("sanity trains one model: it does not check what `ladder fit` needs")
+    good = {**GOOD, "model": {"vocab_size": 320, "head_dim": 16}, "ladder": {"sizes": ["10K", "20K", "40K", "80K"]}}
+    spec = tmp_path / "study.yaml"
+    spec.write_text(yaml.safe_dump({**good, "sanity_check": False, **change}))
+    args = {"validate": ["studies", "validate", spec], "plan": ["plan", spec, "--dry-run"]}.get(command, [command, spec])
+    r = run_cli(capsys, *args)
+    lines = r.stderr.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, (r.code, r.stderr[-1000:])
+    assert lines[0].startswith(f"error: {spec}: ") and words in lines[0], lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["study.yaml"]
