@@ -5,6 +5,7 @@ the local executors and is scored."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,13 @@ def test_hero_at_another_size_says_where_lr_and_batch_come_from(study, capsys):
     assert any("tokens_per_param" in n for n in got["notes"])
     r = run_cli(capsys, "hero", study, "--params", "250K", "--tokens", "2M", "--dry-run", "--json")
     assert abs(r.json()["run"]["tokens"] / 2e6 - 1) < 0.02
+    said = run_cli(capsys, "hero", study, "--params", "250K", "--tokens", "2M", "--dry-run").stdout
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip() for line in said.splitlines() if line.count("│") >= 3
+    }
+    # sizes as the report writes them (issue 28: "397.7K / 8.0M", not 397,680)
+    assert re.fullmatch(r"\d\.\d+M \(.*/param\)", rows["tokens"]) and rows["batch"].endswith("K tokens"), rows
+    assert "," not in rows["params (non_embedding)"] and rows["params (non_embedding)"].endswith("K"), rows
 
 
 def test_a_hero_with_the_science_of_a_rung_is_refused(study, capsys):

@@ -207,3 +207,15 @@ def test_status_writes_sizes_and_compute_in_human_units(tmp_path, capsys):
     said = " ".join(human.stdout.split())  # the totals line, unwrapped
     assert re.search(r"\d+(\.\d+)?K/\d\.\d+M tokens", said), said[-500:]
     assert re.search(r"\d\.\d\de\d+ of \d\.\d\de\d+ FLOPs spent", said), said[-500:]
+
+
+def test_plan_writes_sizes_and_compute_in_human_units(capsys):
+    """The plan's table and totals write sizes as status and the report do: 23.71K params, 31.6M tokens, a batch of
+    1.28K tokens, a hero of 800K params (not 23,712 / 31,596,544 / 1,280 / 800,000)."""
+    import re
+
+    r = run_cli(capsys, "plan", "default", "--dry-run")
+    assert r.code == 0, r.stderr
+    said = " ".join(r.stdout.split())
+    assert " 23.71K 948.5K 40.0 3.21e11 1.28K " in said and "23,712" not in said, said[:2000]  # the first row
+    assert re.search(r"totals: .* \d+(\.\d+)?M tokens", said) and "hero: 800K params" in said, said[-1500:]

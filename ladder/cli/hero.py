@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, check_seed, flag
 from ladder.console import human_seconds, out, print_json, sci
+from ladder.model.config import format_count
 
 
 def hero(
@@ -63,7 +64,7 @@ def hero(
     src = run.sources
     rows = [
         ("run", f"{spec.run_id} ({run.state})", str(run.run_dir)),
-        (f"params ({spec.param_convention})", f"{spec.params:,}", src.get("params", src.get("shape", ""))),
+        (f"params ({spec.param_convention})", format_count(spec.params), src.get("params", src.get("shape", ""))),
         (
             "shape",
             f"d_model {s.d_model}, {s.n_layers} layers, {s.n_heads}/{s.n_kv_heads} heads of {s.head_dim}, "
@@ -71,8 +72,8 @@ def hero(
             src.get("aspect_ratio", ""),
         ),
         ("tied", "yes" if s.tied else "no", src.get("tied", "")),
-        ("tokens", f"{spec.tokens:,} ({spec.tokens / spec.params:.3g}/param)", src.get("tokens", "")),
-        ("batch", f"{spec.batch_tokens:,} tokens", src.get("batch_tokens", "")),
+        ("tokens", f"{format_count(spec.tokens)} ({spec.tokens / spec.params:.3g}/param)", src.get("tokens", "")),
+        ("batch", f"{format_count(spec.batch_tokens)} tokens", src.get("batch_tokens", "")),
         ("peak LR", f"{spec.lr:.3e}", src.get("lr", "")),
         ("steps / warmup", f"{spec.steps:,} / {spec.warmup_steps:,}", src.get("warmup", "")),
         ("schedule", spec.schedule.kind, src.get("schedule", "")),

@@ -193,11 +193,11 @@ def plan(
             r["variant"],
             axes,
             f"{run.shape.d_model}x{run.shape.n_layers} h{run.shape.n_heads}/{run.shape.n_kv_heads}",
-            f"{r['params']:,}",
+            format_count(r["params"]),
             format_count(r["tokens"]),
             f"{r['tokens_per_param']:.1f}",
             sci(r["flops_own"]),
-            f"{r['batch_tokens']:,}",
+            format_count(r["batch_tokens"]),
             f"{r['lr']:.3g}",
             f"{r['steps']:,}",
             human_seconds(r["est_wall_s"]),
@@ -217,11 +217,11 @@ def plan(
             f"its own steps: {sci(totals['flops_if_independent'])} FLOPs as independent runs)"
         )
     out.print(
-        f"totals: {runs}, {sci(totals['flops'])} FLOPs (exact), {totals['tokens']:,} tokens, "
+        f"totals: {runs}, {sci(totals['flops'])} FLOPs (exact), {format_count(totals['tokens'])} tokens, "
         f"~{human_seconds(totals['est_wall_s'])} of {spec.executor.hardware} time (one run at a time)"
     )
     out.print(
-        f"hero: {h.params:,} params ({conv}), {h.tokens:,} tokens, {sci(h.compute)} FLOPs; "
+        f"hero: {format_count(h.params)} params ({conv}), {format_count(h.tokens)} tokens, {sci(h.compute)} FLOPs; "
         f"the ladder costs {totals['ladder_pct_of_hero']:.3g}% of the hero's compute (exact FLOPs / exact FLOPs)"
     )
     out.print(f"FLOPs: {p.conventions()['flops']}")
@@ -285,7 +285,7 @@ def _budget_and_seed_lines(spec, p) -> list[str]:
         seeds = sorted({r.seed for r in p.runs})
         rep = lad.replicates
         where = (
-            f"; replicates at {', '.join(f'{s:,}' for s in rep.sizes)} with seeds {', '.join(map(str, rep.seeds))}"
+            f"; replicates at {', '.join(map(format_count, rep.sizes))} with seeds {', '.join(map(str, rep.seeds))}"
             if rep
             else ""
         )

@@ -139,7 +139,9 @@ def test_the_checks_beyond_the_schema_name_the_study_file_too(tmp_path, capsys, 
     good = {**GOOD, "model": {"vocab_size": 320, "head_dim": 16}, "ladder": {"sizes": ["10K", "20K", "40K", "80K"]}}
     spec = tmp_path / "study.yaml"
     spec.write_text(yaml.safe_dump({**good, "sanity_check": False, **change}))
-    args = {"validate": ["studies", "validate", spec], "plan": ["plan", spec, "--dry-run"]}.get(command, [command, spec])
+    args = {"validate": ["studies", "validate", spec], "plan": ["plan", spec, "--dry-run"]}.get(
+        command, [command, spec]
+    )
     r = run_cli(capsys, *args)
     lines = r.stderr.strip().splitlines()
     assert r.code == 2 and len(lines) == 1, (r.code, r.stderr[-1000:])
