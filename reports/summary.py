@@ -243,7 +243,7 @@ def _print_law(fit: FitJson, console: Console) -> None:
         console.print(f"  [bold]{key}[/] {f.formula}  weight {f.weight or 0:.2f}{rms}")
         console.print("    " + "   ".join(f"{k} = {_num(v)}{_ci(ci.get(k))}" for k, v in p.items()))
     for key, why in (law.skipped or {}).items():
-        console.print(f"  [dim]{key}: not fitted ({why})[/]")
+        console.print(f"  [dim]{key}: not fitted: {why}[/]")
     if law.selection:
         console.print(f"  [dim]{law.selection}[/]")
     cal = law.calibration

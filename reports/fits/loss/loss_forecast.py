@@ -451,7 +451,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
     mixed = mix(draws, points, weights, rng)
     if mixed is None:
         scopes = "; ".join(LOSS_FORMS[k].scope(fc.fitted or fc.data, fc.target_ratio) for k in fc.laws)
-        skipped = "; ".join(f"{k} not fitted ({why})" for k, why in fc.skipped.items())
+        skipped = "; ".join(f"{k} not fitted: {why}" for k, why in fc.skipped.items())
         raise ValueError(
             f"no fitted law form can forecast {params:.4g} params x {tokens:.4g} tokens "
             f"({tokens / params:.3g} tokens/param): {scopes}" + (f"; {skipped}" if skipped else "")
@@ -532,7 +532,7 @@ def forecast_loss(
         why = form.unidentifiable(sub)
         if why:
             if len(sub) < len(fitted):  # say which runs it counted: the header counts them all
-                why += f" (fitted on {len(sub)} of the {len(fitted)} runs: {form.runs_words(target_ratio)})"
+                why += f"; it is fitted on {len(sub)} of the {len(fitted)} runs, {form.runs_words(target_ratio)}"
             skipped[k] = why
             continue
         laws[k] = fit(

@@ -176,7 +176,7 @@ class LossForm:
         if self.key == "ratio":
             return f"those within {100 * RATIO_TOL:g}% of the hero's {target_ratio:.3g} tokens/param"
         if self.key == "frontier":
-            return "those on the compute-optimal frontier (no cheaper run reached a lower loss)"
+            return "those on the compute-optimal frontier, where no cheaper run reached a lower loss"
         return "every run"
 
     def scope(self, fitted: Runs, target_ratio: float) -> str:

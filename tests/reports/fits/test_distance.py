@@ -142,6 +142,14 @@ def test_a_form_skipped_for_too_few_runs_says_which_runs_it_counted():
     fc = forecast_loss(data, 1.6e8, 3.2e9, n_boot=10, forms=("chinchilla", "ratio"))
     why = fc.skipped["ratio"]
     assert "(has 3)" in why and "fitted on 3 of the 7 runs" in why and "20 tokens/param" in why
+    depth, deepest = 0, 0  # a reason printed inside "not fitted: ..." once nested brackets three deep
+    for ch in why:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        deepest = max(deepest, depth)
+    assert deepest <= 1, why
+    from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
+
+    assert all("(" not in form.runs_words(20.0) for form in LOSS_FORMS.values())  # it goes inside the reason
 
 
 def test_an_isoflop_ladders_laws_are_fitted_on_its_top_decade_of_budgets():
