@@ -12,7 +12,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ladder.errors import SpecError
 from ladder.model.shape import ModelShape
@@ -78,10 +78,33 @@ Flops = Annotated[float, BeforeValidator(parse_count), Field(gt=0)]
 """A positive FLOP count that may be written as ``1e21`` or ``3.2T``."""
 
 
+def _kinds(annotation: Any) -> set:
+    """The plain types a field's annotation names anywhere in it (through Annotated, unions and lists)."""
+    found = {annotation} if annotation in (bool, int, float, Any) else set()
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found |= _kinds(arg)
+    return found
+
+
 class Strict(BaseModel):
     """Unknown fields are errors: a typo in a spec must never be silently ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _bools_and_numbers_apart(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic's lax mode reads true as 1 and 1 as true: `tokens_per_param: true` trained at 1 token/param
+        field = cls.model_fields.get(info.field_name or "")
+        kinds = _kinds(field.annotation) if field is not None else {Any}
+        if Any in kinds:
+            return value
+        items = value if isinstance(value, list) else [value]
+        if kinds & {int, float} and bool not in kinds and any(isinstance(v, bool) for v in items):
+            raise ValueError("true/false is no value here: give a number")
+        if kinds == {bool} and any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+            raise ValueError("a number is no value here: give true or false")
+        return value
 
 
 class DataConfig(Strict):

@@ -56,11 +56,14 @@ class FamilySpec(Strict):
     vocab_size: int = Field(default=1024, ge=2, description="must hold the tokenizer's vocabulary")
     head_dim: PositiveInt = 64
     kv_ratio: PositiveInt = Field(default=1, description="query heads per KV head (GQA); 1 is plain MHA")
-    ffn_ratio: PositiveFloat = Field(default=8 / 3, description="SwiGLU ffn_dim / d_model before rounding")
+    ffn_ratio: PositiveFloat = Field(
+        default=8 / 3, le=64, description="SwiGLU ffn_dim / d_model before rounding (Llama's is 8/3 to 3.5)"
+    )
     ffn_multiple: PositiveInt = Field(default=16, description="ffn_dim is a multiple of this")
     ffn_band: float = Field(
         default=1.5,
         ge=1.0,
+        le=8.0,  # a wider band lets sizing pick ffn_dim almost freely (and 1e308 overflowed the rounding)
         description="sizing may move ffn_dim this factor either way "
         "from ffn_ratio x d_model to land on a target size; near 1 keeps shapes regular",
     )

@@ -280,6 +280,10 @@ def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
         "column loss has NaN",
         "line 3",
     )
+    # params in billions (a model card's "7") or a broken token count: no count is below one
+    runs = tmp_path / "runs.csv"
+    runs.write_text("params,tokens,loss\n0.1,2e9,3.1\n0.2,4e9,2.9\n0.4,8e9,2.7\n0.8,1.6e10,2.5\n")
+    one_line(run_cli(capsys, "fit", "--runs", runs), "column params counts below 1 in 4 run(s)", "line 2")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]
 
 

@@ -149,6 +149,12 @@ def as_runs(
         if bad.any():
             rows = _rows(labels, bad)
             raise FitError(f"{what}: column {name} must be positive; {bad.sum()} run(s) are not (rows {rows})")
+        bad = arr < 1 if name in ("params", "tokens", "flops") else np.zeros(len(arr), dtype=bool)
+        if bad.any():  # a count below one: a value in other units (billions?) or a broken row
+            rows = _rows(labels, bad)
+            raise FitError(
+                f"{what}: column {name} counts below 1 in {bad.sum()} run(s) (rows {rows}): give plain counts"
+            )
     if "flops" not in out:
         out["flops"] = 6.0 * out["params"] * out["tokens"]
     return Runs(out["params"], out["tokens"], out["loss"], labels, out["flops"])

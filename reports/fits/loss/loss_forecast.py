@@ -80,6 +80,8 @@ HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the f
 LEAN_P = 0.05  # say the forecasts lean when this many on one side is this unlikely for unbiased ones
 LEAN_MIN_PCT = 1.0  # ... and their mean error is at least the reach's finer tolerance
 N_BOOT = 200
+WIDEST = math.log(1e6)  # an interval's half-width is capped at a factor of 1e6, which says "unknown" already: a
+# nonsense ladder (a loss of 1e-3 nats beside losses of 3) once widened so far that exp() overflowed
 RATE_MIN_DISTANCE = math.log(2.0)  # rows nearer than 2x say more about noise than about drift
 # The loss forecast's typical |log error| per unit of log distance on published ladders: the median over
 # ladders of each ladder's median |log(actual / forecast)| / distance, for forecasts at least 2x beyond their
@@ -463,9 +465,10 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
     cx = 6 * params * tokens / float(fc.data.compute.max())
     d = log_distance(px, tx, cx)
     rate = fc.drift.get("rate", 0.0) or 0.0
-    floor = PUBLIC_RATE * d
-    lo = point - max(fc.factor * (point - lo) + rate * d, floor)
-    hi = point + max(fc.factor * (hi - point) + rate * d, floor)
+    floor = min(PUBLIC_RATE * d, WIDEST)
+    drift = min(rate * d, WIDEST)
+    lo = point - min(max(fc.factor * (point - lo) + drift, floor), WIDEST)
+    hi = point + min(max(fc.factor * (hi - point) + drift, floor), WIDEST)
     reach2 = fc.reach.get("2%", {})
     tested = fc.reach.get("tested", {})
     beyond = any(x > reach2.get(ax, 1.0) * 1.0001 for ax, x in zip(AXES, (px, tx, cx)))
@@ -482,7 +485,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         "beyond_tested_axes": beyond_axes,
         "rollout_error": fc.far_error,
         "drift_rate": rate,
-        "drift_widening_pct": 100.0 * math.expm1(rate * d),
+        "drift_widening_pct": 100.0 * math.expm1(drift),
         "public_floor_pct": 100.0 * math.expm1(floor),
     }
     return PointForecast(
