@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich import box
@@ -13,6 +14,10 @@ from ladder.cli.options import JSON_OPT, flag
 from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.errors import SpecError
 from ladder.model.config import format_count
+
+if TYPE_CHECKING:
+    from ladder.plan.planner import Plan
+    from ladder.studies.spec import StudySpec
 
 FIT_CHECK_HELP = (
     "Refuse, before anything is written, a ladder that `ladder fit` cannot fit: too few sizes, runs or budgets "
@@ -41,6 +46,26 @@ def fit_check(refuse: list[str], check: bool, verb: str) -> list[str]:
     if refuse and check:
         raise SpecError(fit_refusal(refuse, verb))
     return [f"`ladder fit` will refuse this ladder: {w}" for w in refuse]
+
+
+def checked_plan(study: str, spec: StudySpec, check_fit: bool, verb: str) -> tuple[Plan, list[str]]:
+    """``spec`` expanded, after the checks beyond the schema (machine, data, what `ladder fit` will refuse), which
+    refuse in one line naming the study file; and the warnings the checks add (`studies validate` and `plan`)."""
+    from ladder.plan.planner import expand
+    from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
+    from ladder.studies import naming_the_file
+
+    with naming_the_file(study):
+        check_machine(spec)
+        p = expand(spec)
+        refuse, partly = fit_requirements(spec, p.runs)
+        # what data preparation or `ladder fit` will refuse is refused now, before anything is written
+        problems = data_requirements(spec)
+        if refuse and check_fit:
+            problems.append(fit_refusal(refuse, verb))
+        if problems:
+            raise SpecError("; ".join(problems))
+    return p, fit_check(refuse, check_fit, verb) + partly
 
 
 def _mib(n_bytes: float | None) -> str:
@@ -92,9 +117,8 @@ def plan(
 
     ladder plan ladder-runs/default --suggest --budget 1e14 --add
     """
-    from ladder.plan.planner import default_study_dir, expand, run_row, write_plan
-    from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
-    from ladder.studies import load_study, naming_the_file
+    from ladder.plan.planner import default_study_dir, run_row, write_plan
+    from ladder.studies import load_study
 
     if not suggest:
         for opt, given in (("--budget", budget is not None), ("--add", add)):
@@ -109,18 +133,8 @@ def plan(
         return
 
     spec = load_study(study)
-    with naming_the_file(study):
-        check_machine(spec)
-        p = expand(spec)
-        refuse, partly = fit_requirements(spec, p.runs)
-        # what data preparation or `ladder fit` will refuse is refused now, before anything is written, in the
-        # one line `ladder studies validate` gives
-        problems = data_requirements(spec)
-        if refuse and check_fit:
-            problems.append(fit_refusal(refuse, "plan"))
-        if problems:
-            raise SpecError("; ".join(problems))
-    p.warnings += fit_check(refuse, check_fit, "plan") + partly
+    p, warnings = checked_plan(study, spec, check_fit, "plan")
+    p.warnings += warnings
     target = out_dir or _study_dir_itself(study) or default_study_dir(spec)
     written = None if dry_run else write_plan(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
-from ladder.cli.plan import fit_check, fit_check_flag, fit_refusal
+from ladder.cli.plan import checked_plan, fit_check_flag
 from ladder.console import err, out, print_json
 
 app = typer.Typer(help="List, show and validate study specs.", no_args_is_help=True)
@@ -63,22 +63,11 @@ def studies_validate(
     lm-eval task nobody knows, a vocabulary or corpus cap that data preparation refuses, a ladder that `ladder
     fit` cannot fit (too few sizes, runs or budgets per variant; `plan` and `run` refuse it too, and
     --no-fit-check lets it through with a warning); warned: what the fit can use only partly."""
-    from ladder.errors import SpecError
-    from ladder.plan.planner import expand
-    from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
-    from ladder.studies import load_study, naming_the_file
+    from ladder.studies import load_study
 
     study = load_study(file)
-    with naming_the_file(file):
-        check_machine(study)
-        plan = expand(study)
-        refuse, partly = fit_requirements(study, plan.runs)
-        problems = data_requirements(study)
-        if refuse and check_fit:
-            problems.append(fit_refusal(refuse, "accept"))
-        if problems:
-            raise SpecError("; ".join(problems))
-    warnings = plan.warnings + fit_check(refuse, check_fit, "accept") + partly
+    plan, checks = checked_plan(file, study, check_fit, "accept")
+    warnings = plan.warnings + checks
     if as_json:
         print_json({"valid": True, "name": study.name, "runs": len(plan.runs), "warnings": warnings})
         return
