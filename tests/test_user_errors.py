@@ -271,12 +271,12 @@ def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
     runs = tmp_path / "runs.jsonl"
     runs.write_text(
         "".join(
-            json.dumps({"config": {"n": n}, "summary": {"loss": loss}}) + "\n"
+            json.dumps({"config": {"n": n, "d": 20 * n}, "summary": {"loss": loss}}) + "\n"
             for n, loss in ((1e5, 3.1), (2e5, 2.9), (4e5, float("inf")), (8e5, 2.5))
         )
     )
     one_line(
-        run_cli(capsys, "fit", "--runs", runs, "--columns", "params=config.n,tokens=config.n,loss=summary.loss"),
+        run_cli(capsys, "fit", "--runs", runs, "--columns", "params=config.n,tokens=config.d,loss=summary.loss"),
         "column loss has NaN",
         "line 3",
     )
@@ -472,3 +472,93 @@ def test_a_runs_file_with_a_repeated_column_name_is_refused_naming_it(tmp_path, 
         one_line(run_cli(capsys, "fit", "--runs", runs), "more than one column is named 'lr'")
         assert run_cli(capsys, "fit", "--runs", runs, "--columns", mapped, "--bootstrap", "5").code == 0
     assert [p.name for p in tmp_path.iterdir()] == [runs.name]
+
+
+def _ladder_rows() -> list[dict]:
+    """Nine runs of a Chinchilla-like law: three sizes at three tokens/param."""
+    return [
+        {"params": n, "tokens": n * r, "loss": round(1.7 + 400 / n**0.34 + 410 / (n * r) ** 0.28, 4)}
+        for n in (1e6, 2e6, 4e6)
+        for r in (10, 20, 40)
+    ]
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_runs_file_with_list_valued_cells_is_fitted(tmp_path, capsys):
+    """Issue 28: a W&B export's `tags` (a list, even `[]`) made `fit --runs` fail with "TypeError: unhashable
+    type: 'list'"; so did a list in a mapped column or in W&B's `state`. A list is read as its JSON text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [dict(r, tags=["a"] if i % 2 else [], extra={"k": i}) for i, r in enumerate(_ladder_rows())]
+    flat = _jsonl(tmp_path / "flat.jsonl", rows)
+    assert run_cli(capsys, "fit", "--runs", flat, "--bootstrap", "3").code == 0
+    mapped = "params=params,tokens=tokens,loss=loss,variant=tags"
+    r = run_cli(capsys, "fit", "--runs", flat, "--columns", mapped, "--bootstrap", "3")
+    assert r.code == 0, r.stderr
+    assert '"a"' in r.stdout  # the variants are named by the tags' text
+    wandb = _jsonl(tmp_path / "wandb.jsonl", [dict(r, state=["finished"]) for r in rows])
+    r = run_cli(capsys, "fit", "--runs", wandb, "--columns", "params=params,tokens=tokens,loss=loss")
+    one_line(r, "is done", "finished")  # W&B's state serves as the status: a list is no status word
+    parquet = tmp_path / "runs.parquet"
+    pq.write_table(pa.Table.from_pylist([dict(r, extra=None) for r in rows]), parquet)
+    assert run_cli(capsys, "fit", "--runs", parquet, "--bootstrap", "3").code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flat.jsonl", "runs.parquet", "wandb.jsonl"]
+
+
+def test_an_integer_beyond_a_float_in_a_runs_file_is_one_line(tmp_path, capsys):
+    """Issue 28: JSON allows an integer of 400 digits; pandas failed on it with an OverflowError traceback (with or
+    without --predict). It is infinite for the fit, which names the row."""
+    rows = _ladder_rows()
+    rows[1]["params"] = 10**400
+    runs = _jsonl(tmp_path / "runs.jsonl", rows)
+    one_line(run_cli(capsys, "fit", "--runs", runs), "column params has NaN or infinite values", "line 2")
+    r = run_cli(capsys, "fit", "--runs", runs, "--predict", "1e9:2e10")
+    one_line(r, "column params has NaN or infinite values", "line 2")
+    csv = tmp_path / "runs.csv"
+    csv.write_text("params,tokens,loss\n" + "".join(f"{r['params']},{r['tokens']},{r['loss']}\n" for r in rows))
+    one_line(run_cli(capsys, "fit", "--runs", csv, "--predict", "1e9:2e10"), "params has NaN or infinite", "line 3")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]
+
+
+def test_true_false_in_a_numeric_column_of_a_runs_file_is_refused(tmp_path, capsys):
+    """Issue 28: a JSON `true` in the params column was read as 1 and fitted."""
+    rows = _ladder_rows()
+    rows[2]["params"] = True
+    one_line(
+        run_cli(capsys, "fit", "--runs", _jsonl(tmp_path / "runs.jsonl", rows)),
+        "column params holds true/false in 1 row(s) (line 3)",
+        "give numbers",
+    )
+    csv = tmp_path / "runs.csv"
+    csv.write_text("params,tokens,loss\n" + "".join(f"{r['params']},{r['tokens']},True\n" for r in _ladder_rows()))
+    one_line(run_cli(capsys, "fit", "--runs", csv), "column loss holds true/false in 9 row(s)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]
+
+
+def test_a_runs_file_that_hides_one_value_behind_another_is_refused(tmp_path, capsys):
+    """Issue 28: a top-level "config.n" next to a nested {"config": {"n": ...}} flattened to one column and the
+    nested one won silently; one file column mapped to two names fitted params against themselves; a row of 1e16
+    params was fitted (--predict refuses more than 1e15); `--runs ''` was called the directory '.'."""
+    rows = [{"config": {"n": r["params"], "d": r["tokens"]}, "loss": r["loss"]} for r in _ladder_rows()]
+    rows[3]["config.n"] = 5
+    runs = _jsonl(tmp_path / "runs.jsonl", rows)
+    one_line(
+        run_cli(capsys, "fit", "--runs", runs, "--columns", "params=config.n,tokens=config.d,loss=loss"),
+        "line 4 gives 'config.n' both as a dotted key and nested",
+    )
+    del rows[3]["config.n"]
+    _jsonl(runs, rows)
+    one_line(
+        run_cli(capsys, "fit", "--runs", runs, "--columns", "params=config.n,tokens=config.n,loss=loss"),
+        "params and tokens both read column 'config.n'",
+    )
+    big = _ladder_rows()
+    big[0]["params"] = 1e16
+    one_line(run_cli(capsys, "fit", "--runs", _jsonl(tmp_path / "big.jsonl", big)), "params is beyond 1e+15", "line 1")
+    one_line(run_cli(capsys, "fit", "--runs", ""), "--runs '': an empty path")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "runs.jsonl"]

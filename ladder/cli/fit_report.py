@@ -123,7 +123,7 @@ def _few(labels: list[str], limit: int = 4) -> str:
 
 def fit(
     study_dir: Path | None = typer.Argument(None, help="A collected study directory (writes its fit.json)."),
-    runs: Path | None = typer.Option(None, "--runs", help=RUNS_HELP),
+    runs: str | None = typer.Option(None, "--runs", metavar="FILE", help=RUNS_HELP),
     columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
     predict: list[str] | None = typer.Option(
         None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 (repeatable)."
@@ -164,6 +164,9 @@ def fit(
 
     if (study_dir is None) == (runs is None):
         raise LadderError("give a study directory or --runs FILE (exactly one)")
+    if runs is not None and not runs.strip():  # a Path would read '' as '.', and call it a directory
+        raise SpecError(f"--runs {runs!r}: an empty path; give a runs file (.csv, .parquet or .jsonl)")
+    runs = None if runs is None else Path(runs)
     if columns is not None and runs is None:
         raise SpecError("--columns maps the columns of a --runs file; give --runs FILE too")
     if not 1 <= bootstrap <= MAX_BOOTSTRAP:

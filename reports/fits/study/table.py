@@ -324,6 +324,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
         first = (str(exc).strip().splitlines() or [""])[0]  # one line: pyarrow's messages go on for many
         raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {first})") from None
+    df = _cells_as_values(df)
     repeated += [str(c) for c in df.columns[df.columns.duplicated()].unique() if str(c) not in repeated]
     if repeated and columns is None:  # every column is read (the axes, the variant, ...): one name, one column
         _refuse_repeated(path, repeated)
@@ -331,6 +332,66 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         df = _mapped(df, _parse_columns(columns), path, repeated)
     if "run_id" not in df.columns and first_line:
         df.insert(0, "run_id", [f"line {first_line + i}" for i in range(len(df))])
+    _refuse_true_false(df, path)
+    _refuse_beyond_counts(df, path)
+    return df
+
+
+NUMERIC = ("params", "tokens", "loss", "flops", "lr", "batch_tokens", "batch_size", "aspect_ratio", "seed")
+"""The columns of a runs table that hold numbers (true/false in them is a mistake, not 1 and 0)."""
+MAX_COUNT = 1e15  # params or tokens per run beyond this are a typo (1P), as for `ladder fit --predict`
+
+
+def _labels(df: pd.DataFrame, rows: pd.Series) -> str:
+    names = [str(x) for x in (df.loc[rows, "run_id"] if "run_id" in df.columns else df.index[rows])]
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+
+
+def _refuse_true_false(df: pd.DataFrame, path: Path) -> None:
+    """A JSON ``true`` or a CSV ``True`` in a numeric column: pandas would read it as 1."""
+    for name in NUMERIC:
+        if name not in df.columns:
+            continue
+        col = df[name]
+        rows = col.map(lambda v: isinstance(v, (bool, np.bool_))) if col.dtype != bool else col.notna()
+        if rows.any():
+            raise FitError(
+                f"{path}: column {name} holds true/false in {int(rows.sum())} row(s) ({_labels(df, rows)}); "
+                "give numbers"
+            )
+
+
+def _refuse_beyond_counts(df: pd.DataFrame, path: Path) -> None:
+    """Params or tokens beyond :data:`MAX_COUNT` (infinite ones are refused by the fit, with the others)."""
+    for name in ("params", "tokens"):
+        if name not in df.columns:
+            continue
+        values = pd.to_numeric(df[name], errors="coerce")
+        rows = (values > MAX_COUNT) & np.isfinite(values)
+        if rows.any():
+            raise FitError(
+                f"{path}: column {name} is beyond {MAX_COUNT:.0e} in {int(rows.sum())} row(s) "
+                f"({_labels(df, rows)}): not a model a law can fit; give plain counts"
+            )
+
+
+def _hashable(value: Any) -> Any:
+    """A cell as the fit can compare it: a list or object (W&B ``tags``, a nested config) as its JSON text, an
+    integer beyond a float's range as infinity (JSON allows any number of digits; the fit refuses it then)."""
+    import json
+
+    if isinstance(value, (list, dict, tuple, set, np.ndarray)):
+        return json.dumps(value.tolist() if isinstance(value, np.ndarray) else value, sort_keys=True, default=str)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**1023:
+        return math.inf if value > 0 else -math.inf
+    return value
+
+
+def _cells_as_values(df: pd.DataFrame) -> pd.DataFrame:
+    """Every object column's cells through :func:`_hashable` (by position: a file may repeat a column name)."""
+    for i in range(df.shape[1]):
+        if df.iloc[:, i].dtype == object:
+            df.isetitem(i, df.iloc[:, i].map(_hashable))
     return df
 
 
@@ -383,7 +444,31 @@ def _read_json_runs(path: Path) -> pd.DataFrame:
                 raise FitError(f"{path}: line {n} is not JSON ({exc})") from None
     if not all(isinstance(r, dict) for r in records):
         raise FitError(f"{path}: every line must be a JSON object (one run)")
+    for n, record in enumerate(records, start=1):
+        twice = _flattened_twice(record)
+        if twice:
+            where = f"run {n}" if stripped.startswith("[") else f"line {n}"
+            raise FitError(
+                f"{path}: {where} gives {twice!r} both as a dotted key and nested (flattened, one would hide "
+                "the other); keep one"
+            )
     return pd.json_normalize(records, sep=".")
+
+
+def _flattened_twice(record: dict, prefix: str = "", seen: set | None = None) -> str | None:
+    """A dotted name that a record gives twice once flattened (``{"config.n": 1, "config": {"n": 2}}``)."""
+    seen = set() if seen is None else seen
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            found = _flattened_twice(value, f"{name}.", seen)
+            if found:
+                return found
+        elif name in seen:
+            return name
+        else:
+            seen.add(name)
+    return None
 
 
 def _parse_columns(columns: str | dict[str, str]) -> dict[str, str]:
@@ -401,6 +486,14 @@ def _parse_columns(columns: str | dict[str, str]) -> dict[str, str]:
             if name.strip() in pairs:
                 raise FitError(f"--columns {columns!r}: {name.strip()} is given twice; map each name once")
             pairs[name.strip()] = source.strip()
+    by_source: dict[str, str] = {}
+    for name, source in pairs.items():
+        if source in by_source:
+            raise FitError(
+                f"--columns: {by_source[source]} and {name} both read column {source!r}; map each name to its own "
+                "column"
+            )
+        by_source[source] = name
     unknown = [n for n in pairs if n not in MAPPABLE]
     if unknown:
         raise FitError(
