@@ -39,6 +39,11 @@ def builtin_path(name: str) -> Path:
 
 def study_file(name_or_path: str | Path) -> Path:
     """The YAML file a study argument names: a file, the spec a planned study directory holds, or a built-in."""
+    if not str(name_or_path).strip():
+        raise SpecError(
+            f"study {str(name_or_path)!r}: an empty name; give a study file, a planned study directory or a built-in "
+            f"study ({', '.join(builtin_names())})"
+        )
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists() or "/" in str(name_or_path):
         if not path.exists():
@@ -47,7 +52,10 @@ def study_file(name_or_path: str | Path) -> Path:
             # a study directory written by `ladder plan` holds the spec it was planned from
             from ladder.layout import StudyDir
 
-            return StudyDir(path).study
+            spec = StudyDir(path).study
+            if not spec.exists():
+                raise SpecError(f"{path}: a directory but no planned study (it has no {spec.name}); give a study file")
+            return spec
         return path
     if str(name_or_path) in builtin_names():
         return builtin_path(str(name_or_path))

@@ -562,3 +562,29 @@ def test_a_runs_file_that_hides_one_value_behind_another_is_refused(tmp_path, ca
     one_line(run_cli(capsys, "fit", "--runs", _jsonl(tmp_path / "big.jsonl", big)), "params is beyond 1e+15", "line 1")
     one_line(run_cli(capsys, "fit", "--runs", ""), "--runs '': an empty path")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "runs.jsonl"]
+
+
+@pytest.mark.parametrize("group", [(), ("studies",), ("forecast",), ("data", "tokenizer")])
+def test_a_group_without_a_command_shows_its_help_and_says_what_is_missing(capsys, group):
+    """Issue 28: `ladder`, `ladder studies`, ... printed their help and exited 2 with no word of what was wrong."""
+    r = run_cli(capsys, *group)
+    one_line(r, f"`{' '.join(('ladder', *group))}` needs a command")
+    assert "Commands" in r.stdout
+
+
+def test_model_info_refuses_a_width_that_is_no_whole_number_of_heads(capsys):
+    """Issue 28: `model info --d-model 10 --head-dim 64` built one 64-wide head on a 10-wide model; a width that
+    is not a multiple of the head dim dropped the rest silently (d_model 100: one head of 64)."""
+    r = run_cli(capsys, "model", "info", "--d-model", "10", "--n-layers", "2", "--head-dim", "64")
+    one_line(r, "--d-model 10: not a whole number of heads of --head-dim 64")
+    one_line(run_cli(capsys, "model", "info", "--d-model", "100", "--n-layers", "2"), "default head_dim of 64")
+    assert run_cli(capsys, "model", "info", "--d-model", "100", "--n-layers", "2", "--n-heads", "2").code == 0
+
+
+def test_an_empty_study_name_or_a_folder_without_a_study_is_named_as_such(tmp_path, capsys, monkeypatch):
+    """Issue 28: `studies show ''` said "study.yaml: no such study file" (the empty path read as '.')."""
+    monkeypatch.chdir(tmp_path)
+    for command in (("studies", "show"), ("studies", "validate"), ("plan",)):
+        one_line(run_cli(capsys, *command, ""), "study '': an empty name", "built-in")
+        one_line(run_cli(capsys, *command, str(tmp_path)), f"{tmp_path}: a directory but no planned study")
+    assert list(tmp_path.iterdir()) == []

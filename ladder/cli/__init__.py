@@ -181,7 +181,10 @@ def _main() -> None:
         code = _command().main(prog_name="ladder", standalone_mode=False)
     except _usage_errors() as exc:
         if not exc.format_message():  # a group called without a command: click printed its help
-            sys.exit(exc.exit_code)
+            ctx = getattr(exc, "ctx", None)
+            path = ctx.command_path if ctx is not None else "ladder"
+            err.print(f"[bold red]error:[/] `{escape(path)}` needs a command: one of those listed above", soft_wrap=True)
+            sys.exit(2)
         err.print(f"[bold red]error:[/] {escape(usage_line(exc))}", soft_wrap=True)
         sys.exit(2)
     except typer.Abort:

@@ -103,7 +103,13 @@ def model_info(
             if d_model is None or n_layers is None:
                 raise SpecError("give --d-model and --n-layers (or --params with --aspect-ratio)")
             hd = head_dim or (d_model // n_heads if n_heads else 64)
-            heads = n_heads or max(1, d_model // hd)
+            if n_heads is None and d_model % hd:  # d_model // hd heads would leave part of the width headless
+                given = f"--head-dim {head_dim}" if head_dim else "the default head_dim of 64"
+                raise SpecError(
+                    f"--d-model {d_model}: not a whole number of heads of {given}; give a d_model that is a "
+                    "multiple of it, another --head-dim, or --n-heads"
+                )
+            heads = n_heads or d_model // hd
             if kv_ratio < 1:
                 raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number of query heads per KV head, >= 1")
             if n_kv_heads is None and heads % kv_ratio:
