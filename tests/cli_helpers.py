@@ -45,3 +45,13 @@ def one_line(r: CliResult, *words: str) -> str:
     for w in words:
         assert w in lines[0], (w, lines[0])
     return lines[0]
+
+
+def taken_or_refused(r: CliResult) -> str | None:
+    """The house rule for odd input, for a test that tries many: ``None`` when the command answered (exit 0) or
+    refused in one line (exit 2, one ``error:`` line on stderr), with no traceback; else what went wrong."""
+    lines = r.stderr.strip().splitlines()
+    refused = r.code == 2 and len(lines) == 1 and lines[0].startswith("error: ")
+    if (r.code == 0 or refused) and "Traceback" not in r.stderr + r.stdout:
+        return None
+    return f"exit {r.code}: {r.stderr[-300:]}"
