@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, parse_gpus
-from ladder.cli.plan import fit_check, fit_check_flag
+from ladder.cli.plan import checked_plan, fit_check_flag
 from ladder.cli.status import watching
 from ladder.console import err, out, print_json
 
@@ -74,20 +74,13 @@ def run_cmd(
     per stage and about once a minute while they train. --json prints the outcome as JSON on stdout (the
     progress goes to stderr).
     """
-    from ladder.errors import SpecError
     from ladder.pipeline import run_study
-    from ladder.plan.planner import default_study_dir, expand
-    from ladder.plan.plausibility import check_machine, data_requirements, fit_requirements
-    from ladder.studies import load_study, naming_the_file
+    from ladder.plan.planner import default_study_dir
+    from ladder.studies import load_study
 
     spec = load_study(study)
-    with naming_the_file(study):
-        check_machine(spec)
-        problems = data_requirements(spec)
-        if problems:  # data preparation would refuse it after the plan: nothing is written
-            raise SpecError("; ".join(problems))
-        refuse, _ = fit_requirements(spec, expand(spec).runs)
-        warnings = fit_check(refuse, check_fit, "train")  # refused before the plan is written, unless --no-fit-check
+    # refused before the plan is written (what `ladder fit` refuses unless --no-fit-check), as `ladder plan` does
+    _, warnings = checked_plan(study, spec, check_fit, "train")
     for w in warnings:
         err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
     target = out_dir or default_study_dir(spec)

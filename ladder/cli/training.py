@@ -28,19 +28,14 @@ def sanity(
     the documents; also checks the initial loss (near ln vocab) and that every parameter gets a gradient. On
     failure it names the suspect stage. Exits 1 when the check fails.
     """
+    from ladder.cli.plan import checked_plan
     from ladder.model.data.prepare import prepare_data
     from ladder.model.evaluation.sanity import run_sanity
-    from ladder.plan.planner import expand
-    from ladder.plan.plausibility import check_machine, data_requirements
-    from ladder.studies import load_study, naming_the_file
+    from ladder.studies import load_study
 
     spec = load_study(study)
-    with naming_the_file(study):
-        check_machine(spec)
-        runs = expand(spec).runs  # nonsense in the study is refused before the data is prepared
-        problems = data_requirements(spec)
-        if problems:
-            raise SpecError("; ".join(problems))
+    # nonsense in the study is refused before the data is prepared; the fit's needs are no matter to one model
+    runs = checked_plan(study, spec, check_fit=False, verb="check")[0].runs
     prepared = prepare_data(spec.data, spec.model.vocab_size, progress=not as_json)
     smallest = min(runs, key=lambda r: r.shape.params_total).shape
     report = run_sanity(prepared, smallest, label_shift_bug=break_labels)
