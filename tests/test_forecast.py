@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from ladder import layout
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 from tests.hero_fixture import make_ladder, refresh, train
 
 
@@ -261,6 +261,32 @@ def test_an_implausible_loss_is_refused(study, tmp_path, capsys):
     assert "line 3, column loss" in r.stderr and "100 nats/token" in r.stderr
     assert _listing(study) == before
     assert run_cli(capsys, "forecast", "score", study, "--loss", "99").code == 0  # the bound itself is generous
+
+
+@pytest.mark.parametrize(("given", "bound"), [("100.0001", "above 100 nats/token"), ("0.00099", "below 0.001")])
+def test_a_loss_just_past_a_bound_is_echoed_as_given(study, capsys, given, bound):
+    """Issue 28: `--loss 100.0001` said "--loss 100: above 100 nats/token"."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    before = _listing(study)
+    one_line(run_cli(capsys, "forecast", "score", study, "--loss", given), f"--loss {given}: {bound}")
+    assert _listing(study) == before
+
+
+def test_freeze_refuses_a_point_no_law_forecasts_saying_why(study, capsys):
+    """Issue 28: `freeze --predict 400K:16G` (4e4 tokens/param, on a ladder of one ratio) froze `loss: null` and
+    exited 0; then `score` advised the very `freeze --predict` that had been made."""
+    before = _listing(study)
+    for args in (("--predict", "400K:16G"), ("--predict", "300K:6M", "--predict", "400K:16G")):
+        line = one_line(
+            run_cli(capsys, "forecast", "freeze", study, *args),
+            "--predict 400K:16G: no fitted law form can forecast",
+            "only at 20 tokens/param",
+            "nothing written",
+        )
+        assert "300K:6M" not in line
+    assert _listing(study) == before
+    r = run_cli(capsys, "forecast", "freeze", study, "--predict", "300K:6M", "--json")
+    assert r.code == 0 and r.json()["predictions"][0]["loss"] is not None
 
 
 @pytest.mark.parametrize("tiny", ["1e-300", "3.5e-4"])

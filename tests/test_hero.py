@@ -12,7 +12,7 @@ import pytest
 
 from ladder import layout
 from ladder.model.config import RunSpec
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 from tests.hero_fixture import hero_spec, refresh, train
 
 
@@ -105,6 +105,23 @@ def test_a_hero_with_the_science_of_a_rung_is_refused(study, capsys):
     assert _plan_ids(study) == before
 
 
+def test_a_hero_no_law_forecasts_is_planned_with_a_one_line_warning_saying_why(study, capsys):
+    """Issue 28: `hero S --tokens 16M` (40 tokens/param on a ladder of 20) was planned silently, with no forecast
+    to score it against."""
+    for args in (("--dry-run",), ("--dry-run", "--json"), ()):
+        r = run_cli(capsys, "hero", study, "--tokens", "16M", *args)
+        assert r.code == 0, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("warning: no forecast of this hero's loss: "), r.stderr
+        assert "no fitted law form can forecast" in lines[0] and "40 tokens/param" in lines[0]
+        assert "nothing to check it against" in lines[0]
+    assert "no fitted law form" in r.stderr  # planned all the same
+    got = run_cli(capsys, "hero", study, "--tokens", "16M", "--json").json()
+    assert got["forecast"]["loss"] is None and "no fitted law form can forecast" in got["forecast"]["reason"]
+    r = run_cli(capsys, "hero", study, "--dry-run")  # the recommendation has a forecast: no warning
+    assert r.code == 0 and "no forecast" not in r.stderr and "the fit forecasts" in r.stdout
+
+
 def test_hero_errors_exit_2_naming_the_flag(study, tmp_path, capsys):
     before = _plan_ids(study)
     for args, words in [(("--params", "lots"), "--params 'lots'"), (("--tokens", "-5"), "--tokens"), ((), None)]:
@@ -159,7 +176,7 @@ def test_a_planned_hero_trains_through_debug_and_local_executors_and_is_scored(t
     assert s["error_pct"] == pytest.approx(100 * (s["forecast"] - actual) / actual)
     assert s["frozen_before_training"] is True
     r = run_cli(capsys, "forecast", "score", study, "--run", debug["run_id"], "--json")
-    assert r.code == 0 and r.json()["not_scored"]  # 16K is no frozen point: not scored against the wrong one
+    one_line(r, "nothing scored: forecast 1: no frozen point")  # 16K is no frozen point: not scored against another
     assert run_cli(capsys, "report", study, "--format", "html").code == 0
     html = (study / "report" / "report.html").read_text()
     assert '<section id="forecast"' in html and "Forecast vs actual" in html

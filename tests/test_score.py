@@ -16,7 +16,7 @@ from ladder import layout
 from ladder.forecast.score import compare, in_context_score
 from ladder.reports.fits.scoring import partial_forecast, z_score
 from ladder.reports.fits.study.forecast_json import InContext, Interval
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 from tests.hero_fixture import hero_spec, law_loss, make_ladder, refresh, shape_r, train
 
 
@@ -43,9 +43,24 @@ def test_error_inside_and_z_of_a_final_loss():
     s = compare(point, 2.1)
     assert s["error_pct"] == pytest.approx(100 * (2.0 - 2.1) / 2.1)
     assert s["inside"] is True
-    assert s["z"] == pytest.approx(math.log(2.1 / 2.0) / (math.log(2.2 / 1.8) / 2 / 1.645))
-    assert compare(point, 2.3)["inside"] is False and compare(point, 1.7)["z"] < -1.645
+    assert s["z"] == pytest.approx(math.log(2.0 / 2.1) / (math.log(2.2 / 1.8) / 2 / 1.645))
+    assert compare(point, 2.3)["inside"] is False and compare(point, 1.7)["z"] > 1.645
     assert z_score(2.0, 2.0, 1.8, 2.2) == 0
+
+
+@pytest.mark.parametrize("actual", [0.07, 1.7, 1.95, 2.05, 2.3, 57.0])
+def test_the_error_and_z_have_one_sign(actual):
+    """Both say forecast minus actual: a forecast far below the hero was once 'error -96.51%, z +354.62'."""
+    s = compare(Interval(loss=2.0, lo=1.8, hi=2.2, level=0.9), actual)
+    assert np.sign(s["error_pct"]) == np.sign(s["z"]) != 0
+
+
+def test_a_score_line_shows_the_error_and_z_with_one_sign(study, capsys):
+    for loss, sign in (("2.9", "+"), ("99", "-")):
+        r = run_cli(capsys, "forecast", "score", study, "--loss", loss)
+        assert r.code == 0, r.stderr
+        error, z = re.search(r"error ([+-])[\d.]+%, OUTSIDE, z ([+-])", r.stdout).groups()
+        assert error == z == sign, r.stdout
 
 
 def test_the_hero_loss_by_kind_is_scored_against_the_frozen_point_it_matches():
@@ -156,13 +171,27 @@ def test_a_curve_file_that_stops_early(study, tmp_path, capsys):
 
 
 def test_a_freeze_without_a_forecast_at_the_hero_run_is_not_scored(study, capsys):
-    """A hero planned elsewhere than the frozen point is not scored against the wrong forecast."""
+    """A hero planned elsewhere than the frozen point is not scored against the wrong forecast; when no freeze is
+    scored, that is one line saying why for each (it once exited 0 with nothing on stdout), and nothing written."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0  # a second freeze, at the same hero
     assert run_cli(capsys, "hero", study, "--params", "250K").code == 0
     hero = hero_spec(study)
     train(layout.StudyDir(study), hero, 3.7)
+    before = {p.name: p.read_bytes() for p in study.glob("forecast*.json")}
+    for extra in ((), ("--json",)):
+        r = run_cli(capsys, "forecast", "score", study, *extra)
+        line = one_line(r, "nothing scored", "forecast 1: no frozen point", "forecast 2: no frozen point")
+        assert "--predict 250.4K:5M" in line and "nothing written" in line
+        assert r.stdout == ""
+    assert {p.name: p.read_bytes() for p in study.glob("forecast*.json")} == before
+    # a freeze at the new hero's point is scored; the old ones say on stderr why they are not
+    assert run_cli(capsys, "forecast", "freeze", study, "--predict", "250.4K:5M").code == 0
     r = run_cli(capsys, "forecast", "score", study, "--json")
-    assert r.code == 0 and r.json()["scores"] == [] and "predict" in r.json()["not_scored"]["1"]
-    assert json.loads((study / "forecast.json").read_text())["scores"] == []
+    assert r.code == 0, r.stderr
+    assert [s["number"] for s in r.json()["scores"]] == [3] and set(r.json()["not_scored"]) == {"1", "2"}
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 0 and "forecast 3" in r.stdout
+    assert r.stderr.count("not scored: forecast") == 2, r.stderr
 
 
 @pytest.mark.parametrize("loss", ['"abc"', "Infinity", "-3"])
@@ -177,3 +206,137 @@ def test_a_hero_whose_result_is_corrupt_is_not_scored(study, capsys, loss):
     assert r.code == 2 and r.stderr.count("\n") == 1, r.stderr
     assert hero.run_id in r.stderr and "result.json is corrupt" in r.stderr and "final_eval_loss" in r.stderr
     assert (study / "forecast.json").read_bytes() == before
+
+
+def _listing(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_curve_past_the_hero_tokens_is_refused_naming_the_first_row_past_them(study, tmp_path, capsys):
+    """Issue 28: a curve running on past the hero's planned tokens was scored as final (its last point, of a
+    longer run); it is refused, naming the first row past the end, and nothing is written."""
+    hero = hero_spec(study)
+    before = _listing(study)
+    rows = [(hero.tokens // 2, 3.6), (hero.tokens, 3.4), (hero.tokens * 9 // 8, 3.35), (hero.tokens * 2, 3.3)]
+    (tmp_path / "long.csv").write_text("tokens,loss\n" + "".join(f"{t},{loss}\n" for t, loss in rows))
+    line = one_line(
+        run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "long.csv"),
+        "line 4 is at",
+        f"past the hero run {hero.run_id}'s planned",
+        "nothing was scored",
+    )
+    assert "line 5" not in line
+    steps = [(hero.steps // 2, 3.6), (hero.steps + 1, 3.3)]
+    (tmp_path / "long.jsonl").write_text("".join(json.dumps({"step": s, "loss": x}) + "\n" for s, x in steps))
+    one_line(
+        run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "long.jsonl"),
+        "record 2 is at",
+        f"planned {hero.steps:,} steps",
+    )
+    assert _listing(study) == before
+    # up to the planned tokens exactly: its last point is the final loss
+    (tmp_path / "done.csv").write_text("tokens,loss\n" + "".join(f"{t},{x}\n" for t, x in rows[:2]))
+    [s] = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "done.csv", "--json").json()["scores"]
+    assert s["final"] is True and s["actual"] == 3.4
+
+
+def test_a_curve_of_a_hero_trained_elsewhere_may_not_run_far_past_the_frozen_tokens(fitted, tmp_path, capsys):
+    """Without a hero run, the frozen hero's tokens are the end, within the 10% a frozen point matches in."""
+    study = Path(shutil.copytree(fitted, tmp_path / "study"))
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    tokens = json.loads((study / "forecast.json").read_text())["hero"]["tokens"]
+    before = _listing(study)
+    (tmp_path / "long.csv").write_text(f"tokens,loss\n{tokens / 2:.0f},3.6\n{tokens * 1.2:.0f},3.3\n")
+    one_line(
+        run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "long.csv"),
+        "line 3 is at",
+        "past forecast 1's hero at 8M tokens by more than 10%",
+    )
+    assert _listing(study) == before
+    (tmp_path / "near.csv").write_text(f"tokens,loss\n{tokens / 2:.0f},3.6\n{tokens * 1.0004:.0f},3.3\n")
+    [s] = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "near.csv", "--json").json()["scores"]
+    assert s["final"] is True and s["actual"] == 3.3  # a few steps' rounding past the frozen tokens is the end
+
+
+def test_two_losses_at_one_point_of_a_curve_are_refused_naming_both_lines(study, tmp_path, capsys):
+    """Issue 28: the curve kept one of them silently."""
+    hero = hero_spec(study)
+    before = _listing(study)
+    half = hero.tokens // 2
+    (tmp_path / "dup.csv").write_text(f"tokens,loss\n{half // 2},4.0\n{half},3.6\n{half},3.7\n")
+    one_line(
+        run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "dup.csv"),
+        f"line 3 and line 4 both give tokens {half}",
+        "losses 3.6 and 3.7",
+    )
+    (tmp_path / "dup.jsonl").write_text(
+        "".join(json.dumps({"kind": "eval", "step": s, "eval_loss": x}) + "\n" for s, x in [(5, 4.0), (5, 4.5)])
+    )
+    one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "dup.jsonl"), "record 1 and record 2")
+    assert _listing(study) == before
+    # the same point written twice (a resumed run's log) is one point
+    (tmp_path / "twice.csv").write_text(f"tokens,loss\n{half // 2},4.0\n{half},3.6\n{half},3.6\n")
+    r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "twice.csv")
+    assert r.code == 0, r.stderr
+
+
+def test_a_curve_just_short_of_the_end_is_not_shown_at_100_percent(study, tmp_path, capsys):
+    """Issue 28: a curve at 99.96% of the hero's tokens was shown "partial at 100%"."""
+    hero = hero_spec(study)
+    final = 3.3
+    ts = [hero.tokens // 4, hero.tokens // 2, hero.tokens - hero.batch_tokens // 4]
+    (tmp_path / "short.csv").write_text(
+        "tokens,loss\n" + "".join(f"{t},{final * shape_r(t / hero.tokens)}\n" for t in ts)
+    )
+    r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "short.csv")
+    assert r.code == 0, r.stderr
+    assert re.search(r"partial at 99\.\d+%", r.stdout) and "100%" not in r.stdout + r.stderr, r.stdout
+    from ladder.forecast.score import pct_of_tokens
+
+    assert [pct_of_tokens(f) for f in (0.5, 0.994, 0.9996, 0.999999, 1.0, 1.2)] == [
+        "50%",
+        "99%",
+        "99.96%",
+        "99.9999%",
+        "100%",
+        "120%",
+    ]
+
+
+BIG = 10**400  # an integer of 401 digits: no float holds it
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where", "why"),
+    [
+        ("tokens.csv", f"tokens,loss\n1000,3.5\n{BIG},3.4\n", "line 3, column tokens", "too large to be a"),
+        ("loss.csv", f"tokens,loss\n1000,{BIG}\n", "line 2, column loss", "above 100 nats/token"),
+        ("tokens.jsonl", f'{{"tokens": 1000, "loss": 3.5}}\n{{"tokens": {BIG}, "loss": 3.4}}\n', "record 2", "large"),
+        ("loss.jsonl", f'{{"tokens": 1000, "loss": -{BIG}}}\n', "record 1, column loss", "not a positive number"),
+    ],
+    ids=["tokens.csv", "loss.csv", "tokens.jsonl", "negative-loss.jsonl"],
+)
+def test_an_integer_too_large_for_a_float_in_a_curve_is_one_line(study, tmp_path, capsys, name, text, where, why):
+    """Issue 28: 10**400 written out in a cell was an OverflowError traceback."""
+    before = _listing(study)
+    (tmp_path / name).write_text(text)
+    line = one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / name), where, why, "characters)")
+    assert len(line) < 400 and "nothing was scored" in line
+    assert _listing(study) == before
+
+
+def test_a_curve_path_that_is_no_file_says_what_it_is(study, tmp_path, capsys):
+    """Issue 28: '' was reported as ".", and /dev/null, a directory or /proc/self as "no such file"."""
+    before = _listing(study)
+    cases = [
+        ("", "--curve '': an empty path"),
+        ("/dev/null", "--curve /dev/null: not a regular file (a character device)"),
+        (str(tmp_path), f"--curve {tmp_path}: a directory"),
+        (".", "--curve .: a directory"),
+        (str(tmp_path / "nope.csv"), "nope.csv: no such file"),
+    ]
+    if Path("/proc/self").is_dir():
+        cases.append(("/proc/self", "--curve /proc/self: a directory"))
+    for given, words in cases:
+        one_line(run_cli(capsys, "forecast", "score", study, "--curve", given), words)
+    assert _listing(study) == before

@@ -43,9 +43,11 @@ def _score_text(s: dict | None) -> str:
     p = s.get("partial") or {}
     if not p.get("available"):
         return f"partial: {p.get('reason', 'no forecast')}"
+    from ladder.forecast.score import pct_of_tokens
+
     vs = p.get("vs_frozen") or {}
     return (
-        f"partial at {100 * p['fraction']:.0f}%: heads for {p['final_forecast']:.4g} {_interval(p)}; frozen is "
+        f"partial at {pct_of_tokens(p['fraction'])}: heads for {p['final_forecast']:.4g} {_interval(p)}; frozen is "
         f"{vs.get('error_pct', 0):+.2f}% off it, {inside[vs.get('inside')]}"
     )
 
@@ -183,7 +185,7 @@ def score(
         "--loss",
         help="The final eval loss of a hero trained elsewhere (at the frozen hero's size), in nats/token: 0.001 to 100.",
     ),
-    curve: Path | None = typer.Option(
+    curve: str | None = typer.Option(  # a str: typer makes a Path of '' into '.'
         None,
         "--curve",
         help="The hero's loss curve: CSV, JSON lines or parquet with tokens (or step) and eval_loss (or loss) columns.",
@@ -193,12 +195,15 @@ def score(
     ),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Score every frozen forecast against the hero: error %, inside the 90% interval or not, z-score.
+    """Score every frozen forecast against the hero: error % and z-score (both forecast minus actual: positive
+    when the forecast was too high), inside the 90% interval or not.
 
-    Each score is appended to its freeze's scores. While the hero still trains (or --curve stops before its
-    planned tokens), its final loss is forecast from its partial curve, by the ladder's own finished curves at
-    the same fraction of training, and compared with the frozen forecast: an early warning. When the hero has
-    finished seed replicates (`ladder hero --seed N`), the forecast is also scored against their mean, with their
+    Each score is appended to its freeze's scores; when no freeze has a forecast at the hero's point, nothing is
+    scored and one line says why for each. A --curve ends at the hero's planned tokens: a point past them (a
+    longer run) or two losses at one point is refused, naming the rows. While the hero still trains (or --curve
+    stops before its planned tokens), its final loss is forecast from its partial curve, by the ladder's own
+    finished curves at the same fraction of training, and compared with the frozen forecast: an early warning.
+    When the hero has finished seed replicates (`ladder hero --seed N`), the forecast is also scored against their mean, with their
     spread: one run's own seed noise is not the forecast's error.
 
     Examples (the second: a hero trained elsewhere):

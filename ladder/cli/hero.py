@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, check_seed, flag
-from ladder.console import human_seconds, out, print_json, sci
+from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.model.config import format_count
 
 
@@ -56,6 +56,11 @@ def hero(
     n = parse_override(params, "--params")
     d = parse_override(tokens, "--tokens")
     run = plan_hero_run(study_dir, params=n, tokens=d, seed=seed, dry_run=dry_run)
+    if run.forecast.get("loss") is None:  # planned all the same (a run to learn from), but never silently
+        err.print(
+            f"[yellow]warning[/]: no forecast of this hero's loss: {escape(str(run.forecast.get('reason')))}; "
+            "`ladder forecast freeze` and `ladder forecast score` have nothing to check it against"
+        )
     if as_json:
         print_json(run.to_dict())
         return

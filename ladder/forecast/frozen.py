@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ladder import layout
 from ladder.errors import SpecError, StateError
@@ -234,8 +234,15 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
         from ladder.reports.fits.study.fit_json import validate
         from ladder.reports.fits.study.study_hero import parse_predict
 
-        parse_predict(predict)  # a bad point is the user's error before anything is fitted
+        given = parse_predict(predict)  # a bad point is the user's error before anything is fitted
         result = validate(refit(current, predict=predict).to_dict())  # as fit.json would hold it
+        for _n, _d, label in given:  # a point no law forecasts would be frozen as nothing to score against
+            row = next((p for p in result.predictions if p.label == label), None)
+            if row is not None and row.loss is None:
+                raise SpecError(
+                    f"--predict {label}: {row.reason or 'the fit gives no forecast there'}: no forecast to freeze, "
+                    "nothing written"
+                )
         have = {p["label"] for p in points}
         points += [_point(p) for p in result.predictions if p.label != "hero" and p.label not in have]
         # the kinds at the freeze's own points come from the same refit
@@ -300,17 +307,89 @@ def _curve_records(path: Path) -> list[dict]:
     return found.records
 
 
-def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
-    """The points of a hero's loss curve file (``forecast score --curve``): (``tokens`` or ``step``, x, loss), from
-    its ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns. An empty cell is a row without that value
-    (a train record of metrics.jsonl); any other value that is not a positive number, or a loss outside
-    [:data:`MIN_LOSS`, :data:`MAX_LOSS`], is refused, naming its row."""
+class CurvePoint(NamedTuple):
+    """One point of a hero's loss curve: ``kind`` (``tokens`` or ``step``: what ``x`` counts), ``x``, the eval
+    loss, and where it is in the file it came from (``line 5``, ``record 3``; empty for a run's own books)."""
+
+    kind: str
+    x: float
+    loss: float
+    where: str = ""
+
+
+def _cell(value: object) -> str:
+    """A cell as the user wrote it, cut short when it is long (an integer of 400 digits)."""
+    text = repr(value.item() if hasattr(value, "item") else value)  # 1e-300, not np.float64(1e-300)
+    return text if len(text) <= 40 else f"{text[:12]}...{text[-4:]} ({len(text)} characters)"
+
+
+def _numbers(column) -> tuple[Any, Any]:
+    """The column as floats (NaN where a cell is empty or not a number; +-inf where it is an integer too large
+    for a float, 10**400 written out: pandas raises OverflowError on the whole column) and where it is such a
+    number."""
     import numpy as np
     import pandas as pd
 
+    try:
+        values = pd.to_numeric(column, errors="coerce").to_numpy(float)
+        return values, np.zeros(len(values), bool)
+    except OverflowError:
+        pass
+    values, huge = np.full(len(column), np.nan), np.zeros(len(column), bool)
+    for i, v in enumerate(column):
+        try:
+            values[i] = float(pd.to_numeric(v, errors="coerce"))
+        except OverflowError:
+            huge[i], values[i] = True, -np.inf if str(v).lstrip().startswith("-") else np.inf
+        except (TypeError, ValueError):
+            pass
+    return values, huge
+
+
+def curve_file_problem(given: str | Path) -> str | None:
+    """Why ``--curve`` names no file to read (an empty path, a directory, a device), or None."""
+    import stat
+
+    if str(given) == "":
+        return "an empty path: give the curve file"
+    path = Path(given)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory, not a curve file"
+    kind = (
+        "a character device"
+        if stat.S_ISCHR(mode)
+        else "a block device"
+        if stat.S_ISBLK(mode)
+        else "a named pipe"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a file"
+    )
+    return f"not a regular file ({kind}): give the curve file"
+
+
+def read_curve_points(path: str | Path) -> list[CurvePoint]:
+    """The points of a hero's loss curve file (``forecast score --curve``), in order: (``tokens`` or ``step``, x,
+    loss, where), from its ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns. An empty cell is a
+    row without that value (a train record of metrics.jsonl); any other value that is not a positive number, or
+    a loss outside [:data:`MIN_LOSS`, :data:`MAX_LOSS`], is refused, naming its row; so are two rows with
+    different losses at one x (a curve has one loss per point: keeping either would score a guess)."""
+    import numpy as np
+    import pandas as pd
+
+    problem = curve_file_problem(path)
+    if problem:
+        raise SpecError(f"--curve {str(path)!r}: {problem}" if str(path) == "" else f"--curve {path}: {problem}")
     path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"--curve {path}: no such file")
     suffix = path.suffix.lower()
     try:
         if suffix in (".jsonl", ".json", ".ndjson"):
@@ -330,26 +409,45 @@ def read_curve_points(path: Path) -> list[tuple[str, float, float]]:
             f"--curve {path}: needs a tokens (or step) column and an eval_loss (or loss) column; it has "
             f"{', '.join(map(str, df.columns)) or 'none'}"
         )
-    xs = pd.to_numeric(df[x], errors="coerce").to_numpy(float)
-    ys = pd.to_numeric(df[y], errors="coerce").to_numpy(float)
+    xs, x_huge = _numbers(df[x])
+    ys, y_huge = _numbers(df[y])
     json_or_parquet = suffix in (".jsonl", ".json", ".ndjson", ".parquet", ".pq")
+
+    def where(i: int) -> str:
+        return f"record {i + 1}" if json_or_parquet else f"line {i + 2}"  # the header is line 1
+
     checks = [  # an empty cell is a row without it; anything else must be a positive number, a loss a plausible one
+        (x, xs, x_huge & (xs > 0), "is too large to be a number (beyond 1.8e308)"),
+        (y, ys, y_huge & (ys > 0), f"is {TOO_LARGE}"),
         (x, xs, ~(np.isfinite(xs) & (xs > 0)), "is not a positive number"),
         (y, ys, ~(np.isfinite(ys) & (ys > 0)), "is not a positive number"),
         (y, ys, np.isfinite(ys) & (ys > MAX_LOSS), f"is {TOO_LARGE}"),
         (y, ys, np.isfinite(ys) & (ys > 0) & (ys < MIN_LOSS), f"is {TOO_SMALL}"),
     ]
-    for col, values, wrong, why in checks:
+    for col, _values, wrong, why in checks:
         bad = np.flatnonzero(df[col].notna().to_numpy() & wrong)
         if len(bad):
-            at = f"record {bad[0] + 1}" if json_or_parquet else f"line {bad[0] + 2}"  # the header is line 1
-            value = df[col].iloc[bad[0]]
-            value = value.item() if isinstance(value, np.generic) else value  # 1e-300, not np.float64(1e-300)
             raise SpecError(
-                f"--curve {path}: {at}, column {col}: {value!r} {why} "
+                f"--curve {path}: {where(bad[0])}, column {col}: {_cell(df[col].iloc[bad[0]])} {why} "
                 f"({len(bad)} such row{'s' if len(bad) > 1 else ''}); fix the file, nothing was scored"
             )
     good = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
     if not good.any():
         raise SpecError(f"--curve {path}: no row with a positive {x} and {y}")
-    return sorted(("step" if x == "step" else "tokens", float(a), float(b)) for a, b in zip(xs[good], ys[good]))
+    kind = "step" if x == "step" else "tokens"
+    first: dict[float, int] = {}
+    points = []
+    for i in np.flatnonzero(good):
+        at, loss = float(xs[i]), float(ys[i])
+        if at in first:
+            j = first[at]
+            if float(ys[j]) == loss:
+                continue  # the same point written twice (a resumed run's log): one point
+            raise SpecError(
+                f"--curve {path}: {where(j)} and {where(i)} both give {x} {_cell(df[x].iloc[i])}, with losses "
+                f"{_cell(df[y].iloc[j])} and {_cell(df[y].iloc[i])}: a curve has one loss per point; keep the "
+                "right one, nothing was scored"
+            )
+        first[at] = i
+        points.append(CurvePoint(kind, at, loss, where(i)))
+    return sorted(points)

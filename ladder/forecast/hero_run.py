@@ -256,6 +256,8 @@ def plan_hero_run(
     elif not dry_run:
         _write_hero(sd, rd, spec, plan)
     fc = {k: getattr(forecast, k) for k in FORECAST_KEYS}
+    if fc["loss"] is None:  # a hero no law forecasts: `ladder forecast score` will have nothing to score it against
+        fc["reason"] = forecast.loss_reason or forecast.reason or "the fit gives no forecast there"
     return HeroRun(
         spec=spec,
         run_dir=rd.path,

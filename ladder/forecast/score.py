@@ -13,8 +13,13 @@ tokens are both within 10% of the hero run's (the nearest; the offset is recorde
 
 - ``error_pct`` = 100 (forecast - actual) / actual (the sign convention of the rollout backtests);
 - ``inside``: lo <= actual <= hi (the calibrated 90% interval);
-- ``z`` = log(actual / forecast) / (log(hi / lo) / 2 / 1.645): the log error over the interval's half-width
-  read as 1.645 normal standard deviations (|z| > 1.645 is outside a symmetric interval).
+- ``z`` = log(forecast / actual) / (log(hi / lo) / 2 / 1.645): the log error over the interval's half-width
+  read as 1.645 normal standard deviations (|z| > 1.645 is outside a symmetric interval), with the sign of
+  ``error_pct`` (positive: the forecast was too high).
+
+A curve is the hero's only up to its planned tokens: a ``--curve`` point past them is of a longer run (another
+schedule), and the curve is refused, naming the first such row; nothing is scored when no freeze forecasts the
+hero's point (one line per freeze says why), and nothing is written until every freeze is scored.
 
 A hero still training gets an early warning instead (:func:`ladder.reports.fits.scoring.partial_forecast`):
 the forecast of its FINAL loss from its partial curve, compared with the frozen forecast in the same terms. A score is appended to each
@@ -41,13 +46,14 @@ from ladder.forecast.frozen import (
     MIN_LOSS,
     TOO_LARGE,
     TOO_SMALL,
+    CurvePoint,
     Frozen,
     append_score,
     damaged_freezes,
     read_frozen,
     utc_now,
 )
-from ladder.model.config import RunSpec
+from ladder.model.config import RunSpec, format_count
 from ladder.plan.planner import read_study, readable_runs
 from ladder.reports.fits.scoring import partial_forecast, z_score
 from ladder.reports.fits.study.forecast_json import FrozenForecast, FrozenPoint, InContext, Interval
@@ -70,13 +76,13 @@ class Observation:
     schedule: str | None = None
     final: float | None = None
     split: dict[str, float] | None = None  # a finished hero run's final loss on each kind of target
-    points: list[tuple[str, float, float]] = field(default_factory=list)  # (tokens|step, x, eval loss)
+    points: list[CurvePoint] = field(default_factory=list)  # (tokens|step, x, eval loss, where in the file)
     started_at: str | None = None  # the first submission of the hero run (jobs.json)
 
     def curve(self, tokens_planned: float | None) -> list[tuple[float, float]]:
         """(fraction of the planned tokens, loss) of each point."""
         out = []
-        for kind, x, loss in self.points:
+        for kind, x, loss, _ in self.points:
             if kind == "step":
                 if not self.steps:
                     raise StateError(
@@ -108,11 +114,11 @@ def compare(point: Interval, actual: float) -> dict[str, Any]:
 # ---- what the hero shows ------------------------------------------------------------------------------
 
 
-def _eval_points(rd: layout.RunDir) -> list[tuple[str, float, float]]:
+def _eval_points(rd: layout.RunDir) -> list[CurvePoint]:
     if not rd.metrics.is_file():
         return []
     return [
-        ("tokens", float(r["tokens"]), float(r["eval_loss"]))
+        CurvePoint("tokens", float(r["tokens"]), float(r["eval_loss"]))
         for r in layout.read_jsonl(rd.metrics)
         if r.get("kind") == "eval"
         and isinstance(r.get("eval_loss"), (int, float))
@@ -179,16 +185,46 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
     return obs
 
 
-def observe_curve(path: Path, hero: RunSpec | None) -> Observation:
-    """A loss curve file: ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns."""
+def observe_curve(path: str | Path, hero: RunSpec | None) -> Observation:
+    """A loss curve file: ``tokens`` (or ``step``) and ``eval_loss`` (or ``loss``) columns; refused when it runs
+    past the hero run's planned tokens (or steps)."""
     from ladder.forecast.frozen import read_curve_points
 
-    points = read_curve_points(Path(path))
+    points = read_curve_points(path)  # as given: Path("") would be "."
     obs = Observation(source={"kind": "curve", "file": str(path)}, points=points)
     if hero is not None:
         obs.params, obs.tokens, obs.steps = float(hero.params), float(hero.tokens), hero.steps
         obs.schedule, obs.source["run_id"] = hero.schedule.kind, hero.run_id
+        refuse_past_the_end(obs, float(hero.tokens), f"the hero run {hero.run_id}'s planned", hero.steps)
     return obs
+
+
+def refuse_past_the_end(
+    obs: Observation, tokens: float, whose: str, steps: int | None = None, slack: float = 0.0
+) -> None:
+    """Refuse a curve with a point past the hero's ``tokens`` (``steps``) by more than ``slack`` (a fraction),
+    naming the first: the loss at a point the hero never trains to is of another, longer run (another schedule),
+    and its last point is not the hero's final loss."""
+    for p in obs.points:  # in order of x
+        end, unit = (steps, "steps") if p.kind == "step" else (tokens, "tokens")
+        if end and p.x > end * (1 + slack) * (1 + 1e-9):
+            count = format_count if unit == "tokens" else (lambda v: f"{v:,.0f}")
+            by = f" by more than {100 * slack:.0f}%" if slack else ""
+            raise SpecError(
+                f"--curve {obs.source.get('file')}: {p.where or 'a point'} is at {count(p.x)} {unit}, past {whose} "
+                f"{count(end)} {unit}{by}: a curve that goes on is of a longer run (another schedule), not the run "
+                f"the forecast is of; give the curve up to {count(end)} {unit}, nothing was scored"
+            )
+
+
+def pct_of_tokens(fraction: float) -> str:
+    """A fraction of the hero's tokens as a percentage that reads 100% only when it is done: 0.9996 is 99.96%,
+    never 100%."""
+    for digits in range(0, 7):
+        text = f"{100 * fraction:.{digits}f}"
+        if fraction >= 1 or float(text) < 100:
+            return text + "%"
+    return "<100%"
 
 
 # ---- the early warning ---------------------------------------------------------------------------------
@@ -208,7 +244,7 @@ def reference_curves(
         if layout.result_status(rd) != "done":
             continue
         final = (read_result(rd)[0] or {}).get("final_eval_loss")
-        pts = sorted((t / spec.tokens, loss) for _, t, loss in _eval_points(rd))
+        pts = sorted((p.x / spec.tokens, p.loss) for p in _eval_points(rd))
         if not isinstance(final, (int, float)) or final <= 0 or len(pts) < 2:
             continue
         f = np.array([p[0] for p in pts])
@@ -329,7 +365,7 @@ def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict
 
 
 def score_study(
-    study_dir: Path, *, loss: float | None = None, curve: Path | None = None, run_id: str | None = None
+    study_dir: Path, *, loss: float | None = None, curve: str | Path | None = None, run_id: str | None = None
 ) -> ScoreOutcome:
     """Score every frozen forecast of the study against its hero (see the module doc) and append each score."""
     from ladder.forecast.fitted import results_hash_of
@@ -337,12 +373,13 @@ def score_study(
     sd = layout.StudyDir(Path(study_dir))
     if loss is not None and curve is not None:
         raise SpecError("give --loss or --curve, not both")
+    given = f"{loss:g}" if loss is not None and float(f"{loss:g}") == loss else repr(loss)  # 100.0001, not 100
     if loss is not None and not (math.isfinite(loss) and loss > 0):
-        raise SpecError(f"--loss {loss}: must be a positive loss in nats/token")
+        raise SpecError(f"--loss {given}: must be a positive loss in nats/token")
     if loss is not None and loss > MAX_LOSS:
-        raise SpecError(f"--loss {loss:g}: {TOO_LARGE}; give the hero's eval loss in nats/token")
+        raise SpecError(f"--loss {given}: {TOO_LARGE}; give the hero's eval loss in nats/token")
     if loss is not None and loss < MIN_LOSS:
-        raise SpecError(f"--loss {loss:g}: {TOO_SMALL}; give the hero's eval loss in nats/token")
+        raise SpecError(f"--loss {given}: {TOO_SMALL}; give the hero's eval loss in nats/token")
     study = read_study(sd.path)
     specs = readable_runs(sd.path)  # a damaged rung is no reason not to score the hero (status shows the damage)
     frozen = read_frozen(sd.path)
@@ -370,14 +407,16 @@ def score_study(
     now = results_hash_of(sd.path)
     refs: dict[float, list[dict]] = {}
     outcome = ScoreOutcome(observation=obs)
+    scores: list[tuple[Frozen, dict]] = []  # written only once every freeze is scored: a refusal writes nothing
     for f in frozen:
         fc = f.forecast
         point, label, offset = match_point(fc, obs.params, obs.tokens)
         if point is None:
+            n, d = format_count(obs.params), format_count(obs.tokens)
             outcome.unmatched[f.number] = (
-                f"no frozen point at the hero run's {obs.params:,.0f} params and {obs.tokens:,.0f} tokens (it froze "
-                f"the hero at {fc.hero.params:,.0f} params, {fc.hero.tokens:,.0f} tokens); freeze with "
-                f"--predict {obs.params:.4g}:{obs.tokens:.4g} before the hero trains"
+                f"no frozen point at the hero run's {n} params, {d} tokens (it froze the hero at "
+                f"{format_count(fc.hero.params)} params, {format_count(fc.hero.tokens)} tokens); freeze with "
+                f"--predict {n}:{d} before the hero trains"
             )
             continue
         score: dict[str, Any] = {
@@ -388,6 +427,8 @@ def score_study(
             "final": False,
         }
         tokens_planned = obs.tokens or point.tokens
+        if curve is not None and obs.tokens is None:  # a hero trained elsewhere: the frozen point's tokens
+            refuse_past_the_end(obs, point.tokens, f"forecast {f.number}'s hero at", slack=MATCH_RTOL)
         final = obs.final
         pts = obs.curve(tokens_planned) if final is None else []
         if final is None and pts and pts[-1][0] >= 1 - 1e-9:
@@ -409,7 +450,7 @@ def score_study(
                 vs = early["vs_frozen"]
                 if vs["inside"] is False:
                     early["warning"] = (
-                        f"at {100 * early['fraction']:.0f}% of its tokens the hero's curve heads for "
+                        f"at {pct_of_tokens(early['fraction'])} of its tokens the hero's curve heads for "
                         f"{early['final_forecast']:.4g}, outside the frozen 90% interval "
                         f"[{vs['lo']:.4g}, {vs['hi']:.4g}]"
                     )
@@ -420,6 +461,14 @@ def score_study(
         score["data_changed"] = changed
         if changed:
             score["warning"] = DATA_CHANGED
+        scores.append((f, score))
+    if not scores:
+        raise StateError(
+            "nothing scored: "
+            + "; ".join(f"forecast {n}: {why}" for n, why in outcome.unmatched.items())
+            + " (nothing written)"
+        )
+    for f, score in scores:
         append_score(f, score)
         outcome.scored.append((f, score))
     return outcome

@@ -1,8 +1,8 @@
 """The statistics of scoring a frozen forecast against the hero (``ladder forecast score``,
 :mod:`ladder.forecast.score` reads the runs and the freezes and calls these).
 
-- :func:`z_score`: log(actual / forecast) over the 90% interval's half-width read as 1.645 normal standard
-  deviations (|z| > 1.645 is outside a symmetric interval);
+- :func:`z_score`: log(forecast / actual) over the 90% interval's half-width read as 1.645 normal standard
+  deviations (|z| > 1.645 is outside a symmetric interval), with the sign of the score's error (forecast - actual);
 - :func:`partial_forecast`: a hero still training, its FINAL loss forecast from its partial curve and the curves
   of the ladder's largest finished runs (:data:`METHOD`).
 """
@@ -23,10 +23,11 @@ METHOD = (
 
 
 def z_score(actual: float, forecast: float, lo: float, hi: float) -> float | None:
-    """log(actual / forecast) over the interval's half-width in normal standard deviations."""
+    """log(forecast / actual) over the interval's half-width in normal standard deviations: positive when the
+    forecast was too high, as the error (forecast - actual) is."""
     if not (actual > 0 and forecast > 0 and hi > lo > 0):
         return None
-    return math.log(actual / forecast) / (math.log(hi / lo) / 2 / Z90)
+    return math.log(forecast / actual) / (math.log(hi / lo) / 2 / Z90)
 
 
 def partial_forecast(curve: list[tuple[float, float]], refs: list[dict]) -> dict[str, Any]:
