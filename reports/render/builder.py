@@ -58,7 +58,15 @@ class Builder:
         self.fit_json = typed_fit(self.fit)  # what every section reads; None without a fit or for a damaged one
         runs = data.runs
         self.runs = runs
-        ladder = runs[runs["role"].astype(str) != "hero"] if len(runs) and "role" in runs else runs
+        hero = (
+            runs["role"].astype(str).str.strip().str.lower() == "hero"
+            if len(runs) and "role" in runs
+            else pd.Series(False, index=runs.index, dtype=bool)
+        )
+        # a hero run checks the forecast: it is no rung and no variant of the ladder, and fit leaves it out
+        self.ladder_runs = runs[~hero]
+        self.hero_runs = runs[hero]
+        ladder = self.ladder_runs
         # the ladder's finished runs; a hero run is drawn as the forecast's check, never as a rung
         self.done = (
             ladder[(ladder["status"] == "done") & pd.to_numeric(ladder["loss"], errors="coerce").notna()]
@@ -98,7 +106,11 @@ class Builder:
         return out
 
     def status_counts(self) -> dict[str, int]:
-        return status_counts(self.runs)
+        """The ladder's runs per status (hero runs apart: :meth:`hero_counts`), as ``ladder fit`` counts them."""
+        return status_counts(self.ladder_runs)
+
+    def hero_counts(self) -> dict[str, int]:
+        return status_counts(self.hero_runs)
 
     def sections(self) -> list[Section]:
         out = []

@@ -123,8 +123,46 @@ def plural(n: Any, word: str) -> str:
 
 
 def cap(items: list[str], n: int = MAX_NOTES) -> list[str]:
-    """At most ``n`` notes, and a last line saying how many were left out."""
+    """At most ``n`` notes (those that say the same merged: :func:`merge_repeats`), and a last line saying how many
+    were left out."""
+    items = merge_repeats(items)
     return items[:n] + ([f"… and {len(items) - n} more"] if len(items) > n else [])
+
+
+def merge_repeats(items: list[str]) -> list[str]:
+    """Notes that say the same thing once: an exact repeat is dropped, and notes that say the same after their
+    label ("law form A not fitted: why", "law form B not fitted: why") become one ("law form A, B not fitted:
+    why"), in the order of their first appearance."""
+    groups: dict[str, list[str | None]] = {}
+    for item in items:
+        label, sep, rest = item.partition(": ")
+        key, label = (rest, label) if sep and rest and label else (item, None)
+        labels = groups.setdefault(key, [])
+        if label not in labels:
+            labels.append(label)
+    out = []
+    for rest, labels in groups.items():
+        named = [x for x in labels if x is not None]
+        if None in labels:
+            out.append(rest)
+        if named:
+            out.append(f"{_join_labels(named)}: {rest}")
+    return out
+
+
+def _join_labels(labels: list[str]) -> str:
+    """Labels joined by commas, their words in common said once ("law form A", "law form B" -> "law form A, B")."""
+    words = [x.split(" ") for x in labels]
+    if len(labels) == 1 or len({len(w) for w in words}) > 1:
+        return ", ".join(labels)
+    head = 0
+    while all(len(w) > head + 1 for w in words) and len({tuple(w[: head + 1]) for w in words}) == 1:
+        head += 1
+    tail = 0
+    while all(len(w) > head + tail + 1 for w in words) and len({tuple(w[len(w) - tail - 1 :]) for w in words}) == 1:
+        tail += 1
+    middles = ", ".join(" ".join(w[head : len(w) - tail]) for w in words)
+    return " ".join([*words[0][:head], middles, *words[0][len(words[0]) - tail :]])
 
 
 def clip(s: Any, n: int = 400) -> str:

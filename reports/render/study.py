@@ -45,6 +45,14 @@ def why_not(section: FitSection | None) -> str | None:
     return None if section.available else (section.reason or "not available")
 
 
+def no_section(what: str, why: str) -> str:
+    """Why a section is missing, in one sentence: "this study has no {what} ({why})", or ``why`` alone when it says
+    that already (fit.json's reasons often begin "this study has no ..."), so that no sentence stutters."""
+    if why.strip().lower().startswith("this study has no"):
+        return why
+    return f"this study has no {what} ({why})"
+
+
 def seq(x: Any) -> list:
     """``x`` as a list when it is one (a list or tuple), else empty: fit.json entries may be anything."""
     return list(x) if isinstance(x, (list, tuple)) else []

@@ -26,7 +26,7 @@ from ladder.reports.render.fmt import (
     ok,
     status_cell,
 )
-from ladder.reports.render.study import why_not
+from ladder.reports.render.study import no_section, why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -82,7 +82,7 @@ def tied(ctx: Builder) -> Section:
     tie = ctx.fit_json.tied_vs_untied if ctx.fit_json is not None else None
     why = why_not(tie) if tie is not None else NO_FIT
     if why:
-        return s.missing(f"this study has no tied-vs-untied ablation ({why})")
+        return s.missing(no_section("tied-vs-untied ablation", why))
     h = tie.hero
     if h is not None and h.message:
         s.add(Para(f"The call: {h.message}.", "p"))
@@ -156,7 +156,7 @@ def tied(ctx: Builder) -> Section:
                 cross.message + (f" (90%: {fmt_ci(cross.ci90, fmt_flops)} FLOPs)" if cross.status in CROSSING else ""),
             )
         )
-    if h is None and tie.reason:
+    if h is None and tie.reason and tie.reason != cross.message:  # fit.json's crossover says the reason already
         items.append(("Trend", tie.reason))
     if items:
         s.add(KV(items, "Along the ladder and at the hero"))
@@ -173,9 +173,7 @@ def depth(ctx: Builder) -> Section:
     scales = dw.scales if not why else []
     if why or not any(sc.fit is not None for sc in scales):
         reason = why or dw.reason or "no rung has 3 or more aspect ratios"
-        return s.missing(
-            reason if reason.startswith("this study") else f"this study has no depth-vs-width sweep ({reason})"
-        )
+        return s.missing(no_section("depth-vs-width sweep", reason))
     shown = [sc for sc in scales if sc.points]
     chunks = [shown[i : i + PER_FIGURE] for i in range(0, len(shown), PER_FIGURE)] or [[]]
     for i, chunk in enumerate(chunks):

@@ -47,6 +47,47 @@ def is_prediction(ctx: Builder) -> Score | None:
     return score
 
 
+FINAL, PARTIAL, NONE = "final", "partial", "none"
+UNCHECKED = {  # how fit.json's words end when they call the hero's forecast unchecked (study_hero.reach_warnings),
+    # and what they say once the hero run's final loss has checked it
+    ": a projection, not a checked prediction": ": a projection when fitted, since checked against the hero run",
+    ", unchecked": ", unchecked by the ladder; since checked against the hero run",
+}
+
+
+def score_state(ctx: Builder) -> str:
+    """What the hero run has checked of the fit's forecast, one answer for every section: ``final`` (its final loss
+    scored the forecast frozen from these results: :func:`is_prediction`), ``partial`` (the hero is still training:
+    only its curve is scored) or ``none`` (nothing scored, or a score of another forecast)."""
+    if is_prediction(ctx) is not None:
+        return FINAL
+    got = lead(ctx)
+    return PARTIAL if got is not None and not got[1].final else NONE
+
+
+def checked_words(score: Score) -> str:
+    """The check in one clause: the actual, the error and the interval (what Forecast vs actual shows)."""
+    return (
+        f"actual {fmt_loss(score.actual, 3)}, error {fmt_pct(score.error_pct, signed=True)}, "
+        f"{_inside(score.inside)} the interval"
+    )
+
+
+def as_scored(ctx: Builder, text: str) -> str:
+    """fit.json's words about the hero's forecast as of the score: once the hero run's final loss has checked the
+    forecast, a warning written at fit time no longer calls it unchecked (it was, when fitted); while the hero
+    trains, it says so."""
+    state = score_state(ctx)
+    if state == NONE:
+        return text
+    for phrase, checked in UNCHECKED.items():
+        if text.endswith(phrase):
+            if state == FINAL:
+                return f"{text[: -len(phrase)]}{checked} (Forecast vs actual)"
+            return f"{text} until the hero run, still training, finishes (Forecast vs actual)"
+    return text
+
+
 def actual_point(ctx: Builder) -> dict | None:
     """Where the hero's real loss goes in the scaling figure: the hero run's params and exact FLOPs (its row of
     the results), else the frozen point's."""

@@ -29,7 +29,8 @@ from ladder.reports.render.fmt import (
     schedule_text,
     shape_text,
 )
-from ladder.reports.render.sections.forecast import is_prediction
+from ladder.reports.render.sections.forecast import FINAL, PARTIAL, as_scored, checked_words, is_prediction, score_state
+from ladder.reports.render.sections.runs import hero_words
 from ladder.reports.render.study import first, mapping, why_not
 
 if TYPE_CHECKING:
@@ -61,14 +62,12 @@ def headline(ctx: Builder) -> Section:
         half = hero.half_width_pct
         kind = hero.kind or "projection"
         beyond = " Beyond the ladder's demonstrated reach." if hero.beyond_reach else ""
-        checked = is_prediction(ctx)
-        if checked is not None:  # frozen from these results and scored against the hero's final loss
+        state = score_state(ctx)
+        if state == FINAL:  # frozen from these results and scored against the hero's final loss
             kind = "prediction"
-            beyond = (
-                f" Checked against the hero run: actual {fmt_loss(checked.actual, 3)}, error "
-                f"{fmt_pct(checked.error_pct, signed=True)}, "
-                f"{'inside' if checked.inside else 'outside'} the interval (Forecast vs actual)."
-            )
+            beyond = f" Checked against the hero run: {checked_words(is_prediction(ctx))} (Forecast vs actual)."
+        elif state == PARTIAL:
+            beyond += " Not checked yet: the hero run is still training (Forecast vs actual)."
         tiles.append(
             Tile(
                 f"Forecast loss ({kind})",
@@ -106,11 +105,18 @@ def headline(ctx: Builder) -> Section:
     counts = ctx.status_counts()
     total = sum(counts.values())
     bad = ", ".join(f"{v} {k}" for k, v in counts.items() if k != "done" and v)
+    heroes = hero_words(ctx)
+    besides = f"; besides, {heroes}, not counted: no rung of the ladder" if heroes else ""
     tiles.append(
         Tile(
             "Runs",
             f"{counts.get('done', 0)} / {total}" if total else ABSENT,
-            f"done; {bad}" if bad else ("all runs done" if total else "no runs collected"),
+            (
+                f"of the ladder's runs done; {bad}"
+                if bad
+                else ("all the ladder's runs done" if total else "no runs collected")
+            )
+            + besides,
             "warn" if bad else "good",
         )
     )
@@ -179,7 +185,7 @@ def headline(ctx: Builder) -> Section:
         )
     if rec is not None and rec.yaml:
         s.add(Pre(rec.yaml, "The recommendation as YAML (to paste into a training config)", collapsed=True))
-    warnings = (fit.warnings if fit is not None else []) + ctx.d.problems
+    warnings = [as_scored(ctx, w) for w in (fit.warnings if fit is not None else [])] + ctx.d.problems
     if warnings:
         s.add(Bullets(cap(warnings), "Warnings", "warn"))
     notes = (fit.notes if fit is not None else []) + (rec.notes if rec is not None else [])

@@ -20,6 +20,7 @@ from ladder.reports.render.fmt import (
     num,
     ok,
 )
+from ladder.reports.render.sections.forecast import FINAL, PARTIAL, checked_words, is_prediction, score_state
 from ladder.reports.render.study import first, why_not
 
 if TYPE_CHECKING:
@@ -131,14 +132,16 @@ def rollout(ctx: Builder) -> Section:
             )
         )
     if hero.beyond_tested or hero.beyond_reach:
+        state = score_state(ctx)
         far_x = (dist.distance_x if dist is not None else None) or (hero.extrapolation or {}).get("params")
         s.add(
             Para(
                 f"The hero lies {fmt_g(far_x, 3)}× "
                 "beyond the ladder (in its farthest axis): beyond what the rollout "
                 + ("tested" if hero.beyond_tested else "showed within 2%")
-                + ". Its interval is a projection, not a checked prediction; a larger rung would test it.",
-                "warn",
+                + ". "
+                + _checked(ctx, state),
+                "note" if state == FINAL else "warn",
             )
         )
     if track_record.BY_LADDER:
@@ -242,3 +245,18 @@ def _lean(lean: Lean | None) -> str:
         f"mean error {fmt_pct(lean.mean_err_pct, 1, signed=True)}; {fmt_int(lean.n_high)} of "
         f"{fmt_int(lean.n)} forecasts too high{leans}"
     )
+
+
+def _checked(ctx: Builder, state: str) -> str:
+    """Whether the hero's interval, far beyond the ladder, has been checked: as the score stands."""
+    if state == FINAL:
+        return (
+            "When fitted its interval was a projection; the hero run has since checked it: "
+            f"{checked_words(is_prediction(ctx))} (Forecast vs actual)."
+        )
+    if state == PARTIAL:
+        return (
+            "Its interval is a projection, not a checked prediction, until the hero run, still training, finishes "
+            "(Forecast vs actual); a larger rung would test it sooner."
+        )
+    return "Its interval is a projection, not a checked prediction; a larger rung would test it."

@@ -61,10 +61,12 @@ def ladder(ctx: Builder) -> Section:
         mapping(ctx.d.plan.get("totals")),
     )
     branches = "trunk_run_id" in runs and runs["trunk_run_id"].notna().any()
+    rungs = ctx.ladder_runs
     s.add(
         Para(
-            f"{len(runs)} runs in {runs['variant'].nunique()} variant(s): "
-            + ", ".join(f"{v} {k}" for k, v in counts.items())
+            f"{len(rungs)} runs in {rungs['variant'].nunique() if len(rungs) else 0} variant(s): "
+            + (", ".join(f"{v} {k}" for k, v in counts.items()) or "none yet")
+            + hero_runs_text(ctx)
             + f"; the ladder costs {fmt_flops(cost.flops)} FLOPs ({cost.counts}). The FLOPs column is each "
             + "run's point C (flops_per_token x its tokens"
             + (
@@ -102,6 +104,29 @@ def ladder(ctx: Builder) -> Section:
     return s
 
 
+def hero_words(ctx: Builder) -> str:
+    """The hero runs and their statuses ("1 hero run (done)", "3 hero runs (2 done, 1 interrupted)"); empty
+    without one. They check the forecast: no rung or variant of the ladder, and fit leaves them out."""
+    counts = ctx.hero_counts()
+    n = sum(counts.values())
+    if not n:
+        return ""
+    statuses = next(iter(counts)) if n == 1 else ", ".join(f"{v} {k}" for k, v in counts.items())
+    return f"{n} hero run{'s' if n > 1 else ''} ({statuses})"
+
+
+def hero_runs_text(ctx: Builder) -> str:
+    """The hero runs, said apart from the ladder's runs: empty without one."""
+    words = hero_words(ctx)
+    if not words:
+        return ""
+    one = sum(ctx.hero_counts().values()) == 1
+    return (
+        f"; besides, {words} in the table: no rung of the ladder and never fitted, "
+        f"{'it checks' if one else 'they check'} the forecast"
+    )
+
+
 def curves(ctx: Builder) -> Section:
     s = Section("curves", "Loss curves")
     c = ctx.d.curves
@@ -112,12 +137,15 @@ def curves(ctx: Builder) -> Section:
         )
     if "eval_loss" not in c:
         c = c.assign(eval_loss=float("nan"))
-    n = c["run_id"].nunique()
+    ids = set(c["run_id"].astype(str))
+    heroes = ids & set(ctx.hero_runs["run_id"].astype(str)) if len(ctx.hero_runs) else set()
+    n = len(ids - heroes)
+    who = f"{n} ladder runs" + (f" and {len(heroes)} hero run{'s' if len(heroes) > 1 else ''}" if heroes else "")
     s.add(
         ctx.figure(
             "fig-curves",
             "Loss curves of every run",
-            f"Training loss (lines) and evaluation loss (markers) of {n} runs against tokens seen and against "
+            f"Training loss (lines) and evaluation loss (markers) of {who} against tokens seen and against "
             "compute, both on log axes. One colour, marker and line style per variant.",
             3.7,
             lambda fig: draw_curves(fig, c, ctx.variant_of, ctx.styles),

@@ -33,7 +33,7 @@ from ladder.reports.render.fmt import (
     pos,
 )
 from ladder.reports.render.sections.forecast import actual_point
-from ladder.reports.render.study import why_not
+from ladder.reports.render.study import no_section, why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -237,7 +237,7 @@ def isoflop(ctx: Builder) -> Section:
     fit = ctx.fit_json
     why = why_not(fit.isoflop) if fit is not None else _why_untyped(ctx, "no fit.json")
     if why:
-        return s.missing(f"this study has no IsoFLOP profiles: {why}")
+        return s.missing(no_section("IsoFLOP profiles", why))
     iso, hero = fit.isoflop, fit.hero
     s.add(
         ctx.figure(

@@ -20,7 +20,7 @@ from ladder.reports.render.fmt import (
     ok,
     slug,
 )
-from ladder.reports.render.study import why_not
+from ladder.reports.render.study import no_section, why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -32,7 +32,7 @@ def tasks(ctx: Builder) -> Section:
     why = why_not(fit.tasks) if fit is not None else "no fit.json"
     if fit is None or why or not (fit.tasks.tasks or fit.tasks.errors):
         reason = why or "no task evaluations (run `ladder eval`, then collect)"
-        return s.missing(f"this study has no task accuracy forecasts: {reason}")
+        return s.missing(no_section("task accuracy forecasts", reason))
     fits, errors = fit.tasks.tasks, fit.tasks.errors
     rows, law_rows = [], []
     for name, t in fits.items():
