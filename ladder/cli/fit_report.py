@@ -223,7 +223,9 @@ def fit(
 
 def report(
     study_dir: Path = typer.Argument(..., help="A study directory (collected and fitted for the full report)."),
-    out_dir: Path | None = typer.Option(None, "--out", help="Where to write (default: <study>/report/)."),
+    out_text: str | None = typer.Option(
+        None, "--out", metavar="DIR", help="Where to write (default: <study>/report/)."
+    ),
     formats: str = typer.Option("html,pdf", "--format", help="html, pdf or html,pdf."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -238,6 +240,12 @@ def report(
     from ladder.forecast.fitted import read_fit
     from ladder.reports.render import render_report
 
+    if out_text is not None and not out_text.strip():  # Path('') is '.': the report would land in the cwd
+        raise SpecError(
+            f"--out {out_text!r}: an empty path; give a folder for report.html and report.pdf, or leave --out out "
+            f"for {study_dir / 'report'}"
+        )
+    out_dir = Path(out_text) if out_text is not None else None
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         raise SpecError(f"--out {out_dir}: exists and is not a folder (the report is report.html and report.pdf in it)")
     if layout.StudyDir(study_dir).plan.is_file():  # a damaged plan.json or fit.json: refused, the report untouched

@@ -1,0 +1,29 @@
+"""`ladder report S --out ''` wrote report.html and report.pdf into the current folder (Path('') is '.'): an empty
+--out is refused in one line, exit 2, and nothing is written (issue 28)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import one_line, run_cli
+from tests.hero_fixture import make_ladder
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> Path:
+    return make_ladder(tmp_path_factory.mktemp("out") / "study", n_boot=10)
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_out_is_refused_and_nothing_is_written(study, tmp_path, capsys, monkeypatch, empty):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    before = sorted((p.relative_to(study), p.stat().st_mtime_ns) for p in study.rglob("*"))
+    line = one_line(run_cli(capsys, "report", study, "--out", empty), "an empty path", str(study / "report"))
+    assert line.startswith(f"error: --out {empty!r}: ")
+    assert list(cwd.iterdir()) == []
+    assert sorted((p.relative_to(study), p.stat().st_mtime_ns) for p in study.rglob("*")) == before
+    assert not (study / "report").exists()
