@@ -319,3 +319,12 @@ def test_freeze_refuses_a_fit_json_with_a_non_positive_hero_number(study, capsys
     assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert f"is damaged (hero.{field}" in r.stderr and "ladder fit" in r.stderr
     assert _listing(study) == before
+
+
+@pytest.mark.parametrize(("note", "words"), [("before\x1b[31m hero", "'\\x1b' at character 7"),
+                                             ("two\nlines", "'\\n' at character 4"), ("x" * 2001, "2,001 characters")])  # fmt: skip
+def test_a_note_with_control_characters_or_of_a_document_s_length_is_refused(study, capsys, note, words):
+    """Issue 28: `freeze --note` kept an escape sequence, replayed to every terminal that shows the freeze."""
+    before = _listing(study)
+    one_line(run_cli(capsys, "forecast", "freeze", study, "--note", note), "--note: ", words)
+    assert _listing(study) == before

@@ -291,7 +291,7 @@ def test_a_curve_just_short_of_the_end_is_not_shown_at_100_percent(study, tmp_pa
     r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "short.csv")
     assert r.code == 0, r.stderr
     assert re.search(r"partial at 99\.\d+%", r.stdout) and "100%" not in r.stdout + r.stderr, r.stdout
-    from ladder.forecast.score import pct_of_tokens
+    from ladder.reports.fits.scoring import pct_of_tokens
 
     assert [pct_of_tokens(f) for f in (0.5, 0.994, 0.9996, 0.999999, 1.0, 1.2)] == [
         "50%",

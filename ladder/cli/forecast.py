@@ -43,7 +43,7 @@ def _score_text(s: dict | None) -> str:
     p = s.get("partial") or {}
     if not p.get("available"):
         return f"partial: {p.get('reason', 'no forecast')}"
-    from ladder.forecast.score import pct_of_tokens
+    from ladder.reports.fits.scoring import pct_of_tokens
 
     vs = p.get("vs_frozen") or {}
     return (
@@ -65,6 +65,27 @@ def _in_context_text(ic: dict | None) -> str:
         elif actual is not None:
             parts.append(f"{label} {actual:.4g}")
     return "; " + "; ".join(parts) if parts else ""
+
+
+MAX_NOTE = 2000  # characters: a note, not a document
+
+
+def check_note(note: str | None) -> None:
+    """A --note is one piece of plain text: a control character (an escape sequence, a NUL) would be kept in the
+    freeze and replayed to every terminal that shows it; a line break is refused too (the note is one line)."""
+    import unicodedata
+
+    if note is None:
+        return
+    from ladder.errors import SpecError
+
+    bad = next((i for i, c in enumerate(note) if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise SpecError(
+            f"--note: holds a control character ({note[bad]!r} at character {bad + 1}); write one line of plain text"
+        )
+    if len(note) > MAX_NOTE:
+        raise SpecError(f"--note: {len(note):,} characters; keep it to {MAX_NOTE:,} (a note, kept with the freeze)")
 
 
 @app.command("freeze")
@@ -90,6 +111,7 @@ def freeze(
     from ladder.cli.fit_report import check_predictions, check_predictions_in_family
     from ladder.forecast.frozen import freeze as do_freeze
 
+    check_note(note)
     points = check_predictions(predict or [])
     if points:  # the bounds `ladder fit --predict` applies, before anything is fitted
         from ladder.plan.planner import read_study

@@ -55,7 +55,7 @@ from ladder.forecast.frozen import (
 )
 from ladder.model.config import RunSpec, format_count
 from ladder.plan.planner import read_study, readable_runs
-from ladder.reports.fits.scoring import partial_forecast, z_score
+from ladder.reports.fits.scoring import partial_forecast, pct_of_tokens, z_score
 from ladder.reports.fits.study.forecast_json import FrozenForecast, FrozenPoint, InContext, Interval
 
 P = TypeVar("P", bound=FrozenPoint)
@@ -215,16 +215,6 @@ def refuse_past_the_end(
                 f"{count(end)} {unit}{by}: a curve that goes on is of a longer run (another schedule), not the run "
                 f"the forecast is of; give the curve up to {count(end)} {unit}, nothing was scored"
             )
-
-
-def pct_of_tokens(fraction: float) -> str:
-    """A fraction of the hero's tokens as a percentage that reads 100% only when it is done: 0.9996 is 99.96%,
-    never 100%."""
-    for digits in range(0, 7):
-        text = f"{100 * fraction:.{digits}f}"
-        if fraction >= 1 or float(text) < 100:
-            return text + "%"
-    return "<100%"
 
 
 # ---- the early warning ---------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def partial_forecast(curve: list[tuple[float, float]], refs: list[dict]) -> dict
     if not est:
         out.update(
             available=False,
-            reason=f"no finished rung of the hero's schedule has a curve through {100 * frac:.0f}% of its tokens",
+            reason=f"no finished rung of the hero's schedule has a curve through {pct_of_tokens(frac)} of its tokens",
         )
         return out
     e = np.array(est)
@@ -58,3 +58,13 @@ def partial_forecast(curve: list[tuple[float, float]], refs: list[dict]) -> dict
         half = float(stats.t.ppf(0.95, len(e) - 1) * e.std(ddof=1) * math.sqrt(1 + 1 / len(e)))
         out.update(lo=float(np.exp(e.mean() - half)), hi=float(np.exp(e.mean() + half)))
     return out
+
+
+def pct_of_tokens(fraction: float) -> str:
+    """A fraction of the hero's tokens as a percentage that reads 100% only when it is done: 0.9996 is 99.96%,
+    never 100%."""
+    for digits in range(0, 7):
+        text = f"{100 * fraction:.{digits}f}"
+        if fraction >= 1 or float(text) < 100:
+            return text + "%"
+    return "<100%"

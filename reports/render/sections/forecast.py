@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ladder.reports.fits.scoring import pct_of_tokens
 from ladder.reports.fits.study.forecast_json import Comparison, FrozenForecast, Interval, Partial, Score
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.fmt import ABSENT, fmt_g, fmt_int, fmt_loss, fmt_pct, fmt_point, ok
@@ -139,7 +140,7 @@ def _score_text(score: Score | None) -> str:
     p = score.partial or Partial()
     if not p.available:
         return f"hero still training: {p.reason or 'no partial forecast'}"
-    return f"hero at {fmt_pct(100 * (p.fraction or 0), 0)} of its tokens: heads for {fmt_loss(p.final_forecast)}"
+    return f"hero at {pct_of_tokens(p.fraction or 0)} of its tokens: heads for {fmt_loss(p.final_forecast)}"
 
 
 def _frozen_point(rec: FrozenForecast, label: str) -> str:
@@ -226,7 +227,7 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
         text = f"The hero is still training, so the headline stays a projection. Frozen ({when}): {frozen}. "
         if partial.available:
             text += (
-                f"At {fmt_pct(100 * (partial.fraction or 0), 0)} of its tokens its curve heads for a "
+                f"At {pct_of_tokens(partial.fraction or 0)} of its tokens its curve heads for a "
                 f"final loss of {fmt_loss(partial.final_forecast)} (90% {_interval(partial)}, from the curves of "
                 f"{len(partial.references)} finished rungs): the frozen forecast is "
                 f"{fmt_pct(point.error_pct, signed=True)} off it, {_inside(point.inside)} its "
