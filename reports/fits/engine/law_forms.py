@@ -27,6 +27,7 @@ import numpy as np
 
 EXP_GRID = np.geomspace(0.02, 3.0, 36)
 NO_PLATEAU = 8.0  # Bounded's largest log(U - E) above the log of the highest loss: e^8 x, Chinchilla to 0.05%
+GRID_BLOCK_BYTES = 64 * 2**20  # variable projection solves its grid in blocks of about this many bytes of temporaries
 
 
 class Form(Protocol):
@@ -141,15 +142,21 @@ class PowerSum:
         ``(E + sum_k A_k exp(-alpha x_k)) / L ~ 1`` (relative errors approximate log errors); coefficients
         that come out non-positive are clipped to tiny ones."""
         exps = np.array(list(product(self.exp_grid, repeat=self.j)))  # (G, J)
-        z = np.exp(-(exps @ self._m.T)[:, None, :] * x[None, :, :])  # (G, n, K)
         loss = np.exp(y)
+        # in blocks of grid points (each grid point's solve is its own): one (G, n, K) array was 60 KB a run
+        step = max(1, GRID_BLOCK_BYTES // (8 * (4 * self.k + 3) * max(1, x.shape[0])))
+        coef = np.concatenate([self._projection(exps[i : i + step], x, loss) for i in range(0, len(exps), step)])
+        coef = np.maximum(coef, 1e-6 * loss.min())
+        return np.concatenate([np.log(coef), exps], axis=1)
+
+    def _projection(self, exps, x, loss):
+        """The least-squares ``(E, A_k)`` of the grid points ``exps`` (G, J): (G, 1 + K)."""
+        z = np.exp(-(exps @ self._m.T)[:, None, :] * x[None, :, :])  # (G, n, K)
         design = np.concatenate([np.ones(z.shape[:2] + (1,)), z], axis=2) / loss[None, :, None]
         gram = np.einsum("gni,gnj->gij", design, design)
         gram += 1e-10 * np.trace(gram, axis1=1, axis2=2)[:, None, None] * np.eye(self.k + 1)
         rhs = design.sum(axis=1)
-        coef = np.linalg.solve(gram, rhs[..., None])[..., 0]
-        coef = np.maximum(coef, 1e-6 * loss.min())
-        return np.concatenate([np.log(coef), exps], axis=1)
+        return np.linalg.solve(gram, rhs[..., None])[..., 0]
 
     def public(self, thetas, center):
         th = np.atleast_2d(np.asarray(thetas, dtype=float))

@@ -34,6 +34,7 @@ except ImportError:  # pragma: no cover - a dependency of the project, optional 
 
 HUBER_DELTA = 1e-3
 POOL = 64  # distinct candidates a bootstrap replicate chooses its starts from
+BLOCK_BYTES = 64 * 2**20  # the bootstrap scores its replicates in blocks of about this many bytes of temporaries
 
 
 @functools.lru_cache(maxsize=1)
@@ -181,8 +182,15 @@ def bootstrap(form, theta, pool, x, y, w, *, n_boot, seed, delta=HUBER_DELTA, st
     sigma = float(np.sqrt((w * (y - yhat) ** 2).sum() / max(1, n - p)))
     ys = yhat + sigma * noise
     preds = form.predict_many(pool, x)  # (G, n): candidates do not depend on the targets
-    # every replicate's own best `starts` candidates of the (already distinct) pool
-    scores = np.einsum("bgn,n->bg", huber(preds[None] - ys[:, None, :], delta), w)
+    # every replicate's own best `starts` candidates of the (already distinct) pool; in blocks of replicates
+    # (each replicate's scores are its own): one (B, G, n) array and huber's temporaries were ~0.5 MB a run at 200
+    step = max(1, BLOCK_BYTES // (4 * 8 * preds.size))
+    scores = np.concatenate(
+        [
+            np.einsum("bgn,n->bg", huber(preds[None] - ys[i : i + step, None, :], delta), w)
+            for i in range(0, n_boot, step)
+        ]
+    )
     k = min(starts, len(pool))
     best = np.argsort(scores, axis=1)[:, :k]  # (B, k)
     th, f = minimize_many(form, pool[best.ravel()], x, np.repeat(ys, k, axis=0), w[None], delta=delta, rtol=1e-10)

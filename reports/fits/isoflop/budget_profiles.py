@@ -12,6 +12,11 @@ from ladder.reports.fits.runs import Runs
 
 SHAPE_GRID = np.geomspace(0.03, 3.0, 30)
 EXP_BOUNDS = (1e-3, 5.0)
+GRID_BLOCK_BYTES = 64 * 2**20  # the shape fit's grid is solved in blocks of exponent pairs of about this size
+
+
+def _full_grid() -> np.ndarray:
+    return np.array([(a, b) for a in SHAPE_GRID for b in SHAPE_GRID])
 
 
 class ParabolaFitter:
@@ -70,13 +75,20 @@ class ShapeFitter:
         self.idx = np.concatenate([idx for _, idx in groups])
         self.x = np.concatenate(self.xs)
         self.starts = np.cumsum([0] + [len(idx) for _, idx in groups[:-1]])
+        self.budget_of = np.repeat(np.arange(len(groups)), [len(xx) for xx in self.xs])
+        self._y = self._yl = None  # the last targets and their runs in budget order (Nelder-Mead reuses them)
 
     def n_params(self, state) -> int:
         return 3 * len(self.groups) + 2
 
-    def _solve(self, exps: np.ndarray, y: np.ndarray):
-        """Per exponent pair (G, 2): total relative SSE (G,) and coefficients (G, n_budgets, 3)."""
-        yl = y[self.idx]
+    def _rows(self, y: np.ndarray) -> np.ndarray:
+        if y is not self._y:
+            self._y, self._yl = y, y[self.idx]
+        return self._yl
+
+    def _block(self, exps: np.ndarray, yl: np.ndarray):
+        """Per exponent pair (G, 2): every run's relative residual (G, n) and the coefficients (G, n_budgets, 3).
+        A run's residual depends on its own budget alone, so the first k budgets have the first rows of these."""
         x = self.x
         z = np.empty((len(exps), len(x), 3))
         z[:, :, 0] = 1.0
@@ -88,11 +100,47 @@ class ShapeFitter:
         gram += 1e-12 * np.trace(gram, axis1=2, axis2=3)[..., None, None] * np.eye(3)
         rhs = np.add.reduceat(z, self.starts, axis=1)  # (G, nb, 3)
         c = np.linalg.solve(gram, rhs[..., None])[..., 0]
-        budget_of = np.repeat(np.arange(len(self.groups)), [len(xx) for xx in self.xs])
-        res = np.einsum("gni,gni->gn", z, c[:, budget_of, :]) - 1.0
-        return (res * res).sum(axis=1), c
+        res = np.einsum("gni,gni->gn", z, c[:, self.budget_of, :]) - 1.0
+        return res, c
 
-    def fit(self, y: np.ndarray, warm=None):
+    def _step(self) -> int:
+        """Exponent pairs per block: about GRID_BLOCK_BYTES of temporaries (~16 floats per run and pair), so that
+        a grid over many runs is never one (G, n, 3, 3) array (900 pairs x 10^5 runs: 6.5 GB)."""
+        return max(1, GRID_BLOCK_BYTES // (128 * max(1, len(self.x))))
+
+    def _solve(self, exps: np.ndarray, y: np.ndarray):
+        """Per exponent pair (G, 2): total relative SSE (G,) and coefficients (G, n_budgets, 3)."""
+        yl = self._rows(y)
+        step = self._step()
+        sse, coefs = [], []
+        for i in range(0, len(exps), step):
+            res, c = self._block(exps[i : i + step], yl)
+            sse.append((res * res).sum(axis=1))
+            coefs.append(c)
+        if len(sse) == 1:
+            return sse[0], coefs[0]
+        return np.concatenate(sse), np.concatenate(coefs)
+
+    def prefix_starts(self, y: np.ndarray, ks) -> dict[int, np.ndarray]:
+        """Per ``k`` of ``ks``, the start :meth:`fit` takes from the grid for the first ``k`` budgets alone (a
+        fitter of ``groups[:k]``): the grid's residuals are computed once for every budget, and each prefix sums
+        its own first rows, the sums that fitter's grid makes, instead of a pass over the grid per prefix."""
+        ends = {k: int(self.starts[k]) if k < len(self.groups) else len(self.x) for k in ks}
+        if not ends:
+            return {}
+        grid = _full_grid()
+        yl = self._rows(y)
+        sse = {k: np.empty(len(grid)) for k in ks}
+        step = self._step()
+        for i in range(0, len(grid), step):
+            res, _ = self._block(grid[i : i + step], yl)
+            sq = res * res
+            for k, end in ends.items():
+                sse[k][i : i + step] = sq[:, :end].sum(axis=1)
+        return {k: np.log(grid[np.argmin(v)]) for k, v in sse.items()}
+
+    def fit(self, y: np.ndarray, warm=None, start=None):
+        """``start``: log exponents to start Nelder-Mead from (:meth:`prefix_starts`); else the grid's best."""
         lo, hi = np.log(EXP_BOUNDS[0]), np.log(EXP_BOUNDS[1])
         if warm is not None:
             # Bootstrap replicate: a fine local grid (steps of 0.1 in log exponent, +-0.7) around the
@@ -103,9 +151,10 @@ class ShapeFitter:
             sse, coefs = self._solve(grid, y)
             best = int(np.argmin(sse))
             return {"exps": grid[best], "coefs": coefs[best]}
-        grid = np.array([(a, b) for a in SHAPE_GRID for b in SHAPE_GRID])
-        sse, _ = self._solve(grid, y)
-        start = np.log(grid[np.argmin(sse)])
+        if start is None:
+            grid = _full_grid()
+            sse, _ = self._solve(grid, y)
+            start = np.log(grid[np.argmin(sse)])
 
         def prof(le):
             le = np.clip(le, lo, hi)

@@ -47,6 +47,7 @@ from ladder.errors import FitError
 from ladder.reports.fits.backtest import interval
 from ladder.reports.fits.engine.solve import single_threaded_blas
 from ladder.reports.fits.isoflop.budget_laws import (
+    MIN_PREFIX,
     AllocationLaw,
     MinimumLossLaw,
     fit_allocation,
@@ -332,10 +333,13 @@ def _minimum_loss_law(r: Runs, method: str, groups, ok, cs, loss_opt, boot_loss,
         floor = float(np.nanmedian(sd)) if np.isfinite(sd).any() else 0.0
     used = [groups[j] for j in keep]
     fitter_of = ShapeFitter if method == "shape" else ParabolaFitter
+    # the grid's start of every prefix's shape fit at once: a grid pass per prefix made the rollout cost
+    # budgets x runs x 900 grid points (minutes and GBs on 10^4 runs)
+    starts = ShapeFitter(r, used).prefix_starts(r.loss, range(MIN_PREFIX, len(used))) if method == "shape" else {}
 
     def prefix_minima(k: int):
         f = fitter_of(r, used[:k])
-        st = f.fit(r.loss)
+        st = f.fit(r.loss, start=starts[k]) if method == "shape" else f.fit(r.loss)
         o = f.optima(st)
         return np.array([f.loss_at(st, j, oj) if np.isfinite(oj) else np.nan for j, oj in enumerate(o)])
 

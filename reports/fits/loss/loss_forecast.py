@@ -320,6 +320,7 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
     for r in ro.rows:
         groups.setdefault((r.prefix, r.run_id), []).append(r)
     out = []
+    current, held = None, []
     for (prefix, run_id), rs in groups.items():
         # the weighted forms this prefix fitted, mixed as the hero's forecast mixes the weighted forms that apply
         # to it: what the procedure would have forecast from those runs (requiring every weighted form left only
@@ -327,6 +328,10 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
         have = {r.form: r for r in rs if weights.get(r.form, 0) > 0}
         if not have:
             continue
+        if prefix != current:  # a prefix's rows come together: its draws are read, then dropped (RowDraws)
+            _release(held)
+            current, held = prefix, []
+        held += [r.source for r in have.values() if r.source is not None]
         mixed = mix(
             {k: r.draws for k, r in have.items()}, {k: math.log(r.point) for k, r in have.items()}, weights, rng
         )
@@ -356,7 +361,13 @@ def _mixture_rows(ro: Rollout, weights: dict[str, float]) -> list[dict]:
                 "at_target_ratio": r0.at_target_ratio,
             }
         )
+    _release(held)
     return out
+
+
+def _release(sources) -> None:
+    for source in sources:
+        source.release()
 
 
 def _lean(rows: list[dict]) -> dict:

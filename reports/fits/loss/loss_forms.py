@@ -74,7 +74,8 @@ def near_optimum(data: Runs, tol: float = NEAR_OPT_TOL) -> np.ndarray:
 
 def sizes_per_group(data: Runs, labels: np.ndarray) -> float:
     """The median number of model sizes among the runs of each label (a compute level, a tokens/param ratio)."""
-    return float(np.median([len(np.unique(data.sizes[labels == k])) for k in np.unique(labels)]))
+    sizes = data.sizes  # a property that groups every run: once, not once per label
+    return float(np.median([len(np.unique(sizes[labels == k])) for k in np.unique(labels)]))
 
 
 def isoflop_design(data: Runs) -> bool:

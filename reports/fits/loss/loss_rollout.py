@@ -45,6 +45,29 @@ ROLLOUT_BOOT = 100
 ROW_DRAWS = 800
 
 
+@dataclass(eq=False)
+class RowDraws:
+    """A prefix and form's forecast draws at every held-out run, ``(ROW_DRAWS, runs)``: drawn again when asked
+    (the same seeded draws, so the same numbers) and dropped by :meth:`release`. Kept with the rows they took ~90
+    KB per run of the ladder (9 GB at 10^5 runs), though only the weighted forms' are read, once, by the mixture."""
+
+    law: object  # the prefix's fitted LawFit
+    raw: np.ndarray
+    sigma_floor: float
+    seed: int
+    _draws: np.ndarray | None = field(default=None, repr=False)
+
+    def get(self) -> np.ndarray:
+        if self._draws is None:
+            self._draws = self.law.draws(
+                self.raw, n_draws=ROW_DRAWS, sigma_floor=self.sigma_floor, seed=self.seed, t_factor=False
+            )[1]
+        return self._draws
+
+    def release(self) -> None:
+        self._draws = None
+
+
 @dataclass
 class RolloutRow:
     prefix: int  # sizes fitted (the smallest `prefix` sizes)
@@ -60,7 +83,12 @@ class RolloutRow:
     dist_compute: float
     at_target_ratio: bool
     dist_tokens: float = 1.0
-    draws: np.ndarray = field(repr=False, default=None)  # log-loss draws of the forecast
+    source: RowDraws | None = field(repr=False, default=None)  # the log-loss draws of the forecast ...
+    column: int = 0  # ... are this column of its prefix and form's draws
+
+    @property
+    def draws(self) -> np.ndarray | None:
+        return None if self.source is None else self.source.get()[:, self.column]
 
     @property
     def err_pct(self) -> float:
@@ -187,8 +215,10 @@ def rollout(
             # drawn at every held-out run, whether the form applies there or not, so that a run's draws are
             # paired across forms (the same replicate and new-run noise column)
             raw = form.raw(data.params[test_idx], data.tokens[test_idx])
+            source = RowDraws(law, raw, data.seed_sigma, seed + k)
             point, draws = law.draws(raw, n_draws=ROW_DRAWS, sigma_floor=data.seed_sigma, seed=seed + k, t_factor=False)
             lo, hi = interval(draws, axis=0)
+            del draws  # drawn again, identically, where the mixture reads them (RowDraws)
             ratio_ok = at_ratio(data, target_ratio)
             column = {int(i): j for j, i in enumerate(test_idx)}
             for i in idx:
@@ -207,7 +237,8 @@ def rollout(
                         dist_params=float(data.params[i] / max_n),
                         dist_compute=float(data.compute[i] / max_c),
                         at_target_ratio=bool(ratio_ok[i]),
-                        draws=draws[:, j],
+                        source=source,
+                        column=j,
                         dist_tokens=float(data.tokens[i] / max_d),
                     )
                 )

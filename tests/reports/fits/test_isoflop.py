@@ -193,3 +193,40 @@ def test_loss_forecast_through_the_budgets_minima():
     assert few.loss_law is None and "needs >= 4 budgets" in few.to_dict()["loss_law"]["reason"]
     with pytest.raises(FitError, match="no loss forecast"):
         few.predict(1e21)
+
+
+def _shape_groups(budgets=np.geomspace(1e17, 1e20, 9)):
+    from ladder.reports.fits.runs import as_runs, group_budgets
+
+    r = as_runs(isoflop(budgets=budgets, noise=0.01, seed=3))
+    labels, flops = group_budgets(r.flops)
+    return r, [(float(c), np.flatnonzero(labels == g)) for g, c in enumerate(flops)]
+
+
+def test_shape_grid_in_blocks_is_the_grid_in_one(monkeypatch):
+    """The shape fit's grid, solved in blocks of exponent pairs (bounded memory), gives the same bits."""
+    from ladder.reports.fits.isoflop import budget_profiles as bp
+
+    r, groups = _shape_groups()
+    grid = bp._full_grid()
+    whole = bp.ShapeFitter(r, groups)._solve(grid, r.loss)
+    monkeypatch.setattr(bp, "GRID_BLOCK_BYTES", 1)  # one pair per block
+    blocks = bp.ShapeFitter(r, groups)._solve(grid, r.loss)
+    assert np.array_equal(whole[0], blocks[0]) and np.array_equal(whole[1], blocks[1])
+
+
+def test_prefix_starts_are_each_prefix_fitters_own_grid_start(monkeypatch):
+    """The rollout's starts, from one grid pass over every budget, are what each prefix's own fitter finds."""
+    from ladder.reports.fits.isoflop import budget_profiles as bp
+
+    r, groups = _shape_groups()
+    ks = range(4, len(groups) + 1)
+    for block in (bp.GRID_BLOCK_BYTES, 5000):
+        monkeypatch.setattr(bp, "GRID_BLOCK_BYTES", block)
+        starts = bp.ShapeFitter(r, groups).prefix_starts(r.loss, ks)
+        for k in ks:
+            f = bp.ShapeFitter(r, groups[:k])
+            grid = bp._full_grid()
+            sse, _ = f._solve(grid, r.loss)
+            assert np.array_equal(starts[k], np.log(grid[np.argmin(sse)]))
+            assert f.fit(r.loss, start=starts[k])["exps"].tolist() == f.fit(r.loss)["exps"].tolist()
