@@ -84,6 +84,18 @@ def sanity(study: StudySpec, study_dir: Path, prepared: Any, *, log=None) -> dic
     return verdict
 
 
+def study_dir_for(study_ref: str | Path, study: StudySpec, out_dir: Path | None = None) -> Path:
+    """Where a study's runs go: ``out_dir``; else ``study_ref`` itself when it is a planned study directory (it
+    holds the study.yaml it was planned from: running it again continues it in place, never a second copy under
+    ./ladder-runs that trains every run again); else ./ladder-runs/<name>."""
+    if out_dir:
+        return Path(out_dir)
+    path = Path(study_ref)
+    if path.is_dir() and layout.StudyDir(path).study.is_file():
+        return path
+    return default_study_dir(study)
+
+
 def run_study(
     study_ref: str | Path,
     *,
@@ -100,7 +112,7 @@ def run_study(
     from ladder.jobs.submit import submit
 
     study = load_study(study_ref)
-    study_dir = Path(out_dir) if out_dir else default_study_dir(study)
+    study_dir = study_dir_for(study_ref, study, out_dir)
     outcome = RunOutcome(study_dir=study_dir)
     layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder run {study_ref}` again")
 

@@ -52,8 +52,14 @@ def _ctrl_c() -> Iterator[_Pressed]:
 
 
 def run_cmd(
-    study: str = typer.Argument("default", help="A study YAML file or built-in name (default: `default`)."),
-    out_dir: Path | None = typer.Option(None, "--out", help="Study directory (default ./ladder-runs/<name>)."),
+    study: str = typer.Argument(
+        "default",
+        help="A study YAML file, a built-in name (default: `default`), or a planned study directory (continued "
+        "in place).",
+    ),
+    out_dir: Path | None = typer.Option(
+        None, "--out", help="Study directory (default ./ladder-runs/<name>, or STUDY itself when it is one)."
+    ),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
     gpus: str | None = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1."),
@@ -74,8 +80,7 @@ def run_cmd(
     per stage and about once a minute while they train. --json prints the outcome as JSON on stdout (the
     progress goes to stderr).
     """
-    from ladder.pipeline import run_study
-    from ladder.plan.planner import default_study_dir
+    from ladder.pipeline import run_study, study_dir_for
     from ladder.studies import load_study
 
     spec = load_study(study)
@@ -83,7 +88,7 @@ def run_cmd(
     _, warnings = checked_plan(study, spec, check_fit, "train")
     for w in warnings:
         err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
-    target = out_dir or default_study_dir(spec)
+    target = study_dir_for(study, spec, out_dir)
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})
     human = err if as_json else out
 
