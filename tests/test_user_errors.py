@@ -588,3 +588,19 @@ def test_an_empty_study_name_or_a_folder_without_a_study_is_named_as_such(tmp_pa
         one_line(run_cli(capsys, *command, ""), "study '': an empty name", "built-in")
         one_line(run_cli(capsys, *command, str(tmp_path)), f"{tmp_path}: a directory but no planned study")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_tokenizer_train_says_when_the_corpus_is_too_small_or_the_text_key_empty(tmp_path, capsys):
+    """Issue 28 re-trial: a one-line corpus trained "a 258-id byte-level BPE" for --vocab-size 5000 without a word
+    (only the --json said what was asked); `--text-key ''` said "the training texts are empty"."""
+    corpus = tmp_path / "corp"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("hello world\n")
+    r = run_cli(capsys, "data", "tokenizer", "train", corpus, "--vocab-size", "5000", "--out", tmp_path / "tk")
+    assert r.code == 0 and "trained a 258-id" in r.stdout
+    assert "gave only 258 of the 5,000 ids asked for" in r.stderr
+    r = run_cli(
+        capsys, "data", "tokenizer", "train", corpus, "--vocab-size", "500", "--out", tmp_path / "tk2", "--text-key", ""
+    )
+    one_line(r, "--text-key '': an empty name")
+    assert not (tmp_path / "tk2").exists()

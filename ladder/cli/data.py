@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, MAX_VOCAB, count, fraction
-from ladder.console import out, print_json
+from ladder.console import err, out, print_json
 
 app = typer.Typer(help="Tokenizers and tokenized corpora (cached, shared by every study).", no_args_is_help=True)
 tokenizer_app = typer.Typer(help="Train and evaluate byte-level BPE tokenizers.", no_args_is_help=True)
@@ -40,6 +40,8 @@ def tokenizer_train(
     fraction(validation_fraction, "--validation-fraction")
     if out_dir.exists() and not out_dir.is_dir():
         raise SpecError(f"--out {out_dir}: exists and is not a folder")
+    if not text_key.strip():
+        raise SpecError(f"--text-key {text_key!r}: an empty name; name the field of each record that holds its text")
     if vocab_size < 259:
         raise SpecError(f"--vocab-size {vocab_size}: a byte-level BPE needs at least 259 ids (256 bytes + specials)")
     if vocab_size > MAX_VOCAB:
@@ -50,6 +52,13 @@ def tokenizer_train(
     texts = iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction, max_bytes=cap)
     path = train_tokenizer(texts, vocab_size, out_dir)
     info = {"tokenizer": str(path), "seconds": time.perf_counter() - start, **describe_tokenizer(path)}
+    got = info.get("vocab_size", vocab_size)
+    if got < vocab_size:  # BPE stops merging when no pair repeats: the corpus is too small for the vocabulary
+        err.print(
+            f"[yellow]warning[/]: the corpus gave only {got:,} of the {vocab_size:,} ids asked for (no pair of "
+            "tokens repeats any more): too little text for this vocabulary; give more text or a smaller --vocab-size",
+            soft_wrap=True,
+        )
     if as_json:
         print_json(info)
         return

@@ -97,7 +97,10 @@ def train_tokenizer(
     tok.train_from_iterator(feed(), trainer=trainer)
     seconds = time.perf_counter() - start
     if stats["texts"] == 0:
-        raise DataError("cannot train a tokenizer: the training texts are empty")
+        raise DataError(
+            "cannot train a tokenizer: no training text was read (an empty corpus, the text under another key, or "
+            "files that are not UTF-8 text)"
+        )
     save_tokenizer(tok, out)
     atomic_write_json(
         out / TRAIN_INFO,
