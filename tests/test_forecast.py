@@ -328,3 +328,20 @@ def test_a_note_with_control_characters_or_of_a_document_s_length_is_refused(stu
     before = _listing(study)
     one_line(run_cli(capsys, "forecast", "freeze", study, "--note", note), "--note: ", words)
     assert _listing(study) == before
+
+
+@pytest.mark.parametrize("field", ["params", "tokens"])
+def test_freeze_refuses_a_fit_json_whose_hero_size_is_null_and_writes_nothing(study, capsys, field):
+    """Retrial 7: `hero.params: null` in fit.json gave a TypeError traceback, and forecast.json was written."""
+    fit = json.loads((study / layout.FIT).read_text())
+    fit["hero"][field] = None
+    layout.atomic_write_json(study / layout.FIT, fit)
+    before = _listing(study)
+    one_line(run_cli(capsys, "forecast", "freeze", study), f"is damaged (hero.{field}: None")
+    assert _listing(study) == before
+
+
+def test_freeze_says_the_hero_size_as_fit_and_report_do(study, capsys):
+    r = run_cli(capsys, "forecast", "freeze", study)
+    assert r.code == 0, r.stderr
+    assert "hero 400K x 8M:" in r.stdout and "400,000" not in r.stdout

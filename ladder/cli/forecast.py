@@ -110,6 +110,7 @@ def freeze(
     """
     from ladder.cli.fit_report import check_predictions, check_predictions_in_family
     from ladder.forecast.frozen import freeze as do_freeze
+    from ladder.model.config import format_count
 
     check_note(note)
     points = check_predictions(predict or [])
@@ -123,7 +124,7 @@ def freeze(
         return
     h = f.record["hero"]
     out.print(
-        f"froze forecast {f.number} in {f.path}: hero {h['params']:,.0f} params, {h['tokens']:,.0f} tokens: "
+        f"froze forecast {f.number} in {f.path}: hero {format_count(h['params'])} x {format_count(h['tokens'])}: "
         f"{h['loss']:.4g} nats/token, 90% interval {_interval(h)} (±{h['half_width_pct']:.2f}%)"
     )
     for p in f.record["predictions"]:

@@ -228,6 +228,14 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
     hero = current.hero
     if hero.loss is None:
         raise StateError(f"the fit has no hero forecast to freeze ({hero.loss_reason or hero.reason})")
+    sd = layout.StudyDir(Path(study_dir))
+    for key in ("params", "tokens", "loss"):  # what the freeze prints and scores against: read before writing
+        v = getattr(hero, key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise StateError(
+                f"{sd.fit} is damaged (hero.{key}: {v!r}, but the hero has a forecast): refit with "
+                f"`ladder fit {sd.path}`; nothing written"
+            )
     points = [_point(p) for p in current.fit.predictions if p.label != "hero"]
     in_context = None
     if predict:
@@ -247,7 +255,6 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
         points += [_point(p) for p in result.predictions if p.label != "hero" and p.label not in have]
         # the kinds at the freeze's own points come from the same refit
         in_context = _in_context(current.fit.in_context, result.in_context)
-    sd = layout.StudyDir(Path(study_dir))
     number, path = _claim(sd, lambda n: frozen_record(current, points, note, n, in_context))
     return read_frozen_one(number, path)
 
