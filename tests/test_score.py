@@ -56,7 +56,7 @@ def test_the_error_and_z_have_one_sign(actual):
 
 
 def test_a_score_line_shows_the_error_and_z_with_one_sign(study, capsys):
-    for loss, sign in (("2.9", "+"), ("99", "-")):
+    for loss, sign in (("2.9", "+"), ("5.5", "-")):
         r = run_cli(capsys, "forecast", "score", study, "--loss", loss)
         assert r.code == 0, r.stderr
         error, z = re.search(r"error ([+-])[\d.]+%, OUTSIDE, z ([+-])", r.stdout).groups()
@@ -339,4 +339,23 @@ def test_a_curve_path_that_is_no_file_says_what_it_is(study, tmp_path, capsys):
         cases.append(("/proc/self", "--curve /proc/self: a directory"))
     for given, words in cases:
         one_line(run_cli(capsys, "forecast", "score", study, "--curve", given), words)
+    assert _listing(study) == before
+
+
+def test_a_curve_whose_only_point_forecasts_nothing_is_not_scored(study, tmp_path, capsys):
+    """Retrial 7: a curve with one point at 1 token appended a 'partial: no finished rung ... through 0%' score."""
+    (tmp_path / "one.csv").write_text("tokens,loss\n1,5.0\n")
+    before = _listing(study)
+    one_line(
+        run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "one.csv"),
+        "nothing scored",
+        "forecast 1: the curve forecasts no final loss yet",
+    )
+    assert _listing(study) == before
+
+
+def test_a_loss_worse_than_a_uniform_guess_over_the_vocabulary_is_refused(study, capsys):
+    """Retrial 7: `--loss 50` on a study with a small vocabulary was stored as 'error -93%, OUTSIDE'."""
+    before = _listing(study)
+    one_line(run_cli(capsys, "forecast", "score", study, "--loss", "50"), "--loss 50", "ln(V) = 5.545", "256-token")
     assert _listing(study) == before

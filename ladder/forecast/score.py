@@ -371,6 +371,12 @@ def score_study(
     if loss is not None and loss < MIN_LOSS:
         raise SpecError(f"--loss {given}: {TOO_SMALL}; give the hero's eval loss in nats/token")
     study = read_study(sd.path)
+    vocab = study.model.vocab_size
+    if loss is not None and loss > math.log(vocab):  # worse than guessing uniformly over the study's vocabulary
+        raise SpecError(
+            f"--loss {given}: above ln(V) = {math.log(vocab):.3f} nats/token, the loss of a uniform guess over the "
+            f"study's {vocab:,}-token vocabulary; give the hero's eval loss in nats/token, nothing was scored"
+        )
     specs = readable_runs(sd.path)  # a damaged rung is no reason not to score the hero (status shows the damage)
     frozen = read_frozen(sd.path)
     if any(f.problem for f in frozen):  # nothing is scored while a freeze cannot be read: none is skipped unseen
@@ -435,6 +441,11 @@ def score_study(
             if key not in refs:
                 refs[key] = reference_curves(sd, specs, ratio, obs.schedule)
             early = partial_forecast(pts, refs[key])
+            if not early.get("available"):  # a partial score that forecasts nothing says nothing: not stored
+                outcome.unmatched[f.number] = (
+                    f"the curve forecasts no final loss yet ({early.get('reason') or 'no forecast'})"
+                )
+                continue
             if early.get("available"):
                 early["vs_frozen"] = compare(point, early["final_forecast"])
                 vs = early["vs_frozen"]
