@@ -206,6 +206,32 @@ def test_fit_fits_the_rest_of_a_study_with_an_infinite_loss(finished, capsys):
     assert f"{specs[1].run_id} (corrupt: result.json: final_eval_loss is inf" in " ".join((r.stdout + r.stderr).split())
 
 
+@pytest.mark.parametrize("loss", [1e9, 150.0, 0.0005])
+def test_an_implausible_loss_of_a_done_run_is_corrupt_and_the_fit_goes_on(finished, capsys, loss):
+    """A done run's final eval loss outside the fit's plausible range (0.001 to 100 nats/token): status and
+    collect call the run corrupt, naming the field and the range, and fit fits the other runs (it once refused the
+    whole study: "column loss holds 1 value(s) outside 0.001 to 100 nats/token")."""
+    import json
+
+    from ladder.books import run_books
+    from ladder.reports.fits import runs
+
+    assert (run_books.MIN_LOSS, run_books.MAX_LOSS) == (runs.MIN_LOSS, runs.MAX_LOSS)
+    root, specs = finished
+    bad = specs[1].run_id
+    _edit_result(root, specs[1], final_eval_loss=loss)
+    rows = {r["run_id"]: r for r in run_cli(capsys, "status", root, "--json").json()["runs"]}
+    assert rows[bad]["state"] == "corrupt"
+    assert f"final_eval_loss is {loss:g}, outside 0.001 to 100 nats/token" in rows[bad]["error"]
+    c = run_cli(capsys, "collect", root)
+    assert c.code == 0, c.stderr
+    assert f"problem {bad}: result.json: final_eval_loss is {loss:g}" in " ".join(c.stderr.split())
+    r = run_cli(capsys, "fit", root, "--bootstrap", "20")
+    assert r.code == 0, r.stderr
+    excluded = {e["run"]: e for e in json.loads((root / "fit.json").read_text())["excluded"]}
+    assert excluded[bad]["status"] == "corrupt"
+
+
 @pytest.mark.parametrize(
     "field,value",
     [("tokens", "many"), ("tokens", float("inf")), ("flops", -1.0), ("wall_time_s", True), ("final_train_loss", "x")],

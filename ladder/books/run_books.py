@@ -9,8 +9,9 @@ Conventions:
 - ``result.json`` is authoritative for a finished run (its losses, tokens, FLOPs); ``metrics.jsonl`` is its
   curve. A result that cannot be read, that is not a JSON object, whose ``status`` is not done, diverged or
   failed, that says done without the keys a done result has, or whose numbers are not numbers (text, a boolean,
-  an infinite or negative count, a done run's loss that is missing, not finite or not positive:
-  :func:`number_problems`) is a *problem* (the run is ``corrupt``, the field named), never a silent absence.
+  an infinite or negative count, a done run's loss that is missing, not finite or not positive, or a done run's
+  final eval loss outside :data:`MIN_LOSS` to :data:`MAX_LOSS`: :func:`number_problems`) is a *problem* (the run
+  is ``corrupt``, the field named), never a silent absence.
 - A run's error text is the result's ``reason`` or ``error`` key, else ``error.json``'s ``error_type: message``.
 - Tokens consumed: a result's ``tokens``, else the furthest of the last complete metrics record and the
   checkpoint's step. FLOPs spent: a result's ``flops_spent`` when it has one (a branch counts only the steps it
@@ -51,6 +52,11 @@ COUNT_KEYS = (
     "diverged_at_step",
     "eval_repeat_share",
 )
+# the plausible range of a loss in nats/token, the fit's (ladder.reports.fits.runs MIN_LOSS/MAX_LOSS, which a test
+# holds equal; not imported, so that `ladder status` does not load the fits): a done run's final eval loss outside
+# it is a mistake in its result.json (1e9, 150, 0.0005), and the run is corrupt rather than one `ladder fit` refuses
+MIN_LOSS = 1e-3
+MAX_LOSS = 100.0
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,11 @@ def number_problems(result: dict[str, Any]) -> list[str]:
         if key in LOSS_KEYS:
             if (done or math.isfinite(value)) and not (math.isfinite(value) and value > 0):
                 out.append(f"{key} is {value:g}, not a loss (a finite number of nats/token > 0)")
+            elif done and key == "final_eval_loss" and not MIN_LOSS <= value <= MAX_LOSS:
+                out.append(
+                    f"{key} is {value:g}, outside {MIN_LOSS:g} to {MAX_LOSS:g} nats/token, the range of any "
+                    "language model's loss"
+                )
         elif not (math.isfinite(value) and value >= 0) or (done and key in ("tokens", "flops") and value == 0):
             out.append(
                 f"{key} is {value:g}, not a finite number {'> 0' if done and key in ('tokens', 'flops') else '>= 0'}"
