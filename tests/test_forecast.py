@@ -345,3 +345,28 @@ def test_freeze_says_the_hero_size_as_fit_and_report_do(study, capsys):
     r = run_cli(capsys, "forecast", "freeze", study)
     assert r.code == 0, r.stderr
     assert "hero 400K x 8M:" in r.stdout and "400,000" not in r.stdout
+
+
+def test_a_freeze_after_the_hero_trained_is_marked_and_never_headlined_as_the_prediction(study, capsys):
+    """Retrial 7: a freeze made after the hero was done was accepted silently ('next: `ladder hero` plans the hero
+    run') and the report headlined that late freeze as 'a prediction checked against a real run'."""
+    from tests.hero_fixture import hero_spec
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    train(layout.StudyDir(study), hero_spec(study), 3.5)
+    r = run_cli(capsys, "forecast", "freeze", study, "--note", "late")
+    assert r.code == 0, r.stderr
+    [warning] = r.stderr.strip().splitlines()
+    assert "the hero has already trained or started" in warning and "after_hero" in warning
+    assert "plans the hero run" not in r.stdout
+    assert json.loads((study / "forecast.json").read_text())["after_hero"] is False
+    assert json.loads((study / "forecast-2.json").read_text())["after_hero"] is True
+    r = run_cli(capsys, "forecast", "score", study, "--json")
+    assert r.code == 0, r.stderr
+    by = {s["number"]: s for s in r.json()["scores"]}
+    assert by[2]["frozen_before_training"] is False and by[1].get("frozen_before_training") is not False
+    r = run_cli(capsys, "report", study, "--format", "html")
+    assert r.code == 0, r.stderr
+    html = (study / "report" / "report.html").read_text()
+    assert "A prediction checked against a real run. The frozen forecast (forecast 1," in html

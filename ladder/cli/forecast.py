@@ -133,6 +133,14 @@ def freeze(
             if p.get("loss") is not None
             else f"  {escape(str(p['label']))}: no forecast"
         )
+    started = f.record.get("hero_runs_started") or []
+    if started:
+        err.print(
+            f"[yellow]warning[/]: the hero has already trained or started ({escape(', '.join(started))}): forecast "
+            f"{f.number} is marked after_hero, a check of the fit, not a prediction made before the run"
+        )
+        out.print(f"next: `ladder forecast score {escape(str(study_dir))}` scores the freezes against the hero")
+        return
     out.print(f"next: `ladder hero {escape(str(study_dir))}` plans the hero run; `ladder forecast score` scores it")
 
 
@@ -261,9 +269,12 @@ def score(
     for number, why in outcome.unmatched.items():
         err.print(f"[yellow]not scored[/]: forecast {number}: {why}")
     if outcome.scored:
+        finals = [s for _, s in outcome.scored if s["final"]]
         kind = (
             "a prediction checked against the hero"
-            if any(s["final"] for _, s in outcome.scored)
+            if any(s.get("frozen_before_training") is not False for s in finals)
+            else "checked against the hero, but frozen after it had trained: not a prediction made first"
+            if finals
             else "still a projection (the hero has not finished)"
         )
         out.print(f"scored {len(outcome.scored)} frozen forecast(s): {kind}")

@@ -161,8 +161,36 @@ def _in_context(*sections: fit_json.InContext) -> dict | None:
     return out
 
 
+def hero_started(study_dir: Path) -> list[str]:
+    """The study's hero runs that have already trained (done) or begun to (an eval point in their metrics): a
+    freeze made now is no forecast made before the hero."""
+    from ladder.plan.planner import readable_runs
+
+    sd = layout.StudyDir(Path(study_dir))
+    started = []
+    for spec in readable_runs(sd.path):
+        if spec.role != "hero":
+            continue
+        rd = sd.run(spec.run_id)
+        if layout.result_status(rd) in ("done", "failed", "diverged"):
+            started.append(spec.run_id)
+            continue
+        try:
+            lines = list(layout.read_jsonl(rd.metrics)) if rd.metrics.is_file() else []
+        except (OSError, ValueError):
+            lines = []
+        if any(isinstance(r, dict) and r.get("kind") == "eval" for r in lines):
+            started.append(spec.run_id)
+    return started
+
+
 def frozen_record(
-    current, predictions: list[dict], note: str | None, number: int, in_context: dict | None = None
+    current,
+    predictions: list[dict],
+    note: str | None,
+    number: int,
+    in_context: dict | None = None,
+    after_hero: list[str] | None = None,
 ) -> dict:
     """What a freeze holds (see the module doc), from the current fit (``in_context``: the kinds' forecasts, when
     the freeze fitted its own points)."""
@@ -194,6 +222,9 @@ def frozen_record(
         "ladder_version": __version__,
         "git_revision": git_revision(),
         "note": note,
+        # the hero runs that had trained (or begun to) when this was frozen: then it is no prediction made first
+        "after_hero": bool(after_hero),
+        "hero_runs_started": list(after_hero or []),
         "scores": [],
     }
 
@@ -255,7 +286,8 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
         points += [_point(p) for p in result.predictions if p.label != "hero" and p.label not in have]
         # the kinds at the freeze's own points come from the same refit
         in_context = _in_context(current.fit.in_context, result.in_context)
-    number, path = _claim(sd, lambda n: frozen_record(current, points, note, n, in_context))
+    started = hero_started(sd.path)
+    number, path = _claim(sd, lambda n: frozen_record(current, points, note, n, in_context, started))
     return read_frozen_one(number, path)
 
 

@@ -458,6 +458,8 @@ def score_study(
             score["partial"] = early
         if obs.started_at and fc.frozen_at:
             score["frozen_before_training"] = fc.frozen_at <= obs.started_at
+        if f.record.get("after_hero") is True:  # frozen when a hero run had already trained or begun to
+            score["frozen_before_training"] = False
         changed = now is not None and fc.results_sha256 != now
         score["data_changed"] = changed
         if changed:

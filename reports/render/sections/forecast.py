@@ -20,9 +20,20 @@ DATA_CHANGED = (
 )
 
 
+def late(rec: FrozenForecast, score: Score) -> bool:
+    """Frozen after the hero had trained or begun to (``after_hero``, or after its first submission): no
+    prediction made before the run."""
+    return (rec.model_extra or {}).get("after_hero") is True or score.frozen_before_training is False
+
+
 def lead(ctx: Builder) -> tuple[FrozenForecast, Score] | None:
-    """(freeze, score) the report leads with: the latest final score of the latest freeze that has one, else the
-    latest score of any kind; None when nothing was scored."""
+    """(freeze, score) the report leads with: the latest final score of the earliest freeze made before the hero,
+    else the latest final score of the latest freeze that has one, else the latest score of any kind; None when
+    nothing was scored."""
+    for rec in ctx.d.forecasts:
+        got = [s for s in rec.scores if s.final and not late(rec, s)]
+        if got:
+            return rec, got[-1]
     for want_final in (True, False):
         for rec in reversed(ctx.d.forecasts):
             got = [s for s in rec.scores if s.final or not want_final]
@@ -43,6 +54,8 @@ def is_prediction(ctx: Builder) -> Score | None:
     if got is None or not got[1].final or got[1].point != "hero":
         return None
     rec, score = got
+    if late(rec, score):  # frozen after the hero had trained: a check of the fit, no prediction
+        return None
     if rec.results_sha256 != (ctx.fit_json.meta.results_sha256 if ctx.fit_json is not None else None):
         return None
     return score
@@ -216,7 +229,9 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
     if score.final:
         s.add(
             Para(
-                f"A prediction checked against a real run. The frozen forecast ({when}) "
+                ("A late freeze checked against a real run (frozen after the hero had trained: not a prediction). "
+                 if late(rec, score) else "A prediction checked against a real run. ")
+                + f"The frozen forecast ({when}) "
                 f"was {frozen}; the hero's final eval loss is {fmt_loss(score.actual)}: the forecast is "
                 f"{fmt_pct(score.error_pct, signed=True)} off it, {_inside(score.inside)} its "
                 f"interval (z = {fmt_g(score.z, 2)}).",
