@@ -222,6 +222,32 @@ def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
     )
 
 
+def tested_words(dist: dict) -> str:
+    """How far the rollout tested, one axis per number: each axis the hero passes with the hero's and the
+    rollout's own multiple in that axis, then the error of the rollout's farthest forecasts, said to be at
+    their distance (in their farthest axis), which is not the hero's."""
+    tested = dist.get("tested") or {}
+    parts = []
+    for ax in dist.get("beyond_tested_axes") or []:
+        hero_x, test_x = dist.get(f"{ax}_x"), tested.get(f"{ax}_x")
+        if hero_x is not None and test_x is not None:
+            parts.append(f"{ax}: the hero at {hero_x:.3g}x, the rollout tested up to {test_x:.3g}x")
+    if not parts:
+        parts.append(
+            f"distance in the farthest axis: the hero at {dist.get('distance_x', 1.0):.3g}x, the rollout tested "
+            f"up to {dist.get('tested_distance_x', 1.0):.3g}x"
+        )
+    far = dist.get("rollout_error") or {}
+    if far.get("median_abs_err_pct") is not None:
+        lo, hi = far.get("min_distance_x"), far.get("max_distance_x")
+        span = f" at {lo:.3g}-{hi:.3g}x in their farthest axis" if lo is not None and hi is not None else ""
+        parts.append(
+            f"its farthest forecasts{span} erred by a median of {far['median_abs_err_pct']:.1f}% (not measured "
+            "at the hero's distance)"
+        )
+    return "; ".join(parts)
+
+
 def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
     """Say plainly how far beyond the ladder the hero lies, whether the rollout ever tested that far, and which
     way the rollout's forecasts erred when they leaned."""
@@ -234,15 +260,10 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
             "backtest), so its interval is the fit's own and the published-ladder floor, unchecked"
         )
     elif hero.get("beyond_tested"):
-        far = dist.get("rollout_error") or {}
-        axes = ", ".join(dist.get("beyond_tested_axes") or []) or "distance"
         warnings.append(
-            f"the hero is {where}: {BEYOND_TESTED} ({axes}; it tested up to "
-            f"{dist.get('tested_distance_x', 1.0):.3g}x"
-            + (f" and erred by a median of {far['median_abs_err_pct']:.1f}% there" if far else "")
-            + f"); its interval was widened for the distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, "
-            f"at least the published-ladder floor of {dist.get('public_floor_pct', 0):.1f}%): a projection, "
-            "not a checked prediction"
+            f"the hero is {where}: {BEYOND_TESTED} ({tested_words(dist)}); its interval was widened for the "
+            f"distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, at least the published-ladder "
+            f"floor of {dist.get('public_floor_pct', 0):.1f}%): a projection, not a checked prediction"
         )
     elif hero["beyond_reach"]:
         reach = fc.reach.get("2%", {})

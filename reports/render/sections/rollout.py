@@ -110,12 +110,14 @@ def rollout(ctx: Builder) -> Section:
                         f"in tokens, {fmt_g(dist.compute_x, 3)}× in compute",
                     ),
                     (
-                        "The rollout's error there",
+                        "The rollout's error at its farthest forecasts",
                         (
                             f"median {fmt_pct(far.median_abs_err_pct)}, worst "
                             f"{fmt_pct(far.worst_abs_err_pct)} at "
                             f"{fmt_g(far.min_distance_x, 3)}–{fmt_g(far.max_distance_x, 3)}× "
-                            "(its farthest forecasts)"
+                            "in their farthest axis (the hero lies at "
+                            f"{fmt_g(dist.distance_x, 3)}× in its farthest axis; no rollout error was "
+                            "measured at the hero's own distance)"
                         )
                         if far is not None
                         else ABSENT,

@@ -193,3 +193,29 @@ def test_an_isoflop_ladders_laws_are_fitted_on_its_top_decade_of_budgets():
     short = isoflop(np.geomspace(1e16, 3e18, 7))
     kept = short.compute[top_budgets(short)]
     assert len(np.unique(np.round(np.log(kept), 3))) == 4 and kept.min() < 3e18 / FIT_SPAN
+
+
+def test_the_beyond_tested_warning_says_one_axis_per_number_and_where_the_error_was_measured():
+    """retrial7 (fxb): the warning labelled the 31x compute distance as params and quoted the farthest
+    forecasts' error as the error "there", at the hero's distance."""
+    from types import SimpleNamespace
+
+    from ladder.reports.fits.study.study_hero import reach_warnings
+
+    dist = {
+        "params_x": 2.82, "tokens_x": 0.0705, "compute_x": 0.199, "distance_x": 2.82, "tested_distance_x": 31.0,
+        "tested": {"params_x": 2.78, "tokens_x": 5.61, "compute_x": 31.0, "distance_x": 31.0},
+        "beyond_tested": True, "beyond_tested_axes": ["params"],
+        "rollout_error": {"n": 4, "min_distance_x": 15.5, "max_distance_x": 31.0, "median_abs_err_pct": 3.33,
+                          "worst_abs_err_pct": 4.32, "coverage": 1.0},
+        "drift_widening_pct": 0.0, "public_floor_pct": 0.78,
+    }
+    hero = {"extrapolation": {"params": 2.82}, "distance": dist, "beyond_tested": True, "beyond_reach": True}
+    fc = SimpleNamespace(mixture_rows=[1], reach={}, lean={})
+    warnings: list[str] = []
+    reach_warnings(hero, fc, warnings)
+    w = next(x for x in warnings if "beyond what the rollout tested" in x)
+    assert "params: the hero at 2.82x, the rollout tested up to 2.78x" in w
+    assert "tested up to 31x" not in w
+    assert "at 15.5-31x in their farthest axis" in w and "not measured at the hero's distance" in w
+    assert "there" not in w.split("beyond what the rollout tested")[1].split(";")[0]
