@@ -197,3 +197,20 @@ def test_compile_auto_compiles_a_hero_long_enough_to_repay_it(study, monkeypatch
     monkeypatch.setattr("ladder.forecast.hero_run.estimate_wall_s", lambda spec, hw: 3600.0)
     long = plan_hero_run(study, dry_run=True)
     assert long.spec.run_id == short.spec.run_id and long.spec.compile  # an hour of training repays the compile
+
+
+@pytest.mark.parametrize(
+    ("flags", "params_from", "tokens_from"),
+    [
+        (("--tokens", "16M"), "the fit's hero (400K)", "--tokens 16M"),
+        (("--params", "250K"), "--params 250K", "study: ladder.tokens_per_param 20 x --params"),
+        (("--params", "250K", "--tokens", "2M"), "--params 250K", "--tokens 2M"),
+    ],
+)
+def test_the_sources_of_a_moved_hero_say_which_flag_gave_each_size(study, capsys, flags, params_from, tokens_from):
+    """Retrial 7: `hero --tokens 16M` said params came from '--params 400K' (never given) and tokens from
+    'study: hero.tokens' (the study has none)."""
+    r = run_cli(capsys, "hero", study, *flags, "--dry-run", "--json")
+    assert r.code == 0, r.stderr
+    src = r.json()["sources"]
+    assert (src["params"], src["tokens"]) == (params_from, tokens_from)

@@ -184,10 +184,25 @@ def hero_spec(study: StudySpec, rec: Recommendation, seed: int | None = None) ->
     return resolve_compile([run], study.training.compile, hw, {run.run_id: estimate_wall_s(run, hw)})[0][0]
 
 
-def _sources(study: StudySpec, rec: Recommendation, overrides: dict, seed: int | None = None) -> dict[str, str]:
+def _sources(
+    study: StudySpec,
+    rec: Recommendation,
+    overrides: dict,
+    seed: int | None = None,
+    given: tuple[bool, bool] = (True, True),
+) -> dict[str, str]:
+    """Where each choice came from; ``given``: whether --params and --tokens were given (the refit holds both as
+    the study's hero, so its own sources would say ``study: hero.tokens`` for either)."""
     out = {k: str(v) for k, v in rec.sources.items() if k != "loss"}
     if overrides:
-        out["params"] = f"--params {format_count(overrides['params'])}"
+        n, d = format_count(overrides["params"]), format_count(overrides["tokens"])
+        params_given, tokens_given = given
+        out["params"] = f"--params {n}" if params_given else f"the fit's hero ({n})"
+        out["tokens"] = (
+            f"--tokens {d}"
+            if tokens_given
+            else f"study: ladder.tokens_per_param {study.ladder.tokens_per_param:g} x --params"
+        )
     sched = study.training.schedule
     out["warmup"] = (
         f"study: training.schedule.warmup_tokens {sched.warmup_tokens:,}"
@@ -261,7 +276,7 @@ def plan_hero_run(
     return HeroRun(
         spec=spec,
         run_dir=rd.path,
-        sources=_sources(current.study, rec, overrides, seed),
+        sources=_sources(current.study, rec, overrides, seed, (params is not None, tokens is not None)),
         state=state,
         est_wall_s=estimate_wall_s(spec, current.study.executor.hardware),
         overrides=overrides,
