@@ -214,3 +214,12 @@ def test_the_sources_of_a_moved_hero_say_which_flag_gave_each_size(study, capsys
     assert r.code == 0, r.stderr
     src = r.json()["sources"]
     assert (src["params"], src["tokens"]) == (params_from, tokens_from)
+
+
+def test_a_hero_no_law_forecasts_is_not_sent_to_forecast_score(study, capsys):
+    """Retrial 7: `hero S --tokens 16M` (no law forecasts it) still said 'score it with `ladder forecast score`', a
+    dead end: `forecast freeze --predict` refuses that point."""
+    r = run_cli(capsys, "hero", study, "--tokens", "16M")
+    assert r.code == 0, r.stderr
+    assert "forecast score" not in r.stdout and "forecast freeze" not in r.stdout
+    assert "cannot be scored against a forecast" in r.stdout

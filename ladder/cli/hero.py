@@ -102,12 +102,18 @@ def hero(
         return
     from ladder import layout
 
+    verb = "planned" if run.state == "new" else "already planned"
+    if run.forecast.get("loss") is None:  # freeze --predict refuses this point: no score to point to
+        out.print(
+            f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`; it cannot be scored "
+            "against a forecast (no law forecasts this point): a run to learn from, not a check of the fit"
+        )
+        return
     if not layout.StudyDir(study_dir).forecasts():
         out.print(
             f"[yellow]no frozen forecast yet[/]: `ladder forecast freeze {escape(str(study_dir))}` puts the "
             "forecast on record before the hero trains"
         )
-    verb = "planned" if run.state == "new" else "already planned"
     out.print(
         f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`, score it with "
         f"`ladder forecast score {escape(str(study_dir))}`"
