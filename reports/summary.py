@@ -177,6 +177,10 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
             f"batch* {_num(hh and hh.batch_tokens, 3)}{_ci(hh and hh.batch_tokens_ci90)}"
             + (f" [dim]({laws})[/]" if laws else "")
         )
+        for name, law in (("lr*", hp.lr), ("batch*", hp.batch)):
+            line = _left_out(name, law)
+            if line:
+                console.print(line)
     tv = fit.tied_vs_untied
     if not tv.available:
         console.print(f"[bold]tied vs untied[/]: [dim]{tv.reason}[/]")
@@ -197,6 +201,29 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
         console.print(f"[bold]isoflop[/]: [dim]{iso.reason}[/]")
     else:
         console.print(f"[bold]isoflop[/]: N_opt ~ C^{_num(iso.a, 3)} over {iso.n_budgets} budgets")
+
+
+def _left_out(name: str, law: Any) -> str | None:
+    """One line naming the rungs a hyperparameter law left out (fit.json's ``excluded``: rung -> why, e.g. its
+    optimum at the grid's edge) with the advice, or None when it left none out."""
+    if law is None:
+        return None
+    excluded = (law.model_extra or {}).get("excluded")
+    if not isinstance(excluded, dict) or not excluded or law.law is None:
+        return None  # no law fitted: its own reason says why, not a list of every rung
+    whys, advice = [], []
+    for rung, why in excluded.items():
+        text = str(why)
+        if text.startswith(f"{rung}: "):
+            text = text[len(rung) + 2 :]
+        what, _, todo = text.partition(": ")
+        whys.append(f"{rung} ({what})")
+        if todo and todo not in advice:
+            advice.append(todo)
+    return (
+        f"  [yellow]the {name} law leaves out {len(excluded)} rung(s)[/]: " + ", ".join(whys)
+        + (f": {'; '.join(advice)}" if advice else "")
+    )
 
 
 def _print_predictions(fit: FitJson, console: Console) -> None:
