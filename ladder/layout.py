@@ -166,6 +166,12 @@ class RunDir:
             first = str(exc).strip().splitlines()
             why = f"its {SPEC} is not a valid run spec ({first[0] if first else type(exc).__name__})"
             raise UnreadableSpec(self, why) from exc
+        beyond = _beyond_int64(spec.model_dump(mode="python"))
+        if beyond:
+            where, value = beyond
+            raise UnreadableSpec(
+                self, f"its {SPEC} is not a valid run spec ({where} is {float(value):.3g}, beyond a 64-bit count)"
+            )
         if same_run and spec.run_id != self.run_id:
             raise UnreadableSpec(self, f"its {SPEC} is the spec of another run ({spec.run_id})")
         return spec
@@ -176,6 +182,22 @@ class RunDir:
             return self.read_spec()
         except UnreadableSpec:
             return None
+
+
+INT64_MAX = 2**63 - 1  # the largest count a results table (int64 columns) holds
+
+
+def _beyond_int64(value: Any, where: str = "") -> tuple[str, int] | None:
+    """(the dotted field, the value) of the first integer in ``value`` (a spec's fields, nested) that no int64
+    holds (a hand-edited ``params: 10**30`` once broke ``collect`` with pyarrow's OverflowError), or None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (where or "value", value) if abs(value) > INT64_MAX else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _beyond_int64(item, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
 
 
 class UnreadableSpec(LadderError):

@@ -246,6 +246,58 @@ def test_every_number_of_a_result_is_checked_by_status_and_collect_alike(finishe
     assert f"{specs[1].run_id}: result.json: {field} is" in " ".join(r.stderr.split())
 
 
+@pytest.mark.parametrize("field", ["params", "tokens", "steps"])
+def test_a_spec_number_beyond_int64_is_damage_not_a_traceback(finished, capsys, field):
+    """spec.json with ``params`` (tokens, steps) = 10**30: collect once raised pyarrow's OverflowError (exit 1),
+    status called the run done with absurd totals, and fit fitted the stale results.parquet. Now the run is
+    damaged (the field named), like any other spec damage, and the rest is collected."""
+    import json
+
+    from ladder.books.collect import read_results
+
+    root, specs = finished
+    rd = layout.StudyDir(root).run(specs[1].run_id)
+    spec = json.loads(rd.spec.read_text())
+    spec[field] = 10**30
+    rd.spec.write_text(json.dumps(spec))
+    rows = {r["run_id"]: r for r in run_cli(capsys, "status", root, "--json").json()["runs"]}
+    assert rows[specs[1].run_id]["state"] == "damaged"
+    assert f"{field} is 1e+30, beyond a 64-bit count" in rows[specs[1].run_id]["error"]
+    c = run_cli(capsys, "collect", root)
+    assert c.code == 0, c.stderr
+    assert f"{specs[1].run_id}: spec.json: its spec.json is not a valid run spec ({field} is 1e+30" in " ".join(
+        c.stderr.split()
+    )
+    df = read_results(root).set_index("run_id")
+    assert df.loc[specs[1].run_id, "status"] == "damaged"
+    assert (df.drop(index=specs[1].run_id)["status"] == "done").all()
+
+
+@pytest.mark.parametrize(
+    "field,value", [("tokens", 10**30), ("restarts", 10**20), ("flops", 10**40), ("tokens_per_s", 10**30)]
+)
+def test_a_result_number_beyond_int64_is_corrupt_not_a_traceback(finished, capsys, field, value):
+    root, specs = finished
+    _edit_result(root, specs[1], **{field: value})
+    rows = {r["run_id"]: r for r in run_cli(capsys, "status", root, "--json").json()["runs"]}
+    assert rows[specs[1].run_id]["state"] == "corrupt" and f"{field} is" in rows[specs[1].run_id]["error"]
+    c = run_cli(capsys, "collect", root)
+    assert c.code == 0, c.stderr
+    assert f"{specs[1].run_id}: result.json: {field} is {float(value):.3g}, beyond a 64-bit count" in c.stderr
+
+
+def test_a_metrics_line_beyond_int64_costs_that_line(finished, capsys):
+    import json
+
+    root, specs = finished
+    rd = layout.StudyDir(root).run(specs[1].run_id)
+    with rd.metrics.open("a") as f:
+        f.write(json.dumps({"kind": "eval", "step": 10**20, "tokens": 10**30, "eval_loss": 3.0}) + "\n")
+    c = run_cli(capsys, "collect", root)
+    assert c.code == 0, c.stderr
+    assert f"{specs[1].run_id}: metrics.jsonl line" in c.stderr and "step is 1e+20, beyond a 64-bit count" in c.stderr
+
+
 def test_a_failed_or_diverged_result_may_have_no_loss(finished, capsys):
     root, specs = finished
     _edit_result(root, specs[1], status="diverged", final_eval_loss=None, final_train_loss=float("nan"))

@@ -174,11 +174,17 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def _beyond_int64(x: Any) -> bool:
+    """An integer that no int64 column holds (10**30: pyarrow's OverflowError once broke ``collect``)."""
+    return isinstance(x, int) and abs(x) > layout.INT64_MAX
+
+
 def number_problems(result: dict[str, Any]) -> list[str]:
     """What is wrong with the numbers of a result.json (:data:`LOSS_KEYS`, :data:`COUNT_KEYS`), each naming its
     field: THE check of a result's numbers, so that ``ladder status`` and ``ladder collect`` (and through them
-    ``ladder fit``) never take text, an infinite or a negative number for a result. A diverged or failed run's
-    losses may be null or not finite (that is what diverging means), but never text or negative."""
+    ``ladder fit``) never take text, an infinite or a negative number, or an integer beyond int64, for a result.
+    A diverged or failed run's losses may be null or not finite (that is what diverging means), but never text or
+    negative."""
     done = result.get("status") == "done"
     out = []
     for key in (*LOSS_KEYS, *COUNT_KEYS):
@@ -189,6 +195,9 @@ def number_problems(result: dict[str, Any]) -> list[str]:
             continue
         if not _is_number(value):
             out.append(f"{key} is {json.dumps(value)[:40]}, not a number")
+            continue
+        if _beyond_int64(value):
+            out.append(f"{key} is {float(value):.3g}, beyond a 64-bit count")
             continue
         value = float(value)
         if key in LOSS_KEYS:
@@ -221,7 +230,7 @@ METRIC_NUMBERS = (
 
 def checked_metrics(lines: layout.JsonlLines) -> layout.JsonlLines:
     """``lines`` less the records whose numbers are not numbers (text, a boolean; a ``step`` or ``tokens`` that is
-    not a finite number >= 0) or whose ``kind`` is not text, each skipped and named like a corrupt line: one bad
+    not a finite number >= 0; an integer beyond int64) or whose ``kind`` is not text, each skipped and named like a corrupt line: one bad
     record costs that line, and ``ladder status`` and ``ladder collect`` never show or write text as a loss. A
     non-finite loss stays (a run that diverged logged it)."""
     keep, numbers, bad = [], [], list(lines.bad)
@@ -234,6 +243,8 @@ def checked_metrics(lines: layout.JsonlLines) -> layout.JsonlLines:
                 continue
             if not _is_number(value):
                 why.append(f"{key} is {json.dumps(value)[:40]}, not a number")
+            elif _beyond_int64(value):
+                why.append(f"{key} is {float(value):.3g}, beyond a 64-bit count")
             elif key in ("step", "tokens") and not (math.isfinite(value) and value >= 0):
                 why.append(f"{key} is {float(value):g}, not a finite number >= 0")
         if why:
