@@ -223,3 +223,26 @@ def test_a_hero_no_law_forecasts_is_not_sent_to_forecast_score(study, capsys):
     assert r.code == 0, r.stderr
     assert "forecast score" not in r.stdout and "forecast freeze" not in r.stdout
     assert "cannot be scored against a forecast" in r.stdout
+
+
+@pytest.mark.parametrize("damage", ["deleted", "corrupt_spec"])
+def test_a_damaged_hero_run_is_named_by_score_and_replanned_in_place_by_hero(study, capsys, damage):
+    """Retrial 7: with the hero's run folder deleted, score said 'has no hero run: plan one with `ladder hero`',
+    and `ladder hero` then refused: the hero 'trains exactly rung <its own id> of the ladder'."""
+    import shutil
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    first = run_cli(capsys, "hero", study, "--json").json()
+    rd = layout.StudyDir(study).run(first["run_id"])
+    if damage == "deleted":
+        shutil.rmtree(rd.path)
+    else:
+        rd.spec.write_text("{not json")
+    one_line(run_cli(capsys, "forecast", "score", study), "hero run is damaged", f"`ladder hero {study}`", first["run_id"])
+    r = run_cli(capsys, "hero", study)
+    assert r.code == 0, r.stderr
+    assert "replanned" in r.stdout and "trains exactly rung" not in r.stderr
+    assert _plan_ids(study).count(first["run_id"]) == 1
+    assert RunSpec.model_validate_json(rd.spec.read_text()).role == "hero"
+    train(layout.StudyDir(study), hero_spec(study), 3.5)
+    assert run_cli(capsys, "forecast", "score", study).code == 0

@@ -102,7 +102,7 @@ def hero(
         return
     from ladder import layout
 
-    verb = "planned" if run.state == "new" else "already planned"
+    verb = {"new": "planned", "replanned": "replanned (its run folder was damaged)"}.get(run.state, "already planned")
     if run.forecast.get("loss") is None:  # freeze --predict refuses this point: no score to point to
         out.print(
             f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`; it cannot be scored "

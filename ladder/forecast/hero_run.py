@@ -240,6 +240,30 @@ def _write_hero(sd: layout.StudyDir, rd: layout.RunDir, spec: RunSpec, plan: dic
         raise
 
 
+def _spec_on_disk(rd: layout.RunDir) -> dict | None:
+    """The run's spec.json as a dict, or None when it is missing or unreadable (a deleted or damaged run)."""
+    try:
+        on_disk = json.loads(rd.spec.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return on_disk if isinstance(on_disk, dict) else None
+
+
+def _rewrite_spec(rd: layout.RunDir, spec: RunSpec) -> None:
+    """Write the spec of a planned run whose folder was deleted or whose spec.json is damaged (the plan already
+    lists it)."""
+    import shutil
+
+    created = not rd.path.exists()
+    try:
+        rd.path.mkdir(parents=True, exist_ok=True)
+        layout.atomic_write_json(rd.spec, spec.model_dump(mode="json"))
+    except BaseException:
+        if created:
+            shutil.rmtree(rd.path, ignore_errors=True)
+        raise
+
+
 def plan_hero_run(
     study_dir: Path,
     *,
@@ -259,8 +283,12 @@ def plan_hero_run(
     rd = sd.run(spec.run_id)
     plan = json.loads(sd.plan.read_text(encoding="utf-8"))
     state = "dry run" if dry_run else "new"
-    if spec.run_id in plan.get("runs", []):
-        on_disk = json.loads(rd.spec.read_text(encoding="utf-8")) if rd.spec.is_file() else {}
+    on_disk = _spec_on_disk(rd)
+    if spec.run_id in plan.get("runs", []) and on_disk is None:  # the hero's own run, damaged: replanned in place
+        state = "dry run" if dry_run else "replanned"
+        if not dry_run:
+            _rewrite_spec(rd, spec)
+    elif spec.run_id in plan.get("runs", []):
         if on_disk.get("role", "rung") != "hero":
             raise StateError(
                 f"the hero at {format_count(spec.params)} params, {format_count(spec.tokens)} tokens trains "

@@ -315,6 +315,13 @@ def _hero_spec(specs: list[RunSpec], run_id: str | None, study_dir: Path) -> Run
     )
 
 
+def _damaged_runs(study_dir: Path) -> list:
+    """The runs of the plan that cannot be read (a deleted run folder, a corrupt spec.json): one may be the hero."""
+    from ladder.plan.planner import Damaged, plan_entries
+
+    return [e for e in plan_entries(study_dir) if isinstance(e, Damaged)]
+
+
 def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict[str, Any] | None:
     """The finished seed replicates of ``hero`` (hero runs of the same science but the seed, ``ladder hero
     --seed``), ``hero`` included: their losses, mean and spread; None with fewer than two done."""
@@ -392,6 +399,13 @@ def score_study(
     elif curve is not None:
         obs = observe_curve(curve, hero)
         obs.schedule = obs.schedule or study.training.schedule.kind
+    elif hero is None and (damaged := _damaged_runs(sd.path)):
+        ids = ", ".join(d.run_id for d in damaged)
+        raise StateError(
+            f"{sd.path} has no readable hero run, and run {ids} of its plan is damaged ({damaged[0].why}): if it is "
+            f"the hero, the hero run is damaged; `ladder hero {sd.path}` (with the --params/--tokens/--seed it was "
+            "planned with) replans it in place, or score a loss known otherwise with --loss X"
+        )
     elif hero is None:
         raise StateError(
             f"{sd.path} has no hero run: plan one with `ladder hero {sd.path}`, or score a hero trained "
