@@ -317,7 +317,9 @@ def _print_variants(fit: FitJson, console: Console) -> None:
             console.print(f"  variant {v}: [yellow]no law[/] ({f.reason})")
             continue
         t = f.target
-        at = f"at the hero {_num(t.loss)}{_ci([t.lo, t.hi])}" if t is not None and t.loss is not None else ""
+        at = (
+            _at_target(fit, t, f"{_num(t.loss)}{_ci([t.lo, t.hi])}") if t is not None and t.loss is not None else ""
+        )
         if paired is None:
             console.print(f"  variant {v}: {at}")
             continue
@@ -337,6 +339,15 @@ def _print_variants(fit: FitJson, console: Console) -> None:
             )
             + "[/]"
         )
+
+
+def _at_target(fit: FitJson, t: Any, value: str) -> str:
+    """A variant's own forecast and where it lies: at the hero, or, with no hero (``ladder fit --runs`` with no
+    study), at the variant's own target, by its size."""
+    if fit.hero.available is not False:
+        return f"at the hero {value}"
+    size = f" {_count(t.params)} x {_count(t.tokens)}" if t.params is not None and t.tokens is not None else ""
+    return f"at its target{size} {value} (no hero: {(fit.hero.reason or 'no study').split(':')[0]})"
 
 
 def _print_in_context(fit: FitJson, console: Console) -> None:

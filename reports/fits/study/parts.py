@@ -55,7 +55,7 @@ def primary(study, tie, fitted, variants, law_df, laws, how) -> tuple[str, str]:
     pool = fitted or variants
     if len(variants) == 1:
         return variants[0], "the only variant"
-    tie_based = set(variants) <= {"tied", "untied", "?"}
+    tie_based = set(variants) <= {"tied", "untied", "?", table.NO_VARIANT}
     if tie_based:
         want, why = None, None
         if tie is not None and tie.hero and tie.hero.get("winner") in ("tied", "untied"):

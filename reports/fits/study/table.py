@@ -36,6 +36,8 @@ REPLICATE_AXES = ("seed",)  # repeats of one configuration: the same rung, not a
 RUNG_RTOL = 0.05  # runs whose params and tokens agree within 5% share a rung (tables without axis columns)
 HERO_REASON = "the hero run (scored by `ladder forecast score`, not fitted)"
 
+NO_VARIANT = "(no variant)"  # the variant of a --runs row whose variant cell is empty
+
 
 def prepare(runs: Any) -> pd.DataFrame:
     """The runs as a checked DataFrame: required columns, numeric columns as float, run ids as the index."""
@@ -176,7 +178,9 @@ def rung_variant_keys(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[str]
     tune = [c for c in ("lr", "batch_tokens", "aspect_ratio") if c in df.columns]
     rung = _cluster_key(df)
     if "variant" in df.columns:
-        variant = df["variant"].fillna("?").astype(str)
+        # an empty cell is a variant of its own, named as such (never "variant ?")
+        variant = df["variant"].astype(object).where(df["variant"].notna(), NO_VARIANT).astype(str)
+        variant = variant.where(variant.str.strip() != "", NO_VARIANT)
         how = "the variant column"
     else:
         variant, how = _tie_or_single(df)
