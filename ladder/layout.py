@@ -40,7 +40,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -328,20 +328,39 @@ def result_status(rd: RunDir) -> str | None:
         return None
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, remedy: str = "run the command again") -> None:
     """Write ``text`` so that readers see the old file or the new one, never a half-written one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes files private; a shared cache or study must stay readable
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+
+    atomic_write(path, write, remedy=remedy)
+
+
+def atomic_write(path: Path, write: Callable[[Path], None], *, remedy: str = "run the command again") -> None:
+    """Write ``path`` through a temporary file beside it (``write`` writes the path it is given), renamed into
+    place. A directory (or other non-file) in the file's place is refused before anything is written
+    (:func:`refuse_if_not_a_file`: one line naming the ``rm -r``, then ``remedy``), and the temporary file never
+    stays behind, whatever fails."""
+    path = Path(path)
+    refuse_if_not_a_file(path, remedy)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(name)
+    try:
+        try:
+            os.fchmod(fd, 0o644)  # mkstemp makes files private; a shared cache or study must stay readable
+        finally:
+            os.close(fd)
+        write(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, IsADirectoryError):  # a directory made in its place meanwhile
+            refuse_if_not_a_file(path, remedy)
         raise
 
 

@@ -345,6 +345,40 @@ def test_run_refuses_a_directory_for_fit_json_before_writing_anything(study, cap
     assert _files(study) == before and no_training == []
 
 
+@pytest.mark.parametrize("table", ["results.parquet", "results.csv", "curves.parquet"])
+def test_collect_refuses_a_directory_for_a_table_naming_the_rm_and_leaves_no_tmp(study, capsys, table):
+    """A directory in results.parquet's place: collect once said "cannot use S/.results.parquet.tmp ->
+    S/results.parquet: Is a directory" and left the .tmp behind, and fit then said "run collect first" (a loop).
+    Now both name the directory and its `rm -r`, and nothing is written."""
+    (study / table).unlink()
+    (study / table).mkdir()
+    before = _files(study)
+    one_line(
+        run_cli(capsys, "collect", study), f"{study / table} is not a file (a directory)", f"rm -r {study / table}"
+    )
+    assert _files(study) == before and not list(study.glob(".*.tmp"))
+    if table == "results.parquet":
+        one_line(run_cli(capsys, "fit", study), "is not a file (a directory)", f"rm -r {study / table}")
+
+
+def test_report_refuses_a_directory_for_report_html_and_leaves_no_tmp(study, capsys):
+    html = study / "report" / "report.html"
+    html.unlink(missing_ok=True)
+    html.mkdir(parents=True)
+    one_line(run_cli(capsys, "report", study, "--format", "html"), f"{html} is not a file (a directory)", "rm -r")
+    assert not list((study / "report").glob(".*.tmp")) and html.is_dir()
+
+
+def test_atomic_write_leaves_no_tmp_when_the_write_fails(tmp_path):
+    def boom(tmp: Path) -> None:
+        tmp.write_text("half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        layout.atomic_write(tmp_path / "t.json", boom)
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---- a damaged fit.json or plan.json ----------------------------------------------------------------------------
 
 

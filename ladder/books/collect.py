@@ -326,20 +326,23 @@ def collect(study_dir: Path) -> Collected:
 
 
 def write_collected(study_dir: Path, collected: Collected) -> list[Path]:
-    """Write the tables atomically (a temporary file renamed into place)."""
+    """Write the tables atomically (a temporary file renamed into place, never left behind). A directory in a
+    table's place is refused, naming the ``rm -r``, before any table is written."""
     sd = layout.StudyDir(Path(study_dir))
-    written = []
-    for frame, path, kind in (
+    tables = (
         (collected.runs, sd.results_parquet, "parquet"),
         (collected.runs, sd.results_csv, "csv"),
         (collected.curves, sd.curves, "parquet"),
-    ):
-        tmp = path.with_name(f".{path.name}.tmp")
+    )
+    again = f"run `ladder collect {sd.path}` again"
+    for _frame, path, _kind in tables:
+        layout.refuse_if_not_a_file(path, again)
+    written = []
+    for frame, path, kind in tables:
         if kind == "parquet":
-            frame.to_parquet(tmp, index=False)
+            layout.atomic_write(path, lambda tmp, frame=frame: frame.to_parquet(tmp, index=False), remedy=again)
         else:
-            frame.to_csv(tmp, index=False)
-        tmp.replace(path)
+            layout.atomic_write(path, lambda tmp, frame=frame: frame.to_csv(tmp, index=False), remedy=again)
         written.append(path)
     return written
 
@@ -348,6 +351,7 @@ def read_results(study_dir: Path) -> pd.DataFrame:
     from ladder.errors import StateError
 
     sd = layout.StudyDir(Path(study_dir))
+    layout.refuse_if_not_a_file(sd.results_parquet, f"run `ladder collect {sd.path}`")
     if not sd.results_parquet.is_file():
         raise StateError(f"{sd.path} has no {layout.RESULTS_PARQUET}; run `ladder collect {sd.path}` first")
     return _read_table(sd.results_parquet, sd.path)
