@@ -359,3 +359,43 @@ def test_a_loss_worse_than_a_uniform_guess_over_the_vocabulary_is_refused(study,
     before = _listing(study)
     one_line(run_cli(capsys, "forecast", "score", study, "--loss", "50"), "--loss 50", "ln(V) = 5.545", "256-token")
     assert _listing(study) == before
+
+
+def test_a_seed_replicate_never_displaces_the_hero(study, capsys):
+    """Retrial 7: after `hero --seed 1`, score took the replicate as 'the hero' (and refused while it had not
+    trained, although the seed-0 hero had a curve)."""
+    from ladder.model.config import RunSpec
+
+    sd = layout.StudyDir(study)
+    hero = hero_spec(study)
+    rep = run_cli(capsys, "hero", study, "--seed", "1", "--json").json()
+    train(sd, hero, 3.4)
+    r = run_cli(capsys, "forecast", "score", study, "--json")
+    assert r.code == 0, r.stderr
+    [s] = r.json()["scores"]
+    assert s["source"]["run_id"] == hero.run_id and s["actual"] == 3.4 and "replicates" not in s
+    train(sd, RunSpec.model_validate_json(sd.run(rep["run_id"]).spec.read_text()), 3.6)
+    [s] = run_cli(capsys, "forecast", "score", study, "--json").json()["scores"]
+    assert s["source"]["run_id"] == hero.run_id and s["actual"] == 3.4 and s["replicates"]["n"] == 2
+
+
+def test_every_done_hero_with_a_frozen_point_is_scored(tmp_path, capsys):
+    """Retrial 7: with two heroes (the default and an 800K one frozen with --predict), only the last planned was
+    scored."""
+    from ladder.forecast.frozen import freeze
+    from ladder.forecast.hero_run import plan_hero_run
+    from ladder.plan.planner import read_plan
+
+    root = make_ladder(tmp_path / "study")
+    freeze(root, predict=["800K:16M"])
+    plan_hero_run(root)
+    plan_hero_run(root, params=800e3)
+    sd = layout.StudyDir(root)
+    heroes = [s for s in read_plan(root)[1] if s.role == "hero"]
+    assert len(heroes) == 2
+    for h, loss in zip(heroes, (3.45, 3.2)):
+        train(sd, h, loss)
+    r = run_cli(capsys, "forecast", "score", root, "--json")
+    assert r.code == 0, r.stderr
+    got = {s["source"]["run_id"]: (s["point"], s["actual"]) for s in r.json()["scores"]}
+    assert got == {heroes[0].run_id: ("hero", 3.45), heroes[1].run_id: ("800K:16M", 3.2)}

@@ -222,7 +222,10 @@ def score(
         help="The hero's loss curve: CSV, JSON lines or parquet with tokens (or step) and eval_loss (or loss) columns.",
     ),
     run: str | None = typer.Option(
-        None, "--run", help="The hero run to score against (default: the last one `ladder hero` planned)."
+        None,
+        "--run",
+        help="The hero run to score against (default: every hero `ladder hero` planned, each with its own seed; a "
+        "--seed replicate counts toward its hero's mean, never as the hero).",
     ),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -249,11 +252,13 @@ def score(
     if as_json:
         print_json(outcome.to_dict())
         return
-    src = outcome.observation.source
-    what = {"run": f"hero run {src.get('run_id')}", "loss": "--loss", "curve": f"--curve {src.get('file')}"}[
-        src["kind"]
-    ]
+    def what_of(src: dict) -> str:
+        return {"run": f"hero run {src.get('run_id')}", "loss": "--loss", "curve": f"--curve {src.get('file')}"}[
+            src["kind"]
+        ]
+
     for f, s in outcome.scored:
+        what = what_of(s.get("source") or outcome.observation.source)
         p = s.get("partial") or {}
         line = f"forecast {f.number} ({f.forecast.frozen_at}), {escape(str(s['point']))}: "
         if s["final"]:
@@ -266,6 +271,8 @@ def score(
             err.print(f"[yellow]warning[/]: forecast {f.number} was frozen after the hero was first submitted")
         if s.get("warning"):
             err.print(f"[yellow]warning[/]: forecast {f.number}: {s['warning']}")
+    for run_id, why in outcome.skipped.items():
+        err.print(f"[yellow]not scored[/]: hero run {escape(run_id)}: {escape(why)}")
     for number, why in outcome.unmatched.items():
         err.print(f"[yellow]not scored[/]: forecast {number}: {why}")
     if outcome.scored:

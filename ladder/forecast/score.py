@@ -292,6 +292,7 @@ class ScoreOutcome:
     observation: Observation
     scored: list[tuple[Frozen, dict]] = field(default_factory=list)
     unmatched: dict[int, str] = field(default_factory=dict)  # freeze number -> why it was not scored
+    skipped: dict[str, str] = field(default_factory=dict)  # hero run id -> why it was not observed (another was)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -299,7 +300,26 @@ class ScoreOutcome:
             "final": self.observation.final,
             "scores": [{"number": f.number, "file": f.path.name, **s} for f, s in self.scored],
             "not_scored": {str(k): v for k, v in self.unmatched.items()},
+            "heroes_not_scored": self.skipped,
         }
+
+
+def _science(s: RunSpec) -> str:
+    """A run's science but its seed: a hero and its seed replicates share it."""
+    return s.model_copy(update={"seed": 0}).content_hash()
+
+
+def _hero_specs(specs: list[RunSpec], run_id: str | None, study_dir: Path, seed: int) -> list[RunSpec]:
+    """The heroes to score: the --run one, else one per hero science (a hero and its seed replicates), in plan
+    order: the one with the study's seed (else the first planned). A replicate never displaces its hero; it
+    counts toward the seeds' mean (:func:`replicates`)."""
+    if run_id is not None:
+        return [_hero_spec(specs, run_id, study_dir)]
+    groups: dict[str, list[RunSpec]] = {}
+    for s in specs:
+        if s.role == "hero":
+            groups.setdefault(_science(s), []).append(s)
+    return [next((s for s in g if s.seed == seed), g[0]) for g in groups.values()]
 
 
 def _hero_spec(specs: list[RunSpec], run_id: str | None, study_dir: Path) -> RunSpec | None:
@@ -393,12 +413,15 @@ def score_study(
             f"{sd.path} has no frozen forecast to score: run `ladder forecast freeze {sd.path}` (before "
             "the hero trains)"
         )
-    hero = _hero_spec(specs, run_id, sd.path)
+    heroes = _hero_specs(specs, run_id, sd.path, study.training.seed)
+    hero = heroes[-1] if heroes else None  # a --curve is the curve of the last planned hero
+    skipped: dict[str, str] = {}
     if loss is not None:
-        obs = Observation(source={"kind": "loss"}, final=float(loss), schedule=study.training.schedule.kind)
+        observed = [(Observation(source={"kind": "loss"}, final=float(loss), schedule=study.training.schedule.kind), None)]
     elif curve is not None:
         obs = observe_curve(curve, hero)
         obs.schedule = obs.schedule or study.training.schedule.kind
+        observed = [(obs, None)]
     elif hero is None and (damaged := _damaged_runs(sd.path)):
         ids = ", ".join(d.run_id for d in damaged)
         raise StateError(
@@ -411,74 +434,84 @@ def score_study(
             f"{sd.path} has no hero run: plan one with `ladder hero {sd.path}`, or score a hero trained "
             "elsewhere with --loss X or --curve FILE"
         )
-    else:
-        obs = observe_run(sd, hero)
-    reps = replicates(sd, specs, hero) if hero is not None and loss is None and curve is None else None
+    else:  # every hero (a replicate counts toward its hero's mean, never as the hero)
+        observed = []
+        for h in heroes:
+            try:
+                observed.append((observe_run(sd, h), replicates(sd, specs, h)))
+            except StateError as exc:
+                if len(heroes) == 1:
+                    raise
+                skipped[h.run_id] = str(exc)
+        if not observed:
+            raise StateError("nothing scored: " + "; ".join(skipped.values()))
     now = results_hash_of(sd.path)
     refs: dict[float, list[dict]] = {}
-    outcome = ScoreOutcome(observation=obs)
+    outcome = ScoreOutcome(observation=observed[0][0], skipped=skipped)
     scores: list[tuple[Frozen, dict]] = []  # written only once every freeze is scored: a refusal writes nothing
     for f in frozen:
         fc = f.forecast
-        point, label, offset = match_point(fc, obs.params, obs.tokens)
-        if point is None:
-            n, d = format_count(obs.params), format_count(obs.tokens)
-            outcome.unmatched[f.number] = (
-                f"no frozen point at the hero run's {n} params, {d} tokens (it froze the hero at "
-                f"{format_count(fc.hero.params)} params, {format_count(fc.hero.tokens)} tokens); freeze with "
-                f"--predict {n}:{d} before the hero trains"
-            )
-            continue
-        score: dict[str, Any] = {
-            "scored_at": utc_now(),
-            "source": obs.source,
-            "point": label,
-            "offset": offset,
-            "final": False,
-        }
-        tokens_planned = obs.tokens or point.tokens
-        if curve is not None and obs.tokens is None:  # a hero trained elsewhere: the frozen point's tokens
-            refuse_past_the_end(obs, point.tokens, f"forecast {f.number}'s hero at", slack=MATCH_RTOL)
-        final = obs.final
-        pts = obs.curve(tokens_planned) if final is None else []
-        if final is None and pts and pts[-1][0] >= 1 - 1e-9:
-            final = pts[-1][1]  # a curve that reached the planned tokens: its last point is the final loss
-        if final is not None:
-            score.update(final=True, **compare(point, final))
-            if obs.split is not None:
-                score["in_context"] = in_context_score(fc.in_context, obs.split, obs.params, obs.tokens)
-            if reps is not None:  # the forecast against the seeds' mean: one run's own noise is not its error
-                score["replicates"] = {**reps, "vs_mean": compare(point, reps["mean"])}
-        else:
-            ratio = tokens_planned / (obs.params or point.params) if tokens_planned else None
-            key = round(ratio or 0, 6)
-            if key not in refs:
-                refs[key] = reference_curves(sd, specs, ratio, obs.schedule)
-            early = partial_forecast(pts, refs[key])
-            if not early.get("available"):  # a partial score that forecasts nothing says nothing: not stored
-                outcome.unmatched[f.number] = (
-                    f"the curve forecasts no final loss yet ({early.get('reason') or 'no forecast'})"
+        why_not: list[str] = []
+        for obs, reps in observed:
+            point, label, offset = match_point(fc, obs.params, obs.tokens)
+            if point is None:
+                n, d = format_count(obs.params), format_count(obs.tokens)
+                why_not.append(
+                    f"no frozen point at the hero run's {n} params, {d} tokens (it froze the hero at "
+                    f"{format_count(fc.hero.params)} params, {format_count(fc.hero.tokens)} tokens); freeze with "
+                    f"--predict {n}:{d} before the hero trains"
                 )
                 continue
-            if early.get("available"):
-                early["vs_frozen"] = compare(point, early["final_forecast"])
-                vs = early["vs_frozen"]
-                if vs["inside"] is False:
-                    early["warning"] = (
-                        f"at {pct_of_tokens(early['fraction'])} of its tokens the hero's curve heads for "
-                        f"{early['final_forecast']:.4g}, outside the frozen 90% interval "
-                        f"[{vs['lo']:.4g}, {vs['hi']:.4g}]"
-                    )
-            score["partial"] = early
-        if obs.started_at and fc.frozen_at:
-            score["frozen_before_training"] = fc.frozen_at <= obs.started_at
-        if f.record.get("after_hero") is True:  # frozen when a hero run had already trained or begun to
-            score["frozen_before_training"] = False
-        changed = now is not None and fc.results_sha256 != now
-        score["data_changed"] = changed
-        if changed:
-            score["warning"] = DATA_CHANGED
-        scores.append((f, score))
+            score: dict[str, Any] = {
+                "scored_at": utc_now(),
+                "source": obs.source,
+                "point": label,
+                "offset": offset,
+                "final": False,
+            }
+            tokens_planned = obs.tokens or point.tokens
+            if curve is not None and obs.tokens is None:  # a hero trained elsewhere: the frozen point's tokens
+                refuse_past_the_end(obs, point.tokens, f"forecast {f.number}'s hero at", slack=MATCH_RTOL)
+            final = obs.final
+            pts = obs.curve(tokens_planned) if final is None else []
+            if final is None and pts and pts[-1][0] >= 1 - 1e-9:
+                final = pts[-1][1]  # a curve that reached the planned tokens: its last point is the final loss
+            if final is not None:
+                score.update(final=True, **compare(point, final))
+                if obs.split is not None:
+                    score["in_context"] = in_context_score(fc.in_context, obs.split, obs.params, obs.tokens)
+                if reps is not None:  # the forecast against the seeds' mean: one run's own noise is not its error
+                    score["replicates"] = {**reps, "vs_mean": compare(point, reps["mean"])}
+            else:
+                ratio = tokens_planned / (obs.params or point.params) if tokens_planned else None
+                key = round(ratio or 0, 6)
+                if key not in refs:
+                    refs[key] = reference_curves(sd, specs, ratio, obs.schedule)
+                early = partial_forecast(pts, refs[key])
+                if not early.get("available"):  # a partial score that forecasts nothing says nothing: not stored
+                    why_not.append(f"the curve forecasts no final loss yet ({early.get('reason') or 'no forecast'})")
+                    continue
+                if early.get("available"):
+                    early["vs_frozen"] = compare(point, early["final_forecast"])
+                    vs = early["vs_frozen"]
+                    if vs["inside"] is False:
+                        early["warning"] = (
+                            f"at {pct_of_tokens(early['fraction'])} of its tokens the hero's curve heads for "
+                            f"{early['final_forecast']:.4g}, outside the frozen 90% interval "
+                            f"[{vs['lo']:.4g}, {vs['hi']:.4g}]"
+                        )
+                score["partial"] = early
+            if obs.started_at and fc.frozen_at:
+                score["frozen_before_training"] = fc.frozen_at <= obs.started_at
+            if f.record.get("after_hero") is True:  # frozen when a hero run had already trained or begun to
+                score["frozen_before_training"] = False
+            changed = now is not None and fc.results_sha256 != now
+            score["data_changed"] = changed
+            if changed:
+                score["warning"] = DATA_CHANGED
+            scores.append((f, score))
+        if why_not and not any(g is f for g, _ in scores):
+            outcome.unmatched[f.number] = "; ".join(why_not)
     if not scores:
         raise StateError(
             "nothing scored: "

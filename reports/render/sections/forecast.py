@@ -32,6 +32,7 @@ def lead(ctx: Builder) -> tuple[FrozenForecast, Score] | None:
     nothing was scored."""
     for rec in ctx.d.forecasts:
         got = [s for s in rec.scores if s.final and not late(rec, s)]
+        got = [s for s in got if s.point == "hero"] or got  # with several heroes scored: the fit's own hero
         if got:
             return rec, got[-1]
     for want_final in (True, False):
