@@ -238,7 +238,9 @@ def test_a_damaged_hero_run_is_named_by_score_and_replanned_in_place_by_hero(stu
         shutil.rmtree(rd.path)
     else:
         rd.spec.write_text("{not json")
-    one_line(run_cli(capsys, "forecast", "score", study), "hero run is damaged", f"`ladder hero {study}`", first["run_id"])
+    one_line(
+        run_cli(capsys, "forecast", "score", study), "hero run is damaged", f"`ladder hero {study}`", first["run_id"]
+    )
     r = run_cli(capsys, "hero", study)
     assert r.code == 0, r.stderr
     assert "replanned" in r.stdout and "trains exactly rung" not in r.stderr

@@ -252,6 +252,7 @@ def score(
     if as_json:
         print_json(outcome.to_dict())
         return
+
     def what_of(src: dict) -> str:
         return {"run": f"hero run {src.get('run_id')}", "loss": "--loss", "curve": f"--curve {src.get('file')}"}[
             src["kind"]

@@ -417,7 +417,9 @@ def score_study(
     hero = heroes[-1] if heroes else None  # a --curve is the curve of the last planned hero
     skipped: dict[str, str] = {}
     if loss is not None:
-        observed = [(Observation(source={"kind": "loss"}, final=float(loss), schedule=study.training.schedule.kind), None)]
+        observed = [
+            (Observation(source={"kind": "loss"}, final=float(loss), schedule=study.training.schedule.kind), None)
+        ]
     elif curve is not None:
         obs = observe_curve(curve, hero)
         obs.schedule = obs.schedule or study.training.schedule.kind

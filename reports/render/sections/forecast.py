@@ -230,8 +230,11 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
     if score.final:
         s.add(
             Para(
-                ("A late freeze checked against a real run (frozen after the hero had trained: not a prediction). "
-                 if late(rec, score) else "A prediction checked against a real run. ")
+                (
+                    "A late freeze checked against a real run (frozen after the hero had trained: not a prediction). "
+                    if late(rec, score)
+                    else "A prediction checked against a real run. "
+                )
                 + f"The frozen forecast ({when}) "
                 f"was {frozen}; the hero's final eval loss is {fmt_loss(score.actual)}: the forecast is "
                 f"{fmt_pct(score.error_pct, signed=True)} off it, {_inside(score.inside)} its "
