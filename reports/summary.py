@@ -41,6 +41,42 @@ def _ci(pair: Any, digits: int = 3) -> str:
     return f" [{_num(pair[0], digits)}, {_num(pair[1], digits)}]"
 
 
+ZERO_TOL = 1e-12  # a slope this close to 0 is float noise: printed as 0
+
+
+def _slope(slope: Any, ci: Any) -> str:
+    """A slope and its 90% interval, float noise (|x| < ZERO_TOL) shown as 0 with no sign."""
+
+    def z(x: Any) -> Any:
+        return 0.0 if x is not None and abs(float(x)) < ZERO_TOL else x
+
+    if slope is None:
+        return "-"
+    s = z(slope)
+    head = "0" if s == 0 else f"{float(s):+.3f}"
+    if ci and ci[0] is not None and ci[1] is not None:
+        lo, hi = z(ci[0]), z(ci[1])
+        if lo == 0 and hi == 0:
+            return f"{head} [0, 0]"
+        return f"{head} [{_num(lo, 3)}, {_num(hi, 3)}]"
+    return head
+
+
+def _share_of_hero(pct: Any) -> str:
+    """The ladder's cost next to the hero's: a percent up to 100%, a multiple of the hero's compute above."""
+    if pct is None:
+        return "- of the hero"
+    pct = float(pct)
+    return f"{pct:.3g}% of the hero" if pct <= 100 else f"{pct / 100:.3g}x the hero's compute"
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    """Whether two [lo, hi] intervals overlap (False when either is missing)."""
+    if not a or not b or None in (a[0], a[1], b[0], b[1]):
+        return False
+    return float(a[0]) <= float(b[1]) and float(b[0]) <= float(a[1])
+
+
 def print_fit(fit: FitJson, console: Console | None = None) -> None:
     """Print the law with its 90% intervals, the degenerate note, the backtest, the hero forecast with its
     interval and cost, the recommendation block and the warnings."""
@@ -92,6 +128,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
                 console.print(
                     where + f"forecasts stayed within 2% up to {_num(reach and reach.params_x, 3)}x params, "
                     f"{_num(reach and reach.compute_x, 3)}x compute in the rollout (tested up to "
+                    f"{_num(tested and tested.params_x, 3)}x params, {_num(tested and tested.tokens_x, 3)}x tokens, "
                     f"{_num(tested and tested.compute_x, 3)}x compute)"
                     + (
                         f" [yellow](the hero is {BEYOND_TESTED})[/]"
@@ -102,7 +139,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
                     )
                 )
         console.print(
-            f"  ladder cost {fmt_flops(hero.ladder_flops)} FLOPs = {hero.ladder_pct_of_hero:.3g}% of the hero "
+            f"  ladder cost {fmt_flops(hero.ladder_flops)} FLOPs = {_share_of_hero(hero.ladder_pct_of_hero)} "
             f"(exact counted training FLOPs spent: {LADDER_COST_COUNTS})"
         )
     _print_predictions(fit, console)
@@ -323,19 +360,24 @@ def _print_variants(fit: FitJson, console: Console) -> None:
         if paired is None:
             console.print(f"  variant {v}: {at}")
             continue
-        agree = (
-            t is not None
-            and t.loss is not None
-            and (t.loss - paired["from_loss"]) * (paired["loss"] - paired["from_loss"]) > 0
+        agree = t is not None and t.loss is not None and (
+            (t.loss - paired["from_loss"]) * (paired["loss"] - paired["from_loss"]) > 0
         )
+        # a disagreement only where the two 90% intervals do not overlap; else it merely leans the other way
+        overlap = t is not None and _overlap([t.lo, t.hi], [paired.get("lo"), paired.get("hi")])
         console.print(
             f"  [dim]variant {v}'s own loss law alone (fitted on its runs apart, weights {_weights(f)}; {primary}'s: "
             f"{_weights(own)}): {at}"
             + (
                 ""
                 if agree
-                else "; it disagrees with the paired comparison, which compares the variants rung by "
-                "rung at matched compute and is what the call and the recommendation use"
+                else "; it leans the other way from the paired comparison, but their 90% intervals overlap: no "
+                "disagreement shown; the paired comparison (rung by rung at matched compute) is what the call "
+                "and the recommendation use"
+                if overlap
+                else "; it disagrees with the paired comparison (their 90% intervals do not overlap), which "
+                "compares the variants rung by rung at matched compute and is what the call and the "
+                "recommendation use"
             )
             + "[/]"
         )
@@ -360,7 +402,7 @@ def _print_in_context(fit: FitJson, console: Console) -> None:
     console.print(
         f"[bold]in-context repeats[/] ({100 * sec.repeat_share:.0f}% of eval targets): repeats/novel loss "
         f"{tr.ratio_at_smallest:.3f} -> {tr.ratio_at_largest:.3f} over {tr.compute_span:.3g}x compute "
-        f"(slope {tr.slope:+.3f}{_ci(tr.ci90)})"
+        f"(slope {_slope(tr.slope, tr.ci90)})"
     )
     for i, point in enumerate([fc, *fc.predictions]):
         kinds = []

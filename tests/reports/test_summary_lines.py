@@ -32,3 +32,31 @@ def test_no_left_out_line_without_a_law_or_without_left_out_rungs():
     assert _left_out("lr*", _lr_law({})) is None
     assert _left_out("batch*", _lr_law({"25K": "25K: no batch optimum"}, fitted=False)) is None
     assert _left_out("batch*", None) is None
+
+
+def test_a_slope_of_float_noise_is_printed_as_zero():
+    """retrial7: 'slope +0.000 [-4.27e-17, 6.44e-17]'."""
+    from ladder.reports.summary import _slope
+
+    assert _slope(-1e-18, [-4.27e-17, 6.44e-17]) == "0 [0, 0]"
+    assert _slope(0.012, [0.01, 0.014]) == "+0.012 [0.01, 0.014]"
+    assert _slope(None, None) == "-"
+
+
+def test_a_ladder_dearer_than_the_hero_is_a_multiple_of_its_compute():
+    """retrial7: 'ladder cost 8.21e14 FLOPs = 3.86e+03% of the hero'."""
+    from ladder.reports.summary import _share_of_hero
+
+    assert _share_of_hero(3861.5) == "38.6x the hero's compute"
+    assert _share_of_hero(27.5) == "27.5% of the hero"
+
+
+def test_the_track_record_band_below_1x_is_said_in_words():
+    """retrial7: '19 forecasts at 0-1x compute'."""
+    from ladder.reports.fits.loss import track_record
+
+    record = track_record.at(0.199)
+    assert record is not None
+    text = track_record.sentence(record)
+    assert "0-1x" not in text and "below 1x compute" in text
+    assert track_record.band_words("64x+") == "64x or more" and track_record.band_words("4-16x") == "4-16x"

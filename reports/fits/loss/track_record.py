@@ -74,11 +74,22 @@ def at(compute_x: float | None) -> dict | None:
     }
 
 
+def band_words(band: str) -> str:
+    """A band's label in words: ``0-1x`` is below 1x (not a range from 0), ``64x+`` is 64x or more."""
+    lo, sep, hi = band.partition("-")
+    if sep and lo == "0":
+        return f"below {hi}"
+    if band.endswith("x+"):
+        return f"{band[:-1]} or more"
+    return band
+
+
 def sentence(record: dict | None) -> str | None:
     if not record:
         return None
     return (
-        f"on {record['ladders']} published ladder(s), {record['n']} forecasts at {record['band']} compute erred by a "
+        f"on {record['ladders']} published ladder(s), {record['n']} forecasts at {band_words(record['band'])} "
+        "compute erred by a "
         f"median of {record['median_abs_err_pct']:.1f}% (worst {record['worst_abs_err_pct']:.1f}%), and their 90% "
         f"intervals covered {100 * record['coverage']:.0f}%"
     )
