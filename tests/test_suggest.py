@@ -140,3 +140,26 @@ def test_extra_runs_expand_like_rungs():
 
         with pytest.raises(SpecError, match=words):
             parse_study(base)
+
+
+def test_a_candidate_with_no_real_gain_is_not_suggested_nor_added(study, capsys, monkeypatch):
+    """retrial7: a seed replicate whose own row read '1.56% -> 1.56% (-0.00 pp)' was starred and added by --add.
+    Every candidate here narrows the interval by 1e-5 of its width (noise): none is suggested, and it says so."""
+    monkeypatch.setattr(value, "baseline", lambda *a, **k: 1.0)
+    monkeypatch.setattr(
+        value, "value", lambda *a, **k: value.Value(half_width_pct=1.0 - 1e-5, outcomes=[3.5], half_widths=[0.99999])
+    )
+    before = {p: p.read_bytes() for p in study.rglob("*") if p.is_file()}
+    r = run_cli(capsys, "plan", study, "--suggest", "--add")
+    assert r.code == 0, r.stderr
+    assert not any(line.lstrip("│ ").startswith("* ") for line in r.stdout.splitlines()), r.stdout
+    assert "suggested (*)" not in r.stdout
+    assert "nothing is suggested" in r.stdout
+    assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
+
+
+def test_a_budget_beyond_a_float_echoes_what_was_typed(study, capsys):
+    """retrial7: `--budget 1e400` said '--budget inf'."""
+    r = run_cli(capsys, "plan", study, "--suggest", "--budget", "1e400")
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--budget '1e400'" in r.stderr and "inf" not in r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from rich.markup import escape
@@ -17,7 +18,11 @@ def parse_budget(budget: str | None) -> float | None:
         return None
     from ladder.model.config import positive_count
 
-    return float(positive_count(budget, "--budget", "a positive number of exact FLOPs, e.g. 1e14 or 300T"))
+    what = "a positive, finite number of exact FLOPs, e.g. 1e14 or 300T"
+    n = float(positive_count(budget, "--budget", what))
+    if not math.isfinite(n):  # 1e400 reads as inf: echo what was typed, not "inf"
+        raise SpecError(f"--budget {budget!r}: must be {what}")
+    return n
 
 
 def _entry_text(entry: dict) -> str:

@@ -28,6 +28,9 @@ from ladder.plan.planner import expand, write_plan
 from ladder.studies.spec import StudySpec, parse_study
 
 MAX_SUGGESTED = 2
+# the least narrowing (pp of the hero's loss) that counts as a gain: a smaller one prints as "-0.00 pp" and is
+# bootstrap noise, never a run worth its FLOPs
+MIN_GAIN_PP = 0.005
 
 
 @dataclass
@@ -270,7 +273,8 @@ def suggest(
                 )
         cands.append(c)
     ranked = sorted(
-        (c for c in cands if c.gain_per_flop is not None and c.gain_per_flop > 0), key=lambda c: -c.gain_per_flop
+        (c for c in cands if c.gain_per_flop is not None and c.gain_pct is not None and c.gain_pct >= MIN_GAIN_PP),
+        key=lambda c: -c.gain_per_flop,
     )
     chosen, spent = [], 0.0
     for c in ranked:
@@ -281,7 +285,10 @@ def suggest(
             spent += c.flops
     note = ""
     if not ranked:
-        note = "no candidate is expected to narrow the hero's interval: more of the same ladder does not help it"
+        note = (
+            f"no candidate is expected to narrow the hero's interval (by at least {MIN_GAIN_PP:g} pp): more of "
+            "the same ladder does not help it; nothing is suggested"
+        )
     elif not chosen:
         note = (
             f"no candidate fits in --budget {sci(budget)} FLOPs (the cheapest useful one costs "
