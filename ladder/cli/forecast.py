@@ -285,4 +285,7 @@ def score(
             if finals
             else "still a projection (the hero has not finished)"
         )
-        out.print(f"scored {len(outcome.scored)} frozen forecast(s): {kind}")
+        n = len({f.number for f, _ in outcome.scored})
+        runs = {str((s.get("source") or {}).get("run_id")) for _, s in outcome.scored}
+        against = f" against {len(runs)} hero runs" if len(runs) > 1 else ""
+        out.print(f"scored {n} frozen forecast(s){against}: {kind}")
