@@ -142,6 +142,22 @@ def test_refuses_other_studys_directory(tmp_path, capsys):
     assert r.code == 2 and "holds study" in r.stderr
 
 
+@pytest.mark.parametrize("inside", ["runs", "run dir", "deeper"])
+def test_refuses_an_out_inside_another_study(tmp_path, capsys, monkeypatch, inside):
+    """`plan --out OTHER/runs` (or a run's folder of OTHER) once wrote a second study into OTHER's runs/."""
+    from tests.cli_helpers import one_line
+
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(capsys, "plan", "tied-vs-untied", "--out", "other").code == 0
+    run_id = json.loads((tmp_path / "other" / layout.PLAN).read_text())["runs"][0]
+    target = {"runs": "other/runs", "run dir": f"other/runs/{run_id}", "deeper": "other/a/b"}[inside]
+    before = sorted(str(p) for p in (tmp_path / "other").rglob("*"))
+    one_line(run_cli(capsys, "plan", "depth-vs-width", "--out", target), f"{target} is inside study other")
+    assert sorted(str(p) for p in (tmp_path / "other").rglob("*")) == before
+    # a path that only passes through a study on its way out of it is not inside it
+    assert run_cli(capsys, "plan", "depth-vs-width", "--out", "other/runs/../../elsewhere").code == 0
+
+
 def test_replanning_with_another_micro_batch_compile_or_intervals_keeps_every_finished_run(tmp_path, capsys):
     from ladder.jobs.submit import _select
     from tests.fake_runs import finish

@@ -10,6 +10,7 @@ that ``ladder hero`` added (:mod:`ladder.forecast.hero_run`) stays in plan.json 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,11 +135,30 @@ def default_study_dir(study: StudySpec) -> Path:
     return Path("ladder-runs") / study.slug
 
 
+def enclosing_study(path: Path) -> Path | None:
+    """The planned study directory that ``path`` lies inside (an ancestor holding study.yaml or plan.json: a study's
+    runs/ folder or one of its run folders, say), or None."""
+    path = Path(path)
+    cwd = Path.cwd()
+    for parent in Path(os.path.abspath(path)).parents:  # abspath folds "..": S/runs/../../T is not inside S
+        sd = layout.StudyDir(parent)
+        if sd.study.is_file() or sd.plan.is_file():
+            relative = not path.is_absolute() and (parent == cwd or cwd in parent.parents)
+            return Path(os.path.relpath(parent, cwd)) if relative else parent  # as the user would type it
+    return None
+
+
 def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
     """Write the plan; existing run directories are left as they are."""
     sd = layout.StudyDir(Path(study_dir))
     if sd.path.exists() and not sd.path.is_dir():
         raise StateError(f"{sd.path} exists and is not a directory")
+    outer = enclosing_study(sd.path)
+    if outer is not None:
+        raise StateError(
+            f"{sd.path} is inside study {outer}: a study planned there would mix with that study's runs; "
+            "choose an --out outside it"
+        )
     if sd.study.is_file():
         from ladder.studies.spec import read_study_file
 
