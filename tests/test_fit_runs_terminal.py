@@ -39,3 +39,13 @@ def test_an_empty_variant_cell_is_named_no_variant_not_a_question_mark(tmp_path,
     assert r.code == 0, r.stderr
     assert "variant ?" not in r.stdout
     assert "(no variant)" in r.stdout
+
+
+def test_a_semicolon_separated_csv_is_hinted_and_ladders_run_id_is_not_listed(tmp_path, capsys):
+    """retrial7: 'it has run_id, params;tokens;loss' - the file has no run_id column (ladder added it)."""
+    from tests.cli_helpers import one_line
+
+    path = tmp_path / "semi.csv"
+    path.write_text("params;tokens;loss\n" + "".join(f"{n};{d};{loss}\n" for n, d, loss in _rows()))
+    line = one_line(run_cli(capsys, "fit", "--runs", str(path)), "it has params;tokens;loss", "';'-separated")
+    assert "run_id" not in line

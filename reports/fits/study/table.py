@@ -37,6 +37,16 @@ RUNG_RTOL = 0.05  # runs whose params and tokens agree within 5% share a rung (t
 HERO_REASON = "the hero run (scored by `ladder forecast score`, not fitted)"
 
 NO_VARIANT = "(no variant)"  # the variant of a --runs row whose variant cell is empty
+ADDED_COLUMNS = "ladder_added_columns"  # DataFrame.attrs key: the columns ladder added to a read table (run_id)
+
+
+def _separator_hint(columns: list[str]) -> str:
+    """A hint when a column name holds the names of several columns joined by another separator (a CSV
+    written with ';', tab or '|' is read as one column named 'params;tokens;loss')."""
+    for sep, name in ((";", "';'"), ("\t", "tab"), ("|", "'|'")):
+        if any(sep in c and any(r in c.split(sep) for r in REQUIRED) for c in columns):
+            return f" (is the file {name}-separated? ladder reads a comma-separated CSV: write it with ',')"
+    return ""
 
 
 def prepare(runs: Any) -> pd.DataFrame:
@@ -54,10 +64,13 @@ def prepare(runs: Any) -> pd.DataFrame:
         df = df.rename(columns={"batch_size": "batch_tokens"})
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
-        have = ", ".join(df.columns) or "none"
+        added = set(df.attrs.get(ADDED_COLUMNS) or [])
+        own = [c for c in df.columns if c not in added]
+        have = ", ".join(own) or "none"
         raise FitError(
             f"fit: the runs table lacks column(s) {', '.join(missing)}; it needs params, tokens and loss "
             f"(optional: flops, lr, batch_tokens or batch_size, variant, status); it has {have}"
+            + _separator_hint(own)
         )
     if len(df) == 0:
         raise FitError("fit: the runs table has no rows")
@@ -336,6 +349,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         df = _mapped(df, _parse_columns(columns), path, repeated)
     if "run_id" not in df.columns and first_line:
         df.insert(0, "run_id", [f"line {first_line + i}" for i in range(len(df))])
+        df.attrs[ADDED_COLUMNS] = ["run_id"]  # ladder's, not the file's: never listed as a column the file has
     _refuse_true_false(df, path)
     _refuse_beyond_counts(df, path)
     return df
