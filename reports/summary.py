@@ -258,7 +258,8 @@ def _left_out(name: str, law: Any) -> str | None:
         if todo and todo not in advice:
             advice.append(todo)
     return (
-        f"  [yellow]the {name} law leaves out {len(excluded)} rung(s)[/]: " + ", ".join(whys)
+        f"  [yellow]the {name} law leaves out {len(excluded)} rung(s)[/]: "
+        + ", ".join(whys)
         + (f": {'; '.join(advice)}" if advice else "")
     )
 
@@ -354,14 +355,14 @@ def _print_variants(fit: FitJson, console: Console) -> None:
             console.print(f"  variant {v}: [yellow]no law[/] ({f.reason})")
             continue
         t = f.target
-        at = (
-            _at_target(fit, t, f"{_num(t.loss)}{_ci([t.lo, t.hi])}") if t is not None and t.loss is not None else ""
-        )
+        at = _at_target(fit, t, f"{_num(t.loss)}{_ci([t.lo, t.hi])}") if t is not None and t.loss is not None else ""
         if paired is None:
             console.print(f"  variant {v}: {at}")
             continue
-        agree = t is not None and t.loss is not None and (
-            (t.loss - paired["from_loss"]) * (paired["loss"] - paired["from_loss"]) > 0
+        agree = (
+            t is not None
+            and t.loss is not None
+            and ((t.loss - paired["from_loss"]) * (paired["loss"] - paired["from_loss"]) > 0)
         )
         # a disagreement only where the two 90% intervals do not overlap; else it merely leans the other way
         overlap = t is not None and _overlap([t.lo, t.hi], [paired.get("lo"), paired.get("hi")])

@@ -9,9 +9,7 @@ from tests.cli_helpers import run_cli
 
 def _rows() -> list[tuple[float, float, float]]:
     return [
-        (n, n * r, round(1.7 + 400 / n**0.34 + 410 / (n * r) ** 0.28, 4))
-        for n in (1e6, 2e6, 4e6)
-        for r in (10, 20, 40)
+        (n, n * r, round(1.7 + 400 / n**0.34 + 410 / (n * r) ** 0.28, 4)) for n in (1e6, 2e6, 4e6) for r in (10, 20, 40)
     ]
 
 

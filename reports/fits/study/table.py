@@ -69,8 +69,7 @@ def prepare(runs: Any) -> pd.DataFrame:
         have = ", ".join(own) or "none"
         raise FitError(
             f"fit: the runs table lacks column(s) {', '.join(missing)}; it needs params, tokens and loss "
-            f"(optional: flops, lr, batch_tokens or batch_size, variant, status); it has {have}"
-            + _separator_hint(own)
+            f"(optional: flops, lr, batch_tokens or batch_size, variant, status); it has {have}" + _separator_hint(own)
         )
     if len(df) == 0:
         raise FitError("fit: the runs table has no rows")

@@ -203,12 +203,24 @@ def test_the_beyond_tested_warning_says_one_axis_per_number_and_where_the_error_
     from ladder.reports.fits.study.study_hero import reach_warnings
 
     dist = {
-        "params_x": 2.82, "tokens_x": 0.0705, "compute_x": 0.199, "distance_x": 2.82, "tested_distance_x": 31.0,
+        "params_x": 2.82,
+        "tokens_x": 0.0705,
+        "compute_x": 0.199,
+        "distance_x": 2.82,
+        "tested_distance_x": 31.0,
         "tested": {"params_x": 2.78, "tokens_x": 5.61, "compute_x": 31.0, "distance_x": 31.0},
-        "beyond_tested": True, "beyond_tested_axes": ["params"],
-        "rollout_error": {"n": 4, "min_distance_x": 15.5, "max_distance_x": 31.0, "median_abs_err_pct": 3.33,
-                          "worst_abs_err_pct": 4.32, "coverage": 1.0},
-        "drift_widening_pct": 0.0, "public_floor_pct": 0.78,
+        "beyond_tested": True,
+        "beyond_tested_axes": ["params"],
+        "rollout_error": {
+            "n": 4,
+            "min_distance_x": 15.5,
+            "max_distance_x": 31.0,
+            "median_abs_err_pct": 3.33,
+            "worst_abs_err_pct": 4.32,
+            "coverage": 1.0,
+        },
+        "drift_widening_pct": 0.0,
+        "public_floor_pct": 0.78,
     }
     hero = {"extrapolation": {"params": 2.82}, "distance": dist, "beyond_tested": True, "beyond_reach": True}
     fc = SimpleNamespace(mixture_rows=[1], reach={}, lean={})
