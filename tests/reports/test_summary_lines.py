@@ -60,3 +60,13 @@ def test_the_track_record_band_below_1x_is_said_in_words():
     text = track_record.sentence(record)
     assert "0-1x" not in text and "below 1x compute" in text
     assert track_record.band_words("64x+") == "64x or more" and track_record.band_words("4-16x") == "4-16x"
+
+
+def test_the_reports_copy_ratio_slope_shows_float_noise_as_zero():
+    """retrial7: the same noise slope ('-4.27e-17') in the report's in-context section."""
+    from ladder.reports.render.fmt import fmt_ci, fmt_g
+    from ladder.reports.render.sections.in_context import _noise_as_zero
+
+    assert fmt_g(_noise_as_zero(-4.27e-17), 3) == fmt_g(0.0, 3)
+    assert "e-17" not in fmt_ci([_noise_as_zero(x) for x in (-4.27e-17, 6.44e-17)])
+    assert _noise_as_zero(0.012) == 0.012 and _noise_as_zero(None) is None

@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 MAX_ROWS = 40
 
 
+ZERO_TOL = 1e-12  # a slope (or bound) this close to 0 is float noise: shown as 0, as the terminal does
+
+
+def _noise_as_zero(x):
+    return 0.0 if ok(x) and abs(float(x)) < ZERO_TOL else x
+
+
 def in_context(ctx: Builder) -> Section:
     s = Section("in-context", "In-context repeats and novel tokens")
     fit = ctx.fit_json
@@ -57,8 +64,8 @@ def in_context(ctx: Builder) -> Section:
                     "Copy ratio",
                     f"{fmt_g(tr.ratio_at_smallest, 3)} at the smallest compute, "
                     f"{fmt_g(tr.ratio_at_largest, 3)} at the largest ({fmt_g(tr.compute_span, 3)}× "
-                    f"apart); slope {fmt_g(tr.slope, 3)} per e-fold of compute, 90% "
-                    f"{fmt_ci(tr.ci90)}",
+                    f"apart); slope {fmt_g(_noise_as_zero(tr.slope), 3)} per e-fold of compute, 90% "
+                    f"{fmt_ci([_noise_as_zero(x) for x in tr.ci90] if tr.ci90 else tr.ci90)}",
                 ),
                 (
                     "Seed spread (sd of log loss)",
