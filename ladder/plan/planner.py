@@ -136,13 +136,14 @@ def default_study_dir(study: StudySpec) -> Path:
 
 
 def enclosing_study(path: Path) -> Path | None:
-    """The planned study directory that ``path`` lies inside (an ancestor holding study.yaml or plan.json: a study's
-    runs/ folder or one of its run folders, say), or None."""
+    """The planned study directory that ``path`` lies inside (an ancestor holding both study.yaml and plan.json: a
+    study's runs/ folder or one of its run folders, say), or None. A folder with a study.yaml alone is a user's
+    folder of study files, not a study."""
     path = Path(path)
     cwd = Path.cwd()
     for parent in Path(os.path.abspath(path)).parents:  # abspath folds "..": S/runs/../../T is not inside S
         sd = layout.StudyDir(parent)
-        if sd.study.is_file() or sd.plan.is_file():
+        if sd.study.is_file() and sd.plan.is_file():
             relative = not path.is_absolute() and (parent == cwd or cwd in parent.parents)
             return Path(os.path.relpath(parent, cwd)) if relative else parent  # as the user would type it
     return None
