@@ -17,6 +17,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -402,6 +403,13 @@ class StudySpec(Strict):
         "or W&B) that every run logs its config, hardware and metrics to",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _not_blank(cls, name: str) -> str:
+        if not name.strip():  # "   " once passed, planned as ./ladder-runs/study, while "" was refused
+            raise ValueError("a study's name must not be blank (only spaces)")
+        return name
+
     @model_validator(mode="after")
     def _cross_checks(self) -> StudySpec:
         if self.model.ffn_multiple > 4 * self.model.head_dim * 64:
@@ -437,10 +445,20 @@ def parse_study(data: Any, source: str = "study") -> StudySpec:
         raise SpecError(pydantic_message(exc, StudySpec, source)) from None
 
 
+def not_a_study_file(path: Path) -> str:
+    """Why ``path``, which is not a regular file, cannot be read as a study file: it does not exist, or it is a
+    directory or a device, pipe or socket (``/dev/null`` once read as "no such study file")."""
+    path = Path(path)
+    if not path.exists():
+        return f"{path}: no such study file"
+    kind = "a directory" if path.is_dir() else "a device, pipe or socket"
+    return f"{path}: not a regular file ({kind}); give a study YAML file"
+
+
 def read_study_file(path: Path) -> StudySpec:
     path = Path(path)
     if not path.is_file():
-        raise SpecError(f"{path}: no such study file")
+        raise SpecError(not_a_study_file(path))
     try:
         data = load_yaml(path.read_text(encoding="utf-8"))
     except DuplicateKeyError as exc:

@@ -158,6 +158,35 @@ def test_refuses_an_out_inside_another_study(tmp_path, capsys, monkeypatch, insi
     assert run_cli(capsys, "plan", "depth-vs-width", "--out", "other/runs/../../elsewhere").code == 0
 
 
+@pytest.mark.parametrize("name", ["", "   ", "\t \n"])
+def test_a_blank_study_name_is_refused_by_validate_and_plan(tmp_path, capsys, monkeypatch, name):
+    """`name: "   "` once passed validate and plan (as ./ladder-runs/study) while `name: ""` was refused."""
+    from tests.cli_helpers import one_line
+
+    monkeypatch.chdir(tmp_path)
+    data = yaml.safe_load(load_study("tied-vs-untied").to_yaml())
+    data["name"] = name
+    path = tmp_path / "blank.yaml"
+    path.write_text(yaml.safe_dump(data))
+    for args in (["studies", "validate", path], ["plan", path]):
+        one_line(run_cli(capsys, *args), f"{path}: name = ")
+    assert not (tmp_path / "ladder-runs").exists()
+
+
+def test_a_study_argument_that_is_no_regular_file_is_named_so(tmp_path, capsys):
+    """`ladder studies validate /dev/null` once said "no such study file"."""
+    from tests.cli_helpers import one_line
+
+    for args in (["studies", "validate", "/dev/null"], ["plan", "/dev/null", "--dry-run"]):
+        one_line(run_cli(capsys, *args), "/dev/null: not a regular file")
+    one_line(run_cli(capsys, "studies", "validate", tmp_path / "none.yaml"), "no such study file")
+    (tmp_path / "d.yaml").mkdir()
+    from ladder.studies import read_study_file
+
+    with pytest.raises(Exception, match="not a regular file \\(a directory\\)"):
+        read_study_file(tmp_path / "d.yaml")
+
+
 def test_replanning_with_another_micro_batch_compile_or_intervals_keeps_every_finished_run(tmp_path, capsys):
     from ladder.jobs.submit import _select
     from tests.fake_runs import finish
