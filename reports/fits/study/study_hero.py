@@ -227,11 +227,12 @@ def tested_words(dist: dict) -> str:
     rollout's own multiple in that axis, then the error of the rollout's farthest forecasts, said to be at
     their distance (in their farthest axis), which is not the hero's."""
     tested = dist.get("tested") or {}
-    parts = []
+    said: dict[str, list[str]] = {}  # the words -> the axes they hold for (params and tokens often move together)
     for ax in dist.get("beyond_tested_axes") or []:
         hero_x, test_x = dist.get(f"{ax}_x"), tested.get(f"{ax}_x")
         if hero_x is not None and test_x is not None:
-            parts.append(f"{ax}: the hero at {hero_x:.3g}x, the rollout tested up to {test_x:.3g}x")
+            said.setdefault(f"the hero at {hero_x:.3g}x, the rollout tested up to {test_x:.3g}x", []).append(ax)
+    parts = [f"{' and '.join(axes)}: {words}" for words, axes in said.items()]
     if not parts:
         parts.append(
             f"distance in the farthest axis: the hero at {dist.get('distance_x', 1.0):.3g}x, the rollout tested "
@@ -240,7 +241,12 @@ def tested_words(dist: dict) -> str:
     far = dist.get("rollout_error") or {}
     if far.get("median_abs_err_pct") is not None:
         lo, hi = far.get("min_distance_x"), far.get("max_distance_x")
-        span = f" at {lo:.3g}-{hi:.3g}x in their farthest axis" if lo is not None and hi is not None else ""
+        if lo is None or hi is None:
+            span = ""
+        elif f"{lo:.3g}" == f"{hi:.3g}":
+            span = f" at {hi:.3g}x in their farthest axis"
+        else:
+            span = f" at {lo:.3g}-{hi:.3g}x in their farthest axis"
         parts.append(
             f"its farthest forecasts{span} erred by a median of {far['median_abs_err_pct']:.1f}% (not measured "
             "at the hero's distance)"

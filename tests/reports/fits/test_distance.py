@@ -231,3 +231,20 @@ def test_the_beyond_tested_warning_says_one_axis_per_number_and_where_the_error_
     assert "tested up to 31x" not in w
     assert "at 15.5-31x in their farthest axis" in w and "not measured at the hero's distance" in w
     assert "there" not in w.split("beyond what the rollout tested")[1].split(";")[0]
+
+
+def test_axes_with_the_same_multiples_are_said_once():
+    """The report's stutter check: params and tokens at the same multiples were two equal clauses."""
+    from ladder.reports.fits.study.study_hero import tested_words
+
+    dist = {
+        "params_x": 2.82,
+        "tokens_x": 2.82,
+        "compute_x": 7.96,
+        "tested": {"params_x": 2.04, "tokens_x": 2.04, "compute_x": 4.17},
+        "beyond_tested_axes": ["params", "tokens", "compute"],
+        "rollout_error": {"min_distance_x": 4.17, "max_distance_x": 4.17, "median_abs_err_pct": 0.1},
+    }
+    words = tested_words(dist)
+    assert words.count("the hero at 2.82x") == 1 and "params and tokens: the hero at 2.82x" in words
+    assert "4.17-4.17x" not in words and "at 4.17x in their farthest axis" in words
