@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 from ladder.errors import SpecError
-from ladder.studies.spec import StudySpec, parse_study, read_study_file
+from ladder.studies.spec import StudySpec, not_a_study_file, parse_study, read_study_file
 
 __all__ = [
     "StudySpec",
@@ -56,6 +56,8 @@ def study_file(name_or_path: str | Path) -> Path:
             if not spec.exists():
                 raise SpecError(f"{path}: a directory but no planned study (it has no {spec.name}); give a study file")
             return spec
+        if not path.is_file():
+            raise SpecError(not_a_study_file(path))
         return path
     if str(name_or_path) in builtin_names():
         return builtin_path(str(name_or_path))
