@@ -114,8 +114,12 @@ def rollout(ctx: Builder) -> Section:
                         (
                             f"median {fmt_pct(far.median_abs_err_pct)}, worst "
                             f"{fmt_pct(far.worst_abs_err_pct)} at "
-                            f"{fmt_g(far.min_distance_x, 3)}–{fmt_g(far.max_distance_x, 3)}× "
-                            "in their farthest axis (the hero lies at "
+                            + (
+                                f"{fmt_g(far.max_distance_x, 3)}× "
+                                if fmt_g(far.min_distance_x, 3) == fmt_g(far.max_distance_x, 3)
+                                else f"{fmt_g(far.min_distance_x, 3)}–{fmt_g(far.max_distance_x, 3)}× "
+                            )
+                            + "in their farthest axis (the hero lies at "
                             f"{fmt_g(dist.distance_x, 3)}× in its farthest axis; no rollout error was "
                             "measured at the hero's own distance)"
                         )

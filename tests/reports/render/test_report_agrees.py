@@ -283,3 +283,13 @@ def test_no_section_says_a_sentence_twice_when_the_tie_trend_has_too_few_rungs(t
     tied = section(page, "tied")
     assert "Crossover" in tied and "no fit.json" not in tied and tied.count(why) == 1, tied
     assert said_twice(page) == {}
+
+
+def test_the_rollouts_farthest_error_is_not_called_the_error_at_the_hero(states):
+    """retrial7 (fxb): 'The rollout's error there: median 3.33% ... at 15.5-31x' read as the error at the hero's
+    distance (the hero was at 0.199x compute). The row says where it was measured and where the hero lies."""
+    _, page = states["none"]
+    text = text_of(page)
+    assert "The rollout's error there" not in text
+    assert "The rollout's error at its farthest forecasts" in text
+    assert "no rollout error was measured at the hero's own distance" in text
