@@ -183,7 +183,9 @@ def _main() -> None:
         if not exc.format_message():  # a group called without a command: click printed its help
             ctx = getattr(exc, "ctx", None)
             path = ctx.command_path if ctx is not None else "ladder"
-            err.print(f"[bold red]error:[/] `{escape(path)}` needs a command: one of those listed above", soft_wrap=True)
+            err.print(
+                f"[bold red]error:[/] `{escape(path)}` needs a command: one of those listed above", soft_wrap=True
+            )
             sys.exit(2)
         err.print(f"[bold red]error:[/] {escape(usage_line(exc))}", soft_wrap=True)
         sys.exit(2)
