@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ladder import layout
-from ladder.plan.planner import default_study_dir, expand, write_plan
+from ladder.plan.planner import expand, study_dir_for, write_plan
 from ladder.studies import load_study
 from ladder.studies.spec import ExecutorSpec, StudySpec
 
@@ -82,18 +82,6 @@ def sanity(study: StudySpec, study_dir: Path, prepared: Any, *, log=None) -> dic
     verdict = report.to_dict()
     layout.atomic_write_json(path, verdict)
     return verdict
-
-
-def study_dir_for(study_ref: str | Path, study: StudySpec, out_dir: Path | None = None) -> Path:
-    """Where a study's runs go: ``out_dir``; else ``study_ref`` itself when it is a planned study directory (it
-    holds the study.yaml it was planned from: running it again continues it in place, never a second copy under
-    ./ladder-runs that trains every run again); else ./ladder-runs/<name>."""
-    if out_dir:
-        return Path(out_dir)
-    path = Path(study_ref)
-    if path.is_dir() and layout.StudyDir(path).study.is_file():
-        return path
-    return default_study_dir(study)
 
 
 def run_study(

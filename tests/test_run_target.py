@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ladder.pipeline import study_dir_for
-from ladder.plan.planner import default_study_dir, read_study
+from ladder.plan.planner import default_study_dir, read_study, study_dir_for
 from tests.hero_fixture import make_ladder
 
 

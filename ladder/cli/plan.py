@@ -117,7 +117,7 @@ def plan(
 
     ladder plan ladder-runs/default --suggest --budget 1e14 --add
     """
-    from ladder.plan.planner import default_study_dir, run_row, write_plan
+    from ladder.plan.planner import run_row, study_dir_for, write_plan
     from ladder.studies import load_study
 
     if not suggest:
@@ -135,7 +135,7 @@ def plan(
     spec = load_study(study)
     p, warnings = checked_plan(study, spec, check_fit, "plan")
     p.warnings += warnings
-    target = out_dir or _study_dir_itself(study) or default_study_dir(spec)
+    target = study_dir_for(study, spec, out_dir)
     written = None if dry_run else write_plan(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()
@@ -260,16 +260,6 @@ def plan(
             )
             + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
         )
-
-
-def _study_dir_itself(study: str) -> Path | None:
-    """STUDY when it is a planned study directory (it holds the study.yaml it was planned from): planning it
-    again without --out plans it in place, the no-op that also rewrites what is missing there (plan.json, a run's
-    spec.json), not a new study under ./ladder-runs beside it."""
-    from ladder import layout
-
-    path = Path(study)
-    return path if path.is_dir() and layout.StudyDir(path).study.is_file() else None
 
 
 def _budget_and_seed_lines(spec, p) -> list[str]:

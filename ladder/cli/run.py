@@ -80,7 +80,8 @@ def run_cmd(
     per stage and about once a minute while they train. --json prints the outcome as JSON on stdout (the
     progress goes to stderr).
     """
-    from ladder.pipeline import run_study, study_dir_for
+    from ladder.pipeline import run_study
+    from ladder.plan.planner import study_dir_for
     from ladder.studies import load_study
 
     spec = load_study(study)

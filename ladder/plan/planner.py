@@ -135,6 +135,19 @@ def default_study_dir(study: StudySpec) -> Path:
     return Path("ladder-runs") / study.slug
 
 
+def study_dir_for(study_ref: str | Path, study: StudySpec, out_dir: Path | None = None) -> Path:
+    """Where a study's runs go (`ladder plan` and `ladder run` alike): ``out_dir``; else ``study_ref`` itself when
+    it is a planned study directory (it holds the study.yaml it was planned from: planning or running it again
+    continues it in place, the no-op that also rewrites what is missing there, never a second copy under
+    ./ladder-runs that trains every run again); else ./ladder-runs/<name>."""
+    if out_dir:
+        return Path(out_dir)
+    path = Path(study_ref)
+    if path.is_dir() and layout.StudyDir(path).study.is_file():
+        return path
+    return default_study_dir(study)
+
+
 def enclosing_study(path: Path) -> Path | None:
     """The planned study directory that ``path`` lies inside (an ancestor holding both study.yaml and plan.json: a
     study's runs/ folder or one of its run folders, say), or None. A folder with a study.yaml alone is a user's
