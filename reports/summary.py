@@ -17,7 +17,7 @@ from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, VariantLaw, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
-from ladder.reports.render.fmt import fmt_flops
+from ladder.reports.render.fmt import fmt_flops, share_of_hero
 
 __all__ = ["print_fit"]
 
@@ -64,10 +64,7 @@ def _slope(slope: Any, ci: Any) -> str:
 
 def _share_of_hero(pct: Any) -> str:
     """The ladder's cost next to the hero's: a percent up to 100%, a multiple of the hero's compute above."""
-    if pct is None:
-        return "- of the hero"
-    pct = float(pct)
-    return f"{pct:.3g}% of the hero" if pct <= 100 else f"{pct / 100:.3g}x the hero's compute"
+    return " ".join(share_of_hero(pct))  # the report's headline says it the same way
 
 
 def _overlap(a: Any, b: Any) -> bool:

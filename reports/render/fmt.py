@@ -86,6 +86,18 @@ def fmt_pct(v: Any, digits: int = 2, signed: bool = False) -> str:
     return f"{x:+.{digits}f}%" if signed else f"{x:.{digits}f}%"
 
 
+def share_of_hero(pct: Any) -> tuple[str, str]:
+    """The ladder's cost next to the hero's compute, as ``ladder fit`` and the report both say it: a percent up to
+    100% (``("26.3%", "of the hero's compute")``, a small one in two digits, never "0.0%"), a multiple above it
+    (``("38.6x", "the hero's compute")``, never "3861.5%")."""
+    x = num(pct)
+    if not math.isfinite(x):
+        return ABSENT, "of the hero's compute"
+    if x > 100:
+        return f"{x / 100:.3g}x", "the hero's compute"
+    return (fmt_pct(x, 1) if x >= 1 else f"{fmt_g(x, 2)}%"), "of the hero's compute"
+
+
 def fmt_int(v: Any) -> str:
     x = num(v)
     return f"{int(round(x)):,}" if math.isfinite(x) else ABSENT

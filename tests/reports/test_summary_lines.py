@@ -48,7 +48,7 @@ def test_a_ladder_dearer_than_the_hero_is_a_multiple_of_its_compute():
     from ladder.reports.summary import _share_of_hero
 
     assert _share_of_hero(3861.5) == "38.6x the hero's compute"
-    assert _share_of_hero(27.5) == "27.5% of the hero"
+    assert _share_of_hero(27.5) == "27.5% of the hero's compute"
 
 
 def test_the_track_record_band_below_1x_is_said_in_words():

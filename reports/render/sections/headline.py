@@ -28,6 +28,7 @@ from ladder.reports.render.fmt import (
     pos,
     schedule_text,
     shape_text,
+    share_of_hero,
 )
 from ladder.reports.render.sections.forecast import FINAL, PARTIAL, as_scored, checked_words, is_prediction, score_state
 from ladder.reports.render.sections.runs import hero_words
@@ -93,12 +94,12 @@ def headline(ctx: Builder) -> Section:
     cost = ladder_cost(hero.ladder_flops, ctx.runs, ctx.d.has_results, totals)
     hero_c = first(hero.compute, rec and rec.compute, plan_hero.get("compute"), totals.get("hero_flops"))
     pct = 100.0 * num(cost.flops) / num(hero_c) if ok(cost.flops) and pos(hero_c) else None
-    shown = (fmt_pct(pct, 1) if pct >= 1 else f"{fmt_g(pct, 2)}%") if ok(pct) else ABSENT
+    shown, words = share_of_hero(pct)  # as `ladder fit` says it: a multiple of the hero's compute above 100%
     tiles.append(
         Tile(
             "Ladder cost",
             shown,
-            f"of the hero's compute ({fmt_flops(cost.flops)} of {fmt_flops(hero_c)} FLOPs; {cost.counts})",
+            f"{words} ({fmt_flops(cost.flops)} of {fmt_flops(hero_c)} FLOPs; {cost.counts})",
         )
     )
     tiles.append(_reach_tile(fit, hero))

@@ -88,6 +88,20 @@ def test_a_fits_ladder_flops_is_the_one_figure_in_both(wsd_study):
     assert "0.012% of the hero's compute" in _texts(headline(Builder(data)))  # never "0.0%"
 
 
+def test_a_ladder_dearer_than_the_hero_is_the_same_multiple_in_the_headline_as_in_the_terminal(wsd_study):
+    """Issue 28: the headline said "3861.5%" where `ladder fit` says "38.6x the hero's compute"."""
+    from ladder.reports.summary import _share_of_hero
+
+    root, _, _ = wsd_study
+    data = load_study(root)
+    data.fit = fit_dict_of({"hero": {"ladder_flops": 3.8615e14, "compute": 1e13, "ladder_pct_of_hero": 3861.5}})
+    head = _texts(headline(Builder(data)))
+    assert "38.6x the hero's compute (3.86e14 of 1.00e13 FLOPs" in head and "3861.5%" not in head
+    assert _share_of_hero(3861.5) == "38.6x the hero's compute"
+    data.fit = fit_dict_of({"hero": {"ladder_flops": 2.63e12, "compute": 1e13, "ladder_pct_of_hero": 26.3}})
+    assert _share_of_hero(26.3) in _texts(headline(Builder(data)))  # "26.3% of the hero's compute" in both
+
+
 def test_the_plan_says_what_its_cost_counts(capsys):
     from tests.cli_helpers import run_cli
 
