@@ -256,19 +256,15 @@ def report(
 
     check_tables(study_dir)  # a torn results or curves table: refused, the report untouched (not one without runs)
     layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder fit {study_dir}` and report again")
-    stale = None
     if layout.StudyDir(study_dir).fit.is_file():
-        from ladder.forecast.fitted import results_hash_of
-
-        fitted_on, now = read_fit(study_dir).meta.results_sha256, results_hash_of(study_dir)
-        if fitted_on and now and fitted_on != now:  # rendered all the same, with the warning at its top
-            stale = f"the fit is older than the results: refit with `ladder fit {study_dir}`, then report again"
+        read_fit(study_dir)  # a damaged fit.json: refused, the report untouched
+    stale: list[str] = []  # rendered all the same, with the warning at the top of its headline
     try:
-        paths = render_report(study_dir, out_dir, formats=formats)
+        paths = render_report(study_dir, out_dir, formats=formats, warnings=stale)
     except ValueError as exc:
         raise SpecError(f"--format {formats!r}: {exc}") from None
-    if stale:
-        err.print(f"[yellow]warning[/]: {escape(stale)}", soft_wrap=True)
+    for why in stale:
+        err.print(f"[yellow]warning[/]: {escape(why)}", soft_wrap=True)
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return

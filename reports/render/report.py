@@ -39,9 +39,16 @@ def _html(data: StudyData, sections: list[Section]) -> str:
     return render_html(data, sections)
 
 
-def render_report(study_dir: Path, out_dir: Path | None = None, formats: Iterable[str] = FORMATS) -> dict[str, Path]:
+def render_report(
+    study_dir: Path,
+    out_dir: Path | None = None,
+    formats: Iterable[str] = FORMATS,
+    warnings: list[str] | None = None,
+) -> dict[str, Path]:
     """Write ``report.html`` (self-contained) and/or ``report.pdf`` for a study directory; default output folder:
-    the study's ``report/``. Returns ``{format: path}``. Missing inputs become one-line notes in the report."""
+    the study's ``report/``. Returns ``{format: path}``. Missing inputs become one-line notes in the report; a fit
+    that is not of the runs now (runs finished after the last collect, or a fit of another results table) is
+    also appended to ``warnings``, as the report's headline says it."""
     formats = [f.strip().lower() for f in (formats.split(",") if isinstance(formats, str) else formats) if f.strip()]
     bad = [f for f in formats if f not in FORMATS]
     if bad:
@@ -57,6 +64,8 @@ def render_report(study_dir: Path, out_dir: Path | None = None, formats: Iterabl
         raise StateError(f"{out} exists and is not a folder: the report goes into a folder")
     out.mkdir(parents=True, exist_ok=True)
     data, sections = build_sections(sd.path)
+    if warnings is not None and data.stale_fit:
+        warnings.append(data.stale_fit)
     written: dict[str, Path] = {}
     if "html" in formats:
         path = out / HTML_NAME

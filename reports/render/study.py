@@ -189,27 +189,60 @@ def load_study(study_dir: Path) -> StudyData:
             f"forecasts and recommendation are not of these runs; refit with `ladder fit {sd.path}` and render "
             "the report again"
         )
-    data.runs = _merge_planned(sd, runs, data.plan, data.devices, problems)
+    finished: list[str] = []
+    data.runs = _merge_planned(sd, runs, data.plan, data.devices, problems, finished)
+    if finished:  # collect's table, the fit and this report leave these runs out: say so before the stale hash
+        shown = ", ".join(finished[:4]) + (f" and {len(finished) - 4} more" if len(finished) > 4 else "")
+        when = "after the last collect" if data.has_results else "and were never collected"
+        data.stale_fit = (
+            f"{len(finished)} run(s) finished {when} ({shown}): the results table, the fit and this report leave "
+            f"them out; run `ladder collect {sd.path}` and `ladder fit {sd.path}`, then render the report again"
+        )
     data.problems = problems
     return data
 
 
+ENDED = ("done", "failed", "diverged", "cancelled", "corrupt", "damaged")  # a collected run's final states
+
+
 def _merge_planned(
-    sd: layout.StudyDir, runs: pd.DataFrame, plan: dict, devices: dict[str, int], problems: list[str]
+    sd: layout.StudyDir,
+    runs: pd.DataFrame,
+    plan: dict,
+    devices: dict[str, int],
+    problems: list[str],
+    finished: list[str] | None = None,
 ) -> pd.DataFrame:
     """The results table plus one row per planned run that has none (failed before a result, or pending), in
-    plan order; also tallies the devices the runs trained on (``result.json``)."""
+    plan order; also tallies the devices the runs trained on (``result.json``), and lists in ``finished`` the
+    ladder's runs (not the hero's) whose result.json says done while the table has them in another state or not
+    at all: they finished after the last collect."""
     ids = [str(r) for r in seq(plan.get("runs"))]
     have = set(runs["run_id"].astype(str)) if "run_id" in runs else set()
+    ended = (  # collect's final states (ladder.books.run_status.FINAL): a result.json cannot change them
+        set(runs.loc[runs["status"].astype(str).isin(ENDED), "run_id"].astype(str))
+        if {"run_id", "status"} <= set(runs.columns)
+        else set()
+    )
+    heroes = (
+        set(runs.loc[runs["role"].astype(str).str.strip().str.lower() == "hero", "run_id"].astype(str))
+        if {"run_id", "role"} <= set(runs.columns)
+        else set()
+    )
     extra = []
     for run_id in ids + sorted(set(runs.get("run_id", pd.Series(dtype=str)).astype(str)) - set(ids)):
         rd = sd.run(run_id)
         res = _read_json(rd.result, [], "") if rd.result.is_file() else None
         if isinstance(res, dict) and res.get("device_name"):
             devices[str(res["device_name"])] = devices.get(str(res["device_name"]), 0) + 1
+        done_now = isinstance(res, dict) and res.get("status") == "done" and run_id not in ended
         if run_id in have:
+            if done_now and finished is not None and run_id not in heroes:
+                finished.append(run_id)
             continue
         spec = mapping(_read_json(rd.spec, problems, f"runs/{run_id}/{layout.SPEC}"))
+        if done_now and finished is not None and str(spec.get("role") or "").strip().lower() != "hero":
+            finished.append(run_id)
         err = _read_json(rd.error, problems, f"runs/{run_id}/{layout.ERROR}") if rd.error.is_file() else None
         shape = mapping(spec.get("shape"))
         status = "failed" if err or (isinstance(res, dict) and res.get("status") == "failed") else "pending"

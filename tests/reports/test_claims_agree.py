@@ -125,3 +125,27 @@ def test_ladder_report_on_a_stale_fit_says_so_on_stderr_and_renders(tmp_path, ca
     assert stale.code == 0, stale.stderr
     assert "the fit is older than the results" in stale.stderr and f"ladder fit {root}" in stale.stderr
     assert "the fit is older than the results" in (sd.report / "report.html").read_text(encoding="utf-8")
+
+
+def test_ladder_report_says_when_runs_finished_after_the_last_collect(tmp_path, capsys):
+    """Issue 28: a run that finished after the last collect was left out of the report's numbers without a word;
+    the advice is collect, then fit, then report again (and once they have run, no warning)."""
+    from ladder.plan.planner import read_plan
+    from tests.cli_helpers import run_cli
+    from tests.hero_fixture import law_loss, make_ladder, refresh, train
+
+    root = make_ladder(tmp_path / "s", skip=("141K",))
+    fresh = run_cli(capsys, "report", root, "--format", "html")
+    assert fresh.code == 0 and "warning" not in fresh.stderr, fresh.stderr
+    late = next(s for s in read_plan(root)[1] if s.axes.get("size") == "141K")
+    train(layout.StudyDir(root), late, law_loss(late.params, late.tokens))  # finishes; nobody collects
+    stale = run_cli(capsys, "report", root, "--format", "html")
+    assert stale.code == 0 and "Traceback" not in stale.stderr
+    (line,) = stale.stderr.strip().splitlines()
+    assert f"1 run(s) finished after the last collect ({late.run_id})" in line
+    assert f"ladder collect {root}" in line and f"ladder fit {root}" in line
+    page = (layout.StudyDir(root).report / "report.html").read_text(encoding="utf-8")
+    assert "finished after the last collect" in " ".join(page.split())
+    refresh(root)  # collect and fit
+    again = run_cli(capsys, "report", root, "--format", "html")
+    assert again.code == 0 and "warning" not in again.stderr, again.stderr
