@@ -260,7 +260,7 @@ def report(
         read_fit(study_dir)  # a damaged fit.json: refused, the report untouched
     stale: list[str] = []  # rendered all the same, with the warning at the top of its headline
     try:
-        paths = render_report(study_dir, out_dir, formats=formats, warnings=stale)
+        paths = render_report(study_dir, out_dir, formats=formats, warnings_out=stale)
     except ValueError as exc:
         raise SpecError(f"--format {formats!r}: {exc}") from None
     for why in stale:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
+
+import numpy as np
 
 from ladder import layout
 from ladder.errors import StateError
@@ -43,12 +46,12 @@ def render_report(
     study_dir: Path,
     out_dir: Path | None = None,
     formats: Iterable[str] = FORMATS,
-    warnings: list[str] | None = None,
+    warnings_out: list[str] | None = None,
 ) -> dict[str, Path]:
     """Write ``report.html`` (self-contained) and/or ``report.pdf`` for a study directory; default output folder:
     the study's ``report/``. Returns ``{format: path}``. Missing inputs become one-line notes in the report; a fit
     that is not of the runs now (runs finished after the last collect, or a fit of another results table) is
-    also appended to ``warnings``, as the report's headline says it."""
+    also appended to ``warnings_out``, as the report's headline says it."""
     formats = [f.strip().lower() for f in (formats.split(",") if isinstance(formats, str) else formats) if f.strip()]
     bad = [f for f in formats if f not in FORMATS]
     if bad:
@@ -63,9 +66,15 @@ def render_report(
     if out.exists() and not out.is_dir():
         raise StateError(f"{out} exists and is not a folder: the report goes into a folder")
     out.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # numpy's overflow on a 1e300 loss: not the reader's
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _write(sd, out, formats, warnings_out)
+
+
+def _write(sd: layout.StudyDir, out: Path, formats: list[str], warnings_out: list[str] | None) -> dict[str, Path]:
     data, sections = build_sections(sd.path)
-    if warnings is not None and data.stale_fit:
-        warnings.append(data.stale_fit)
+    if warnings_out is not None and data.stale_fit:
+        warnings_out.append(data.stale_fit)
     written: dict[str, Path] = {}
     if "html" in formats:
         path = out / HTML_NAME

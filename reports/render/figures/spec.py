@@ -7,9 +7,11 @@ from __future__ import annotations
 import html
 import io
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure, FigureBase
 
@@ -48,7 +50,14 @@ def to_svg(spec: FigureSpec, prefix: str | None = None, context: str = "", text:
     same in every browser) unless ``text``: then they stay text in DejaVu Sans, for the PDF, whose printer
     embeds the font, so that the figures' words can be selected and searched."""
     buf = io.StringIO()
-    with rc_context({**RC, "svg.fonttype": "none"} if text else RC):
+    # numpy's and matplotlib's warnings (an overflow scaling a 1e300 point, an axis with nothing to log-scale) are
+    # for the programmer, not the reader: the figure says what it can; none reaches the terminal
+    with (
+        rc_context({**RC, "svg.fonttype": "none"} if text else RC),
+        warnings.catch_warnings(),
+        np.errstate(all="ignore"),
+    ):
+        warnings.simplefilter("ignore")
         fig = Figure(figsize=(WIDTH_IN, spec.height), layout="constrained")
         draw_safely(spec, fig)
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})

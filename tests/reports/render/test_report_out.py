@@ -27,3 +27,26 @@ def test_an_empty_out_is_refused_and_nothing_is_written(study, tmp_path, capsys,
     assert list(cwd.iterdir()) == []
     assert sorted((p.relative_to(study), p.stat().st_mtime_ns) for p in study.rglob("*")) == before
     assert not (study / "report").exists()
+
+
+def test_a_curve_point_of_1e300_draws_without_a_stray_warning(tmp_path):
+    """Issue 28: `ladder report` printed numpy's "RuntimeWarning: overflow encountered in exp" (matplotlib's log
+    scale of a 1e300 eval loss); the report renders with no warning reaching the terminal."""
+    import warnings
+
+    import pandas as pd
+
+    from ladder import layout
+    from ladder.reports.render import render_report
+    from tests.hero_fixture import make_ladder
+
+    root = make_ladder(tmp_path / "s", fit=False)
+    sd = layout.StudyDir(root)
+    curves = pd.read_parquet(sd.curves)
+    curves.loc[curves.index[curves["kind"] == "eval"][0], "eval_loss"] = 1e300
+    curves.to_parquet(sd.curves)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = render_report(root, tmp_path / "out", formats="html")
+    assert [str(w.message) for w in caught] == []
+    assert "could not be drawn" not in out["html"].read_text(encoding="utf-8")
