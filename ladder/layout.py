@@ -237,6 +237,18 @@ class StudyDir:
         if (self.path / SPEC).is_file() and not self.plan.is_file():  # a run's folder, STUDY/runs/<id>
             return f"{self.path} is a run directory; give its study directory ({self.path.parent.parent})"
         if not self.plan.is_file():
+            # `ladder plan` first is the wrong advice for a folder inside a planned study (its runs/, logs/) and
+            # for a path that is not there (often a typo of the study directory's name)
+            outer = enclosing_study(self.path)
+            if outer is not None:
+                return f"{self.path} is inside the study directory {outer}; give that directory"
+            if not self.path.exists():
+                return (
+                    f"{self.path} does not exist; give a study directory (the folder `ladder plan STUDY` writes: "
+                    "./ladder-runs/<name>, or its --out)"
+                )
+            if self.study.is_file():  # planning it again in place rewrites plan.json
+                return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan {self.path}`"
             return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan` first"
         return None
 
@@ -304,6 +316,20 @@ class StudyDir:
         if not self.runs.is_dir():
             return []
         return [RunDir(p) for p in sorted(self.runs.iterdir()) if (p / SPEC).is_file()]
+
+
+def enclosing_study(path: Path) -> Path | None:
+    """The planned study directory that ``path`` lies inside (an ancestor holding both study.yaml and plan.json: a
+    study's runs/ folder or one of its run folders, say), or None. A folder with a study.yaml alone is a user's
+    folder of study files, not a study."""
+    path = Path(path)
+    cwd = Path.cwd()
+    for parent in Path(os.path.abspath(path)).parents:  # abspath folds "..": S/runs/../../T is not inside S
+        sd = StudyDir(parent)
+        if sd.study.is_file() and sd.plan.is_file():
+            relative = not path.is_absolute() and (parent == cwd or cwd in parent.parents)
+            return Path(os.path.relpath(parent, cwd)) if relative else parent  # as the user would type it
+    return None
 
 
 def refuse_if_not_a_file(path: Path, remedy: str) -> None:

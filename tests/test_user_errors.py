@@ -178,6 +178,23 @@ def test_a_study_file_where_a_study_directory_goes_is_named_as_such(tmp_path, ca
     one_line(run_cli(capsys, command, run), f"{run} is a run directory", f"({tmp_path / 'study'})")
 
 
+@pytest.mark.parametrize("command", ["status", "collect", "submit", "eval"])
+def test_a_folder_inside_a_study_or_a_missing_one_is_not_sent_to_ladder_plan(tmp_path, capsys, planned, command):
+    """`ladder status S/runs` (or S's model/, logs/) and `ladder status TYPO` said "run `ladder plan` first",
+    advice that plans a second study: they name the enclosing study, or say the path is not there."""
+    for inside in (planned / "runs", planned / "runs" / "x" / "model"):
+        inside.mkdir(parents=True, exist_ok=True)
+        one_line(run_cli(capsys, command, inside), f"{inside} is inside the study directory {planned}")
+    missing = tmp_path / "studdy"
+    one_line(run_cli(capsys, command, missing), f"{missing} does not exist")
+    assert not missing.exists()
+    half = tmp_path / "half"  # a study.yaml without plan.json: planning it in place is the repair
+    half.mkdir()
+    (half / "study.yaml").write_text((planned / "study.yaml").read_text())
+    one_line(run_cli(capsys, command, half), f"run `ladder plan {half}`")
+    assert run_cli(capsys, "plan", half).code == 0 and (half / "plan.json").is_file()
+
+
 def test_report_refuses_what_its_siblings_refuse(tmp_path, capsys, planned):
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -10,7 +10,6 @@ that ``ladder hero`` added (:mod:`ladder.forecast.hero_run`) stays in plan.json 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,26 +147,12 @@ def study_dir_for(study_ref: str | Path, study: StudySpec, out_dir: Path | None 
     return default_study_dir(study)
 
 
-def enclosing_study(path: Path) -> Path | None:
-    """The planned study directory that ``path`` lies inside (an ancestor holding both study.yaml and plan.json: a
-    study's runs/ folder or one of its run folders, say), or None. A folder with a study.yaml alone is a user's
-    folder of study files, not a study."""
-    path = Path(path)
-    cwd = Path.cwd()
-    for parent in Path(os.path.abspath(path)).parents:  # abspath folds "..": S/runs/../../T is not inside S
-        sd = layout.StudyDir(parent)
-        if sd.study.is_file() and sd.plan.is_file():
-            relative = not path.is_absolute() and (parent == cwd or cwd in parent.parents)
-            return Path(os.path.relpath(parent, cwd)) if relative else parent  # as the user would type it
-    return None
-
-
 def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
     """Write the plan; existing run directories are left as they are."""
     sd = layout.StudyDir(Path(study_dir))
     if sd.path.exists() and not sd.path.is_dir():
         raise StateError(f"{sd.path} exists and is not a directory")
-    outer = enclosing_study(sd.path)
+    outer = layout.enclosing_study(sd.path)
     if outer is not None:
         raise StateError(
             f"{sd.path} is inside study {outer}: a study planned there would mix with that study's runs; "
