@@ -399,3 +399,19 @@ def test_every_done_hero_with_a_frozen_point_is_scored(tmp_path, capsys):
     assert r.code == 0, r.stderr
     got = {s["source"]["run_id"]: (s["point"], s["actual"]) for s in r.json()["scores"]}
     assert got == {heroes[0].run_id: ("hero", 3.45), heroes[1].run_id: ("800K:16M", 3.2)}
+
+
+def test_a_training_hero_whose_curve_holds_an_impossible_loss_is_not_scored(study, capsys):
+    """Issue 28: a hero's metrics.jsonl with eval_loss 1e300 was scored "heads for 7.969e+299, -100% off";
+    --curve refuses the same point."""
+    hero = hero_spec(study)
+    train(layout.StudyDir(study), hero, law_loss(hero.params, hero.tokens), upto=0.5)
+    rd = layout.StudyDir(study).run(hero.run_id)
+    lines = rd.metrics.read_text(encoding="utf-8").splitlines()
+    last = max(i for i, line in enumerate(lines) if '"eval"' in line)
+    lines[last] = re.sub(r'"eval_loss": [^,}]+', '"eval_loss": 1e300', lines[last])
+    rd.metrics.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    before = (study / "forecast.json").read_bytes()
+    line = one_line(run_cli(capsys, "forecast", "score", study), hero.run_id, f"metrics.jsonl line {last + 1}")
+    assert "eval_loss 1e+300" in line and "above 100 nats/token" in line and "--loss" in line
+    assert (study / "forecast.json").read_bytes() == before

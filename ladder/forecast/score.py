@@ -117,14 +117,25 @@ def compare(point: Interval, actual: float) -> dict[str, Any]:
 def _eval_points(rd: layout.RunDir) -> list[CurvePoint]:
     if not rd.metrics.is_file():
         return []
+    lines = layout.read_jsonl_lines(rd.metrics)
     return [
-        CurvePoint("tokens", float(r["tokens"]), float(r["eval_loss"]))
-        for r in layout.read_jsonl(rd.metrics)
+        CurvePoint("tokens", float(r["tokens"]), float(r["eval_loss"]), f"line {n}")
+        for n, r in zip(lines.line_numbers, lines.records)
         if r.get("kind") == "eval"
         and isinstance(r.get("eval_loss"), (int, float))
+        and not isinstance(r.get("eval_loss"), bool)
         and isinstance(r.get("tokens"), (int, float))
         and math.isfinite(r["eval_loss"])
     ]
+
+
+def _implausible(points: list[CurvePoint]) -> str | None:
+    """The first eval point whose loss no language model has (a damaged or diverged curve), said for a person."""
+    for p in points:
+        if not MIN_LOSS <= p.loss <= MAX_LOSS:
+            why = TOO_LARGE if p.loss > MAX_LOSS else TOO_SMALL
+            return f"{p.where}: eval_loss {p.loss:.4g} at {format_count(p.x)} tokens is {why}"
+    return None
 
 
 def _split(result: dict) -> dict[str, float] | None:
@@ -181,6 +192,11 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
         raise StateError(
             f"the hero run {spec.run_id} has no eval point yet: nothing to score (train it with "
             f"`ladder submit {sd.path}`)"
+        )
+    elif bad := _implausible(obs.points):  # its partial forecast would head for 1e300: the curve says nothing
+        raise StateError(
+            f"the hero run {spec.run_id}'s {layout.METRICS} {bad}: a damaged or diverged curve, nothing scored (see "
+            f"`ladder status {sd.path}`; score a loss known otherwise with --loss X)"
         )
     return obs
 
