@@ -248,3 +248,11 @@ def test_a_damaged_hero_run_is_named_by_score_and_replanned_in_place_by_hero(stu
     assert RunSpec.model_validate_json(rd.spec.read_text()).role == "hero"
     train(layout.StudyDir(study), hero_spec(study), 3.5)
     assert run_cli(capsys, "forecast", "score", study).code == 0
+
+
+@pytest.mark.parametrize("args", [("--params", "1e400"), ("--params", "250K", "--tokens", "1e400")])
+def test_a_count_beyond_any_float_is_named_as_given(study, capsys, args):
+    """Issue 28: `hero --params 1e400` said "--params -: beyond what this family builds" (inf shown as "-")."""
+    before = _plan_ids(study)
+    line = one_line(run_cli(capsys, "hero", study, *args), f"{args[-2]} '1e400'", "a positive count")
+    assert " -:" not in line and _plan_ids(study) == before

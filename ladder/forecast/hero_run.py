@@ -16,6 +16,7 @@ which. A hero with the science of a rung of the ladder would be scored against a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,7 +71,8 @@ def parse_override(value: str | None, flag: str) -> float | None:
     """A ``--params``/``--tokens`` count (``800K``, ``3.2M``, ``1.6e7``); SpecError naming the flag otherwise."""
     if value is None:
         return None
-    return float(positive_count(value, flag, "a positive count such as 800K, 3.2M or 1.6e7"))
+    # below infinity: 1e400 reads as inf, which was then shown as "-" ("--params -: beyond what this family builds")
+    return float(positive_count(value, flag, "a positive count such as 800K, 3.2M or 1.6e7", below=math.inf))
 
 
 def _recommendation(
