@@ -13,7 +13,8 @@ from ladder.console import err, out, print_json
 RUNS_HELP = (
     "Instead of a study: a table of runs with columns params, tokens, loss (optional flops, lr, "
     "batch_size, variant, status): a CSV or parquet file, a W&B runs export (the CSV of the UI's runs "
-    "table, or JSON lines of wandb.Api().runs) with --columns."
+    "table, or JSON lines of wandb.Api().runs) with --columns. At most 20,000 runs: average seed replicates "
+    "beyond (from 3,000, the fit says each stage as it starts)."
 )
 COLUMNS_HELP = (
     "Where params, tokens and loss (and any optional column) are in the --runs file, as NAME=COLUMN "
@@ -24,6 +25,8 @@ COLUMNS_HELP = (
 
 MAX_BOOTSTRAP = 10_000  # each resample refits every law form: 10,000 is minutes and a few GB; more is neither
 MAX_PREDICT = 1e15  # parameters or tokens per --predict point beyond this are a typo (1P)
+MAX_RUNS_ROWS = 20_000  # runs a --runs fit takes: 1e4 took 80 s and 0.7 GB, 3e4 195 s and 1.4 GB, 1e5 9 min and 3.3 GB
+PROGRESS_ROWS = 3_000  # from this many runs to fit, each stage of the fit is said on stderr (3e3 take a minute or more)
 
 
 def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
@@ -116,6 +119,30 @@ def _duplicates(table, source) -> tuple[object, list[str]]:
     return table.loc[~dup].reset_index(drop=True), labels
 
 
+def _runs_to_fit(table, runs: Path, merged: bool) -> int:
+    """How many rows of a --runs table the fit would use (finished, not a hero run); more than
+    :data:`MAX_RUNS_ROWS` is refused before any fitting."""
+    from ladder.errors import SpecError
+    from ladder.reports.fits.study.table import is_hero, status_ok
+
+    n = int((~is_hero(table) & status_ok(table)).sum())
+    if n > MAX_RUNS_ROWS:
+        raise SpecError(
+            f"{runs}: {n:,} runs to fit{' after merging repeated rows' if merged else ''}, more than the "
+            f"{MAX_RUNS_ROWS:,} a fit takes (its time and memory grow with the runs: 1e4 take minutes and a GB); "
+            "average the seed replicates first (one row per params x tokens with its mean loss), or fit a subset"
+        )
+    return n
+
+
+def _progress(n_runs: int):
+    """The hook that says each stage of a large fit on stderr (so that --json stays JSON), or None."""
+    if n_runs < PROGRESS_ROWS:
+        return None
+    err.print(f"[dim]fit: {n_runs:,} runs: a fit this large takes minutes; each stage as it starts[/]", soft_wrap=True)
+    return lambda text: err.print(f"[dim]fit: {escape(text)}[/]", soft_wrap=True)
+
+
 def _few(labels: list[str], limit: int = 4) -> str:
     more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
     return ", ".join(labels[:limit]) + more
@@ -158,7 +185,7 @@ def fit(
     its finished runs (W&B state) are fitted.
     """
     from ladder.errors import FitError, LadderError, SpecError
-    from ladder.reports.fits import fit_study, read_runs_file
+    from ladder.reports.fits import fit_study, progress, read_runs_file
     from ladder.reports.fits.study import fit_json
     from ladder.reports.summary import print_fit
 
@@ -194,9 +221,11 @@ def fit(
                 f"{runs}: {len(repeated)} rows repeat an earlier row in every column ({_few(repeated)}); "
                 "each is counted once (--keep-duplicates fits them all)"
             )
+        n_runs = _runs_to_fit(table, runs, merged=bool(repeated) and not keep_duplicates)
         warnings += _far_from_the_ladder(points, table)
         try:
-            result = fit_study(table, predict=predict, n_boot=bootstrap, seed=seed)
+            with progress.reporting(_progress(n_runs)):
+                result = fit_study(table, predict=predict, n_boot=bootstrap, seed=seed)
         except FitError as exc:
             raise FitError(f"{runs}: {exc}") from None
     else:

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from ladder.reports.fits import progress
 from ladder.reports.fits.backtest import (
     LEVEL,
     RELATIVE_RMS_CUT,
@@ -539,7 +540,7 @@ def forecast_loss(
     fitted = data.subset(top)
     laws, skipped = {}, {}
     noise = run_noise(len(fitted.loss), n_boot, seed)
-    for k in forms:
+    for i, k in enumerate(forms, start=1):
         form = LOSS_FORMS[k]
         mask = form.fitted_on(fitted, target_ratio)
         sub = fitted.subset(mask)
@@ -549,6 +550,7 @@ def forecast_loss(
                 why += f"; it is fitted on {len(sub)} of the {len(fitted)} runs, {form.runs_words(target_ratio)}"
             skipped[k] = why
             continue
+        progress.step(f"law form {k} ({i}/{len(forms)}) on {len(sub):,} runs, {n_boot:,} bootstrap refits")
         laws[k] = fit(
             form.engine,
             form.raw(sub.params, sub.tokens),
@@ -564,6 +566,7 @@ def forecast_loss(
         )
     ro = rollout(data, target_ratio, tuple(laws), seed=seed, n_boot=min(ROLLOUT_BOOT, n_boot))
     weights, why = _weights(ro, laws)
+    progress.step(f"weighing the forms by {len(ro.rows):,} rollout forecasts")
     rows = _mixture_rows(ro, weights)
     coverage, factor = _calibrate(rows)
     fc = Forecast(

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ladder.reports.fits import progress
 from ladder.reports.fits.backtest import NEAR_WEIGHT, interval, weighted_rms
 from ladder.reports.fits.engine import fit
 from ladder.reports.fits.loss.loss_forms import (
@@ -174,12 +175,14 @@ def rollout(
     axis = prefix_axis(data)
     rows: list[RolloutRow] = []
     prefixes = []
-    for k in prefix_levels(data):
+    ks = prefix_levels(data)
+    for i, k in enumerate(ks, start=1):
         train_mask = levels < k
         train = data.subset(train_mask)
         train = train.subset(top_budgets(train))  # fitted as the final law is (forms.top_budgets)
         test_idx = np.flatnonzero(~train_mask)
         max_n, max_c, max_d = train.params.max(), train.compute.max(), train.tokens.max()
+        progress.step(f"rollout prefix {i}/{len(ks)}: fitting {len(train):,} runs, forecasting {len(test_idx):,}")
         info = {
             "prefix": k,
             "by": axis,

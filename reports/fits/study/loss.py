@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ladder.reports.fits import progress
 from ladder.reports.fits.loss import Forecast, forecast_loss
 from ladder.reports.fits.loss.loss_forms import seed_sigma
 from ladder.reports.fits.runs import Runs
@@ -44,8 +45,9 @@ def fit_variants(
     largest run at the ladder's most common ratio) sets which tokens/param ratio the ``ratio`` form uses."""
     out: dict[str, Forecast | None] = {}
     noise: dict[str, list[dict]] = {}
-    for v in variants:
+    for i, v in enumerate(variants, start=1):
         sub = law_df[law_df["_variant"] == v]
+        progress.step(f"loss laws of variant {v} ({i}/{len(variants)})" if len(variants) > 1 else "loss laws")
         data, noise[v] = loss_data(sub)
         tgt = target
         if tgt is None and predict:
