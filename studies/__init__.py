@@ -54,6 +54,8 @@ def study_file(name_or_path: str | Path) -> Path:
 
             spec = StudyDir(path).study
             if not spec.exists():
+                if StudyDir(path).plan.exists():  # planned, then its study.yaml was lost
+                    raise SpecError(f"{path}: a planned study without its {spec.name}; {_rewrite_copy(path)}")
                 raise SpecError(f"{path}: a directory but no planned study (it has no {spec.name}); give a study file")
             return spec
         if not path.is_file():
@@ -68,7 +70,19 @@ def study_file(name_or_path: str | Path) -> Path:
 
 def load_study(name_or_path: str | Path) -> StudySpec:
     """A study from a YAML file path, a planned study directory, or a built-in study by name."""
-    return read_study_file(study_file(name_or_path))
+    path = study_file(name_or_path)
+    if not Path(name_or_path).is_dir():
+        return read_study_file(path)
+    try:
+        return read_study_file(path)
+    except SpecError as exc:  # a planned study's own copy is damaged: say how to put it back, in place
+        raise SpecError(f"{exc}; {_rewrite_copy(Path(name_or_path))}") from None
+
+
+def _rewrite_copy(study_dir: Path) -> str:
+    """How a planned study directory gets its study.yaml back: the study file it was planned from, planned again
+    with --out into the same directory (a bare `ladder plan FILE` would plan a second study under ./ladder-runs)."""
+    return f"`ladder plan STUDY_FILE --out {study_dir}` (the file it was planned from) rewrites it"
 
 
 @contextmanager

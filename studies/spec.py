@@ -438,7 +438,15 @@ class StudySpec(Strict):
 
 def parse_study(data: Any, source: str = "study") -> StudySpec:
     if not isinstance(data, dict):
-        raise SpecError(f"{source}: the top level must be a mapping of fields, got {type(data).__name__}")
+        if data is None:  # an empty file (or only comments): "got NoneType" said it in Python's words
+            raise SpecError(
+                f"{source}: the file is empty; a study is a mapping of fields (`ladder studies show default`)"
+            )
+        got = {list: "a list", str: "a text", int: "a number", float: "a number", bool: "a boolean"}
+        raise SpecError(
+            f"{source}: the top level must be a mapping of fields (name: ..., ladder: ...), got "
+            f"{got.get(type(data), type(data).__name__)}"
+        )
     try:
         return StudySpec.model_validate(data)
     except ValidationError as exc:

@@ -195,6 +195,30 @@ def test_a_folder_inside_a_study_or_a_missing_one_is_not_sent_to_ladder_plan(tmp
     assert run_cli(capsys, "plan", half).code == 0 and (half / "plan.json").is_file()
 
 
+@pytest.mark.parametrize("damage", ["empty", "missing"])
+def test_a_planned_study_without_a_readable_study_yaml_names_the_repair(tmp_path, capsys, planned, damage):
+    """An emptied study.yaml of a planned study said "top level must be a mapping of fields, got NoneType" and a
+    deleted one "no such study file" (submit) or "give a study file" (plan): they name the command that puts it
+    back in place, and following it works."""
+    good = tmp_path / "good.yaml"
+    good.write_text((planned / "study.yaml").read_text())
+    if damage == "empty":
+        (planned / "study.yaml").write_text("")
+    else:
+        (planned / "study.yaml").unlink()
+    for command in ("plan", "submit", "eval"):
+        line = one_line(run_cli(capsys, command, planned), f"`ladder plan STUDY_FILE --out {planned}`")
+        assert "NoneType" not in line
+    assert run_cli(capsys, "plan", good, "--out", planned).code == 0
+    assert run_cli(capsys, "plan", planned, "--dry-run").code == 0
+
+
+def test_a_study_file_that_is_empty_or_no_mapping_says_so_in_words(tmp_path, capsys):
+    for text, words in (("", "the file is empty"), ("# only a comment\n", "the file is empty"), ("5\n", "a number")):
+        (tmp_path / "s.yaml").write_text(text)
+        assert "NoneType" not in one_line(run_cli(capsys, "studies", "validate", tmp_path / "s.yaml"), words)
+
+
 def test_report_refuses_what_its_siblings_refuse(tmp_path, capsys, planned):
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -326,22 +326,22 @@ def readable_runs(study_dir: Path) -> list[RunSpec]:
 def read_study(study_dir: Path) -> StudySpec:
     """The study spec of a planned study directory, for what reads the study as a whole (``fit``, ``report``, the
     forecast loop): a damaged run does not stop it (its row says so), a missing or unreadable plan.json does."""
-    from ladder.studies.spec import read_study_file
+    from ladder.studies import load_study
 
     sd = layout.StudyDir(Path(study_dir))
     _plan_ids(sd)
-    return read_study_file(sd.study)
+    return load_study(sd.path)  # a missing or damaged study.yaml is named with the command that rewrites it
 
 
 def read_plan(study_dir: Path) -> tuple[StudySpec, list[RunSpec]]:
     """The study and run specs of a planned study directory (the current plan's runs, in plan order). Raises on
     the first damaged run, naming the command that repairs it (what acts on every run, like ``submit``, needs
     all of them; ``status`` and ``collect`` read :func:`plan_entries` instead)."""
-    from ladder.studies.spec import read_study_file
+    from ladder.studies import load_study
 
     sd = layout.StudyDir(Path(study_dir))
     entries = plan_entries(sd.path)
-    study = read_study_file(sd.study)
+    study = load_study(sd.path)
     runs = []
     for entry in entries:
         if isinstance(entry, Damaged):
