@@ -290,15 +290,31 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
     console.print(t)
 
 
+def _main_variant(fit: FitJson) -> str | None:
+    """With several variants: which one's law makes the forecasts, and why (fit.json's ``loss.variant_choice``)."""
+    law = fit.loss
+    if len(fit.loss_by_variant) < 2:
+        return None
+    what = (
+        "the hero's forecast and the predictions" if fit.meta.study else "the predictions; --variant NAME for another"
+    )
+    return f"  main variant {law.variant} (its law makes {what}): {law.variant_choice}"
+
+
 def _print_law(fit: FitJson, console: Console) -> None:
     law = fit.loss
+    main = _main_variant(fit)
     if law.available is False:
         console.print(f"[bold]loss laws[/] (variant {law.variant}): [yellow]not fitted[/] ({law.reason})")
+        if main:
+            console.print(main)
         return
     console.print(
         f"[bold]loss laws[/] (variant {law.variant}, {law.n_runs} runs, N = params "
         f"{fit.meta.param_convention or ''}; Huber on log loss, delta 1e-3)"
     )
+    if main:
+        console.print(main)
     for key, f in (law.forms or {}).items():
         p, ci = f.params or {}, f.ci90 or {}
         rms = f", rollout {f.rollout.rms_pct:.2f}%" if f.rollout and f.rollout.rms_pct is not None else ""
@@ -338,6 +354,10 @@ def _print_variants(fit: FitJson, console: Console) -> None:
     call = written(fit.tied_vs_untied.hero) if fit.tied_vs_untied.available else None
     own = by.get(primary)
     hero_t = {"loss": fit.hero.loss} if fit.hero.loss is not None else written(own and own.target) or {}
+    t = own.target if own is not None and own.available else None
+    if fit.hero.available is False and len(by) > 1 and t is not None and t.loss is not None:
+        # no hero: the main variant's own number, beside which the others' read
+        console.print(f"  variant {primary} (main): {_at_target(fit, t, f'{_num(t.loss)}{_ci([t.lo, t.hi])}')}")
     for v, f in by.items():
         if v == primary:
             continue

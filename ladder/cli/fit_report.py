@@ -161,6 +161,13 @@ def fit(
     seed: int = typer.Option(
         0, "--seed", help="Seed of the bootstrap resampling, 0 to 2^32-1 (the same seed, the same fit)."
     ),
+    variant: str | None = typer.Option(
+        None,
+        "--variant",
+        metavar="NAME",
+        help="With --runs and a variant column: the variant whose law forecasts the --predict points (default: "
+        "the lowest mean loss at the largest size every variant trained; the fit says which and why).",
+    ),
     keep_duplicates: bool = flag(
         "keep-duplicates",
         "With --runs: fit rows that repeat an earlier row in every "
@@ -204,6 +211,13 @@ def fit(
     check_seed(seed, what=" (the bootstrap's seed)")
     if keep_duplicates and runs is None:
         raise SpecError("--keep-duplicates is about the rows of a --runs file; give --runs FILE too")
+    if variant is not None and runs is None:
+        raise SpecError(
+            "--variant picks a variant of a --runs file's variant column; a study's hero variant is its "
+            "tied-vs-untied call (or hero.tied in the study)"
+        )
+    if variant is not None and not variant.strip():
+        raise SpecError(f"--variant {variant!r}: an empty name; give a value of the variant column")
     points = check_predictions(predict or [])
     predict = [item for item, _, _ in points]
     warnings: list[str] = []
@@ -225,7 +239,7 @@ def fit(
         warnings += _far_from_the_ladder(points, table)
         try:
             with progress.reporting(_progress(n_runs)):
-                result = fit_study(table, predict=predict, n_boot=bootstrap, seed=seed)
+                result = fit_study(table, predict=predict, n_boot=bootstrap, seed=seed, variant=variant)
         except FitError as exc:
             raise FitError(f"{runs}: {exc}") from None
     else:

@@ -34,8 +34,10 @@ Decisions (also listed in ``meta.decisions`` of every result):
   L(C) at the hero's tokens/param, L(C) on the frontier; :mod:`ladder.reports.fits.loss.loss_forms`), backtests them
   by rollout (fit the smallest sizes, forecast the larger), weights them by that evidence and calibrates the
   90% interval on it (:mod:`ladder.reports.fits.loss.loss_forecast`).
-* The primary variant (the hero's): the tied-vs-untied ablation's winner at the hero's compute; else the
-  study's hero/family default; without a study, the variant with the lowest loss at the largest size.
+* The primary variant (the hero's): the one asked for (``variant=``); else the tied-vs-untied ablation's winner at
+  the hero's compute; else the study's hero/family default; without a study, the variant with the lowest mean
+  loss at the largest size every variant trained (on the rungs they share), or the first in the table when they
+  share no rung.
 * N is the ``params`` column (the study's param_count convention); the laws' compute is ``C = 6 N D`` in it.
   The ladder's cost is the exact FLOPs every run spent (failed and cancelled ones too), over the hero's exact
   FLOPs (its shape's FLOPs per token x tokens).
@@ -72,7 +74,8 @@ DECISIONS = (
     "hero interval: 90%, mixture of the weighted forms' draws (bootstrap + residual scatter or the seed noise "
     "floor, Student-t for few degrees of freedom), widened by the rollout's conformal factor when it covered "
     "less than 90%",
-    "the primary variant is the tied-vs-untied ablation's winner at the hero, else the study's default",
+    "the primary variant is the one asked for (--variant), else the tied-vs-untied ablation's winner at the hero, "
+    "else the study's default, else the lowest mean loss at the largest size every variant trained",
     "N is the params column (the study's param_count convention); the laws' compute is 6ND in it; "
     "ablation and hyperparameter trends use the exact FLOPs column",
     "ladder cost = exact FLOPs spent by every run in the table (excluded runs included) / the hero's exact FLOPs",
@@ -86,6 +89,7 @@ def fit_study(
     predict: Sequence = (),
     n_boot: int = 200,
     seed: int = 0,
+    variant: str | None = None,
 ) -> FitResult:
     """Fit a ladder's runs: per-variant loss forecasts (law forms, rollout, calibration), compute-optimal
     allocation, IsoFLOP, hyperparameter laws, tied-vs-untied and depth-vs-width ablations, task forecasts, the
@@ -93,7 +97,8 @@ def fit_study(
 
     ``runs``: a results table (``results.parquet`` of ``ladder collect``, or any table with ``params``,
     ``tokens``, ``loss``; see the module doc). ``predict``: extra forecasts, each ``"PARAMS:TOKENS"``,
-    ``(params, tokens)`` or ``(params, tokens, label)``. ``n_boot``: bootstrap refits per law. Raises
+    ``(params, tokens)`` or ``(params, tokens, label)``. ``n_boot``: bootstrap refits per law. ``variant``: the
+    variant whose law forecasts the hero and the predictions (else chosen as the module doc says). Raises
     ``FitError`` for input the user must fix; optional parts that cannot be fitted only give a reason.
     """
     if n_boot < 1:
@@ -149,13 +154,20 @@ def fit_study(
         )
 
     conv = table.convention(df, study, warnings)
-    rung, variant, tune, how = table.rung_variant_keys(raw)
-    raw["_rung"], raw["_variant"] = rung, variant
-    df["_rung"], df["_variant"] = rung[ok], variant[ok]
+    rung, variant_of, tune, how = table.rung_variant_keys(raw)
+    raw["_rung"], raw["_variant"] = rung, variant_of
+    df["_rung"], df["_variant"] = rung[ok], variant_of[ok]
     law_df, sweep_note = table.best_configs(df, tune)
     if sweep_note:
         notes.append(sweep_note)
     variants = sorted(law_df["_variant"].unique().tolist())
+    if variant is not None and variant not in variants:  # before any law is fitted
+        have = (
+            "the runs have no variant column (one law, fitted on them all)"
+            if variants == ["all"]
+            else f"the variants (from {how}) are {', '.join(variants)}"
+        )
+        raise FitError(f"fit: no variant {variant!r} to forecast with; {have}")
 
     hero0 = study_hero.hero_start(study) if study is not None else None
     target = (hero0["params"], hero0["tokens"]) if hero0 is not None else None
@@ -168,7 +180,7 @@ def fit_study(
             warnings.append(reasons[f"law:{v}"])
 
     tie = parts.tie(df, hero0, study, reasons, warnings, n_boot=min(n_boot, parts.ABLATION_BOOT), seed=seed)
-    primary, choice = parts.primary(study, tie, fitted, variants, law_df, forecasts, how)
+    primary, choice = parts.primary(study, tie, fitted, variants, law_df, forecasts, how, variant, reasons)
     fc = forecasts.get(primary)
     if fc is None:
         reasons["loss"] = reasons.get(f"law:{primary}", "no loss law")

@@ -49,10 +49,16 @@ def tie(df, hero0, study, reasons, warnings, *, n_boot: int = ABLATION_BOOT, see
     return res
 
 
-def primary(study, tie, fitted, variants, law_df, laws, how) -> tuple[str, str]:
-    """The recommended variant (its forecast is the hero's), and why."""
+def primary(study, tie, fitted, variants, law_df, laws, how, asked: str | None = None, reasons=None) -> tuple[str, str]:
+    """The recommended variant (its forecast is the hero's and the predictions'), and why. ``asked``: the variant
+    the caller names (``ladder fit --runs F --variant NAME``), which must be one of ``variants``."""
     names = set(fitted)
     pool = fitted or variants
+    if asked is not None:
+        if asked not in names:
+            why = (reasons or {}).get(f"law:{asked}", "its loss law could not be fitted")
+            raise FitError(f"fit: variant {asked!r} was asked for, but {why}")
+        return asked, "the variant asked for (--variant)"
     if len(variants) == 1:
         return variants[0], "the only variant"
     tie_based = set(variants) <= {"tied", "untied", "?", table.NO_VARIANT}
@@ -68,10 +74,12 @@ def primary(study, tie, fitted, variants, law_df, laws, how) -> tuple[str, str]:
         if want is not None and want in variants:
             if want in names or not names:
                 return want, why
-            other = table.largest_size_winner(law_df, pool)
+            other, _ = table.largest_size_winner(law_df, pool)
             return other, f"{why} is {want}, but its law could not be fitted; using {other}"
-    best = table.largest_size_winner(law_df, pool)
-    return best, f"the variant with the lowest loss at the ladder's largest size (variants from {how})"
+    if len(fitted) == 1:
+        return fitted[0], f"the only variant whose loss law could be fitted (variants from {how})"
+    best, why = table.largest_size_winner(law_df, pool)
+    return best, f"{why}; variants from {how}"
 
 
 def depth_width(prim_df, hero0, study, reasons, warnings, seed, *, n_boot: int = ABLATION_BOOT):

@@ -272,12 +272,30 @@ def rungs_as_scale(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns=["scale"], errors="ignore").assign(scale=df["_rung"]).drop(columns=["_rung", "_variant"])
 
 
-def largest_size_winner(law_df: pd.DataFrame, fitted: Sequence[str]) -> str:
-    """The variant with the lowest mean loss at the largest size."""
+def largest_size_winner(law_df: pd.DataFrame, fitted: Sequence[str]) -> tuple[str, str]:
+    """The variant with the lowest mean loss at the largest size every variant trained, on the rungs (params x
+    tokens) they share, and why; when they share no rung, the first in the table, and why. (The largest size of
+    the whole table would crown the one variant that alone trained it, however much worse its loss.)"""
     sub = law_df[law_df["_variant"].isin(fitted)]
-    top = sub[sub["params"] >= sub["params"].max() / (1 + RUNG_RTOL)]
-    best = top.groupby("_variant")["loss"].mean()
-    return str(best.idxmin()) if len(best) else str(fitted[0])
+    if sub.empty:
+        return str(fitted[0]), "the first variant"
+    order = [str(v) for v in pd.unique(sub["_variant"])]
+    rungs = [set(sub.loc[sub["_variant"] == v, "_rung"]) for v in order]
+    shared = set.intersection(*rungs)
+    if len(order) > 1 and not shared:
+        return order[0], (
+            f"the first variant in the table: the variants ({', '.join(order)}) share no rung (params x tokens) "
+            "to compare their loss like for like"
+        )
+    at = sub[sub["_rung"].isin(shared)]
+    top = at[at["params"] >= at["params"].max() / (1 + RUNG_RTOL)]
+    best = top.groupby("_variant", sort=False)["loss"].mean()
+    from ladder.model.config import format_count
+
+    size = format_count(float(top["params"].median()))
+    return str(best.idxmin()), (
+        f"the lowest mean loss at the largest size every variant trained ({size} params, on the budgets they share)"
+    )
 
 
 MAPPABLE = (

@@ -254,7 +254,7 @@ def test_batch_size_alias_and_variant_column():
     res = fit_study(df2, n_boot=20)
     assert "batch_tokens" in res.runs.columns and "batch_size" not in res.runs.columns
     assert set(res.loss_by_variant) == {"a", "b"}
-    assert res.primary_variant == "a" and "lowest loss" in res.variant_choice
+    assert res.primary_variant == "a" and "lowest mean loss" in res.variant_choice
     with pytest.raises(FitError, match="both batch_size and batch_tokens"):
         fit_study(df.assign(batch_tokens=1.0), n_boot=20)
 
