@@ -340,3 +340,17 @@ def test_a_branchs_time_estimate_counts_only_its_own_updates():
     assert branch.own_tokens == branch.tokens - branch.trunk.step * branch.batch_tokens > 0
     assert estimate_wall_s(branch, "cpu") == planning_seconds(branch.own_flops, branch.own_tokens, "cpu")
     assert estimate_wall_s(branch, "cpu") < estimate_wall_s(trunk, "cpu")
+
+
+def test_a_dry_run_refuses_the_target_that_writing_would_refuse(tmp_path, capsys):
+    """`ladder plan default --out DIR --dry-run` passed on a folder of another study, where the same command
+    without --dry-run refuses: a dry run that passes is one that can be written."""
+    from tests.cli_helpers import one_line
+
+    other = tmp_path / "other"
+    assert run_cli(capsys, "plan", "tied-vs-untied", "--out", other).code == 0
+    before = sorted(p.name for p in other.rglob("*"))
+    one_line(run_cli(capsys, "plan", "default", "--out", other, "--dry-run"), "holds study", "choose another --out")
+    one_line(run_cli(capsys, "plan", "default", "--out", other / "runs", "--dry-run"), "is inside study")
+    assert sorted(p.name for p in other.rglob("*")) == before
+    assert run_cli(capsys, "plan", "tied-vs-untied", "--out", other, "--dry-run").code == 0

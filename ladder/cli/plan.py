@@ -117,7 +117,7 @@ def plan(
 
     ladder plan ladder-runs/default --suggest --budget 1e14 --add
     """
-    from ladder.plan.planner import run_row, study_dir_for, write_plan
+    from ladder.plan.planner import check_target, run_row, study_dir_for, write_plan
     from ladder.studies import load_study
 
     if not suggest:
@@ -136,6 +136,8 @@ def plan(
     p, warnings = checked_plan(study, spec, check_fit, "plan")
     p.warnings += warnings
     target = study_dir_for(study, spec, out_dir)
+    if dry_run:  # refuses what writing would refuse (another study's folder, a file): a dry run that passes holds
+        check_target(p, target)
     written = None if dry_run else write_plan(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()

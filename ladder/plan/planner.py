@@ -147,8 +147,10 @@ def study_dir_for(study_ref: str | Path, study: StudySpec, out_dir: Path | None 
     return default_study_dir(study)
 
 
-def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
-    """Write the plan; existing run directories are left as they are."""
+def check_target(plan: Plan, study_dir: Path) -> layout.StudyDir:
+    """Refuse a study directory ``plan`` cannot be written to (a file, a folder inside another study, a folder of
+    another study), before anything is written: `write_plan` and `ladder plan --dry-run` alike, so that a dry
+    run that passes is a plan that can be written."""
     sd = layout.StudyDir(Path(study_dir))
     if sd.path.exists() and not sd.path.is_dir():
         raise StateError(f"{sd.path} exists and is not a directory")
@@ -169,6 +171,12 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
             raise StateError(
                 f"{sd.path} holds study {previous!r}, not {plan.study.name!r}: choose another --out directory"
             )
+    return sd
+
+
+def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
+    """Write the plan; existing run directories are left as they are."""
+    sd = check_target(plan, study_dir)
     new, existing, refreshed, relinked = [], [], [], []
     for run in plan.runs:
         rd = sd.run(run.run_id)
