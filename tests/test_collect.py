@@ -218,3 +218,15 @@ def test_a_corrupt_line_costs_only_that_line_for_every_reader(tmp_path):
     assert [n for n, _ in got.bad] == [2, 3, 4, 7] and got.torn_tail == 7
     assert "UTF-8" in got.bad[0][1] and "JSON" in got.bad[1][1] and "list" in got.bad[2][1]
     assert [r["step"] for r in layout.read_jsonl(path)] == [1, 3]  # the trainer's reader (resume) too
+
+
+def test_collect_counts_one_run_in_the_singular(tmp_path, capsys):
+    """`collect` printed "1 runs not finished yet"."""
+    from tests.fake_runs import finish
+
+    root = tmp_path / "study"
+    runs = plan_micro(root)
+    for spec in runs[1:]:
+        finish(layout.StudyDir(root), spec)
+    r = run_cli(capsys, "collect", root)
+    assert r.code == 0 and f"1 run not finished yet: {runs[0].run_id}" in r.stdout, r.stdout

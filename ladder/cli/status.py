@@ -252,8 +252,11 @@ def collect(
     for p in c.problems:
         err.print(f"[yellow]problem[/] {escape(str(p))}")
     if c.failed:
-        err.print(f"[red]{len(c.failed)} runs failed[/] (see `ladder status {study_dir}`): {', '.join(c.failed)}")
+        err.print(
+            f"[red]{len(c.failed)} run{'s' if len(c.failed) != 1 else ''} failed[/] (see `ladder status {study_dir}`): {', '.join(c.failed)}"
+        )
     if c.pending:
-        out.print(f"{len(c.pending)} runs not finished yet: {', '.join(c.pending)}")
+        n = len(c.pending)
+        out.print(f"{n} run{'s' if n != 1 else ''} not finished yet: {', '.join(c.pending)}")
     states = ", ".join(f"{n} {s}" for s, n in c.states.items())
     out.print(f"collected {len(c.runs)} runs ({states}) into {paths[0]} (and .csv, {paths[2].name})")
