@@ -415,3 +415,21 @@ def test_a_training_hero_whose_curve_holds_an_impossible_loss_is_not_scored(stud
     line = one_line(run_cli(capsys, "forecast", "score", study), hero.run_id, f"metrics.jsonl line {last + 1}")
     assert "eval_loss 1e+300" in line and "above 100 nats/token" in line and "--loss" in line
     assert (study / "forecast.json").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("bool.csv", "tokens,eval_loss\n1000,True\n", ("line 2, column eval_loss: True", "not a positive")),
+        ("bool.jsonl", '{"tokens": 1000, "eval_loss": true}\n', ("record 1, column eval_loss: True", "not a positive")),
+        ("twice.csv", "tokens,eval_loss,eval_loss\n1000,3.5,3.6\n", ("column eval_loss twice",)),
+    ],
+    ids=["true-in-csv", "true-in-jsonl", "a-column-twice"],
+)
+def test_a_curve_with_a_truth_value_for_a_loss_or_a_column_twice_is_refused(study, tmp_path, capsys, name, text, words):
+    """Issue 28 (user trial): a loss of True was scored as an actual loss of 1 (error +249%), and a header naming
+    eval_loss twice scored the first silently (pandas renamed the second eval_loss.1)."""
+    before = _listing(study)
+    (tmp_path / name).write_text(text)
+    line = one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / name), *words)
+    assert "nothing was scored" in line and _listing(study) == before

@@ -369,6 +369,9 @@ def _numbers(column) -> tuple[Any, Any]:
     import numpy as np
     import pandas as pd
 
+    truth = np.array([isinstance(v, (bool, np.bool_)) for v in column], bool)  # True is no loss of 1
+    if truth.any():
+        column = column.astype(object).where(~truth, "")
     try:
         values = pd.to_numeric(column, errors="coerce").to_numpy(float)
         return values, np.zeros(len(values), bool)
@@ -383,6 +386,21 @@ def _numbers(column) -> tuple[Any, Any]:
         except (TypeError, ValueError):
             pass
     return values, huge
+
+
+def _refuse_repeated_columns(path: Path, sep: str) -> None:
+    """A CSV header that names a column twice: pandas would read the second as ``eval_loss.1`` and score the first
+    without a word."""
+    import csv
+
+    with path.open(encoding="utf-8", errors="replace", newline="") as f:
+        header = next(csv.reader(f, delimiter=sep), [])
+    names = [h.strip() for h in header]
+    twice = sorted({h for h in names if h and names.count(h) > 1})
+    if twice:
+        raise SpecError(
+            f"--curve {path}: its header names column {', '.join(twice)} twice; keep one, nothing was scored"
+        )
 
 
 def curve_file_problem(given: str | Path) -> str | None:
@@ -436,7 +454,9 @@ def read_curve_points(path: str | Path) -> list[CurvePoint]:
         elif suffix in (".parquet", ".pq"):
             df = pd.read_parquet(path)
         else:
-            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+            sep = "\t" if suffix == ".tsv" else ","
+            _refuse_repeated_columns(path, sep)
+            df = pd.read_csv(path, sep=sep)
     except SpecError:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
