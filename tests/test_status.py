@@ -154,3 +154,14 @@ def test_cancel_with_nothing_running_writes_nothing(tmp_path, capsys):
     before = files()
     assert run_cli(capsys, "cancel", root).code == 0
     assert files() == before
+
+
+def test_watch_refuses_an_interval_time_sleep_cannot_take(study, capsys):
+    """`ladder status S --watch --interval 1e308` on a study with a live run ended in time.sleep's OverflowError
+    traceback; any interval beyond a day is refused in one line, before the watch starts."""
+    from tests.cli_helpers import one_line
+
+    root, _ = study
+    for value in ("1e308", "86401"):
+        one_line(run_cli(capsys, "status", root, "--watch", "--interval", value), "--interval", "at most 86400")
+    assert run_cli(capsys, "status", root, "--interval", "86400").code == 0

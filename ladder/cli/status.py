@@ -16,6 +16,7 @@ from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, flag, positive_number
 from ladder.console import err, human_seconds, out, print_json, sci
+from ladder.errors import SpecError
 from ladder.model.config import format_count
 
 PROGRESS_EVERY_S = 60.0  # without a terminal: a progress line at least this often while runs go on
@@ -204,7 +205,10 @@ def status(
     table, with the FLOPs spent by every run (a branch: its own steps)."""
     from ladder.books.run_status import study_status, totals, wait
 
-    positive_number(interval, "--interval")
+    # at most a day between refreshes: a bigger one (1e308) is a typo, and time.sleep overflows on it
+    positive_number(interval, "--interval", "a positive number of seconds")
+    if interval > 86400:
+        raise SpecError(f"--interval {interval:g}: must be at most 86400 seconds (a day) between refreshes")
     if watch and not as_json:
         _warn_of_damaged_jobs(study_dir)
         with watching(out, f"status: {study_dir}") as show:
