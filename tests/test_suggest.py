@@ -163,3 +163,19 @@ def test_a_budget_beyond_a_float_echoes_what_was_typed(study, capsys):
     r = run_cli(capsys, "plan", study, "--suggest", "--budget", "1e400")
     assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "--budget '1e400'" in r.stderr and "inf" not in r.stderr
+
+
+def test_no_change_reads_0_pp_and_the_add_command_keeps_the_budget_inside_it(study, capsys, monkeypatch):
+    """Issue 28 (user trial): a candidate's row read '1.56% -> 1.56%  -0.00 pp', and the last line read
+    "add them with `ladder plan S --suggest --add` --budget 1e30": the budget outside the command to copy."""
+    outcomes = iter([1.0 - 1e-5, 0.5, 0.5, 0.5, 0.5])  # the first candidate changes nothing, the others narrow it
+    monkeypatch.setattr(value, "baseline", lambda *a, **k: 1.0)
+    monkeypatch.setattr(
+        value, "value", lambda *a, **k: value.Value(half_width_pct=next(outcomes), outcomes=[3.5], half_widths=[0.5])
+    )
+    r = run_cli(capsys, "plan", study, "--suggest", "--budget", "1e30")
+    assert r.code == 0, r.stderr
+    assert "-0.00 pp" not in r.stdout and " 0.00 pp" in r.stdout
+    text = " ".join(r.stdout.split())
+    assert f"add them with `ladder plan {study} --suggest --budget 1e30 --add`" in text
+    assert "% of the hero)" in text and "e+" not in text

@@ -43,7 +43,8 @@ def _entry_text(entry: dict) -> str:
 
 
 def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, as_json: bool) -> None:
-    from ladder.forecast.next_runs import suggest
+    from ladder.forecast.next_runs import pp_change, suggest
+    from ladder.reports.render.fmt import share_of_hero
 
     path = Path(study)
     if not path.is_dir():
@@ -77,9 +78,10 @@ def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, a
     )
     chosen = {id(c) for c in s.suggested}
     for c in s.candidates:
-        pct_hero = f" ({100 * c.flops / s.hero_flops:.2g}% of the hero)" if s.hero_flops else ""
+        share = " ".join(share_of_hero(100 * c.flops / s.hero_flops)).replace("the hero's compute", "the hero")
+        pct_hero = f" ({share})" if s.hero_flops else ""
         if c.after_pct is not None and now is not None:
-            after, change = f"{now:.2f}% -> {c.after_pct:.2f}%", f"{c.after_pct - now:+.2f} pp"
+            after, change = f"{now:.2f}% -> {c.after_pct:.2f}%", pp_change(c.after_pct - now)
         else:
             after, change = "[dim]not valued[/]", "-"
         mark = "[bold green]* [/]" if id(c) in chosen else "  "
@@ -107,7 +109,5 @@ def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, a
     elif add and dry_run:
         out.print("[yellow]dry run[/]: nothing written")
     else:
-        out.print(
-            f"add them with `ladder plan {escape(str(path))} --suggest --add`"
-            + (f" --budget {budget}" if budget else "")
-        )
+        given = f" --budget {escape(budget)}" if budget else ""
+        out.print(f"add them with `ladder plan {escape(str(path))} --suggest{given} --add`")

@@ -76,8 +76,14 @@ class Candidate:
             return f"{self.what}: not valued ({self.value.reason if self.value is not None else 'no value'})"
         return (
             f"{self.what}: interval half-width {current_pct:.2f}% -> {self.after_pct:.2f}% "
-            f"({self.after_pct - current_pct:+.2f} pp) for {sci(self.flops)} FLOPs"
+            f"({pp_change(self.after_pct - current_pct)}) for {sci(self.flops)} FLOPs"
         )
+
+
+def pp_change(change: float) -> str:
+    """A change of the interval's half-width in percentage points: ``-0.42 pp``; one that rounds to nothing is
+    ``0.00 pp``, never "-0.00 pp"."""
+    return "0.00 pp" if round(change, 2) == 0 else f"{change:+.2f} pp"
 
 
 @dataclass
