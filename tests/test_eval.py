@@ -66,3 +66,33 @@ def test_eval_rejects_unknown_task(tmp_path, tiny_jsonl_corpus, capsys):
     r = run_cli(capsys, "eval", study, "--executor", "debug", "--tasks", "no_such_task_xyz")
     assert r.code == 2 and "no_such_task_xyz" in r.stderr and "unknown lm-eval task" in r.stderr
     assert sorted(p.relative_to(study) for p in study.rglob("*")) == before
+
+
+def test_a_finished_run_without_its_model_is_named_not_passed_over(tmp_path, capsys):
+    """After a done run's model/ was removed, `ladder eval` said "nothing to evaluate: every finished run already
+    has these results" although it had none: the run is named as skipped, and the JSON lists it."""
+    import shutil
+
+    from ladder import layout
+    from tests.fake_runs import finish, plan_micro
+
+    root = tmp_path / "study"
+    runs = plan_micro(root)
+    for spec in runs:
+        shutil.rmtree(finish(layout.StudyDir(root), spec).model)
+    r = run_cli(capsys, "eval", root, "--executor", "debug")
+    assert r.code == 0 and "every finished run with a model/ folder already has these results" in r.stdout
+    for spec in runs:
+        assert f"skipped {spec.run_id}: done, but its model/ folder is missing" in r.stderr
+    r = run_cli(capsys, "eval", root, "--executor", "debug", "--json")
+    assert r.code == 0 and r.json()["no_model"] == [s.run_id for s in sorted(runs, key=lambda s: s.run_id)]
+
+
+@pytest.mark.parametrize("limit", ["1e308", "2.5", "1e13"])
+def test_a_limit_lm_eval_would_truncate_or_overflow_is_refused(tmp_path, capsys, limit):
+    """`ladder eval S --limit 1e308` ended in lm-eval's islice ValueError traceback; 2.5 was silently 2."""
+    from tests.cli_helpers import one_line
+    from tests.fake_runs import plan_micro
+
+    plan_micro(tmp_path / "study")
+    one_line(run_cli(capsys, "eval", tmp_path / "study", "--limit", limit), "--limit", "whole number")

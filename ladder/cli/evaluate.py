@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_device, check_executor, executor_spec
-from ladder.console import out, print_json
+from ladder.console import err, out, print_json
 
 
 def eval_cmd(
@@ -45,6 +45,12 @@ def eval_cmd(
         raise SpecError(f"--tasks {tasks!r}: give lm-eval task names, comma separated")
     if limit is not None and not (math.isfinite(limit) and limit > 0):
         raise SpecError(f"--limit {limit:g}: must be a positive number of examples per task (a fraction below 1)")
+    # from 1 up lm-eval takes int(limit) examples: 2.5 would silently be 2, and 1e308 overflows its islice
+    if limit is not None and limit >= 1 and (limit != int(limit) or limit > 1e12):
+        raise SpecError(
+            f"--limit {limit:g}: from 1 up, a whole number of examples per task (at most 1e12; leave --limit out to "
+            "evaluate every example)"
+        )
     check_executor(executor)  # before looking for work: a bad value is refused even when nothing is left to do
     check_device(device)
     study = read_study(study_dir)  # a damaged run is passed over: the finished ones are evaluated
@@ -57,11 +63,20 @@ def eval_cmd(
     res = submit_evals(
         study_dir, ex, tasks=task_list, include_path=include_path, limit=limit, batch_size=batch_size, device=device
     )
+    # a finished run whose model/ was removed cannot be evaluated: said, not passed over in silence (nor counted
+    # among the runs that "already have these results")
+    no_model = _done_without_model(study_dir)
     if as_json:
-        print_json(res)
+        print_json({**res, "no_model": no_model})
         return
+    for run_id in no_model:
+        err.print(f"[yellow]skipped[/] {run_id}: done, but its model/ folder is missing: nothing to evaluate")
     if not res["evaluated"]:
-        out.print("nothing to evaluate: every finished run already has these results")
+        out.print(
+            "nothing to evaluate: every finished run "
+            + ("with a model/ folder " if no_model else "")
+            + "already has these results"
+        )
         return
     table = Table("run", "task", "metric", "value", title="lm-eval results", title_justify="left")
     for run_id, results in res["results"].items():
@@ -71,3 +86,20 @@ def eval_cmd(
                     table.add_row(run_id, task, metric, f"{value:.4f}")
     out.print(table)
     out.print(f"evaluated {len(res['evaluated'])} runs; `ladder collect {study_dir}` adds them to the results")
+
+
+def _done_without_model(study_dir: Path) -> list[str]:
+    """The run ids of the study whose result.json says done but whose model/ folder is gone."""
+    import json
+
+    from ladder import layout
+
+    ids = []
+    for rd in layout.StudyDir(Path(study_dir)).all_run_dirs():
+        try:
+            done = json.loads(rd.result.read_text(encoding="utf-8")).get("status") == "done"
+        except (OSError, ValueError, AttributeError):
+            continue
+        if done and not rd.model.is_dir():
+            ids.append(rd.path.name)
+    return ids
