@@ -65,10 +65,16 @@ def render_report(
     out = Path(out_dir) if out_dir is not None else sd.report
     if out.exists() and not out.is_dir():
         raise StateError(f"{out} exists and is not a folder: the report goes into a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):  # numpy's overflow on a 1e300 loss: not the reader's
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return _write(sd, out, formats, warnings_out)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)  # now: an unwritable place is refused before the work
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):  # numpy's overflow on a 1e300 loss: not the reader's
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return _write(sd, out, formats, warnings_out)
+    except BaseException:  # Ctrl-C or a failure before anything was written: no empty report folder left behind
+        if created and not any(out.iterdir()):
+            out.rmdir()
+        raise
 
 
 def _write(sd: layout.StudyDir, out: Path, formats: list[str], warnings_out: list[str] | None) -> dict[str, Path]:

@@ -50,3 +50,16 @@ def test_a_curve_point_of_1e300_draws_without_a_stray_warning(tmp_path):
         out = render_report(root, tmp_path / "out", formats="html")
     assert [str(w.message) for w in caught] == []
     assert "could not be drawn" not in out["html"].read_text(encoding="utf-8")
+
+
+def test_ctrl_c_while_the_report_is_built_leaves_no_empty_report_folder(study, tmp_path, capsys, monkeypatch):
+    """Issue 28 (user trial): Ctrl-C during `ladder report` left an empty report/ folder behind."""
+    from ladder.reports.render import report as report_module
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_module, "build_sections", interrupted)
+    r = run_cli(capsys, "report", study, "--out", tmp_path / "new" / "report")
+    assert r.code == 130 and "interrupted: run the same command to continue" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "new" / "report").exists()
