@@ -46,6 +46,16 @@ def _separator_hint(columns: list[str]) -> str:
     for sep, name in ((";", "';'"), ("\t", "tab"), ("|", "'|'")):
         if any(sep in c and any(r in c.split(sep) for r in REQUIRED) for c in columns):
             return f" (is the file {name}-separated? ladder reads a comma-separated CSV: write it with ',')"
+    if any("," in c and any(r in c.split(",") for r in REQUIRED) for c in columns):
+        return " (is the file comma-separated? a .tsv file is read tab-separated: name it .csv)"
+    lower = {c.strip().lower(): c for c in columns}
+    near = [f"{lower[r]!r} to {r}" for r in REQUIRED if r not in columns and r in lower]
+    if near:
+        return (
+            f" (names are read as written: rename {', '.join(near)}, or map them with --columns "
+            + ",".join(f"{r}={lower[r].strip()}" for r in REQUIRED if r in lower)
+            + ")"
+        )
     return ""
 
 
@@ -348,6 +358,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         elif suffix in (".csv", ".tsv", ".txt"):
             sep = "\t" if suffix == ".tsv" else ","
             df, first_line = pd.read_csv(path, sep=sep), 2
+            df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]  # ' loss' is the loss column
             repeated = _repeated_header_names(path, sep)
         elif suffix in JSON_SUFFIXES:
             df = _read_json_runs(path)
@@ -355,6 +366,11 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
             raise FitError(f"{path}: unsupported runs file type {suffix or '(none)'}; use .csv, .parquet or .jsonl")
     except FitError:
         raise
+    except UnicodeDecodeError as exc:
+        raise FitError(
+            f"{path}: cannot read the runs table: it is not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} "
+            f"at offset {exc.start}); save it as UTF-8"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
         first = (str(exc).strip().splitlines() or [""])[0]  # one line: pyarrow's messages go on for many
         raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {first})") from None
@@ -368,6 +384,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         df.insert(0, "run_id", [f"line {first_line + i}" for i in range(len(df))])
         df.attrs[ADDED_COLUMNS] = ["run_id"]  # ladder's, not the file's: never listed as a column the file has
     _refuse_true_false(df, path)
+    _counts_and_text(df, path)
     _refuse_beyond_counts(df, path)
     return df
 
@@ -393,6 +410,49 @@ def _refuse_true_false(df: pd.DataFrame, path: Path) -> None:
             raise FitError(
                 f"{path}: column {name} holds true/false in {int(rows.sum())} row(s) ({_labels(df, rows)}); "
                 "give numbers"
+            )
+
+
+COUNT_COLUMNS = ("params", "tokens", "flops")
+"""The columns of counts: a cell such as ``1.2B`` or ``64M`` reads as the count it is, as ``--predict`` reads it."""
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _counts_and_text(df: pd.DataFrame, path: Path) -> None:
+    """Counts written with a unit (``1.2B``) as numbers, in place; text that is no number in a numeric column
+    refused, naming the rows and a value (pandas said "Unable to parse string '1,000' at position 0")."""
+    from ladder.model.config import read_count
+
+    for name in NUMERIC:
+        if name not in df.columns or pd.api.types.is_numeric_dtype(df[name]):
+            continue
+        col = df[name].astype(object)
+        if name in COUNT_COLUMNS:
+            col = col.map(
+                lambda v: (
+                    float(read_count(v.strip())) if isinstance(v, str) and read_count(v.strip()) is not None else v
+                )
+            )
+            df[name] = col
+        rows = col.map(lambda v: isinstance(v, str) and not _is_number(v))
+        if rows.any():
+            value = str(col[rows].iloc[0])
+            how = (
+                "numbers such as 64000000 or 6.4e7, or counts such as 64M"
+                if name in COUNT_COLUMNS
+                else "plain numbers such as 3.21 or 1e-3"
+            )
+            raise FitError(
+                f"{path}: column {name} holds text that is not a number in {int(rows.sum())} row(s) "
+                f"({_labels(df, rows)}; e.g. {value!r}): write {how}"
+                + (", without thousands separators" if "," in value else "")
             )
 
 
@@ -438,7 +498,7 @@ def _repeated_header_names(path: Path, sep: str) -> list[str]:
 
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
         header = next((row for row in csv.reader(f, delimiter=sep) if any(cell.strip() for cell in row)), [])
-    counts = Counter(header)
+    counts = Counter(cell.strip() for cell in header)
     return [name for name, n in counts.items() if n > 1]
 
 

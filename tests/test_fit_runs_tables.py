@@ -1,0 +1,80 @@
+"""`ladder fit --runs` on tables as people write them (issue 28's new-user trial): counts with units, thousands
+separators, percent signs, header cells with spaces or capitals, a file that is not UTF-8, a .tsv with commas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli_helpers import one_line, run_cli
+
+SIZES = (1e6, 2e6, 4e6, 8e6)
+
+
+def _rows() -> list[tuple[float, float, float]]:
+    return [(n, n * r, round(1.7 + 400 / n**0.34 + 410 / (n * r) ** 0.28, 4)) for n in SIZES for r in (10, 20, 40)]
+
+
+def _write(path: Path, header: str, cells, encoding: str = "utf-8") -> Path:
+    path.write_text(header + "\n" + "".join(",".join(c) + "\n" for c in cells), encoding=encoding)
+    return path
+
+
+def _human(x: float) -> str:
+    return next((f"{x / s:g}{u}" for s, u in ((1e9, "B"), (1e6, "M"), (1e3, "K")) if x >= s), f"{x:g}")
+
+
+def test_counts_with_units_are_read_as_the_counts_they_are(tmp_path, capsys):
+    plain = _write(tmp_path / "plain.csv", "params,tokens,loss", [(f"{n:g}", f"{d:g}", f"{x}") for n, d, x in _rows()])
+    units = _write(
+        tmp_path / "units.csv", "params,tokens,loss", [(_human(n), _human(d), f"{x}") for n, d, x in _rows()]
+    )
+    a, b = (
+        run_cli(capsys, "fit", "--runs", p, "--bootstrap", "3", "--predict", "1e8:2e9", "--json")
+        for p in (plain, units)
+    )
+    assert a.code == 0 and b.code == 0, b.stderr
+    assert a.json()["predictions"][0]["loss"] == b.json()["predictions"][0]["loss"]
+
+
+def test_text_in_a_numeric_column_names_the_column_rows_and_a_value(tmp_path, capsys):
+    """pandas said "column params is not numeric (Unable to parse string '1,000,000' at position 0)"."""
+    rows = _rows()
+    runs = _write(tmp_path / "t.csv", "params,tokens,loss", [(f'"{int(n):,}"', f"{d:g}", f"{x}") for n, d, x in rows])
+    one_line(
+        run_cli(capsys, "fit", "--runs", runs),
+        "column params holds text that is not a number in 12 row(s)",
+        "line 2",
+        "'1,000,000'",
+        "without thousands separators",
+    )
+    runs = _write(tmp_path / "p.csv", "params,tokens,loss", [(f"{n:g}", f"{d:g}", f"{x}%") for n, d, x in rows])
+    line = one_line(run_cli(capsys, "fit", "--runs", runs), "column loss holds text", "plain numbers")
+    assert "position 0" not in line and "64M" not in line
+
+
+def test_header_cells_with_spaces_are_read_and_capitals_are_hinted(tmp_path, capsys):
+    cells = [(f"{n:g}", f"{d:g}", f"{x}") for n, d, x in _rows()]
+    assert (
+        run_cli(
+            capsys, "fit", "--runs", _write(tmp_path / "s.csv", " params , tokens,loss ", cells), "--bootstrap", "3"
+        ).code
+        == 0
+    )
+    one_line(
+        run_cli(capsys, "fit", "--runs", _write(tmp_path / "c.csv", "Params,Tokens,loss", cells)),
+        "lacks column(s) params, tokens",
+        "rename 'Params' to params",
+        "--columns params=Params,tokens=Tokens,loss=loss",
+    )
+    one_line(
+        run_cli(capsys, "fit", "--runs", _write(tmp_path / "d.csv", "params, loss,loss", cells)),
+        "more than one column is named 'loss'",
+    )
+
+
+def test_a_file_not_in_utf8_and_a_tsv_with_commas_are_named_so(tmp_path, capsys):
+    cells = [(f"{n:g}", f"{d:g}", f"{x}", "caf\xe9") for n, d, x in _rows()]
+    runs = _write(tmp_path / "l.csv", "params,tokens,loss,name", cells, encoding="latin-1")
+    one_line(run_cli(capsys, "fit", "--runs", runs), "not UTF-8", "save it as UTF-8")
+    tsv = _write(tmp_path / "c.tsv", "params,tokens,loss", [c[:3] for c in cells])
+    one_line(run_cli(capsys, "fit", "--runs", tsv), "comma-separated", "name it .csv")
