@@ -1007,3 +1007,24 @@ def test_score_refuses_a_curve_line_that_is_no_record_or_gives_a_key_twice(fitte
 def test_a_hero_compute_beyond_any_run_writes_its_bound_as_the_report_does(tmp_path, capsys):
     spec = _study_file(tmp_path, {**BASE, "hero": {"compute": 1e40}})
     one_line(run_cli(capsys, "studies", "validate", spec), "hero.compute = 1.00e40 FLOPs", "at most 1.00e35 FLOPs")
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--params", "135M", "--n-heads", "9"], ["--n-heads 9", "--params sizes the shape"]),
+        (["--params", "135M", "--n-kv-heads", "3"], ["--n-kv-heads 3", "--params sizes the shape"]),
+        (["--params", "135M", "--ffn-dim", "1536"], ["--ffn-dim 1536", "--params sizes the shape"]),
+        (["--d-model", "64", "--n-layers", "2", "--aspect-ratio", "5"], ["--aspect-ratio 5", "goes with --params"]),
+        (["--d-model", "64", "--n-layers", "2", "--convention", "total"], ["--convention total", "with --params"]),
+    ],
+)
+def test_model_info_refuses_an_option_its_shape_does_not_read(capsys, args, words):
+    """`model info --params 135M --n-heads 9` and `--d-model 64 --n-layers 2 --aspect-ratio 5` printed a shape
+    that ignored the option, as --kv-ratio once was ignored."""
+    one_line(run_cli(capsys, "model", "info", *args), *words)
+
+
+def test_model_info_says_a_shape_error_without_pydantics_words(capsys):
+    line = one_line(run_cli(capsys, "model", "info", "--d-model", "64", "--n-layers", "2", "--n-heads", "3"))
+    assert "Value error" not in line and "not divisible by n_heads=3" in line

@@ -25,8 +25,12 @@ def model_info(
     params: str | None = typer.Option(
         None, "--params", help="Instead of a shape: a target size such as 135M, sized at --aspect-ratio."
     ),
-    convention: str = typer.Option("total", "--convention", help="total | non_embedding, for --params."),
-    aspect_ratio: float = typer.Option(32.0, "--aspect-ratio", help="d_model / n_layers, for --params."),
+    convention: str | None = typer.Option(
+        None, "--convention", help="total | non_embedding, for --params (default: total)."
+    ),
+    aspect_ratio: float | None = typer.Option(
+        None, "--aspect-ratio", help="d_model / n_layers, for --params (default: 32)."
+    ),
     kv_ratio: int = typer.Option(1, "--kv-ratio", help="Query heads per KV head (GQA): KV heads = heads / ratio."),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -62,10 +66,25 @@ def model_info(
             raise SpecError(f"{option} {value}: must be a whole number from 1 to {most:,}")
     if kv_ratio > width:
         raise SpecError(f"--kv-ratio {kv_ratio}: must be a whole number from 1 to {width:,} query heads per KV head")
+    # an option the chosen way of giving the shape does not read is refused, not ignored (as --kv-ratio once was)
+    if params is not None:
+        if d_model is not None or n_layers is not None:
+            raise SpecError("give either an explicit shape (--d-model, --n-layers) or --params, not both")
+        for option, value in (("--n-heads", n_heads), ("--n-kv-heads", n_kv_heads), ("--ffn-dim", ffn_dim)):
+            if value is not None:
+                raise SpecError(
+                    f"{option} {value}: --params sizes the shape itself (from --head-dim, --kv-ratio and "
+                    "--aspect-ratio); give an explicit shape (--d-model, --n-layers) to set it"
+                )
+    else:
+        for option, value in (("--aspect-ratio", aspect_ratio), ("--convention", convention)):
+            if value is not None:
+                shown = f"{value:g}" if isinstance(value, float) else value
+                raise SpecError(f"{option} {shown}: goes with --params (a target size), not with an explicit shape")
+    convention = convention or "total"
+    aspect_ratio = 32.0 if aspect_ratio is None else aspect_ratio
     try:
         if params is not None:
-            if d_model is not None or n_layers is not None:
-                raise SpecError("give either an explicit shape (--d-model, --n-layers) or --params, not both")
             if convention not in ("total", "non_embedding"):
                 raise SpecError(f"--convention {convention!r}: must be 'total' or 'non_embedding'")
             what = "a positive count such as 50K, 135M or 7e9"
@@ -136,7 +155,7 @@ def model_info(
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         field = ".".join(str(p) for p in first["loc"]) or "shape"
-        raise SpecError(f"{field}: {first['msg']}") from None
+        raise SpecError(f"{field}: {first['msg'].removeprefix('Value error, ')}") from None
     info = shape.accounting(seq_len)
     if as_json:
         print_json(info)
