@@ -78,3 +78,20 @@ def test_a_file_not_in_utf8_and_a_tsv_with_commas_are_named_so(tmp_path, capsys)
     one_line(run_cli(capsys, "fit", "--runs", runs), "not UTF-8", "save it as UTF-8")
     tsv = _write(tmp_path / "c.tsv", "params,tokens,loss", [c[:3] for c in cells])
     one_line(run_cli(capsys, "fit", "--runs", tsv), "comma-separated", "name it .csv")
+
+
+def test_a_loss_that_rises_with_compute_is_warned_about(tmp_path, capsys):
+    """An accuracy read as the loss was fitted to a flat law (rollout error 63%) without a word."""
+    cells = [(f"{n:g}", f"{d:g}", f"{10 - x}") for n, d, x in _rows()]
+    r = run_cli(capsys, "fit", "--runs", _write(tmp_path / "acc.csv", "params,tokens,loss", cells), "--bootstrap", "3")
+    assert r.code == 0, r.stderr
+    assert "the loss rises with compute in these runs" in r.stdout and "accuracy" in r.stdout
+    r = run_cli(
+        capsys,
+        "fit",
+        "--runs",
+        _write(tmp_path / "ok.csv", "params,tokens,loss", [(f"{n:g}", f"{d:g}", f"{x}") for n, d, x in _rows()]),
+        "--bootstrap",
+        "3",
+    )
+    assert r.code == 0 and "rises with compute" not in r.stdout

@@ -153,6 +153,13 @@ def fit_study(
             f"range of any language model's loss: {shown}; is the loss column the eval loss in nats/token?"
         )
 
+    rises = table.loss_rises_with_compute(df)
+    if rises is not None:  # a flat law with a huge rollout error, and no word why (issue 28)
+        warnings.append(
+            f"the loss rises with compute in these runs (rank correlation {rises:+.2f}): a scaling law expects it "
+            "to fall, so its forecasts mean little; is the loss column an eval loss (lower is better), not an "
+            "accuracy or a reward?"
+        )
     conv = table.convention(df, study, warnings)
     rung, variant_of, tune, how = table.rung_variant_keys(raw)
     raw["_rung"], raw["_variant"] = rung, variant_of

@@ -282,6 +282,19 @@ def rungs_as_scale(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns=["scale"], errors="ignore").assign(scale=df["_rung"]).drop(columns=["_rung", "_variant"])
 
 
+RISING_RANK_CORR = 0.5  # loss vs compute rank correlation above which the runs are said to get worse with scale
+
+
+def loss_rises_with_compute(df: pd.DataFrame) -> float | None:
+    """The rank correlation of loss with compute (6ND) when it is clearly positive over runs spanning >= 2 sizes
+    (a larger model or budget that scores a higher loss: an accuracy column read as the loss?), else None."""
+    if len(df) < 3 or df["params"].nunique() < 2:
+        return None
+    compute = (df["params"] * df["tokens"]).rank()
+    rho = float(compute.corr(df["loss"].rank()))
+    return rho if rho > RISING_RANK_CORR else None
+
+
 def largest_size_winner(law_df: pd.DataFrame, fitted: Sequence[str]) -> tuple[str, str]:
     """The variant with the lowest mean loss at the largest size every variant trained, on the rungs (params x
     tokens) they share, and why; when they share no rung, the first in the table, and why. (The largest size of
