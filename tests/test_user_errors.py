@@ -645,3 +645,15 @@ def test_tokenizer_train_says_when_the_corpus_is_too_small_or_the_text_key_empty
     )
     one_line(r, "--text-key '': an empty name")
     assert not (tmp_path / "tk2").exists()
+
+
+def test_tokenizer_eval_with_a_tiny_byte_cap_names_the_cap(capsys, tiny_tokenizer, tiny_jsonl_corpus):
+    """`data tokenizer eval TOK CORPUS --max-bytes 100` said "try a larger --validation-fraction", which did not
+    help at 0.4: the cap bounds the text read before the split, so the message names it first."""
+    line = one_line(
+        run_cli(capsys, "data", "tokenizer", "eval", tiny_tokenizer, tiny_jsonl_corpus, "--max-bytes", "100"),
+        "no held-out documents",
+        "--max-bytes",
+    )
+    assert "first 100 of text" in line
+    assert run_cli(capsys, "data", "tokenizer", "eval", tiny_tokenizer, tiny_jsonl_corpus).code == 0

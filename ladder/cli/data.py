@@ -104,7 +104,11 @@ def tokenizer_eval(
             raise DataError(
                 f"{corpus}: no document has text under --text-key {text_key!r} (is the text under another key?)"
             )
-        raise DataError(f"{corpus}: no held-out documents to evaluate on (try a larger --validation-fraction)")
+        # --max-bytes caps the text read before the split: a small cap holds no held-out document at any fraction
+        raise DataError(
+            f"{corpus}: no held-out documents to evaluate on in the first {max_bytes} of text (try a larger "
+            "--max-bytes or --validation-fraction)"
+        )
     m = evaluate_tokenizer(tokenizer_dir, texts)
     if as_json:
         print_json(m)
