@@ -95,3 +95,15 @@ def test_a_loss_that_rises_with_compute_is_warned_about(tmp_path, capsys):
         "3",
     )
     assert r.code == 0 and "rises with compute" not in r.stdout
+
+
+def test_a_runs_fit_never_speaks_of_a_hero_it_does_not_have(tmp_path, capsys):
+    """The ratio form's runs were 'those within 10% of the hero's 200 tokens/param' with no hero (the first
+    --predict point set the ratio); fit.json's hero reason said 'pass study=', a Python argument."""
+    cells = [(f"{n:g}", f"{d:g}", f"{x}") for n, d, x in _rows()]
+    runs = _write(tmp_path / "r.csv", "params,tokens,loss", cells)
+    r = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3", "--predict", "7B:1.4T")
+    assert r.code == 0, r.stderr
+    assert "the hero's 200 tokens/param" not in r.stdout and "the target's 200 tokens/param" in r.stdout
+    j = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3", "--predict", "7B:1.4T", "--json").json()
+    assert "study=" not in j["hero"]["reason"] and "--predict" in j["hero"]["reason"]

@@ -175,7 +175,10 @@ class LossForm:
     def runs_words(self, target_ratio: float) -> str:
         """Which runs the form is fitted on, in words."""
         if self.key == "ratio":
-            return f"those within {100 * RATIO_TOL:g}% of the hero's {target_ratio:.3g} tokens/param"
+            return (
+                f"those within {100 * RATIO_TOL:g}% of the target's {target_ratio:.3g} tokens/param: the hero's, "
+                "else the first prediction's, else the largest run's"
+            )
         if self.key == "frontier":
             return "those on the compute-optimal frontier, where no cheaper run reached a lower loss"
         return "every run"

@@ -205,7 +205,9 @@ def fit_study(
 
     hero = shape = alloc_src = None
     if study is None:
-        reasons["hero"] = "no study given: the hero is defined by a study (pass study=, or use predict=)"
+        reasons["hero"] = (
+            "no study given: a hero is defined by a study (fit a study, or forecast points with --predict)"
+        )
         reasons["recommendation"] = "no study given: the recommendation needs the study's hero and recipe"
     else:
         hero, shape, alloc_src = study_hero.size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings)
