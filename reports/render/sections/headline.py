@@ -23,6 +23,7 @@ from ladder.reports.render.fmt import (
     fmt_loss,
     fmt_lr,
     fmt_pct,
+    fmt_size,
     num,
     ok,
     pos,
@@ -57,7 +58,7 @@ def headline(ctx: Builder) -> Section:
         ext_text = ""
         if ok(ext.get("params")):
             ext_text = (
-                f"; {fmt_g(ext.get('params'), 2)}× the ladder's largest model in parameters, "
+                f"; {fmt_g(ext.get('params'), 3)}× the ladder's largest model in parameters, "
                 f"{fmt_g(ext.get('compute_6nd'), 3)}× in compute"
             )
         half = hero.half_width_pct
@@ -139,10 +140,10 @@ def headline(ctx: Builder) -> Section:
     config = [
         (
             "Parameters",
-            f"{fmt_count(params)}" + (f" ({str(conv).replace('_', '-')})" if conv else ""),
+            f"{fmt_size(params)}" + (f" ({str(conv).replace('_', '-')})" if conv else ""),  # as `ladder fit`
             src.get("params", ""),
         ),
-        ("Training tokens", fmt_count(tokens), src.get("tokens", "")),
+        ("Training tokens", fmt_size(tokens), src.get("tokens", "")),
         (
             "Tokens per parameter",
             fmt_g(num(tokens) / num(params)) if pos(tokens, params) else ABSENT,
@@ -213,8 +214,8 @@ def _reach_tile(fit: FitJson | None, hero: Hero) -> Tile:
     widened = f" (widened {fmt_g(cal.factor, 3)}×)" if ok(cal.factor) and num(cal.factor) > 1 else ""
     return Tile(
         "Demonstrated reach",
-        f"{fmt_g(r2.params_x, 2)}×",
-        f"in parameters ({fmt_g(r2.compute_x, 2)}× in compute): rollout forecasts stayed "
-        f"within 2% up to this distance (tested up to {fmt_g(tested.params_x, 2)}× in parameters, "
-        f"{fmt_g(tested.compute_x, 2)}× in compute){cov}{widened}",
+        f"{fmt_g(r2.params_x, 3)}×",  # the digits `ladder fit` gives
+        f"in parameters ({fmt_g(r2.compute_x, 3)}× in compute): rollout forecasts stayed "
+        f"within 2% up to this distance (tested up to {fmt_g(tested.params_x, 3)}× in parameters, "
+        f"{fmt_g(tested.compute_x, 3)}× in compute){cov}{widened}",
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ladder import layout
+from ladder.model.config import format_count
 from ladder.reports.render.builder import Builder
 from ladder.reports.render.sections.headline import headline
 from ladder.reports.render.sections.runs import ladder
@@ -243,3 +244,30 @@ def test_without_a_fit_the_headline_gives_the_true_reason_for_no_rollout(wsd_stu
     data.fit = fit_dict_of({})  # a fit without a loss law: its reason, not the ladder's sizes
     tile = next(t for t in headline(Builder(data)).blocks[0].tiles if t.label == "Demonstrated reach")
     assert "too few sizes or budgets" not in _texts(tile) and "not in this test" in _texts(tile)
+
+
+def test_the_headline_gives_the_hero_and_the_reach_in_the_digits_ladder_fit_gives(tmp_path):
+    """Issue 28 (user trial): `ladder fit` said "params 397.7K", "tokens 8.003M", "2.82x the ladder's largest
+    model" and "within 2% up to 2.04x params"; the report's headline said 398K, 8M, 2.8x and 2x."""
+    import io
+
+    from rich.console import Console
+
+    from ladder.reports.summary import print_fit
+    from tests.hero_fixture import make_ladder
+
+    ctx = Builder(load_study(make_ladder(tmp_path / "s", n_boot=10)))
+    head = _texts(headline(ctx))
+    buf = io.StringIO()
+    print_fit(ctx.fit_json, Console(file=buf, width=400, color_system=None))
+    terminal = buf.getvalue()
+    fit = ctx.fit_json
+    rec, ext, reach = fit.recommendation, fit.hero.extrapolation, fit.loss.reach["2%"]
+    for said in (
+        format_count(rec.params),
+        format_count(rec.tokens),
+        f"{ext['params']:.3g}",
+        f"{reach.params_x:.3g}",
+        f"{reach.compute_x:.3g}",
+    ):
+        assert said in terminal and said in head, (said, head)
