@@ -107,3 +107,21 @@ def test_a_runs_fit_never_speaks_of_a_hero_it_does_not_have(tmp_path, capsys):
     assert "the hero's 200 tokens/param" not in r.stdout and "the target's 200 tokens/param" in r.stdout
     j = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3", "--predict", "7B:1.4T", "--json").json()
     assert "study=" not in j["hero"]["reason"] and "--predict" in j["hero"]["reason"]
+
+
+def test_json_lines_with_a_bom_a_null_line_no_runs_or_nested_keys(tmp_path, capsys):
+    import json
+
+    lines = [json.dumps({"params": n, "tokens": d, "loss": x}) for n, d, x in _rows()]
+    bom = tmp_path / "bom.jsonl"
+    bom.write_text("\n".join(lines) + "\n", encoding="utf-8-sig")
+    assert run_cli(capsys, "fit", "--runs", bom, "--bootstrap", "3").code == 0  # was "line 1 is not JSON"
+    null = tmp_path / "null.jsonl"
+    null.write_text("\n".join(lines[:2]) + "\n\nnull\n")
+    one_line(run_cli(capsys, "fit", "--runs", null), "line 4 is null, not a JSON object")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    one_line(run_cli(capsys, "fit", "--runs", empty), "holds no runs")
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text("".join(json.dumps({"config": {"n": n, "d": d}, "loss": x}) + "\n" for n, d, x in _rows()))
+    one_line(run_cli(capsys, "fit", "--runs", nested), "it has loss, config.n, config.d", "map them with --columns")

@@ -48,6 +48,8 @@ def _separator_hint(columns: list[str]) -> str:
             return f" (is the file {name}-separated? ladder reads a comma-separated CSV: write it with ',')"
     if any("," in c and any(r in c.split(",") for r in REQUIRED) for c in columns):
         return " (is the file comma-separated? a .tsv file is read tab-separated: name it .csv)"
+    if any("." in c for c in columns):
+        return " (nested keys, as in a W&B export: map them with --columns, e.g. params=config.n_params,...)"
     lower = {c.strip().lower(): c for c in columns}
     near = [f"{lower[r]!r} to {r}" for r in REQUIRED if r not in columns and r in lower]
     if near:
@@ -532,15 +534,16 @@ def _repeated_key(path: Path, where: str, key: str) -> FitError:
 def _read_json_runs(path: Path) -> pd.DataFrame:
     import json
 
-    text = path.read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith("["):  # one JSON array of runs
+    text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows tools write one) is no JSON
+    array = text.lstrip().startswith("[")
+    if array:  # one JSON array of runs
         try:
             records = json.loads(text, object_pairs_hook=no_repeated_keys)
         except RepeatedKey as exc:
             raise _repeated_key(path, "a run", exc.key) from None
+        where = [f"run {n} of the array" for n in range(1, len(records) + 1)]
     else:
-        records = []
+        records, where = [], []
         for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -550,14 +553,20 @@ def _read_json_runs(path: Path) -> pd.DataFrame:
                 raise _repeated_key(path, f"line {n}", exc.key) from None
             except ValueError as exc:
                 raise FitError(f"{path}: line {n} is not JSON ({exc})") from None
-    if not all(isinstance(r, dict) for r in records):
-        raise FitError(f"{path}: every line must be a JSON object (one run)")
-    for n, record in enumerate(records, start=1):
+            where.append(f"line {n}")
+    if not records:
+        raise FitError(f"{path}: holds no runs (write one JSON object per line, one run each)")
+    for at, record in zip(where, records):
+        if not isinstance(record, dict):
+            raise FitError(
+                f"{path}: {at} is {json.dumps(record)[:40]}, not a JSON object: every "
+                f"{'element' if array else 'line'} must be one run, e.g. "
+                '{"params": 1e6, "tokens": 2e7, "loss": 3.2}'
+            )
         twice = _flattened_twice(record)
         if twice:
-            where = f"run {n}" if stripped.startswith("[") else f"line {n}"
             raise FitError(
-                f"{path}: {where} gives {twice!r} both as a dotted key and nested (flattened, one would hide "
+                f"{path}: {at} gives {twice!r} both as a dotted key and nested (flattened, one would hide "
                 "the other); keep one"
             )
     return pd.json_normalize(records, sep=".")
