@@ -370,3 +370,25 @@ def test_a_freeze_after_the_hero_trained_is_marked_and_never_headlined_as_the_pr
     assert r.code == 0, r.stderr
     html = (study / "report" / "report.html").read_text()
     assert "A prediction checked against a real run. The frozen forecast (forecast 1," in html
+
+
+@pytest.mark.parametrize(
+    "score",
+    [
+        {"final": True},
+        {"final": False, "partial": {"available": True}},
+        {"final": True, "actual": 3.5, "error_pct": 1, "inside": "yes"},
+    ],
+    ids=["final-without-numbers", "partial-without-forecast", "inside-as-text"],
+)
+def test_show_says_a_hand_edited_score_is_incomplete_without_a_traceback(study, capsys, score):
+    """Issue 28 (user trial): a score the freeze's contract lets through ({"final": true}) was a KeyError
+    traceback in `forecast show`."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    path = study / "forecast.json"
+    record = json.loads(path.read_text())
+    record["scores"] = [score]
+    path.write_text(json.dumps(record))
+    r = run_cli(capsys, "forecast", "show", study)
+    assert r.code == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    assert "edited by hand?" in " ".join(r.stdout.replace("│", " ").split())

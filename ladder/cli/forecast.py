@@ -23,6 +23,15 @@ def _interval(p: dict) -> str:
 
 
 def _score_text(s: dict | None) -> str:
+    """A score in one line; one that lacks what ``forecast score`` writes (a hand edit the freeze's contract
+    lets through) says so instead of a traceback."""
+    try:
+        return _score_words(s)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return "a score without the numbers `ladder forecast score` writes (edited by hand?): score again"
+
+
+def _score_words(s: dict | None) -> str:
     if not s:
         return "-"
     inside = {True: "inside", False: "OUTSIDE", None: "no interval"}
