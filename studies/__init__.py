@@ -56,6 +56,11 @@ def study_file(name_or_path: str | Path) -> Path:
             if not spec.exists():
                 if StudyDir(path).plan.exists():  # planned, then its study.yaml was lost
                     raise SpecError(f"{path}: a planned study without its {spec.name}; {_rewrite_copy(path)}")
+                from ladder.layout import enclosing_study
+
+                outer = enclosing_study(path)
+                if outer is not None:  # S/runs, a run's folder: the study is the folder above
+                    raise SpecError(f"{path} is inside the study directory {outer}; give that directory")
                 raise SpecError(f"{path}: a directory but no planned study (it has no {spec.name}); give a study file")
             return spec
         if not path.is_file():

@@ -187,6 +187,9 @@ def test_a_folder_inside_a_study_or_a_missing_one_is_not_sent_to_ladder_plan(tmp
         one_line(run_cli(capsys, command, inside), f"{inside} is inside the study directory {planned}")
     missing = tmp_path / "studdy"
     one_line(run_cli(capsys, command, missing), f"{missing} does not exist")
+    # and where a study (file or directory) goes: sanity, data prepare, plan, run
+    other = {"status": ["sanity"], "collect": ["data", "prepare"], "submit": ["plan"], "eval": ["run"]}[command]
+    one_line(run_cli(capsys, *other, planned / "runs"), f"{planned / 'runs'} is inside the study directory {planned}")
     assert not missing.exists()
     half = tmp_path / "half"  # a study.yaml without plan.json: planning it in place is the repair
     half.mkdir()
