@@ -35,7 +35,7 @@ def _count(v: Any) -> str:
     return "-" if v is None else format_count(float(v))
 
 
-def _ci(pair: Any, digits: int = 3) -> str:
+def _ci(pair: Any, digits: int = 4) -> str:
     if not pair or pair[0] is None or pair[1] is None:
         return ""
     return f" [{_num(pair[0], digits)}, {_num(pair[1], digits)}]"
@@ -162,7 +162,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
         t.add_row("params", f"{_count(r.params)} {r.param_convention} ({_count(r.params_total)} total)", "")
         t.add_row("tokens", f"{_count(r.tokens)} ({_num(r.tokens_per_param, 3)}/param)", src.get("tokens", ""))
         t.add_row("batch", f"{r.batch_tokens:,} tokens", src.get("batch_tokens", ""))
-        t.add_row("peak LR", _num(r.lr, 3) + _ci(r.lr_ci90), src.get("lr", ""))
+        t.add_row("peak LR", _num(r.lr, 3) + _ci(r.lr_ci90, 3), src.get("lr", ""))
         t.add_row(
             "schedule",
             f"{r.schedule.kind}, warmup {r.warmup_steps} of {r.steps} steps",
@@ -207,8 +207,8 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
         hh = hp.hero
         laws = ", ".join(x for x in (hh and hh.lr_law, hh and hh.batch_tokens_law) if x)
         console.print(
-            f"[bold]hyperparameter laws[/]: lr* at hero {_num(hh and hh.lr, 3)}{_ci(hh and hh.lr_ci90)}, "
-            f"batch* {_num(hh and hh.batch_tokens, 3)}{_ci(hh and hh.batch_tokens_ci90)}"
+            f"[bold]hyperparameter laws[/]: lr* at hero {_num(hh and hh.lr, 3)}{_ci(hh and hh.lr_ci90, 3)}, "
+            f"batch* {_num(hh and hh.batch_tokens, 3)}{_ci(hh and hh.batch_tokens_ci90, 3)}"
             + (f" [dim]({laws})[/]" if laws else "")
         )
         for name, law in (("lr*", hp.lr), ("batch*", hp.batch)):
@@ -228,7 +228,7 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
         hh = dw.hero
         console.print(
             f"[bold]depth vs width[/]: best aspect at hero {_num(hh and hh.aspect_ratio, 3)}"
-            f"{_ci(hh and hh.aspect_ratio_ci90)}"
+            f"{_ci(hh and hh.aspect_ratio_ci90, 3)}"
         )
     iso = fit.isoflop
     if not iso.available:
@@ -282,9 +282,9 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
         if hp:
             row += [
                 _num(x.lr, 3),
-                _ci(x.lr_ci90).strip() or (x.lr_reason or "-"),
+                _ci(x.lr_ci90, 3).strip() or (x.lr_reason or "-"),
                 _count(x.batch_tokens),
-                _ci(x.batch_ci90).strip() or (x.batch_reason or "-"),
+                _ci(x.batch_ci90, 3).strip() or (x.batch_reason or "-"),
             ]
         t.add_row(*row)
     console.print(t)

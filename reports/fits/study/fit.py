@@ -135,8 +135,13 @@ def fit_study(
     if not ok.any():
         raise FitError(
             f"fit: no finished runs to fit: none of the {len(raw)} run(s) is done "
-            f"({', '.join(sorted({str(e['status']) for e in excluded}))}); see `ladder status` of a study, or the "
-            f"status column of a runs table (fitted: {', '.join(sorted(table.KEEP_STATUS))}, or empty)"
+            f"({', '.join(sorted({str(e['status']) for e in excluded}))}); "
+            + (
+                "train them (`ladder submit`), then `ladder collect` and fit again; `ladder status` shows where they are"
+                if study is not None
+                else f"the status column of a runs table says which to fit ({', '.join(sorted(table.KEEP_STATUS))}, "
+                "or empty)"
+            )
         )
     flops_given = "flops" in raw.columns
     if not flops_given:
