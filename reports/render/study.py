@@ -193,10 +193,15 @@ def load_study(study_dir: Path) -> StudyData:
     data.runs = _merge_planned(sd, runs, data.plan, data.devices, problems, finished)
     if finished:  # collect's table, the fit and this report leave these runs out: say so before the stale hash
         shown = ", ".join(finished[:4]) + (f" and {len(finished) - 4} more" if len(finished) > 4 else "")
-        when = "after the last collect" if data.has_results else "and were never collected"
+        said = (
+            f"finished after the last collect ({shown}): the results table, the fit and this report leave them out"
+            if data.has_results
+            else f"finished, but the study has no readable {layout.RESULTS_PARQUET} ({shown}): this report leaves "
+            "their results out"
+        )
         data.stale_fit = (
-            f"{len(finished)} run(s) finished {when} ({shown}): the results table, the fit and this report leave "
-            f"them out; run `ladder collect {sd.path}` and `ladder fit {sd.path}`, then render the report again"
+            f"{len(finished)} run(s) {said}; run `ladder collect {sd.path}` and `ladder fit {sd.path}`, "
+            "then render the report again"
         )
     data.problems = problems
     return data

@@ -149,3 +149,7 @@ def test_ladder_report_says_when_runs_finished_after_the_last_collect(tmp_path, 
     refresh(root)  # collect and fit
     again = run_cli(capsys, "report", root, "--format", "html")
     assert again.code == 0 and "warning" not in again.stderr, again.stderr
+    layout.StudyDir(root).results_parquet.unlink()  # a table deleted: no "after the last collect", no fit blamed
+    gone = run_cli(capsys, "report", root, "--format", "html")
+    assert gone.code == 0 and "finished, but the study has no readable results.parquet" in gone.stderr
+    assert "leave them out" not in gone.stderr and f"ladder collect {root}" in gone.stderr
