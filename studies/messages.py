@@ -81,9 +81,20 @@ def _describe_error(err: dict, root: type[BaseModel]) -> str:
     msg = re.sub(r"^Value error, ", "", msg)
     msg = re.sub(r"^Input should be ", "must be ", msg)
     msg = re.sub(r"^List should have ", "must have ", msg)
+    msg = re.sub(r"^String should have ", "must have ", msg)
     if err["type"] == "value_error" and isinstance(value, dict):
         return f"{path}: {msg}"
-    return f"{path} = {value!r}: {msg}"
+    return f"{path} = {_short_repr(value)}: {msg}"
+
+
+def _short_repr(value: object) -> str:
+    """``repr(value)`` cut to a readable length: a 10 MB string or an alias-expanded YAML list (a 'billion laughs'
+    file) once put a line of hundreds of megabytes on stderr."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxstring, r.maxother, r.maxlist, r.maxtuple, r.maxdict, r.maxlevel = 80, 80, 6, 6, 6, 2
+    return r.repr(value)
 
 
 def pydantic_message(exc: ValidationError, root: type[BaseModel], source: str) -> str:

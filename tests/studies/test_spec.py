@@ -149,3 +149,20 @@ def test_the_checks_beyond_the_schema_name_the_study_file_too(tmp_path, capsys, 
     assert r.code == 2 and len(lines) == 1, (r.code, r.stderr[-1000:])
     assert lines[0].startswith(f"error: {spec}: ") and words in lines[0], lines[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["study.yaml"]
+
+
+def test_a_huge_or_alias_expanded_value_is_shown_cut_short(tmp_path, capsys):
+    """A 10 MB `name` put a 10 MB error line on stderr, and a 'billion laughs' YAML (aliases nested 8 deep) a
+    226 MB one: the value is shown cut short, and the line stays one line."""
+    from tests.cli_helpers import one_line, run_cli
+
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(f"name: {'x' * 1_000_000}\n")
+    line = one_line(run_cli(capsys, "studies", "validate", huge), "name = 'xxx", "at most 200 characters")
+    assert len(line) < 1000
+    rows = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    rows += [f"{b}: &{b} [{', '.join(['*' + a] * 9)}]" for a, b in zip("abcdefg", "bcdefgh")]
+    laughs = tmp_path / "laughs.yaml"
+    laughs.write_text("\n".join(rows) + "\nname: *h\n")
+    line = one_line(run_cli(capsys, "studies", "validate", laughs), "name = [[")
+    assert len(line) < 2000
