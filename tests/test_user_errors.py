@@ -660,3 +660,15 @@ def test_tokenizer_eval_with_a_tiny_byte_cap_names_the_cap(capsys, tiny_tokenize
     )
     assert "first 100 of text" in line
     assert run_cli(capsys, "data", "tokenizer", "eval", tiny_tokenizer, tiny_jsonl_corpus).code == 0
+
+
+def test_an_option_of_another_executor_is_refused_not_ignored(tmp_path, capsys, planned):
+    """`submit S --executor debug --partition gpu --parallel 3` trained in process, ignoring both options in
+    silence; an option of an executor that does not run is refused, naming the executor that would read it."""
+    before = _files(planned)
+    line = one_line(run_cli(capsys, "submit", planned, "--executor", "debug", "--partition", "gpu"), "--partition")
+    assert "slurm executor" in line and "--executor slurm" in line
+    one_line(run_cli(capsys, "submit", planned, "--executor", "slurm", "--parallel", "3"), "--parallel", "local")
+    one_line(run_cli(capsys, "submit", planned, "--executor", "local", "--sbatch", "a=b"), "--sbatch", "slurm")
+    one_line(run_cli(capsys, "run", planned, "--executor", "debug", "--gpus", "0"), "--gpus", "--executor local")
+    assert _files(planned) == before

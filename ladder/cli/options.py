@@ -77,7 +77,7 @@ def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> Execut
     for section, values in overrides.items():
         data[section].update({k: v for k, v in values.items() if v is not None})
     try:
-        return ExecutorSpec.model_validate(data)
+        spec = ExecutorSpec.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         loc = first["loc"]
@@ -89,6 +89,18 @@ def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> Execut
             raise SpecError(f"{option} {shown}: {first['msg'].replace('Input should be', 'must be')}") from None
         field = ".".join(str(p) for p in loc)
         raise SpecError(f"executor.{field} = {first.get('input')!r}: {first['msg']}") from None
+    # an option of another executor than the one that runs (--partition under debug, --parallel under slurm) would
+    # be ignored in silence: refused, naming the executor that would read it
+    for section, values in overrides.items():
+        given = [k for k, v in values.items() if v is not None]
+        if section != spec.kind and given:
+            option = OPTION_OF_FIELD.get(given[0], "--" + given[0].replace("_", "-"))
+            raise SpecError(
+                f"{option}: an option of the {section} executor, and this command uses the {spec.kind} executor "
+                f"({'--executor' if kind else 'the study says so in executor.kind'}); give --executor {section}, "
+                f"or leave {option} out"
+            )
+    return spec
 
 
 OPTION_OF_FIELD = {"additional": "--sbatch"}  # executor fields whose option is not --field-name
