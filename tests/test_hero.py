@@ -256,3 +256,18 @@ def test_a_count_beyond_any_float_is_named_as_given(study, capsys, args):
     before = _plan_ids(study)
     line = one_line(run_cli(capsys, "hero", study, *args), f"{args[-2]} '1e400'", "a positive count")
     assert " -:" not in line and _plan_ids(study) == before
+
+
+@pytest.mark.parametrize(
+    ("size", "words"),
+    [("1.2B", ("x the ladder's largest model", "beyond what the rollout tested")), ("3K", ("above ln(V)",))],
+)
+def test_a_hero_moved_far_from_the_ladder_is_warned_about_as_fit_warns(study, capsys, size, words):
+    """Issue 28 (user trial): `hero --params 1.2B` on a 141K ladder printed a forecast of 2.06 with no word that
+    it is thousands of times past what the rollout tested; `--params 3K` forecast 9.19 nats/token, worse than
+    a uniform guess over the 256-token vocabulary, without a word."""
+    r = run_cli(capsys, "hero", study, "--params", size, "--dry-run")
+    assert r.code == 0, r.stderr
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and all(w in warnings[0] for w in words), r.stderr
+    assert "e+" not in warnings[0]

@@ -61,6 +61,8 @@ def hero(
             f"[yellow]warning[/]: no forecast of this hero's loss: {escape(str(run.forecast.get('reason')))}; "
             "`ladder forecast freeze` and `ladder forecast score` have nothing to check it against"
         )
+    if run.forecast.get("caveat"):  # as `ladder fit` warns it: on stderr, --json or not
+        err.print(f"[yellow]warning[/]: {escape(run.forecast['caveat'])}", soft_wrap=True)
     if as_json:
         print_json(run.to_dict())
         return

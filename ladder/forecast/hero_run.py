@@ -75,6 +75,28 @@ def parse_override(value: str | None, flag: str) -> float | None:
     return float(positive_count(value, flag, "a positive count such as 800K, 3.2M or 1.6e7", below=math.inf))
 
 
+def _caveat(forecast: Hero, vocab_size: int) -> str | None:
+    """What a person must know before trusting the forecast at this hero, as ``ladder fit`` warns it: a loss worse
+    than a uniform guess over the vocabulary (the law taken far below the ladder), or a hero beyond what the
+    rollout tested or the ladder's demonstrated reach."""
+    from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
+
+    if forecast.loss is not None and forecast.loss > math.log(vocab_size):
+        return (
+            f"the forecast {forecast.loss:.4g} nats/token is above ln(V) = {math.log(vocab_size):.3f}, the loss of a "
+            f"uniform guess over the {vocab_size:,}-token vocabulary: the law does not hold this far from the ladder"
+        )
+    beyond = BEYOND_TESTED if forecast.beyond_tested else BEYOND_REACH if forecast.beyond_reach else None
+    if beyond is None:
+        return None
+    x = (forecast.extrapolation or {}).get("params")
+    where = ""
+    if isinstance(x, (int, float)) and math.isfinite(x):
+        where = f"{x:,.0f}x " if x >= 100 else f"{x:.3g}x "
+        where += "the ladder's largest model in parameters, "
+    return f"the hero is {where}{beyond}: a projection, not a checked prediction"
+
+
 def _recommendation(
     current: CurrentFit, params: float | None, tokens: float | None
 ) -> tuple[Recommendation, Hero, dict[str, Any], list[str]]:
@@ -303,6 +325,8 @@ def plan_hero_run(
     fc = {k: getattr(forecast, k) for k in FORECAST_KEYS}
     if fc["loss"] is None:  # a hero no law forecasts: `ladder forecast score` will have nothing to score it against
         fc["reason"] = forecast.loss_reason or forecast.reason or "the fit gives no forecast there"
+    else:
+        fc["caveat"] = _caveat(forecast, current.study.model.vocab_size)
     return HeroRun(
         spec=spec,
         run_dir=rd.path,
