@@ -71,3 +71,19 @@ def test_a_large_fit_says_each_stage_on_stderr_and_json_stays_json(tmp_path, cap
     monkeypatch.setattr(fr, "PROGRESS_ROWS", 51)
     r = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3")
     assert r.code == 0 and "rollout prefix" not in r.stderr, r.stderr
+
+
+def test_a_bootstrap_too_large_for_the_runs_is_refused_before_fitting(tmp_path, capsys):
+    """Issue 28: `--bootstrap 100000000` grew to 22 GB; the cap of 10,000 alone still let 10,000 resamples of 500
+    runs take about 4 GB (500 runs: 1.9 GB at 4,000). Resamples x runs is bounded; the default always passes."""
+    from ladder.cli.fit_report import MAX_RESAMPLED_RUNS
+
+    runs = _table(tmp_path / "r.csv", 401)
+    start = time.monotonic()
+    one_line(
+        run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "10000"),
+        "--bootstrap 10,000 on 401 runs",
+        f"{MAX_RESAMPLED_RUNS:,}",
+        "--bootstrap 9,975 or fewer",
+    )
+    assert time.monotonic() - start < 30

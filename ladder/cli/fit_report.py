@@ -26,6 +26,9 @@ COLUMNS_HELP = (
 MAX_BOOTSTRAP = 10_000  # each resample refits every law form: 10,000 is minutes and a few GB; more is neither
 MAX_PREDICT = 1e15  # parameters or tokens per --predict point beyond this are a typo (1P)
 MAX_RUNS_ROWS = 20_000  # runs a --runs fit takes: 1e4 took 80 s and 0.7 GB, 3e4 195 s and 1.4 GB, 1e5 9 min and 3.3 GB
+MAX_RESAMPLED_RUNS = (
+    4_000_000  # --bootstrap x runs to fit: each run's resample holds ~0.8 KB (500 runs x 4,000: 1.9 GB)
+)
 PROGRESS_ROWS = 3_000  # from this many runs to fit, each stage of the fit is said on stderr (3e3 take a minute or more)
 
 
@@ -119,13 +122,19 @@ def _duplicates(table, source) -> tuple[object, list[str]]:
     return table.loc[~dup].reset_index(drop=True), labels
 
 
+def _fitted_rows(table) -> int:
+    """The rows of a runs or results table that a fit uses: finished, not a hero run."""
+    from ladder.reports.fits.study.table import is_hero, status_ok
+
+    return int((~is_hero(table) & status_ok(table)).sum())
+
+
 def _runs_to_fit(table, runs: Path, merged: bool) -> int:
     """How many rows of a --runs table the fit would use (finished, not a hero run); more than
     :data:`MAX_RUNS_ROWS` is refused before any fitting."""
     from ladder.errors import SpecError
-    from ladder.reports.fits.study.table import is_hero, status_ok
 
-    n = int((~is_hero(table) & status_ok(table)).sum())
+    n = _fitted_rows(table)
     if n > MAX_RUNS_ROWS:
         raise SpecError(
             f"{runs}: {n:,} runs to fit{' after merging repeated rows' if merged else ''}, more than the "
@@ -133,6 +142,19 @@ def _runs_to_fit(table, runs: Path, merged: bool) -> int:
             "average the seed replicates first (one row per params x tokens with its mean loss), or fit a subset"
         )
     return n
+
+
+def _check_bootstrap(bootstrap: int, n_runs: int) -> None:
+    """--bootstrap above the default on many runs: refused when resamples x runs would not fit in memory (the
+    default, 200, is taken up to the row bound)."""
+    from ladder.errors import SpecError
+
+    if bootstrap > 200 and bootstrap * n_runs > MAX_RESAMPLED_RUNS:
+        most = max(200, MAX_RESAMPLED_RUNS // max(n_runs, 1))
+        raise SpecError(
+            f"--bootstrap {bootstrap:,} on {n_runs:,} runs to fit: {bootstrap * n_runs:,} resampled runs, more than the "
+            f"{MAX_RESAMPLED_RUNS:,} a fit holds in memory (about 0.8 GB per million); give --bootstrap {most:,} or fewer"
+        )
 
 
 def _progress(n_runs: int):
@@ -156,7 +178,10 @@ def fit(
         None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 (repeatable)."
     ),
     bootstrap: int = typer.Option(
-        200, "--bootstrap", help=f"Bootstrap resamples for the 90% intervals, 1 to {MAX_BOOTSTRAP:,}."
+        200,
+        "--bootstrap",
+        help=f"Bootstrap resamples for the 90% intervals, 1 to {MAX_BOOTSTRAP:,} (resamples x runs at most "
+        f"{MAX_RESAMPLED_RUNS:,}, for memory).",
     ),
     seed: int = typer.Option(
         0, "--seed", help="Seed of the bootstrap resampling, 0 to 2^32-1 (the same seed, the same fit)."
@@ -236,6 +261,7 @@ def fit(
                 "each is counted once (--keep-duplicates fits them all)"
             )
         n_runs = _runs_to_fit(table, runs, merged=bool(repeated) and not keep_duplicates)
+        _check_bootstrap(bootstrap, n_runs)
         warnings += _far_from_the_ladder(points, table)
         try:
             with progress.reporting(_progress(n_runs)):
@@ -251,6 +277,7 @@ def fit(
         layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder fit {study_dir}` again")
         check_predictions_in_family(points, study)
         table = read_results(study_dir)
+        _check_bootstrap(bootstrap, _fitted_rows(table))
         warnings += _far_from_the_ladder(points, table)
         result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed)
         result.write(layout.StudyDir(study_dir).fit)
