@@ -125,3 +125,16 @@ def test_json_lines_with_a_bom_a_null_line_no_runs_or_nested_keys(tmp_path, caps
     nested = tmp_path / "nested.jsonl"
     nested.write_text("".join(json.dumps({"config": {"n": n, "d": d}, "loss": x}) + "\n" for n, d, x in _rows()))
     one_line(run_cli(capsys, "fit", "--runs", nested), "it has loss, config.n, config.d", "map them with --columns")
+
+
+def test_the_commands_own_warnings_are_in_the_json_and_said_once(tmp_path, capsys):
+    """The repeated-rows and below-the-ladder warnings went to stderr only: --json (and fit.json) lacked them."""
+    cells = [(f"{n:g}", f"{d:g}", f"{x}") for n, d, x in _rows()]
+    runs = _write(tmp_path / "r.csv", "params,tokens,loss", cells + cells[:1])
+    args = ("fit", "--runs", runs, "--bootstrap", "3", "--predict", "1e4:1e5")
+    j = run_cli(capsys, *args, "--json")
+    assert j.code == 0, j.stderr
+    warnings = j.json()["warnings"]
+    assert any("repeat an earlier row" in w for w in warnings) and any("below the ladder" in w for w in warnings)
+    r = run_cli(capsys, *args)
+    assert "repeat an earlier row" in r.stderr and "repeat an earlier row" not in r.stdout

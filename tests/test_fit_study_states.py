@@ -51,3 +51,12 @@ def test_every_number_the_terminal_prints_lies_inside_its_printed_interval(tmp_p
     hero = f"{h['loss']:.4g} (90% [{h['lo']:.4g}, {h['hi']:.4g}]"
     assert hero in r.stdout
     assert f"{h['loss']:.4g} [{h['lo']:.4g}, {h['hi']:.4g}]" in r.stdout  # the recommendation's loss row
+
+
+def test_fit_json_holds_the_below_the_ladder_warning(tmp_path, capsys):
+    study = _study(tmp_path / "s", "all")
+    assert run_cli(capsys, "collect", study).code == 0
+    r = run_cli(capsys, "fit", study, "--bootstrap", "3", "--predict", "5K:1e4")
+    assert r.code == 0 and "below the ladder" in r.stderr and "below the ladder" not in r.stdout
+    fit = json.loads((study / "fit.json").read_text())
+    assert any("below the ladder" in w for w in fit["warnings"])

@@ -280,13 +280,17 @@ def fit(
         _check_bootstrap(bootstrap, _fitted_rows(table))
         warnings += _far_from_the_ladder(points, table)
         result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed)
+        result.warnings[:0] = warnings  # fit.json holds every warning the command gave
         result.write(layout.StudyDir(study_dir).fit)
     for w in warnings:
         err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
+    if runs is not None:
+        result.warnings[:0] = warnings  # --json holds every warning the command gave, as fit.json does
+    shown = result.to_dict()
     if as_json:
-        print_json(result.to_dict())
+        print_json(shown)
         return
-    print_fit(fit_json.validate(result.to_dict()), out)
+    print_fit(fit_json.validate({**shown, "warnings": shown["warnings"][len(warnings) :]}), out)  # said above
     if study_dir is not None:
         out.print(f"wrote {study_dir / 'fit.json'}")
 
