@@ -433,3 +433,12 @@ def test_a_curve_with_a_truth_value_for_a_loss_or_a_column_twice_is_refused(stud
     (tmp_path / name).write_text(text)
     line = one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / name), *words)
     assert "nothing was scored" in line and _listing(study) == before
+
+
+@pytest.mark.parametrize(("given", "shown"), [("1e400", "--loss 1e400:"), ("abc", "--loss abc:"), ("", "--loss '':")])
+def test_a_loss_that_is_no_finite_number_is_named_as_typed(study, capsys, given, shown):
+    """Issue 28 (user trial): `--loss 1e400` was refused as "--loss inf", and `--loss abc` with typer's "Input
+    should be a valid number"."""
+    before = _listing(study)
+    one_line(run_cli(capsys, "forecast", "score", study, "--loss", given), shown, "a positive loss in nats/token")
+    assert _listing(study) == before

@@ -217,12 +217,31 @@ def show(
             )
 
 
+def _loss_of(text: str | None) -> float | None:
+    """``--loss`` as a number; text that is none, or one beyond a float (1e400), is named as typed."""
+    import math
+
+    from ladder.errors import SpecError
+
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        shown = text if text.strip() and text == text.strip() else repr(text)
+        raise SpecError(f"--loss {shown}: must be a positive loss in nats/token, e.g. 2.31")
+    return value
+
+
 @app.command("score")
 def score(
     study_dir: Path = typer.Argument(..., help="A study directory with frozen forecasts."),
-    loss: float | None = typer.Option(
+    loss_text: str | None = typer.Option(  # a str: 1e400 is echoed as typed, not as "inf"
         None,
         "--loss",
+        metavar="LOSS",
         help="The final eval loss of a hero trained elsewhere (at the frozen hero's size), in nats/token: 0.001 to 100.",
     ),
     curve: str | None = typer.Option(  # a str: typer makes a Path of '' into '.'
@@ -257,7 +276,7 @@ def score(
     """
     from ladder.forecast.score import score_study
 
-    outcome = score_study(study_dir, loss=loss, curve=curve, run_id=run)
+    outcome = score_study(study_dir, loss=_loss_of(loss_text), curve=curve, run_id=run)
     if as_json:
         print_json(outcome.to_dict())
         return
