@@ -218,3 +218,24 @@ def test_slurm_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, ca
     assert rows[0].state == "failed" and "nonexistent" in (rows[0].error or "")
     status = _status(capsys, out)
     assert "nonexistent" in next(iter(status.values()))["error"]
+
+
+def test_a_debug_submit_whose_run_fails_says_so_and_exits_1(tmp_path, capsys, monkeypatch):
+    """`submit S --executor debug` of a run that failed at once (its checkpoint folder deleted) printed "1
+    submitted" and exited 0: the run trained in this process, so its failure is named, and the exit is 1."""
+    import ladder.model.training.loop
+    from ladder.errors import StateError
+    from tests.cli_helpers import run_cli
+    from tests.fake_runs import plan_micro
+
+    def train(*args, **kwargs):
+        raise StateError("checkpoint.json names ckpt-000000008, which is missing")
+
+    monkeypatch.setattr(ladder.model.training.loop, "train", train)
+    root = tmp_path / "study"
+    run_id = plan_micro(root)[0].run_id
+    r = run_cli(capsys, "submit", root, "--executor", "debug", "--run", run_id)
+    assert r.code == 1 and f"{run_id}: failed: checkpoint.json names" in r.stderr, (r.code, r.stderr)
+    assert "Traceback" not in r.stdout + r.stderr
+    r = run_cli(capsys, "submit", root, "--executor", "debug", "--run", run_id, "--retry-failed", "--json")
+    assert r.code == 1 and r.json()["results"][run_id].startswith("failed: ")

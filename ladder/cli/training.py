@@ -129,9 +129,10 @@ def submit(
     `--retry-failed` resubmits failed and corrupt runs (a corrupt one trains again from scratch); interrupted
     and cancelled runs resume from their checkpoints. Job ids are recorded in the study's jobs.json.
 
-    Returns at once (but with the debug executor, which trains in this process): local workers run in a session
-    of their own and write to files in the study (logs/, submitit/local/), never to this command's output, so
-    `ladder submit DIR --json | jq .` ends when submit does; `ladder cancel` stops them.
+    Returns at once (but with the debug executor, which trains in this process and exits 1, naming them, when runs
+    it trained failed or diverged): local workers run in a session of their own and write to files in the study
+    (logs/, submitit/local/), never to this command's output, so `ladder submit DIR --json | jq .` ends when
+    submit does; `ladder cancel` stops them.
     """
     from ladder.jobs.submit import submit as do_submit
     from ladder.plan.planner import read_plan
@@ -159,8 +160,14 @@ def submit(
         },
     )
     result = do_submit(study_dir, ex, run_ids=run, retry_failed=retry_failed)
+    # the debug executor trained the runs in this process: one that failed or diverged is said, and the exit is 1
+    # (as `ladder train`'s), not "submitted" with exit 0 over a run that failed at its first step (busy: another
+    # process trains it; waiting: its trunk is short of the branch step; neither is a failure)
+    not_done = {r: str(s) for r, s in result.results.items() if str(s).startswith(("failed", "diverged"))}
     if as_json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **({"results": result.results} if ex.kind == "debug" else {})})
+        if not_done:
+            raise typer.Exit(1)
         return
     for run_id in result.submitted:
         out.print(f"submitted {run_id} ({ex.kind}, job {','.join(result.job_ids.get(run_id, []))})")
@@ -169,6 +176,10 @@ def submit(
     out.print(
         f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {study_dir} --watch`"
     )
+    for run_id, state in not_done.items():
+        err.print(f"[red]{run_id}[/]: {escape(state)} (`ladder status {study_dir}` shows its error)", soft_wrap=True)
+    if not_done:
+        raise typer.Exit(1)
 
 
 def cancel(

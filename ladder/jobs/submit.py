@@ -265,6 +265,7 @@ def submit(
 
 def _run_debug(sd: layout.StudyDir, runs: list[RunSpec]) -> dict[str, Any]:
     """The debug executor runs each job in this process, one after another, when its result is asked for."""
+    from ladder.model.training.branching import Waiting
     from ladder.model.training.preemption import Preempted
 
     executor = submitit.AutoExecutor(folder=sd.submitit / "debug", cluster="debug")
@@ -275,6 +276,9 @@ def _run_debug(sd: layout.StudyDir, runs: list[RunSpec]) -> dict[str, Any]:
         exc = job.exception()
         if isinstance(exc, Preempted):
             raise exc
+        if isinstance(exc, Waiting):  # its trunk stopped short of the branch step: not a failure (as on_node says)
+            out[spec.run_id] = f"waiting: {exc}"
+            continue
         out[spec.run_id] = f"failed: {exc}" if exc is not None else job.result().get("status")
     return out
 
