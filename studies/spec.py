@@ -416,6 +416,14 @@ class StudySpec(Strict):
             raise ValueError("model.ffn_multiple is implausibly large")
         if self.ladder.depths is not None and self.ablations.aspect_ratio is None and self.model.aspect_ratio <= 0:
             raise ValueError("depths need a positive model.aspect_ratio")
+        rep = self.ladder.replicates
+        own = self.ablations.seed or [self.training.seed]
+        again = [s for s in rep.seeds if s in own] if rep is not None else []
+        if again:  # the planner merges such a "replicate" into the run itself: the study would have no replicate
+            where = f"ablations.seed {own}" if self.ablations.seed else f"training.seed {own[0]}"
+            raise ValueError(
+                f"ladder.replicates.seeds {again} repeat the study's own seed ({where}): a replicate needs another seed"
+            )
         return self
 
     @property

@@ -166,3 +166,34 @@ def test_a_huge_or_alias_expanded_value_is_shown_cut_short(tmp_path, capsys):
     laughs.write_text("\n".join(rows) + "\nname: *h\n")
     line = one_line(run_cli(capsys, "studies", "validate", laughs), "name = [[")
     assert len(line) < 2000
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"replicates": {"sizes": ["10K"], "seeds": [0]}}, ["replicates.seeds [0]", "training.seed 0"]),
+        (
+            {"replicates": {"sizes": ["10K"], "seeds": [1, 2]}, "ablations": {"seed": [0, 1]}},
+            ["replicates.seeds [1]", "ablations.seed [0, 1]"],
+        ),
+    ],
+)
+def test_a_replicate_with_the_studys_own_seed_is_refused(tmp_path, capsys, changes, words):
+    """`replicates: {sizes: [4K], seeds: [0]}` with the default seed 0 planned no replicate at all (the planner
+    merged it into the run itself), while the plan said "replicates at 4K with seeds 0"."""
+    import yaml
+
+    from tests.cli_helpers import one_line, run_cli
+
+    spec = {
+        "name": "t",
+        "data": {"seq_len": 64},
+        "model": {"vocab_size": 256, "head_dim": 16},
+        "ladder": {"sizes": ["10K", "20K", "40K", "80K"]},
+        "hero": {"params": "1M"},
+    }
+    spec["ladder"]["replicates"] = changes["replicates"]
+    if "ablations" in changes:
+        spec["ablations"] = changes["ablations"]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    one_line(run_cli(capsys, "studies", "validate", tmp_path / "s.yaml"), "another seed", *words)
