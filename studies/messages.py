@@ -82,6 +82,8 @@ def _describe_error(err: dict, root: type[BaseModel]) -> str:
     msg = re.sub(r"^Input should be ", "must be ", msg)
     msg = re.sub(r"^List should have ", "must have ", msg)
     msg = re.sub(r"^String should have ", "must have ", msg)
+    # pydantic's words for an integer field given 1e30: about parsing a string, which the user never wrote
+    msg = re.sub(r"^Unable to parse input string as an integer, exceeded maximum size$", "far too large a number", msg)
     if err["type"] == "value_error" and isinstance(value, dict):
         return f"{path}: {msg}"
     return f"{path} = {_short_repr(value)}: {msg}"

@@ -197,3 +197,15 @@ def test_a_replicate_with_the_studys_own_seed_is_refused(tmp_path, capsys, chang
         spec["ablations"] = changes["ablations"]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     one_line(run_cli(capsys, "studies", "validate", tmp_path / "s.yaml"), "another seed", *words)
+
+
+def test_an_integer_field_given_1e30_is_called_too_large_not_unparsable(tmp_path, capsys):
+    """`hero.tokens: 1e30` said "Unable to parse input string as an integer, exceeded maximum size"."""
+    from tests.cli_helpers import one_line, run_cli
+
+    (tmp_path / "s.yaml").write_text(
+        "name: t\ndata: {seq_len: 64}\nmodel: {vocab_size: 256, head_dim: 16}\n"
+        "ladder: {sizes: [10K, 20K, 40K, 80K]}\nhero: {params: 1M, tokens: 1.0e+30}\n"
+    )
+    line = one_line(run_cli(capsys, "studies", "validate", tmp_path / "s.yaml"), "hero.tokens", "far too large")
+    assert "parse input string" not in line
