@@ -434,7 +434,9 @@ class StudySpec(Strict):
     @property
     def slug(self) -> str:
         """The study's name made safe for a directory name."""
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.name).strip("-.")
+        # letters of any script stay (\w): "名前" once became "study" and "ünï" "n", so that two such studies
+        # shared ./ladder-runs/study; ASCII names get the same slug as before
+        slug = re.sub(r"[^\w.-]+", "-", self.name).strip("-.")
         return slug or "study"
 
     def to_yaml(self) -> str:

@@ -209,3 +209,22 @@ def test_an_integer_field_given_1e30_is_called_too_large_not_unparsable(tmp_path
     )
     line = one_line(run_cli(capsys, "studies", "validate", tmp_path / "s.yaml"), "hero.tokens", "far too large")
     assert "parse input string" not in line
+
+
+def test_a_name_in_another_script_keeps_its_letters_in_the_default_directory():
+    """`name: 名前` was planned into ./ladder-runs/study (and `ünï 名前` into ./ladder-runs/n), so two such studies
+    collided there; ASCII names keep their slugs."""
+    from ladder.studies.spec import StudySpec
+
+    def slug(name):
+        return StudySpec.model_validate(
+            {"name": name, "ladder": {"sizes": ["10K", "20K"]}, "hero": {"params": "1M"}}
+        ).slug
+
+    assert (slug("名前"), slug("ünï 名前"), slug("a/b"), slug(".."), slug("my ladder!")) == (
+        "名前",
+        "ünï-名前",
+        "a-b",
+        "study",
+        "my-ladder",
+    )
