@@ -206,11 +206,19 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
     else:
         hh = hp.hero
         laws = ", ".join(x for x in (hh and hh.lr_law, hh and hh.batch_tokens_law) if x)
-        console.print(
-            f"[bold]hyperparameter laws[/]: lr* at hero {_num(hh and hh.lr, 3)}{_ci(hh and hh.lr_ci90, 3)}, "
-            f"batch* {_num(hh and hh.batch_tokens, 3)}{_ci(hh and hh.batch_tokens_ci90, 3)}"
-            + (f" [dim]({laws})[/]" if laws else "")
-        )
+        if fit.hero.available is False:  # `fit --runs`: no hero to evaluate them at ("lr* at hero -" said nothing)
+            where = (
+                "LR* and B* at each --predict point are in the predictions table"
+                if any(x.label != "hero" for x in fit.predictions)
+                else "no hero to evaluate them at: give --predict PARAMS:TOKENS for LR* and B* there"
+            )
+            console.print(f"[bold]hyperparameter laws[/]: {laws or 'fitted'} ({where})")
+        else:
+            console.print(
+                f"[bold]hyperparameter laws[/]: lr* at hero {_num(hh and hh.lr, 3)}{_ci(hh and hh.lr_ci90, 3)}, "
+                f"batch* {_num(hh and hh.batch_tokens, 3)}{_ci(hh and hh.batch_tokens_ci90, 3)}"
+                + (f" [dim]({laws})[/]" if laws else "")
+            )
         for name, law in (("lr*", hp.lr), ("batch*", hp.batch)):
             line = _left_out(name, law)
             if line:

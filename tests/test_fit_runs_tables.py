@@ -138,3 +138,30 @@ def test_the_commands_own_warnings_are_in_the_json_and_said_once(tmp_path, capsy
     assert any("repeat an earlier row" in w for w in warnings) and any("below the ladder" in w for w in warnings)
     r = run_cli(capsys, *args)
     assert "repeat an earlier row" in r.stderr and "repeat an earlier row" not in r.stdout
+
+
+def _lr_sweep(path: Path, lrs: tuple[float, ...]) -> Path:
+    import math
+
+    cells = [
+        (f"{n:g}", f"{d:g}", f"{x + 0.05 * (math.log(abs(lr) + 1e-4) - math.log(3e-3)) ** 2:.5f}", f"{lr:g}")
+        for n, d, x in _rows()
+        for lr in lrs
+    ]
+    return _write(path, "params,tokens,loss,lr", cells)
+
+
+def test_a_zero_or_negative_lr_is_refused_not_left_out_silently(tmp_path, capsys):
+    runs = _lr_sweep(tmp_path / "lr.csv", (-1e-3, 0.0, 1e-3, 3e-3, 1e-2))
+    one_line(run_cli(capsys, "fit", "--runs", runs), "column lr must be positive", "24 row(s)", "-0.001")
+
+
+def test_runs_hyperparameter_laws_say_where_they_are_evaluated_not_at_a_hero(tmp_path, capsys):
+    """`lr* at hero -, batch* -` with no hero (fit --runs): now where LR* is to be read."""
+    runs = _lr_sweep(tmp_path / "lr.csv", (1e-3, 3e-3, 1e-2))
+    r = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3")
+    line = next(x for x in r.stdout.splitlines() if x.startswith("hyperparameter laws"))
+    assert "at hero" not in line and "give --predict" in line
+    r = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3", "--predict", "1e8:2e9")
+    line = next(x for x in r.stdout.splitlines() if x.startswith("hyperparameter laws"))
+    assert "in the predictions table" in line and "LR*" in r.stdout

@@ -401,6 +401,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
     _refuse_true_false(df, path)
     _counts_and_text(df, path)
     _refuse_beyond_counts(df, path)
+    _refuse_not_positive(df, path)
     return df
 
 
@@ -468,6 +469,24 @@ def _counts_and_text(df: pd.DataFrame, path: Path) -> None:
                 f"{path}: column {name} holds text that is not a number in {int(rows.sum())} row(s) "
                 f"({_labels(df, rows)}; e.g. {value!r}): write {how}"
                 + (", without thousands separators" if "," in value else "")
+            )
+
+
+POSITIVE = ("lr", "batch_tokens", "batch_size", "aspect_ratio")
+"""Optional columns whose values are positive or nothing: a zero or negative LR is a typo, which the hyperparameter
+laws (in log space) would leave out without a word."""
+
+
+def _refuse_not_positive(df: pd.DataFrame, path: Path) -> None:
+    for name in POSITIVE:
+        if name not in df.columns:
+            continue
+        values = pd.to_numeric(df[name], errors="coerce")
+        rows = values <= 0
+        if rows.any():
+            raise FitError(
+                f"{path}: column {name} must be positive; {int(rows.sum())} row(s) are not ({_labels(df, rows)}; "
+                f"e.g. {values[rows].iloc[0]:g}): fix them, or leave the cell empty where it is not known"
             )
 
 
