@@ -442,3 +442,17 @@ def test_a_loss_that_is_no_finite_number_is_named_as_typed(study, capsys, given,
     before = _listing(study)
     one_line(run_cli(capsys, "forecast", "score", study, "--loss", given), shown, "a positive loss in nats/token")
     assert _listing(study) == before
+
+
+def test_a_curve_header_is_read_without_case_or_padding_and_a_wrong_separator_is_hinted(study, tmp_path, capsys):
+    """Issue 28 (user trial): " Tokens , Eval_Loss " was "needs a tokens column ... it has  Tokens ,  Eval_Loss ",
+    and a ';'-separated CSV was refused without a word about its separator."""
+    hero = hero_spec(study)
+    (tmp_path / "padded.csv").write_text(f" Tokens , Eval_Loss \n{hero.tokens},3.5\n")
+    r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "padded.csv", "--json")
+    assert r.code == 0, r.stderr
+    assert [s["actual"] for s in r.json()["scores"]] == [3.5]
+    (tmp_path / "semi.csv").write_text(f"tokens;eval_loss\n{hero.tokens};3.5\n")
+    one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "semi.csv"), "separated by another")
+    (tmp_path / "twice.csv").write_text(f"tokens,eval_loss,Eval_Loss\n{hero.tokens},3.5,3.6\n")
+    one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "twice.csv"), "eval_loss twice")

@@ -395,7 +395,7 @@ def _refuse_repeated_columns(path: Path, sep: str) -> None:
 
     with path.open(encoding="utf-8", errors="replace", newline="") as f:
         header = next(csv.reader(f, delimiter=sep), [])
-    names = [h.strip() for h in header]
+    names = [h.strip().lower() for h in header]  # read as the same column: " Tokens " is tokens
     twice = sorted({h for h in names if h and names.count(h) > 1})
     if twice:
         raise SpecError(
@@ -461,12 +461,19 @@ def read_curve_points(path: str | Path) -> list[CurvePoint]:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
         raise SpecError(f"--curve {path}: cannot read it ({type(exc).__name__}: {exc})") from None
+    names = {str(c).strip().lower(): c for c in df.columns}  # " Tokens " is tokens
+    if len(names) == len(df.columns):
+        df = df.rename(columns={c: n for n, c in names.items()})
     x = next((c for c in ("tokens", "step") if c in df.columns), None)
     y = next((c for c in ("eval_loss", "loss") if c in df.columns), None)
     if x is None or y is None:
+        own = [str(c) for c in df.columns]
+        hint = ""
+        if len(own) == 1 and any(ch in own[0] for ch in ",;\t"):  # one column: another separator than read
+            hint = f" (one column: is the file separated by another character than {'a tab' if suffix == '.tsv' else 'commas'}?)"
         raise SpecError(
             f"--curve {path}: needs a tokens (or step) column and an eval_loss (or loss) column; it has "
-            f"{', '.join(map(str, df.columns)) or 'none'}"
+            f"{', '.join(own) or 'none'}{hint}"
         )
     xs, x_huge = _numbers(df[x])
     ys, y_huge = _numbers(df[y])
