@@ -107,3 +107,17 @@ def test_a_variant_whose_law_cannot_be_fitted_leaves_the_other_named_so(tmp_path
     j = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3", "--json").json()
     assert j["loss"]["variant"] == "B" and "only variant whose loss law could be fitted" in j["loss"]["variant_choice"]
     one_line(run_cli(capsys, "fit", "--runs", runs, "--variant", "A"), "variant 'A' was asked for", "3 model sizes")
+
+
+def test_a_run_name_read_as_the_variant_is_one_short_line(tmp_path, capsys):
+    """Every variant's reason joined: 8 KB in one line that never said the variant column split the runs apart."""
+    from tests.cli_helpers import one_line
+
+    runs = tmp_path / "v.csv"
+    runs.write_text(
+        "params,tokens,loss,variant\n" + "".join(f"{n},{d},{x},run{i}\n" for i, (n, d, x) in enumerate(_rows()))
+    )
+    line = one_line(
+        run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3"), "9 variants of 1 model size(s)", "run name"
+    )
+    assert len(line) < 1500 and line.count("loss law of variant") == 1

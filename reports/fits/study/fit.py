@@ -268,7 +268,7 @@ def fit_study(
             tie is not None or dw is not None
         )
         if not standalone:
-            raise FitError(reasons["loss"] if len(variants) == 1 else "; ".join(reasons[f"law:{v}"] for v in variants))
+            raise FitError(reasons["loss"] if len(variants) == 1 else _no_variant_law(law_df, variants, how, reasons))
 
     recommendation = None
     if study is not None and hero is not None:
@@ -337,6 +337,23 @@ def fit_study(
         law_runs=law_df.drop(columns=["_rung", "_variant"]).assign(
             rung=law_df["_rung"], law_variant=law_df["_variant"]
         ),
+    )
+
+
+def _no_variant_law(law_df: pd.DataFrame, variants: list[str], how: str, reasons: dict) -> str:
+    """Why no variant has a loss law, in a line: how the runs split and the first variant's reason (every variant's
+    reason joined ran to kilobytes when a run-name column was read as the variant)."""
+    counts = law_df.groupby("_variant")["params"].nunique()
+    sizes = f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()} to {counts.max()}"
+    first = variants[0]
+    hint = (
+        f" (variants from {how}: a model variant shared by many runs, not a run name?)"
+        if counts.max() < 3 and len(variants) > 3
+        else ""
+    )
+    return (
+        f"no variant's loss law could be fitted: the runs split into {len(variants)} variants of {sizes} model "
+        f"size(s) each{hint}, and each variant needs a ladder of its own; first, {reasons[f'law:{first}']}"
     )
 
 
