@@ -672,3 +672,15 @@ def test_an_option_of_another_executor_is_refused_not_ignored(tmp_path, capsys, 
     one_line(run_cli(capsys, "submit", planned, "--executor", "local", "--sbatch", "a=b"), "--sbatch", "slurm")
     one_line(run_cli(capsys, "run", planned, "--executor", "debug", "--gpus", "0"), "--gpus", "--executor local")
     assert _files(planned) == before
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path, capsys, monkeypatch, command):
+    """`ladder plan S --out ""` (an unset shell variable) planned the study into the current directory itself:
+    plan.json, runs/ and study.yaml among the user's files."""
+    monkeypatch.chdir(tmp_path)
+    spec = "tied-vs-untied"
+    before = _files(tmp_path)
+    for value in ("", "  "):
+        one_line(run_cli(capsys, command, spec, "--out", value), f"--out {value!r}", "an empty path")
+    assert _files(tmp_path) == before

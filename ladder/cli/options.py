@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -148,3 +149,13 @@ def check_device(device: str | None, *, here: bool = False) -> str | None:
             return device
         raise SpecError("--device 'mps': this torch is built without MPS (Apple GPUs); use cpu, cuda or cuda:N")
     raise SpecError(f"--device {device!r}: must be cpu, cuda, cuda:N (a GPU index, e.g. cuda:0) or mps")
+
+
+def out_path(value: str | None, option: str = "--out") -> Path | None:
+    """The folder an ``--out`` option names; an empty one is refused: Path('') is '.', so `--out ''` (an unset
+    shell variable, say) once planned a study into the current directory itself."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise SpecError(f"{option} {value!r}: an empty path; give a folder (`{option} .` for this one)")
+    return Path(value)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -10,7 +9,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT, flag
+from ladder.cli.options import JSON_OPT, flag, out_path
 from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.errors import SpecError
 from ladder.model.config import format_count
@@ -81,8 +80,11 @@ def plan(
         help="A study YAML file, a built-in study name (see `ladder studies list`), or a planned study directory "
         "(planned again in place).",
     ),
-    out_dir: Path | None = typer.Option(
-        None, "--out", help="Study directory (default ./ladder-runs/<name>, or STUDY itself when it is one)."
+    out_dir: str | None = typer.Option(
+        None,
+        "--out",
+        metavar="PATH",
+        help="Study directory (default ./ladder-runs/<name>, or STUDY itself when it is one).",
     ),
     dry_run: bool = flag("dry-run", "Print the plan, write nothing."),
     suggest: bool = flag(
@@ -135,7 +137,7 @@ def plan(
     spec = load_study(study)
     p, warnings = checked_plan(study, spec, check_fit, "plan")
     p.warnings += warnings
-    target = study_dir_for(study, spec, out_dir)
+    target = study_dir_for(study, spec, out_path(out_dir))
     if dry_run:  # refuses what writing would refuse (another study's folder, a file): a dry run that passes holds
         check_target(p, target)
     written = None if dry_run else write_plan(p, target)

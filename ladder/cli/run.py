@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 
 import typer
 from rich.markup import escape
 
-from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, parse_gpus
+from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, out_path, parse_gpus
 from ladder.cli.plan import checked_plan, fit_check_flag
 from ladder.cli.status import watching
 from ladder.console import err, out, print_json
@@ -57,8 +56,11 @@ def run_cmd(
         help="A study YAML file, a built-in name (default: `default`), or a planned study directory (continued "
         "in place).",
     ),
-    out_dir: Path | None = typer.Option(
-        None, "--out", help="Study directory (default ./ladder-runs/<name>, or STUDY itself when it is one)."
+    out_dir: str | None = typer.Option(
+        None,
+        "--out",
+        metavar="PATH",
+        help="Study directory (default ./ladder-runs/<name>, or STUDY itself when it is one).",
     ),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
@@ -89,7 +91,7 @@ def run_cmd(
     _, warnings = checked_plan(study, spec, check_fit, "train")
     for w in warnings:
         err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
-    target = study_dir_for(study, spec, out_dir)
+    target = study_dir_for(study, spec, out_path(out_dir))
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})
     human = err if as_json else out
 
