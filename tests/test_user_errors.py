@@ -683,4 +683,5 @@ def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path, c
     before = _files(tmp_path)
     for value in ("", "  "):
         one_line(run_cli(capsys, command, spec, "--out", value), f"--out {value!r}", "an empty path")
+    one_line(run_cli(capsys, "data", "tokenizer", "train", tmp_path, "--vocab-size", "300", "--out", ""), "--out ''")
     assert _files(tmp_path) == before

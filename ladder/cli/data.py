@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ladder.cli.options import JSON_OPT, MAX_VOCAB, count, fraction
+from ladder.cli.options import JSON_OPT, MAX_VOCAB, count, fraction, out_path
 from ladder.console import err, out, print_json
 
 app = typer.Typer(help="Tokenizers and tokenized corpora (cached, shared by every study).", no_args_is_help=True)
@@ -23,7 +23,9 @@ FRACTION_HELP = "Share of documents held out (never trained on), chosen by a has
 def tokenizer_train(
     corpus: str = typer.Argument(..., help=CORPUS_HELP),
     vocab_size: int = typer.Option(..., "--vocab-size", help="Ids in the vocabulary, special tokens included."),
-    out_dir: Path = typer.Option(..., "--out", help="Folder to save the tokenizer in (loadable by transformers)."),
+    out_text: str = typer.Option(
+        ..., "--out", metavar="PATH", help="Folder to save the tokenizer in (loadable by transformers)."
+    ),
     text_key: str = typer.Option("text", "--text-key", help=TEXT_KEY_HELP),
     max_bytes: str | None = typer.Option(None, "--max-bytes", help="Read at most this much text, e.g. 64M."),
     validation_fraction: float = typer.Option(0.02, "--validation-fraction", help=FRACTION_HELP),
@@ -38,6 +40,7 @@ def tokenizer_train(
 
     cap = count(max_bytes, "--max-bytes", "a positive size such as 64M") if max_bytes else None
     fraction(validation_fraction, "--validation-fraction")
+    out_dir = out_path(out_text)  # `--out ''` refused: it once wrote the tokenizer among the current folder's files
     if out_dir.exists() and not out_dir.is_dir():
         raise SpecError(f"--out {out_dir}: exists and is not a folder")
     if not text_key.strip():
