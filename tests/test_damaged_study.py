@@ -5,6 +5,7 @@ does repair it (a bare `ladder plan NAME` would plan a new study under ./ladder-
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -376,3 +377,25 @@ def test_one_damaged_run_blocks_none_of_the_forecast_loop(tmp_path, capsys):
     assert run_id in (layout.StudyDir(root).report / "report.html").read_text(encoding="utf-8")
     r = run_cli(capsys, "submit", root, "--executor", "debug")
     assert r.code == 2 and run_id in r.stderr and f"--out {root}" in r.stderr
+
+
+@pytest.mark.parametrize("damage", ["folder gone", "torn pointer"])
+def test_an_interrupted_run_that_cannot_resume_says_so_in_status_and_collect(planned, capsys, damage):
+    """An interrupted run whose checkpoint folder was deleted (or whose checkpoint.json was torn) showed as
+    "interrupted" with no word, and its next job failed at once: status and collect name the pointer and the
+    repair."""
+    from tests.fake_runs import partial
+
+    planned, specs = planned
+    spec = specs[1]  # not finished by the fixture
+    rd = partial(layout.StudyDir(planned), spec, 2)
+    if damage == "folder gone":
+        name = json.loads(rd.checkpoint_pointer.read_text())["path"]
+        shutil.rmtree(rd.path / name)
+    else:
+        rd.checkpoint_pointer.write_text('{"step": 2, "pa')
+    r = run_cli(capsys, "status", planned)
+    assert r.code == 0 and f"{spec.run_id}: checkpoint.json:" in r.stdout + r.stderr
+    assert f"delete {rd.checkpoint_pointer} to restart" in r.stdout + r.stderr
+    problems = run_cli(capsys, "collect", planned, "--json").json()["problems"]
+    assert any(p["run_id"] == spec.run_id and p["file"] == "checkpoint.json" for p in problems), problems

@@ -298,6 +298,8 @@ def collect(study_dir: Path) -> Collected:
         elif state == "corrupt" and error:  # trained to its end, no result.json
             mine.append(Problem(spec.run_id, layout.RESULT, error.removeprefix(f"{layout.RESULT} is ")))
         mine.extend(_metrics_problems(spec, books, state))
+        if books.checkpoint_problem and state not in ("done", "diverged"):
+            mine.append(Problem(spec.run_id, layout.CHECKPOINT_POINTER, books.checkpoint_problem))
         tasks, task_problems = _read_tasks(rd)
         mine.extend(task_problems)
         row = run_record(

@@ -73,6 +73,7 @@ class RunBooks:
     ended_at: float | None = None  # when result.json or error.json was last written (epoch seconds)
     waiting_for: str | None = None  # a branch that cannot start yet: what it waits for (its trunk at its step)
     start_step: int = 0  # a branch started from its trunk's snapshot: the branch step (its prefix is the trunk's)
+    checkpoint_problem: str | None = None  # checkpoint.json is unreadable or names a folder that is gone
 
     @property
     def status(self) -> str | None:
@@ -283,6 +284,21 @@ def _checkpoint_step(rd: layout.RunDir) -> int | None:
         return None
 
 
+def checkpoint_problem(rd: layout.RunDir) -> str | None:
+    """Why checkpoint.json cannot be resumed from (unreadable, or naming a checkpoint folder that is gone), said
+    with the repair; None when it is fine or absent. Such a run looked "interrupted (resumable)" in `status`, and
+    its next job failed at once."""
+    pointer, problem, exists = _read_json(rd.checkpoint_pointer)
+    if not exists:
+        return None
+    repair = f"delete {rd.checkpoint_pointer} to restart the run from scratch"
+    if problem or not isinstance(pointer, dict) or not isinstance(pointer.get("path"), str):
+        return f"{problem or 'not a checkpoint pointer'}: the run cannot resume; {repair}"
+    if not (rd.path / pointer["path"]).is_dir():
+        return f"names {pointer['path']}, which is gone: the run cannot resume; {repair}"
+    return None
+
+
 def _start_step(rd: layout.RunDir, spec: RunSpec | None) -> int:
     """Where a branch's own steps begin: its branch step when its trunk's snapshot is there (a branch without a
     checkpoint of its own starts from it whenever it exists, and a snapshot is never removed), else 0 (it trains
@@ -325,4 +341,5 @@ def read_books(rd: layout.RunDir, spec: RunSpec | None = None) -> RunBooks:
         ended_at=max((p.stat().st_mtime for p in (rd.result, rd.error) if p.is_file()), default=None),
         waiting_for=waits_for(rd, spec) if spec is not None else None,
         start_step=_start_step(rd, spec),
+        checkpoint_problem=checkpoint_problem(rd),
     )

@@ -165,6 +165,8 @@ def run_status(
         f"{layout.METRICS} line {n}: {what}" if n else f"{layout.METRICS}: {what}"
         for n, what in books.metrics_problems(spec, state)
     ]
+    if books.checkpoint_problem and state not in ("done", "diverged"):
+        problems.append(f"{layout.CHECKPOINT_POINTER}: {books.checkpoint_problem}")
     return RunStatus(
         run_id=spec.run_id,
         variant=spec.variant,
