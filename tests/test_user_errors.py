@@ -685,3 +685,10 @@ def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path, c
         one_line(run_cli(capsys, command, spec, "--out", value), f"--out {value!r}", "an empty path")
     one_line(run_cli(capsys, "data", "tokenizer", "train", tmp_path, "--vocab-size", "300", "--out", ""), "--out ''")
     assert _files(tmp_path) == before
+
+
+def test_a_broken_link_in_the_way_is_named_as_one(tmp_path, capsys, monkeypatch):
+    """`./ladder-runs` a link to a folder that is gone: `ladder plan` said "cannot use ladder-runs: File exists"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ladder-runs").symlink_to(tmp_path / "gone")
+    one_line(run_cli(capsys, "plan", "tied-vs-untied"), "ladder-runs", f"a link to {tmp_path / 'gone'}")

@@ -267,4 +267,6 @@ def os_error_line(exc: OSError) -> str:
         hint = " (check its permissions, or give another place where the command takes --out)"
     elif isinstance(exc, NotADirectoryError):
         hint = " (a part of the path is a file, not a folder)"
+    elif os.path.islink(paths[0]) and not os.path.exists(paths[0]):  # "File exists" said nothing of the link
+        hint = f" (a link to {os.readlink(paths[0])}, which does not exist: remove the link or create its target)"
     return f"cannot use {' -> '.join(paths)}: {why}{hint}"
