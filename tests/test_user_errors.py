@@ -692,3 +692,17 @@ def test_a_broken_link_in_the_way_is_named_as_one(tmp_path, capsys, monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ladder-runs").symlink_to(tmp_path / "gone")
     one_line(run_cli(capsys, "plan", "tied-vs-untied"), "ladder-runs", f"a link to {tmp_path / 'gone'}")
+
+
+def test_train_of_what_is_no_run_directory_says_what_it_is(tmp_path, capsys, planned):
+    """`ladder train STUDY_DIR` (or a run's model/, or a typo) said "run `ladder plan` first" of a planned study."""
+    from ladder import layout
+
+    run = next(p for p in (planned / "runs").iterdir() if (p / layout.SPEC).is_file())
+    (run / "model").mkdir(exist_ok=True)
+    one_line(run_cli(capsys, "train", planned), f"{planned} is a study directory", f"`ladder submit {planned}`")
+    one_line(run_cli(capsys, "train", planned / "runs"), f"a folder of the study {planned}")
+    one_line(run_cli(capsys, "train", run / "model"), f"inside the run directory {run}")
+    one_line(run_cli(capsys, "train", tmp_path / "nope"), "does not exist")
+    for r in (planned, planned / "runs", run / "model", tmp_path / "nope"):
+        assert "ladder plan` first" not in run_cli(capsys, "train", r).stderr

@@ -77,7 +77,7 @@ def train(
 
     rd = layout.RunDir(run_dir)
     if not rd.spec.is_file():
-        raise StateError(f"{run_dir} is not a run directory (no {layout.SPEC}); run `ladder plan` first")
+        raise StateError(_not_a_run(Path(run_dir)))
     if threads is not None and threads < 1:
         raise SpecError(f"--threads {threads}: must be at least 1")
     check_device(device, here=True)  # before the run is touched: a bad device once left it recorded as failed
@@ -204,3 +204,24 @@ def cancel(
         print_json({"cancelled": cancelled, "damaged": [{"run_id": d.run_id, "why": d.why} for d in damaged]})
         return
     out.print(f"cancelled {len(cancelled)} runs" + (f": {', '.join(cancelled)}" if cancelled else ""))
+
+
+def _not_a_run(path: Path) -> str:
+    """Why ``path`` is no run directory, said so that the advice fits: "run `ladder plan` first" was the answer to a
+    planned study directory, a run's model/ folder and a typo alike."""
+    from ladder import layout
+
+    if (path / layout.PLAN).is_file():
+        return (
+            f"{path} is a study directory; give one of its runs ({path / layout.RUNS}/<id>), or `ladder submit {path}`"
+        )
+    if (path.parent / layout.PLAN).is_file():
+        return f"{path} is a folder of the study {path.parent}; give one of its runs ({path.parent / layout.RUNS}/<id>)"
+    for parent in path.parents:
+        if (parent / layout.SPEC).is_file():
+            return f"{path} is inside the run directory {parent}; give that directory"
+    if not path.exists():
+        return f"{path} does not exist; give a run directory (STUDY_DIR/runs/<id>, written by `ladder plan`)"
+    if path.is_file():
+        return f"{path} is a file; give a run directory (STUDY_DIR/runs/<id>, written by `ladder plan`)"
+    return f"{path} is not a run directory (no {layout.SPEC}); give STUDY_DIR/runs/<id>, written by `ladder plan`"
