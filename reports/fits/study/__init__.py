@@ -6,6 +6,6 @@ from __future__ import annotations
 
 from ladder.reports.fits.study.fit import fit_runs_file, fit_study
 from ladder.reports.fits.study.result import FitResult
-from ladder.reports.fits.study.table import read_runs_file
+from ladder.reports.fits.study.runs_file import read_runs_file
 
 __all__ = ["FitResult", "fit_runs_file", "fit_study", "read_runs_file"]

@@ -59,7 +59,7 @@ import pandas as pd
 from ladder.errors import FitError
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS, as_runs, implausible_losses
-from ladder.reports.fits.study import loss, parts, study_hero, table
+from ladder.reports.fits.study import loss, parts, runs_file, study_hero, table
 from ladder.reports.fits.study.result import FitResult
 from ladder.studies.spec import StudySpec
 
@@ -359,7 +359,7 @@ def _no_variant_law(law_df: pd.DataFrame, variants: list[str], how: str, reasons
 
 def fit_runs_file(path: str | Path, **kwargs: Any) -> FitResult:
     """:func:`fit_study` on a CSV or parquet file of runs (needs ``params``, ``tokens``, ``loss``)."""
-    df = table.read_runs_file(path)
+    df = runs_file.read_runs_file(path)
     try:
         return fit_study(df, **kwargs)
     except FitError as exc:
