@@ -87,14 +87,23 @@ def test_debug_executor_trains_collects_and_never_resubmits(planned, capsys):
     assert json.loads(aside.read_text())["final_eval_loss"] == "abc"
 
 
+def _tokenizer_gone_after_plan(tmp_path):
+    """A tokenizer.json path under a folder named 'nonexistent', there while the study is planned."""
+    tok = tmp_path / "nonexistent" / "tokenizer.json"
+    tok.parent.mkdir()
+    tok.write_text("{}")
+    return tok
+
+
 def test_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, capsys):
     spec = write_study(tmp_path / "bad.yaml", tiny_jsonl_corpus, name="bad", sizes=("4K",))
-    text = spec.read_text().replace("corpus:", "tokenizer: /nonexistent/tokenizer\n  corpus:")
-    spec.write_text(text)
+    tok = _tokenizer_gone_after_plan(tmp_path)
+    spec.write_text(spec.read_text().replace("corpus:", f"tokenizer: {tok}\n  corpus:"))
     out = tmp_path / "bad"
     assert run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check").code == 0
+    tok.unlink()  # `validate` and `plan` refuse a tokenizer that is not there: it goes after planning
     r = run_cli(capsys, "submit", out, "--executor", "debug", "--json")
-    assert r.code == 0
+    assert r.code == 1  # the debug executor trained it here: its failure is this command's
     rows = list(_status(capsys, out).values())
     assert rows[0]["state"] == "failed" and "nonexistent" in rows[0]["error"]
     again = run_cli(capsys, "submit", out, "--executor", "debug", "--json").json()
@@ -208,9 +217,11 @@ def test_slurm_micro_study_preemption_and_requeue(tmp_path, tiny_jsonl_corpus, c
 def test_slurm_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, capsys):
     require_slurm()
     spec = write_study(tmp_path / "bad.yaml", tiny_jsonl_corpus, name="bad", sizes=("4K",), executor="slurm")
-    spec.write_text(spec.read_text().replace("corpus:", "tokenizer: /nonexistent/tokenizer\n  corpus:"))
+    tok = _tokenizer_gone_after_plan(tmp_path)
+    spec.write_text(spec.read_text().replace("corpus:", f"tokenizer: {tok}\n  corpus:"))
     out = tmp_path / "bad"
     assert run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check").code == 0
+    tok.unlink()
     assert run_cli(capsys, "submit", out, "--json").json()["submitted"]
     from ladder.books.run_status import wait
 

@@ -706,3 +706,21 @@ def test_train_of_what_is_no_run_directory_says_what_it_is(tmp_path, capsys, pla
     one_line(run_cli(capsys, "train", tmp_path / "nope"), "does not exist")
     for r in (planned, planned / "runs", run / "model", tmp_path / "nope"):
         assert "ladder plan` first" not in run_cli(capsys, "train", r).stderr
+
+
+@pytest.mark.parametrize(
+    "tokenizer, words",
+    [("", "give 'train'"), (" train ", "give 'train'"), ("/nonexistent/tok", "no such tokenizer folder")],
+)
+def test_validate_refuses_a_tokenizer_data_preparation_will_not_find(tmp_path, capsys, tokenizer, words):
+    """`data.tokenizer: /nonexistent` (or '') passed validate and plan; the run failed at data preparation."""
+    spec = yaml.safe_load(yaml.safe_dump(GOOD))
+    spec["model"]["vocab_size"] = 300
+    spec["ladder"]["sizes"] = ["10K", "20K", "40K", "80K"]
+    spec["data"]["tokenizer"] = tokenizer
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    one_line(run_cli(capsys, "studies", "validate", tmp_path / "s.yaml"), f"data.tokenizer = {tokenizer!r}", words)
+    (tmp_path / "tok").mkdir()
+    spec["data"]["tokenizer"] = str(tmp_path / "tok")
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    one_line(run_cli(capsys, "plan", tmp_path / "s.yaml", "--dry-run"), "holds no tokenizer.json")

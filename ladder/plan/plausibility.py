@@ -298,6 +298,7 @@ def data_requirements(study: StudySpec) -> list[str]:
             f"model.vocab_size = {vocab}: data.tokenizer 'train' trains a byte-level BPE, which needs at "
             f"least {MIN_VOCAB_SIZE} ids (256 bytes + {len(SPECIAL_TOKENS)} special tokens + 1 merge)"
         )
+    problems += _tokenizer_problems(d.tokenizer)
     if d.max_bytes is not None:
         need = d.validation_tokens / d.validation_fraction  # a token is at least one byte
         if d.max_bytes < need:
@@ -308,6 +309,30 @@ def data_requirements(study: StudySpec) -> list[str]:
                 "data.max_bytes, or lower data.validation_tokens"
             )
     return problems
+
+
+def _tokenizer_problems(tokenizer: str) -> list[str]:
+    """A data.tokenizer that data preparation will not find, said at validate time: blank, or a local path (it
+    starts with /, ., ~ or ends in .json) that is not there or holds no tokenizer.json; a hub id is left to the
+    hub. `validate` passed '/nonexistent' and '' before."""
+    from pathlib import Path
+
+    from ladder.model.data.tokenizer import TOKENIZER_FILE
+
+    allowed = "'train', a local tokenizer folder or tokenizer.json, or a hub id"
+    if tokenizer == "train":
+        return []
+    if not tokenizer.strip() or tokenizer.strip() == "train":  # " train " would be read as a path or hub id
+        return [f"data.tokenizer = {tokenizer!r}: give {allowed}"]
+    path = Path(tokenizer).expanduser()
+    local = tokenizer.startswith(("/", ".", "~")) or tokenizer.endswith(".json") or path.exists()
+    if not local:
+        return []
+    if not path.exists():
+        return [f"data.tokenizer = {tokenizer!r}: no such tokenizer folder or tokenizer.json (give {allowed})"]
+    if not (path.is_file() or (path / TOKENIZER_FILE).is_file()):
+        return [f"data.tokenizer = {tokenizer!r}: the folder holds no {TOKENIZER_FILE}"]
+    return []
 
 
 def _ratio_groups(ratios: list[float]) -> int:
