@@ -392,3 +392,24 @@ def test_show_says_a_hand_edited_score_is_incomplete_without_a_traceback(study, 
     r = run_cli(capsys, "forecast", "show", study)
     assert r.code == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
     assert "edited by hand?" in " ".join(r.stdout.replace("│", " ").split())
+
+
+def test_collecting_runs_that_have_not_finished_leaves_a_freeze_current(tmp_path, capsys):
+    """A rung planned or part-trained (runs added by `plan --suggest --add`, a run still training) changes no law:
+    collecting it must not make the fit look older than the results; finishing it must."""
+    from ladder.plan.planner import read_plan
+    from tests.hero_fixture import law_loss
+
+    root = make_ladder(tmp_path / "s", skip=("141K",))
+    assert run_cli(capsys, "forecast", "freeze", root).code == 0
+    [spec] = [s for s in read_plan(root)[1] if s.axes.get("size") == "141K" and s.role != "hero"][:1]
+    train(layout.StudyDir(root), spec, law_loss(spec.params, spec.tokens), upto=0.3)
+    refresh(root, fit=False)
+    [row] = run_cli(capsys, "forecast", "show", root, "--json").json()["forecasts"]
+    assert row["data_changed"] is False, row
+    assert run_cli(capsys, "forecast", "freeze", root).code == 0  # the fit is still the fit of these results
+
+    train(layout.StudyDir(root), spec, law_loss(spec.params, spec.tokens))
+    refresh(root, fit=False)
+    rows = run_cli(capsys, "forecast", "show", root, "--json").json()["forecasts"]
+    assert all(r["data_changed"] for r in rows), rows

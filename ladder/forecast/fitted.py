@@ -2,7 +2,7 @@
 
 ``ladder forecast freeze``, ``ladder hero`` and ``ladder plan --suggest`` act on the fit; each first checks that
 ``fit.json``'s ``meta.results_sha256`` is the hash of the study's results table now
-(:func:`ladder.reports.fits.study.table.results_hash`: every row but the hero runs'), so none of them acts on a fit
+(:func:`ladder.reports.fits.study.table.results_hash`: the finished runs but the hero runs), so none of them acts on a fit
 of other data. :func:`refit` recomputes the same fit in Python (the same bootstrap count and seed: the same
 numbers) where a command needs the fitted objects, not only their JSON.
 

@@ -106,11 +106,13 @@ def is_hero(df: pd.DataFrame) -> np.ndarray:
 
 
 def results_hash(runs: Any) -> str:
-    """:func:`content_hash` of the rows a fit uses (every row but the hero runs'), without the columns that are
-    empty in all of them: the hero's own row (planned, then training, then done) and the columns only it fills
-    never make a fit or a frozen forecast look older than the data it was made from."""
+    """:func:`content_hash` of the rows a fit's laws are fitted on (the finished runs but the hero runs'), without
+    the columns that are empty in all of them: the hero's own row (planned, then training, then done), the columns
+    only it fills, and runs that are planned, training or failed never make a fit or a frozen forecast look older
+    than the data it was made from (collecting runs added by ``plan --suggest --add`` changes no forecast). What
+    such runs have spent so far counts in the ladder's cost at the next fit."""
     df = runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(runs)
-    df = df[~is_hero(df)].reset_index(drop=True).dropna(axis=1, how="all")
+    df = df[~is_hero(df) & status_ok(df)].reset_index(drop=True).dropna(axis=1, how="all")
     return content_hash(df)
 
 
