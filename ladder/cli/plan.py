@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, flag, out_path
-from ladder.console import err, human_seconds, out, print_json, sci
+from ladder.console import err, human_seconds, out, print_json, sci, share_of_hero
 from ladder.errors import SpecError
 from ladder.model.config import format_count
 
@@ -240,7 +240,7 @@ def plan(
     )
     out.print(
         f"hero: {format_count(h.params)} params ({conv}), {format_count(h.tokens)} tokens, {sci(h.compute)} FLOPs; "
-        f"the ladder costs {totals['ladder_pct_of_hero']:.3g}% of the hero's compute (exact FLOPs / exact FLOPs)"
+        f"the ladder costs {' '.join(share_of_hero(totals['ladder_pct_of_hero']))} (exact FLOPs / exact FLOPs)"
     )
     out.print(f"FLOPs: {p.conventions()['flops']}")
     for note in p.notes:

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ladder.console import share_of_hero
 from ladder.errors import DataError, SpecError
 from ladder.model.config import RunSpec, format_count
 from ladder.model.hardware import device_memory_bytes
@@ -232,7 +233,7 @@ def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:
 def cost_warning(study: StudySpec, pct_of_hero: float) -> list[str]:
     if math.isfinite(pct_of_hero) and pct_of_hero > 100:
         return [
-            f"the ladder costs {pct_of_hero:,.3g}% of the hero's compute: a ladder rehearses a bigger run for a "
+            f"the ladder costs {' '.join(share_of_hero(pct_of_hero))}: a ladder rehearses a bigger run for a "
             "small share of its cost (check ladder.sizes and hero)"
         ]
     return []

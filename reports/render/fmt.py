@@ -87,15 +87,11 @@ def fmt_pct(v: Any, digits: int = 2, signed: bool = False) -> str:
 
 
 def share_of_hero(pct: Any) -> tuple[str, str]:
-    """The ladder's cost next to the hero's compute, as ``ladder fit`` and the report both say it: a percent up to
-    100% (``("26.3%", "of the hero's compute")``, a small one in two digits, never "0.0%"), a multiple above it
-    (``("38.6x", "the hero's compute")``, never "3861.5%")."""
+    """:func:`ladder.console.share_of_hero`, with a missing or non-finite share shown as absent."""
+    from ladder.console import share_of_hero as said
+
     x = num(pct)
-    if not math.isfinite(x):
-        return ABSENT, "of the hero's compute"
-    if x > 100:
-        return f"{x / 100:.3g}x", "the hero's compute"
-    return (fmt_pct(x, 1) if x >= 1 else f"{fmt_g(x, 2)}%"), "of the hero's compute"
+    return said(x) if math.isfinite(x) else (ABSENT, "of the hero's compute")
 
 
 def fmt_int(v: Any) -> str:
