@@ -279,7 +279,7 @@ def test_freeze_refuses_a_point_no_law_forecasts_saying_why(study, capsys):
     for args in (("--predict", "400K:16G"), ("--predict", "300K:6M", "--predict", "400K:16G")):
         line = one_line(
             run_cli(capsys, "forecast", "freeze", study, *args),
-            "--predict 400K:16G: no fitted law form can forecast",
+            "--predict 400K:16G: no fitted law form can forecast 400K params x 16B tokens (40K tokens/param)",
             "only at 20 tokens/param",
             "nothing written",
         )

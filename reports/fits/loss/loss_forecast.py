@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from ladder.model.config import format_count
 from ladder.reports.fits import progress
 from ladder.reports.fits.backtest import (
     LEVEL,
@@ -467,8 +468,8 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         scopes = "; ".join(LOSS_FORMS[k].scope(fc.fitted or fc.data, fc.target_ratio) for k in fc.laws)
         skipped = "; ".join(f"{k} not fitted: {why}" for k, why in fc.skipped.items())
         raise ValueError(
-            f"no fitted law form can forecast {params:.4g} params x {tokens:.4g} tokens "
-            f"({tokens / params:.3g} tokens/param): {scopes}" + (f"; {skipped}" if skipped else "")
+            f"no fitted law form can forecast {format_count(params)} params x {format_count(tokens)} tokens "
+            f"({format_count(tokens / params)} tokens/param): {scopes}" + (f"; {skipped}" if skipped else "")
         )
     point, pooled = mixed
     lo, hi = interval(pooled)
