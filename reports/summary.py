@@ -17,7 +17,7 @@ from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, VariantLaw, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
-from ladder.reports.render.fmt import fmt_flops, share_of_hero
+from ladder.reports.render.fmt import fmt_flops, fmt_pct, share_of_hero
 
 __all__ = ["print_fit"]
 
@@ -104,7 +104,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
         if loss is not None:
             line += (
                 f"loss [bold]{loss:.4g}[/] (90% [{_num(hero.lo)}, {_num(hero.hi)}], "
-                f"±{_num(hero.half_width_pct, 2)}%), a {hero.kind or 'projection'}"
+                f"±{fmt_pct(hero.half_width_pct)}), a {hero.kind or 'projection'}"
             )
         else:
             why = hero.loss_reason or fit.loss.reason or "no loss law"

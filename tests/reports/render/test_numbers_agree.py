@@ -271,3 +271,6 @@ def test_the_headline_gives_the_hero_and_the_reach_in_the_digits_ladder_fit_give
         f"{reach.compute_x:.3g}",
     ):
         assert said in terminal and said in head, (said, head)
+    # the hero's half-width: `ladder fit` said "±1.6%" where the report, the freeze and forecast show say "±1.56%"
+    half = f"±{fit.hero.half_width_pct:.2f}%"
+    assert half in terminal and half in head, (half, terminal, head)
