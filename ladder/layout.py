@@ -234,6 +234,10 @@ class StudyDir:
                     "(./ladder-runs/<name>, or its --out)"
                 )
             return f"{self.path} is a file; give a study directory (the folder `ladder plan` writes)"
+        if self.path.exists() and not self.path.is_dir():  # /dev/null, a socket, a fifo
+            return (
+                f"{self.path} is not a directory (nor a file); give a study directory (the folder `ladder plan` writes)"
+            )
         if (self.path / SPEC).is_file() and not self.plan.is_file():  # a run's folder, STUDY/runs/<id>
             return f"{self.path} is a run directory; give its study directory ({self.path.parent.parent})"
         if not self.plan.is_file():

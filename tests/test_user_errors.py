@@ -176,6 +176,8 @@ def test_a_study_file_where_a_study_directory_goes_is_named_as_such(tmp_path, ca
 
     run = tmp_path / "study" / "runs" / plan_micro(tmp_path / "study")[0].run_id
     one_line(run_cli(capsys, command, run), f"{run} is a run directory", f"({tmp_path / 'study'})")
+    # /dev/null said "not a planned study directory (no plan.json); run `ladder plan` first"
+    one_line(run_cli(capsys, command, "/dev/null"), "/dev/null is not a directory", "give a study directory")
 
 
 @pytest.mark.parametrize("command", ["status", "collect", "submit", "eval"])
