@@ -72,6 +72,19 @@ def format_count(n: float) -> str:
     return f"{n:.4g}"
 
 
+def share_of_hero(pct: float) -> tuple[str, str]:
+    """The ladder's cost next to the hero's compute, as plan, fit and the report all say it (beside
+    :func:`format_count`: plan and reports both read this module): a percent up to 100%
+    (``("26.3%", "of the hero's compute")``, a small one in two digits, never "0.0%"), a multiple above it
+    (``("38.6x", "the hero's compute")``, never "3861.5%"). ``pct`` is finite."""
+    if pct > 100:
+        return f"{pct / 100:.3g}x", "the hero's compute"
+    if pct >= 1:
+        return f"{pct:.1f}%", "of the hero's compute"
+    small = f"{pct:.1e}" if 0 < pct < 1e-3 else f"{pct:.2g}"
+    return f"{small}%", "of the hero's compute"
+
+
 Count = Annotated[int, BeforeValidator(parse_count), Field(gt=0)]
 """A positive integer count that may be written as ``50K``."""
 Flops = Annotated[float, BeforeValidator(parse_count), Field(gt=0)]

@@ -10,9 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, flag, out_path
-from ladder.console import err, human_seconds, out, print_json, sci, share_of_hero
+from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.errors import SpecError
-from ladder.model.config import format_count
+from ladder.model.config import format_count, share_of_hero
 
 if TYPE_CHECKING:
     from ladder.plan.planner import Plan

@@ -22,9 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ladder.console import share_of_hero
 from ladder.errors import DataError, SpecError
-from ladder.model.config import RunSpec, format_count
+from ladder.model.config import RunSpec, format_count, share_of_hero
 from ladder.model.hardware import device_memory_bytes
 from ladder.model.recipe import rule_batch_tokens
 from ladder.model.shape import ModelShape

@@ -87,8 +87,8 @@ def fmt_pct(v: Any, digits: int = 2, signed: bool = False) -> str:
 
 
 def share_of_hero(pct: Any) -> tuple[str, str]:
-    """:func:`ladder.console.share_of_hero`, with a missing or non-finite share shown as absent."""
-    from ladder.console import share_of_hero as said
+    """:func:`ladder.model.config.share_of_hero`, with a missing or non-finite share shown as absent."""
+    from ladder.model.config import share_of_hero as said
 
     x = num(pct)
     return said(x) if math.isfinite(x) else (ABSENT, "of the hero's compute")
