@@ -91,6 +91,13 @@ Flops = Annotated[float, BeforeValidator(parse_count), Field(gt=0)]
 """A positive FLOP count that may be written as ``1e21`` or ``3.2T``."""
 
 
+def _admits_text(annotation: Any) -> bool:
+    """Whether a field takes some text of its own (a ``str``, or a Literal such as ``"auto"``)."""
+    if annotation is str or getattr(annotation, "__origin__", None) is Literal:
+        return True
+    return any(_admits_text(arg) for arg in getattr(annotation, "__args__", ()) or ())
+
+
 def _kinds(annotation: Any) -> set:
     """The plain types a field's annotation names anywhere in it (through Annotated, unions and lists)."""
     found = {annotation} if annotation in (bool, int, float, Any) else set()
@@ -117,6 +124,10 @@ class Strict(BaseModel):
             raise ValueError("true/false is no value here: give a number")
         if kinds == {bool} and any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
             raise ValueError("a number is no value here: give true or false")
+        if kinds == {bool} and not _admits_text(field.annotation) and any(isinstance(v, str) for v in items):
+            # lax mode read the text "yes", "off" or "0" as a boolean: `sanity_check: "no"` passed as false,
+            # and "nein" was refused; YAML's own yes/no (unquoted) already arrive as booleans
+            raise ValueError("a text is no value here: give true or false (unquoted)")
         return value
 
 
@@ -211,6 +222,17 @@ class TrackingConfig(Strict):
         description="where the tracker writes: W&B's folder (default: each run's directory) or the "
         "TensorBoard log root (default: <study>/tensorboard); a relative path is relative to the study directory",
     )
+
+    @model_validator(mode="after")
+    def _wandb_fields_need_wandb(self) -> TrackingConfig:
+        # `tracking: {kind: none, project: x}` was accepted and logged nowhere: the user meant a tracker
+        given = [f for f in ("project", "entity", "group", "tags") if getattr(self, f)]
+        if given and self.kind != "wandb":
+            raise ValueError(
+                f"{', '.join(given)} {'is a W&B field' if len(given) == 1 else 'are W&B fields'}, and kind is "
+                f"'{self.kind}': set kind: wandb, or leave {'it' if len(given) == 1 else 'them'} out"
+            )
+        return self
 
 
 class TrunkRef(Strict):

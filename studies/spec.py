@@ -334,8 +334,8 @@ class SlurmSpec(Strict):
     mem_gb: PositiveFloat | None = Field(default=None, le=MAX_MEM_GB)
     constraint: str | None = None
     array_parallelism: PositiveInt = Field(default=32, le=MAX_RUNS_AT_ONCE)
-    additional: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="extra sbatch options, e.g. {exclusive: true}"
+    additional: dict[Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z][\w-]*$")], str | int | float | bool] = (
+        Field(default_factory=dict, description="extra sbatch options, e.g. {exclusive: true}")
     )
 
 

@@ -398,6 +398,32 @@ def test_a_boolean_in_a_numeric_field_or_a_number_in_a_boolean_one_is_refused_na
     assert not bad, "\n".join(bad[:20])
 
 
+@pytest.mark.parametrize(
+    "path,value,words",
+    [
+        (("sanity_check",), "yes", "give true or false"),  # lax pydantic read "yes" as true and "nein" as an error
+        (("sanity_check",), "no", "give true or false"),
+        (("hero", "tied"), "0", "give true or false"),
+        (("executor", "slurm", "additional"), {"": "x"}, "additional"),  # an sbatch option without a name
+        (("executor", "slurm", "additional"), {"--exclusive": True}, "additional"),
+        (("tracking",), {"kind": "none", "project": "x"}, "project is a W&B field, and kind is 'none'"),
+        (("tracking",), {"kind": "tensorboard", "entity": "e", "tags": ["a"]}, "entity, tags are W&B fields"),
+    ],
+    ids=["yes", "no", "tied-0", "empty-sbatch-key", "dashed-sbatch-key", "project-without-wandb", "tb-with-wandb"],
+)
+def test_values_that_were_accepted_and_meant_nothing_are_refused_naming_the_field(tmp_path, capsys, path, value, words):
+    """Found in a re-trial: these passed validate, and the run then ignored (or misread) them."""
+    spec = json.loads(json.dumps(BASE))
+    node = spec
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    r = run_cli(capsys, "studies", "validate", _study_file(tmp_path, spec))
+    assert r.code == 2, r.stdout + r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert words in line and path[-1] in line, line
+
+
 def _every_field(model, prefix=()):
     """Every field path of a pydantic model, its sections included (a section given a scalar is a case too)."""
     from pydantic import BaseModel
