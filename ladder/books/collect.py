@@ -50,6 +50,9 @@ BOOK_COLUMNS = {
     "problem with the run's files); null otherwise",
     "reason": "why the run has no loss: its error, or what its state means (e.g. 'interrupted at step 40 of "
     "120 (resumable)', 'waits for trunk <id> at step 80'); null for a done run",
+    "tokens_planned": "the run's training tokens D as planned (spec.json's tokens; a branch: its trunk's prefix "
+    "included, the tokens its model will have seen, as tokens_done counts them; the plan's totals and "
+    "flops_planned count a branch's own steps only)",
     "tokens_done": "training tokens consumed: a result's tokens, else the last complete metrics record or the "
     "checkpoint's step (a branch's position: its trunk's prefix included)",
     "flops_spent": "exact counted training FLOPs the run spent: the result's flops_spent (a branch: only the steps "
