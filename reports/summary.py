@@ -7,6 +7,7 @@ same way and every section is read through its typed model.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
@@ -202,7 +203,7 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
     """One line per study-level section: the hyperparameter laws, the tied and aspect calls, IsoFLOP."""
     hp = fit.hparams
     if not hp.available:
-        console.print(f"[bold]hyperparameter laws[/]: [dim]{hp.reason}[/]")
+        console.print(f"[bold]hyperparameter laws[/]: [dim]{_of_runs(fit, hp.reason)}[/]")
     else:
         hh = hp.hero
         laws = ", ".join(x for x in (hh and hh.lr_law, hh and hh.batch_tokens_law) if x)
@@ -225,13 +226,13 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
                 console.print(line)
     tv = fit.tied_vs_untied
     if not tv.available:
-        console.print(f"[bold]tied vs untied[/]: [dim]{tv.reason}[/]")
+        console.print(f"[bold]tied vs untied[/]: [dim]{_of_runs(fit, tv.reason)}[/]")
     else:
         msg = (tv.hero and tv.hero.message) or (tv.crossover and tv.crossover.message) or tv.reason or ""
         console.print(f"[bold]tied vs untied[/]: {msg}")
     dw = fit.depth_vs_width
     if not dw.available:
-        console.print(f"[bold]depth vs width[/]: [dim]{dw.reason}[/]")
+        console.print(f"[bold]depth vs width[/]: [dim]{_of_runs(fit, dw.reason)}[/]")
     else:
         hh = dw.hero
         console.print(
@@ -240,7 +241,7 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
         )
     iso = fit.isoflop
     if not iso.available:
-        console.print(f"[bold]isoflop[/]: [dim]{iso.reason}[/]")
+        console.print(f"[bold]isoflop[/]: [dim]{_of_runs(fit, iso.reason)}[/]")
     else:
         console.print(f"[bold]isoflop[/]: N_opt ~ C^{_num(iso.a, 3)} over {iso.n_budgets} budgets")
 
@@ -309,16 +310,32 @@ def _main_variant(fit: FitJson) -> str | None:
     return f"  main variant {law.variant} (its law makes {what}): {law.variant_choice}"
 
 
+def _of_runs(fit: FitJson, reason: str | None) -> str | None:
+    """A section's reason as the terminal says it: ``fit --runs`` with no study has runs, not a study ("this study
+    has no LR sweep" read oddly under a CSV of someone else's runs)."""
+    if fit.meta.study or not reason:
+        return reason
+    return re.sub(r"^this study has no ", "the runs have no ", reason)
+
+
+def _variant_words(fit: FitJson) -> str:
+    """The words "variant tied, " before a law's run count; nothing when the runs have no variant column (the law's
+    variant is then "all": every run)."""
+    v = fit.loss.variant
+    return "" if v in (None, "all") and len(fit.loss_by_variant) < 2 else f"variant {v}, "
+
+
 def _print_law(fit: FitJson, console: Console) -> None:
     law = fit.loss
     main = _main_variant(fit)
     if law.available is False:
-        console.print(f"[bold]loss laws[/] (variant {law.variant}): [yellow]not fitted[/] ({law.reason})")
+        said = _variant_words(fit).removesuffix(", ") or "all runs"
+        console.print(f"[bold]loss laws[/] ({said}): [yellow]not fitted[/] ({law.reason})")
         if main:
             console.print(main)
         return
     console.print(
-        f"[bold]loss laws[/] (variant {law.variant}, {law.n_runs} runs, N = params "
+        f"[bold]loss laws[/] ({_variant_words(fit)}{law.n_runs} runs, N = params "
         f"{fit.meta.param_convention or ''}; Huber on log loss, delta 1e-3)"
     )
     if main:

@@ -121,3 +121,14 @@ def test_a_run_name_read_as_the_variant_is_one_short_line(tmp_path, capsys):
         run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3"), "9 variants of 1 model size(s)", "run name"
     )
     assert len(line) < 1500 and line.count("loss law of variant") == 1
+
+
+def test_a_runs_table_without_a_study_is_not_called_a_study_nor_variant_all(tmp_path, capsys):
+    """retrial8: `fit --runs` said "loss laws (variant all, ...)" and "this study has no LR sweep" of a CSV."""
+    path = tmp_path / "r.csv"
+    path.write_text("params,tokens,loss\n" + "".join(f"{n},{d},{loss}\n" for n, d, loss in _rows()))
+    r = run_cli(capsys, "fit", "--runs", str(path), "--bootstrap", "3")
+    assert r.code == 0, r.stderr
+    assert "this study" not in r.stdout and "variant all" not in r.stdout, r.stdout
+    assert "loss laws (9 runs," in r.stdout
+    assert "hyperparameter laws: the runs have no LR sweep" in r.stdout
