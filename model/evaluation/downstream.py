@@ -25,6 +25,7 @@ import datetime as _dt
 import json
 import logging
 import os
+import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -121,6 +122,29 @@ def _env(**values: str) -> Iterator[None]:
     finally:
         for k in added:
             os.environ.pop(k, None)
+
+
+@contextlib.contextmanager
+def _git_hash_quietly() -> Iterator[None]:
+    """lm-eval records ``git describe`` of the working directory in its results, and let git print "fatal: not
+    a git repository" to the user's terminal from any folder outside a repository (a study's, most often): the
+    same hash (or None), asked with git's stderr silenced."""
+    import lm_eval.evaluator as evaluator
+
+    asked = evaluator.get_git_commit_hash
+
+    def quietly() -> str | None:
+        try:
+            out = subprocess.run(["git", "describe", "--always"], capture_output=True, check=True, timeout=30).stdout  # noqa: S607
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.decode(errors="replace").strip() or None
+
+    evaluator.get_git_commit_hash = quietly
+    try:
+        yield
+    finally:
+        evaluator.get_git_commit_hash = asked
 
 
 def _default_device(device: str | None) -> str:
@@ -220,7 +244,7 @@ def evaluate_run(
         tm = resolve_task_manager(todo, include_path)
         dev = _default_device(device)
         out["device"] = dev
-        with _env(DISABLE_MULTIPROC="1", TOKENIZERS_PARALLELISM="false"):
+        with _env(DISABLE_MULTIPROC="1", TOKENIZERS_PARALLELISM="false"), _git_hash_quietly():
             lm, model_args = _load_lm(model_dir, batch_size=batch_size, device=dev, dtype=dtype, max_length=max_length)
             for name in todo:
                 start = time.perf_counter()

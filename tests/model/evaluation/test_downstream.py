@@ -115,6 +115,17 @@ def test_shipped_tasks_offline_write_results_collect_reads_and_are_not_redone(ru
     assert json.loads(results.results_file(run_dir, "ladder_py_next_line").read_text())["ladder"]["limit"] == 2
 
 
+def test_evaluating_outside_a_git_repository_prints_no_git_error(run_dir, no_network, tmp_path, monkeypatch, capfd):
+    """retrial8: lm-eval asks `git describe` of the working directory, and git printed "fatal: not a git
+    repository" to the user's terminal from every study folder outside a repository."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # no repository above tmp_path either
+    out = downstream.evaluate_run(run_dir, ["ladder_py_ppl"], limit=2, device="cpu", redo=True)
+    assert out["evaluated"] == ["ladder_py_ppl"]
+    assert "not a git repository" not in capfd.readouterr().err
+    assert json.loads(results.results_file(run_dir, "ladder_py_ppl").read_text())["git_hash"] is None
+
+
 def test_user_include_path_task(run_dir, no_network, tmp_path):
     data = tmp_path / "qa.jsonl"
     rows = [{"q": f"x = {i}\ny = x +", "choices": [" 1", " banana"], "label": 0} for i in range(5)]
