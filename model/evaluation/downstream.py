@@ -101,9 +101,16 @@ def resolve_task_manager(tasks: Sequence[str], include_path: Path | Sequence[Pat
         for t in unknown:
             close = difflib.get_close_matches(t, tm.all_tasks, n=3, cutoff=0.6)
             hints.append(f"{t!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        if len(include) > 1:  # "add your own with --include-path DIR" to a user who gave one sent them in a circle
+            where = ", ".join(str(p) for p in include[1:])
+            mine = (
+                f"nor in --include-path {where} (lm-eval skips a task YAML it cannot read, or one whose `task:` "
+                "name differs: check the name there)"
+            )
+        else:
+            mine = "add your own with --include-path DIR"
         raise SpecError(
-            f"unknown lm-eval task(s): {'; '.join(hints)}. Shipped offline tasks: {', '.join(SHIPPED_TASKS)}; "
-            "add your own with --include-path DIR"
+            f"unknown lm-eval task(s): {'; '.join(hints)}. Shipped offline tasks: {', '.join(SHIPPED_TASKS)}; {mine}"
         )
     return tm
 

@@ -158,6 +158,14 @@ def test_errors(run_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(downstream, "_task_manager", lambda include, defaults: real(include, False))
     with pytest.raises(SpecError, match=r"unknown lm-eval task.*ladder_py_next_lin'.*did you mean ladder_py_next_line"):
         downstream.resolve_task_manager(["ladder_py_next_lin"])
+    # retrial8: a broken YAML in the user's --include-path, and the advice was "add your own with --include-path"
+    mine = tmp_path / "my_tasks"
+    mine.mkdir()
+    (mine / "broken.yaml").write_text("task: [unclosed\n")
+    with pytest.raises(SpecError, match="unknown lm-eval task") as caught:
+        downstream.resolve_task_manager(["broken"], include_path=mine)
+    assert "add your own with --include-path" not in str(caught.value)
+    assert f"nor in --include-path {mine.resolve()}" in str(caught.value) and "cannot read" in str(caught.value)
 
 
 def test_shipped_task_data_is_small_well_formed_and_reproducible():
