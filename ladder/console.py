@@ -4,12 +4,37 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from typing import Any
 
 from rich.console import Console
 
 from ladder.layout import jsonable
+
+
+def _reopen_closed_streams() -> None:
+    """A standard stream the shell closed (``ladder status >&-``, ``2>&-``, ``<&-``) is /dev/null: its output is
+    dropped, as asked (Python gives ``None`` there, and the consoles below died of it at import, a traceback), and
+    its descriptor is not handed to the next file the command opens, where a write meant for the terminal would
+    land."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+            free = False  # the descriptor already names another file: leave it to its owner
+        except OSError:
+            free = True
+        null = os.open(os.devnull, os.O_RDWR)
+        if free and null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+            null = fd
+        setattr(sys, name, open(null, mode, encoding="utf-8", closefd=not free))
+
+
+_reopen_closed_streams()
 
 # The width of a pipe or a CI log (rich would otherwise assume 80): tables fit it, wrapping their cells; a line of
 # text is not broken there (soft wrap), so that a log keeps each message on one line for grep.

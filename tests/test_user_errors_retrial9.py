@@ -1,0 +1,42 @@
+"""A ninth new-user trial: the environment a command runs in (closed or full standard streams, ...), odd paths,
+signals other than Ctrl-C, damaged files not yet covered. Each answer is one line ``error: ...`` naming the
+problem and exit 2, or the command's own work; never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = str(Path(__file__).resolve().parents[1])
+
+
+def _shell(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """``command`` in bash with ``ladder`` the console script of this checkout (the same Python)."""
+    ladder = f"'{sys.executable}' -c 'from ladder.cli import entry; entry()'"
+    environ = {**os.environ, "PYTHONPATH": ROOT, **env}
+    return subprocess.run(
+        ["bash", "-c", command.replace("ladder ", ladder + " ", 1)],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("redirect", [">&-", "2>&-", "<&-", ">&- 2>&- <&-"])
+def test_a_closed_standard_stream_is_no_traceback(tmp_path, redirect):
+    """``ladder status S >&-`` died at import ('NoneType' object has no attribute 'isatty', exit 1); with stderr
+    closed a refusal exited 1 in silence, not 2."""
+    missing = _shell(f"ladder status no-such-study {redirect}", tmp_path)
+    assert missing.returncode == 2, (missing.returncode, missing.stderr)
+    assert "Traceback" not in missing.stderr + missing.stdout
+    if "2>&-" not in redirect:
+        assert missing.stderr.startswith("error: ") and len(missing.stderr.splitlines()) == 1, missing.stderr
+    shown = _shell(f"ladder model info --params 10M {redirect}", tmp_path)
+    assert shown.returncode == 0, (shown.returncode, shown.stderr)
+    assert "Traceback" not in shown.stderr
