@@ -200,6 +200,37 @@ def test_a_folder_inside_a_study_or_a_missing_one_is_not_sent_to_ladder_plan(tmp
     assert run_cli(capsys, "plan", half).code == 0 and (half / "plan.json").is_file()
 
 
+def _directory_commands() -> list[tuple[str, ...]]:
+    """Every command whose positional argument is a study or run directory, from the command tree itself."""
+    from ladder.cli import DIRECTORY_ARGUMENTS, _command
+
+    found = []
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, (*path, name))
+        if any(
+            p.param_type_name == "argument" and p.name in DIRECTORY_ARGUMENTS for p in getattr(command, "params", [])
+        ):
+            found.append(path)
+
+    walk(_command(), ())
+    return found
+
+
+@pytest.mark.parametrize("command", _directory_commands(), ids=" ".join)
+def test_an_empty_directory_argument_is_named_not_read_as_the_current_directory(tmp_path, capsys, command, monkeypatch):
+    """`ladder forecast show ""` said "no study at ." and `ladder status ""` ". is not a planned study directory":
+    click reads "" as the current directory, which the user never named (an unset shell variable, most often)."""
+    monkeypatch.chdir(tmp_path)
+    assert len(_directory_commands()) >= 10  # the walk finds the commands (status, fit, report, forecast ...)
+    for args in (("",), ("--", "")):
+        line = one_line(run_cli(capsys, *command, *args), "an empty", "give a")
+        assert " . " not in line and "no study at" not in line, line
+    # an empty option value is the option's to judge, and "." named on purpose stays the current directory
+    assert "an empty STUDY_DIR" not in run_cli(capsys, *command, ".").stderr
+
+
 @pytest.mark.parametrize("damage", ["empty", "missing"])
 def test_a_planned_study_without_a_readable_study_yaml_names_the_repair(tmp_path, capsys, planned, damage):
     """An emptied study.yaml of a planned study said "top level must be a mapping of fields, got NoneType" and a

@@ -114,6 +114,14 @@ def _usage_errors() -> tuple[type[BaseException], ...]:
     return (ClickException,)
 
 
+def _usage_error() -> type[Exception]:
+    try:  # as in _usage_errors
+        from typer._click.exceptions import UsageError
+    except ImportError:  # pragma: no cover - older typer on plain click
+        from click.exceptions import UsageError
+    return UsageError
+
+
 def usage_line(exc: Any) -> str:
     """A click usage error in one line: what is wrong (it names the option or argument and the value) and
     where the help is."""
@@ -129,7 +137,48 @@ def _command() -> Any:
     command = typer.main.get_command(app)
     _polish(command)
     _catch_ctrl_c(command)
+    _refuse_empty_directories(command)
     return command
+
+
+DIRECTORY_ARGUMENTS = ("study_dir", "run_dir")  # typed as paths: click reads "" as the current directory
+
+
+def _refuse_empty_directories(command: Any) -> None:
+    """An empty STUDY_DIR or RUN_DIR argument (``ladder status ""``, a shell variable that was not set) is
+    refused as such: click turns it into ".", and the command then spoke of the current directory ("no study at
+    ."), which the user never named. An empty value of an option (``--out ""``) is the option's to judge."""
+    for sub in getattr(command, "commands", {}).values():
+        _refuse_empty_directories(sub)
+    argument = next(
+        (
+            p
+            for p in getattr(command, "params", [])
+            if p.param_type_name == "argument" and p.name in DIRECTORY_ARGUMENTS
+        ),
+        None,
+    )
+    if argument is None:
+        return
+    valued = {
+        opt
+        for p in command.params
+        if p.param_type_name == "option" and not getattr(p, "is_flag", False) and not getattr(p, "count", False)
+        for opt in (*p.opts, *p.secondary_opts)
+    }
+    parse = command.parse_args
+
+    def checked(ctx: Any, args: list[str]) -> list[str]:
+        previous, positional = None, False
+        for arg in args:
+            if arg == "" and (positional or previous not in valued):
+                what = argument.name.upper()
+                raise _usage_error()(f"an empty {what}: give a {what.lower().replace('_dir', ' directory')}", ctx=ctx)
+            positional = positional or (arg == "--" and previous not in valued)
+            previous = arg
+        return parse(ctx, args)
+
+    command.parse_args = checked
 
 
 def main() -> None:
