@@ -7,6 +7,10 @@ trains: where a command would, training is stood in for (it is interrupted or re
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -276,3 +280,36 @@ def test_ctrl_c_while_ladder_run_trains_is_the_same_one_line(tmp_path, capsys, m
     spec = _study_file(tmp_path, BASE)
     r = run_cli(capsys, "run", spec, "--out", tmp_path / "out", "--executor", "debug", "--skip-sanity")
     _interrupted_here(r, "run")
+
+
+# ---- a really read-only study (a read-only bind mount, where the machine allows one) ------------------------
+
+
+@contextlib.contextmanager
+def _mounted_read_only(path: Path):
+    """``path`` made read-only by the kernel (bind-mounted onto itself, then remounted ro): the real thing the
+    monkeypatched :class:`ReadOnly` stands in for. Skips where mounting is not allowed (not root, a container
+    without CAP_SYS_ADMIN); as root, permission bits alone would not stop a write."""
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root and mount(8)")
+    bound = subprocess.run(["mount", "--bind", str(path), str(path)], capture_output=True)
+    if bound.returncode:
+        pytest.skip(f"mount --bind is not allowed here: {bound.stderr.decode(errors='replace').strip()}")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], capture_output=True)
+        if ro.returncode:
+            pytest.skip(f"a read-only remount is not allowed here: {ro.stderr.decode(errors='replace').strip()}")
+        yield
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+@pytest.mark.parametrize("command", list(systematic.READ_ONLY_COMMANDS))
+def test_a_study_on_a_read_only_mount_is_one_line_and_left_as_it_was(fitted, capsys, command):
+    """The re-trial ran as root, where chmod does not stop a write, so an unwritable study for `fit` was only
+    ever tested through a stand-in: here the kernel refuses (EROFS, 'Read-only file system')."""
+    before = _files(fitted)
+    with _mounted_read_only(fitted):
+        r = run_cli(capsys, *systematic.READ_ONLY_COMMANDS[command](fitted))
+    one_line(r, "cannot use", str(fitted), "Read-only file system")
+    assert _files(fitted) == before
