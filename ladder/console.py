@@ -36,18 +36,50 @@ def _reopen_closed_streams() -> None:
 
 _reopen_closed_streams()
 
+
+class _StandardOutput:
+    """``sys.stdout`` (whatever it is at the time of the write: a test may swap it), whose failed write names
+    standard output: ``ladder fit S >/dev/full`` said only "No space left on device", which reads as the study's
+    disk being full when fit.json had been written."""
+
+    def write(self, text: str) -> int:
+        try:
+            return sys.stdout.write(text)
+        except OSError as exc:
+            raise _named(exc) from None
+
+    def flush(self) -> None:
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            raise _named(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)
+
+
+def _named(exc: OSError) -> OSError:
+    if exc.filename is not None or exc.errno is None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, "standard output")
+
+
+STDOUT = _StandardOutput()
+
 # The width of a pipe or a CI log (rich would otherwise assume 80): tables fit it, wrapping their cells; a line of
 # text is not broken there (soft wrap), so that a log keeps each message on one line for grep.
 LOG_WIDTH = 120
-out = Console(width=None if sys.stdout.isatty() else LOG_WIDTH, soft_wrap=not sys.stdout.isatty(), highlight=False)
+out = Console(
+    file=STDOUT, width=None if sys.stdout.isatty() else LOG_WIDTH, soft_wrap=not sys.stdout.isatty(), highlight=False
+)
 err = Console(
     stderr=True, width=None if sys.stderr.isatty() else LOG_WIDTH, soft_wrap=not sys.stderr.isatty(), highlight=False
 )
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(jsonable(obj), indent=2, default=str) + "\n")
-    sys.stdout.flush()
+    STDOUT.write(json.dumps(jsonable(obj), indent=2, default=str) + "\n")
+    STDOUT.flush()
 
 
 def human_seconds(seconds: float | None) -> str:

@@ -40,3 +40,26 @@ def test_a_closed_standard_stream_is_no_traceback(tmp_path, redirect):
     shown = _shell(f"ladder model info --params 10M {redirect}", tmp_path)
     assert shown.returncode == 0, (shown.returncode, shown.stderr)
     assert "Traceback" not in shown.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ladder --version",
+        "ladder model info --params 10M",
+        "ladder model info --params 10M --json",
+        "ladder studies show S",
+    ],
+)
+def test_standard_output_on_a_full_disk_is_named(tmp_path, command):
+    """``ladder fit S >/dev/full`` said "error: No space left on device (OSError)": no path, as if the study's
+    disk were full (fit.json had been written). It names standard output now."""
+    import yaml
+
+    from tests.hero_fixture import study_dict
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(study_dict()))
+    r = _shell(command.replace(" S", " s.yaml") + " >/dev/full", tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr == "error: cannot use standard output: No space left on device\n", r.stderr

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import JSON_OPT
 from ladder.cli.plan import checked_plan, fit_check_flag
-from ladder.console import err, out, print_json
+from ladder.console import STDOUT, err, out, print_json
 
 app = typer.Typer(help="List, show and validate study specs.", no_args_is_help=True)
 
@@ -47,7 +45,7 @@ def studies_show(
     if as_json:
         print_json(study.model_dump(mode="json"))
         return
-    sys.stdout.write(study.to_yaml())
+    STDOUT.write(study.to_yaml())
 
 
 @app.command("validate")
