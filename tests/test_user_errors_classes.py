@@ -313,3 +313,22 @@ def test_a_study_on_a_read_only_mount_is_one_line_and_left_as_it_was(fitted, cap
         r = run_cli(capsys, *systematic.READ_ONLY_COMMANDS[command](fitted))
     one_line(r, "cannot use", str(fitted), "Read-only file system")
     assert _files(fitted) == before
+
+
+@pytest.mark.parametrize("command", list(UNWRITABLE_STUDY))
+def test_the_other_writers_on_a_read_only_mount_are_one_line_too(fitted, tmp_path, capsys, monkeypatch, command):
+    """submit, cancel, plan, train, eval, forecast score and plan --suggest --add on a study the kernel will not
+    let them write (the lock files included, which the stand-in had to mimic by hand)."""
+    which, first, args = UNWRITABLE_STUDY[command]
+    study = fitted if which == "fitted" else _micro(tmp_path)
+    if first == "freeze":
+        assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    elif first is not None:
+        first(study)
+    _cheap_suggest(monkeypatch)
+    called = _no_training(monkeypatch)
+    before = _files(study)
+    with _mounted_read_only(study):
+        r = run_cli(capsys, *args(study))
+    _last_line(r, "cannot use", str(study), "Read-only file system")
+    assert _files(study) == before and called == []
