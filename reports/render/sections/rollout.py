@@ -40,8 +40,7 @@ def rollout(ctx: Builder) -> Section:
     rows, mixture = ro.rows, ro.mixture
     if not rows:
         return s.missing(
-            "this study has no rollout backtest: the ladder has fewer than 4 sizes, so no prefix of "
-            "3 sizes leaves a larger run to forecast"
+            f"this study has no rollout backtest: {_no_rows((ro.model_extra or {}).get('prefixes') or [])}"
         )
     weights = law.weights or {}
     s.add(
@@ -266,3 +265,20 @@ def _checked(ctx: Builder, state: str) -> str:
             "(Forecast vs actual); a larger rung would test it sooner."
         )
     return "Its interval is a projection, not a checked prediction; a larger rung would test it."
+
+
+def _no_rows(prefixes: list[dict]) -> str:
+    """Why the rollout made no forecast: no prefix to fit, or (the ladder had one) no law form fitted on its
+    largest prefix forecast a larger run (4 sizes at one tokens/param ratio: 3 runs, where L(C) needs 4)."""
+    if not prefixes:
+        return "the ladder has fewer than 4 sizes, so no prefix of 3 sizes leaves a larger run to forecast"
+    last = prefixes[-1]
+    runs, sizes = last.get("runs"), last.get("sizes")
+    which = (
+        f"the lowest compute levels ({fmt_int(runs)} runs at {fmt_int(sizes)} sizes)"
+        if last.get("by") == "compute"
+        else f"the smallest {fmt_int(sizes)} sizes ({fmt_int(runs)} runs)"
+    )
+    skipped = last.get("skipped") or {}
+    why = "; ".join(f"{form}: {reason}" for form, reason in skipped.items())
+    return f"no law form fitted on {which} could forecast a larger run" + (f" ({why})" if why else "")

@@ -294,3 +294,17 @@ def test_the_rollouts_farthest_error_is_not_called_the_error_at_the_hero(states)
     assert "The rollout's error there" not in text
     assert "The rollout's error at its farthest forecasts" in text
     assert "no rollout error was measured at the hero's own distance" in text
+
+
+def test_a_rollout_without_forecasts_says_why_not_that_the_ladder_has_fewer_sizes_than_it_has(tmp_path):
+    """User retrial (issue 28): 4 sizes at one tokens/param ratio; the report's ladder table listed the 4 sizes and
+    its rollout section said "the ladder has fewer than 4 sizes, so no prefix of 3 sizes leaves a larger run to
+    forecast". The prefix of 3 sizes was there (fit.json's rollout prefixes): its 3 runs fit no L(C) form, which
+    needs 4. The section now says that, from fit.json."""
+    root = make_ladder(tmp_path / "study", sizes=["25K", "35K", "50K", "71K"], n_boot=10)
+    fit = json.loads((root / "fit.json").read_text())
+    assert fit["loss"]["rollout"]["rows"] == [] and fit["loss"]["rollout"]["prefixes"]
+    section = " ".join(prose(render_report(root, tmp_path / "out", formats="html")["html"].read_text())["rollout"])
+    assert "fewer than 4 sizes" not in section, section
+    assert "no law form fitted on the smallest 3 sizes (3 runs) could forecast a larger run" in section, section
+    assert "needs >= 4 runs" in section, section
