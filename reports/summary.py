@@ -391,7 +391,7 @@ def _print_variants(fit: FitJson, console: Console) -> None:
             console.print(
                 f"  variant {v} at the hero: {_num(paired['loss'])}{_ci([paired['lo'], paired['hi']])} by the paired "
                 f"tied-vs-untied comparison, the call's basis ({primary}'s {_num(paired['from_loss'])} x "
-                f"e^{paired['gap']:+.4f}; the interval is the gap's)"
+                f"e^{paired['log_factor']:+.4f}; the interval is the gap's)"
             )
         if not f.available:
             console.print(f"  variant {v}: [yellow]no law[/] ({f.reason})")

@@ -368,5 +368,6 @@ def paired_forecast(primary: str, target: dict, hero_call: dict | None, other: s
         "from": primary,
         "from_loss": loss,
         "gap": g,
+        "log_factor": sign * g,  # ln(loss / from_loss): the gap, its sign turned when the other variant is tied
         "basis": "paired comparison (the tied-vs-untied call)",
     }

@@ -89,6 +89,28 @@ def test_the_summary_shows_the_calls_number_first_and_says_the_law_disagrees():
     assert "disagrees" not in lines[1]
 
 
+def test_the_summary_s_factor_gives_its_number_when_the_other_variant_is_tied():
+    """User retrial (issue 28): with untied the main variant, fit printed "variant tied at the hero: 1.223e+04 ...
+    (untied's 1.578 x e^-8.9553 ...)": 1.578 x e^-8.9553 is 2.0e-4, not 1.223e+04; the gap (untied minus tied)
+    was printed with tied's sign unturned. The factor now gives the number it stands beside."""
+    import re
+
+    from ladder.reports.summary import _print_variants
+
+    fit = _fit()
+    fit["loss"]["variant"] = "untied"
+    fit["hero"]["loss"] = 2.124
+    fit["loss_by_variant"]["tied"]["primary"] = False
+    fit["loss_by_variant"]["untied"]["primary"] = True
+    console = Console(record=True, width=300, file=open("/dev/null", "w"))
+    _print_variants(fit_json_of(fit), console)
+    line = next(ln for ln in console.export_text().splitlines() if "variant tied at the hero" in ln)
+    loss, base, exponent = re.search(r"at the hero: ([\d.]+) .*untied's ([\d.]+) x e\^([-+][\d.]+);", line).groups()
+    assert float(loss) == __import__("pytest").approx(2.124 * math.exp(-0.0325), abs=1e-3), line
+    assert float(base) * math.exp(float(exponent)) == __import__("pytest").approx(float(loss), abs=1e-3), line
+    assert exponent == "-0.0325", line
+
+
 def test_the_summary_says_disagrees_only_when_the_intervals_do_not_overlap():
     from ladder.reports.summary import _print_variants
 
