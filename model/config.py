@@ -91,11 +91,20 @@ Flops = Annotated[float, BeforeValidator(parse_count), Field(gt=0)]
 """A positive FLOP count that may be written as ``1e21`` or ``3.2T``."""
 
 
-def _admits_text(annotation: Any) -> bool:
-    """Whether a field takes some text of its own (a ``str``, or a Literal such as ``"auto"``)."""
-    if annotation is str or getattr(annotation, "__origin__", None) is Literal:
-        return True
-    return any(_admits_text(arg) for arg in getattr(annotation, "__args__", ()) or ())
+def _texts(annotation: Any) -> set[str] | None:
+    """The texts a field takes of its own: a Literal's words (``"auto"``), the empty set when none; None when it
+    takes any text (a ``str`` anywhere in it)."""
+    if annotation is str:
+        return None
+    if getattr(annotation, "__origin__", None) is Literal:
+        return {a for a in annotation.__args__ if isinstance(a, str)}
+    found: set[str] = set()
+    for arg in getattr(annotation, "__args__", ()) or ():
+        texts = _texts(arg)
+        if texts is None:
+            return None
+        found |= texts
+    return found
 
 
 def _kinds(annotation: Any) -> set:
@@ -124,10 +133,12 @@ class Strict(BaseModel):
             raise ValueError("true/false is no value here: give a number")
         if kinds == {bool} and any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
             raise ValueError("a number is no value here: give true or false")
-        if kinds == {bool} and not _admits_text(field.annotation) and any(isinstance(v, str) for v in items):
+        texts = _texts(field.annotation) if kinds == {bool} else None
+        if texts is not None and any(isinstance(v, str) and v not in texts for v in items):
             # lax mode read the text "yes", "off" or "0" as a boolean: `sanity_check: "no"` passed as false,
-            # and "nein" was refused; YAML's own yes/no (unquoted) already arrive as booleans
-            raise ValueError("a text is no value here: give true or false (unquoted)")
+            # `compile: "yes"` as true, and "nein" was refused; YAML's own yes/no (unquoted) arrive as booleans
+            words = "".join(f" or {t}" for t in sorted(texts))
+            raise ValueError(f"a text is no value here: give true or false (unquoted){words}")
         return value
 
 

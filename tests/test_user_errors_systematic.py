@@ -404,12 +404,22 @@ def test_a_boolean_in_a_numeric_field_or_a_number_in_a_boolean_one_is_refused_na
         (("sanity_check",), "yes", "give true or false"),  # lax pydantic read "yes" as true and "nein" as an error
         (("sanity_check",), "no", "give true or false"),
         (("hero", "tied"), "0", "give true or false"),
+        (("training", "compile"), "yes", "give true or false (unquoted) or auto"),  # bool | "auto": "yes" was true
         (("executor", "slurm", "additional"), {"": "x"}, "additional"),  # an sbatch option without a name
         (("executor", "slurm", "additional"), {"--exclusive": True}, "additional"),
         (("tracking",), {"kind": "none", "project": "x"}, "project is a W&B field, and kind is 'none'"),
         (("tracking",), {"kind": "tensorboard", "entity": "e", "tags": ["a"]}, "entity, tags are W&B fields"),
     ],
-    ids=["yes", "no", "tied-0", "empty-sbatch-key", "dashed-sbatch-key", "project-without-wandb", "tb-with-wandb"],
+    ids=[
+        "yes",
+        "no",
+        "tied-0",
+        "compile-yes",
+        "empty-sbatch-key",
+        "dashed-sbatch-key",
+        "project-without-wandb",
+        "tb-with-wandb",
+    ],
 )
 def test_values_that_were_accepted_and_meant_nothing_are_refused_naming_the_field(tmp_path, capsys, path, value, words):
     """Found in a re-trial: these passed validate, and the run then ignored (or misread) them."""
