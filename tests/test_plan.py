@@ -271,7 +271,14 @@ def test_the_plan_states_one_flop_convention_per_number(tmp_path, capsys):
     on_disk = json.loads((tmp_path / "d" / "plan.json").read_text())
     assert on_disk["conventions"] == conv and on_disk["notes"] == data["notes"]
     human = run_cli(capsys, "plan", "default", "--dry-run")
-    assert "FLOPs (exact)" in human.stdout and "exact FLOPs / exact FLOPs" in human.stdout
+    assert "FLOPs (exact" in human.stdout and "exact FLOPs / exact FLOPs" in human.stdout
+    # one cost in the totals line (the one fit and the report give), the independent-runs sum said as a what-if
+    totals = " ".join(next(line for line in human.stdout.splitlines() if line.startswith("totals:")).split())
+    assert f"{data['totals']['flops']:.2e} FLOPs (exact; each trunk counted once".replace("e+", "e") in totals, totals
+    assert "if they were independent runs" in totals and "FLOPs as independent runs" not in totals
+    trunks, branches = data["totals"]["trunks"], data["totals"]["branches"]
+    alone = data["totals"]["runs"] - trunks - branches
+    assert f"({trunks} trunks, {branches} branches, {alone} run(s) without branches)" in totals, totals
 
     # a hero given by compute spends exactly that compute, read as exact FLOPs, at tokens_per_param
     study = parse_study(

@@ -228,14 +228,19 @@ def plan(
         k = p.packing
         out.print(f"packing: {k.runs_at_once} run(s) at once, {k.threads_per_run} thread(s) each ({k.rule})")
     h = p.hero
-    runs = f"{totals['runs']} runs"
+    runs, flops = f"{totals['runs']} runs", f"{sci(totals['flops'])} FLOPs (exact)"
     if totals["branches"]:
-        runs += (
-            f" ({totals['trunks']} trunks, {totals['branches']} branches; each trunk counted once, each branch "
-            f"its own steps: {sci(totals['flops_if_independent'])} FLOPs as independent runs)"
+        # one figure for the cost (the one fit and the report give); the independent-runs sum only beside it
+        alone = totals["runs"] - totals["trunks"] - totals["branches"]
+        runs += f" ({totals['trunks']} trunks, {totals['branches']} branches" + (
+            f", {alone} run(s) without branches)" if alone else ")"
+        )
+        flops = (
+            f"{sci(totals['flops'])} FLOPs (exact; each trunk counted once, each branch its own steps: "
+            f"{sci(totals['flops_if_independent'])} if they were independent runs)"
         )
     out.print(
-        f"totals: {runs}, {sci(totals['flops'])} FLOPs (exact), {format_count(totals['tokens'])} tokens, "
+        f"totals: {runs}, {flops}, {format_count(totals['tokens'])} tokens, "
         f"~{human_seconds(totals['est_wall_s'])} of {spec.executor.hardware} time (one run at a time)"
     )
     out.print(
