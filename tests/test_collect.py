@@ -230,3 +230,17 @@ def test_collect_counts_one_run_in_the_singular(tmp_path, capsys):
         finish(layout.StudyDir(root), spec)
     r = run_cli(capsys, "collect", root)
     assert r.code == 0 and f"1 run not finished yet: {runs[0].run_id}" in r.stdout, r.stdout
+
+
+def test_collect_lists_a_few_pending_runs_not_all_of_them(tmp_path, capsys):
+    """A fresh 37-run study: collect printed all 37 run ids in one line; now a few and how many more."""
+    from ladder.cli.status import SOME
+
+    root = tmp_path / "study"
+    runs = plan_micro(root)
+    assert len(runs) > SOME + 1
+    r = run_cli(capsys, "collect", root)
+    line = next(x for x in r.stdout.splitlines() if "not finished yet" in x)
+    assert f"{len(runs)} runs not finished yet: {runs[0].run_id}" in line
+    assert f"and {len(runs) - SOME} more (`ladder status` lists them)" in line and runs[-1].run_id not in line
+    assert len(run_cli(capsys, "collect", root, "--json").json()["pending"]) == len(runs)  # --json: every id

@@ -167,6 +167,16 @@ def totals_line(t: dict, eta_s: float | None = None) -> str:
     )
 
 
+SOME = 8  # run ids listed in one line; `ladder status` and --json list them all
+
+
+def _some(run_ids: list[str]) -> str:
+    """Run ids for one line: a fresh study's 37 pending ids were a wall of text in collect's output."""
+    if len(run_ids) <= SOME:
+        return ", ".join(run_ids)
+    return f"{', '.join(run_ids[:SOME])} and {len(run_ids) - SOME} more (`ladder status` lists them)"
+
+
 def _warn_of_damaged_jobs(study_dir: Path) -> None:
     """One line on stderr when jobs.json is damaged: status and collect go on without it (the books come from the
     run folders), but a job still queued, or a run cancelled, is not seen."""
@@ -259,10 +269,11 @@ def collect(
         err.print(f"[yellow]problem[/] {escape(str(p))}")
     if c.failed:
         err.print(
-            f"[red]{len(c.failed)} run{'s' if len(c.failed) != 1 else ''} failed[/] (see `ladder status {study_dir}`): {', '.join(c.failed)}"
+            f"[red]{len(c.failed)} run{'s' if len(c.failed) != 1 else ''} failed[/] (see `ladder status "
+            f"{escape(str(study_dir))}`): {_some(c.failed)}"
         )
     if c.pending:
         n = len(c.pending)
-        out.print(f"{n} run{'s' if n != 1 else ''} not finished yet: {', '.join(c.pending)}")
+        out.print(f"{n} run{'s' if n != 1 else ''} not finished yet: {_some(c.pending)}")
     states = ", ".join(f"{n} {s}" for s, n in c.states.items())
     out.print(f"collected {len(c.runs)} runs ({states}) into {paths[0]} (and .csv, {paths[2].name})")
