@@ -59,8 +59,14 @@ def fmt_flops(v: Any) -> str:
 
 
 def fmt_loss(v: Any, digits: int = 4) -> str:
+    """A loss to ``digits`` decimals; one too large or too small for them (a degenerate trend's 1.2e+04, an
+    interval's 4.6e-56) in the ``digits`` significant figures `ladder fit` prints it in, never 130 digits or 0.0000."""
     x = num(v)
-    return f"{x:.{digits}f}" if math.isfinite(x) else ABSENT
+    if not math.isfinite(x):
+        return ABSENT
+    if x != 0 and (abs(x) >= 1e4 or abs(x) < 0.5 * 10.0**-digits):
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}f}"
 
 
 def fmt_g(v: Any, digits: int = 3) -> str:

@@ -89,6 +89,29 @@ def test_a_fits_ladder_flops_is_the_one_figure_in_both(wsd_study):
     assert "0.012% of the hero's compute" in _texts(headline(Builder(data)))  # never "0.0%"
 
 
+def test_a_ladder_that_has_spent_part_of_its_plan_says_so_beside_the_plan(wsd_study, tmp_path):
+    """A fresh study's report said "Ladder cost 0% of the hero's compute" where `ladder plan` had said 27.5%:
+    the spent figure stays the one figure, and says it is so far, of the plan's total."""
+    import shutil
+
+    from ladder.books.collect import collect, write_collected
+    from ladder.reports.render.fmt import fmt_flops
+
+    root, planned, _ = wsd_study
+    fresh = tmp_path / "fresh"
+    shutil.copytree(root, fresh)
+    for rd in (fresh / "runs").iterdir():  # nothing trained yet
+        for name in ("result.json", "metrics.jsonl"):
+            (rd / name).unlink(missing_ok=True)
+    write_collected(fresh, collect(fresh))
+    ctx = Builder(load_study(fresh))
+    head, section = _texts(headline(ctx)), _texts(ladder(ctx))
+    for text in (head, section):
+        assert f"spent so far, of {fmt_flops(planned)} planned" in text, text
+    full = Builder(load_study(root))  # every run done: the spent figure is the plan's, and says nothing more
+    assert "so far" not in _texts(headline(full)) and "so far" not in _texts(ladder(full))
+
+
 def test_a_ladder_dearer_than_the_hero_is_the_same_multiple_in_the_headline_as_in_the_terminal(wsd_study):
     """Issue 28: the headline said "3861.5%" where `ladder fit` says "38.6x the hero's compute"."""
     from ladder.reports.summary import _share_of_hero
@@ -274,3 +297,16 @@ def test_the_headline_gives_the_hero_and_the_reach_in_the_digits_ladder_fit_give
     # the hero's half-width: `ladder fit` said "±1.6%" where the report, the freeze and forecast show say "±1.56%"
     half = f"±{fit.hero.half_width_pct:.2f}%"
     assert half in terminal and half in head, (half, terminal, head)
+
+
+def test_a_degenerate_loss_reads_in_the_digits_fit_prints_it_in():
+    """User retrial (issue 28): a tied-vs-untied gap of -8.96 at the hero; `ladder fit` printed the paired tied
+    forecast as 1.223e+04 [4.554e-56, 1.027e+129], the report's table as "12231.0718 (0.0000 - 10268281642...
+    (130 digits).0000)". A loss too large or too small for 4 decimals now reads as fit prints it."""
+    from ladder.reports.render.fmt import fmt_loss
+    from ladder.reports.summary import _num
+
+    for x in (12231.0718, 4.554e-56, 1.0268e129):
+        assert fmt_loss(x) == _num(x), x
+    assert fmt_loss(1.57844) == "1.5784" and fmt_loss(0.0003) == "0.0003" and fmt_loss(0.0) == "0.0000"
+    assert fmt_loss(9999.5) == "9999.5000"
