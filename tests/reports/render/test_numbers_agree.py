@@ -310,3 +310,27 @@ def test_a_degenerate_loss_reads_in_the_digits_fit_prints_it_in():
         assert fmt_loss(x) == _num(x), x
     assert fmt_loss(1.57844) == "1.5784" and fmt_loss(0.0003) == "0.0003" and fmt_loss(0.0) == "0.0000"
     assert fmt_loss(9999.5) == "9999.5000"
+
+
+def test_the_heros_compute_multiple_says_it_is_6nd_beside_exact_flops(tmp_path):
+    """User retrial (issue 28): `ladder fit` said "C = 6.31e13 FLOPs ... 7.11e+03x in compute" and the report's
+    headline "7.11e+03x in compute", while the ladder's largest run did 1.64e10 exact FLOPs (status, the report's
+    table): 3.85e+03x, which the tied-vs-untied section gave. The multiple is the law's 6ND; it now says so."""
+    import io
+
+    from rich.console import Console
+
+    from ladder.reports.summary import print_fit
+    from tests.hero_fixture import make_ladder
+
+    ctx = Builder(load_study(make_ladder(tmp_path / "s", n_boot=10)))
+    fit = ctx.fit_json
+    ext = fit.hero.extrapolation
+    exact = fit.hero.compute / ctx.d.runs["flops"].max()
+    assert f"{exact:.3g}" != f"{ext['compute_6nd']:.3g}"  # the two measures differ: the label matters
+    buf = io.StringIO()
+    print_fit(fit, Console(file=buf, width=400, color_system=None))
+    terminal, head = buf.getvalue(), _texts(headline(ctx))
+    assert f"{ext['compute_6nd']:.3g}x in compute (6ND)" in terminal, terminal
+    assert f"{ext['compute_6nd']:.3g}× in compute (6ND)" in head, head
+    assert " in compute;" not in terminal and "× in compute;" not in head
