@@ -116,6 +116,12 @@ MODEL_INFO = [
     (["--head-dim", "0"], ["--head-dim 0", "positive"]),
     (["--head-dim", "15"], ["--head-dim 15", "even"]),
     (["--params", "10"], ["--params '10'", "outside what this family builds"]),
+    # which setting keeps the nearest shape too large: the 49,152-row embedding of the default vocabulary
+    (
+        ["--params", "800K"],
+        ["embedding alone has 3,145,728 (49,152 x 64)", "--vocab-size", "--convention non_embedding"],
+    ),
+    (["--params", "10", "--convention", "non_embedding"], ["a smaller --head-dim (now 64)"]),
     (["--params", "-5"], ["--params '-5'", "positive count"]),
     (["--convention", "all"], ["--convention 'all'", "'total' or 'non_embedding'"]),
     (["--aspect-ratio", "abc"], ["'--aspect-ratio'", "see `ladder model info --help`"]),  # a click usage error

@@ -113,10 +113,20 @@ def model_info(
             shape = shape_for_params(int(target), convention, aspect_ratio, rules, tied)
             got = shape.params(convention)
             if not 0.5 <= got / target <= 2:
+                if got > target:  # the smallest shape at these settings: say which setting keeps it large
+                    emb = shape.params_embedding
+                    hint = (
+                        f"; its embedding alone has {emb:,} ({vocab_size:,} x {shape.d_model}): give a smaller "
+                        "--vocab-size, or --convention non_embedding"
+                        if convention == "total" and emb >= target / 2
+                        else f"; a smaller --head-dim (now {head_dim or 64}) builds smaller models"
+                    )
+                else:
+                    hint = "; another --aspect-ratio may reach it"
                 raise SpecError(
                     f"--params {params!r}: the nearest shape at --aspect-ratio {aspect_ratio:g} has "
                     f"{got:,} {convention} parameters ({got / target:.3g}x the target): outside what "
-                    "this family builds"
+                    f"this family builds{hint}"
                 )
         else:
             if d_model is None or n_layers is None:
