@@ -131,7 +131,7 @@ def test_a_reading_command_goes_on_with_the_other_runs_and_writes_nothing(study,
         # its job (if it has one) cannot be told from its files: named, with the repair, on one line
         [line] = [ln for ln in r.stderr.splitlines() if run_id in ln]
         assert line.startswith("warning: ") and RUN_DAMAGE[how] in line and _repair(study) in " ".join(line.split())
-        assert "cancelled 0 runs" in said
+        assert "nothing to cancel" in said
     if command == "plan --suggest":
         assert "suggested" in said or "no candidate" in said
     if command == "forecast show":
@@ -164,7 +164,7 @@ def test_cancel_cancels_the_other_runs_jobs(study, capsys, monkeypatch, how):
     r = run_cli(capsys, "cancel", study)
     _said(r)
     assert r.code == 0, r.stderr
-    assert f"cancelled 1 runs: {live}" in " ".join(r.stdout.split())
+    assert f"cancelled 1 run: {live}" in " ".join(r.stdout.split())
     assert [ln.split()[2] for ln in r.stderr.strip().splitlines()] == [run_id]  # "warning: run ID not cancelled"
     assert job_records.latest(job_records.read(layout.StudyDir(study)), live).cancelled
 

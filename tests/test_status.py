@@ -148,7 +148,8 @@ def test_cancel_with_nothing_running_writes_nothing(tmp_path, capsys):
 
     before = files()
     r = run_cli(capsys, "cancel", root)
-    assert r.code == 0 and "cancelled 0 runs" in r.stdout, r.stderr
+    assert r.code == 0 and "nothing to cancel: no run of this study has a queued or running job" in r.stdout, r.stderr
+    assert "cancelled 0 runs" not in r.stdout  # read as if cancel had failed
     assert files() == before and not (root / "jobs.json").exists()
     record_job(layout.StudyDir(root), spec.run_id, cancelled=True)  # a job on record, cancelled before
     before = files()

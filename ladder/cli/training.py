@@ -203,7 +203,13 @@ def cancel(
     if as_json:
         print_json({"cancelled": cancelled, "damaged": [{"run_id": d.run_id, "why": d.why} for d in damaged]})
         return
-    out.print(f"cancelled {len(cancelled)} runs" + (f": {', '.join(cancelled)}" if cancelled else ""))
+    if not cancelled:  # "cancelled 0 runs" read as if cancel had failed
+        out.print(
+            "nothing to cancel: no run of this study has a queued or running job" + (" among --run" if run else "")
+        )
+        return
+    n = len(cancelled)
+    out.print(f"cancelled {n} run{'s' if n != 1 else ''}: {', '.join(cancelled)}")
 
 
 def _not_a_run(path: Path) -> str:
