@@ -118,7 +118,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
             tested = (law.reach or {}).get("tested")
             where = (
                 f"  {_num(ext['params'], 3)}x the ladder's largest model in parameters, "
-                f"{_num(ext.get('tokens'), 3)}x in tokens, {_num(ext.get('compute_6nd'), 3)}x in compute; "
+                f"{_num(ext.get('tokens'), 3)}x in tokens, {_num(ext.get('compute_6nd'), 3)}x in compute (6ND); "
             )
             if not (law.calibration and law.calibration.n):
                 console.print(where + "[yellow]no rollout forecast tested any distance[/]")

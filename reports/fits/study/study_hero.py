@@ -215,10 +215,12 @@ BEYOND_REACH = "beyond the ladder's demonstrated reach"
 
 
 def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
-    """A forecast's distance in words, in every axis (the hero's warnings and the predictions' say it alike)."""
+    """A forecast's distance in words, in every axis (the hero's warnings and the predictions' say it alike). Its
+    compute is the law's, 6ND: exact FLOPs (LM head and attention counted) put the ladder's small runs higher, so
+    their ratio differs, and a bare "compute" read beside the hero's exact FLOPs said a multiple they do not give."""
     return (
         f"{params_x:.3g}x the ladder's largest model, {tokens_x:.3g}x its most tokens and "
-        f"{compute_x:.3g}x its largest compute"
+        f"{compute_x:.3g}x its largest compute (6ND)"
     )
 
 

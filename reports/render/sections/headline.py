@@ -59,7 +59,7 @@ def headline(ctx: Builder) -> Section:
         if ok(ext.get("params")):
             ext_text = (
                 f"; {fmt_g(ext.get('params'), 3)}× the ladder's largest model in parameters, "
-                f"{fmt_g(ext.get('compute_6nd'), 3)}× in compute"
+                f"{fmt_g(ext.get('compute_6nd'), 3)}× in compute (6ND)"
             )
         half = hero.half_width_pct
         kind = hero.kind or "projection"
