@@ -81,11 +81,23 @@ def test_a_finished_run_without_its_model_is_named_not_passed_over(tmp_path, cap
     for spec in runs:
         shutil.rmtree(finish(layout.StudyDir(root), spec).model)
     r = run_cli(capsys, "eval", root, "--executor", "debug")
-    assert r.code == 0 and "every finished run with a model/ folder already has these results" in r.stdout
+    assert r.code == 0 and "no run has finished training with its model/ folder" in r.stdout, r.stdout
     for spec in runs:
         assert f"skipped {spec.run_id}: done, but its model/ folder is missing" in r.stderr
     r = run_cli(capsys, "eval", root, "--executor", "debug", "--json")
     assert r.code == 0 and r.json()["no_model"] == [s.run_id for s in sorted(runs, key=lambda s: s.run_id)]
+
+
+def test_a_study_with_no_finished_run_says_so_not_that_every_run_has_its_results(tmp_path, capsys):
+    """`ladder eval` of a freshly planned study said "nothing to evaluate: every finished run already has these
+    results", of a study with no finished run."""
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "study"
+    plan_micro(root)
+    r = run_cli(capsys, "eval", root, "--executor", "debug")
+    assert r.code == 0, r.stderr
+    assert "nothing to evaluate: no run has finished training yet" in r.stdout and "already has" not in r.stdout
 
 
 @pytest.mark.parametrize("limit", ["1e308", "2.5", "1e13"])

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_device, check_executor, executor_spec
@@ -65,13 +66,20 @@ def eval_cmd(
     )
     # a finished run whose model/ was removed cannot be evaluated: said, not passed over in silence (nor counted
     # among the runs that "already have these results")
-    no_model = _done_without_model(study_dir)
+    with_model, no_model = _finished(study_dir)
     if as_json:
         print_json({**res, "no_model": no_model})
         return
     for run_id in no_model:
         err.print(f"[yellow]skipped[/] {run_id}: done, but its model/ folder is missing: nothing to evaluate")
     if not res["evaluated"]:
+        if not with_model:  # "every finished run already has these results" was said of a study with none
+            out.print(
+                "nothing to evaluate: no run has finished training"
+                + (" with its model/ folder" if no_model else " yet")
+                + f" (`ladder status {escape(str(study_dir))}` shows where they are)"
+            )
+            return
         out.print(
             "nothing to evaluate: every finished run "
             + ("with a model/ folder " if no_model else "")
@@ -85,21 +93,23 @@ def eval_cmd(
                 if isinstance(value, (int, float)) and metric != "sample_len":
                     table.add_row(run_id, task, metric, f"{value:.4f}")
     out.print(table)
-    out.print(f"evaluated {len(res['evaluated'])} runs; `ladder collect {study_dir}` adds them to the results")
+    n = len(res["evaluated"])
+    out.print(f"evaluated {n} run{'s' if n != 1 else ''}; `ladder collect {study_dir}` adds them to the results")
 
 
-def _done_without_model(study_dir: Path) -> list[str]:
-    """The run ids of the study whose result.json says done but whose model/ folder is gone."""
+def _finished(study_dir: Path) -> tuple[list[str], list[str]]:
+    """The run ids of the study whose result.json says done: those with their model/ folder, and those whose
+    model/ folder is gone."""
     import json
 
     from ladder import layout
 
-    ids = []
+    with_model, without = [], []
     for rd in layout.StudyDir(Path(study_dir)).all_run_dirs():
         try:
             done = json.loads(rd.result.read_text(encoding="utf-8")).get("status") == "done"
         except (OSError, ValueError, AttributeError):
             continue
-        if done and not rd.model.is_dir():
-            ids.append(rd.path.name)
-    return ids
+        if done:
+            (with_model if rd.model.is_dir() else without).append(rd.path.name)
+    return with_model, without
