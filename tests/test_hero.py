@@ -95,6 +95,35 @@ def test_hero_at_another_size_says_where_lr_and_batch_come_from(study, capsys):
     assert "," not in rows["params (non_embedding)"] and rows["params (non_embedding)"].endswith("K"), rows
 
 
+def test_the_heros_batch_and_lr_read_as_fit_and_the_report_give_them(study, capsys):
+    """User retrial (issue 28): one batch and one LR, three spellings: `ladder fit` said "batch 14,368 tokens",
+    `ladder hero` "14.37K tokens" and the report "14.4K tokens"; fit and the report said "peak LR 0.02", hero
+    "2.000e-02". Each now gives the batch in the CLI's count digits and the LR in fit's."""
+    import io
+
+    from rich.console import Console
+
+    from ladder.model.config import format_count
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.sections.headline import headline
+    from ladder.reports.render.study import load_study
+    from ladder.reports.summary import print_fit
+    from tests.reports.texts import texts
+
+    ctx = Builder(load_study(study))
+    rec = ctx.fit_json.recommendation
+    buf = io.StringIO()
+    print_fit(ctx.fit_json, Console(file=buf, width=400, color_system=None))
+    terminal, head = buf.getvalue(), texts(headline(ctx))
+    said = run_cli(capsys, "hero", study, "--dry-run").stdout
+    batch, lr = f"{format_count(rec.batch_tokens)} tokens", f"{rec.lr:.3g}"
+    assert rec.batch_tokens >= 1000 and f"{rec.batch_tokens:,}" != format_count(rec.batch_tokens)
+    for where, text in (("fit", terminal), ("report", head), ("hero", said)):
+        assert batch in text, (where, batch, text)
+    assert re.search(rf"peak LR\s+{re.escape(lr)}\b", terminal) and re.search(rf"peak LR\W+{re.escape(lr)}\b", said)
+    assert f"Peak learning rate {lr}" in head or f"Peak learning rate: {lr}" in head, head
+
+
 def test_a_hero_with_the_science_of_a_rung_is_refused(study, capsys):
     from ladder.plan.planner import read_plan
 

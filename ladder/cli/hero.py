@@ -81,7 +81,7 @@ def hero(
         ("tied", "yes" if s.tied else "no", src.get("tied", "")),
         ("tokens", f"{format_count(spec.tokens)} ({spec.tokens / spec.params:.3g}/param)", src.get("tokens", "")),
         ("batch", f"{format_count(spec.batch_tokens)} tokens", src.get("batch_tokens", "")),
-        ("peak LR", f"{spec.lr:.3e}", src.get("lr", "")),
+        ("peak LR", f"{spec.lr:.3g}", src.get("lr", "")),  # as `ladder fit` gives it
         ("steps / warmup", f"{spec.steps:,} / {spec.warmup_steps:,}", src.get("warmup", "")),
         ("schedule", spec.schedule.kind, src.get("schedule", "")),
         ("seed", str(spec.seed), src.get("seed", "")),

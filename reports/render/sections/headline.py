@@ -16,7 +16,6 @@ from ladder.reports.render.fmt import (
     cap,
     fmt_bool,
     fmt_ci,
-    fmt_count,
     fmt_flops,
     fmt_g,
     fmt_int,
@@ -159,8 +158,8 @@ def headline(ctx: Builder) -> Section:
             ("Sequence length", fmt_int(rec.seq_len), ""),
             (
                 "Batch size",
-                f"{fmt_count(rec.batch_tokens)} tokens"
-                + (f" (90%: {fmt_ci(rec.batch_tokens_ci90, fmt_count)})" if rec.batch_tokens_ci90 else ""),
+                f"{fmt_size(rec.batch_tokens)} tokens"  # as `ladder fit` and `ladder hero` give it
+                + (f" (90%: {fmt_ci(rec.batch_tokens_ci90, fmt_size)})" if rec.batch_tokens_ci90 else ""),
                 src.get("batch_tokens", src.get("batch", "")),
             ),
             (
