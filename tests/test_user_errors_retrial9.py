@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import one_line, run_cli
+
 ROOT = str(Path(__file__).resolve().parents[1])
 
 
@@ -63,3 +65,20 @@ def test_standard_output_on_a_full_disk_is_named(tmp_path, command):
     r = _shell(command.replace(" S", " s.yaml") + " >/dev/full", tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert r.stderr == "error: cannot use standard output: No space left on device\n", r.stderr
+
+
+def test_fit_of_a_study_whose_every_run_is_damaged_says_none_is_done(tmp_path, capsys):
+    """Every run folder deleted, then collect and fit: fit said "the runs table lacks column(s) params, tokens; it
+    needs params, tokens and loss ...; it has run_id, status, error, reason, loss, problems", the words for a
+    user's --runs file. collect now writes those columns for a damaged run, and fit says no run is done."""
+    import shutil
+
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "study"
+    plan_micro(root)
+    for run in (root / "runs").iterdir():
+        shutil.rmtree(run)
+    assert run_cli(capsys, "collect", root).code == 0
+    line = one_line(run_cli(capsys, "fit", root), "no finished runs", "damaged")
+    assert "lacks column" not in line

@@ -283,6 +283,8 @@ def collect(study_dir: Path) -> Collected:
                     "status": "damaged",
                     "error": error,
                     "reason": error,
+                    "params": math.nan,  # the fit's columns, unknown: a table of damaged runs only is no runs table
+                    "tokens": math.nan,  # without them (fit said it "lacks column(s) params, tokens")
                     "loss": math.nan,
                     "problems": spec.why,
                 }
