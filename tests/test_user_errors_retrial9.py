@@ -82,3 +82,25 @@ def test_fit_of_a_study_whose_every_run_is_damaged_says_none_is_done(tmp_path, c
     assert run_cli(capsys, "collect", root).code == 0
     line = one_line(run_cli(capsys, "fit", root), "no finished runs", "damaged")
     assert "lacks column" not in line
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("[1, 2]", "not a JSON object but a JSON list"),
+        ("{}", "no 'runs' list"),
+        ('{"runs": null}', "'runs' is a JSON null, not a list"),
+        ('{"runs": [1]}', "'runs' holds 1, not a run id"),
+        ('{"runs": [null]}', "'runs' holds null, not a run id"),
+    ],
+)
+def test_a_plan_json_of_the_wrong_shape_says_which(tmp_path, capsys, text, words):
+    """A plan.json that is JSON of the wrong shape said "unreadable (list indices must be integers or slices, not
+    str)" or "unreadable ('runs')"; a run id 1 was read as run "1", whose folder was missing."""
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "study"
+    plan_micro(root)
+    (root / "plan.json").write_text(text)
+    for command in ("status", "fit"):
+        one_line(run_cli(capsys, command, root), "plan.json is unreadable", words, "rewrites it")

@@ -291,15 +291,29 @@ class Damaged:
         return f"{self.run_id}: {self.why}; `{self.repair}` rewrites it"
 
 
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {dict: "object", list: "list", str: "string", bool: "true/false"}.get(type(value), "number")
+
+
 def _plan_ids(sd: layout.StudyDir) -> list[str]:
     why = sd.not_planned()
     if why:
         raise StateError(why)
     try:
-        ids = json.loads(sd.plan.read_text(encoding="utf-8"))["runs"]
+        plan = json.loads(sd.plan.read_text(encoding="utf-8"))
+        if not isinstance(plan, dict):  # said "list indices must be integers or slices, not str"
+            raise ValueError(f"not a JSON object but a JSON {_json_kind(plan)}")
+        if "runs" not in plan:  # said "('runs')"
+            raise ValueError("it has no 'runs' list")
+        ids = plan["runs"]
         if not isinstance(ids, list):
-            raise ValueError(f"'runs' is a {type(ids).__name__}, not a list")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"'runs' is a JSON {_json_kind(ids)}, not a list")
+        odd = [i for i in ids if not isinstance(i, str)]
+        if odd:
+            raise ValueError(f"'runs' holds {json.dumps(odd[0])[:40]}, not a run id")
+    except (OSError, ValueError) as exc:
         raise StateError(f"{sd.plan} is unreadable ({exc}); `{repair_command(sd.path)}` rewrites it") from None
     return [str(i) for i in ids]
 
