@@ -444,7 +444,7 @@ def _print_in_context(fit: FitJson, console: Console) -> None:
     tr, fc = sec.trend, sec.forecasts
     console.print(
         f"[bold]in-context repeats[/] ({100 * sec.repeat_share:.0f}% of eval targets): repeats/novel loss "
-        f"{tr.ratio_at_smallest:.3f} -> {tr.ratio_at_largest:.3f} over {tr.compute_span:.3g}x compute "
+        f"by its log-log trend {tr.ratio_at_smallest:.3f} -> {tr.ratio_at_largest:.3f} over {tr.compute_span:.3g}x compute "
         f"(slope {_slope(tr.slope, tr.ci90)})"
     )
     for i, point in enumerate([fc, *fc.predictions]):

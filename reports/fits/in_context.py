@@ -185,7 +185,7 @@ def fit_in_context(
     if trend["ci90"][1] < 0 and trend["ratio_at_largest"] < (1 - MIN_DROP) * trend["ratio_at_smallest"]:
         warnings.append(
             f"the ladder is learning to copy from context: the loss on in-context repeats ({100 * share:.0f}% of the "
-            f"evaluation targets) over the novel tokens' falls from {trend['ratio_at_smallest']:.2f} to "
+            f"evaluation targets) over the novel tokens' falls, by its log-log trend, from {trend['ratio_at_smallest']:.2f} to "
             f"{trend['ratio_at_largest']:.2f} across {trend['compute_span']:.0f}x compute (slope "
             f"{trend['slope']:+.3f}, 90% [{trend['ci90'][0]:+.3f}, {trend['ci90'][1]:+.3f}]), so the total mixes two "
             "kinds of target that scale differently. Small models learn to copy abruptly, at a seed-dependent step: "

@@ -62,6 +62,7 @@ def in_context(ctx: Builder) -> Section:
             [
                 (
                     "Copy ratio",
+                    f"by its log-log trend (not a run's own, in the table below), "
                     f"{fmt_g(tr.ratio_at_smallest, 3)} at the smallest compute, "
                     f"{fmt_g(tr.ratio_at_largest, 3)} at the largest ({fmt_g(tr.compute_span, 3)}× "
                     f"apart); slope {fmt_g(_noise_as_zero(tr.slope), 3)} per e-fold of compute, 90% "
