@@ -72,6 +72,19 @@ def format_count(n: float) -> str:
     return f"{n:.4g}"
 
 
+def format_flops(x: float) -> str:
+    """Compute as the CLI and the report write it: ``63114240000000`` -> ``6.31e13`` (3 significant digits), never
+    Python's ``6.31e+13``; reports/render/fmt.fmt_flops and the fits' sentences both give it."""
+    x = float(x)
+    if x == 0 or not math.isfinite(x):
+        return "0" if x == 0 else str(x)
+    e = int(math.floor(math.log10(abs(x))))
+    m = x / 10**e
+    if round(m, 2) >= 10:
+        m, e = m / 10, e + 1
+    return f"{m:.2f}e{e}"
+
+
 def share_of_hero(pct: float) -> tuple[str, str]:
     """The ladder's cost next to the hero's compute, as plan, fit and the report all say it (beside
     :func:`format_count`: plan and reports both read this module): a percent up to 100%

@@ -46,16 +46,10 @@ def fmt_count(n: Any) -> str:
 
 
 def fmt_flops(v: Any) -> str:
+    from ladder.model.config import format_flops
+
     x = num(v)
-    if not math.isfinite(x):
-        return ABSENT
-    if x == 0:
-        return "0"
-    e = int(math.floor(math.log10(abs(x))))
-    m = x / 10**e
-    if round(m, 2) >= 10:
-        m, e = m / 10, e + 1
-    return f"{m:.2f}e{e}"
+    return format_flops(x) if math.isfinite(x) else ABSENT
 
 
 def fmt_loss(v: Any, digits: int = 4) -> str:

@@ -32,6 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ladder.model.config import format_flops
 from ladder.reports.fits.ablations.common import Z90
 from ladder.reports.fits.ablations.trend import Trend
 from ladder.reports.fits.backtest import interval
@@ -131,7 +132,7 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
             out["message"] = (
                 f"the winner flips within the ladder: {lower} wins at {a['scale']}, {upper} at "
                 f"{b['scale']} (each beyond its noise), and the trend crosses zero between them at "
-                f"C = {c0:.3g}"
+                f"C = {format_flops(c0)}"
             )
             if n > 1:
                 out["message"] += f"; the rungs change sign {n} times beyond their noise"
@@ -165,18 +166,18 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
             out["p_below_hero"] = float(np.mean(zs < math.log(hero_flops)))
             where = " (below the hero's compute)" if c0 < hero_flops else " (above the hero's compute)"
         if out["p_cross"] < P_STATED:
-            share = f"{100 * (1 - out['p_cross']):.0f}% of its curves do not cross up to C = {limit:.3g}"
+            share = f"{100 * (1 - out['p_cross']):.0f}% of its curves do not cross up to C = {format_flops(limit)}"
             if out["p_cross"] >= P_POSSIBLE:
                 out["status"] = "possible_beyond"
                 out["message"] = (
                     f"a flip beyond the ladder is possible, not established: the trend crosses zero at "
-                    f"C = {c0:.3g}{where}, {dist:.3g}x beyond the largest rung, but {share}; {now} "
+                    f"C = {format_flops(c0)}{where}, {dist:.3g}x beyond the largest rung, but {share}; {now} "
                     "ahead at the largest rung"
                 )
             else:
                 out["status"] = "none"
                 out["message"] = (
-                    f"no flip stated: the trend's point crosses zero at C = {c0:.3g}{where}, {dist:.3g}x "
+                    f"no flip stated: the trend's point crosses zero at C = {format_flops(c0)}{where}, {dist:.3g}x "
                     f"beyond the largest rung, but {share}; {now} ahead at the largest rung"
                 )
             return out
@@ -187,7 +188,7 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
         )
         out["status"] = "beyond_range"
         out["message"] = (
-            f"no flip within the ladder; extrapolated, the trend crosses zero at C = {c0:.3g}{where}, "
+            f"no flip within the ladder; extrapolated, the trend crosses zero at C = {format_flops(c0)}{where}, "
             f"{dist:.3g}x beyond the largest rung ({reach}): {now} ahead below it, {then} above"
         )
         return out
@@ -195,7 +196,7 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
         out.update(
             status="unresolved",
             message=(
-                f"the trend crosses zero inside the ladder (C = {math.exp(inside[0]):.3g}) but no two rungs differ in "
+                f"the trend crosses zero inside the ladder (C = {format_flops(math.exp(inside[0]))}) but no two rungs differ in "
                 "sign beyond their noise: no crossover is stated"
             ),
         )
@@ -205,7 +206,7 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
         status="none",
         message=(
             f"no crossover: no two rungs differ in sign beyond their noise and the trend "
-            f"keeps {lead} ahead up to C = {limit:.3g}"
+            f"keeps {lead} ahead up to C = {format_flops(limit)}"
         ),
     )
     return out

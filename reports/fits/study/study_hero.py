@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
-from ladder.model.config import format_count, parse_count
+from ladder.model.config import format_count, format_flops, parse_count
 from ladder.model.recipe import params_for_compute
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import Forecast, track_record
@@ -137,7 +137,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
             )
         elif iso is not None:
             n, d, alloc = float(iso.params_opt(budget)), float(iso.tokens_opt(budget)), "compute_optimal"
-            src = f"fit: IsoFLOP N_opt(C), D_opt(C) at C = {budget:.3g} (D/N = {d / n:.3g})"
+            src = f"fit: IsoFLOP N_opt(C), D_opt(C) at C = {format_flops(budget)} (D/N = {d / n:.3g})"
             reason = f"the L(N, D) laws' allocation is {why}"
         else:
             n = _rule_params(study, budget, tied, aspect)

@@ -348,3 +348,17 @@ def test_depth_width_from_shape_columns():
     assert all(r.fit is not None for r in res.scales)
     with pytest.raises(FitError, match="aspect_ratio, or d_model and n_layers"):
         fit_depth_width(df.drop(columns="n_layers"))
+
+
+def test_the_crossover_gives_its_compute_as_flops_are_written_everywhere():
+    """User retrial (issue 28): the report's tied-vs-untied table said "the trend keeps untied ahead up to
+    C = 6.31e+14" where every other compute in the CLI and the report reads 6.31e13 (the hero's "6.31e13 FLOPs")."""
+    from ladder.reports.render.fmt import fmt_flops
+
+    def untied(c):
+        return E_T + 0.01 + (C0_T * 1.3 / c) ** G
+
+    res = fit_tie_ablation(tie_runs(untied, noise=0.0003), hero_flops=1e22, n_boot=BOOT)
+    msg = res.crossover["message"]
+    assert "e+" not in msg, msg
+    assert f"C = {fmt_flops(res.crossover['search_limit'])}" in msg, msg
