@@ -449,7 +449,7 @@ def _print_in_context(fit: FitJson, console: Console) -> None:
     )
     for i, point in enumerate([fc, *fc.predictions]):
         kinds = []
-        for key, k in (("novel", point.novel), ("repeats", point.repeats), ("combined", point.combined)):
+        for key, k in (("novel", point.novel), ("repeats", point.repeats), ("share-weighted", point.combined)):
             if k is not None and k.available:
                 rms = k.rollout_rms_pct if i == 0 else None  # the rollout is the same for every point
                 kinds.append(

@@ -331,3 +331,24 @@ def test_the_copy_ratio_at_the_ends_says_it_is_the_trends(tmp_path):
     section = prose(render_report(root, tmp_path / "out", formats="html")["html"].read_text())["in-context"]
     [row] = [c for c in section if "at the smallest compute" in c]
     assert row.startswith("by its log-log trend (not a run's own"), row
+
+
+def test_the_kinds_recombined_at_the_hero_have_one_name_in_fit_and_the_report(tmp_path):
+    """User retrial (issue 28): at the hero fit printed "combined 1.637 [1.325, 1.89]" below the hero's own
+    forecast "1.636 (90% [1.374, 1.877])"; the report's in-context table calls that number "share-weighted". The
+    terminal now gives it the report's name."""
+    import io
+
+    from rich.console import Console
+
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.study import load_study
+    from ladder.reports.summary import print_fit
+
+    root = make_ladder(tmp_path / "study", split=True, n_boot=10)
+    buf = io.StringIO()
+    print_fit(Builder(load_study(root)).fit_json, Console(file=buf, width=400, color_system=None))
+    [line] = [ln for ln in buf.getvalue().splitlines() if ln.strip().startswith("at ") and "novel" in ln]
+    assert "; share-weighted " in line and "combined" not in line, line
+    page = render_report(root, tmp_path / "out", formats="html")["html"].read_text()
+    assert ">share-weighted<" in page
