@@ -104,3 +104,16 @@ def test_a_plan_json_of_the_wrong_shape_says_which(tmp_path, capsys, text, words
     (root / "plan.json").write_text(text)
     for command in ("status", "fit"):
         one_line(run_cli(capsys, command, root), "plan.json is unreadable", words, "rewrites it")
+
+
+def test_fit_runs_of_a_pretty_printed_json_object_says_so(tmp_path, capsys):
+    """``ladder fit --runs S/fit.json`` (or any JSON object written over many lines) said "line 1 is not JSON
+    (Expecting property name enclosed in double quotes ...)" of a file that is JSON; it says what it is now."""
+    import json
+
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"params": 1e6, "tokens": 2e7, "loss": 3.2}, indent=2))
+    line = one_line(run_cli(capsys, "fit", "--runs", path), "one JSON object over 5 lines", "one run per line")
+    assert "is not JSON" not in line
+    path.write_text('{"params": 1e6, "tokens": 2e7, "loss": 3.2}\n{"params": 1e6,\n')  # torn: still named by line
+    one_line(run_cli(capsys, "fit", "--runs", path), "line 2 is not JSON")

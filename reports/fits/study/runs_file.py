@@ -264,6 +264,7 @@ def _read_json_runs(path: Path) -> pd.DataFrame:
             except RepeatedKey as exc:
                 raise _repeated_key(path, f"line {n}", exc.key) from None
             except ValueError as exc:
+                _refuse_one_document(path, text)
                 raise FitError(f"{path}: line {n} is not JSON ({exc})") from None
             where.append(f"line {n}")
     if not records:
@@ -282,6 +283,22 @@ def _read_json_runs(path: Path) -> pd.DataFrame:
                 "the other); keep one"
             )
     return pd.json_normalize(records, sep=".")
+
+
+def _refuse_one_document(path: Path, text: str) -> None:
+    """A file that is one JSON value over many lines (a pretty-printed object: ladder's own fit.json, an export
+    under a key) is refused as such: read as JSON lines, its first line ``{`` was "not JSON"."""
+    import json
+
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        return
+    kind = "object" if isinstance(whole, dict) else type(whole).__name__
+    raise FitError(
+        f"{path}: one JSON {kind} over {len(text.splitlines())} lines, where JSON lines hold one run per line: "
+        'write each run on one line (e.g. {"params": 1e6, "tokens": 2e7, "loss": 3.2}), or give a JSON array of runs'
+    )
 
 
 def _flattened_twice(record: dict, prefix: str = "", seen: set | None = None) -> str | None:
