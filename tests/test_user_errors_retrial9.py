@@ -117,3 +117,14 @@ def test_fit_runs_of_a_pretty_printed_json_object_says_so(tmp_path, capsys):
     assert "is not JSON" not in line
     path.write_text('{"params": 1e6, "tokens": 2e7, "loss": 3.2}\n{"params": 1e6,\n')  # torn: still named by line
     one_line(run_cli(capsys, "fit", "--runs", path), "line 2 is not JSON")
+
+
+@pytest.mark.parametrize("command", ["status", "fit", "collect"])
+def test_a_deleted_current_directory_is_named(tmp_path, capsys, monkeypatch, command):
+    """Run from a folder deleted under the shell (``rm -r`` of it in another terminal): ``ladder status s`` said
+    "error: No such file or directory (FileNotFoundError)", no path, as if the study were missing."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    one_line(run_cli(capsys, command, "study"), "the current directory no longer exists", "cd to one")

@@ -305,11 +305,21 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except OSError:
+        return False
+    return True
+
+
 def os_error_line(exc: OSError) -> str:
     """An OSError as the user's problem: the path it names and why it failed, in one line."""
     why = exc.strerror or str(exc) or type(exc).__name__
     paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
     if not paths:
+        if isinstance(exc, FileNotFoundError) and not _cwd_exists():  # os.getcwd() names no path
+            return "the current directory no longer exists (deleted or moved): cd to one that does, then run again"
         return f"{why} ({type(exc).__name__})"
     hint = ""
     if isinstance(exc, PermissionError):
