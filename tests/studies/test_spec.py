@@ -228,3 +228,20 @@ def test_a_name_in_another_script_keeps_its_letters_in_the_default_directory():
         "study",
         "my-ladder",
     )
+
+
+def test_the_default_descriptions_hero_multiples_are_the_plans():
+    """User retrial (issue 28): `ladder studies list` said of the default study "the hero (800K, 8x the top
+    rung)", while the top rung (its own YAML's word, and docs/in-context.md's) is the untied 201.3K: `ladder fit`
+    says 3.97x the ladder's largest model. 8x is the largest tied rung, as the README says."""
+    import re
+
+    from ladder.plan.planner import expand
+
+    study = load_study("default")
+    runs = [r for r in expand(study).runs if r.role != "hero"]
+    top = {"top rung": max(r.params for r in runs), "tied rung": max(r.params for r in runs if r.shape.tied)}
+    said = re.findall(r"(\d+)x the (?:largest |untied )?(top rung|tied rung)", study.description)
+    assert said, study.description
+    for times, which in said:
+        assert int(times) == round(study.hero.params / top[which]), (times, which, top)
