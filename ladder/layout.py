@@ -36,6 +36,7 @@ A run directory::
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -246,6 +247,9 @@ class StudyDir:
             outer = enclosing_study(self.path)
             if outer is not None:
                 return f"{self.path} is inside the study directory {outer}; give that directory"
+            link = broken_link(self.path)
+            if link:
+                return f"{link}; give a study directory (the folder `ladder plan STUDY` writes) or mend the link"
             if not self.path.exists():
                 return (
                     f"{self.path} does not exist; give a study directory (the folder `ladder plan STUDY` writes: "
@@ -320,6 +324,22 @@ class StudyDir:
         if not self.runs.is_dir():
             return []
         return [RunDir(p) for p in sorted(self.runs.iterdir()) if (p / SPEC).is_file()]
+
+
+def broken_link(path: Path) -> str | None:
+    """What a symbolic link that leads nowhere is (``S -> S2`` with S2 deleted, or a loop of links), said so that
+    "does not exist" does not contradict what ``ls`` shows; None for any other path."""
+    path = Path(path)
+    if not os.path.islink(path) or os.path.exists(path):
+        return None
+    try:
+        target = os.readlink(path)
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{path} is a link to {target}, which links back to it in a loop"
+        return f"{path} is a link to {target}, which does not exist"
+    return None
 
 
 def enclosing_study(path: Path) -> Path | None:

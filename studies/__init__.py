@@ -45,9 +45,12 @@ def study_file(name_or_path: str | Path) -> Path:
             f"study ({', '.join(builtin_names())})"
         )
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists() or "/" in str(name_or_path):
+    if path.suffix in (".yaml", ".yml") or path.exists() or path.is_symlink() or "/" in str(name_or_path):
         if not path.exists():
-            raise SpecError(f"{path}: no such study file")
+            from ladder.layout import broken_link
+
+            link = broken_link(path)
+            raise SpecError(f"{link}; give a study file or mend the link" if link else f"{path}: no such study file")
         if path.is_dir():
             # a study directory written by `ladder plan` holds the spec it was planned from
             from ladder.layout import StudyDir

@@ -128,3 +128,20 @@ def test_a_deleted_current_directory_is_named(tmp_path, capsys, monkeypatch, com
     monkeypatch.chdir(gone)
     gone.rmdir()
     one_line(run_cli(capsys, command, "study"), "the current directory no longer exists", "cd to one")
+
+
+def test_a_link_that_leads_nowhere_is_named_as_one(tmp_path, capsys, monkeypatch):
+    """A study, run or study file argument that is a loop of links or a link to a deleted folder said "does not
+    exist" (or "neither a study file nor a built-in study"), which ``ls`` contradicts; an --out in a loop said its
+    target "does not exist" or only "Too many levels of symbolic links" of a path below it."""
+    monkeypatch.chdir(tmp_path)
+    Path("loop_a").symlink_to("loop_b")
+    Path("loop_b").symlink_to("loop_a")
+    Path("gone").symlink_to(tmp_path / "deleted")
+    for command in ("status", "fit", "train", "plan", "studies validate"):
+        one_line(run_cli(capsys, *command.split(), "loop_a"), "loop_a is a link to loop_b", "in a loop", "mend")
+        line = one_line(run_cli(capsys, *command.split(), "gone"), f"gone is a link to {tmp_path / 'deleted'}")
+        assert "which does not exist" in line and "mend the link" in line
+    for out in ("loop_a", "loop_a/sub"):
+        line = one_line(run_cli(capsys, "plan", "tied-vs-untied", "--out", out), "a link to loop_b")
+        assert "which links back to it in a loop" in line and "does not exist" not in line, line

@@ -11,11 +11,13 @@ written: one line naming it, exit 2) and Ctrl-C (one line, exit 130: the same co
 from __future__ import annotations
 
 import atexit
+import errno
 import functools
 import inspect
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -313,6 +315,18 @@ def _cwd_exists() -> bool:
     return True
 
 
+def _link_hint(path: str) -> str:
+    """What a link that leads nowhere is, and its repair: its target gone, or a loop (whose target exists as a
+    link: "which does not exist" was wrong of it)."""
+    target = os.readlink(path)
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"a link to {target}, which links back to it in a loop: remove the link or mend it"
+    return f"a link to {target}, which does not exist: remove the link or create its target"
+
+
 def os_error_line(exc: OSError) -> str:
     """An OSError as the user's problem: the path it names and why it failed, in one line."""
     why = exc.strerror or str(exc) or type(exc).__name__
@@ -327,5 +341,8 @@ def os_error_line(exc: OSError) -> str:
     elif isinstance(exc, NotADirectoryError):
         hint = " (a part of the path is a file, not a folder)"
     elif os.path.islink(paths[0]) and not os.path.exists(paths[0]):  # "File exists" said nothing of the link
-        hint = f" (a link to {os.readlink(paths[0])}, which does not exist: remove the link or create its target)"
+        hint = f" ({_link_hint(paths[0])})"
+    elif exc.errno == errno.ELOOP:  # "Too many levels of symbolic links" of S/runs/<id>: the loop is S
+        loop = next((p for p in Path(paths[0]).parents if os.path.islink(p) and not os.path.exists(p)), None)
+        hint = f" ({loop}: {_link_hint(str(loop))})" if loop is not None else ""
     return f"cannot use {' -> '.join(paths)}: {why}{hint}"

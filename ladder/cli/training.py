@@ -226,6 +226,9 @@ def _not_a_run(path: Path) -> str:
     for parent in path.parents:
         if (parent / layout.SPEC).is_file():
             return f"{path} is inside the run directory {parent}; give that directory"
+    link = layout.broken_link(path)
+    if link:
+        return f"{link}; give a run directory (STUDY_DIR/runs/<id>, written by `ladder plan`) or mend the link"
     if not path.exists():
         return f"{path} does not exist; give a run directory (STUDY_DIR/runs/<id>, written by `ladder plan`)"
     if path.is_file():
