@@ -361,3 +361,21 @@ def test_a_dry_run_refuses_the_target_that_writing_would_refuse(tmp_path, capsys
     one_line(run_cli(capsys, "plan", "default", "--out", other / "runs", "--dry-run"), "is inside study")
     assert sorted(p.name for p in other.rglob("*")) == before
     assert run_cli(capsys, "plan", "tied-vs-untied", "--out", other, "--dry-run").code == 0
+
+
+def test_grid_points_planned_once_are_said_so_the_run_count_adds_up(tmp_path, capsys):
+    """User retrial (issue 28): `ladder studies list` and `ladder plan` gave depth-vs-width 11 runs where its
+    description says three aspect ratios at four rungs (12), and batch-lr 40 where its grid is 3 x 5 x 3 (45),
+    without a word: grid points that train the very model of another (ar32 at 50K is ar16's shape; at 25K both
+    batch multipliers round to the same whole sequences) were dropped silently. The plan now says which."""
+    for name, grid, said in (
+        ("depth-vs-width", 12, "ar32 at 50K as ar16"),
+        ("batch-lr", 45, "bs x1 lr x4 at 25K as bs x0.5 lr x4"),
+    ):
+        plan = expand(load_study(name))
+        [note] = [n for n in plan.notes if "planned once" in n]
+        assert note.startswith(f"{grid - len(plan.runs)} point(s) of the ablation grid"), note
+        assert said in note, note
+        out = run_cli(capsys, "plan", name, "--dry-run", "--out", tmp_path / name).stdout
+        assert f"totals: {len(plan.runs)} runs" in out and f"note: {note}" in " ".join(out.split()), out
+    assert not [n for n in expand(load_study("tied-vs-untied")).notes if "planned once" in n]

@@ -16,7 +16,7 @@ from typing import Any
 
 from ladder import layout
 from ladder.errors import SpecError, StateError
-from ladder.model.config import RunSpec
+from ladder.model.config import RunSpec, format_count
 from ladder.model.hardware import planning_seconds
 from ladder.model.memory import MemoryEstimate
 from ladder.plan.compiling import resolve_compile
@@ -88,6 +88,7 @@ def expand(study: StudySpec) -> Plan:
     rules = study.model.rules(study.data.seq_len)
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
+    merged: list[str] = []  # grid points that train a model planned already: said, so the run count adds up
     grid = [(rung, None, None) for rung in rungs(study, rules)]
     combos = axis_combos(study)
     for i, (rung, variant, seeds) in enumerate(grid + extra_rungs(study)):
@@ -99,8 +100,14 @@ def expand(study: StudySpec) -> Plan:
             )
         for combo in mine:
             for run in rung_runs(study, rules, rung, combo, seeds):
-                if run.run_id in seen:
-                    continue  # two axis values that train the identical model (e.g. lr 1x == the rule's value)
+                if (
+                    run.run_id in seen
+                ):  # two axis values that train the identical model (e.g. lr 1x == the rule's value)
+                    kept = seen[run.run_id]
+                    merged.append(
+                        f"{run.variant} at {run.axes.get('size', format_count(run.params))} as {kept.variant}"
+                    )
+                    continue
                 seen[run.run_id] = run
                 runs.append(run)
     plan = Plan(study=study, runs=runs, hero=plan_hero(study))
@@ -108,6 +115,11 @@ def expand(study: StudySpec) -> Plan:
     plan.runs, compile_note = resolve_compile(runs, study.training.compile, study.executor.hardware, plan.estimates_s)
     plan.notes, plan.warnings = notes_and_warnings(study, runs)
     plan.notes += adjustments(study, runs) + ([compile_note] if compile_note else [])
+    if merged:
+        plan.notes.append(
+            f"{len(merged)} point(s) of the ablation grid train the very model of another and are planned once "
+            f"(the same shape, tokens, batch and LR): {', '.join(merged)}"
+        )
     plan.warnings += check_runs(study, runs, plan.estimates_s) + cost_warning(
         study, plan.totals()["ladder_pct_of_hero"]
     )
