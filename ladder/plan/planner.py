@@ -100,9 +100,8 @@ def expand(study: StudySpec) -> Plan:
             )
         for combo in mine:
             for run in rung_runs(study, rules, rung, combo, seeds):
-                if (
-                    run.run_id in seen
-                ):  # two axis values that train the identical model (e.g. lr 1x == the rule's value)
+                # two axis values that train the identical model (e.g. lr 1x == the rule's value)
+                if run.run_id in seen:
                     kept = seen[run.run_id]
                     merged.append(
                         f"{run.variant} at {run.axes.get('size', format_count(run.params))} as {kept.variant}"
