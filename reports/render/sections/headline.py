@@ -148,7 +148,9 @@ def headline(ctx: Builder) -> Section:
             fmt_g(num(tokens) / num(params)) if pos(tokens, params) else ABSENT,
             first(rec and rec.allocation, hero.allocation, plan_hero.get("allocation")) or "",
         ),
-        ("Compute", f"{fmt_flops(hero_c)} FLOPs", src.get("compute", "")),
+        # the recommended run's own exact FLOPs, as its params and tokens above and `ladder hero` give them (the
+        # fit's hero point may ask for tokens the run rounds to whole steps: 320K -> 319.7K)
+        ("Compute", f"{fmt_flops(first(rec and rec.flops, hero_c))} FLOPs", src.get("compute", "")),
         ("Shape", shape, src.get("shape", src.get("aspect_ratio", ""))),
         ("Feed-forward / vocabulary", f"{fmt_int(ffn)} / {fmt_int(vocab)}", ""),
         ("Tied embeddings", fmt_bool(tied) + (f" ({doubt})" if doubt else ""), src.get("tied", "")),

@@ -352,3 +352,21 @@ def test_the_kinds_recombined_at_the_hero_have_one_name_in_fit_and_the_report(tm
     assert "; share-weighted " in line and "combined" not in line, line
     page = render_report(root, tmp_path / "out", formats="html")["html"].read_text()
     assert ">share-weighted<" in page
+
+
+def test_the_recommended_configurations_compute_is_its_own_runs(tmp_path):
+    """User retrial (issue 28): a hero given as 32K params x 320K tokens; the report's recommended configuration
+    said "Parameters 31.39K, Training tokens 319.7K, Compute 8.36e10 FLOPs", where that run does 8.35e10 (`ladder
+    hero`: "FLOPs (exact) 8.35e10"): the row gave the fit's hero point (320K tokens), not the run whose shape and
+    tokens (rounded to whole steps) stand above it. It now gives the run's own exact FLOPs."""
+    from ladder.reports.render.fmt import fmt_flops
+
+    root = make_ladder(tmp_path / "study", n_boot=10)
+    fit = json.loads((root / "fit.json").read_text())
+    rec = fit["recommendation"]
+    assert rec["flops"] and fit["hero"]["compute"]
+    fit["hero"]["compute"] = fit["hero"]["flops"] = 1.02 * rec["flops"]  # the point's tokens, before rounding
+    (root / "fit.json").write_text(json.dumps(fit))
+    page = render_report(root, tmp_path / "out", formats="html")["html"].read_text()
+    [row] = [c for c in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S) if ">Compute<" in c]
+    assert f"{fmt_flops(rec['flops'])} FLOPs" in row, row
