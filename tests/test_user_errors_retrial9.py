@@ -145,3 +145,23 @@ def test_a_link_that_leads_nowhere_is_named_as_one(tmp_path, capsys, monkeypatch
     for out in ("loop_a", "loop_a/sub"):
         line = one_line(run_cli(capsys, "plan", "tied-vs-untied", "--out", out), "a link to loop_b")
         assert "which links back to it in a loop" in line and "does not exist" not in line, line
+
+
+@pytest.mark.parametrize("table", ["curves.parquet", "results.csv"])
+def test_score_refuses_a_curve_file_of_many_runs(tmp_path, capsys, table):
+    """``forecast score S --curve S/curves.parquet`` (or results.csv, the study's own tables) read the points of
+    every run as one hero curve, sorted together, and appended a score to forecast.json."""
+    import shutil
+
+    from tests.hero_fixture import make_ladder
+
+    root = make_ladder(tmp_path / "master" / "study", n_boot=10)
+    study = Path(shutil.copytree(root, tmp_path / "study"))
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    before = (study / "forecast.json").read_bytes()
+    one_line(
+        run_cli(capsys, "forecast", "score", study, "--curve", study / table),
+        "holds the rows of 6 runs",
+        "give the hero's curve alone",
+    )
+    assert (study / "forecast.json").read_bytes() == before

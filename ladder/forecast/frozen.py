@@ -464,6 +464,13 @@ def read_curve_points(path: str | Path) -> list[CurvePoint]:
     names = {str(c).strip().lower(): c for c in df.columns}  # " Tokens " is tokens
     if len(names) == len(df.columns):
         df = df.rename(columns={c: n for n, c in names.items()})
+    if "run_id" in df.columns and df["run_id"].nunique() > 1:  # a study's curves.parquet or results table
+        ids = [str(i) for i in df["run_id"].dropna().unique()]
+        shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+        raise SpecError(
+            f"--curve {path}: holds the rows of {len(ids)} runs (run_id {shown}), read as one curve they mix the "
+            "runs' points; give the hero's curve alone, nothing was scored"
+        )
     x = next((c for c in ("tokens", "step") if c in df.columns), None)
     y = next((c for c in ("eval_loss", "loss") if c in df.columns), None)
     if x is None or y is None:
