@@ -4,12 +4,13 @@ section, and the headline calls its forecast a projection."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ladder.reports.fits.scoring import pct_of_tokens
 from ladder.reports.fits.study.forecast_json import Comparison, FrozenForecast, Interval, Partial, Score
 from ladder.reports.render.blocks import KV, Para, Section, Table
-from ladder.reports.render.fmt import ABSENT, fmt_g, fmt_int, fmt_loss, fmt_pct, fmt_point, ok
+from ladder.reports.render.fmt import ABSENT, fmt_int, fmt_loss, fmt_pct, fmt_point, num, ok
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -143,13 +144,19 @@ def _source(score: Score) -> str:
     return "a loss given with --loss (a hero trained elsewhere)"
 
 
+def _z(z: float | None) -> str:
+    """A score's z as `ladder forecast score` and `forecast show` give it: signed, 2 decimals (+0.54)."""
+    x = num(z)
+    return f"{x:+.2f}" if math.isfinite(x) else ABSENT
+
+
 def _score_text(score: Score | None) -> str:
     if score is None:
         return "not scored"
     if score.final:
         return (
             f"actual {fmt_loss(score.actual)}: error {fmt_pct(score.error_pct, signed=True)}, "
-            f"{_inside(score.inside)}, z {fmt_g(score.z, 2)}"
+            f"{_inside(score.inside)}, z {_z(score.z)}"
         )
     p = score.partial or Partial()
     if not p.available:
@@ -171,7 +178,7 @@ def _final_items(score: Score) -> list[tuple[str, str]]:
         ("Actual", f"{fmt_loss(score.actual)} nats/token"),
         ("Error (forecast − actual)", f"{fmt_pct(score.error_pct, signed=True)} of the actual"),
         ("Inside the 90% interval", _inside(score.inside)),
-        ("z", f"{fmt_g(score.z, 3)} (log error over the half-width in normal sd)"),
+        ("z", f"{_z(score.z)} (log error over the half-width in normal sd)"),
     ]
     reps = score.replicates
     if reps is not None:
@@ -238,7 +245,7 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
                 + f"The frozen forecast ({when}) "
                 f"was {frozen}; the hero's final eval loss is {fmt_loss(score.actual)}: the forecast is "
                 f"{fmt_pct(score.error_pct, signed=True)} off it, {_inside(score.inside)} its "
-                f"interval (z = {fmt_g(score.z, 2)}).",
+                f"interval (z = {_z(score.z)}).",
                 "ok" if score.inside else "warn",
             )
         )

@@ -70,7 +70,7 @@ def test_forecast_vs_actual_opens_the_report_with_the_right_numbers(scored):
     assert f"was {h['loss']:.4f} nats/token (90% interval {h['lo']:.4f} – {h['hi']:.4f})" in text
     assert f"final eval loss is {score['actual']:.4f}" in text
     assert f"{score['error_pct']:+.2f}% off it" in text
-    assert f"{'inside' if score['inside'] else 'outside'} its interval (z = {score['z']:.2g})" in text
+    assert f"{'inside' if score['inside'] else 'outside'} its interval (z = {score['z']:+.2f})" in text
     assert (
         f"frozen at {rec['frozen_at']} UTC" in text and f"Error (forecast − actual) {score['error_pct']:+.2f}%" in text
     )
@@ -81,6 +81,22 @@ def test_forecast_vs_actual_opens_the_report_with_the_right_numbers(scored):
     assert "Every frozen forecast of the study" in text and f"actual {score['actual']:.4f}" in text
     headline = html[html.index('<section id="headline"') : html.index('<section id="ladder"')]
     assert "Forecast loss (prediction)" in headline and "Checked against the hero run" in headline
+
+
+def test_the_reports_z_is_the_one_forecast_score_and_show_print(scored):
+    """User retrial (issue 28): `ladder forecast score` and `forecast show` said "z +0.54"; the report said
+    "z = 0.54" in its sentence, "z 0.539" in its table of the score and "z 0.54" in its history. One z now, as the
+    terminal gives it."""
+    from ladder.cli.forecast import _score_words
+
+    _, rec, html = scored
+    score = rec["scores"][-1]
+    terminal = _score_words(score)
+    said = re.search(r", z ([-+]\d+\.\d\d)", terminal).group(1)
+    sec = html[html.index('<section id="forecast"') : html.index('<section id="headline"')]
+    text = re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", sec)))
+    zs = re.findall(r"\bz =? ?([-+]?\d+(?:\.\d+)?)\b", text)
+    assert len(zs) >= 3 and set(zs) == {said}, (zs, said, terminal)
 
 
 def test_every_user_string_is_escaped(scored):
