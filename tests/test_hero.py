@@ -124,6 +124,25 @@ def test_the_heros_batch_and_lr_read_as_fit_and_the_report_give_them(study, caps
     assert f"Peak learning rate {lr}" in head or f"Peak learning rate: {lr}" in head, head
 
 
+def test_a_trained_hero_is_not_sent_to_submit_again(study, capsys):
+    """User retrial (issue 28): after the hero trained and was scored, `ladder status` said "hero ... done" and
+    `forecast show` gave its score, while `ladder hero` said "run ... (planned already)" and "already planned: ...;
+    train it with `ladder submit ...`". It now says the run trained already and points to its score."""
+    from ladder.books.collect import collect, write_collected
+
+    run_cli(capsys, "hero", study)
+    spec = hero_spec(study)
+    train(layout.StudyDir(study), spec, 3.0)
+    write_collected(study, collect(study))
+    r = run_cli(capsys, "hero", study)
+    assert r.code == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert f"{spec.run_id} (trained already)" in out, out
+    assert "train it with" not in out and "ladder submit" not in out, out
+    assert f"trained already: {study / 'runs' / spec.run_id}; score it with `ladder forecast score" in out, out
+    assert run_cli(capsys, "hero", study, "--json").json()["state"] == "trained already"
+
+
 def test_a_hero_with_the_science_of_a_rung_is_refused(study, capsys):
     from ladder.plan.planner import read_plan
 

@@ -105,6 +105,17 @@ def hero(
     from ladder import layout
 
     verb = {"new": "planned", "replanned": "replanned (its run folder was damaged)"}.get(run.state, "already planned")
+    if run.state == "trained already":  # status says done: submitting it again would do nothing
+        out.print(
+            f"trained already: {run.run_dir}; "
+            + (
+                "no law forecasts this point, so there is no forecast to score it against"
+                if run.forecast.get("loss") is None
+                else f"score it with `ladder forecast score {escape(str(study_dir))}` (`ladder forecast show "
+                f"{escape(str(study_dir))}` lists the scores)"
+            )
+        )
+        return
     if run.forecast.get("loss") is None:  # freeze --predict refuses this point: no score to point to
         out.print(
             f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`; it cannot be scored "

@@ -44,7 +44,7 @@ class HeroRun:
     spec: RunSpec
     run_dir: Path
     sources: dict[str, str]  # where each choice came from
-    state: str  # "new", "planned already" or "dry run"
+    state: str  # "new", "planned already", "trained already", "replanned" or "dry run"
     est_wall_s: float
     overrides: dict[str, Any] = field(default_factory=dict)
     forecast: dict = field(default_factory=dict)  # the fit's forecast at this hero (loss, lo, hi)
@@ -319,7 +319,8 @@ def plan_hero_run(
                 f"exactly rung {spec.run_id} of the ladder (the same science): a forecast cannot be "
                 "checked against a run it was fitted on; choose another --params/--tokens"
             )
-        state = "planned already"
+        # trained already (status, forecast show): not a run to submit again
+        state = "trained already" if layout.result_status(rd) == "done" else "planned already"
     elif not dry_run:
         _write_hero(sd, rd, spec, plan)
     fc = {k: getattr(forecast, k) for k in FORECAST_KEYS}
