@@ -165,3 +165,38 @@ def test_score_refuses_a_curve_file_of_many_runs(tmp_path, capsys, table):
         "give the hero's curve alone",
     )
     assert (study / "forecast.json").read_bytes() == before
+
+
+def _damage_ready(entry: Path) -> None:
+    (entry / "ready.json").write_text("garbage")
+
+
+def _empty_shards(entry: Path) -> None:
+    for shard in (entry / "train").glob("*.ds"):
+        shard.write_bytes(b"")
+
+
+def _cut_shards(entry: Path) -> None:
+    for shard in (entry / "train").glob("*.ds"):
+        shard.write_bytes(shard.read_bytes()[:1000])
+
+
+@pytest.mark.parametrize("damage", [_damage_ready, _empty_shards, _cut_shards], ids=["ready", "empty", "cut"])
+def test_a_damaged_entry_of_the_data_cache_names_its_repair(tmp_path, capsys, monkeypatch, damage):
+    """A garbled ready.json said "<entry> is not a prepared data folder (no readable ready.json): Expecting value",
+    no way out; emptied train shards "the training data has no window of seq_len + 1 tokens", as if the corpus were
+    too small; cut shards were trained on without a word. Each names the entry and its repair now."""
+    import json
+
+    from tests.conftest import make_texts
+    from tests.micro import write_study
+
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "part.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in make_texts(300)))
+    study = write_study(tmp_path / "micro.yaml", corpus, sizes=("4K", "6K", "8K", "16K"))
+    assert run_cli(capsys, "data", "prepare", study).code == 0
+    (entry,) = [p for p in (tmp_path / "cache" / "data").iterdir() if p.is_dir()]
+    damage(entry)
+    one_line(run_cli(capsys, "data", "prepare", study), str(entry), "is damaged", f"`rm -r {entry}`")

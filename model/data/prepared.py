@@ -48,10 +48,27 @@ class PreparedData:
         import json
 
         root = Path(root)
+        # a damaged entry of the cache is refused with its repair: a garbled ready.json said only "not a prepared
+        # data folder", and emptied shards "the training data has no window" (of a corpus that had them)
+        repair = f"remove the folder (`rm -r {root}`) and prepare the data again (`ladder data prepare STUDY`)"
         try:
             info = json.loads((root / READY).read_text())
-        except (OSError, ValueError) as e:
+            if not isinstance(info, dict):
+                raise ValueError("not a JSON object")
+            counts = {"train": int(info["train_tokens"]), "validation": int(info["val_tokens"])}
+            itemsize = {"uint16": 2, "uint32": 4}[info["token_dtype"]]
+        except FileNotFoundError as e:
             raise DataError(f"{root} is not a prepared data folder (no readable {READY}): {e}") from e
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            why = f"no usable {e}" if isinstance(e, KeyError) else str(e)
+            raise DataError(f"{root}/{READY} is damaged ({why}); {repair}") from e
+        for split, recorded in counts.items():
+            found = sum(f.stat().st_size // itemsize for f in token_files(root / SPLIT_DIRS[split]))
+            if found != recorded:
+                raise DataError(
+                    f"{root} is damaged: its {split} shards hold {found:,} tokens, {READY} records {recorded:,}; "
+                    f"{repair}"
+                )
         return cls(
             root=root,
             train_dir=root / SPLIT_DIRS["train"],
