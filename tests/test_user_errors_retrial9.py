@@ -200,3 +200,26 @@ def test_a_damaged_entry_of_the_data_cache_names_its_repair(tmp_path, capsys, mo
     (entry,) = [p for p in (tmp_path / "cache" / "data").iterdir() if p.is_dir()]
     damage(entry)
     one_line(run_cli(capsys, "data", "prepare", study), str(entry), "is damaged", f"`rm -r {entry}`")
+
+
+def test_a_damaged_tokenizer_of_the_data_cache_names_its_repair(tmp_path, capsys, monkeypatch):
+    """The tokenizer ladder trained into the cache, torn: "cannot load tokenizer <cache>/tokenizers/bpe-.../
+    tokenizer.json: EOF while parsing a value", of a file the user never made, and no way out."""
+    import json
+    import shutil
+
+    from tests.conftest import make_texts
+    from tests.micro import write_study
+
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "part.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in make_texts(300)))
+    study = write_study(tmp_path / "micro.yaml", corpus, sizes=("4K", "6K", "8K", "16K"))
+    assert run_cli(capsys, "data", "prepare", study).code == 0
+    shutil.rmtree(tmp_path / "cache" / "data")
+    (trained,) = [p for p in (tmp_path / "cache" / "tokenizers").iterdir() if p.is_dir()]
+    (trained / "tokenizer.json").write_text('{"version": "1.0", "trunc')
+    one_line(run_cli(capsys, "data", "prepare", study), "the data cache's copy", f"`rm -r {trained}`", "trains it")
+    shutil.rmtree(trained)
+    assert run_cli(capsys, "data", "prepare", study).code == 0

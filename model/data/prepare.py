@@ -176,7 +176,17 @@ def prepare_data(
     cache = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
     source = resolve_corpus(cfg.corpus, cfg.text_key, max_bytes=cfg.max_bytes, cache_root=cache, progress=progress)
     tok_file, tok_ident = _tokenizer_for(cfg, vocab_size, source, cache, progress)
-    tok = load_tokenizer(tok_file)
+    try:
+        tok = load_tokenizer(tok_file)
+    except DataError as exc:
+        if "path" in tok_ident:  # the user's own tokenizer: theirs to mend
+            raise
+        # the cache's copy (trained or downloaded) is damaged: "cannot load tokenizer" named no way out
+        again = "trains it" if "trained" in tok_ident else "downloads it"
+        raise DataError(
+            f"{exc}; it is the data cache's copy: remove it (`rm -r {tok_file.parent}`), and the next command "
+            f"{again} again"
+        ) from exc
     tok_vocab = tok.get_vocab_size()
     if tok_vocab > vocab_size:
         raise DataError(
