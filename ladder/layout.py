@@ -154,6 +154,11 @@ class RunDir:
         from ladder.model.config import RunSpec  # lazy: the layout stays a leaf that loads no model code
 
         if not self.path.is_dir():
+            # a file where the folder goes: the repair, planning again, stopped at it ("File exists")
+            in_the_way = next((p for p in (self.path, self.path.parent) if os.path.lexists(p) and not p.is_dir()), None)
+            if in_the_way is not None:
+                why = f"{in_the_way} is a file where a folder goes (remove it first: `rm {in_the_way}`)"
+                raise UnreadableSpec(self, why, missing=True)
             raise UnreadableSpec(self, "its run directory is missing", missing=True)
         try:
             text = self.spec.read_text(encoding="utf-8")

@@ -223,3 +223,25 @@ def test_a_damaged_tokenizer_of_the_data_cache_names_its_repair(tmp_path, capsys
     one_line(run_cli(capsys, "data", "prepare", study), "the data cache's copy", f"`rm -r {trained}`", "trains it")
     shutil.rmtree(trained)
     assert run_cli(capsys, "data", "prepare", study).code == 0
+
+
+@pytest.mark.parametrize("where", ["runs", "runs/<id>"])
+def test_a_file_where_a_run_folder_goes_says_to_remove_it_first(tmp_path, capsys, where):
+    """S/runs or S/runs/<id> a file: status said "its run directory is missing; `ladder plan S/study.yaml --out S`
+    rewrites it", and that command then stopped at the file ("cannot use S/runs/<id>: File exists")."""
+    import shutil
+
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "study"
+    first = plan_micro(root)[0].run_id
+    path = root / where.replace("<id>", first)
+    shutil.rmtree(path)
+    path.write_text("x")
+    r = run_cli(capsys, "status", root)
+    assert r.code == 0, r.stderr
+    said = " ".join(r.stdout.split())
+    assert f"{path} is a file where a folder goes (remove it first: `rm {path}`)" in said, said
+    path.unlink()
+    assert run_cli(capsys, "plan", root / "study.yaml", "--out", root).code == 0
+    assert "damaged" not in run_cli(capsys, "status", root).stdout
