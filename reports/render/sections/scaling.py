@@ -124,7 +124,7 @@ def scaling(ctx: Builder) -> Section:
                         fmt_loss(p.loss),
                         fmt_ci([p.lo, p.hi], fmt_loss),
                         fmt_pct(p.half_width_pct),
-                        f"{fmt_g(p.params_x, 2)}×" + (" (beyond reach)" if p.beyond_reach else ""),
+                        f"{fmt_g(p.params_x, 3)}×" + (" (beyond reach)" if p.beyond_reach else ""),  # as `ladder fit`
                     ]
                     for p in fit.predictions
                 ],

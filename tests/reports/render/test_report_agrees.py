@@ -370,3 +370,17 @@ def test_the_recommended_configurations_compute_is_its_own_runs(tmp_path):
     page = render_report(root, tmp_path / "out", formats="html")["html"].read_text()
     [row] = [c for c in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S) if ">Compute<" in c]
     assert f"{fmt_flops(rec['flops'])} FLOPs" in row, row
+
+
+def test_the_forecasts_distance_has_the_digits_fit_gives(tmp_path):
+    """User retrial (issue 28): `ladder fit --predict 64K:640K` gave the prediction's distance as "4.07x (beyond
+    reach)" and the hero's as "2.04x the ladder's largest model"; the report's Forecasts table said "4.1×" and
+    "2×". It now gives fit's 3 significant figures."""
+    root = make_ladder(tmp_path / "study", n_boot=10)
+    fit = json.loads((root / "fit.json").read_text())
+    page = render_report(root, tmp_path / "out", formats="html")["html"].read_text()
+    rows = [re.sub(r"<[^>]+>", "|", r) for r in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S)]
+    [hero] = [r for r in rows if "|hero|" in r and "×" in r]
+    x = fit["hero"]["extrapolation"]["params"]
+    assert f"{x:.3g}" != f"{x:.2g}"  # the digits tell the two apart
+    assert f"|{x:.3g}×" in hero, hero
