@@ -44,12 +44,14 @@ PARAM_NAMES = {"E": "E", "A": "A", "B": "B", "alpha": "α", "beta": "β", "eta":
 
 def _params_text(p: Mapping, ci: Mapping) -> str:
     out = []
-    for k in ("E", "A", "alpha", "B", "beta", "eta"):
+    order = ("E", "A", "alpha", "B", "beta", "eta")
+    for k in [*order, *(k for k in p if k not in order)]:  # every parameter `ladder fit` prints (bounded's U too)
         if p.get(k) is None:
             continue
         c = ci.get(k)
         out.append(
-            f"{PARAM_NAMES[k]} {fmt_g(p[k], 4)}" + (f" [{fmt_ci(c, lambda v: fmt_g(v, 3), sep=', ')}]" if c else "")
+            f"{PARAM_NAMES.get(k, k)} {fmt_g(p[k], 4)}"
+            + (f" [{fmt_ci(c, lambda v: fmt_g(v, 3), sep=', ')}]" if c else "")
         )
     return ", ".join(out)
 

@@ -384,3 +384,15 @@ def test_the_forecasts_distance_has_the_digits_fit_gives(tmp_path):
     x = fit["hero"]["extrapolation"]["params"]
     assert f"{x:.3g}" != f"{x:.2g}"  # the digits tell the two apart
     assert f"|{x:.3g}×" in hero, hero
+
+
+def test_the_law_forms_table_gives_every_parameter_fit_prints():
+    """User retrial (issue 28): `ladder fit` printed the bounded law's plateau "U = 2.214 [1.638, 831.7]"; the
+    report's law forms table gave its formula, E + 1/(1/(A/N^alpha + B/D^beta) + 1/(U - E)), with every parameter
+    but U. A parameter outside the usual names is now listed too."""
+    from ladder.reports.render.sections.scaling import _params_text
+
+    p = {"E": 1.672, "A": 8.757e-27, "B": 5.184e21, "alpha": 0.0, "beta": 5.0, "U": 2.214}
+    ci = {"E": [1.538, 1.835], "U": [1.638, 831.7]}
+    text = _params_text(p, ci)
+    assert text.startswith("E 1.672 [1.54, 1.83], A ") and text.endswith(", U 2.214 [1.64, 832]"), text
