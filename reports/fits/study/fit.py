@@ -119,9 +119,13 @@ def fit_study(
     raw = raw[~heroes].copy()
     ok = table.status_ok(raw)
     excluded = table.excluded_rows(raw, ok)
+    left_out = ""  # said with a fit that fails for too few runs: the runs not done are often why
     if excluded:  # each run with its reason is in ``excluded`` (and on its own line in `ladder fit`'s summary)
         states = pd.Series([str(e["status"]) for e in excluded]).value_counts()
         counts = ", ".join(f"{n} {state}" for state, n in states.items())
+        left_out = f"{len(excluded)} of the {len(raw)} runs are not done ({counts}), so not fitted" + (
+            " (`ladder status` shows them)" if study is not None else ""
+        )
         warnings.append(
             f"{len(excluded)} run(s) excluded from the fits (not done: {counts}); "
             "each is listed under 'excluded' with why"
@@ -268,7 +272,8 @@ def fit_study(
             tie is not None or dw is not None
         )
         if not standalone:
-            raise FitError(reasons["loss"] if len(variants) == 1 else _no_variant_law(law_df, variants, how, reasons))
+            why = reasons["loss"] if len(variants) == 1 else _no_variant_law(law_df, variants, how, reasons)
+            raise FitError(f"{left_out}; on the rest, {why}" if left_out else why)
 
     recommendation = None
     if study is not None and hero is not None:
