@@ -274,3 +274,18 @@ def test_a_fit_that_fails_for_runs_not_done_names_them(tmp_path, capsys):
     assert run_cli(capsys, "collect", root).code == 0
     line = one_line(run_cli(capsys, "fit", root), "2 of the 4 runs are not done", "`ladder status` shows them")
     assert "on the rest, " in line
+
+
+def test_eval_include_path_of_a_link_loop_or_empty_is_one_line(tmp_path, capsys, monkeypatch):
+    """``ladder eval S --include-path LOOP`` died of "RuntimeError: Symlink loop from ..." (a traceback);
+    ``--include-path ''`` was read as the current directory ("nor in --include-path /home/me")."""
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "study"
+    plan_micro(root)
+    monkeypatch.chdir(tmp_path)
+    Path("loop_a").symlink_to("loop_b")
+    Path("loop_b").symlink_to("loop_a")
+    one_line(run_cli(capsys, "eval", root, "--include-path", "loop_a", "--tasks", "x"), "loop_a", "a loop of links")
+    line = one_line(run_cli(capsys, "eval", root, "--include-path", "", "--tasks", "x"), "--include-path ''")
+    assert "an empty path" in line and str(tmp_path) not in line

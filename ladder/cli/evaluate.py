@@ -21,7 +21,9 @@ def eval_cmd(
         help="lm-eval task names, comma separated "
         "(default: the shipped offline tasks ladder_py_next_line, ladder_py_ppl).",
     ),
-    include_path: Path | None = typer.Option(None, "--include-path", help="A folder of your own lm-eval task YAMLs."),
+    include_path: str | None = typer.Option(
+        None, "--include-path", metavar="PATH", help="A folder of your own lm-eval task YAMLs."
+    ),
     limit: float | None = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     batch_size: int = typer.Option(
@@ -52,17 +54,23 @@ def eval_cmd(
             f"--limit {limit:g}: from 1 up, a whole number of examples per task (at most 1e12; leave --limit out to "
             "evaluate every example)"
         )
+    if include_path == "":  # typed as a path, it was the current directory ("nor in --include-path /home/me")
+        raise SpecError(
+            f"--include-path {include_path!r}: an empty path; give a folder of your own lm-eval task YAMLs, or leave "
+            "--include-path out"
+        )
+    include = Path(include_path) if include_path is not None else None
     check_executor(executor)  # before looking for work: a bad value is refused even when nothing is left to do
     check_device(device)
     study = read_study(study_dir)  # a damaged run is passed over: the finished ones are evaluated
-    if task_list or include_path is not None:  # unknown names refused here, not inside a job
+    if task_list or include is not None:  # unknown names refused here, not inside a job
         from ladder.model.evaluation.downstream import SHIPPED_TASKS, resolve_task_manager
 
-        resolve_task_manager(task_list or list(SHIPPED_TASKS), include_path)
+        resolve_task_manager(task_list or list(SHIPPED_TASKS), include)
     ex = executor_spec(study, executor, {})
     check_device(device, here=ex.kind != "slurm")  # a SLURM job's GPUs are on its node, not here
     res = submit_evals(
-        study_dir, ex, tasks=task_list, include_path=include_path, limit=limit, batch_size=batch_size, device=device
+        study_dir, ex, tasks=task_list, include_path=include, limit=limit, batch_size=batch_size, device=device
     )
     # a finished run whose model/ was removed cannot be evaluated: said, not passed over in silence (nor counted
     # among the runs that "already have these results")

@@ -84,8 +84,14 @@ def resolve_task_manager(tasks: Sequence[str], include_path: Path | Sequence[Pat
     include = [TASKS_DIR]
     if include_path is not None:
         extra = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path)
-        for p in extra:
-            p = Path(p).expanduser().resolve()
+        for given in extra:
+            try:
+                p = Path(given).expanduser().resolve()
+            except (OSError, RuntimeError):  # a loop of links: Python 3.11 raised "Symlink loop from", a traceback
+                raise SpecError(
+                    f"--include-path {given}: a link that leads back to itself (a loop of links); give a folder of "
+                    "lm-eval task YAMLs"
+                ) from None
             if not p.is_dir():
                 raise SpecError(f"--include-path {p}: not a folder of lm-eval task YAMLs")
             include.append(p)
