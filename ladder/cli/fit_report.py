@@ -291,9 +291,42 @@ def fit(
     if as_json:
         print_json(shown)
         return
-    print_fit(fit_json.validate({**shown, "warnings": shown["warnings"][len(warnings) :]}), out)  # said above
+    said = {**shown, "warnings": shown["warnings"][len(warnings) :]}  # the command's own warnings: said above
+    checked = _checked_by_the_hero(study_dir) if study_dir is not None else None
+    if checked is not None:  # as the report and `forecast show` say it once the hero run has checked it
+        said = _as_checked(said, checked)
+    print_fit(fit_json.validate(said), out)
     if study_dir is not None:
         out.print(f"wrote {study_dir / 'fit.json'}")
+
+
+def _checked_by_the_hero(study_dir: Path) -> str | None:
+    """The hero run's check of this fit's hero forecast in one clause, when its final loss has scored the forecast
+    frozen from these very results (the report then leads with "Forecast loss (prediction)"); else None."""
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.sections.forecast import checked_words, is_prediction
+    from ladder.reports.render.study import load_study
+
+    try:
+        score = is_prediction(Builder(load_study(study_dir)))
+    except Exception:  # noqa: BLE001 - a damaged forecast.json or results are the report's and score's to name
+        return None
+    return None if score is None else checked_words(score)
+
+
+def _as_checked(shown: dict, checked: str) -> dict:
+    """fit.json's words on the hero's forecast as of the hero run's check: a prediction checked against it, not a
+    projection, and no warning that still calls it unchecked (the report's :func:`as_scored`, in the terminal)."""
+    from ladder.reports.render.sections.forecast import UNCHECKED
+
+    hero = {**shown["hero"], "kind": f"prediction, checked against the hero run: {checked}"}
+    warnings = []
+    for w in shown["warnings"]:
+        for phrase, now in UNCHECKED.items():
+            if w.endswith(phrase):
+                w = f"{w[: -len(phrase)]}{now} (`ladder forecast show`)"
+        warnings.append(w)
+    return {**shown, "hero": hero, "warnings": warnings}
 
 
 def report(

@@ -396,3 +396,23 @@ def test_the_law_forms_table_gives_every_parameter_fit_prints():
     ci = {"E": [1.538, 1.835], "U": [1.638, 831.7]}
     text = _params_text(p, ci)
     assert text.startswith("E 1.672 [1.54, 1.83], A ") and text.endswith(", U 2.214 [1.64, 832]"), text
+
+
+def test_fit_after_the_hero_is_scored_says_what_the_report_says(states, tmp_path, capsys):
+    """User retrial (issue 28): once the hero run's final loss had scored the frozen forecast, the report said
+    "Forecast loss (prediction) ... Checked against the hero run: actual 1.567, error +4.41%" and `forecast show`
+    "prediction", while `ladder fit` on the same study still said "loss 1.636 (...), a projection" and warned "a
+    projection, not a checked prediction". fit now says it as the report does."""
+    from tests.cli_helpers import run_cli
+
+    root = Path(shutil.copytree(states["final"][0], tmp_path / "study"))
+    r = run_cli(capsys, "fit", root, "--bootstrap", "30")
+    assert r.code == 0, r.stderr
+    said = " ".join((r.stdout + r.stderr).split())
+    [hero] = [ln for ln in r.stdout.splitlines() if ln.startswith("hero ")]
+    assert hero.endswith(" interval") and ", a prediction, checked against the hero run: actual " in hero, hero
+    assert "a projection, not a checked prediction" not in said and ", a projection" not in hero
+    none = Path(shutil.copytree(states["none"][0], tmp_path / "unscored"))
+    r = run_cli(capsys, "fit", none, "--bootstrap", "30")
+    [hero] = [ln for ln in r.stdout.splitlines() if ln.startswith("hero ")]
+    assert "checked against the hero run" not in hero, hero
