@@ -289,3 +289,15 @@ def test_eval_include_path_of_a_link_loop_or_empty_is_one_line(tmp_path, capsys,
     one_line(run_cli(capsys, "eval", root, "--include-path", "loop_a", "--tasks", "x"), "loop_a", "a loop of links")
     line = one_line(run_cli(capsys, "eval", root, "--include-path", "", "--tasks", "x"), "--include-path ''")
     assert "an empty path" in line and str(tmp_path) not in line
+
+
+def test_a_corpus_that_is_a_link_loop_or_a_dangling_link_says_so(tmp_path, capsys, monkeypatch):
+    """data.corpus (or a tokenizer command's corpus) a link that leads nowhere: "corpus 'c' does not exist",
+    which ``ls`` contradicts."""
+    monkeypatch.chdir(tmp_path)
+    Path("loop_a").symlink_to("loop_b")
+    Path("loop_b").symlink_to("loop_a")
+    Path("gone").symlink_to(tmp_path / "deleted")
+    args = ("data", "tokenizer", "train", "--vocab-size", "300", "--out", "tok")
+    one_line(run_cli(capsys, *args, "loop_a"), "loop_a is a link to loop_b, which links back to it in a loop")
+    one_line(run_cli(capsys, *args, "gone"), f"gone is a link to {tmp_path / 'deleted'}, which does not exist")

@@ -355,6 +355,11 @@ def resolve_corpus(
 
     path = Path(corpus).expanduser()
     if not path.exists():
+        from ladder.layout import broken_link
+
+        link = broken_link(path)  # "does not exist" of what `ls` shows: a loop of links, or a link to a deleted folder
+        if link:
+            raise DataError(f"corpus {corpus!r}: {link}; mend the link or give the corpus itself")
         raise DataError(
             f"corpus {corpus!r} does not exist (expected 'embedded', a jsonl/parquet file or folder, a folder of "
             ".txt files, or 'hf:<dataset>[:<config>]')"
