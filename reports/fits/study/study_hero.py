@@ -132,9 +132,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
         if split is not None and loose is None:
             n, d, alloc = split["params"], split["tokens"], "compute_optimal"
             alloc_law = law.form.name
-            src = (
-                f"fit: compute-optimal allocation of the {law.form.name} law at 6ND = {budget:.3g} (D/N = {d / n:.3g})"
-            )
+            src = f"fit: compute-optimal allocation of the {law.form.name} law at 6ND = {format_flops(budget)} (D/N = {d / n:.3g})"
         elif iso is not None:
             n, d, alloc = float(iso.params_opt(budget)), float(iso.tokens_opt(budget)), "compute_optimal"
             src = f"fit: IsoFLOP N_opt(C), D_opt(C) at C = {format_flops(budget)} (D/N = {d / n:.3g})"
@@ -145,7 +143,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
             reason = f"the fit's compute-optimal allocation is {why}"
             src = f"study rule: ladder.tokens_per_param {lad.tokens_per_param:g} ({reason})"
             warnings.append(
-                f"hero compute {budget:.3g} split by the study's tokens_per_param rule, not by the fit: {reason}"
+                f"hero compute {format_flops(budget)} FLOPs split by the study's tokens_per_param rule, not by the fit: {reason}"
             )
     shape = rec.hero_shape(study, n, tied=tied, aspect_ratio=aspect)
     flops = float(shape.flops_per_token(seq_len)) * d

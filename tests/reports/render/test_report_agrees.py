@@ -416,3 +416,28 @@ def test_fit_after_the_hero_is_scored_says_what_the_report_says(states, tmp_path
     r = run_cli(capsys, "fit", none, "--bootstrap", "30")
     [hero] = [ln for ln in r.stdout.splitlines() if ln.startswith("hero ")]
     assert "checked against the hero run" not in hero, hero
+
+
+def test_a_hero_given_as_compute_reads_its_flops_as_every_flops_figure(tmp_path, capsys):
+    """User retrial (issue 28): a hero given as compute (hero.compute 1e14) on a ladder of one tokens/param: `ladder
+    fit` warned "hero compute 1e+14 split by the study's tokens_per_param rule", where every other compute reads
+    1.00e14 (the hero's "C = 1.00e14 FLOPs" on the line above)."""
+    from ladder.plan.planner import expand, write_plan
+    from ladder.studies.spec import parse_study
+    from tests.cli_helpers import run_cli
+    from tests.hero_fixture import study_dict
+
+    spec = study_dict()
+    spec["hero"] = {"compute": "1e14"}
+    root = tmp_path / "study"
+    plan = expand(parse_study(spec))
+    write_plan(plan, root)
+    sd = layout.StudyDir(root)
+    for run in plan.runs:
+        train(sd, run, law_loss(run.params, run.tokens))
+    refresh(root, fit=False)
+    r = run_cli(capsys, "fit", root, "--bootstrap", "20")
+    assert r.code == 0, r.stderr
+    said = " ".join((r.stdout + r.stderr).split())
+    assert "hero compute 1.00e14 FLOPs split by" in said, said
+    assert "e+14" not in said, said
