@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ladder.errors import FitError
+from ladder.model.config import format_flops
 from ladder.reports.fits.backtest import interval
 from ladder.reports.fits.engine.solve import single_threaded_blas
 from ladder.reports.fits.isoflop.budget_laws import (
@@ -169,13 +170,13 @@ def fit_isoflop(
         else:
             groups.append((float(c), idx))
     if len(groups) < MIN_BUDGETS:
-        sizes = ", ".join(f"{b:.3g}: {_n_sizes(r, labels == g)}" for g, b in enumerate(budget_flops))
+        sizes = ", ".join(f"{format_flops(b)}: {_n_sizes(r, labels == g)}" for g, b in enumerate(budget_flops))
         raise FitError(
             f"isoflop fit: needs >= {MIN_BUDGETS} compute budgets with >= {MIN_SIZES} model sizes each, "
             f"got {len(groups)} (model sizes per budget, FLOPs: sizes = {sizes})"
         )
     if skipped and strict:
-        s = ", ".join(f"{b['flops']:.3g} FLOPs has {b['n_sizes']}" for b in skipped)
+        s = ", ".join(f"{format_flops(b['flops'])} FLOPs has {b['n_sizes']}" for b in skipped)
         raise FitError(
             f"isoflop fit: every compute budget needs >= {MIN_SIZES} model sizes to locate its minimum; {s} "
             "(pass strict=False to skip such budgets)"
@@ -276,7 +277,7 @@ def fit_isoflop(
                 }
         budgets.append(row)
     if not all(b["interior"] for b in budgets):
-        out = ", ".join(f"{b['flops']:.3g}" for b in budgets if not b["interior"])
+        out = ", ".join(format_flops(b["flops"]) for b in budgets if not b["interior"])
         note.append(f"the optimum of budget(s) {out} FLOPs lies outside the sizes tried (extrapolated, kept)")
 
     sub = r.subset(all_idx)

@@ -105,7 +105,8 @@ def test_flops_column_and_budget_grouping_tolerate_rounding():
 
 def test_budget_with_too_few_sizes_is_an_error_unless_skipped():
     df = pd.concat([isoflop(), isoflop(budgets=[1e21], offsets=np.array([0.0, 0.5]))], ignore_index=True)
-    with pytest.raises(FitError, match=r"needs >= 3 model sizes.*1e\+21 FLOPs has 2.*strict=False"):
+    # the budget as every FLOPs figure reads (1.00e21), not 1e+21 (user retrial, issue 28)
+    with pytest.raises(FitError, match=r"needs >= 3 model sizes.*; 1\.00e21 FLOPs has 2.*strict=False"):
         fit_isoflop(df, n_boot=0)
     fit = fit_isoflop(df, n_boot=0, strict=False)
     assert fit.skipped_budgets == [
@@ -139,6 +140,7 @@ def test_budget_whose_minimum_is_not_bracketed_is_skipped():
         assert fit.a == pytest.approx(A_TRUE, abs=0.01)
     kept = fit_isoflop(df, method="shape", n_boot=0, allow_extrapolated=True)
     assert len(kept.budgets) == 4 and not kept.budgets[-1]["interior"] and "extrapolated, kept" in kept.note
+    assert "budget(s) 1.00e21 FLOPs lies outside" in kept.note, kept.note
     with pytest.raises(FitError, match="only 1 compute budget"):
         fit_isoflop(pd.concat([df, isoflop(budgets=[1e22], offsets=np.linspace(3, 5, 5))]).iloc[14:], n_boot=0)
 
