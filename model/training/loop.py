@@ -242,7 +242,8 @@ class _Trainer:
         return path
 
     def _finish(self, status: str, **extra: Any) -> dict[str, Any]:
-        self.state["recent_losses"] = list(self.recent)
+        if hasattr(self, "recent"):  # not when the setup failed before it (a damaged checkpoint to resume)
+            self.state["recent_losses"] = list(self.recent)
         result = {"status": status, **self._base_result(), **extra}
         self._write(lambda: atomic_write_json(self.run_dir.result, result))
         return result

@@ -176,3 +176,17 @@ def test_a_checkpoint_resumes_under_another_micro_batch_but_never_under_other_sc
     (run / "spec.json").write_text(spec.model_copy(update={"lr": spec.lr / 2}).model_dump_json(indent=2))
     with pytest.raises(StateError, match="different spec"):
         train(run, dataset=tiny_data())
+
+
+def test_a_run_that_fails_to_resume_writes_its_failed_result_without_a_second_error(tmp_path, caplog):
+    """A resume refused (a checkpoint of another spec) wrote no failed result: the trainer died of "'_Trainer'
+    object has no attribute 'recent'" on the way, logged as a second traceback ("could not write the failed
+    result") under the refusal."""
+    spec = make_spec(steps=12, checkpoint_interval=100, eval_interval=100, log_interval=2)
+    run = make_run(tmp_path / "lr", spec)
+    assert train(run, dataset=tiny_data(), stop_after_steps=5)["status"] == "stopped"
+    (run / "spec.json").write_text(spec.model_copy(update={"lr": spec.lr / 2}).model_dump_json(indent=2))
+    with pytest.raises(StateError, match="different spec"):
+        train(run, dataset=tiny_data())
+    assert "could not write the failed result" not in caplog.text
+    assert json.loads((run / "result.json").read_text())["status"] == "failed"
