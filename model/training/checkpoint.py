@@ -227,7 +227,16 @@ def resume(
     if latest is None:
         return None
     _, path = latest
-    state = load_checkpoint(path, model=model, optimizer=optimizer, restore_rng=True)
+    try:
+        state = load_checkpoint(path, model=model, optimizer=optimizer, restore_rng=True)
+    except StateError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a torn file of it (disk trouble, a copy cut short): a traceback was all
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise StateError(
+            f"checkpoint {path} is damaged ({type(exc).__name__}: {first}); delete it "
+            f"({run.checkpoint_pointer.name} and {path.name}) to restart the run from its start"
+        ) from exc
     if state.get("spec_hash") != spec_hash:
         raise StateError(
             f"checkpoint {path} was written for a different spec (hash {state.get('spec_hash')} != "

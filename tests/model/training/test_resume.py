@@ -190,3 +190,26 @@ def test_a_run_that_fails_to_resume_writes_its_failed_result_without_a_second_er
         train(run, dataset=tiny_data())
     assert "could not write the failed result" not in caplog.text
     assert json.loads((run / "result.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize("part", ["trainer_state.json", "optimizer.pt", "rng.pt"])
+def test_a_torn_checkpoint_is_refused_naming_its_repair_and_the_run_fails_cleanly(tmp_path, caplog, part):
+    """A checkpoint file cut short (disk trouble, a copy that stopped): resuming died of a JSONDecodeError (or
+    torch's zip-archive RuntimeError) traceback, and writing the failed result then died of "'_Trainer' object has
+    no attribute 'recent'", logged as a second traceback. Now one StateError names the checkpoint and the repair,
+    the run's result says failed, and once the checkpoint is deleted the run trains from its start."""
+    import shutil
+
+    spec = make_spec(steps=12, checkpoint_interval=5, eval_interval=100, log_interval=2)
+    run = make_run(tmp_path / "torn", spec)
+    assert train(run, dataset=tiny_data(), stop_after_steps=7)["status"] == "stopped"
+    _, path = latest_checkpoint(RunDir(run))
+    (path / part).write_bytes((path / part).read_bytes()[:100])
+    with pytest.raises(StateError, match=rf"checkpoint .*{path.name} is damaged .*delete it \(checkpoint.json and"):
+        train(run, dataset=tiny_data())
+    assert "could not write the failed result" not in caplog.text
+    assert json.loads((run / "result.json").read_text())["status"] == "failed"
+    (run / "checkpoint.json").unlink()
+    shutil.rmtree(path)
+    result = train(run, dataset=tiny_data())
+    assert result["status"] == "done" and result["restarts"] == 0
