@@ -292,7 +292,7 @@ def fit(
         print_json(shown)
         return
     said = {**shown, "warnings": shown["warnings"][len(warnings) :]}  # the command's own warnings: said above
-    checked = _checked_by_the_hero(study_dir) if study_dir is not None else None
+    checked = checked_by_the_hero(study_dir) if study_dir is not None else None
     if checked is not None:  # as the report and `forecast show` say it once the hero run has checked it
         said = _as_checked(said, checked)
     print_fit(fit_json.validate(said), out)
@@ -300,7 +300,7 @@ def fit(
         out.print(f"wrote {study_dir / 'fit.json'}")
 
 
-def _checked_by_the_hero(study_dir: Path) -> str | None:
+def checked_by_the_hero(study_dir: Path) -> str | None:
     """The hero run's check of this fit's hero forecast in one clause, when its final loss has scored the forecast
     frozen from these very results (the report then leads with "Forecast loss (prediction)"); else None."""
     from ladder.reports.render.builder import Builder

@@ -93,9 +93,14 @@ def hero(
     out.print(table)
     fc = run.forecast
     if fc.get("loss") is not None:
+        kind = fc.get("kind") or "projection"
+        if run.state == "trained already":  # scored: as `ladder fit`, `forecast show` and the report say it
+            from ladder.cli.fit_report import checked_by_the_hero
+
+            checked = checked_by_the_hero(Path(study_dir))
+            kind = f"a prediction, checked against the hero run: {checked}" if checked else kind
         out.print(
-            f"the fit forecasts {fc['loss']:.4g} nats/token, 90% interval [{fc['lo']:.4g}, {fc['hi']:.4g}] "
-            f"({fc.get('kind') or 'projection'})"
+            f"the fit forecasts {fc['loss']:.4g} nats/token, 90% interval [{fc['lo']:.4g}, {fc['hi']:.4g}] ({kind})"
         )
     for note in run.notes:
         out.print(f"note: {escape(note)}")

@@ -441,3 +441,16 @@ def test_a_hero_given_as_compute_reads_its_flops_as_every_flops_figure(tmp_path,
     said = " ".join((r.stdout + r.stderr).split())
     assert "hero compute 1.00e14 FLOPs split by" in said, said
     assert "e+14" not in said, said
+
+
+def test_hero_after_the_hero_is_scored_calls_its_forecast_what_fit_calls_it(states, tmp_path, capsys):
+    """User retrial (issue 28): with the hero trained and scored, `ladder fit`, `forecast show` and the report call
+    its forecast a prediction checked against the hero run; `ladder hero` still said "the fit forecasts 1.636
+    nats/token, 90% interval [1.425, 1.854] (projection)"."""
+    from tests.cli_helpers import run_cli
+
+    root = Path(shutil.copytree(states["final"][0], tmp_path / "study"))
+    r = run_cli(capsys, "hero", root)
+    assert r.code == 0, r.stderr
+    [line] = [ln for ln in r.stdout.splitlines() if ln.startswith("the fit forecasts")]
+    assert "(a prediction, checked against the hero run: actual " in line and "(projection)" not in line, line
