@@ -301,3 +301,25 @@ def test_a_corpus_that_is_a_link_loop_or_a_dangling_link_says_so(tmp_path, capsy
     args = ("data", "tokenizer", "train", "--vocab-size", "300", "--out", "tok")
     one_line(run_cli(capsys, *args, "loop_a"), "loop_a is a link to loop_b, which links back to it in a loop")
     one_line(run_cli(capsys, *args, "gone"), f"gone is a link to {tmp_path / 'deleted'}, which does not exist")
+
+
+def test_train_stopped_by_a_signal_says_how_to_resume_once(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in ``ladder train RUN`` said "stopped: stopped by SIGINT after step 153; checkpoint ...; run the same
+    command again to resume; run `ladder train RUN` again to resume"."""
+    import signal
+
+    import ladder.jobs.on_node as on_node
+    from ladder.model.training.preemption import Preempted
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "study"
+    run = root / "runs" / plan_micro(root)[0].run_id
+
+    def preempted(run_dir, **kw):
+        raise Preempted(signal.SIGINT, 153, Path(run_dir) / "ckpt-000000153")
+
+    monkeypatch.setattr(on_node, "run_one", preempted)
+    r = run_cli(capsys, "train", run)
+    assert r.code == 130, (r.code, r.stderr)
+    line = " ".join(r.stderr.split())
+    assert line.startswith("stopped by SIGINT after step 153") and line.count("to resume") == 1, line

@@ -84,7 +84,9 @@ def train(
     try:
         result = run_one(rd.path, threads=threads, device=device, progress=not as_json)
     except Preempted as exc:
-        err.print(f"[yellow]stopped[/]: {exc}; run `ladder train {run_dir}` again to resume")
+        # it says the step, the checkpoint and "run the same command again to resume" (this one's advice was said
+        # twice: "...; run the same command again to resume; run `ladder train RUN` again to resume")
+        err.print(f"[yellow]{escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     if result.get("status") == "busy":
         raise StateError(f"{run_dir} is being trained by another process (pid in {rd.lock})")
