@@ -76,7 +76,7 @@ def fmt_lr(v: Any) -> str:
     x = num(v)
     if not math.isfinite(x):
         return ABSENT
-    return f"{x:.2e}" if x < 1e-3 else f"{x:.3g}"
+    return f"{x:.3g}"  # as `ladder fit`, `ladder hero` and `ladder plan` give a learning rate: 0.000312, not 3.12e-04
 
 
 def fmt_pct(v: Any, digits: int = 2, signed: bool = False) -> str:

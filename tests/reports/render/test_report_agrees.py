@@ -454,3 +454,13 @@ def test_hero_after_the_hero_is_scored_calls_its_forecast_what_fit_calls_it(stat
     assert r.code == 0, r.stderr
     [line] = [ln for ln in r.stdout.splitlines() if ln.startswith("the fit forecasts")]
     assert "(a prediction, checked against the hero run: actual " in line and "(projection)" not in line, line
+
+
+def test_a_small_learning_rate_reads_as_fit_gives_it():
+    """User retrial (issue 28): a hero whose peak LR is below 1e-3: `ladder fit` and `ladder hero` said "peak LR
+    0.000312", the report's recommended configuration "3.12e-04". The report now gives fit's digits."""
+    from ladder.reports.render.fmt import fmt_lr
+    from ladder.reports.summary import _num
+
+    for lr in (3.12e-4, 6e-5, 0.0047, 0.02):
+        assert fmt_lr(lr) == _num(lr, 3) == f"{lr:.3g}", lr
