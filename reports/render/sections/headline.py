@@ -150,7 +150,7 @@ def headline(ctx: Builder) -> Section:
         ),
         # the recommended run's own exact FLOPs, as its params and tokens above and `ladder hero` give them (the
         # fit's hero point may ask for tokens the run rounds to whole steps: 320K -> 319.7K)
-        ("Compute", f"{fmt_flops(first(rec and rec.flops, hero_c))} FLOPs", src.get("compute", "")),
+        ("Compute", f"{fmt_flops(first(rec and getattr(rec, 'flops', None), hero_c))} FLOPs", src.get("compute", "")),
         ("Shape", shape, src.get("shape", src.get("aspect_ratio", ""))),
         ("Feed-forward / vocabulary", f"{fmt_int(ffn)} / {fmt_int(vocab)}", ""),
         ("Tied embeddings", fmt_bool(tied) + (f" ({doubt})" if doubt else ""), src.get("tied", "")),
