@@ -123,7 +123,8 @@ def fit_study(
     if excluded:  # each run with its reason is in ``excluded`` (and on its own line in `ladder fit`'s summary)
         states = pd.Series([str(e["status"]) for e in excluded]).value_counts()
         counts = ", ".join(f"{n} {state}" for state, n in states.items())
-        left_out = f"{len(excluded)} of the {len(raw)} runs are not done ({counts}), so not fitted" + (
+        are = "is" if len(excluded) == 1 else "are"
+        left_out = f"{len(excluded)} of the {len(raw)} runs {are} not done ({counts}), so not fitted" + (
             " (`ladder status` shows them)" if study is not None else ""
         )
         warnings.append(
