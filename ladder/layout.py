@@ -164,6 +164,9 @@ class RunDir:
             text = self.spec.read_text(encoding="utf-8")
         except FileNotFoundError as exc:
             raise UnreadableSpec(self, f"its {SPEC} is missing", missing=True) from exc
+        except IsADirectoryError as exc:  # the repair, planning again, stopped at it too ("not a file")
+            why = f"{self.spec} is a folder where a file goes (remove it first: `rm -r {self.spec}`)"
+            raise UnreadableSpec(self, why) from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise UnreadableSpec(self, f"its {SPEC} cannot be read ({exc})") from exc
         try:

@@ -327,3 +327,23 @@ def test_train_stopped_by_a_signal_says_how_to_resume_once(tmp_path, capsys, mon
     assert r.code == 130, (r.code, r.stderr)
     line = " ".join(r.stderr.split())
     assert line.startswith("stopped by SIGINT after step 153") and line.count("to resume") == 1, line
+
+
+def test_a_folder_where_a_run_spec_goes_says_to_remove_it_first(tmp_path, capsys):
+    """S/runs/<id>/spec.json a folder: status said "its spec.json cannot be read ([Errno 21] Is a directory: ...);
+    `ladder plan S/study.yaml --out S` rewrites it", and that command stopped at the folder."""
+    import shutil
+
+    from tests.fake_runs import plan_micro
+
+    root = tmp_path / "study"
+    spec = root / "runs" / plan_micro(root)[0].run_id / "spec.json"
+    spec.unlink()
+    spec.mkdir()
+    r = run_cli(capsys, "status", root)
+    said = " ".join(r.stdout.split())
+    assert r.code == 0 and f"{spec} is a folder where a file goes (remove it first: `rm -r {spec}`)" in said, said
+    assert "Errno" not in said
+    shutil.rmtree(spec)
+    assert run_cli(capsys, "plan", root / "study.yaml", "--out", root).code == 0
+    assert "damaged" not in run_cli(capsys, "status", root).stdout
