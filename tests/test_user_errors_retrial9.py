@@ -347,3 +347,15 @@ def test_a_folder_where_a_run_spec_goes_says_to_remove_it_first(tmp_path, capsys
     shutil.rmtree(spec)
     assert run_cli(capsys, "plan", root / "study.yaml", "--out", root).code == 0
     assert "damaged" not in run_cli(capsys, "status", root).stdout
+
+
+def test_a_file_where_a_folder_is_made_is_named_as_such(tmp_path):
+    """``ladder eval S`` with a run's lm_eval a file said only "cannot use S/runs/<id>/lm_eval: File exists"."""
+    from ladder.cli import os_error_line
+
+    path = tmp_path / "lm_eval"
+    path.write_text("x")
+    line = os_error_line(FileExistsError(17, "File exists", str(path)))
+    assert (
+        line == f"cannot use {path}: File exists (a file where a folder goes: remove it, `rm {path}`, or move it aside)"
+    )
