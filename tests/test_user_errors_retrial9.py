@@ -359,3 +359,53 @@ def test_a_file_where_a_folder_is_made_is_named_as_such(tmp_path):
     assert (
         line == f"cannot use {path}: File exists (a file where a folder goes: remove it, `rm {path}`, or move it aside)"
     )
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_kill_outside_training_is_said_like_a_ctrl_c(tmp_path, name):
+    """retrial9: `kill` (SIGTERM) or a closed terminal (SIGHUP) during `ladder report` or `status --watch` ended
+    the process at once, exit 143 or 129 with no word (and an empty report/ left behind). Now they are stopped as
+    a Ctrl-C is: one line, the shell's code for the signal, every clean-up of a Ctrl-C run."""
+    import signal
+
+    from tests.fake_runs import plan_micro
+
+    plan_micro(tmp_path / "s")
+    # the command blocks where the test knows it is (reading the runs): the signal lands inside it
+    blocked = (
+        "import sys, time; import ladder.books.run_status as st; from ladder.cli import entry\n"
+        "def slow(*a, **k):\n    print('reading', flush=True); time.sleep(120)\n"
+        "st.study_status = slow; sys.argv = ['ladder', 'status', 's']; entry()"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", blocked], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        lines = iter(proc.stdout.readline, "")
+        assert any(line.strip() == "reading" for line in lines), "the command never reached the runs"
+        proc.send_signal(getattr(signal, name))
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + getattr(signal, name), (proc.returncode, stderr)
+    assert stderr.strip().splitlines()[-1] == f"stopped by {name}: run the same command to continue", stderr
+    assert "Traceback" not in stderr
+
+
+def test_the_trainer_leaves_the_cli_s_stop_handler_alone_when_it_stops_on_a_signal():
+    """Training stops on SIGTERM by its own handler and raises Preempted (which says where the checkpoint is);
+    chaining to the CLI's handler would have replaced it with a bare interrupt."""
+    import signal
+
+    from ladder.cli import _stop_on
+    from ladder.model.training.preemption import SignalTrap
+
+    before = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _stop_on)
+    try:
+        trap = SignalTrap(enabled=True)
+        trap.install()
+        trap.chain(signal.SIGTERM)  # returns: the caller raises Preempted
+        assert signal.getsignal(signal.SIGTERM) is _stop_on  # restored
+    finally:
+        signal.signal(signal.SIGTERM, before)

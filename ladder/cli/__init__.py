@@ -193,12 +193,42 @@ def entry() -> None:
     point. A Ctrl-C that lands once the command has returned (on the way out: atexit, the interpreter's teardown)
     no longer turns a finished command into a silent exit 130: the work is done and reported, so the process ends
     with the command's own code."""
+    _trap_stop_signals()
     try:
         _main()
     except SystemExit as exc:
         _finished(exc.code)
         raise
     _finished(0)
+
+
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")  # `kill PID`, a closed terminal: what a Ctrl-C gets, they get too
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP outside training, raised as a Ctrl-C is, so that every clean-up a Ctrl-C runs runs for
+    it too (before, `kill` of a `ladder report` ended it at once, exit 143 with no word, an empty report/ left
+    behind). Training stops at a step boundary on these signals by its own handler, and leaves this one alone."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_on(signum: int, frame: Any) -> None:
+    raise Stopped(signum)
+
+
+_stop_on.raises_interrupt = True  # type: ignore[attr-defined]  # the trainer's SignalTrap.chain does not call it
+
+
+def _trap_stop_signals() -> None:
+    """Take SIGTERM and SIGHUP where they still have their default action (one ignored on purpose, as under
+    nohup, stays ignored)."""
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _stop_on)
 
 
 def _exit_code(code: object) -> int:
@@ -211,7 +241,10 @@ def _finished(code: object) -> None:
     stderr flushed), and from the exit handlers on it is ignored, so that it also holds in the interpreter's
     teardown (after which Python would otherwise die of SIGINT, exit 130, with no word). A SIGINT that is
     already ignored or taken by someone else (a background job, a caller's handler) is left as it is."""
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    ours = [(signal.SIGINT, signal.default_int_handler)]
+    ours += [(getattr(signal, n), _stop_on) for n in STOP_SIGNALS if hasattr(signal, n)]
+    ours = [(signum, handler) for signum, handler in ours if signal.getsignal(signum) is handler]
+    if not ours:
         return
     status = _exit_code(code)
 
@@ -223,8 +256,9 @@ def _finished(code: object) -> None:
                 pass
         os._exit(status)
 
-    signal.signal(signal.SIGINT, late_ctrl_c)
-    atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)  # registered last: runs first
+    for signum, _ in ours:
+        signal.signal(signum, late_ctrl_c)
+        atexit.register(signal.signal, signum, signal.SIG_IGN)  # registered last: runs first
 
 
 def _main() -> None:
@@ -244,8 +278,8 @@ def _main() -> None:
         sys.exit(1)
     except LadderError as exc:  # the message may hold brackets (a path, an extra): not rich markup
         _fail(str(exc))
-    except (KeyboardInterrupt, _Interrupted):  # Ctrl-C outside training (a fit, a collect, a report)
-        _interrupted(signal.SIGINT)
+    except (KeyboardInterrupt, _Interrupted) as exc:  # Ctrl-C (or a kill) outside training: a fit, a report
+        _interrupted(getattr(exc, "signum", signal.SIGINT))
     except BrokenPipeError:  # `ladder ... | head`: the reader left; nothing to say, and nowhere to say it
         _quiet_stdout()
         sys.exit(1)
@@ -267,6 +301,10 @@ INTERRUPTED = "run the same command to continue"
 class _Interrupted(Exception):
     """Ctrl-C on its way out of a command: typer would turn a KeyboardInterrupt into a silent exit 130."""
 
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
 
 def _catch_ctrl_c(command: Any) -> None:
     invoke = command.invoke
@@ -274,8 +312,8 @@ def _catch_ctrl_c(command: Any) -> None:
     def guarded(ctx: Any) -> Any:
         try:
             return invoke(ctx)
-        except KeyboardInterrupt:
-            raise _Interrupted() from None
+        except KeyboardInterrupt as exc:
+            raise _Interrupted(getattr(exc, "signum", signal.SIGINT)) from None
 
     command.invoke = guarded
 
@@ -288,14 +326,14 @@ def _fail(message: str) -> NoReturn:
 def _interrupted(signum: int) -> NoReturn:
     """One line and the shell's code for the signal (130 for Ctrl-C): what was done is kept (checkpoints, and
     files written whole or not at all), so the same command continues."""
-    if signum == signal.SIGINT:
-        err.print(f"[yellow]interrupted[/]: {INTERRUPTED}", soft_wrap=True)
-    else:
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        err.print(f"[yellow]stopped by {name}[/]: {INTERRUPTED}", soft_wrap=True)
+    try:
+        name = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    except ValueError:
+        name = f"stopped by signal {signum}"
+    try:
+        err.print(f"[yellow]{name}[/]: {INTERRUPTED}", soft_wrap=True)
+    except (OSError, ValueError):  # SIGHUP: the terminal it would be said on may be gone
+        pass
     sys.exit(128 + int(signum))
 
 

@@ -109,5 +109,7 @@ class SignalTrap:
         """Restore the previous handlers and call the previous one of ``signum`` if it is a Python callable."""
         prev = self.previous.get(signum)
         self.restore()
-        if callable(prev) and prev is not signal.default_int_handler:
+        # a handler that raises an interrupt (Python's own for SIGINT, the CLI's for SIGTERM and SIGHUP) would
+        # replace Preempted, which says where the checkpoint is
+        if callable(prev) and prev is not signal.default_int_handler and not getattr(prev, "raises_interrupt", False):
             prev(signum, None)
