@@ -18,6 +18,7 @@ from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, VariantLaw, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
+from ladder.reports.fits.study.table import ALL_RUNS, of_variant
 from ladder.reports.render.fmt import fmt_flops, fmt_pct, share_of_hero
 
 __all__ = ["print_fit"]
@@ -194,7 +195,7 @@ def loss_source(fit: FitJson, source: str) -> str:
     listed = ", ".join(f"{k} {x:.2f}" for k, x in sorted(w.items(), key=lambda kv: -kv[1]))
     how = "weighted equally" if max(w.values()) - min(w.values()) < 1e-9 else "weighted"
     return (
-        f"fit: {len(w)} law form(s) of variant {law.variant} {how} ({listed}): no rollout forecasts to weight "
+        f"fit: {len(w)} law form(s){of_variant(law.variant)} {how} ({listed}): no rollout forecasts to weight "
         "them by (too few sizes or budgets to backtest)"
     )
 
@@ -322,7 +323,7 @@ def _variant_words(fit: FitJson) -> str:
     """The words "variant tied, " before a law's run count; nothing when the runs have no variant column (the law's
     variant is then "all": every run)."""
     v = fit.loss.variant
-    return "" if v in (None, "all") and len(fit.loss_by_variant) < 2 else f"variant {v}, "
+    return "" if v in (None, ALL_RUNS) and len(fit.loss_by_variant) < 2 else f"variant {v}, "
 
 
 def _print_law(fit: FitJson, console: Console) -> None:

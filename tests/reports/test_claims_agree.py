@@ -57,7 +57,7 @@ def test_no_rollout_rows_no_weighting_or_calibration_by_rollout(studies):
     ctx = Builder(data)
     summary, section = _summary(ctx.fit_json), _texts(scaling(ctx))
     assert "weighted by rollout" not in summary and "calibrated on the rollout" not in section
-    assert "law form(s) of variant" in summary and "weighted equally" in summary
+    assert "law form(s) weighted equally" in summary and "variant all" not in summary  # one variant: unnamed
     assert "no rollout forecasts to weight them by" in summary
     assert "no rollout forecasts to calibrate them on" in section
     # and fit.json itself, which `ladder hero` and the report quote

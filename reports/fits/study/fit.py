@@ -181,7 +181,7 @@ def fit_study(
     if variant is not None and variant not in variants:  # before any law is fitted
         have = (
             "the runs have no variant column (one law, fitted on them all)"
-            if variants == ["all"]
+            if variants == [table.ALL_RUNS]
             else f"the variants (from {how}) are {', '.join(variants)}"
         )
         raise FitError(f"fit: no variant {variant!r} to forecast with; {have}")

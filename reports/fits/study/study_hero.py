@@ -14,7 +14,7 @@ from ladder.model.recipe import params_for_compute
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import Forecast, track_record
 from ladder.reports.fits.loss.allocation import ALLOCATING, allocation, degenerate, undetermined
-from ladder.reports.fits.study.table import spent
+from ladder.reports.fits.study.table import of_variant, spent
 from ladder.studies.spec import StudySpec
 
 FAR_EXTRAPOLATION = 30.0  # warn when the hero is this many times the largest ladder model
@@ -196,7 +196,7 @@ def hero_loss(point, fc: Forecast, variant: str) -> dict:
         "level": 0.90,
         "half_width_pct": point.half_width_pct,
         "kind": "projection",
-        "loss_source": f"fit: {len(fc.laws)} law form(s) of variant {variant} {how}",
+        "loss_source": f"fit: {len(fc.laws)} law form(s){of_variant(variant)} {how}",
         "by_form": point.by_form,
         "extrapolation": {"params": point.params_x, "compute_6nd": point.compute_x, "tokens": point.tokens_x},
         "beyond_reach": point.beyond_reach,

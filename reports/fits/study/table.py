@@ -208,11 +208,20 @@ def _text(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(object).where(frame.notna(), "?").astype(str)
 
 
+ALL_RUNS = "all"  # the law variant of a study (or runs table) without variants: every run
+
+
+def of_variant(variant: str | None) -> str:
+    """The words " of variant tied" after "law form(s)" or "the laws"; nothing for :data:`ALL_RUNS` (fit said "variant
+    all" of a study with one variant, as if "all" were a variant's name)."""
+    return "" if variant in (None, ALL_RUNS) else f" of variant {variant}"
+
+
 def _tie_or_single(df: pd.DataFrame) -> tuple[pd.Series, str]:
     """Variants from the tie_embeddings column when it varies, else one variant for every run."""
     if "tie_embeddings" in df.columns and df["tie_embeddings"].nunique() > 1:
         return df["tie_embeddings"].map(tie_kind), "the tie_embeddings column"
-    return pd.Series("all", index=df.index), "a single variant"
+    return pd.Series(ALL_RUNS, index=df.index), "a single variant"
 
 
 def _cluster_key(df: pd.DataFrame) -> pd.Series:

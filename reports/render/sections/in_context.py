@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ladder.reports.fits.study.fit_json import CopyTrend, KindForecast, KindForecasts, SeedSpread
+from ladder.reports.fits.study.table import of_variant
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.in_context import draw_in_context
 from ladder.reports.render.fmt import ABSENT, fmt_ci, fmt_count, fmt_g, fmt_loss, fmt_pct, num, ok
@@ -43,7 +44,7 @@ def in_context(ctx: Builder) -> Section:
             "ended earlier in their window: a model that has learned to copy from its context (an induction head) "
             "predicts them far better. Small models learn that abruptly, at a step that depends on the seed, while the "
             "novel tokens move smoothly with scale; so a ladder whose copy ratio is still falling has not reached the "
-            f"regime the hero will be in. Variant {sec.variant}."
+            f"regime the hero will be in.{'' if not of_variant(sec.variant) else f' Variant {sec.variant}.'}"
         )
     )
     s.add(

@@ -14,6 +14,7 @@ from ladder.reports.fits.study.fit_json import (
     Point,
     written,
 )
+from ladder.reports.fits.study.table import of_variant
 from ladder.reports.render.blocks import KV, Bullets, Para, Section, Table
 from ladder.reports.render.figures.scaling import draw_isoflop, draw_scaling
 from ladder.reports.render.fmt import (
@@ -72,7 +73,7 @@ def scaling(ctx: Builder) -> Section:
             "fig-scaling",
             "The runs, the forecast and its extrapolation to the hero",
             "Final eval loss of every finished run against compute and parameters (one marker per variant; outlined: "
-            f"the runs the laws of variant {law.variant} were fitted to), the weighted forecast of the law "
+            f"the runs the laws{of_variant(law.variant)} were fitted to), the weighted forecast of the law "
             "forms along the hero's tokens per parameter with its calibrated 90% interval, extrapolated to the hero "
             "(star: the hero's forecast" + ("; diamond: the hero run's actual final loss" if actual else "") + ").",
             3.9,

@@ -464,3 +464,18 @@ def test_a_small_learning_rate_reads_as_fit_gives_it():
 
     for lr in (3.12e-4, 6e-5, 0.0047, 0.02):
         assert fmt_lr(lr) == _num(lr, 3) == f"{lr:.3g}", lr
+
+
+def test_a_study_with_one_variant_is_never_called_variant_all(tmp_path, capsys):
+    """User retrial (issue 28): a study without variants read "fit: 3 law form(s) of variant all weighted ..." in
+    fit's recommendation, "the laws of variant all" under Figure 2 and "Variant all." in the in-context section:
+    "all" is the fit's label for every run, not a variant's name."""
+    root = make_ladder(tmp_path / "study", sizes=["25K", "35K", "50K", "71K"], n_boot=10)
+    fit = json.loads((root / "fit.json").read_text())
+    assert fit["meta"]["variants"] == ["all"] and fit["loss"]["rollout"]["rows"] == []  # the source is said
+    assert "law form(s) weighted" in fit["hero"]["loss_source"], fit["hero"]["loss_source"]
+    r = run_cli(capsys, "fit", root, "--bootstrap", "10")
+    assert r.code == 0, r.stderr
+    page = render_report(root, tmp_path / "out", formats="html")["html"].read_text()
+    for text in (r.stdout, fit["hero"]["loss_source"], text_of(page), page):
+        assert "variant all" not in text.lower(), [s for s in sentences(text) if "variant all" in s.lower()][:3]
