@@ -315,7 +315,7 @@ def test_a_device_this_machine_lacks_is_refused_before_the_run_is_touched(planne
 
 def test_a_gpu_id_given_twice_is_refused(tmp_path, capsys, planned):
     one_line(run_cli(capsys, "submit", planned, "--gpus", "0,0"), "--gpus '0,0'", "GPU 0 given twice", "--runs-per-gpu")
-    spec = _study(tmp_path, model__vocab_size=320, ladder__sizes=["10K", "20K", "40K", "80K"])
+    spec = _study(tmp_path, model__vocab_size=320, ladder__sizes=["10K", "20K", "40K", "80K", "160K"])
     one_line(run_cli(capsys, "run", spec, "--gpus", "1,2,1"), "GPU 1 given twice")
     spec = _study(tmp_path, executor__local__gpus=[1, 1])
     one_line(run_cli(capsys, "studies", "validate", spec), "executor.local", "gpus has repeated values [1, 1]")
@@ -718,7 +718,7 @@ def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path, c
     """`ladder plan S --out ""` (an unset shell variable) planned the study into the current directory itself:
     plan.json, runs/ and study.yaml among the user's files."""
     monkeypatch.chdir(tmp_path)
-    spec = "tied-vs-untied"
+    spec = "default"  # a design the plan has nothing to warn of: the refusal is the one line
     before = _files(tmp_path)
     for value in ("", "  "):
         one_line(run_cli(capsys, command, spec, "--out", value), f"--out {value!r}", "an empty path")

@@ -27,7 +27,7 @@ BASE = {
     "name": "t",
     "data": {"seq_len": 64},
     "model": {"vocab_size": 320, "head_dim": 16},
-    "ladder": {"sizes": ["10K", "20K", "40K", "80K"]},
+    "ladder": {"sizes": ["10K", "20K", "40K", "80K", "160K"]},  # 5 at one ratio: the rollout has a law to fit
     "hero": {"params": "1M"},
     "sanity_check": False,
 }
@@ -883,6 +883,21 @@ def test_a_ladder_the_fit_can_use_only_partly_is_warned(tmp_path, capsys):
     assert r.code == 0 and "no rollout backtest" in r.stderr and ">= 4 sizes" in r.stderr
     r = run_cli(capsys, "plan", spec, "--dry-run")  # a warning still, not a refusal
     assert r.code == 0 and "no rollout backtest" in " ".join(r.stderr.split())
+
+
+def test_a_ladder_whose_rollout_has_no_law_to_fit_is_warned_before_it_trains(tmp_path, capsys):
+    """User retrial 9: 4 sizes at one tokens/param ratio passed validate and plan in silence, and `ladder fit`
+    then said "no rollout forecasts": the rollout fits the sizes below the largest (3 runs) and every law form
+    needs 4. With a fifth size (or a second budget) the rollout has a law to fit, and nothing is said."""
+    four = _study_file(tmp_path, {**BASE, "ladder": {"sizes": ["10K", "20K", "40K", "80K"]}}, "four.yaml")
+    r = run_cli(capsys, "plan", four, "--dry-run")
+    said = " ".join(r.stderr.split())
+    assert r.code == 0 and "no rollout backtest: fitted on the sizes below the largest (3 runs)" in said, said
+    assert "add a size or a budget" in said
+    for ladder in ({"sizes": ["10K", "20K", "40K", "80K", "160K"]}, {"sizes": ["10K", "20K", "40K", "80K"],
+                                                                       "budgets": [0.5, 1]}):  # fmt: skip
+        r = run_cli(capsys, "plan", _study_file(tmp_path, {**BASE, "ladder": ladder}), "--dry-run")
+        assert r.code == 0 and "rollout" not in r.stderr, (ladder, r.stderr)
 
 
 def test_the_fit_requirement_is_checked_per_variant():

@@ -343,6 +343,19 @@ def _ratio_groups(ratios: list[float]) -> int:
     return groups
 
 
+def _law_fits(runs: list[RunSpec]) -> bool:
+    """Whether some loss-law form can be fitted on these runs (of one variant): >= 3 sizes and either the
+    Chinchilla law (>= 2 ratios, >= 6 runs) or an L(C) form (>= 4 runs at one ratio)."""
+    ratios = [r.tokens / r.params for r in runs]
+    if len({r.params for r in runs}) < FIT_MIN_SIZES:
+        return False
+    chinchilla = _ratio_groups(ratios) >= 2 and len(runs) >= FIT_PARAMS["chinchilla"] + FIT_MIN_DOF
+    at_ratio = max(
+        (sum(1 for x in ratios if abs(math.log(x / y)) <= math.log1p(FIT_RATIO_TOL)) for y in ratios), default=0
+    )
+    return chinchilla or at_ratio >= FIT_PARAMS["ratio"] + FIT_MIN_DOF
+
+
 def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], list[str]]:
     """(what `ladder fit` will refuse, what it can use only partly) of a planned ladder, per variant, with the
     whole requirement said at once: runs at >= 3 sizes; either >= 2 tokens/param ratios and >= 6 runs (the
@@ -369,25 +382,29 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
     cannot = {}
     for variant, rs in by_variant.items():
         sizes = sorted({r.params for r in rs})
-        ratios = [r.tokens / r.params for r in rs]
-        n_ratios = _ratio_groups(ratios)
+        n_ratios = _ratio_groups([r.tokens / r.params for r in rs])
         label = f"variant {variant!r}" if len(by_variant) > 1 else "the ladder"
         have = (
             f"{label} has {len(rs)} runs at {len(sizes)} sizes ({', '.join(format_count(s) for s in sizes)}) and "
             f"{n_ratios} tokens/param ratio{'s' if n_ratios != 1 else ''}"
         )
-        chinchilla = n_ratios >= 2 and len(rs) >= FIT_PARAMS["chinchilla"] + FIT_MIN_DOF
-        at_ratio = max(
-            (sum(1 for x in ratios if abs(math.log(x / y)) <= math.log1p(FIT_RATIO_TOL)) for y in ratios), default=0
-        )
-        lc = at_ratio >= FIT_PARAMS["ratio"] + FIT_MIN_DOF
-        if len(sizes) < FIT_MIN_SIZES or not (chinchilla or lc):
+        if not _law_fits(rs):
             cannot[variant] = have
         elif len(sizes) < ROLLOUT_MIN_SIZES:
             partly.append(
                 f"{have}: no rollout backtest, which needs >= {ROLLOUT_MIN_SIZES} sizes (fit the smaller, "
                 "forecast the larger), so the forecast's interval is not calibrated; add a size"
             )
+        else:
+            # the rollout's largest prefix leaves out the largest size: 4 sizes at one ratio keep 3 runs there,
+            # and every law form needs 4 (fit then said "no rollout forecasts" of a ladder the plan let pass)
+            prefix = [r for r in rs if r.params < sizes[-1]]
+            if not _law_fits(prefix):
+                partly.append(
+                    f"{have}: no rollout backtest: fitted on the sizes below the largest ({len(prefix)} runs), no law "
+                    f"form can be fitted ({need.removeprefix('the fit needs ')}), so the forecast's interval is "
+                    "not calibrated; add a size or a budget"
+                )
     ab = study.ablations
     sweeps = [
         name
