@@ -726,6 +726,27 @@ def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path, c
     assert _files(tmp_path) == before
 
 
+@pytest.mark.parametrize("command", ["plan", "dry-run", "run"])
+def test_an_out_folder_of_other_files_is_refused_not_written_into(tmp_path, capsys, command):
+    """Retrial 9: `ladder plan S --out ..` (or `--out /`) wrote plan.json, study.yaml and runs/ among the user's
+    own files. A new or empty folder, and a study's own (even a damaged one), are still planned into."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    before = _files(tmp_path)
+    args = {"plan": ("plan",), "dry-run": ("plan", "--dry-run"), "run": ("run", "--executor", "debug")}[command]
+    one_line(
+        run_cli(capsys, args[0], "default", "--out", mine, *args[1:]),
+        f"{mine} holds other files (notes.txt) and no study",
+        "choose a new or empty --out folder",
+    )
+    assert _files(tmp_path) == before
+    (tmp_path / "empty").mkdir()
+    assert run_cli(capsys, "plan", "default", "--out", tmp_path / "empty").code == 0
+    (tmp_path / "empty" / "study.yaml").unlink()  # a damaged study: its plan.json and runs/ say it is one
+    assert run_cli(capsys, "plan", "default", "--out", tmp_path / "empty").code == 0
+
+
 def test_a_broken_link_in_the_way_is_named_as_one(tmp_path, capsys, monkeypatch):
     """`./ladder-runs` a link to a folder that is gone: `ladder plan` said "cannot use ladder-runs: File exists"."""
     monkeypatch.chdir(tmp_path)

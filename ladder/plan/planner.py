@@ -171,6 +171,15 @@ def check_target(plan: Plan, study_dir: Path) -> layout.StudyDir:
             f"{sd.path} is inside study {outer}: a study planned there would mix with that study's runs; "
             "choose an --out outside it"
         )
+    if sd.path.is_dir() and not any(p.exists() for p in (sd.study, sd.plan, sd.path / "runs")):
+        # `ladder plan S --out ..` (or `/`) wrote plan.json, study.yaml and runs/ among the user's own files
+        others = sorted(p.name for p in sd.path.iterdir())
+        if others:
+            shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+            raise StateError(
+                f"{sd.path} holds other files ({shown}) and no study: a plan would mix with them; choose a new or "
+                "empty --out folder"
+            )
     if sd.study.is_file():
         from ladder.studies.spec import read_study_file
 
