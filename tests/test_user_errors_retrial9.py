@@ -181,11 +181,8 @@ def _cut_shards(entry: Path) -> None:
         shard.write_bytes(shard.read_bytes()[:1000])
 
 
-@pytest.mark.parametrize("damage", [_damage_ready, _empty_shards, _cut_shards], ids=["ready", "empty", "cut"])
-def test_a_damaged_entry_of_the_data_cache_names_its_repair(tmp_path, capsys, monkeypatch, damage):
-    """A garbled ready.json said "<entry> is not a prepared data folder (no readable ready.json): Expecting value",
-    no way out; emptied train shards "the training data has no window of seq_len + 1 tokens", as if the corpus were
-    too small; cut shards were trained on without a word. Each names the entry and its repair now."""
+def _prepared_micro(tmp_path: Path, capsys, monkeypatch) -> Path:
+    """A micro-study whose data is prepared into a data cache of the test's own (tmp_path/cache)."""
     import json
 
     from tests.conftest import make_texts
@@ -197,6 +194,15 @@ def test_a_damaged_entry_of_the_data_cache_names_its_repair(tmp_path, capsys, mo
     (corpus / "part.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in make_texts(300)))
     study = write_study(tmp_path / "micro.yaml", corpus, sizes=("4K", "6K", "8K", "16K"))
     assert run_cli(capsys, "data", "prepare", study).code == 0
+    return study
+
+
+@pytest.mark.parametrize("damage", [_damage_ready, _empty_shards, _cut_shards], ids=["ready", "empty", "cut"])
+def test_a_damaged_entry_of_the_data_cache_names_its_repair(tmp_path, capsys, monkeypatch, damage):
+    """A garbled ready.json said "<entry> is not a prepared data folder (no readable ready.json): Expecting value",
+    no way out; emptied train shards "the training data has no window of seq_len + 1 tokens", as if the corpus were
+    too small; cut shards were trained on without a word. Each names the entry and its repair now."""
+    study = _prepared_micro(tmp_path, capsys, monkeypatch)
     (entry,) = [p for p in (tmp_path / "cache" / "data").iterdir() if p.is_dir()]
     damage(entry)
     one_line(run_cli(capsys, "data", "prepare", study), str(entry), "is damaged", f"`rm -r {entry}`")
@@ -205,18 +211,9 @@ def test_a_damaged_entry_of_the_data_cache_names_its_repair(tmp_path, capsys, mo
 def test_a_damaged_tokenizer_of_the_data_cache_names_its_repair(tmp_path, capsys, monkeypatch):
     """The tokenizer ladder trained into the cache, torn: "cannot load tokenizer <cache>/tokenizers/bpe-.../
     tokenizer.json: EOF while parsing a value", of a file the user never made, and no way out."""
-    import json
     import shutil
 
-    from tests.conftest import make_texts
-    from tests.micro import write_study
-
-    monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "cache"))
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "part.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in make_texts(300)))
-    study = write_study(tmp_path / "micro.yaml", corpus, sizes=("4K", "6K", "8K", "16K"))
-    assert run_cli(capsys, "data", "prepare", study).code == 0
+    study = _prepared_micro(tmp_path, capsys, monkeypatch)
     shutil.rmtree(tmp_path / "cache" / "data")
     (trained,) = [p for p in (tmp_path / "cache" / "tokenizers").iterdir() if p.is_dir()]
     (trained / "tokenizer.json").write_text('{"version": "1.0", "trunc')
