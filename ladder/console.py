@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from ladder.layout import jsonable
+from ladder.model.config import format_flops
 
 
 def _reopen_closed_streams() -> None:
@@ -95,11 +96,9 @@ def human_seconds(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
-def sci(x: float | None, digits: int = 3) -> str:
-    """Compute and other wide-ranging numbers as the report writes them: ``2.63e13``, not ``2.63e+13``."""
+def sci(x: float | None) -> str:
+    """Compute and other wide-ranging numbers as the report writes them (:func:`format_flops`: ``2.63e13``, not
+    ``2.63e+13``), and ``-`` for a number that is missing or not finite."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
-    if x == 0:
-        return "0"
-    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
+    return format_flops(x)

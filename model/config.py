@@ -78,11 +78,8 @@ def format_flops(x: float) -> str:
     x = float(x)
     if x == 0 or not math.isfinite(x):
         return "0" if x == 0 else str(x)
-    e = int(math.floor(math.log10(abs(x))))
-    m = x / 10**e
-    if round(m, 2) >= 10:
-        m, e = m / 10, e + 1
-    return f"{m:.2f}e{e}"
+    mantissa, exponent = f"{x:.2e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def share_of_hero(pct: float) -> tuple[str, str]:
