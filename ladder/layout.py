@@ -334,9 +334,10 @@ class StudyDir:
         return [RunDir(p) for p in sorted(self.runs.iterdir()) if (p / SPEC).is_file()]
 
 
-def broken_link(path: Path) -> str | None:
+def broken_link(path: Path, *, named: bool = True) -> str | None:
     """What a symbolic link that leads nowhere is (``S -> S2`` with S2 deleted, or a loop of links), said so that
-    "does not exist" does not contradict what ``ls`` shows; None for any other path."""
+    "does not exist" does not contradict what ``ls`` shows: "S is a link to S2, which does not exist" (``named``
+    False: from "a link to" on); None for any other path."""
     path = Path(path)
     if not os.path.islink(path) or os.path.exists(path):
         return None
@@ -344,9 +345,8 @@ def broken_link(path: Path) -> str | None:
         target = os.readlink(path)
         os.stat(path)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return f"{path} is a link to {target}, which links back to it in a loop"
-        return f"{path} is a link to {target}, which does not exist"
+        why = "which links back to it in a loop" if exc.errno == errno.ELOOP else "which does not exist"
+        return f"{path} is a link to {target}, {why}" if named else f"a link to {target}, {why}"
     return None
 
 

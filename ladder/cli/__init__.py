@@ -40,6 +40,7 @@ from ladder.cli import (
 )
 from ladder.console import err, out
 from ladder.errors import LadderError
+from ladder.layout import broken_link
 
 app = typer.Typer(
     name="ladder",
@@ -354,15 +355,11 @@ def _cwd_exists() -> bool:
 
 
 def _link_hint(path: str) -> str:
-    """What a link that leads nowhere is, and its repair: its target gone, or a loop (whose target exists as a
-    link: "which does not exist" was wrong of it)."""
-    target = os.readlink(path)
-    try:
-        os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return f"a link to {target}, which links back to it in a loop: remove the link or mend it"
-    return f"a link to {target}, which does not exist: remove the link or create its target"
+    """What a link that leads nowhere is (:func:`ladder.layout.broken_link`), and its repair: its target gone, or a
+    loop (whose target exists as a link: "which does not exist" was wrong of it)."""
+    said = broken_link(Path(path), named=False) or f"a link to {os.readlink(path)}, which does not exist"
+    repair = "remove the link or mend it" if said.endswith("in a loop") else "remove the link or create its target"
+    return f"{said}: {repair}"
 
 
 def os_error_line(exc: OSError) -> str:
