@@ -369,6 +369,19 @@ def test_report_refuses_a_directory_for_report_html_and_leaves_no_tmp(study, cap
     assert not list((study / "report").glob(".*.tmp")) and html.is_dir()
 
 
+def test_report_refuses_a_directory_for_report_pdf_before_rewriting_report_html(study, capsys):
+    """A folder in report.pdf's place was found only after report.html had been rewritten, and the message named
+    the temporary file (".report.pdf.tmp"). Now both targets are checked first: one line, nothing written."""
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    html, pdf = study / "report" / "report.html", study / "report" / "report.pdf"
+    pdf.unlink(missing_ok=True)
+    pdf.mkdir()
+    before = _files(study)
+    one_line(run_cli(capsys, "report", study), f"{pdf} is not a file (a directory)", f"rm -r {pdf}")
+    assert _files(study) == before and html.is_file() and pdf.is_dir()
+    assert not list((study / "report").glob(".*.tmp"))
+
+
 def test_atomic_write_leaves_no_tmp_when_the_write_fails(tmp_path):
     def boom(tmp: Path) -> None:
         tmp.write_text("half")

@@ -9,7 +9,6 @@ Without WeasyPrint's system libraries the PDF is left out with one line on stder
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from collections.abc import Iterable
@@ -78,6 +77,9 @@ def render_report(
 
 
 def _write(sd: layout.StudyDir, out: Path, formats: list[str], warnings_out: list[str] | None) -> dict[str, Path]:
+    names = {"html": HTML_NAME, "pdf": PDF_NAME}
+    for fmt in formats:  # before any is written: a folder in report.pdf's place must not cost report.html
+        layout.refuse_if_not_a_file(out / names[fmt], f"run `ladder report {sd.path}` again")
     data, sections = build_sections(sd.path)
     if warnings_out is not None and data.stale_fit:
         warnings_out.append(data.stale_fit)
@@ -88,13 +90,9 @@ def _write(sd: layout.StudyDir, out: Path, formats: list[str], warnings_out: lis
         written["html"] = path
     if "pdf" in formats:
         path = out / PDF_NAME
-        tmp = path.with_name(f".{path.name}.tmp")
         try:
-            write_pdf(tmp, data, sections)
-            os.replace(tmp, path)
+            layout.atomic_write(path, lambda tmp: write_pdf(tmp, data, sections))
             written["pdf"] = path
         except PdfUnavailable as exc:  # the HTML says everything; the PDF waits for the system's libraries
             print(f"{PDF_NAME} not written: {exc}", file=sys.stderr)
-        finally:
-            tmp.unlink(missing_ok=True)
     return written
