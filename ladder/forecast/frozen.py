@@ -305,6 +305,17 @@ def append_score(frozen: Frozen, score: dict) -> None:
     frozen.record, frozen.forecast = record, forecast_json.FrozenForecast.model_validate(record)
 
 
+def _kind(f: Frozen) -> str:
+    """What the freeze's hero forecast is, in the words of `forecast score` and the report: a prediction only once
+    the hero's final loss checked that very point (not a --predict point beside it) and the freeze came first."""
+    checked = [s for s in f.scores if s.get("final") and s.get("point") == "hero"]
+    if not checked:
+        return "projection"
+    if f.record.get("after_hero") is True or checked[-1].get("frozen_before_training") is False:
+        return "late check"  # frozen after the hero had trained: a check of the fit, not a prediction made first
+    return "prediction"
+
+
 def show_rows(study_dir: Path) -> list[dict]:
     """One row per freeze: number, time, hero forecast and interval, latest score, and whether the data changed."""
     now = results_hash_of(study_dir)
@@ -326,7 +337,7 @@ def show_rows(study_dir: Path) -> list[dict]:
                 "scores": len(f.scores),
                 "latest_score": f.latest_score,
                 "final_score": f.final_score,
-                "kind": "prediction" if f.final_score else "projection",
+                "kind": _kind(f),
                 "data_changed": changed,
                 "warning": DATA_CHANGED if changed else None,
             }
