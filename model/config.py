@@ -82,6 +82,19 @@ def format_flops(x: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
+def format_multiple(x: float, sign: str = "x") -> str:
+    """A distance or ratio as every message writes it: ``3.2`` -> ``3.2x``, ``4058`` -> ``4,058x``, ``3.2e6`` ->
+    ``3.22e6x``, never Python's ``4.06e+03x``. ``sign`` is the report's ``×``."""
+    x = float(x)
+    if not math.isfinite(x):
+        return f"{x}{sign}"
+    if abs(x) < 1000:
+        return f"{x:.3g}{sign}"
+    if abs(x) < 1e6:
+        return f"{x:,.0f}{sign}"
+    return f"{format_flops(x)}{sign}"
+
+
 def share_of_hero(pct: float) -> tuple[str, str]:
     """The ladder's cost next to the hero's compute, as plan, fit and the report all say it (beside
     :func:`format_count`: plan and reports both read this module): a percent up to 100%

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ladder.model.config import format_count
+from ladder.model.config import format_count, format_multiple
 from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, VariantLaw, written
@@ -22,6 +22,14 @@ from ladder.reports.fits.study.table import ALL_RUNS, of_variant
 from ladder.reports.render.fmt import fmt_flops, fmt_pct, share_of_hero
 
 __all__ = ["print_fit"]
+
+
+def _times(v: Any) -> str:
+    """A distance as ``4,058x`` (:func:`format_multiple`), ``-`` when missing."""
+    try:
+        return format_multiple(float(v))
+    except (TypeError, ValueError):
+        return "-"
 
 
 def _num(v: Any, digits: int = 4) -> str:
@@ -118,17 +126,17 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
             reach = (law.reach or {}).get("2%")
             tested = (law.reach or {}).get("tested")
             where = (
-                f"  {_num(ext['params'], 3)}x the ladder's largest model in parameters, "
-                f"{_num(ext.get('tokens'), 3)}x in tokens, {_num(ext.get('compute_6nd'), 3)}x in compute (6ND); "
+                f"  {_times(ext['params'])} the ladder's largest model in parameters, "
+                f"{_times(ext.get('tokens'))} in tokens, {_times(ext.get('compute_6nd'))} in compute (6ND); "
             )
             if not (law.calibration and law.calibration.n):
                 console.print(where + "[yellow]no rollout forecast tested any distance[/]")
             else:
                 console.print(
-                    where + f"forecasts stayed within 2% up to {_num(reach and reach.params_x, 3)}x params, "
-                    f"{_num(reach and reach.compute_x, 3)}x compute in the rollout (tested up to "
-                    f"{_num(tested and tested.params_x, 3)}x params, {_num(tested and tested.tokens_x, 3)}x tokens, "
-                    f"{_num(tested and tested.compute_x, 3)}x compute)"
+                    where + f"forecasts stayed within 2% up to {_times(reach and reach.params_x)} params, "
+                    f"{_times(reach and reach.compute_x)} compute in the rollout (tested up to "
+                    f"{_times(tested and tested.params_x)} params, {_times(tested and tested.tokens_x)} tokens, "
+                    f"{_times(tested and tested.compute_x)} compute)"
                     + (
                         f" [yellow](the hero is {BEYOND_TESTED})[/]"
                         if hero.beyond_tested
@@ -287,7 +295,7 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
             _count(x.tokens),
             _num(x.loss),
             _ci([x.lo, x.hi]).strip() or (x.reason or "-"),
-            f"{_num(x.params_x, 3)}x" + (" (beyond reach)" if x.beyond_reach else ""),
+            f"{_times(x.params_x)}" + (" (beyond reach)" if x.beyond_reach else ""),
         ]
         if hp:
             row += [
@@ -360,7 +368,7 @@ def _print_law(fit: FitJson, console: Console) -> None:
         )
         console.print(
             f"  rollout: {cal.n} weighted forecasts, {100 * cal.coverage:.0f}% inside their 90% "
-            f"interval; widening {cal.factor:.3g}x{side}"
+            f"interval; widening {format_multiple(cal.factor)}{side}"
         )
 
 
@@ -445,7 +453,7 @@ def _print_in_context(fit: FitJson, console: Console) -> None:
     tr, fc = sec.trend, sec.forecasts
     console.print(
         f"[bold]in-context repeats[/] ({100 * sec.repeat_share:.0f}% of eval targets): repeats/novel loss "
-        f"by its log-log trend {tr.ratio_at_smallest:.3f} -> {tr.ratio_at_largest:.3f} over {tr.compute_span:.3g}x compute "
+        f"by its log-log trend {tr.ratio_at_smallest:.3f} -> {tr.ratio_at_largest:.3f} over {format_multiple(tr.compute_span)} compute "
         f"(slope {_slope(tr.slope, tr.ci90)})"
     )
     for i, point in enumerate([fc, *fc.predictions]):

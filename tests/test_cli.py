@@ -150,3 +150,9 @@ def test_a_ctrl_c_lost_on_its_way_up_is_raised_again_at_the_next_status_poll():
         with pytest.raises(KeyboardInterrupt):
             pressed.check()
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_model_info_says_how_far_off_a_size_is_without_python_exponents(capsys):
+    """`model info --params 1` said "(3.22e+06x the target)"."""
+    r = run_cli(capsys, "model", "info", "--params", "1")
+    assert r.code == 2 and "e+0" not in r.stderr and "e6x the target" in r.stderr, r.stderr

@@ -43,7 +43,7 @@ def model_info(
     from pydantic import ValidationError
 
     from ladder.errors import SpecError
-    from ladder.model.config import format_count, positive_count
+    from ladder.model.config import format_count, format_multiple, positive_count
     from ladder.model.shape import ModelShape
     from ladder.model.sizing import FamilyRules, shape_for_params
     from ladder.plan.plausibility import MAX_TARGET
@@ -125,7 +125,7 @@ def model_info(
                     hint = "; another --aspect-ratio may reach it"
                 raise SpecError(
                     f"--params {params!r}: the nearest shape at --aspect-ratio {aspect_ratio:g} has "
-                    f"{got:,} {convention} parameters ({got / target:.3g}x the target): outside what "
+                    f"{got:,} {convention} parameters ({format_multiple(got / target)} the target): outside what "
                     f"this family builds{hint}"
                 )
         else:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ladder.errors import DataError, SpecError
-from ladder.model.config import RunSpec, format_count, share_of_hero
+from ladder.model.config import RunSpec, format_count, format_multiple, share_of_hero
 from ladder.model.hardware import device_memory_bytes
 from ladder.model.recipe import rule_batch_tokens
 from ladder.model.shape import ModelShape
@@ -117,14 +117,14 @@ def check_target(
         small = _smallest(rules, tied)
         raise SpecError(
             f"{label}: below what this family builds (it lands on a model of {format_count(got)} {conv} "
-            f"parameters, {got / target:.3g}x the target; its smallest, one layer of one head group of "
+            f"parameters, {format_multiple(got / target)} the target; its smallest, one layer of one head group of "
             f"model.head_dim {rules.head_dim} x kv_ratio {rules.kv_ratio}, has "
             f"{format_count(small.params(conv))}): raise the size or lower model.head_dim"
         )
     if got * FAR < target:
         raise SpecError(
             f"{label}: the nearest model this family builds has {format_count(got)} {conv} "
-            f"parameters ({target / got:.3g}x fewer); raise model.max_layers"
+            f"parameters ({format_multiple(target / got)} fewer); raise model.max_layers"
         )
     if shape.n_layers == rules.max_layers and shape.aspect_ratio > ASPECT_FAR * aspect:
         raise SpecError(

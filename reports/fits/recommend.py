@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from ladder.layout import jsonable
-from ladder.model.config import format_count
+from ladder.model.config import format_count, format_multiple
 from ladder.model.recipe import plan_steps, round_batch, rule_batch_tokens, rule_lr
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import shape_for_params
@@ -133,7 +133,7 @@ def _law_value(law: Any | None, what: str) -> tuple[float | None, list | None, s
         text += "; no backtest (too few rungs)"
     elif law.extrapolation and law.extrapolation > (law.rollout.get("reach") or 1.0):
         reach = law.rollout.get("reach")
-        text += f"; beyond its backtest's reach ({f'{reach:.3g}x' if reach else 'none'})"
+        text += f"; beyond its backtest's reach ({f'{format_multiple(reach)}' if reach else 'none'})"
     ci = law.hero_ci90
     return float(v), (list(ci) if ci else None), text
 
@@ -164,7 +164,7 @@ def _transfer(
         rule_name = study.training.lr_rule if what == "lr" else study.training.batch_rule
         rule_at_hero = hero_text[len("study rule: ") :]
         text = (
-            f"{head} = {m:.3g}x the rule there), carried to the hero by the study's rule {rule_at_hero}"
+            f"{head} = {format_multiple(m)} the rule there), carried to the hero by the study's rule {rule_at_hero}"
             f" ({RULE_SOURCES[what, rule_name]}) x {m:.3g}"
         )
     else:
@@ -176,7 +176,7 @@ def _extrapolated(trend: Any) -> str:
     """How far a ``Trend`` reaches to the hero, and its 90% interval there: the tail of a source text."""
     text = ""
     if trend.extrapolation:
-        text += f", extrapolated {trend.extrapolation:.3g}x in compute"
+        text += f", extrapolated {format_multiple(trend.extrapolation)} in compute"
     ci = trend.hero_ci90
     if ci and ci[0] is not None and ci[1] is not None:
         text += f" (90% [{ci[0]:.3g}, {ci[1]:.3g}])"

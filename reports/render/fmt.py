@@ -94,6 +94,15 @@ def share_of_hero(pct: Any) -> tuple[str, str]:
     return said(x) if math.isfinite(x) else (ABSENT, "of the hero's compute")
 
 
+def fmt_times(v: Any) -> str:
+    """A multiple (``4,058×``): :func:`ladder.model.config.format_multiple` with the report's sign; absent when
+    missing."""
+    from ladder.model.config import format_multiple
+
+    x = num(v)
+    return format_multiple(x, "×") if math.isfinite(x) else ABSENT
+
+
 def fmt_int(v: Any) -> str:
     x = num(v)
     return f"{int(round(x)):,}" if math.isfinite(x) else ABSENT

@@ -121,3 +121,15 @@ def test_one_count_check_names_the_option_it_reads():
     for text, kw in (("0", {}), ("-25K", {}), ("lots", {}), ("0.5", {"at_least_one": True}), ("2P", {"below": 1e15})):
         with pytest.raises(SpecError, match=f"^--params '{text}': must be a positive count such as 64M$"):
             positive_count(text, "--params", **kw)
+
+
+@pytest.mark.parametrize(
+    ("x", "said"),
+    [(1.0, "1x"), (23.44, "23.4x"), (999.4, "999x"), (4058.2, "4,058x"), (3221824.0, "3.22e6x"), (0.5, "0.5x")],
+)
+def test_a_multiple_is_written_for_people_never_as_python_exponents(x, said):
+    """`ladder model info --params 1` said "3.22e+06x the target" and the report "4.06e+03× in compute"."""
+    from ladder.model.config import format_multiple
+
+    assert format_multiple(x) == said
+    assert format_multiple(x, "×") == said[:-1] + "×"

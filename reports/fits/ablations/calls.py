@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ladder.model.config import format_flops
+from ladder.model.config import format_flops, format_multiple
 from ladder.reports.fits.ablations.common import Z90
 from ladder.reports.fits.ablations.trend import Trend
 from ladder.reports.fits.backtest import interval
@@ -171,25 +171,25 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
                 out["status"] = "possible_beyond"
                 out["message"] = (
                     f"a flip beyond the ladder is possible, not established: the trend crosses zero at "
-                    f"C = {format_flops(c0)}{where}, {dist:.3g}x beyond the largest rung, but {share}; {now} "
+                    f"C = {format_flops(c0)}{where}, {format_multiple(dist)} beyond the largest rung, but {share}; {now} "
                     "ahead at the largest rung"
                 )
             else:
                 out["status"] = "none"
                 out["message"] = (
-                    f"no flip stated: the trend's point crosses zero at C = {format_flops(c0)}{where}, {dist:.3g}x "
+                    f"no flip stated: the trend's point crosses zero at C = {format_flops(c0)}{where}, {format_multiple(dist)} "
                     f"beyond the largest rung, but {share}; {now} ahead at the largest rung"
                 )
             return out
         reach = (
             "within the distance the rollout tested"
             if out["within_reach"]
-            else f"beyond the {trend.reach['compute_x']:.3g}x the rollout showed the gap forecasts right"
+            else f"beyond the {format_multiple(trend.reach['compute_x'])} the rollout showed the gap forecasts right"
         )
         out["status"] = "beyond_range"
         out["message"] = (
             f"no flip within the ladder; extrapolated, the trend crosses zero at C = {format_flops(c0)}{where}, "
-            f"{dist:.3g}x beyond the largest rung ({reach}): {now} ahead below it, {then} above"
+            f"{format_multiple(dist)} beyond the largest rung ({reach}): {now} ahead below it, {then} above"
         )
         return out
     if inside:
@@ -255,8 +255,8 @@ def call_text(h: dict) -> str:
     if h["call"] != "certain":
         if h["interval_excludes_zero"]:
             text += (
-                f"; the interval excludes 0 but the hero is {h['compute_x']:.3g}x beyond the largest rung and "
-                f"the rollout showed the gap forecasts right only up to {h['reach_compute_x']:.3g}x"
+                f"; the interval excludes 0 but the hero is {format_multiple(h['compute_x'])} beyond the largest rung and "
+                f"the rollout showed the gap forecasts right only up to {format_multiple(h['reach_compute_x'])}"
             )
         else:
             text += "; the 90% interval includes 0"
@@ -269,4 +269,4 @@ def multiplier_text(m: float, ci: list | None) -> str:
     band = ""
     if ci:
         band = f" [{'<1e-06' if ci[0] is None else format(ci[0], '.3g')}, {'>1e+06' if ci[1] is None else format(ci[1], '.3g')}]"
-    return f"untied reaches tied's loss with {m:.3g}x{band} the compute"
+    return f"untied reaches tied's loss with {format_multiple(m)}{band} the compute"

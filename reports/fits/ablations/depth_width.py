@@ -14,6 +14,7 @@ from scipy import stats
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
+from ladder.model.config import format_multiple
 from ladder.reports.fits.ablations.common import COMPUTE_MATCH_TOL, best_config
 from ladder.reports.fits.ablations.trend import Trend, fit_trend
 from ladder.reports.fits.ablations.trend_forms import (
@@ -256,9 +257,9 @@ def _hero(aspect: Trend | None, penalty: Trend | None, hero_flops: float | None)
         lo, hi = out["aspect_ratio_ci90"]
         out["message"] = (
             f"best aspect ratio at the hero {out['aspect_ratio']:.3g} (90% [{lo:.3g}, {hi:.3g}]), "
-            f"{p['compute_x']:.3g}x beyond the largest rung; "
+            f"{format_multiple(p['compute_x'])} beyond the largest rung; "
             + ("within" if p["within_reach"] else "beyond")
-            + f" the {aspect.reach['compute_x']:.3g}x the rollout showed the trend forecasts right"
+            + f" the {format_multiple(aspect.reach['compute_x'])} the rollout showed the trend forecasts right"
         )
     if penalty is not None:
         p = penalty.predict(hero_flops)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ladder.model.config import format_multiple
 from ladder.reports.fits.engine import LawFit
 
 ALLOCATING = ("chinchilla", "overtrain")
@@ -60,7 +61,7 @@ def undetermined(split: dict) -> str | None:
         return None
     return (
         f"the {split['form']} law's 90% interval for N_opt at 6ND = {split['compute_6nd']:.3g}, [{lo:.3g}, {hi:.3g}], spans "
-        f"{hi / lo:.3g}x (more than {MAX_SPAN:g}x): this ladder does not determine the split"
+        f"{format_multiple(hi / lo)} (more than {MAX_SPAN:g}x): this ladder does not determine the split"
     )
 
 

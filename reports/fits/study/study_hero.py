@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
-from ladder.model.config import format_count, format_flops, parse_count
+from ladder.model.config import format_count, format_flops, format_multiple, parse_count
 from ladder.model.recipe import params_for_compute
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import Forecast, track_record
@@ -217,8 +217,8 @@ def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
     compute is the law's, 6ND: exact FLOPs (LM head and attention counted) put the ladder's small runs higher, so
     their ratio differs, and a bare "compute" read beside the hero's exact FLOPs said a multiple they do not give."""
     return (
-        f"{params_x:.3g}x the ladder's largest model, {tokens_x:.3g}x its most tokens and "
-        f"{compute_x:.3g}x its largest compute (6ND)"
+        f"{format_multiple(params_x)} the ladder's largest model, {format_multiple(tokens_x)} its most tokens and "
+        f"{format_multiple(compute_x)} its largest compute (6ND)"
     )
 
 
@@ -231,12 +231,14 @@ def tested_words(dist: dict) -> str:
     for ax in dist.get("beyond_tested_axes") or []:
         hero_x, test_x = dist.get(f"{ax}_x"), tested.get(f"{ax}_x")
         if hero_x is not None and test_x is not None:
-            said.setdefault(f"the hero at {hero_x:.3g}x, the rollout tested up to {test_x:.3g}x", []).append(ax)
+            said.setdefault(
+                f"the hero at {format_multiple(hero_x)}, the rollout tested up to {format_multiple(test_x)}", []
+            ).append(ax)
     parts = [f"{' and '.join(axes)}: {words}" for words, axes in said.items()]
     if not parts:
         parts.append(
-            f"distance in the farthest axis: the hero at {dist.get('distance_x', 1.0):.3g}x, the rollout tested "
-            f"up to {dist.get('tested_distance_x', 1.0):.3g}x"
+            f"distance in the farthest axis: the hero at {format_multiple(dist.get('distance_x', 1.0))}, the rollout tested "
+            f"up to {format_multiple(dist.get('tested_distance_x', 1.0))}"
         )
     far = dist.get("rollout_error") or {}
     if far.get("median_abs_err_pct") is not None:
@@ -244,9 +246,9 @@ def tested_words(dist: dict) -> str:
         if lo is None or hi is None:
             span = ""
         elif f"{lo:.3g}" == f"{hi:.3g}":
-            span = f" at {hi:.3g}x in their farthest axis"
+            span = f" at {format_multiple(hi)} in their farthest axis"
         else:
-            span = f" at {lo:.3g}-{hi:.3g}x in their farthest axis"
+            span = f" at {lo:.3g}-{format_multiple(hi)} in their farthest axis"
         parts.append(
             f"its farthest forecasts{span} erred by a median of {far['median_abs_err_pct']:.1f}% (not measured "
             "at the hero's distance)"

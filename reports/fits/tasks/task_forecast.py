@@ -13,6 +13,7 @@ import pandas as pd
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
+from ladder.model.config import format_multiple
 from ladder.reports.fits.tasks.accuracy import (
     AccuracyLaw,
     bootstrap_step2,
@@ -295,7 +296,7 @@ def fit_task(
         )
         if hero_fc.beyond_reach and s1.forecast is not None:
             warnings.append(
-                f"the hero is {hero_fc.params_x:.3g}x the ladder's largest model, beyond the distance at "
+                f"the hero is {format_multiple(hero_fc.params_x)} the ladder's largest model, beyond the distance at "
                 "which step 1's rollout forecasts stayed within 2%"
             )
         lo_obs = float(np.min(loss))

@@ -22,6 +22,7 @@ from ladder.reports.render.fmt import (
     fmt_g,
     fmt_int,
     fmt_loss,
+    fmt_times,
     num,
     ok,
     status_cell,
@@ -49,7 +50,7 @@ def fmt_p(v: Any) -> str:
 
 def fmt_mult(v: Any) -> str:
     x = num(v)
-    return f"{x:.3g}×" if math.isfinite(x) else ABSENT
+    return fmt_times(x)
 
 
 def _forms_table(trend: AblationTrend | None, quantity: str) -> Table | None:
@@ -72,7 +73,7 @@ def _forms_table(trend: AblationTrend | None, quantity: str) -> Table | None:
     title = (
         f"Trend forms of {quantity}, weighted by rollout error (fit on the smaller rungs, forecast the larger); "
         f"calibration: coverage {fmt_g(cal and cal.coverage)}, factor {fmt_g(cal and cal.factor)}; reach "
-        f"{fmt_g(reach and reach.compute_x)}× in compute (tested to {fmt_g(reach and reach.tested_compute_x)}×)"
+        f"{fmt_times(reach and reach.compute_x)} in compute (tested to {fmt_times(reach and reach.tested_compute_x)})"
     )
     return Table(["Form", "Formula", "Weight", "Rollout RMS", "Forecasts"], rows, "llrrr", title=title)
 
@@ -135,8 +136,8 @@ def tied(ctx: Builder) -> Section:
             ("Winner", f"{h.winner or '?'} ({h.call or '?'}; P = {fmt_p(h.p_winner)})"),
             (
                 "Distance",
-                f"the hero is {fmt_g(h.compute_x)}× the largest rung's compute; the rollout "
-                f"showed the gap forecasts right up to {fmt_g(h.reach_compute_x)}×",
+                f"the hero is {fmt_times(h.compute_x)} the largest rung's compute; the rollout "
+                f"showed the gap forecasts right up to {fmt_times(h.reach_compute_x)}",
             ),
         ]
         if h.compute_multiplier is not None:
@@ -233,8 +234,8 @@ def depth(ctx: Builder) -> Section:
                     ),
                     (
                         "Distance",
-                        f"the hero is {fmt_g(h.compute_x)}× the largest rung's compute; the rollout "
-                        f"showed the trend forecasts right up to {fmt_g(h.reach_compute_x)}×",
+                        f"the hero is {fmt_times(h.compute_x)} the largest rung's compute; the rollout "
+                        f"showed the trend forecasts right up to {fmt_times(h.reach_compute_x)}",
                     ),
                     (
                         "Cost of a 2× wrong aspect at the hero",

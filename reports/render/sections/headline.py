@@ -23,6 +23,7 @@ from ladder.reports.render.fmt import (
     fmt_lr,
     fmt_pct,
     fmt_size,
+    fmt_times,
     num,
     ok,
     pos,
@@ -57,8 +58,8 @@ def headline(ctx: Builder) -> Section:
         ext_text = ""
         if ok(ext.get("params")):
             ext_text = (
-                f"; {fmt_g(ext.get('params'), 3)}× the ladder's largest model in parameters, "
-                f"{fmt_g(ext.get('compute_6nd'), 3)}× in compute (6ND)"
+                f"; {fmt_times(ext.get('params'))} the ladder's largest model in parameters, "
+                f"{fmt_times(ext.get('compute_6nd'))} in compute (6ND)"
             )
         half = hero.half_width_pct
         kind = hero.kind or "projection"
@@ -212,11 +213,11 @@ def _reach_tile(fit: FitJson | None, hero: Hero) -> Tile:
             why = "the ladder has too few sizes or budgets to fit on the smaller and check on the larger"
         return Tile("Demonstrated reach", ABSENT, f"no rollout forecast: {why}")
     cov = f"; its 90% intervals covered {fmt_pct(100 * num(cal.coverage), 0)} of them" if ok(cal.coverage) else ""
-    widened = f" (widened {fmt_g(cal.factor, 3)}×)" if ok(cal.factor) and num(cal.factor) > 1 else ""
+    widened = f" (widened {fmt_times(cal.factor)})" if ok(cal.factor) and num(cal.factor) > 1 else ""
     return Tile(
         "Demonstrated reach",
-        f"{fmt_g(r2.params_x, 3)}×",  # the digits `ladder fit` gives
-        f"in parameters ({fmt_g(r2.compute_x, 3)}× in compute): rollout forecasts stayed "
-        f"within 2% up to this distance (tested up to {fmt_g(tested.params_x, 3)}× in parameters, "
-        f"{fmt_g(tested.compute_x, 3)}× in compute){cov}{widened}",
+        f"{fmt_times(r2.params_x)}",  # the digits `ladder fit` gives
+        f"in parameters ({fmt_times(r2.compute_x)} in compute, 6ND): rollout forecasts stayed "
+        f"within 2% up to this distance (tested up to {fmt_times(tested.params_x)} in parameters, "
+        f"{fmt_times(tested.compute_x)} in compute, 6ND){cov}{widened}",
     )

@@ -19,6 +19,7 @@ from ladder.reports.render.fmt import (
     fmt_int,
     fmt_loss,
     fmt_lr,
+    fmt_times,
     num,
     status_cell,
 )
@@ -59,8 +60,8 @@ def backtest_text(ro: HparamRollout) -> str:
         f"fitted on the smaller rungs, {fmt_int(ro.n)} forecasts of larger rungs' optima: RMS error "
         f"{fmt_g(ro.rms_pct, 2)}%, max {fmt_g(ro.max_abs_pct, 2)}%, "
         f"{fmt_g(100 * num(ro.coverage), 3)}% inside their 90% intervals; reach "
-        + (f"{fmt_g(ro.reach)}× in compute" if ro.reach is not None else "none (the nearest forecast missed)")
-        + (f" (within 10% up to {fmt_g(ro.reach_within_10pct)}×)" if ro.reach_within_10pct is not None else "")
+        + (f"{fmt_times(ro.reach)} in compute" if ro.reach is not None else "none (the nearest forecast missed)")
+        + (f" (within 10% up to {fmt_times(ro.reach_within_10pct)})" if ro.reach_within_10pct is not None else "")
     )
 
 

@@ -9,7 +9,7 @@ from ladder.reports.fits.study.fit_json import CopyTrend, KindForecast, KindFore
 from ladder.reports.fits.study.table import of_variant
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.in_context import draw_in_context
-from ladder.reports.render.fmt import ABSENT, fmt_ci, fmt_count, fmt_g, fmt_loss, fmt_pct, num, ok
+from ladder.reports.render.fmt import ABSENT, fmt_ci, fmt_count, fmt_g, fmt_loss, fmt_pct, fmt_times, num, ok
 from ladder.reports.render.study import why_not
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def in_context(ctx: Builder) -> Section:
                     "Copy ratio",
                     f"by its log-log trend (not a run's own, in the table below), "
                     f"{fmt_g(tr.ratio_at_smallest, 3)} at the smallest compute, "
-                    f"{fmt_g(tr.ratio_at_largest, 3)} at the largest ({fmt_g(tr.compute_span, 3)}× "
+                    f"{fmt_g(tr.ratio_at_largest, 3)} at the largest ({fmt_times(tr.compute_span)} "
                     f"apart); slope {fmt_g(_noise_as_zero(tr.slope), 3)} per e-fold of compute, 90% "
                     f"{fmt_ci([_noise_as_zero(x) for x in tr.ci90] if tr.ci90 else tr.ci90)}",
                 ),

@@ -17,6 +17,7 @@ from ladder.reports.render.fmt import (
     fmt_int,
     fmt_loss,
     fmt_pct,
+    fmt_times,
     num,
     ok,
 )
@@ -66,8 +67,8 @@ def rollout(ctx: Builder) -> Section:
                 ("Within 2% up to", _reach_text(r2)),
                 (
                     "Tested up to",
-                    f"{fmt_g(tested and tested.params_x, 3)}× in parameters, {fmt_g(tested and tested.tokens_x, 3)}× "
-                    f"in tokens, {fmt_g(tested and tested.compute_x, 3)}× in compute",
+                    f"{fmt_times(tested and tested.params_x)} in parameters, {fmt_times(tested and tested.tokens_x)} "
+                    f"in tokens, {fmt_times(tested and tested.compute_x)} in compute",
                 ),
                 (
                     "Interval coverage",
@@ -80,12 +81,12 @@ def rollout(ctx: Builder) -> Section:
                 ),
                 (
                     "Widening applied",
-                    f"{fmt_g(cal.factor if cal is not None else None, 3)}× (conformal factor: intervals are widened "
+                    f"{fmt_times(cal.factor if cal is not None else None)} (conformal factor: intervals are widened "
                     "only when the rollout covered less than promised)",
                 ),
                 ("Lean", _lean(lean)),
             ],
-            "The ladder's demonstrated reach (weighted forecast)",
+            "The ladder's demonstrated reach (weighted forecast; compute as 6ND)",
         )
     )
     if lean is not None and lean.direction:
@@ -105,8 +106,8 @@ def rollout(ctx: Builder) -> Section:
                 [
                     (
                         "The hero's distance",
-                        f"{fmt_g(dist.params_x, 3)}× in parameters, {fmt_g(dist.tokens_x, 3)}× "
-                        f"in tokens, {fmt_g(dist.compute_x, 3)}× in compute",
+                        f"{fmt_times(dist.params_x)} in parameters, {fmt_times(dist.tokens_x)} "
+                        f"in tokens, {fmt_times(dist.compute_x)} in compute (6ND)",
                     ),
                     (
                         "The rollout's error at its farthest forecasts",
@@ -114,12 +115,12 @@ def rollout(ctx: Builder) -> Section:
                             f"median {fmt_pct(far.median_abs_err_pct)}, worst "
                             f"{fmt_pct(far.worst_abs_err_pct)} at "
                             + (
-                                f"{fmt_g(far.max_distance_x, 3)}× "
+                                f"{fmt_times(far.max_distance_x)} "
                                 if fmt_g(far.min_distance_x, 3) == fmt_g(far.max_distance_x, 3)
-                                else f"{fmt_g(far.min_distance_x, 3)}–{fmt_g(far.max_distance_x, 3)}× "
+                                else f"{fmt_g(far.min_distance_x, 3)}–{fmt_times(far.max_distance_x)} "
                             )
                             + "in their farthest axis (the hero lies at "
-                            f"{fmt_g(dist.distance_x, 3)}× in its farthest axis; no rollout error was "
+                            f"{fmt_times(dist.distance_x)} in its farthest axis; no rollout error was "
                             "measured at the hero's own distance)"
                         )
                         if far is not None
@@ -141,7 +142,7 @@ def rollout(ctx: Builder) -> Section:
         far_x = (dist.distance_x if dist is not None else None) or (hero.extrapolation or {}).get("params")
         s.add(
             Para(
-                f"The hero lies {fmt_g(far_x, 3)}× "
+                f"The hero lies {fmt_times(far_x)} "
                 "beyond the ladder (in its farthest axis): beyond what the rollout "
                 + ("tested" if hero.beyond_tested else "showed within 2%")
                 + ". "
@@ -184,7 +185,7 @@ def rollout(ctx: Builder) -> Section:
                         fmt_pct(v.rms_pct),
                         fmt_pct(v.mae_pct),
                         fmt_pct(100 * num(v.coverage), 0),
-                        f"{fmt_g(v.max_params_x, 3)}×",
+                        f"{fmt_times(v.max_params_x)}",
                         fmt_g(weights.get(k, 0), 2),
                     ]
                     for k, v in ro.scores.items()
@@ -202,8 +203,8 @@ def rollout(ctx: Builder) -> Section:
                 (str(m.run_id), "mono"),
                 fmt_count(m.params),
                 fmt_count(m.tokens),
-                f"{fmt_g(m.params_x, 3)}×",
-                f"{fmt_g(m.compute_x, 3)}×",
+                f"{fmt_times(m.params_x)}",
+                f"{fmt_times(m.compute_x)}",
                 fmt_loss(m.actual),
                 fmt_loss(m.forecast),
                 fmt_pct(m.err_pct, signed=True),
@@ -239,7 +240,7 @@ def rollout(ctx: Builder) -> Section:
 
 def _reach_text(r: Reach | None) -> str:
     params_x, compute_x = (r.params_x, r.compute_x) if r is not None else (None, None)
-    return f"{fmt_g(params_x, 3)}× in parameters, {fmt_g(compute_x, 3)}× in compute"
+    return f"{fmt_times(params_x)} in parameters, {fmt_times(compute_x)} in compute"
 
 
 def _lean(lean: Lean | None) -> str:

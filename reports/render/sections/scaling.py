@@ -29,6 +29,7 @@ from ladder.reports.render.fmt import (
     fmt_loss,
     fmt_pct,
     fmt_size,
+    fmt_times,
     num,
     ok,
     pos,
@@ -127,7 +128,7 @@ def scaling(ctx: Builder) -> Section:
                         fmt_loss(p.loss),
                         fmt_ci([p.lo, p.hi], fmt_loss),
                         fmt_pct(p.half_width_pct),
-                        f"{fmt_g(p.params_x, 3)}×" + (" (beyond reach)" if p.beyond_reach else ""),  # as `ladder fit`
+                        fmt_times(p.params_x) + (" (beyond reach)" if p.beyond_reach else ""),  # as `ladder fit`
                     ]
                     for p in fit.predictions
                 ],

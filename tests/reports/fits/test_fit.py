@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from ladder.errors import FitError
+from ladder.model.config import format_multiple
 from ladder.reports.fits import FitResult, fit_runs_file, fit_study
 from ladder.reports.fits.loss.allocation import undetermined
 from ladder.reports.fits.study.fit_json import validate
@@ -353,7 +354,7 @@ def test_compute_hero_with_an_undetermined_split_falls_back_to_the_rule():
     co = d["compute_optimal"]
     assert co["identifiable"] is True and co["determined"] is False
     lo, hi = co["at_hero"]["ci90"]["params"]
-    assert hi / lo > 4 and f"spans {hi / lo:.3g}x" in co["reason"]
+    assert hi / lo > 4 and f"spans {format_multiple(hi / lo)}" in co["reason"]
     hero = d["hero"]
     assert hero["allocation"] == "rule" and "not determined" in hero["allocation_reason"]
     assert hero["tokens"] / hero["params"] == pytest.approx(20)

@@ -334,3 +334,15 @@ def test_the_heros_compute_multiple_says_it_is_6nd_beside_exact_flops(tmp_path):
     assert f"{ext['compute_6nd']:.3g}x in compute (6ND)" in terminal, terminal
     assert f"{ext['compute_6nd']:.3g}× in compute (6ND)" in head, head
     assert " in compute;" not in terminal and "× in compute;" not in head
+
+
+def test_a_far_reach_reads_as_a_multiple_not_a_python_exponent():
+    """The rollout section said "4.06e+03× in compute" (fmt_g), where `ladder fit` says 4,058x: one formatter now
+    writes every multiple, in the terminal and the report."""
+    from ladder.model.config import format_multiple
+    from ladder.reports.fits.study.fit_json import Reach
+    from ladder.reports.render.sections.rollout import _reach_text
+
+    said = _reach_text(Reach(params_x=2.5, compute_x=4058.2))
+    assert said == "2.5× in parameters, 4,058× in compute"
+    assert format_multiple(4058.2) == "4,058x" and "e+" not in said
