@@ -319,3 +319,17 @@ def test_a_hero_moved_far_from_the_ladder_is_warned_about_as_fit_warns(study, ca
     warnings = [line for line in r.stderr.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and all(w in warnings[0] for w in words), r.stderr
     assert "e+" not in warnings[0]
+
+
+def test_hero_says_at_which_point_the_fit_forecast_and_how_far_the_planned_run_lies(study, capsys):
+    """The table showed params 397.7K while "the fit forecasts 3.492" was the law at the study's 400K x 8M: two
+    meanings of the hero, side by side, with nothing to tell them apart."""
+    r = run_cli(capsys, "hero", study, "--dry-run")
+    got = run_cli(capsys, "hero", study, "--dry-run", "--json").json()
+    fc = got["forecast"]
+    assert (fc["params"], fc["tokens"]) == (400_000, 8_000_000), fc
+    assert "the fit forecasts" in r.stdout and "at 400K params x 8M tokens" in r.stdout, r.stdout
+    spec_params = got["run"]["params"]
+    assert spec_params != 400_000  # the nearest shape misses the requested size: that is what must be said
+    pct = 100 * (spec_params / 400_000 - 1)
+    assert f"({pct:+.2g}% params)" in " ".join(r.stdout.split()), r.stdout

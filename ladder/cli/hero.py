@@ -99,9 +99,19 @@ def hero(
 
             checked = checked_by_the_hero(Path(study_dir))
             kind = f"a prediction, checked against the hero run: {checked}" if checked else kind
+        at = ""
+        if fc.get("params") and fc.get("tokens"):
+            at = f" at {format_count(fc['params'])} params x {format_count(fc['tokens'])} tokens"
         out.print(
-            f"the fit forecasts {fc['loss']:.4g} nats/token, 90% interval [{fc['lo']:.4g}, {fc['hi']:.4g}] ({kind})"
+            f"the fit forecasts {fc['loss']:.4g} nats/token{at}, 90% interval [{fc['lo']:.4g}, {fc['hi']:.4g}] ({kind})"
         )
+        off = _off_the_forecast_point(spec.params, spec.tokens, fc.get("params"), fc.get("tokens"))
+        if off:
+            out.print(
+                f"this run, the nearest shape the family builds in whole batches, has {format_count(spec.params)} "
+                f"params x {format_count(spec.tokens)} tokens ({off}): `ladder forecast score` scores the forecast "
+                "against it and says the difference"
+            )
     for note in run.notes:
         out.print(f"note: {escape(note)}")
     if run.state == "dry run":
@@ -136,3 +146,16 @@ def hero(
         f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`, score it with "
         f"`ladder forecast score {escape(str(study_dir))}`"
     )
+
+
+def _off_the_forecast_point(params: float, tokens: float, at_params: float | None, at_tokens: float | None) -> str:
+    """How far the planned run lies from the point the law forecast ("-0.6% params, +0.04% tokens"); empty
+    when both agree to 0.05%, which no printed digit shows."""
+    if not at_params or not at_tokens:
+        return ""
+    parts = [
+        f"{100 * (got / want - 1):+.2g}% {what}"
+        for what, got, want in (("params", params, at_params), ("tokens", tokens, at_tokens))
+        if abs(got / want - 1) >= 5e-4
+    ]
+    return ", ".join(parts)

@@ -324,6 +324,9 @@ def plan_hero_run(
     elif not dry_run:
         _write_hero(sd, rd, spec, plan)
     fc = {k: getattr(forecast, k) for k in FORECAST_KEYS}
+    # the point the law was evaluated at: the requested size and tokens, which the planned shape and whole
+    # batches miss by a little (the score matches within 10% and says by how much)
+    fc["params"], fc["tokens"] = forecast.params, forecast.tokens
     if fc["loss"] is None:  # a hero no law forecasts: `ladder forecast score` will have nothing to score it against
         fc["reason"] = forecast.loss_reason or forecast.reason or "the fit gives no forecast there"
     else:
