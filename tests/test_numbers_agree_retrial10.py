@@ -47,3 +47,28 @@ def test_show_calls_the_hero_forecast_a_projection_when_only_another_point_was_s
     [s] = r.json()["scores"]
     assert s["final"] and s["point"] != "hero", s
     assert _show_kinds(study, capsys)[1] == "projection"
+
+
+def test_the_published_ladder_floor_is_in_the_measure_of_the_printed_half_width():
+    """A hero far beyond the ladder gets at least the published-ladder floor on both sides of its interval; fit
+    said "at least the published-ladder floor of 4.8%" of an interval it printed as ±4.67% (the floor as
+    e^f - 1, the half-width as (hi - lo) / 2 / loss)."""
+    import math
+
+    import numpy as np
+
+    from ladder.reports.fits.loss import forecast_loss
+    from ladder.reports.fits.runs import Runs
+
+    rng = np.random.default_rng(0)
+    budgets = np.geomspace(1e17, 3e18, 5)
+    n = np.concatenate([np.sqrt(c / 120) * np.geomspace(0.3, 3, 5) for c in budgets])
+    d = np.repeat(budgets, 5) / (6 * n)
+    loss = (1.82 + 482.0 * n**-0.34 + 2085.0 * d**-0.37) * np.exp(rng.normal(0, 0.001, len(n)))
+    c = budgets[-1] * 3000
+    hero_n = math.sqrt(c / 120)
+    fc = forecast_loss(Runs(n, d, loss, [f"r{i}" for i in range(len(n))]), hero_n, c / (6 * hero_n), n_boot=10)
+    p = fc.points[0]
+    floor = p.distance["public_floor_pct"]
+    assert floor > 2  # the floor is what widened this interval
+    assert p.half_width_pct >= floor - 1e-9, (p.half_width_pct, floor)

@@ -499,7 +499,9 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         "rollout_error": fc.far_error,
         "drift_rate": rate,
         "drift_widening_pct": 100.0 * math.expm1(drift),
-        "public_floor_pct": 100.0 * math.expm1(floor),
+        # in the measure of half_width_pct, (hi - lo) / 2 / loss, which an interval at the floor on both sides has:
+        # expm1 said "at least 4.8%" beside an interval printed as ±4.67%
+        "public_floor_pct": 100.0 * math.sinh(floor),
     }
     return PointForecast(
         params,
