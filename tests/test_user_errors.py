@@ -697,7 +697,9 @@ def test_tokenizer_eval_with_a_tiny_byte_cap_names_the_cap(capsys, tiny_tokenize
         "no held-out documents",
         "--max-bytes",
     )
-    assert "first 100 of text" in line
+    assert "first 100 bytes of text" in line  # "the first 100 of text" named no unit
+    one = run_cli(capsys, "data", "tokenizer", "eval", tiny_tokenizer, tiny_jsonl_corpus, "--max-bytes", "1")
+    assert "first 1 byte of text" in one_line(one, "no held-out documents")
     assert run_cli(capsys, "data", "tokenizer", "eval", tiny_tokenizer, tiny_jsonl_corpus).code == 0
 
 

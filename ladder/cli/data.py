@@ -82,6 +82,7 @@ def tokenizer_eval(
 ) -> None:
     """Bytes per token, tokens per word, vocabulary usage and exact round trip on held-out text."""
     from ladder.errors import DataError, SpecError
+    from ladder.model.config import format_count
     from ladder.model.data.corpus import iter_corpus_texts
     from ladder.model.data.tokenizer import evaluate_tokenizer
 
@@ -109,7 +110,8 @@ def tokenizer_eval(
             )
         # --max-bytes caps the text read before the split: a small cap holds no held-out document at any fraction
         raise DataError(
-            f"{corpus}: no held-out documents to evaluate on in the first {max_bytes} of text (try a larger "
+            f"{corpus}: no held-out documents to evaluate on in the first {format_count(cap)} "
+            f"byte{'' if cap == 1 else 's'} of text (try a larger "
             "--max-bytes or --validation-fraction)"
         )
     m = evaluate_tokenizer(tokenizer_dir, texts)
