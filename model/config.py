@@ -78,6 +78,8 @@ def format_flops(x: float) -> str:
     x = float(x)
     if x == 0 or not math.isfinite(x):
         return "0" if x == 0 else str(x)
+    if abs(x) < 1000:  # "--budget 1" read back as "1.00e0 FLOPs"
+        return f"{x:.3g}"
     mantissa, exponent = f"{x:.2e}".split("e")
     return f"{mantissa}e{int(exponent)}"
 

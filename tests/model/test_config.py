@@ -133,3 +133,11 @@ def test_a_multiple_is_written_for_people_never_as_python_exponents(x, said):
 
     assert format_multiple(x) == said
     assert format_multiple(x, "×") == said[:-1] + "×"
+
+
+@pytest.mark.parametrize(("x", "said"), [(63114240000000, "6.31e13"), (1.0, "1"), (999.0, "999"), (1500, "1.50e3")])
+def test_compute_is_written_without_a_zero_exponent(x, said):
+    """`plan --suggest --budget 1` read the budget back as "1.00e0 FLOPs"."""
+    from ladder.model.config import format_flops
+
+    assert format_flops(x) == said
