@@ -36,13 +36,12 @@ def pos(*vals: Any) -> bool:
 
 
 def fmt_count(n: Any) -> str:
+    """:func:`ladder.model.config.format_count` (4.144K, 82.94K): a run's params and tokens in the digits `ladder
+    plan`, `status` and `fit` give them, never 4.14K beside the terminal's 4.144K."""
+    from ladder.model.config import format_count
+
     x = num(n)
-    if not math.isfinite(x):
-        return ABSENT
-    for suffix, scale in (("P", 1e15), ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g}{suffix}"
-    return f"{x:.3g}"
+    return format_count(x) if math.isfinite(x) else ABSENT
 
 
 def fmt_flops(v: Any) -> str:
@@ -101,6 +100,12 @@ def fmt_times(v: Any) -> str:
 
     x = num(v)
     return format_multiple(x, "×") if math.isfinite(x) else ABSENT
+
+
+def fmt_weight(v: Any) -> str:
+    """A law form's weight in two decimals, as `ladder fit` prints it ("0.50", never "0.5" beside it)."""
+    x = num(v)
+    return f"{x:.2f}" if math.isfinite(x) else ABSENT
 
 
 def fmt_int(v: Any) -> str:

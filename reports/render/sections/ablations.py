@@ -23,6 +23,7 @@ from ladder.reports.render.fmt import (
     fmt_int,
     fmt_loss,
     fmt_times,
+    fmt_weight,
     num,
     ok,
     status_cell,
@@ -64,7 +65,7 @@ def _forms_table(trend: AblationTrend | None, quantity: str) -> Table | None:
             [
                 f.title or key,
                 f.formula or "",
-                fmt_g(f.weight),
+                fmt_weight(f.weight),
                 fmt_g(ro.rms) if ro is not None else "no forecasts",
                 fmt_int(ro.n) if ro is not None else "0",
             ]

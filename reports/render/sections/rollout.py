@@ -18,6 +18,7 @@ from ladder.reports.render.fmt import (
     fmt_loss,
     fmt_pct,
     fmt_times,
+    fmt_weight,
     num,
     ok,
 )
@@ -186,12 +187,19 @@ def rollout(ctx: Builder) -> Section:
                         fmt_pct(v.mae_pct),
                         fmt_pct(100 * num(v.coverage), 0),
                         f"{fmt_times(v.max_params_x)}",
-                        fmt_g(weights.get(k, 0), 2),
+                        fmt_weight(weights.get(k, 0)),
                     ]
                     for k, v in ro.scores.items()
                 ],
                 "lrrrrrr",
-                title="Each form's rollout record (on the forecasts every form made, where there are at least two)",
+                title="Each form's rollout record ("
+                + (
+                    "on the forecasts every form made"
+                    # fit.json's common: false: fewer than two forecasts every form made, each judged on its own
+                    if all(getattr(v, "common", True) is not False for v in ro.scores.values())
+                    else "each on its own forecasts: fewer than two were made by every form"
+                )
+                + ")",
             )
         )
     table = []

@@ -30,6 +30,7 @@ from ladder.reports.render.fmt import (
     fmt_pct,
     fmt_size,
     fmt_times,
+    fmt_weight,
     num,
     ok,
     pos,
@@ -92,11 +93,11 @@ def scaling(ctx: Builder) -> Section:
                 _params_text(f.params or {}, f.ci90 or {}),
                 fmt_int(f.n),
                 fmt_pct(f.rollout.rms_pct) if f.rollout is not None else ABSENT,
-                fmt_g(f.weight, 2),
+                fmt_weight(f.weight),
             ]
         )
     for key, reason in (law.skipped or {}).items():
-        rows.append([key, "", f"not fitted: {clip(reason, 200)}", ABSENT, ABSENT, "0"])
+        rows.append([key, "", f"not fitted: {clip(reason, 200)}", ABSENT, ABSENT, fmt_weight(0)])
     s.add(
         Table(
             ["Law form", "Law", "Parameters [90% interval]", "Runs", "Rollout error", "Weight"],

@@ -346,3 +346,26 @@ def test_a_far_reach_reads_as_a_multiple_not_a_python_exponent():
     said = _reach_text(Reach(params_x=2.5, compute_x=4058.2))
     assert said == "2.5× in parameters, 4,058× in compute"
     assert format_multiple(4058.2) == "4,058x" and "e+" not in said
+
+
+def test_the_law_forms_weights_have_the_digits_ladder_fit_prints(tmp_path):
+    """`ladder fit` printed "weight 0.50" where the report's law-forms table said "0.5" (and "0" for a form not
+    fitted): one quantity, two spellings."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from ladder.reports.render.sections.scaling import scaling
+    from ladder.reports.summary import print_fit
+    from tests.hero_fixture import make_ladder
+
+    ctx = Builder(load_study(make_ladder(tmp_path / "s", n_boot=10)))
+    buf = io.StringIO()
+    print_fit(ctx.fit_json, Console(file=buf, width=400, color_system=None))
+    printed = re.findall(r"weight (\d\.\d\d)", buf.getvalue())
+    assert printed, buf.getvalue()
+    table = _texts(scaling(ctx))
+    for w in printed:
+        assert f" {w} " in f" {table} ", (w, table)
+    assert not re.search(r"(?<![\d.])0\.[1-9](?!\d)", table), table  # no one-decimal weight beside the others
