@@ -350,6 +350,21 @@ def broken_link(path: Path, *, named: bool = True) -> str | None:
     return None
 
 
+def expand_user(path: str | os.PathLike, what: str) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded, as the shell would have; a LadderError naming ``what``
+    and ``path`` where it cannot be (pathlib's bare "RuntimeError: Could not determine home directory.")."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        head = Path(path).parts[0]
+        why = (
+            f"{head} names no user of this machine"
+            if head != "~"
+            else f"~ has no home directory to stand for (HOME is unset and user id {os.getuid()} has no passwd entry)"
+        )
+        raise LadderError(f"{what} {str(path)!r}: {why}; give the path without ~") from None
+
+
 def enclosing_study(path: Path) -> Path | None:
     """The planned study directory that ``path`` lies inside (an ancestor holding both study.yaml and plan.json: a
     study's runs/ folder or one of its run folders, say), or None. A folder with a study.yaml alone is a user's

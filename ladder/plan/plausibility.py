@@ -315,8 +315,7 @@ def _tokenizer_problems(tokenizer: str) -> list[str]:
     """A data.tokenizer that data preparation will not find, said at validate time: blank, or a local path (it
     starts with /, ., ~ or ends in .json) that is not there or holds no tokenizer.json; a hub id is left to the
     hub. `validate` passed '/nonexistent' and '' before."""
-    from pathlib import Path
-
+    from ladder.layout import expand_user
     from ladder.model.data.tokenizer import TOKENIZER_FILE
 
     allowed = "'train', a local tokenizer folder or tokenizer.json, or a hub id"
@@ -324,7 +323,7 @@ def _tokenizer_problems(tokenizer: str) -> list[str]:
         return []
     if not tokenizer.strip() or tokenizer.strip() == "train":  # " train " would be read as a path or hub id
         return [f"data.tokenizer = {tokenizer!r}: give {allowed}"]
-    path = Path(tokenizer).expanduser()
+    path = expand_user(tokenizer, "data.tokenizer")
     local = tokenizer.startswith(("/", ".", "~")) or tokenizer.endswith(".json") or path.exists()
     if not local:
         return []

@@ -12,11 +12,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ladder.errors import DataError
+
 
 def default_cache_root() -> Path:
     """``$LADDER_CACHE`` or ``~/.cache/ladder``."""
+    from ladder.layout import expand_user
+
     env = os.environ.get("LADDER_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "ladder"
+    if env:
+        return expand_user(env, "LADDER_CACHE")
+    try:
+        return Path.home() / ".cache" / "ladder"
+    except RuntimeError:  # HOME unset and no passwd entry: a container run as an arbitrary user id
+        raise DataError(
+            f"the data cache defaults to ~/.cache/ladder, but there is no home directory (HOME is unset and user id "
+            f"{os.getuid()} has no passwd entry): set LADDER_CACHE to a folder for the cache"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -353,10 +353,10 @@ def resolve_corpus(
             prefix_bytes=max_bytes,
         )  # fmt: skip
 
-    path = Path(corpus).expanduser()
-    if not path.exists():
-        from ladder.layout import broken_link
+    from ladder.layout import broken_link, expand_user
 
+    path = expand_user(corpus, "corpus")
+    if not path.exists():
         link = broken_link(path)  # "does not exist" of what `ls` shows: a loop of links, or a link to a deleted folder
         if link:
             raise DataError(f"corpus {corpus!r}: {link}; mend the link or give the corpus itself")

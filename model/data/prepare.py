@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ladder.errors import DataError
-from ladder.layout import atomic_write_json
+from ladder.layout import atomic_write_json, expand_user
 from ladder.model.config import DataConfig
 from ladder.model.data.cache import default_cache_root, file_lock, sha256_json
 from ladder.model.data.corpus import CorpusSource, hub_offline, resolve_corpus
@@ -88,7 +88,7 @@ def _tokenizer_for(
                     shutil.rmtree(out, ignore_errors=True)
                     os.replace(tmp, out)
         return out / TOKENIZER_FILE, {"trained": key}
-    path = Path(cfg.tokenizer).expanduser()
+    path = expand_user(cfg.tokenizer, "data.tokenizer")
     if path.exists():
         return tokenizer_file(path), {"path": str(path.resolve())}
     return _hub_tokenizer(cfg.tokenizer, cache), {"hub": cfg.tokenizer}
@@ -173,7 +173,7 @@ def prepare_data(
     missing or empty corpus, a tokenizer larger than the model's vocabulary, or a validation split shorter
     than ``cfg.validation_tokens``. Returns at once when the same data is already prepared.
     """
-    cache = Path(cache_root).expanduser() if cache_root is not None else default_cache_root()
+    cache = expand_user(cache_root, "the data cache") if cache_root is not None else default_cache_root()
     source = resolve_corpus(cfg.corpus, cfg.text_key, max_bytes=cfg.max_bytes, cache_root=cache, progress=progress)
     tok_file, tok_ident = _tokenizer_for(cfg, vocab_size, source, cache, progress)
     try:

@@ -86,7 +86,7 @@ def resolve_task_manager(tasks: Sequence[str], include_path: Path | Sequence[Pat
         extra = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path)
         for given in extra:
             try:
-                p = Path(given).expanduser().resolve()
+                p = layout.expand_user(given, "--include-path").resolve()
             except (OSError, RuntimeError):  # a loop of links: Python 3.11 raised "Symlink loop from", a traceback
                 raise SpecError(
                     f"--include-path {given}: a link that leads back to itself (a loop of links); give a folder of "

@@ -1,0 +1,61 @@
+"""A tenth new-user trial: paths with a ``~`` that cannot be expanded, names in another encoding than UTF-8, a
+Ctrl-C while the command line is read, ... Each answer is one line ``error: ...`` naming the problem and exit 2,
+or the command's own work; never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cli_helpers import one_line, run_cli
+
+
+def _micro(tmp_path: Path, source: Path, **data: str) -> Path:
+    from tests.micro import write_study
+
+    path = write_study(tmp_path / "micro.yaml", source, sizes=("4K", "8K", "16K", "32K"))
+    spec = yaml.safe_load(path.read_text())
+    spec["data"].update(data)
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.mark.parametrize("field", ["corpus", "tokenizer"])
+@pytest.mark.parametrize("command", [("studies", "validate"), ("plan", "--dry-run"), ("data", "prepare")])
+def test_a_tilde_of_no_user_in_a_study_path_is_named(tmp_path, capsys, tiny_jsonl_corpus, field, command):
+    """`data.corpus: ~bob/corpus` (a user this machine does not know) died of "RuntimeError: Could not determine
+    home directory." in validate, plan and data prepare."""
+    study = _micro(tmp_path, tiny_jsonl_corpus, **{field: "~nosuchuser-ladder/x"})
+    args = [command[0], *command[1:2], study] if command[0] != "plan" else ["plan", study, "--dry-run"]
+    one_line(run_cli(capsys, *args), f"{field} '~nosuchuser-ladder/x'", "no user")
+
+
+def test_a_tilde_of_no_user_in_a_command_s_path_is_named(tmp_path, capsys, monkeypatch):
+    """`data tokenizer train '~bob/c'` died of the RuntimeError; `eval --include-path '~bob/tasks'` said "a link
+    that leads back to itself (a loop of links)" of a path that is no link."""
+    from tests.fake_runs import plan_micro
+
+    monkeypatch.chdir(tmp_path)
+    args = ("data", "tokenizer", "train", "--vocab-size", "300", "--out", "tok", "~nosuchuser-ladder/c")
+    one_line(run_cli(capsys, *args), "~nosuchuser-ladder", "no user")
+    plan_micro(tmp_path / "study")
+    line = one_line(run_cli(capsys, "eval", "study", "--include-path", "~nosuchuser-ladder/t", "--tasks", "x"))
+    assert "no user" in line and "loop" not in line, line
+
+
+def test_no_home_directory_asks_for_ladder_cache(tmp_path, capsys, monkeypatch, tiny_jsonl_corpus):
+    """With HOME unset and no passwd entry for the user (a container run as an arbitrary uid), the data cache's
+    default ~/.cache/ladder died of "RuntimeError: Could not determine home directory."."""
+    import pwd
+
+    def no_entry(uid):
+        raise KeyError(uid)
+
+    study = _micro(tmp_path, tiny_jsonl_corpus)
+    monkeypatch.delenv("LADDER_CACHE")
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    one_line(run_cli(capsys, "data", "prepare", study), "home directory", "LADDER_CACHE")
+    assert not (tmp_path / "~").exists()
