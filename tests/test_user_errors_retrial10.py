@@ -59,3 +59,16 @@ def test_no_home_directory_asks_for_ladder_cache(tmp_path, capsys, monkeypatch, 
     monkeypatch.setattr(pwd, "getpwuid", no_entry)
     one_line(run_cli(capsys, "data", "prepare", study), "home directory", "LADDER_CACHE")
     assert not (tmp_path / "~").exists()
+
+
+def test_ctrl_c_while_the_command_line_is_read_is_said(tmp_path, capsys, monkeypatch):
+    """A Ctrl-C landing before a command's own code runs (typer reading its arguments) ended in a silent exit 130:
+    typer turns it into Exit(130) itself."""
+    from ladder.cli import _command
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_command(), "make_context", ctrl_c)
+    r = run_cli(capsys, "status", tmp_path)
+    assert r.code == 130 and r.stderr == "interrupted: run the same command to continue\n", r

@@ -292,6 +292,8 @@ def _main() -> None:
         if isinstance(exc, Preempted):  # training stopped at a step boundary, its checkpoint written
             _interrupted(exc.signum)
         raise
+    if code == 130:  # typer's word for a Ctrl-C outside a command's own code (parsing its arguments): no word said
+        _interrupted(signal.SIGINT)
     if isinstance(code, int) and code:
         sys.exit(code)
 
