@@ -61,6 +61,21 @@ def test_no_home_directory_asks_for_ladder_cache(tmp_path, capsys, monkeypatch, 
     assert not (tmp_path / "~").exists()
 
 
+@pytest.mark.parametrize("command", ["collect", "fit", "report"])
+def test_a_study_path_that_is_not_utf8_is_named(fitted, tmp_path, capsys, command):
+    """A study folder named in another encoding than UTF-8 (``S\\xff``, Latin-1 say): `collect` died of pyarrow's
+    "UnicodeEncodeError: 'utf-8' codec can't encode character '\\udcff'", and fit, report and hero called the
+    good results.parquet "unreadable" and sent the user to `ladder collect`, which died so."""
+    import shutil
+
+    root = tmp_path / "S\udcff"
+    shutil.copytree(fitted, root)
+    before = sorted(p.name for p in root.iterdir())
+    line = one_line(run_cli(capsys, command, root), "S\\xff' is not valid UTF-8")
+    assert "ladder collect" not in line, line
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
 def test_ctrl_c_while_the_command_line_is_read_is_said(tmp_path, capsys, monkeypatch):
     """A Ctrl-C landing before a command's own code runs (typer reading its arguments) ended in a silent exit 130:
     typer turns it into Exit(130) itself."""

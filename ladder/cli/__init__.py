@@ -264,6 +264,7 @@ def _finished(code: object) -> None:
 
 def _main() -> None:
     try:
+        _refuse_undecodable_arguments()
         code = _command().main(prog_name="ladder", standalone_mode=False)
     except _usage_errors() as exc:
         if not exc.format_message():  # a group called without a command: click printed its help
@@ -296,6 +297,22 @@ def _main() -> None:
         _interrupted(signal.SIGINT)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _refuse_undecodable_arguments() -> None:
+    """A name in another encoding than UTF-8 (a Latin-1 folder ``S\\xff``) reaches Python with its stray bytes as
+    lone surrogates, which pyarrow, tokenizers and torch refuse to encode: `collect` died of a UnicodeEncodeError,
+    and `fit` called the good results.parquet unreadable, sending the user to `collect`."""
+    given = [("argument", a) for a in sys.argv[1:]] + [("LADDER_CACHE", os.environ.get("LADDER_CACHE", ""))]
+    for what, text in given:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+            raise LadderError(
+                f"{what} '{shown}' is not valid UTF-8 (a name in another encoding?): ladder's tables, tokenizers "
+                "and checkpoints take UTF-8 names only; rename it (convmv does) and run again"
+            ) from None
 
 
 INTERRUPTED = "run the same command to continue"
