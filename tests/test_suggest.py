@@ -179,3 +179,16 @@ def test_no_change_reads_0_pp_and_the_add_command_keeps_the_budget_inside_it(stu
     text = " ".join(r.stdout.split())
     assert f"add them with `ladder plan {study} --suggest --budget 1e30 --add`" in text
     assert "% of the hero)" in text and "e+" not in text
+
+
+def test_a_candidate_of_one_variant_says_which():
+    """Of a tied-vs-untied study the candidates are the primary variant's runs alone, but each read "141K at ...":
+    a reader took "141K" for both variants."""
+    from ladder.forecast.next_runs import candidates
+    from ladder.studies.spec import parse_study
+
+    study = parse_study(study_dict(sizes=SIZES[:4], ablations={"tie_embeddings": [True, False]}))
+    got = candidates(study, "untied", 20.0)
+    assert got and all(c.entry["variant"] == "untied" for c in got)
+    assert all("untied" in c.what for c in got), [c.what for c in got]
+    assert not any("tied" in c.what for c in candidates(study, None, 20.0))

@@ -137,8 +137,15 @@ def _round3(x: float) -> int:
 
 def candidates(study: StudySpec, variant: str | None, hero_ratio: float | None) -> list[Candidate]:
     """The candidate entries of the study (see the module doc); ``variant`` limits them to the primary one."""
-    lad = study.ladder
     var = None if variant in (None, "all") else variant
+    out = _candidates(study, var, hero_ratio)
+    for c in out:  # the runs of one variant alone: "141K" would read as both
+        c.what += f" (variant {var} only)" if var else ""
+    return out
+
+
+def _candidates(study: StudySpec, var: str | None, hero_ratio: float | None) -> list[Candidate]:
+    lad = study.ladder
     out: list[Candidate] = []
     seed = (
         max([study.training.seed, *(study.ablations.seed or []), *(lad.replicates.seeds if lad.replicates else [])]) + 1
