@@ -6,6 +6,11 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+import pytest
+
 from ladder import layout
 from tests.cli_helpers import run_cli
 from tests.hero_fixture import hero_spec, train
@@ -72,3 +77,61 @@ def test_the_published_ladder_floor_is_in_the_measure_of_the_printed_half_width(
     floor = p.distance["public_floor_pct"]
     assert floor > 2  # the floor is what widened this interval
     assert p.half_width_pct >= floor - 1e-9, (p.half_width_pct, floor)
+
+
+@pytest.fixture(scope="module")
+def budgets_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Four sizes at two budgets (fake-trained, fitted) and its report's text: (study, text)."""
+    import html
+    import re
+
+    from ladder.cli import main
+    from tests.hero_fixture import make_ladder
+
+    root = make_ladder(tmp_path_factory.mktemp("budgets") / "s", budgets=[1, 2], sizes=["25K", "50K", "100K", "200K"])
+    old = sys.argv
+    sys.argv = ["ladder", "report", str(root), "--format", "html"]
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+    finally:
+        sys.argv = old
+    page = (root / "report" / "report.html").read_text()
+    return root, html.unescape(" ".join(re.sub(r"<[^>]+>", " ", page).split()))
+
+
+def test_the_forms_rollout_table_says_on_which_forecasts_it_judged_them(budgets_report):
+    """Four sizes at two budgets: too few forecasts every form made (fit.json ``common: false``), so each form is
+    judged on its own; the report's table was still titled "on the forecasts every form made"."""
+    import json
+    import re
+
+    root, text = budgets_report
+    scores = json.loads((root / layout.FIT).read_text())["loss"]["rollout"]["scores"]
+    assert scores and not any(v["common"] for v in scores.values()), scores
+    title = re.search(r"Each form's rollout record \(([^)]*)\)", text)
+    assert title, "no table of each form's rollout record"
+    assert "every form made" not in title.group(1), title.group(0)
+    assert "its own" in title.group(1), title.group(0)
+
+
+def test_the_reports_ladder_table_gives_sizes_in_the_digits_of_the_terminal(budgets_report, capsys):
+    """`ladder plan` and `ladder status` give a run's params and tokens as 4.144K and 82.94K; the report's tables
+    gave the same run 4.14K and 82.9K."""
+    import pandas as pd
+
+    from ladder.model.config import format_count
+
+    root, text = budgets_report
+    runs = pd.read_csv(root / "results.csv")
+    row = runs.iloc[0]
+    status = run_cli(capsys, "status", root)
+    line = next(x for x in status.stdout.splitlines() if x.startswith(row["run_id"]))
+    assert format_count(row["tokens"]) in line.split()
+    cells = text.split(row["run_id"], 1)[1].split()[:16]
+    assert format_count(row["params"]) in cells and format_count(row["tokens"]) in cells, (
+        cells,
+        format_count(row["params"]),
+        format_count(row["tokens"]),
+    )
