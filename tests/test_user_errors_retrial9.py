@@ -406,3 +406,19 @@ def test_the_trainer_leaves_the_cli_s_stop_handler_alone_when_it_stops_on_a_sign
         assert signal.getsignal(signal.SIGTERM) is _stop_on  # restored
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+@pytest.mark.parametrize("command", ["train", "validate"])
+def test_a_corpus_that_is_a_device_is_not_called_a_folder(tmp_path, capsys, command):
+    """`ladder data tokenizer train /dev/null --vocab-size 300` said "corpus folder /dev/null holds no .jsonl ..."."""
+    if command == "train":
+        r = run_cli(capsys, "data", "tokenizer", "train", "/dev/null", "--vocab-size", "300", "--out", tmp_path / "t")
+    else:
+        spec = tmp_path / "s.yaml"
+        spec.write_text(
+            "name: s\ndata: {corpus: /dev/null, tokenizer: train, seq_len: 32}\n"
+            "model: {vocab_size: 300, head_dim: 16}\nladder: {sizes: [8K, 16K, 32K]}\nhero: {params: 1M}\n"
+        )
+        r = run_cli(capsys, "studies", "validate", spec)
+    line = one_line(r, "/dev/null", "neither a file nor a folder")
+    assert "corpus folder" not in line and not (tmp_path / "t").exists()

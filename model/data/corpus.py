@@ -376,6 +376,10 @@ def resolve_corpus(
                 f"corpus {path} is a single .txt file; a text corpus is a folder of .txt files, one document each"
             )
         folder, files = path.parent, [path.name]
+    elif not path.is_dir():  # /dev/null, a pipe: "corpus folder /dev/null holds no files" misnamed it
+        raise DataError(
+            f"corpus {corpus!r} is neither a file nor a folder: give a jsonl/parquet file or a folder of them"
+        )
     else:
         folder = path
         found: dict[Kind, list[str]] = {}
