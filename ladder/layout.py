@@ -434,6 +434,8 @@ def atomic_write(path: Path, write: Callable[[Path], None], *, remedy: str = "ru
         tmp.unlink(missing_ok=True)
         if isinstance(exc, IsADirectoryError):  # a directory made in its place meanwhile
             refuse_if_not_a_file(path, remedy)
+        if isinstance(exc, OSError) and exc.errno and exc.filename is None:  # a full disk's ENOSPC names no file
+            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
         raise
 
 

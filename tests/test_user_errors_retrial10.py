@@ -87,3 +87,23 @@ def test_ctrl_c_while_the_command_line_is_read_is_said(tmp_path, capsys, monkeyp
     monkeypatch.setattr(_command(), "make_context", ctrl_c)
     r = run_cli(capsys, "status", tmp_path)
     assert r.code == 130 and r.stderr == "interrupted: run the same command to continue\n", r
+
+
+@pytest.mark.parametrize(
+    "command", [("fit", "--bootstrap", "3"), ("report", "--format", "html"), ("forecast", "freeze")]
+)
+def test_a_full_disk_names_the_file_it_could_not_write(study, capsys, monkeypatch, command):
+    """A study on a full disk: `fit` said "error: No space left on device (OSError)", no path, as if standard
+    output were full (ENOSPC from a write names no file); the file being written is named now."""
+    import errno
+    import os
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    before = {p: p.read_bytes() for p in study.iterdir() if p.is_file()}
+    monkeypatch.setattr(os, "fsync", full)
+    args = [*command[:-2], study, *command[-2:]] if command[0] != "forecast" else [*command, study]
+    one_line(run_cli(capsys, *args), f"cannot use {study}/", ": No space left on device")
+    assert {p: p.read_bytes() for p in study.iterdir() if p.is_file()} == before
+    assert not [p for p in study.rglob("*.tmp")]

@@ -238,10 +238,15 @@ def _claim(sd: layout.StudyDir, build) -> tuple[int, Path]:
         fd, tmp = tempfile.mkstemp(dir=sd.path, prefix=f".{path.name}.", suffix=".tmp")
         try:
             os.fchmod(fd, 0o644)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json.dumps(layout.jsonable(build(number)), indent=2) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(json.dumps(layout.jsonable(build(number)), indent=2) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError as exc:  # a full disk's ENOSPC names no file (as layout.atomic_write says)
+                if exc.errno and exc.filename is None:
+                    raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+                raise
             try:
                 os.link(tmp, path)
             except FileExistsError:
