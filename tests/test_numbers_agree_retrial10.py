@@ -1,7 +1,10 @@
 """Issue 28, retrial 10: the numbers the tool prints agree with each other (fake-trained ladders, no training).
 
 - `forecast show`'s kind column calls a freeze a prediction only where the report and `forecast score` do: its
-  hero forecast checked by the hero's final loss, frozen before the hero trained.
+  hero forecast checked by the hero's final loss, frozen before the hero trained;
+- the published-ladder floor is said in the measure of the ± beside it;
+- the report's sizes have the terminal's digits (4.144K, never 4.14K), its rollout table says which forecasts it
+  judged the forms on, and the copy ratio's trend and seed spread read in one set of digits everywhere.
 """
 
 from __future__ import annotations
@@ -88,7 +91,9 @@ def budgets_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
     from ladder.cli import main
     from tests.hero_fixture import make_ladder
 
-    root = make_ladder(tmp_path_factory.mktemp("budgets") / "s", budgets=[1, 2], sizes=["25K", "50K", "100K", "200K"])
+    root = make_ladder(
+        tmp_path_factory.mktemp("budgets") / "s", budgets=[1, 2], sizes=["25K", "50K", "100K", "200K"], split=True
+    )
     old = sys.argv
     sys.argv = ["ladder", "report", str(root), "--format", "html"]
     try:
@@ -135,3 +140,50 @@ def test_the_reports_ladder_table_gives_sizes_in_the_digits_of_the_terminal(budg
         format_count(row["params"]),
         format_count(row["tokens"]),
     )
+
+
+def test_the_copy_ratios_trend_has_the_reports_digits_in_the_terminal(budgets_report, capsys):
+    """`ladder fit` gave the copy ratio's trend as "0.200 -> 0.229 (slope +0.028 [-0.0431, 0.0993])", the report
+    as "0.2 at the smallest compute, 0.229 at the largest; slope 0.0281"."""
+    import re
+
+    root, text = budgets_report
+    r = run_cli(capsys, "fit", root)
+    assert r.code == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("in-context repeats"))
+    said = re.search(r"log-log trend (\S+) -> (\S+) over .*\(slope ([^ ]+) \[", line)
+    shown = re.search(r"below\), (\S+) at the smallest compute, (\S+) at the largest .*?slope (\S+) per e-fold", text)
+    assert said and shown, (line, text[text.find("Copy ratio") :][:300])
+    assert said.group(1, 2) == shown.group(1, 2), (line, shown.group(0))
+    assert said.group(3).lstrip("+") == shown.group(3).lstrip("+"), (line, shown.group(0))
+
+
+def test_the_seed_spread_warning_and_the_slope_have_the_reports_digits():
+    """The warning said "sd of log loss 0.051 ... novel tokens (0.005)" beside the report's table of the same
+    spread, "repeats 0.0507, novel 0.00539"; the terminal's slope +0.028 beside the report's 0.0281."""
+    import pandas as pd
+
+    from ladder.reports.fits.in_context import fit_in_context
+    from ladder.reports.render.fmt import fmt_g
+    from ladder.reports.summary import _slope
+
+    rows = []
+    for n in (25e3, 50e3, 100e3, 200e3):
+        for seed, sign in ((0, -1), (1, 1)):
+            novel = 1.9 + 40 / n**0.33 + 120 / (20 * n) ** 0.3
+            rows.append(
+                {
+                    "params": n,
+                    "tokens": 20 * n,
+                    "loss": novel,
+                    "loss_novel": novel * (1 + 0.002 * sign),
+                    "loss_repeats": 0.35 * novel * (1 + 0.06 * sign),
+                    "repeat_share": 0.03,
+                    "seed": seed,
+                }
+            )
+    ic = fit_in_context(pd.DataFrame(rows), "all", 1e6, 2e7, n_boot=5)
+    [warning] = [w for w in ic.warnings if "seed replicates differ" in w]
+    assert f"sd of log loss {fmt_g(ic.seeds['repeats'], 3)})" in warning, (warning, ic.seeds)
+    assert f"novel tokens ({fmt_g(ic.seeds['novel'], 3)})" in warning, (warning, ic.seeds)
+    assert _slope(0.0281, [-0.0431, 0.0993]) == "+0.0281 [-0.0431, 0.0993]"

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ladder.model.config import format_multiple
 from ladder.reports.fits.loss import forecast_loss
 from ladder.reports.fits.loss.loss_forms import seed_sigma
 from ladder.reports.fits.runs import Runs
@@ -185,17 +186,18 @@ def fit_in_context(
     if trend["ci90"][1] < 0 and trend["ratio_at_largest"] < (1 - MIN_DROP) * trend["ratio_at_smallest"]:
         warnings.append(
             f"the ladder is learning to copy from context: the loss on in-context repeats ({100 * share:.0f}% of the "
-            f"evaluation targets) over the novel tokens' falls, by its log-log trend, from {trend['ratio_at_smallest']:.2f} to "
-            f"{trend['ratio_at_largest']:.2f} across {trend['compute_span']:.0f}x compute (slope "
-            f"{trend['slope']:+.3f}, 90% [{trend['ci90'][0]:+.3f}, {trend['ci90'][1]:+.3f}]), so the total mixes two "
+            f"evaluation targets) over the novel tokens' falls, by its log-log trend, from {trend['ratio_at_smallest']:.3g} to "
+            f"{trend['ratio_at_largest']:.3g} across {format_multiple(trend['compute_span'])} compute (slope "
+            f"{trend['slope']:+.3g}, 90% [{trend['ci90'][0]:+.3g}, {trend['ci90'][1]:+.3g}]), so the total mixes two "
             "kinds of target that scale differently. Small models learn to copy abruptly, at a seed-dependent step: "
             "beyond the ladder the repeats can fall much faster than the laws of the total forecast (compare each "
             "kind's forecast)"
         )
     if seeds["repeats"] is not None and seeds["novel"] and seeds["repeats"] > SEED_RATIO_WARN * seeds["novel"]:
         warnings.append(
-            f"seed replicates differ more on the in-context repeats (sd of log loss {seeds['repeats']:.3f}) than on "
-            f"the novel tokens ({seeds['novel']:.3f}): when the model learns to copy depends on the seed"
+            # 3 significant digits, as the report's table of the same spread beside it (0.00539, never 0.005)
+            f"seed replicates differ more on the in-context repeats (sd of log loss {seeds['repeats']:.3g}) than on "
+            f"the novel tokens ({seeds['novel']:.3g}): when the model learns to copy depends on the seed"
         )
     runs = [
         {
