@@ -488,4 +488,6 @@ def read_study_file(path: Path) -> StudySpec:
         raise SpecError(f"{path}: invalid YAML{where}: {problem}") from None
     except UnicodeDecodeError:
         raise SpecError(f"{path}: not a UTF-8 text file") from None
+    except RecursionError:  # PyYAML composes nested [ and { by recursion: a RecursionError traceback
+        raise SpecError(f"{path}: nested too deeply to be a study (hundreds of levels of [ or {{)") from None
     return parse_study(data, str(path))

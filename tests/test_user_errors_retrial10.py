@@ -107,3 +107,12 @@ def test_a_full_disk_names_the_file_it_could_not_write(study, capsys, monkeypatc
     one_line(run_cli(capsys, *args), f"cannot use {study}/", ": No space left on device")
     assert {p: p.read_bytes() for p in study.iterdir() if p.is_file()} == before
     assert not [p for p in study.rglob("*.tmp")]
+
+
+def test_a_study_file_nested_too_deeply_is_one_line(tmp_path, capsys):
+    """`notes: [[[[...]]]]` 5,000 deep died of "RecursionError: maximum recursion depth exceeded" in PyYAML."""
+    study = tmp_path / "deep.yaml"
+    study.write_text("name: deep\nnotes: " + "[" * 5000 + "]" * 5000 + "\n")
+    one_line(run_cli(capsys, "studies", "validate", study), "deep.yaml", "nested too deeply")
+    one_line(run_cli(capsys, "plan", study, "--out", tmp_path / "out"), "deep.yaml", "nested too deeply")
+    assert not (tmp_path / "out").exists()
