@@ -187,3 +187,23 @@ def test_the_seed_spread_warning_and_the_slope_have_the_reports_digits():
     assert f"sd of log loss {fmt_g(ic.seeds['repeats'], 3)})" in warning, (warning, ic.seeds)
     assert f"novel tokens ({fmt_g(ic.seeds['novel'], 3)})" in warning, (warning, ic.seeds)
     assert _slope(0.0281, [-0.0431, 0.0993]) == "+0.0281 [-0.0431, 0.0993]"
+
+
+def test_a_budgets_rung_is_named_by_its_multiple_as_plan_names_it():
+    """fit and the report named a rung "4K 2.0" where `ladder plan` (and the tracker) say "4K ... 2x"."""
+    import pandas as pd
+
+    from ladder.reports.fits.study.table import rung_variant_keys
+
+    df = pd.DataFrame(
+        {
+            "axis/size": ["4K", "4K", "8K"],
+            "axis/multiplier": [1.0, 2.0, 0.5],
+            "axis/tie_embeddings": [True, False, True],
+            "params": [4144, 4144, 8272],
+            "tokens": [41472, 82944, 41360],
+        }
+    )
+    rung, variant, _, _ = rung_variant_keys(df)
+    assert list(rung) == ["4K 1x", "4K 2x", "8K 0.5x"]
+    assert list(variant) == ["tied", "untied", "tied"]

@@ -182,7 +182,7 @@ def rung_variant_keys(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[str]
         var = [f"axis/{a}" for a in VARIANT_AXES if f"axis/{a}" in df.columns]
         reps = [f"axis/{a}" for a in REPLICATE_AXES]
         rung_cols = [c for c in axis_cols if c not in tune and c not in var and c not in reps]
-        rung = _text(df[rung_cols]).agg(" ".join, axis=1) if rung_cols else _cluster_key(df)
+        rung = _text(_budgets_as_multiples(df[rung_cols])).agg(" ".join, axis=1) if rung_cols else _cluster_key(df)
         if var:
             variant = df[var[0]].map(tie_kind)
             how = "the study's tie_embeddings axis"
@@ -199,6 +199,15 @@ def rung_variant_keys(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[str]
     else:
         variant, how = _tie_or_single(df)
     return rung, variant, tune, how
+
+
+def _budgets_as_multiples(frame: pd.DataFrame) -> pd.DataFrame:
+    """A budget's multiplier as `ladder plan` and the tracker write it (2x): a rung was "4K 2.0" in fit and the
+    report beside plan's "4K ... trunk 2x"."""
+    if "axis/multiplier" not in frame.columns:
+        return frame
+    m = pd.to_numeric(frame["axis/multiplier"], errors="coerce")
+    return frame.assign(**{"axis/multiplier": [f"{v:g}x" if np.isfinite(v) else None for v in m]})
 
 
 def _text(frame: pd.DataFrame) -> pd.DataFrame:
