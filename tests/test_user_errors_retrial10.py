@@ -116,3 +116,15 @@ def test_a_study_file_nested_too_deeply_is_one_line(tmp_path, capsys):
     one_line(run_cli(capsys, "studies", "validate", study), "deep.yaml", "nested too deeply")
     one_line(run_cli(capsys, "plan", study, "--out", tmp_path / "out"), "deep.yaml", "nested too deeply")
     assert not (tmp_path / "out").exists()
+
+
+def test_train_threads_beyond_any_machine_is_refused(tmp_path, capsys):
+    """`train RUN --threads 99999999999` died of torch's "ValueError: Overflow when unpacking long" (a smaller
+    absurd count went to torch.set_num_threads as it was); it has --cpus-per-run's bound."""
+    from tests.fake_runs import plan_micro
+
+    run = tmp_path / "study" / "runs" / plan_micro(tmp_path / "study")[0].run_id
+    before = sorted(p.name for p in run.iterdir())
+    for n in ("99999999999", "65537"):
+        one_line(run_cli(capsys, "train", run, "--threads", n), f"--threads {n}", "65,536")
+    assert sorted(p.name for p in run.iterdir()) == before

@@ -74,12 +74,13 @@ def train(
     from ladder.errors import StateError
     from ladder.jobs.on_node import run_one
     from ladder.model.training.preemption import Preempted
+    from ladder.studies.spec import MAX_CPUS_PER_RUN
 
     rd = layout.RunDir(run_dir)
     if not rd.spec.is_file():
         raise StateError(_not_a_run(Path(run_dir)))
-    if threads is not None and threads < 1:
-        raise SpecError(f"--threads {threads}: must be at least 1")
+    if threads is not None and not 1 <= threads <= MAX_CPUS_PER_RUN:  # torch overflowed past 2^31, a traceback
+        raise SpecError(f"--threads {threads}: must be from 1 to {MAX_CPUS_PER_RUN:,} (as --cpus-per-run)")
     check_device(device, here=True)  # before the run is touched: a bad device once left it recorded as failed
     try:
         result = run_one(rd.path, threads=threads, device=device, progress=not as_json)
