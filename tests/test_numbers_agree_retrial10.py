@@ -207,3 +207,20 @@ def test_a_budgets_rung_is_named_by_its_multiple_as_plan_names_it():
     rung, variant, _, _ = rung_variant_keys(df)
     assert list(rung) == ["4K 1x", "4K 2x", "8K 0.5x"]
     assert list(variant) == ["tied", "untied", "tied"]
+
+
+def test_status_says_the_ladders_cost_fit_gives_once_the_hero_has_trained(study, capsys):
+    """`ladder status` summed the hero run into its FLOPs spent (8.02e11) while fit and the report give the
+    ladder's cost without it (5.46e11), and neither said why they differ."""
+    import json
+
+    from ladder.model.config import format_flops
+
+    assert run_cli(capsys, "hero", study).code == 0
+    train(layout.StudyDir(study), hero_spec(study), 3.5)
+    ladder = json.loads((study / layout.FIT).read_text())["hero"]["ladder_flops"]
+    r = run_cli(capsys, "status", study)
+    assert r.code == 0, r.stderr
+    total = r.stdout.strip().splitlines()[-1]
+    assert f"the ladder's cost {format_flops(ladder)} without it" in total, (total, format_flops(ladder))
+    assert run_cli(capsys, "status", study, "--json").json()["totals"]["hero_flops_spent"] > 0

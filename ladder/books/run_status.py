@@ -67,6 +67,7 @@ class RunStatus:
     own_tokens_done: int | None = None
     own_tokens_planned: int | None = None
     seed: int | None = None  # runs that differ only by seed are replicates of one configuration
+    hero: bool = False  # the hero run (`ladder hero`): no part of the ladder's cost as fit and the report count it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -190,6 +191,7 @@ def run_status(
         own_tokens_done=min(spec.own_tokens, max(0, done_tokens - books.start_step * per_step)),
         own_tokens_planned=spec.own_tokens,
         seed=spec.seed,
+        hero=spec.role == "hero",
     )
 
 
@@ -243,6 +245,7 @@ def totals(rows: list[RunStatus]) -> dict[str, Any]:
         "progress": done / planned if planned else 0.0,
         "all_ended": all(r.state in FINAL for r in rows),
         "flops_spent": float(sum(r.flops_spent for r in rows)),
+        "hero_flops_spent": float(sum(r.flops_spent for r in rows if r.hero)),
         "flops_planned": float(sum(r.flops_planned for r in rows)),
         "flops_convention": "exact counted training FLOPs (flops_per_token x tokens)",
     }

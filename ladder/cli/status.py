@@ -160,10 +160,17 @@ def watching(console, title: str) -> Iterator[Callable[[list], None]]:
 def totals_line(t: dict, eta_s: float | None = None) -> str:
     states = ", ".join(f"{n} {s}" for s, n in t["states"].items() if n)
     eta = f"; ETA {human_seconds(eta_s)}" if eta_s else ""
+    hero = t.get("hero_flops_spent") or 0.0
+    # fit and the report give the ladder's cost without the hero: say both, or the two totals seem to disagree
+    apart = (
+        f"; the hero run's {sci(hero)} included: the ladder's cost {sci(t['flops_spent'] - hero)} without it"
+        if hero
+        else ""
+    )
     return (
         f"{t['runs']} runs: {states}; {format_count(t['tokens_done'])}/{format_count(t['tokens_planned'])} "
         f"tokens ({100 * t['progress']:.0f}%); {sci(t['flops_spent'])} of {sci(t['flops_planned'])} FLOPs spent "
-        f"(exact counted: flops_per_token x tokens, failed and cancelled runs included){eta}"
+        f"(exact counted: flops_per_token x tokens, failed and cancelled runs included{apart}){eta}"
     )
 
 
