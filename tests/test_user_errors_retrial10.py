@@ -128,3 +128,25 @@ def test_train_threads_beyond_any_machine_is_refused(tmp_path, capsys):
     for n in ("99999999999", "65537"):
         one_line(run_cli(capsys, "train", run, "--threads", n), f"--threads {n}", "65,536")
     assert sorted(p.name for p in run.iterdir()) == before
+
+
+def test_the_slurm_executor_on_a_machine_without_slurm_is_one_line(tmp_path, capsys, monkeypatch, tiny_jsonl_corpus):
+    """`submit S --executor slurm` (or a study whose executor.kind is slurm) on a laptop died of submitit's
+    "RuntimeError: Could not detect "srun", are you indeed on a slurm cluster?"; `ladder run` planned the study,
+    prepared its data, then died so. Nothing is written now, and the other executors are named."""
+    import shutil
+
+    from tests.fake_runs import plan_micro
+
+    monkeypatch.setattr(shutil, "which", lambda *a, **k: None)  # as submitit looks for srun: nowhere on PATH
+    study = tmp_path / "study"
+    plan_micro(study)
+    before = sorted(str(p) for p in study.rglob("*"))
+    for args in (["submit", study, "--executor", "slurm"], ["submit", study, "--executor", "slurm", "--retry-failed"]):
+        one_line(run_cli(capsys, *args), "srun", "--executor local")
+    assert sorted(str(p) for p in study.rglob("*") if p.name != ".jobs.lock") == before
+    spec = _micro(tmp_path, tiny_jsonl_corpus)
+    r = run_cli(capsys, "run", spec, "--out", tmp_path / "out", "--executor", "slurm")
+    assert r.code == 2 and "Traceback" not in r.stderr, r.stderr  # after the plan's warning about the rollout
+    assert r.stderr.splitlines()[-1].startswith("error: the slurm executor") and "srun" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

@@ -93,6 +93,10 @@ def run_cmd(
         err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
     target = study_dir_for(study, spec, out_path(out_dir))
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})
+    if ex_spec.kind == "slurm":  # before the plan and the data, not after them
+        from ladder.jobs.submit import refuse_without_slurm
+
+        refuse_without_slurm()
     human = err if as_json else out
 
     # Ctrl-C: runs checkpoint as they stop, and the command's one line (ladder.cli) says to run it again

@@ -134,10 +134,21 @@ def _slurm_parameters(ex: ExecutorSpec, *, one_task: bool = False) -> dict[str, 
     return params
 
 
+def refuse_without_slurm() -> None:
+    """Before anything is written: submitit's own test for a SLURM cluster, which it would fail with "RuntimeError:
+    Could not detect "srun"" (a traceback) once the runs were chosen and their old errors cleared."""
+    if submitit.SlurmExecutor.affinity() <= 0:
+        raise StateError(
+            "the slurm executor needs a SLURM cluster, and this machine has none (no `srun` on PATH): run from a "
+            "SLURM login node, or give --executor local (or debug)"
+        )
+
+
 def _slurm_executor(folder: Path, name: str, ex: ExecutorSpec, after: str | None = None, *,
                     one_task: bool = False) -> submitit.AutoExecutor:  # fmt: skip
     """A SLURM executor with the study's parameters; ``after``: a job id its jobs start after (afterany);
     ``one_task``: see :func:`_slurm_parameters`."""
+    refuse_without_slurm()
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
     params = _slurm_parameters(ex, one_task=one_task)
     if after is not None:
@@ -236,6 +247,8 @@ def submit(
         chosen, result.skipped = _select(sd, specs, run_ids, retry_failed)
         if not chosen:
             return result
+        if executor.kind == "slurm":
+            refuse_without_slurm()
         for spec in chosen:
             rd = sd.run(spec.run_id)
             rd.error.unlink(missing_ok=True)
