@@ -224,3 +224,27 @@ def test_status_says_the_ladders_cost_fit_gives_once_the_hero_has_trained(study,
     total = r.stdout.strip().splitlines()[-1]
     assert f"the ladder's cost {format_flops(ladder)} without it" in total, (total, format_flops(ladder))
     assert run_cli(capsys, "status", study, "--json").json()["totals"]["hero_flops_spent"] > 0
+
+
+def test_a_score_at_a_predict_point_is_never_shown_as_the_hero_forecasts(study, capsys):
+    """`forecast show` and the report's table of freezes put "actual 3.5: error -0.86%" beside the hero forecast
+    (the fit's own hero, far beyond) when the score was at a --predict point: that error is not the hero
+    forecast's."""
+    import html
+    import re
+
+    assert run_cli(capsys, "forecast", "freeze", study, "--predict", "100K:2M").code == 0
+    assert run_cli(capsys, "hero", study, "--params", "100K", "--tokens", "2M").code == 0
+    train(layout.StudyDir(study), hero_spec(study), 3.5)
+    r = run_cli(capsys, "forecast", "score", study, "--json")
+    assert r.code == 0, r.stderr
+    [s] = r.json()["scores"]
+    assert s["point"] != "hero"
+    show = run_cli(capsys, "forecast", "show", study)
+    assert show.code == 0, show.stderr
+    cells = " ".join(show.stdout.replace("│", " ").split())
+    assert f"at {s['point']}" in cells, cells
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    page = html.unescape(" ".join(re.sub(r"<[^>]+>", " ", (study / "report" / "report.html").read_text()).split()))
+    table = page.split("Every frozen forecast of the study", 1)[1][:400]
+    assert "prediction 100K params" in table, table

@@ -31,6 +31,16 @@ def _score_text(s: dict | None) -> str:
         return "a score without the numbers `ladder forecast score` writes (edited by hand?): score again"
 
 
+def _scored_point(s: dict | None) -> str:
+    """Where a score beside the hero forecast was made when not at the hero (a --predict point): its error is
+    that point's, never the hero forecast's."""
+    if not isinstance(s, dict) or s.get("point") in (None, "hero"):
+        return ""
+    forecast = s.get("forecast")
+    of = f" (forecast {forecast:.4g})" if isinstance(forecast, (int, float)) else ""
+    return f"at {s['point']}{of}: "
+
+
 def _score_words(s: dict | None) -> str:
     if not s:
         return "-"
@@ -204,7 +214,7 @@ def show(
             f"{h['loss']:.4g}" if h.get("loss") else "-",
             _interval(h),
             r["kind"],
-            escape(_score_text(r["latest_score"])),
+            escape(_scored_point(r["latest_score"]) + _score_text(r["latest_score"])),
         )
     out.print(table)
     for r in rows:

@@ -164,6 +164,13 @@ def _score_text(score: Score | None) -> str:
     return f"hero at {pct_of_tokens(p.fraction or 0)} of its tokens: heads for {fmt_loss(p.final_forecast)}"
 
 
+def _scored_point(rec: FrozenForecast, score: Score | None) -> str:
+    """A score beside the hero forecast made at a --predict point says so: its error is not the hero forecast's."""
+    if score is None or score.point == "hero":
+        return ""
+    return f"at {_frozen_point(rec, score.point)} (forecast {fmt_loss(score.forecast)}): "
+
+
 def _frozen_point(rec: FrozenForecast, label: str) -> str:
     """The point a score checked: the hero, or a --predict point (its label is params:tokens in full)."""
     point = rec.point(label)
@@ -284,7 +291,7 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
                 str(r.frozen_at),
                 fmt_loss(r.hero.loss),
                 _interval(r.hero),
-                _score_text(r.scores[-1] if r.scores else None),
+                _scored_point(r, r.scores[-1] if r.scores else None) + _score_text(r.scores[-1] if r.scores else None),
                 "yes" if data_changed(ctx, r) else "no",
             ]
         )
