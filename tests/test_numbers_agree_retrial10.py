@@ -248,3 +248,38 @@ def test_a_score_at_a_predict_point_is_never_shown_as_the_hero_forecasts(study, 
     page = html.unescape(" ".join(re.sub(r"<[^>]+>", " ", (study / "report" / "report.html").read_text()).split()))
     table = page.split("Every frozen forecast of the study", 1)[1][:400]
     assert "prediction 100K params" in table, table
+
+
+def test_the_far_hero_warning_gives_the_multiple_the_reach_warning_gives():
+    """`ladder fit` warned "the hero is 31.9x the ladder's largest model, ..." and, two lines on, "the hero is 32x
+    the largest ladder model"."""
+    from types import SimpleNamespace
+
+    from ladder.reports.fits.study.study_hero import reach_warnings
+
+    dist = {
+        "params_x": 31.9,
+        "tokens_x": 15.9,
+        "compute_x": 507.0,
+        "tested": {"params_x": 2.0, "tokens_x": 2.0, "compute_x": 3.99},
+        "beyond_tested": True,
+        "beyond_tested_axes": ["params", "tokens", "compute"],
+        "drift_widening_pct": 0.0,
+        "public_floor_pct": 4.67,
+    }
+    hero = {"extrapolation": {"params": 31.9}, "distance": dist, "beyond_tested": True, "beyond_reach": True}
+    warnings: list[str] = []
+    reach_warnings(hero, SimpleNamespace(mixture_rows=[1], reach={}, lean={}), warnings)
+    far = next(w for w in warnings if "a forecast this far out is fragile" in w)
+    assert "31.9x the largest ladder model" in far, far
+    assert "32x" not in " ".join(warnings)
+    # the floor in the digits of the ± it bounds (fit printed "±4.67%" and "the published-ladder floor of 4.7%")
+    assert "published-ladder floor of ±4.67%" in " ".join(warnings)
+
+
+def test_the_reports_floor_has_the_digits_of_the_half_width(budgets_report):
+    """The rollout section said "at least the published-ladder floor of 0.5%" beside the headline's ±0.56%."""
+    import re
+
+    _, text = budgets_report
+    assert re.search(r"published-ladder floor of ±\d+\.\d\d%", text), re.findall(r"floor of \S+", text)

@@ -271,7 +271,7 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
         warnings.append(
             f"the hero is {where}: {BEYOND_TESTED} ({tested_words(dist)}); its interval was widened for the "
             f"distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, at least the published-ladder "
-            f"floor of {dist.get('public_floor_pct', 0):.1f}%): a projection, not a checked prediction"
+            f"floor of ±{dist.get('public_floor_pct', 0):.2f}%): a projection, not a checked prediction"
         )
     elif hero["beyond_reach"]:
         reach = fc.reach.get("2%", {})
@@ -284,7 +284,9 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
         warnings.append(f"track record: {record}")
     if px > FAR_EXTRAPOLATION:
         warnings.append(
-            f"the hero is {px:.0f}x the largest ladder model: a forecast this far out is fragile; add a larger rung"
+            # the multiple in the digits of the reach warning just above (31.9x there, never 32x here)
+            f"the hero is {format_multiple(px)} the largest ladder model: a forecast this far out is fragile; "
+            "add a larger rung"
         )
     lean = lean_text(fc.lean)
     if lean:

@@ -131,7 +131,8 @@ def rollout(ctx: Builder) -> Section:
                         "Widened for the distance",
                         f"{fmt_pct(dist.drift_widening_pct, 1, signed=True)} (the rollout's error "
                         "growth per unit of log distance), at least the published-ladder floor of "
-                        f"{fmt_pct(dist.public_floor_pct, 1)}",
+                        # in the ± digits of the hero's interval, which it bounds: never 4.7% beside ±4.67%
+                        f"±{fmt_pct(dist.public_floor_pct)}",
                     ),
                     ("Track record", track_record.sentence(written(hero.track_record)) or ABSENT),
                 ],
