@@ -200,15 +200,34 @@ def device_name(device: torch.device | str) -> str:
     return str(device)
 
 
+def env_peak_flops() -> float | None:
+    """``$LADDER_PEAK_FLOPS`` as a count (``312T`` as well as ``3.12e14``), None when unset; a value that is no
+    positive count is a SpecError (float() of "312T" was a traceback inside training, the run recorded failed)."""
+    import math
+
+    from ladder.errors import SpecError
+    from ladder.model.config import read_count
+
+    env = os.environ.get("LADDER_PEAK_FLOPS")
+    if not env:
+        return None
+    value = read_count(env.strip())
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise SpecError(
+            f"LADDER_PEAK_FLOPS={env!r}: must be one device's peak FLOP/s, a positive count such as 312T or 3.12e14"
+        )
+    return float(value)
+
+
 def peak_flops(device: torch.device | str, precision: str = "fp32") -> Peak:
     """The peak FLOP/s of one ``device`` computing in ``precision`` (``fp32`` or ``bf16``)."""
     import torch
 
     device = torch.device(device)
     name = device_name(device)
-    env = os.environ.get("LADDER_PEAK_FLOPS")
-    if env:
-        return Peak(float(env), "env", name)
+    env = env_peak_flops()
+    if env is not None:
+        return Peak(env, "env", name)
     if device.type == "cuda":
         table = gpu_table_peak(name, precision)
         if table is not None:

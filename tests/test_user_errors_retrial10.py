@@ -150,3 +150,25 @@ def test_the_slurm_executor_on_a_machine_without_slurm_is_one_line(tmp_path, cap
     assert r.code == 2 and "Traceback" not in r.stderr, r.stderr  # after the plan's warning about the rollout
     assert r.stderr.splitlines()[-1].startswith("error: the slurm executor") and "srun" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["312T", "3.12e14"])
+def test_ladder_peak_flops_reads_a_count(value):
+    """LADDER_PEAK_FLOPS=312T (as every other count of ladder is written) failed inside training with "ValueError:
+    could not convert string to float: '312T'" (a traceback, the run recorded as failed)."""
+    from ladder.model.hardware import peak_flops
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LADDER_PEAK_FLOPS", value)
+        assert peak_flops("cpu").flops == 3.12e14
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1e12", "nan", "inf"])
+def test_a_bad_ladder_peak_flops_is_refused_before_the_run_is_touched(tmp_path, capsys, monkeypatch, value):
+    from tests.fake_runs import plan_micro
+
+    run = tmp_path / "study" / "runs" / plan_micro(tmp_path / "study")[0].run_id
+    before = sorted(p.name for p in run.iterdir())
+    monkeypatch.setenv("LADDER_PEAK_FLOPS", value)
+    one_line(run_cli(capsys, "train", run, "--device", "cpu"), f"LADDER_PEAK_FLOPS={value!r}", "312T")
+    assert sorted(p.name for p in run.iterdir()) == before

@@ -73,6 +73,7 @@ def train(
     from ladder import layout
     from ladder.errors import StateError
     from ladder.jobs.on_node import run_one
+    from ladder.model.hardware import env_peak_flops
     from ladder.model.training.preemption import Preempted
     from ladder.studies.spec import MAX_CPUS_PER_RUN
 
@@ -82,6 +83,7 @@ def train(
     if threads is not None and not 1 <= threads <= MAX_CPUS_PER_RUN:  # torch overflowed past 2^31, a traceback
         raise SpecError(f"--threads {threads}: must be from 1 to {MAX_CPUS_PER_RUN:,} (as --cpus-per-run)")
     check_device(device, here=True)  # before the run is touched: a bad device once left it recorded as failed
+    env_peak_flops()  # so is a bad LADDER_PEAK_FLOPS
     try:
         result = run_one(rd.path, threads=threads, device=device, progress=not as_json)
     except Preempted as exc:
