@@ -464,7 +464,8 @@ def _print_in_context(fit: FitJson, console: Console) -> None:
                 rms = k.rollout_rms_pct if i == 0 else None  # the rollout is the same for every point
                 kinds.append(
                     f"{key} {k.loss:.4g} [{k.lo:.4g}, {k.hi:.4g}]"
-                    + (f" (rollout RMS {rms:.2g}%)" if rms is not None else "")
+                    # two decimals, as the report's table of each kind's forecast (1.79%, never 1.8% there)
+                    + (f" (rollout RMS {rms:.2f}%)" if rms is not None else "")
                 )
         if kinds:
             console.print(f"  at {_count(point.params)} x {_count(point.tokens)}: " + "; ".join(kinds))

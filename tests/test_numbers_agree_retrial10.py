@@ -283,3 +283,24 @@ def test_the_reports_floor_has_the_digits_of_the_half_width(budgets_report):
 
     _, text = budgets_report
     assert re.search(r"published-ladder floor of ±\d+\.\d\d%", text), re.findall(r"floor of \S+", text)
+
+
+def test_each_kinds_rollout_error_has_the_reports_digits_in_the_terminal(budgets_report):
+    """fit gave the repeats' rollout error as "rollout RMS 1.8%", the report's table of the same forecast 1.79%."""
+    import io
+
+    from rich.console import Console
+
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.sections.in_context import in_context
+    from ladder.reports.render.study import load_study
+    from ladder.reports.summary import print_fit
+    from tests.reports.texts import texts
+
+    root, _ = budgets_report
+    ctx = Builder(load_study(root))
+    ctx.fit_json.in_context.forecasts.repeats.rollout_rms_pct = 1.7912
+    buf = io.StringIO()
+    print_fit(ctx.fit_json, Console(file=buf, width=400, color_system=None))
+    assert "(rollout RMS 1.79%)" in buf.getvalue(), buf.getvalue()
+    assert "1.79% over" in texts(in_context(ctx))
