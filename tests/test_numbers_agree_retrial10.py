@@ -304,3 +304,13 @@ def test_each_kinds_rollout_error_has_the_reports_digits_in_the_terminal(budgets
     print_fit(ctx.fit_json, Console(file=buf, width=400, color_system=None))
     assert "(rollout RMS 1.79%)" in buf.getvalue(), buf.getvalue()
     assert "1.79% over" in texts(in_context(ctx))
+
+
+def test_a_number_in_the_thousands_never_reads_as_pythons_e_notation_in_the_report():
+    """The report's compute-optimal allocation said "at the hero's 6ND = 6.00e13: 12.2K parameters (90%: 0 -
+    92.1M), 6.7e+04 tokens/param": fmt_g kept e-notation for 1e5 and up, but Python's g used it from 1e3."""
+    from ladder.reports.render.fmt import fmt_g
+
+    assert fmt_g(66960.0) == "67,000" and fmt_g(4058) == "4,060" and fmt_g(-1234.5) == "-1,230"
+    assert fmt_g(999.4) == "999" and fmt_g(12.5) == "12.5" and fmt_g(0.0281) == "0.0281"
+    assert fmt_g(4058, 4) == "4,058"
