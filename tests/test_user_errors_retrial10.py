@@ -172,3 +172,14 @@ def test_a_bad_ladder_peak_flops_is_refused_before_the_run_is_touched(tmp_path, 
     monkeypatch.setenv("LADDER_PEAK_FLOPS", value)
     one_line(run_cli(capsys, "train", run, "--device", "cpu"), f"LADDER_PEAK_FLOPS={value!r}", "312T")
     assert sorted(p.name for p in run.iterdir()) == before
+
+
+def test_hero_after_the_study_file_was_edited_names_the_edit(study, capsys):
+    """S/study.yaml edited after the fit (model.vocab_size 256 -> 512): `hero` said the fit's shape "is not what
+    this version of ladder sizes from it", blaming an upgrade that never happened."""
+    path = study / "study.yaml"
+    path.write_text(path.read_text().replace("vocab_size: 256", "vocab_size: 512"))
+    runs = sorted(p.name for p in (study / "runs").iterdir())
+    line = one_line(run_cli(capsys, "hero", study), "study.yaml", "since the fit", f"ladder fit {study}")
+    assert "version of ladder" not in line, line
+    assert sorted(p.name for p in (study / "runs").iterdir()) == runs

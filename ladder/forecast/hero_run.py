@@ -168,9 +168,11 @@ def _check_override(study: StudySpec, n: float, d: float, params_given: bool, to
         )
 
 
-def hero_spec(study: StudySpec, rec: Recommendation, seed: int | None = None) -> RunSpec:
+def hero_spec(
+    study: StudySpec, rec: Recommendation, seed: int | None = None, *, study_dir: Path | None = None
+) -> RunSpec:
     """The run of a recommendation (fit.json's ``recommendation`` entry), ``role: hero``; ``seed``: a replicate
-    that differs only in its seed (initialisation and data order)."""
+    that differs only in its seed (initialisation and data order); ``study_dir``: named in a refusal."""
     from ladder.reports.fits.recommend import hero_shape
 
     shape = hero_shape(
@@ -178,10 +180,11 @@ def hero_spec(study: StudySpec, rec: Recommendation, seed: int | None = None) ->
     )
     want = {k: getattr(rec, k) for k in SHAPE_KEYS}
     have = {k: getattr(shape, k) for k in want}
-    if want != have:
+    if want != have:  # most often S/study.yaml edited since the fit ("this version of ladder" blamed an upgrade)
+        sd = layout.StudyDir(Path(study_dir or "STUDY"))
         raise StateError(
-            f"{layout.FIT}'s recommended shape {want} is not what this version of ladder sizes from it "
-            f"({have}): run `ladder fit` again"
+            f"{layout.FIT}'s recommended shape {want} is not the one the study sizes from it now ({have}): "
+            f"{sd.study} (or ladder's sizing) changed since the fit; run `ladder fit {sd.path}` again"
         )
     seq_len = int(rec.seq_len or study.data.seq_len)
     if seq_len != study.data.seq_len:  # the hero's own context length (hero.seq_len): its data windows too
@@ -302,7 +305,7 @@ def plan_hero_run(
         raise SpecError(f"--seed {seed}: must be a non-negative integer")
     current = current_fit(study_dir)
     rec, forecast, overrides, notes = _recommendation(current, params, tokens)
-    spec = hero_spec(current.study, rec, seed)
+    spec = hero_spec(current.study, rec, seed, study_dir=study_dir)
     sd = layout.StudyDir(Path(study_dir))
     rd = sd.run(spec.run_id)
     plan = json.loads(sd.plan.read_text(encoding="utf-8"))
