@@ -99,7 +99,7 @@ def eval_cmd(
         for task, metrics in results.items():
             for metric, value in metrics.items():
                 if isinstance(value, (int, float)) and metric != "sample_len":
-                    table.add_row(run_id, task, metric, f"{value:.4f}")
+                    table.add_row(run_id, task, metric, metric_text(value))
     out.print(table)
     n = len(res["evaluated"])
     out.print(f"evaluated {n} run{'s' if n != 1 else ''}; `ladder collect {study_dir}` adds them to the results")
@@ -121,3 +121,11 @@ def _finished(study_dir: Path) -> tuple[list[str], list[str]]:
         if done:
             (with_model if rd.model.is_dir() else without).append(rd.path.name)
     return with_model, without
+
+
+def metric_text(value: float) -> str:
+    """A metric in four decimals, or in three digits and a power of ten when it is huge (an untrained model's word
+    perplexity, 1.66e30, read as a 31-digit number)."""
+    from ladder.model.config import format_flops
+
+    return f"{value:.4f}" if abs(value) < 1e5 else format_flops(value)

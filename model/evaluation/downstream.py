@@ -137,6 +137,24 @@ def _env(**values: str) -> Iterator[None]:
             os.environ.pop(k, None)
 
 
+class _NoCliAdvice(logging.Filter):
+    """Drops lm-eval's advice to pass ``--metadata`` "in console", logged for every task with a custom dataset
+    (the project's own): an option of lm-eval's command line, which ``ladder eval`` does not have."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`--metadata`" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _no_cli_advice() -> Iterator[None]:
+    logger, advice = logging.getLogger("lm_eval.api.task"), _NoCliAdvice()
+    logger.addFilter(advice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(advice)
+
+
 @contextlib.contextmanager
 def _git_hash_quietly() -> Iterator[None]:
     """lm-eval records ``git describe`` of the working directory in its results, and let git print "fatal: not
@@ -257,7 +275,7 @@ def evaluate_run(
         tm = resolve_task_manager(todo, include_path)
         dev = _default_device(device)
         out["device"] = dev
-        with _env(DISABLE_MULTIPROC="1", TOKENIZERS_PARALLELISM="false"), _git_hash_quietly():
+        with _env(DISABLE_MULTIPROC="1", TOKENIZERS_PARALLELISM="false"), _git_hash_quietly(), _no_cli_advice():
             lm, model_args = _load_lm(model_dir, batch_size=batch_size, device=dev, dtype=dtype, max_length=max_length)
             for name in todo:
                 start = time.perf_counter()

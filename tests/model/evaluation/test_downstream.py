@@ -126,6 +126,27 @@ def test_evaluating_outside_a_git_repository_prints_no_git_error(run_dir, no_net
     assert json.loads(results.results_file(run_dir, "ladder_py_ppl").read_text())["git_hash"] is None
 
 
+def test_lm_evals_advice_to_pass_metadata_in_console_is_not_shown(run_dir, no_network, caplog):
+    """`ladder eval` printed lm-eval's "Custom kwargs can be passed to `--metadata` in console" for each shipped
+    task: an option `ladder eval` does not have. Its other warnings still reach the user."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    out = downstream.evaluate_run(run_dir, ["ladder_py_ppl"], limit=2, device="cpu", redo=True)
+    assert out["evaluated"] == ["ladder_py_ppl"]
+    assert "--metadata" not in caplog.text
+    logging.getLogger("lm_eval.api.task").warning("another warning")  # the filter is gone with the evaluation
+    assert "another warning" in caplog.text
+
+
+@pytest.mark.parametrize(("value", "said"), [(0.375, "0.3750"), (1807.1543, "1807.1543"), (1.6623e30, "1.66e30")])
+def test_the_eval_table_writes_a_huge_metric_in_a_power_of_ten(value, said):
+    """An untrained model's word perplexity read "1662295150872978170480879992832.0000"."""
+    from ladder.cli.evaluate import metric_text
+
+    assert metric_text(value) == said
+
+
 def test_user_include_path_task(run_dir, no_network, tmp_path):
     data = tmp_path / "qa.jsonl"
     rows = [{"q": f"x = {i}\ny = x +", "choices": [" 1", " banana"], "label": 0} for i in range(5)]
