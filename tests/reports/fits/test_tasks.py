@@ -194,3 +194,35 @@ def test_too_few_sizes_to_backtest_fits_the_compute_law_by_the_engine_directly()
     assert set(fit.step1.params) == {"E", "C0", "gamma"} and fit.step1.calibration["factor"] == 1.0
     lo, hi = fit.hero.loss_interval
     assert lo < fit.hero.loss < hi and fit.hero.beyond_reach
+
+
+def test_a_task_loss_that_rises_with_size_forecasts_without_a_numpy_warning():
+    """`ladder fit` on a micro ladder too small to learn its tasks (the task loss rises with size) printed numpy's
+    "RuntimeWarning: overflow encountered in exp" from the hero's prediction draws."""
+    import warnings
+
+    runs = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c", "d"],
+            "status": "done",
+            "params": [4144, 5968, 8272, 11104],
+            "tokens": [33024, 47520, 66240, 88704],
+            "flops": [1.93e9, 3.43e9, 5.70e9, 1.19e10],
+            "task/ppl/bits_per_byte": [10.72, 11.31, 10.82, 13.86],
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        report = fit_tasks(runs, hero={"params": 1e6, "tokens": 8e6}, n_boot=200)
+    assert report.errors == {} and report.fits["ppl"].hero.loss > 0
+
+
+def test_a_task_that_cannot_be_fitted_is_named_once_in_the_fits_warnings():
+    """`ladder fit` warned "task ladder_py_next_line: task 'ladder_py_next_line': 4 runs with ...": the name twice."""
+    from ladder.reports.fits.study.parts import tasks
+
+    runs = ladder(0, ratios=(20,), sizes=4)
+    warnings: list[str] = []
+    tasks(runs, {"params": 1e9, "tokens": 2e10, "flops": 1.2e20}, {}, warnings, n_boot=20, seed=0)
+    [said] = [w for w in warnings if "code" in w]
+    assert said.count("code") == 1 + said.count("task/code/"), said
