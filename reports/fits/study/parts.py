@@ -200,8 +200,8 @@ def tasks(df: pd.DataFrame, hero: dict | None, reasons: dict, warnings: list[str
         reasons["tasks"] = f"task forecasts: {exc}"
         warnings.append(reasons["tasks"])
         return None
-    for task, message in result.errors.items():
-        warnings.append(f"task {task}: {message}")
+    for task, message in result.errors.items():  # a FitError names its task already: "task 'x': ..."
+        warnings.append(message if message.startswith(f"task {task!r}") else f"task {task}: {message}")
     return result
 
 
