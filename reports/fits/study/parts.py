@@ -201,7 +201,7 @@ def tasks(df: pd.DataFrame, hero: dict | None, reasons: dict, warnings: list[str
         warnings.append(reasons["tasks"])
         return None
     for task, message in result.errors.items():  # a FitError names its task already: "task 'x': ..."
-        warnings.append(message if message.startswith(f"task {task!r}") else f"task {task}: {message}")
+        warnings.append(f"task {task}: {message.removeprefix(f'task {task!r}: ')}")
     return result
 
 

@@ -100,7 +100,7 @@ def tasks(ctx: Builder) -> Section:
             )
         )
     for name, err in errors.items():
-        s.add(Para(f"{name}: no forecast ({err})", "missing"))
+        s.add(Para(f"{name}: no forecast ({str(err).removeprefix(f'task {name!r}: ')})", "missing"))
     warns = [f"{n}: {w}" for n, t in fits.items() for w in t.warnings]
     if warns:
         s.add(Bullets(warns[:MAX_NOTES], "Notes"))

@@ -226,3 +226,21 @@ def test_a_task_that_cannot_be_fitted_is_named_once_in_the_fits_warnings():
     tasks(runs, {"params": 1e9, "tokens": 2e10, "flops": 1.2e20}, {}, warnings, n_boot=20, seed=0)
     [said] = [w for w in warnings if "code" in w]
     assert said.count("code") == 1 + said.count("task/code/"), said
+
+
+def test_the_reports_task_section_names_a_task_that_cannot_be_fitted_once(tmp_path):
+    """The report said "ladder_py_next_line: no forecast (task 'ladder_py_next_line': 4 runs ...)"."""
+    from ladder import layout
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.sections.tasks import tasks as tasks_section
+    from ladder.reports.render.study import load_study
+    from tests.hero_fixture import make_ladder
+    from tests.reports.texts import texts
+
+    root = make_ladder(tmp_path / "s", n_boot=10)
+    fit = json.loads(layout.StudyDir(root).fit.read_text())
+    why = "4 runs with task/code/bpb and task/code/acc; the step-2 sigmoid has 4 parameters and needs at least 5 runs"
+    fit["tasks"] = {"available": True, "tasks": {}, "errors": {"code": f"task 'code': {why}"}}
+    layout.StudyDir(root).fit.write_text(json.dumps(fit))
+    said = texts(tasks_section(Builder(load_study(root))))
+    assert f"code: no forecast ({why})" in said, said
