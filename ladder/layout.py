@@ -532,6 +532,15 @@ def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
+def loads_json(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads``, except that a document nested deeper than Python's recursion allows (a file of [[[[...) is
+    the ValueError that every reader of a damaged file catches, not a RecursionError traceback."""
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:
+        raise ValueError("nested too deeply (thousands of [ or {) to be a file ladder wrote") from None
+
+
 def read_jsonl_lines(path: Path, *, unique_keys: bool = False) -> JsonlLines:
     """Every record of a jsonl file that parses as a JSON object, never raising on a bad line: a line that is
     not UTF-8, not JSON or not an object is skipped and named (1-based line number). A last line without its
@@ -553,7 +562,7 @@ def read_jsonl_lines(path: Path, *, unique_keys: bool = False) -> JsonlLines:
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw.decode("utf-8"), object_pairs_hook=hook)
+            rec = loads_json(raw.decode("utf-8"), object_pairs_hook=hook)
         except UnicodeDecodeError:
             bad.append((i, "not UTF-8 text"))
             continue

@@ -183,3 +183,32 @@ def test_hero_after_the_study_file_was_edited_names_the_edit(study, capsys):
     line = one_line(run_cli(capsys, "hero", study), "study.yaml", "since the fit", f"ladder fit {study}")
     assert "version of ladder" not in line, line
     assert sorted(p.name for p in (study / "runs").iterdir()) == runs
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than Python's recursion: json.loads raised RecursionError
+
+
+@pytest.mark.parametrize(
+    "damaged, commands",
+    [
+        ("fit.json", [("hero",), ("forecast", "freeze"), ("report", "--format", "html")]),
+        ("plan.json", [("status",), ("collect",)]),
+        ("jobs.json", [("status",), ("cancel",)]),
+        ("forecast.json", [("forecast", "show"), ("forecast", "score", "--loss", "3")]),
+        ("runs/*/result.json", [("status",), ("collect",)]),
+        ("runs/*/metrics.jsonl", [("status",), ("collect",)]),
+    ],
+)
+def test_a_study_file_nested_too_deeply_is_damage_not_a_traceback(study, capsys, damaged, commands):
+    """A study's JSON file holding [[[[...]]]] 100,000 deep (garbage where the file was) died of "RecursionError:
+    maximum recursion depth exceeded while decoding a JSON array" in every command that read it; it is damage
+    like any other now: named by the command that needs the file, skipped by those that go on without it."""
+    from tests.cli_helpers import taken_or_refused
+
+    if damaged == "forecast.json":
+        assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    next(iter(study.glob(damaged)), study / damaged).write_text(DEEP + "\n")
+    for command in commands:
+        args = [*command[:1], study, *command[1:]] if command[0] != "forecast" else [*command[:2], study, *command[2:]]
+        r = run_cli(capsys, *args)
+        assert taken_or_refused(r) is None, (command, taken_or_refused(r))

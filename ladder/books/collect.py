@@ -141,7 +141,7 @@ def _read_tasks(rd: layout.RunDir) -> tuple[dict[str, float], list[Problem]]:
     for path in sorted(rd.lm_eval.rglob("results*.json")):
         name = str(path.relative_to(rd.path))
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = layout.loads_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             problems.append(Problem(rd.run_id, name, f"unreadable JSON ({exc})"))
             continue

@@ -98,7 +98,7 @@ def read_strict(sd: layout.StudyDir) -> dict[str, list[JobRecord]]:
     if not sd.jobs.exists():
         return {}
     try:
-        raw = json.loads(sd.jobs.read_text(encoding="utf-8"))
+        raw = layout.loads_json(sd.jobs.read_text(encoding="utf-8"))
     except OSError as exc:
         raise DamagedJobs(f"{sd.jobs} cannot be read ({exc.strerror or exc})") from None
     except (ValueError, UnicodeDecodeError) as exc:

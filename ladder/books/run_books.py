@@ -267,7 +267,7 @@ def _read_json(path) -> tuple[Any, str | None, bool]:
     except OSError as exc:
         return None, f"cannot be read ({exc})", True
     try:
-        return json.loads(text.decode("utf-8")), None, True
+        return layout.loads_json(text.decode("utf-8")), None, True
     except UnicodeDecodeError:
         return None, "not UTF-8 text", True
     except ValueError as exc:

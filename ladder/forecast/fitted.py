@@ -153,7 +153,7 @@ def read_fit(study_dir: Path) -> FitJson:
             f"{sd.path} has no {layout.FIT}: run `ladder collect {sd.path}` and `ladder fit {sd.path}` first"
         )
     try:
-        fit = json.loads(sd.fit.read_text(encoding="utf-8"))
+        fit = layout.loads_json(sd.fit.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise StateError(f"{sd.fit} is damaged (not JSON: {exc}): refit with `ladder fit {sd.path}`") from None
     problem = fit_problem(fit)

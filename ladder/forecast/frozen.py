@@ -106,7 +106,7 @@ def read_frozen(study_dir: Path) -> list[Frozen]:
     out = []
     for number, path in layout.StudyDir(Path(study_dir)).forecasts():
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = layout.loads_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             out.append(Frozen(number, path, {}, f"unreadable ({exc})"))
             continue

@@ -242,7 +242,7 @@ def planned_heroes(sd: layout.StudyDir) -> list[str]:
     """The hero runs (``role: hero``, added by ``ladder hero``) that the study's plan.json lists: planning again
     keeps them, since the study spec does not hold them."""
     try:
-        ids = json.loads(sd.plan.read_text(encoding="utf-8"))["runs"]
+        ids = layout.loads_json(sd.plan.read_text(encoding="utf-8"))["runs"]
     except (OSError, ValueError, KeyError, TypeError):
         return []
     out = []
@@ -322,7 +322,7 @@ def _plan_ids(sd: layout.StudyDir) -> list[str]:
     if why:
         raise StateError(why)
     try:
-        plan = json.loads(sd.plan.read_text(encoding="utf-8"))
+        plan = layout.loads_json(sd.plan.read_text(encoding="utf-8"))
         if not isinstance(plan, dict):  # said "list indices must be integers or slices, not str"
             raise ValueError(f"not a JSON object but a JSON {_json_kind(plan)}")
         if "runs" not in plan:  # said "('runs')"

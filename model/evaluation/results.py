@@ -80,7 +80,7 @@ def existing_results(run_dir: Path | layout.RunDir, task: str) -> dict | None:
     """The results file of ``task`` as written by :func:`evaluate_run`, or None (absent or unreadable)."""
     path = results_file(run_dir, task)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = layout.loads_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("ladder"), dict) else None

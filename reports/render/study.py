@@ -11,7 +11,6 @@ as data, through :func:`seq`, :func:`maps`, :func:`mapping` and :func:`first`.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -97,7 +96,7 @@ class StudyData:
 
 def _read_json(path: Path, problems: list[str], what: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return layout.loads_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
