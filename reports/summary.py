@@ -36,9 +36,12 @@ def _num(v: Any, digits: int = 4) -> str:
     if v is None:
         return "-"
     try:
-        return f"{float(v):.{digits}g}"
+        x = float(v)
     except (TypeError, ValueError):
         return str(v)
+    text = f"{x:.{digits}g}"
+    # Python's g writes 88,460 as 8.846e+04 from 1e3 up: commas (as the report's fmt_g) below 1e5
+    return f"{float(text):,.0f}" if 1000 <= abs(x) < 1e5 else text
 
 
 def _count(v: Any) -> str:

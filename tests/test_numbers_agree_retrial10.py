@@ -314,3 +314,15 @@ def test_a_number_in_the_thousands_never_reads_as_pythons_e_notation_in_the_repo
     assert fmt_g(66960.0) == "67,000" and fmt_g(4058) == "4,060" and fmt_g(-1234.5) == "-1,230"
     assert fmt_g(999.4) == "999" and fmt_g(12.5) == "12.5" and fmt_g(0.0281) == "0.0281"
     assert fmt_g(4058, 4) == "4,058"
+
+
+def test_a_law_bound_in_the_thousands_reads_with_commas_in_fit_and_the_report():
+    """fit printed a law's interval as "A = 0.1685 [3.063e-22, 8.846e+04]": Python's e-notation from 1e3 up,
+    where every other count in fit and the report has commas; a degenerate loss keeps one form in both."""
+    from ladder.reports.render.fmt import fmt_loss
+    from ladder.reports.summary import _ci, _num
+
+    assert _num(88456.6) == "88,460" and _num(4058.2) == "4,058" and _num(1.4269) == "1.427"
+    assert _num(1.454e17) == "1.454e+17" and _num(3.063e-22) == "3.063e-22"
+    assert "e+04" not in _ci([3.063e-22, 88456.6])
+    assert fmt_loss(12231.0718) == _num(12231.0718) == "12,230"

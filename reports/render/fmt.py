@@ -58,7 +58,9 @@ def fmt_loss(v: Any, digits: int = 4) -> str:
     if not math.isfinite(x):
         return ABSENT
     if x != 0 and (abs(x) >= 1e4 or abs(x) < 0.5 * 10.0**-digits):
-        return f"{x:.{digits - 1}e}"
+        from ladder.reports.summary import _num
+
+        return _num(x, digits)  # 12,230 and 4.554e-56, as `ladder fit` prints them
     return f"{x:.{digits}f}"
 
 
