@@ -263,6 +263,10 @@ class StudyDir:
                     f"{self.path} does not exist; give a study directory (the folder `ladder plan STUDY` writes: "
                     "./ladder-runs/<name>, or its --out)"
                 )
+            if os.path.lexists(self.plan):  # a folder or a device where plan.json goes: "no plan.json" denied `ls`
+                kind = "a directory" if self.plan.is_dir() else "not a regular file"
+                again = f"`ladder plan {self.path}`" if self.study.is_file() else "`ladder plan`"
+                return f"{self.plan} is not a file ({kind}): remove it (`rm -r {self.plan}`), then run {again}"
             if self.study.is_file():  # planning it again in place rewrites plan.json
                 return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan {self.path}`"
             return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan` first"

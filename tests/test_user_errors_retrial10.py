@@ -212,3 +212,17 @@ def test_a_study_file_nested_too_deeply_is_damage_not_a_traceback(study, capsys,
         args = [*command[:1], study, *command[1:]] if command[0] != "forecast" else [*command[:2], study, *command[2:]]
         r = run_cli(capsys, *args)
         assert taken_or_refused(r) is None, (command, taken_or_refused(r))
+
+
+@pytest.mark.parametrize("what", ["folder", "link to /dev/null"])
+def test_a_plan_json_that_is_no_file_is_named_not_called_missing(study, capsys, what):
+    """S/plan.json a folder (or a link to a device): status said "S is not a planned study directory (no
+    plan.json); run `ladder plan S`", of a plan.json that `ls` shows; the plan then refused the folder itself."""
+    import shutil
+
+    plan = study / "plan.json"
+    plan.unlink()
+    plan.mkdir() if what == "folder" else plan.symlink_to("/dev/null")
+    line = one_line(run_cli(capsys, "status", study), f"{plan} is not a file", f"rm -r {plan}", f"ladder plan {study}")
+    assert "no plan.json" not in line, line
+    shutil.rmtree(plan) if what == "folder" else plan.unlink()
