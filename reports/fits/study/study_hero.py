@@ -277,7 +277,8 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
         reach = fc.reach.get("2%", {})
         warnings.append(
             f"the hero is {where}: {BEYOND_REACH} (forecasts stayed within 2% up to "
-            f"{reach.get('params_x', 1.0):.2g}x params, {reach.get('compute_x', 1.0):.2g}x compute)"
+            f"{format_multiple(reach.get('params_x', 1.0))} params, "
+            f"{format_multiple(reach.get('compute_x', 1.0))} compute)"  # the digits of fit's reach line
         )
     record = track_record.sentence(hero.get("track_record"))
     if record and (hero.get("beyond_tested") or hero["beyond_reach"]):

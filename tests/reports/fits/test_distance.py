@@ -248,3 +248,17 @@ def test_axes_with_the_same_multiples_are_said_once():
     words = tested_words(dist)
     assert words.count("the hero at 2.82x") == 1 and "params and tokens: the hero at 2.82x" in words
     assert "4.17-4.17x" not in words and "at 4.17x in their farthest axis" in words
+
+
+def test_the_beyond_reach_warning_gives_the_reach_in_the_digits_of_fits_reach_line():
+    """The warning said "forecasts stayed within 2% up to 2x params, 4.2x compute" where fit's own reach line,
+    two lines up, said 2.04x and 4.17x."""
+    from types import SimpleNamespace
+
+    from ladder.reports.fits.study.study_hero import reach_warnings
+
+    fc = SimpleNamespace(mixture_rows=[object()], reach={"2%": {"params_x": 2.04, "compute_x": 4.17}}, lean={})
+    hero = {"extrapolation": {"params": 2.82}, "distance": {"tokens_x": 2.82, "compute_x": 3.9}}
+    warnings: list[str] = []
+    reach_warnings({**hero, "beyond_reach": True, "beyond_tested": False}, fc, warnings)
+    assert any("up to 2.04x params, 4.17x compute" in w for w in warnings), warnings
