@@ -226,3 +226,14 @@ def test_a_plan_json_that_is_no_file_is_named_not_called_missing(study, capsys, 
     line = one_line(run_cli(capsys, "status", study), f"{plan} is not a file", f"rm -r {plan}", f"ladder plan {study}")
     assert "no plan.json" not in line, line
     shutil.rmtree(plan) if what == "folder" else plan.unlink()
+
+
+def test_a_relative_corpus_that_is_not_found_names_where_it_was_looked_for(tmp_path, capsys, monkeypatch):
+    """`data.corpus: corpus` beside the study file, run from another folder: "corpus 'corpus' does not exist" of a
+    folder that `ls` shows beside the study; a relative path is read from the current directory, said now."""
+    from tests.micro import write_study
+
+    (tmp_path / "project" / "corpus").mkdir(parents=True)
+    study = write_study(tmp_path / "project" / "micro.yaml", Path("corpus"), sizes=("4K", "8K", "16K", "32K"))
+    monkeypatch.chdir(tmp_path)
+    one_line(run_cli(capsys, "studies", "validate", study), "'corpus' does not exist", f"current directory {tmp_path}")

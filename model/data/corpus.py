@@ -360,9 +360,11 @@ def resolve_corpus(
         link = broken_link(path)  # "does not exist" of what `ls` shows: a loop of links, or a link to a deleted folder
         if link:
             raise DataError(f"corpus {corpus!r}: {link}; mend the link or give the corpus itself")
+        # a relative path beside the study file, run from elsewhere, "does not exist" of what `ls` shows there
+        where = "" if path.is_absolute() else f"; a relative path is read from the current directory {Path.cwd()}"
         raise DataError(
             f"corpus {corpus!r} does not exist (expected 'embedded', a jsonl/parquet file or folder, a folder of "
-            ".txt files, or 'hf:<dataset>[:<config>]')"
+            f".txt files, or 'hf:<dataset>[:<config>]'){where}"
         )
     path = path.resolve()
     if path.is_file():
