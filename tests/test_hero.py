@@ -84,6 +84,8 @@ def test_hero_at_another_size_says_where_lr_and_batch_come_from(study, capsys):
     assert abs(got["run"]["params"] / 250_000 - 1) < 0.1 and abs(got["run"]["tokens"] / 5e6 - 1) < 0.02
     assert got["sources"]["lr"].startswith("study rule") and "no LR law" in got["sources"]["lr"]
     assert any("tokens_per_param" in n for n in got["notes"])
+    # the forecast is a refit with the hero here: `fit --predict 250K:5M` may differ, and hero says why
+    assert any("fitted again with the hero at 250K params x 5M tokens" in n for n in got["notes"]), got["notes"]
     r = run_cli(capsys, "hero", study, "--params", "250K", "--tokens", "2M", "--dry-run", "--json")
     assert abs(r.json()["run"]["tokens"] / 2e6 - 1) < 0.02
     said = run_cli(capsys, "hero", study, "--params", "250K", "--tokens", "2M", "--dry-run").stdout

@@ -123,6 +123,10 @@ def _recommendation(
     )
     if params is None:
         notes.append(f"params: the fit's hero ({format_count(n)}), --tokens moves only its tokens")
+    notes.append(  # why `fit --predict` at the same point can differ in its last digits
+        f"forecast: the laws fitted again with the hero at {format_count(n)} params x {format_count(d)} tokens, "
+        "their rollout weighted and widened for its distance; `ladder fit --predict` keeps the study hero's"
+    )
     hero = study.hero.model_copy(update={"params": int(round(n)), "tokens": int(round(d)), "compute": None})
     result = refit(current, study=study.model_copy(update={"hero": hero}))
     if result.recommendation is None:
