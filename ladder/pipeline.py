@@ -144,7 +144,9 @@ def run_study(
     if unfinished:
         raise StateError(
             f"{len(unfinished)} runs ended without finishing ({', '.join(unfinished)}); "
-            f"see `ladder status {study_dir}` and run `ladder run` again to resume them"
+            # not "`ladder run`": without STUDY that trains the built-in default study, and the same command keeps
+            # its --out, --executor and --no-fit-check
+            f"see `ladder status {study_dir}` and run the same command again to resume them"
         )
     outcome.stages.append("train")
 

@@ -160,7 +160,10 @@ def freeze(
         )
         out.print(f"next: `ladder forecast score {escape(str(study_dir))}` scores the freezes against the hero")
         return
-    out.print(f"next: `ladder hero {escape(str(study_dir))}` plans the hero run; `ladder forecast score` scores it")
+    out.print(
+        f"next: `ladder hero {escape(str(study_dir))}` plans the hero run; "
+        f"`ladder forecast score {escape(str(study_dir))}` scores it"
+    )
 
 
 @app.command("show")

@@ -1,0 +1,45 @@
+"""What the tool tells a user is true (issue 28): a "next step" or "run it again" hint is a command that works
+when typed as printed, and an option does what its --help says at the edges the help states."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+from tests.cli_helpers import run_cli
+from tests.micro import write_study
+
+
+def _commands(line: str) -> list[str]:
+    return re.findall(r"`(ladder [^`]*)`", line)
+
+
+def test_run_says_to_resume_the_users_study_not_the_default_one(capsys, monkeypatch, tmp_path, tiny_jsonl_corpus):
+    # `ladder run` with no STUDY runs the built-in default study: a hint to resume must name the study's directory
+    import ladder.books.run_status
+    import ladder.jobs.submit
+    import ladder.pipeline
+
+    study = write_study(tmp_path / "micro.yaml", tiny_jsonl_corpus)
+    out = tmp_path / "runs"
+    monkeypatch.setattr(
+        ladder.pipeline, "prepare", lambda s: SimpleNamespace(train_tokens=1, val_tokens=1, root=tmp_path)
+    )
+    monkeypatch.setattr(ladder.jobs.submit, "submit", lambda *a, **k: SimpleNamespace(submitted=[], skipped=[]))
+    rows = [SimpleNamespace(run_id="abc123", state="interrupted", error=None)]
+    monkeypatch.setattr(ladder.books.run_status, "wait", lambda *a, **k: rows)
+    r = run_cli(capsys, "run", study, "--out", out, "--executor", "debug", "--no-fit-check")
+    line = r.stderr.strip().splitlines()[-1]  # after the plan's warnings
+    assert r.code == 2 and line.startswith("error: ") and "abc123" in line, r.stderr
+    assert not [c for c in _commands(line) if c.startswith("ladder run")], line
+    assert "run the same command again to resume" in line, line
+
+
+def test_freezes_next_step_names_the_study_in_every_command(capsys, study: Path):
+    r = run_cli(capsys, "forecast", "freeze", study)
+    assert r.code == 0, r.stderr
+    nxt = [ln for ln in r.stdout.splitlines() if ln.startswith("next:")]
+    assert nxt, r.stdout
+    for command in _commands(nxt[0]):
+        assert command.endswith(str(study)), nxt[0]
