@@ -296,8 +296,15 @@ def test_a_missing_or_empty_study_is_one_line(tmp_path, capsys, name, command):
 
 
 def test_forecast_show_of_no_study(tmp_path, capsys):
-    one_line(run_cli(capsys, "forecast", "show", tmp_path / "notastudy"), "no study at")
-    one_line(run_cli(capsys, "forecast", "show", tmp_path), "no study at")
+    """`forecast show S/runs` said "no study at S/runs (no plan.json)" where status and score name S."""
+    one_line(run_cli(capsys, "forecast", "show", tmp_path / "notastudy"), "does not exist")
+    one_line(run_cli(capsys, "forecast", "show", tmp_path), "not a planned study directory")
+    study = tmp_path / "s"
+    (study / "runs").mkdir(parents=True)
+    (study / "study.yaml").write_text("name: s\n")
+    (study / "plan.json").write_text("{}")
+    for command in (("forecast", "show"), ("forecast", "score"), ("status",)):
+        one_line(run_cli(capsys, *command, study / "runs"), f"inside the study directory {study}")
 
 
 def test_commands_on_a_study_file_that_does_not_exist(tmp_path, capsys):

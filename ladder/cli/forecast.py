@@ -182,11 +182,9 @@ def show(
     from ladder.errors import StateError
     from ladder.forecast.frozen import show_rows
 
-    if not layout.StudyDir(Path(study_dir)).plan.is_file():
-        raise StateError(
-            f"no study at {study_dir} (no {layout.StudyDir(Path(study_dir)).plan.name}): give a study "
-            "directory that `ladder plan` wrote"
-        )
+    why = layout.StudyDir(Path(study_dir)).not_planned()  # as status and score say it: S/runs names S
+    if why:
+        raise StateError(why)
     rows = show_rows(study_dir)
     if as_json:
         print_json({"study_dir": str(study_dir), "forecasts": rows})
