@@ -165,4 +165,13 @@ def test_watch_refuses_an_interval_time_sleep_cannot_take(study, capsys):
     root, _ = study
     for value in ("1e308", "86401"):
         one_line(run_cli(capsys, "status", root, "--watch", "--interval", value), "--interval", "at most 86400")
-    assert run_cli(capsys, "status", root, "--interval", "86400").code == 0
+    assert run_cli(capsys, "status", root, "--interval", "86400", "--watch", "--json").code == 0
+
+
+def test_an_interval_without_watch_is_refused_not_ignored(study, capsys):
+    """`ladder status S --interval 5` printed the table once and ignored the option in silence."""
+    from tests.cli_helpers import one_line
+
+    root, _ = study
+    one_line(run_cli(capsys, "status", root, "--interval", "5"), "--interval 5", "--watch")
+    assert run_cli(capsys, "status", root).code == 0

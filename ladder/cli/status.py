@@ -206,7 +206,9 @@ def status(
         "Keep a live display until every run has ended (without a terminal: a progress "
         "line when a run changes state, else about once a minute).",
     ),
-    interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes with --watch."),
+    interval: float | None = typer.Option(
+        None, "--interval", help="Seconds between refreshes with --watch (default 2).", show_default=False
+    ),
     check: bool = flag(
         "check",
         "Exit 1 when a run failed, diverged, is corrupt or damaged (with --watch: once "
@@ -224,10 +226,13 @@ def status(
     table, with the FLOPs spent by every run (a branch: its own steps)."""
     from ladder.books.run_status import study_status, totals, wait
 
+    given, interval = interval is not None, 2.0 if interval is None else interval
     # at most a day between refreshes: a bigger one (1e308) is a typo, and time.sleep overflows on it
     positive_number(interval, "--interval", "a positive number of seconds")
     if interval > 86400:
         raise SpecError(f"--interval {interval:g}: must be at most 86400 seconds (a day) between refreshes")
+    if given and not watch:  # a one-shot status never refreshes: the option was meant for --watch
+        raise SpecError(f"--interval {interval:g}: only refreshes with --watch (`ladder status {study_dir} --watch`)")
     if watch and not as_json:
         _warn_of_damaged_jobs(study_dir)
         with watching(out, f"status: {study_dir}") as show:
