@@ -335,3 +335,19 @@ def test_hero_says_at_which_point_the_fit_forecast_and_how_far_the_planned_run_l
     assert spec_params != 400_000  # the nearest shape misses the requested size: that is what must be said
     pct = 100 * (spec_params / 400_000 - 1)
     assert f"({pct:+.2g}% params)" in " ".join(r.stdout.split()), r.stdout
+
+
+def test_fit_and_hero_warn_when_the_study_file_no_longer_describes_the_planned_ladder(study, capsys):
+    """S/study.yaml edited after the ladder trained (data.seq_len 64 -> 32): fit and hero read the edited file in
+    silence, and the hero would train at seq_len 32 beside a ladder trained at 64. An edit of the hero section
+    alone keeps every run, and says nothing."""
+    path = study / "study.yaml"
+    original = path.read_text()
+    path.write_text(original.replace("hero:\n  params: 400000", "hero:\n  params: 300000"))
+    assert original != path.read_text()
+    assert "edited since" not in run_cli(capsys, "hero", study, "--dry-run").stderr
+    path.write_text(original.replace("seq_len: 64", "seq_len: 32"))
+    assert original != path.read_text()
+    said = " ".join(run_cli(capsys, "fit", study, "--bootstrap", "10").stderr.split())
+    assert "study.yaml was edited since it was planned" in said and f"ladder plan {path} --out {study}" in said, said
+    assert "edited since it was planned" in run_cli(capsys, "hero", study, "--dry-run").stderr

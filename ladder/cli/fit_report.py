@@ -272,9 +272,11 @@ def fit(
     else:
         from ladder import layout
         from ladder.books.collect import read_results
-        from ladder.plan.planner import read_study
+        from ladder.plan.planner import edited_since_plan, read_study
 
         study = read_study(study_dir)
+        edited = edited_since_plan(study_dir, study)
+        warnings += [edited] if edited else []
         layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder fit {study_dir}` again")
         check_predictions_in_family(points, study)
         table = read_results(study_dir)

@@ -63,6 +63,11 @@ def hero(
         )
     if run.forecast.get("caveat"):  # as `ladder fit` warns it: on stderr, --json or not
         err.print(f"[yellow]warning[/]: {escape(run.forecast['caveat'])}", soft_wrap=True)
+    from ladder.plan.planner import edited_since_plan, read_study
+
+    edited = edited_since_plan(study_dir, read_study(study_dir))
+    if edited:  # the hero is sized and trained from the file as it is now, unlike its ladder
+        err.print(f"[yellow]warning[/]: {escape(edited)}", soft_wrap=True)
     if as_json:
         print_json(run.to_dict())
         return

@@ -298,6 +298,27 @@ def repair_command(study_dir: Path) -> str:
     return f"ladder plan {sd.study} --out {sd.path}"
 
 
+def edited_since_plan(study_dir: Path, study: StudySpec) -> str | None:
+    """Why the study file no longer describes the planned ladder (it expands to runs plan.json does not hold:
+    S/study.yaml edited after ``ladder plan``), said for the user; None when every run it expands to is planned.
+    Fit and hero read the file as it is now, so a changed seq_len or vocab would size a hero unlike its ladder.
+    A change to the hero section alone keeps the runs, and says nothing."""
+    sd = layout.StudyDir(Path(study_dir))
+    try:
+        planned = set(_plan_ids(sd))
+        now = [r.run_id for r in expand(study).runs]
+    except Exception:  # noqa: BLE001 - a plan or study that cannot be read is named by the command's own checks
+        return None
+    new = [i for i in now if i not in planned]
+    if not new:
+        return None
+    return (
+        f"{sd.study} was edited since it was planned: {len(new)} of the {len(now)} runs it describes now are not in "
+        f"the plan, whose runs were trained from the file as it was; the fit and the hero read it as it is now: "
+        f"`{repair_command(sd.path)}` plans the new runs, or restore the file"
+    )
+
+
 @dataclass(frozen=True)
 class Damaged:
     """A run of the plan whose run directory cannot be read as a run: what is wrong, and the command that
