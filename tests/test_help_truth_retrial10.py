@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 from tests.micro import write_study
 
 
@@ -43,3 +43,14 @@ def test_freezes_next_step_names_the_study_in_every_command(capsys, study: Path)
     assert nxt, r.stdout
     for command in _commands(nxt[0]):
         assert command.endswith(str(study)), nxt[0]
+
+
+def test_the_tokenizers_smallest_vocabulary_adds_up_as_the_refusal_says(capsys, tmp_path, tiny_jsonl_corpus):
+    # the refusal once said "at least 259 ids (256 bytes + specials)": 258, with ladder's two special tokens
+    from ladder.model.data.tokenizer import MIN_VOCAB_SIZE, SPECIAL_TOKENS
+
+    args = ("data", "tokenizer", "train", tiny_jsonl_corpus, "--out", tmp_path / "tok")
+    line = one_line(run_cli(capsys, *args, "--vocab-size", MIN_VOCAB_SIZE - 1), f"at least {MIN_VOCAB_SIZE} ids")
+    terms = [int(n) for n in re.findall(r"(\d+) (?:bytes|special tokens|merge)", line)]
+    assert len(terms) == 3 and terms[1] == len(SPECIAL_TOKENS) and sum(terms) == MIN_VOCAB_SIZE, line
+    assert run_cli(capsys, *args, "--vocab-size", MIN_VOCAB_SIZE).code == 0

@@ -36,7 +36,7 @@ def tokenizer_train(
 
     from ladder.errors import SpecError
     from ladder.model.data.corpus import iter_corpus_texts
-    from ladder.model.data.tokenizer import describe_tokenizer, train_tokenizer
+    from ladder.model.data.tokenizer import MIN_VOCAB_SIZE, SPECIAL_TOKENS, describe_tokenizer, train_tokenizer
 
     cap = count(max_bytes, "--max-bytes", "a positive size such as 64M") if max_bytes else None
     fraction(validation_fraction, "--validation-fraction")
@@ -45,8 +45,11 @@ def tokenizer_train(
         raise SpecError(f"--out {out_dir}: exists and is not a folder")
     if not text_key.strip():
         raise SpecError(f"--text-key {text_key!r}: an empty name; name the field of each record that holds its text")
-    if vocab_size < 259:
-        raise SpecError(f"--vocab-size {vocab_size}: a byte-level BPE needs at least 259 ids (256 bytes + specials)")
+    if vocab_size < MIN_VOCAB_SIZE:  # the sum spelled out: "256 bytes + specials" read as 258
+        raise SpecError(
+            f"--vocab-size {vocab_size}: a byte-level BPE needs at least {MIN_VOCAB_SIZE} ids "
+            f"(256 bytes + {len(SPECIAL_TOKENS)} special tokens + 1 merge)"
+        )
     if vocab_size > MAX_VOCAB:
         raise SpecError(
             f"--vocab-size {vocab_size}: must be at most {MAX_VOCAB:,} ids (real vocabularies: 32K to 256K)"
