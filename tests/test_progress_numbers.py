@@ -68,7 +68,8 @@ def test_status_has_seed_and_budget_columns(tmp_path, capsys):
     assert {x["seed"] for x in r.json()["runs"]} == {0, 1}
     human = run_cli(capsys, "status", root)
     header = next(line for line in human.stdout.splitlines() if line.lstrip().startswith("run "))
-    assert " seed " in header and " budget " in header
+    # the planned tokens, headed "tokens": "budget" read as the study's 2x budgets beside 82.94K
+    assert " seed " in header and " tokens " in header and "budget" not in header
     table = [line for line in human.stdout.splitlines() if line.startswith(tuple(r.run_id for r in rows))]
     assert len(table) == len(rows) and max(len(line.rstrip()) for line in table) <= 120
 
