@@ -64,6 +64,7 @@ def test_suggest_names_the_missing_large_size_in_human_units_with_progress(study
     n = len(got["candidates"]) + 1
     for i in range(1, n + 1):
         assert f"--suggest {i}/{n}: refitting" in r.stderr
+    assert "refitting the current runs, as each candidate will be refitted" in r.stderr  # not "runs refitted as"
     text = " ".join(r.stdout.split())
     from ladder.console import sci
 

@@ -258,7 +258,7 @@ def suggest(
         if c.runs:  # else already planned
             todo.append(c)
     stages = len(todo) + 1
-    say(1, stages, f"the current runs refitted as each candidate will be ({kw['n_boot']} bootstrap refits)")
+    say(1, stages, f"the current runs, as each candidate will be refitted ({kw['n_boot']} bootstrap refits)")
     base = value.baseline(law_df, hero, n_boot=kw["n_boot"], seed=kw["seed"])
     current_pct = fit_hero.half_width_pct
     cands = []
