@@ -54,3 +54,19 @@ def test_the_tokenizers_smallest_vocabulary_adds_up_as_the_refusal_says(capsys, 
     terms = [int(n) for n in re.findall(r"(\d+) (?:bytes|special tokens|merge)", line)]
     assert len(terms) == 3 and terms[1] == len(SPECIAL_TOKENS) and sum(terms) == MIN_VOCAB_SIZE, line
     assert run_cli(capsys, *args, "--vocab-size", MIN_VOCAB_SIZE).code == 0
+
+
+def _help(capsys, *command: str) -> str:
+    """``command --help`` as one line of words (the panels' frames and wrapping taken out)."""
+    r = run_cli(capsys, *command, "--help")
+    assert r.code == 0, r.stderr
+    return " ".join(r.stdout.replace("│", " ").split())
+
+
+def test_scores_loss_range_in_its_help_is_the_one_it_takes(capsys, study: Path):
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "forecast", "score", study, "--loss", "0.001", "--json").code == 0
+    said = _help(capsys, "forecast", "score")
+    # the help said "0.001 to 100", and 100 is refused: above ln V of this study's 256-token vocabulary
+    one_line(run_cli(capsys, "forecast", "score", study, "--loss", "100"), "uniform guess")
+    assert "0.001 to 100." not in said and "uniform guess over the study's vocabulary" in said, said

@@ -253,7 +253,9 @@ def score(
         None,
         "--loss",
         metavar="LOSS",
-        help="The final eval loss of a hero trained elsewhere (at the frozen hero's size), in nats/token: 0.001 to 100.",
+        # not "0.001 to 100": no loss above ln V is taken, and ln V is 6.2 for the default study's 512 ids
+        help="The final eval loss of a hero trained elsewhere (at the frozen hero's size), in nats/token: from 0.001 "
+        "up to ln V, a uniform guess over the study's vocabulary.",
     ),
     curve: str | None = typer.Option(  # a str: typer makes a Path of '' into '.'
         None,
