@@ -70,3 +70,14 @@ def test_scores_loss_range_in_its_help_is_the_one_it_takes(capsys, study: Path):
     # the help said "0.001 to 100", and 100 is refused: above ln V of this study's 256-token vocabulary
     one_line(run_cli(capsys, "forecast", "score", study, "--loss", "100"), "uniform guess")
     assert "0.001 to 100." not in said and "uniform guess over the study's vocabulary" in said, said
+
+
+def test_the_bootstrap_it_advises_is_a_value_fit_takes(capsys, tmp_path):
+    # "give --bootstrap 9,975 or fewer": typed as printed, 9,975 is no integer to typer
+    rows = "".join(f"{n},{20 * n},{2 + 100 / n**0.3:.4f}\n" for n in range(10_000, 10_401))
+    (runs := tmp_path / "runs.csv").write_text("params,tokens,loss\n" + rows)
+    line = one_line(run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "10000"), "give --bootstrap")
+    advised = re.search(r"give --bootstrap (\S+) or fewer", line).group(1)
+    assert advised == str(4_000_000 // 401), line
+    r = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", advised, "--predict", "bad")
+    one_line(r, "--predict 'bad'")  # past the option parser and the bootstrap check: the value was taken

@@ -152,9 +152,10 @@ def _check_bootstrap(bootstrap: int, n_runs: int) -> None:
 
     if bootstrap > 200 and bootstrap * n_runs > MAX_RESAMPLED_RUNS:
         most = max(200, MAX_RESAMPLED_RUNS // max(n_runs, 1))
+        # the option's values without commas, as typed: typer reads no "9,975" as an integer
         raise SpecError(
-            f"--bootstrap {bootstrap:,} on {n_runs:,} runs to fit: {bootstrap * n_runs:,} resampled runs, more than the "
-            f"{MAX_RESAMPLED_RUNS:,} a fit holds in memory (about 0.8 GB per million); give --bootstrap {most:,} or fewer"
+            f"--bootstrap {bootstrap} on {n_runs:,} runs to fit: {bootstrap * n_runs:,} resampled runs, more than the "
+            f"{MAX_RESAMPLED_RUNS:,} a fit holds in memory (about 0.8 GB per million); give --bootstrap {most} or fewer"
         )
 
 
