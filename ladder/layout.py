@@ -265,11 +265,17 @@ class StudyDir:
                 )
             if os.path.lexists(self.plan):  # a folder or a device where plan.json goes: "no plan.json" denied `ls`
                 kind = "a directory" if self.plan.is_dir() else "not a regular file"
-                again = f"`ladder plan {self.path}`" if self.study.is_file() else "`ladder plan`"
+                # a bare `ladder plan` is a usage error, and with a study alone it plans into ./ladder-runs/<name>
+                again = (
+                    f"`ladder plan {self.path}`" if self.study.is_file() else f"`ladder plan STUDY --out {self.path}`"
+                )
                 return f"{self.plan} is not a file ({kind}): remove it (`rm -r {self.plan}`), then run {again}"
             if self.study.is_file():  # planning it again in place rewrites plan.json
                 return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan {self.path}`"
-            return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan` first"
+            return (
+                f"{self.path} is not a planned study directory (no {PLAN}); plan a study into it with "
+                f"`ladder plan STUDY --out {self.path}`, or give the directory `ladder plan` wrote"
+            )
         return None
 
     @property

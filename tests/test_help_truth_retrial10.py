@@ -81,3 +81,17 @@ def test_the_bootstrap_it_advises_is_a_value_fit_takes(capsys, tmp_path):
     assert advised == str(4_000_000 // 401), line
     r = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", advised, "--predict", "bad")
     one_line(r, "--predict 'bad'")  # past the option parser and the bootstrap check: the value was taken
+
+
+def test_an_unplanned_folders_hint_plans_into_that_folder(capsys, tmp_path, tiny_jsonl_corpus):
+    # "run `ladder plan` first", typed as printed, is "Missing argument 'study'"; and with a study alone it plans
+    # into ./ladder-runs/<name>, not the folder the user gave
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    study = write_study(tmp_path / "micro.yaml", tiny_jsonl_corpus, sizes=("4K", "6K", "8K", "12K"))
+    line = one_line(run_cli(capsys, "status", folder), str(folder))
+    [command] = [c for c in _commands(line) if c.startswith("ladder plan ")]  # not "the folder `ladder plan` wrote"
+    args = command.split()[1:]
+    assert "STUDY" in args, line
+    assert run_cli(capsys, *[str(study) if a == "STUDY" else a for a in args]).code == 0
+    assert run_cli(capsys, "status", folder).code == 0
