@@ -102,7 +102,8 @@ def run_study(
     study = load_study(study_ref)
     study_dir = study_dir_for(study_ref, study, out_dir)
     outcome = RunOutcome(study_dir=study_dir)
-    layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder run {study_ref}` again")
+    # not "`ladder run STUDY`": that drops --out (and plans a second study in ./ladder-runs/<name>)
+    layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, "run the same command again")
 
     written = write_plan(expand(study), study_dir)
     _say(log, f"plan: {study_dir} ({len(written.new)} new runs, {len(written.existing)} already planned)")

@@ -15,6 +15,13 @@ def _commands(line: str) -> list[str]:
     return re.findall(r"`(ladder [^`]*)`", line)
 
 
+def _refusal(r) -> str:
+    """The ``error:`` line of a refusal (exit 2) that may follow the plan's warnings."""
+    line = r.stderr.strip().splitlines()[-1]
+    assert r.code == 2 and line.startswith("error: ") and "Traceback" not in r.stderr, r.stderr
+    return line
+
+
 def test_run_says_to_resume_the_users_study_not_the_default_one(capsys, monkeypatch, tmp_path, tiny_jsonl_corpus):
     # `ladder run` with no STUDY runs the built-in default study: a hint to resume must name the study's directory
     import ladder.books.run_status
@@ -29,9 +36,8 @@ def test_run_says_to_resume_the_users_study_not_the_default_one(capsys, monkeypa
     monkeypatch.setattr(ladder.jobs.submit, "submit", lambda *a, **k: SimpleNamespace(submitted=[], skipped=[]))
     rows = [SimpleNamespace(run_id="abc123", state="interrupted", error=None)]
     monkeypatch.setattr(ladder.books.run_status, "wait", lambda *a, **k: rows)
-    r = run_cli(capsys, "run", study, "--out", out, "--executor", "debug", "--no-fit-check")
-    line = r.stderr.strip().splitlines()[-1]  # after the plan's warnings
-    assert r.code == 2 and line.startswith("error: ") and "abc123" in line, r.stderr
+    line = _refusal(run_cli(capsys, "run", study, "--out", out, "--executor", "debug", "--no-fit-check"))
+    assert "abc123" in line, line
     assert not [c for c in _commands(line) if c.startswith("ladder run")], line
     assert "run the same command again to resume" in line, line
 
@@ -95,3 +101,13 @@ def test_an_unplanned_folders_hint_plans_into_that_folder(capsys, tmp_path, tiny
     assert "STUDY" in args, line
     assert run_cli(capsys, *[str(study) if a == "STUDY" else a for a in args]).code == 0
     assert run_cli(capsys, "status", folder).code == 0
+
+
+def test_runs_remedy_for_a_folder_where_fit_json_goes_keeps_the_out(capsys, tmp_path, tiny_jsonl_corpus):
+    # "then run `ladder run micro.yaml` again" left --out behind: that plans a second study in ./ladder-runs/micro
+    study = write_study(tmp_path / "micro.yaml", tiny_jsonl_corpus, sizes=("4K", "6K", "8K", "12K"))
+    out = tmp_path / "elsewhere"
+    (out / "fit.json").mkdir(parents=True)
+    line = _refusal(run_cli(capsys, "run", study, "--out", out, "--executor", "debug"))
+    assert [c for c in _commands(line) if c.startswith("ladder run")] in ([], [f"ladder run {study} --out {out}"])
+    assert "same command" in line or f"--out {out}" in line, line
