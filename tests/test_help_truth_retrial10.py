@@ -111,3 +111,9 @@ def test_runs_remedy_for_a_folder_where_fit_json_goes_keeps_the_out(capsys, tmp_
     line = _refusal(run_cli(capsys, "run", study, "--out", out, "--executor", "debug"))
     assert [c for c in _commands(line) if c.startswith("ladder run")] in ([], [f"ladder run {study} --out {out}"])
     assert "same command" in line or f"--out {out}" in line, line
+
+
+def test_the_guide_gives_the_loss_range_score_takes():
+    # the guide said a --loss may be "from 0.001 ... to 100": score refuses one above ln V of the vocabulary
+    guide = " ".join((Path(__file__).parents[1] / "docs" / "guide.md").read_text().split())
+    assert "a `--loss` at most ln V, a uniform guess over the study's vocabulary" in guide
