@@ -117,3 +117,11 @@ def test_the_guide_gives_the_loss_range_score_takes():
     # the guide said a --loss may be "from 0.001 ... to 100": score refuses one above ln V of the vocabulary
     guide = " ".join((Path(__file__).parents[1] / "docs" / "guide.md").read_text().split())
     assert "a `--loss` at most ln V, a uniform guess over the study's vocabulary" in guide
+
+
+def test_model_infos_default_ffn_width_is_the_rounding_its_help_names(capsys):
+    # "8/3 d_model, rounded" reads as 1365 at d_model 512; the shape has 1360, the nearest multiple of 16
+    said = _help(capsys, "model", "info")
+    assert "(default 8/3 d_model, rounded to a multiple of 16)" in said, said
+    r = run_cli(capsys, "model", "info", "--d-model", "512", "--n-layers", "4", "--json")
+    assert r.json()["shape"]["ffn_dim"] == 16 * round(8 * 512 / 3 / 16) == 1360

@@ -18,7 +18,9 @@ def model_info(
     n_heads: int | None = typer.Option(None, "--n-heads", help="Query heads (default d_model / head_dim)."),
     n_kv_heads: int | None = typer.Option(None, "--n-kv-heads", help="KV heads (default n_heads / kv_ratio)."),
     head_dim: int | None = typer.Option(None, "--head-dim", help="Head dimension (default d_model / n_heads or 64)."),
-    ffn_dim: int | None = typer.Option(None, "--ffn-dim", help="SwiGLU width (default 8/3 d_model, rounded)."),
+    ffn_dim: int | None = typer.Option(
+        None, "--ffn-dim", help="SwiGLU width (default 8/3 d_model, rounded to a multiple of 16)."
+    ),
     vocab_size: int = typer.Option(49152, "--vocab-size", help="Vocabulary size (rows of the embedding)."),
     tied: bool = typer.Option(True, "--tied/--untied", help="Tie the LM head to the input embedding."),
     seq_len: int = typer.Option(2048, "--seq-len", help="Context length for the attention FLOPs."),
