@@ -125,3 +125,14 @@ def test_model_infos_default_ffn_width_is_the_rounding_its_help_names(capsys):
     assert "(default 8/3 d_model, rounded to a multiple of 16)" in said, said
     r = run_cli(capsys, "model", "info", "--d-model", "512", "--n-layers", "4", "--json")
     assert r.json()["shape"]["ffn_dim"] == 16 * round(8 * 512 / 3 / 16) == 1360
+
+
+def test_tokenizer_evals_max_bytes_help_says_it_caps_the_text_read(capsys, tmp_path, tiny_jsonl_corpus, tiny_tokenizer):
+    # "Evaluate on at most this much held-out text": the cap is on the text read before the split, so --max-bytes
+    # 40K at a fraction of 0.5 evaluates about 20K, and the default 8M at 0.02 about 160K
+    args = ("data", "tokenizer", "eval", tiny_tokenizer, tiny_jsonl_corpus, "--validation-fraction", "0.5")
+    r = run_cli(capsys, *args, "--max-bytes", "40K", "--json")
+    assert r.code == 0, r.stderr
+    assert r.json()["bytes"] < 0.75 * 40_000
+    said = _help(capsys, "data", "tokenizer", "eval")
+    assert "Read at most this much text, held out or not" in said, said

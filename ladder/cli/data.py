@@ -79,7 +79,12 @@ def tokenizer_eval(
     tokenizer_dir: Path = typer.Argument(..., help="A tokenizer folder (or tokenizer.json)."),
     corpus: str = typer.Argument(..., help=CORPUS_HELP),
     text_key: str = typer.Option("text", "--text-key", help=TEXT_KEY_HELP),
-    max_bytes: str = typer.Option("8M", "--max-bytes", help="Evaluate on at most this much held-out text."),
+    max_bytes: str = typer.Option(  # the cap is on the text read, before the split: not on the held-out text
+        "8M",
+        "--max-bytes",
+        help="Read at most this much text, held out or not: the evaluation gets the held-out share of it "
+        "(--validation-fraction; about 160K of the default 8M).",
+    ),
     validation_fraction: float = typer.Option(0.02, "--validation-fraction", help=FRACTION_HELP),
     as_json: bool = JSON_OPT,
 ) -> None:
