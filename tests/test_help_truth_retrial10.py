@@ -136,3 +136,13 @@ def test_tokenizer_evals_max_bytes_help_says_it_caps_the_text_read(capsys, tmp_p
     assert r.json()["bytes"] < 0.75 * 40_000
     said = _help(capsys, "data", "tokenizer", "eval")
     assert "Read at most this much text, held out or not" in said, said
+
+
+def test_scoring_a_failed_hero_names_a_retry_that_works(capsys, study: Path):
+    # "`ladder submit --retry-failed` trains it again": typed as printed, "Missing argument 'study_dir'"
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    [hero] = [p for p in (study / "runs").iterdir() if '"role": "hero"' in (p / "spec.json").read_text()]
+    (hero / "result.json").write_text('{"status": "failed", "error": "boom"}')
+    line = one_line(run_cli(capsys, "forecast", "score", study), "--retry-failed")
+    assert f"`ladder submit {study} --retry-failed`" in line, line

@@ -186,7 +186,7 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
     elif status in ("failed", "diverged"):
         raise StateError(
             f"the hero run {spec.run_id} ended {status}: no loss to score (see `ladder status "
-            f"{sd.path}`; `ladder submit --retry-failed` trains it again)"
+            f"{sd.path}`; `ladder submit {sd.path} --retry-failed` trains it again)"  # typed as printed, it runs
         )
     elif not obs.points:
         raise StateError(
