@@ -179,7 +179,7 @@ def run_study(
 
     sd = layout.StudyDir(study_dir)
     try:
-        fitted = fit_study(collected.runs, study=study)
+        fitted = fit_study(collected.runs, study=study, study_dir=study_dir)
     except FitError as exc:
         # the runs are done and kept; the report still shows them, and says why there is no fit
         outcome.fit_error = str(exc)

@@ -146,3 +146,13 @@ def test_scoring_a_failed_hero_names_a_retry_that_works(capsys, study: Path):
     (hero / "result.json").write_text('{"status": "failed", "error": "boom"}')
     line = one_line(run_cli(capsys, "forecast", "score", study), "--retry-failed")
     assert f"`ladder submit {study} --retry-failed`" in line, line
+
+
+def test_fit_of_a_ladder_with_no_done_run_names_commands_that_train_it(capsys, study: Path):
+    # "train them (`ladder submit`), then `ladder collect`": no STUDY_DIR, and a plain submit skips failed runs
+    for run in (study / "runs").iterdir():
+        (run / "result.json").write_text('{"status": "failed", "error": "boom"}')
+    assert run_cli(capsys, "collect", study).code == 0
+    line = one_line(run_cli(capsys, "fit", study), "no finished runs")
+    assert f"`ladder submit {study} --retry-failed`" in line, line
+    assert f"`ladder collect {study}`" in line and f"`ladder status {study}`" in line, line

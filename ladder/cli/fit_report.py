@@ -283,7 +283,7 @@ def fit(
         table = read_results(study_dir)
         _check_bootstrap(bootstrap, _fitted_rows(table))
         warnings += _far_from_the_ladder(points, table)
-        result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed)
+        result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed, study_dir=study_dir)
         result.warnings[:0] = warnings  # fit.json holds every warning the command gave
         result.write(layout.StudyDir(study_dir).fit)
     for w in warnings:

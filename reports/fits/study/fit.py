@@ -90,6 +90,7 @@ def fit_study(
     n_boot: int = 200,
     seed: int = 0,
     variant: str | None = None,
+    study_dir: str | Path | None = None,
 ) -> FitResult:
     """Fit a ladder's runs: per-variant loss forecasts (law forms, rollout, calibration), compute-optimal
     allocation, IsoFLOP, hyperparameter laws, tied-vs-untied and depth-vs-width ablations, task forecasts, the
@@ -98,7 +99,8 @@ def fit_study(
     ``runs``: a results table (``results.parquet`` of ``ladder collect``, or any table with ``params``,
     ``tokens``, ``loss``; see the module doc). ``predict``: extra forecasts, each ``"PARAMS:TOKENS"``,
     ``(params, tokens)`` or ``(params, tokens, label)``. ``n_boot``: bootstrap refits per law. ``variant``: the
-    variant whose law forecasts the hero and the predictions (else chosen as the module doc says). Raises
+    variant whose law forecasts the hero and the predictions (else chosen as the module doc says). ``study_dir``:
+    where the runs are, for the commands an error names. Raises
     ``FitError`` for input the user must fix; optional parts that cannot be fitted only give a reason.
     """
     if n_boot < 1:
@@ -138,11 +140,15 @@ def fit_study(
         )
     excluded.extend(table.hero_excluded(hero_rows))
     if not ok.any():
+        # commands to type as printed: with the study directory, and a plain submit skips failed runs
+        at = f" {study_dir}" if study_dir is not None else " STUDY_DIR"
+        retry = " --retry-failed" if {str(e["status"]) for e in excluded} & {"failed", "diverged", "corrupt"} else ""
         raise FitError(
             f"fit: no finished runs to fit: none of the {len(raw)} run(s) is done "
             f"({', '.join(sorted({str(e['status']) for e in excluded}))}); "
             + (
-                "train them (`ladder submit`), then `ladder collect` and fit again; `ladder status` shows where they are"
+                f"train them (`ladder submit{at}{retry}`), then `ladder collect{at}` and fit again; "
+                f"`ladder status{at}` shows where they are"
                 if study is not None
                 else f"the status column of a runs table says which to fit ({', '.join(sorted(table.KEEP_STATUS))}, "
                 "or empty)"
