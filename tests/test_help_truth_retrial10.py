@@ -156,3 +156,11 @@ def test_fit_of_a_ladder_with_no_done_run_names_commands_that_train_it(capsys, s
     line = one_line(run_cli(capsys, "fit", study), "no finished runs")
     assert f"`ladder submit {study} --retry-failed`" in line, line
     assert f"`ladder collect {study}`" in line and f"`ladder status {study}`" in line, line
+
+
+def test_fit_with_too_few_done_runs_points_at_this_studys_status(capsys, study: Path):
+    for run in sorted((study / "runs").iterdir())[:4]:
+        (run / "result.json").write_text('{"status": "failed", "error": "boom"}')
+    assert run_cli(capsys, "collect", study).code == 0
+    line = one_line(run_cli(capsys, "fit", study), "not done")
+    assert "`ladder status` " not in line and f"`ladder status {study}` shows them" in line, line

@@ -269,7 +269,7 @@ def test_a_fit_that_fails_for_runs_not_done_names_them(tmp_path, capsys):
     plan["runs"] = [s.run_id for s in specs]
     (root / "plan.json").write_text(json.dumps(plan))
     assert run_cli(capsys, "collect", root).code == 0
-    line = one_line(run_cli(capsys, "fit", root), "2 of the 4 runs are not done", "`ladder status` shows them")
+    line = one_line(run_cli(capsys, "fit", root), "2 of the 4 runs are not done", f"`ladder status {root}` shows them")
     assert "on the rest, " in line
     (root / "runs" / specs[2].run_id / "result.json").write_text(json.dumps(done_result(specs[2], 3.6)))
     assert run_cli(capsys, "collect", root).code == 0

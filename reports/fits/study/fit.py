@@ -121,13 +121,15 @@ def fit_study(
     raw = raw[~heroes].copy()
     ok = table.status_ok(raw)
     excluded = table.excluded_rows(raw, ok)
+    # commands to type as printed: with the study directory
+    at = f" {study_dir}" if study_dir is not None else " STUDY_DIR"
     left_out = ""  # said with a fit that fails for too few runs: the runs not done are often why
     if excluded:  # each run with its reason is in ``excluded`` (and on its own line in `ladder fit`'s summary)
         states = pd.Series([str(e["status"]) for e in excluded]).value_counts()
         counts = ", ".join(f"{n} {state}" for state, n in states.items())
         are = "is" if len(excluded) == 1 else "are"
         left_out = f"{len(excluded)} of the {len(raw)} runs {are} not done ({counts}), so not fitted" + (
-            " (`ladder status` shows them)" if study is not None else ""
+            f" (`ladder status{at}` shows them)" if study is not None else ""
         )
         warnings.append(
             f"{len(excluded)} run(s) excluded from the fits (not done: {counts}); "
@@ -140,8 +142,7 @@ def fit_study(
         )
     excluded.extend(table.hero_excluded(hero_rows))
     if not ok.any():
-        # commands to type as printed: with the study directory, and a plain submit skips failed runs
-        at = f" {study_dir}" if study_dir is not None else " STUDY_DIR"
+        # a plain submit skips failed runs
         retry = " --retry-failed" if {str(e["status"]) for e in excluded} & {"failed", "diverged", "corrupt"} else ""
         raise FitError(
             f"fit: no finished runs to fit: none of the {len(raw)} run(s) is done "
