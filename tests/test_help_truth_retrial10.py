@@ -164,3 +164,10 @@ def test_fit_with_too_few_done_runs_points_at_this_studys_status(capsys, study: 
     assert run_cli(capsys, "collect", study).code == 0
     line = one_line(run_cli(capsys, "fit", study), "not done")
     assert "`ladder status` " not in line and f"`ladder status {study}` shows them" in line, line
+
+
+def test_a_damaged_freezes_advice_names_a_freeze_of_this_study(capsys, study: Path):
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    (study / "forecast.json").write_text("{bad")
+    line = one_line(run_cli(capsys, "forecast", "score", study, "--loss", "3.5"), "restore it")
+    assert f"`ladder forecast freeze {study}` makes a new freeze" in line, line

@@ -124,8 +124,9 @@ def damaged_freezes(frozen: list[Frozen], study_dir: Path) -> str:
     them = "it" if len(bad) == 1 else "them"
     return (
         "; ".join(f"{f.path} is {f.problem}" for f in bad)
-        + f": restore {them} from a copy, or move {them} out of {study_dir} (`ladder forecast freeze` makes a new "
-        "freeze, best before the hero trains)"
+        # the command with its directory: typed as printed, a bare `ladder forecast freeze` is a usage error
+        + f": restore {them} from a copy, or move {them} out of {study_dir} (`ladder forecast freeze {study_dir}` "
+        "makes a new freeze, best before the hero trains)"
     )
 
 
