@@ -19,7 +19,7 @@ from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, VariantLaw, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
 from ladder.reports.fits.study.table import ALL_RUNS, of_variant
-from ladder.reports.render.fmt import fmt_flops, fmt_pct, share_of_hero
+from ladder.reports.render.fmt import fmt_flops, fmt_pct, fmt_sig, share_of_hero
 
 __all__ = ["print_fit"]
 
@@ -39,9 +39,7 @@ def _num(v: Any, digits: int = 4) -> str:
         x = float(v)
     except (TypeError, ValueError):
         return str(v)
-    text = f"{x:.{digits}g}"
-    # Python's g writes 88,460 as 8.846e+04 from 1e3 up: commas (as the report's fmt_g) below 1e5
-    return f"{float(text):,.0f}" if 1000 <= abs(x) < 1e5 else text
+    return fmt_sig(x, digits)  # the report's fmt_loss gives a large loss in the same digits
 
 
 def _count(v: Any) -> str:

@@ -58,10 +58,15 @@ def fmt_loss(v: Any, digits: int = 4) -> str:
     if not math.isfinite(x):
         return ABSENT
     if x != 0 and (abs(x) >= 1e4 or abs(x) < 0.5 * 10.0**-digits):
-        from ladder.reports.summary import _num
-
-        return _num(x, digits)  # 12,230 and 4.554e-56, as `ladder fit` prints them
+        return fmt_sig(x, digits)  # 12,230 and 4.554e-56, as `ladder fit` prints them
     return f"{x:.{digits}f}"
+
+
+def fmt_sig(x: float, digits: int = 4) -> str:
+    """``x`` in ``digits`` significant figures as `ladder fit` prints its constants (reports/summary.py reads it
+    here): Python's g, but with commas from 1,000 up to 1e5, where g would write 88,460 as 8.846e+04."""
+    text = f"{x:.{digits}g}"
+    return f"{float(text):,.0f}" if 1000 <= abs(x) < 1e5 else text
 
 
 def fmt_g(v: Any, digits: int = 3) -> str:
