@@ -184,6 +184,20 @@ def test_train_prints_json_and_exits_1_unless_done(tmp_path, capsys, monkeypatch
     assert r.code == 1 and r.json()["status"] == "diverged" and r.json()["diverged_at_step"] == 2
 
 
+def test_train_prints_its_losses_in_the_digits_status_gives(tmp_path, capsys, tiny_jsonl_corpus):
+    """`ladder train RUN` said "final eval loss 1.8651792122564075" where status shows 1.8652."""
+    import re
+
+    from tests.micro import write_study
+
+    spec = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus, sizes=("4K",))
+    assert run_cli(capsys, "plan", spec, "--out", tmp_path / "st", "--no-fit-check").code == 0
+    run = next((tmp_path / "st" / "runs").iterdir())
+    r = run_cli(capsys, "train", run, "--threads", "1")
+    assert r.code == 0, r.stderr
+    assert re.search(r"done: final eval loss \d+\.\d{4}, train loss \d+\.\d{4}, ", r.stdout), r.stdout
+
+
 def test_ladder_run_exits_1_naming_the_failed_runs_and_the_fit(tmp_path, capsys, monkeypatch, tiny_jsonl_corpus):
     from tests.micro import write_study
 

@@ -98,9 +98,13 @@ def train(
         if result.get("status") != "done":
             raise typer.Exit(1)
         return
+    def loss(key: str) -> str:  # in status's four decimals, never 1.8651792122564075
+        value = result.get(key)
+        return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
+
     out.print(
-        f"{result.get('status')}: final eval loss {result.get('final_eval_loss')}, "
-        f"train loss {result.get('final_train_loss')}, {result.get('tokens'):,} tokens in "
+        f"{result.get('status')}: final eval loss {loss('final_eval_loss')}, "
+        f"train loss {loss('final_train_loss')}, {result.get('tokens'):,} tokens in "
         f"{human_seconds(result.get('wall_time_s'))}"
     )
     if result.get("status") != "done":
