@@ -98,6 +98,7 @@ def train(
         if result.get("status") != "done":
             raise typer.Exit(1)
         return
+
     def loss(key: str) -> str:  # in status's four decimals, never 1.8651792122564075
         value = result.get(key)
         return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
