@@ -197,6 +197,13 @@ def entry() -> None:
     _trap_stop_signals()
     try:
         _main()
+    except _TornExit as exc:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(_exit_code(exc.code))
     except SystemExit as exc:
         _finished(exc.code)
         raise
@@ -292,6 +299,9 @@ def _main() -> None:
 
         if isinstance(exc, Preempted):  # training stopped at a step boundary, its checkpoint written
             _interrupted(exc.signum)
+        behind = _interrupt_behind(exc)
+        if behind is not None:
+            _interrupted(getattr(behind, "signum", signal.SIGINT), torn=True)
         raise
     if code == 130:  # typer's word for a Ctrl-C outside a command's own code (parsing its arguments): no word said
         _interrupted(signal.SIGINT)
@@ -343,7 +353,25 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _interrupted(signum: int) -> NoReturn:
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or kill) an exception stands for: a signal that lands while a C extension initializes
+    (matplotlib's ft2font, imported by `fit`) comes out as "ImportError: initialization failed", raised from it."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+class _TornExit(SystemExit):
+    """An exit after an extension module's initialization was cut short: the interpreter's teardown of that
+    half-made module can die of a fatal error (exit -6 after the line was said), so the process ends at once."""
+
+
+def _interrupted(signum: int, *, torn: bool = False) -> NoReturn:
     """One line and the shell's code for the signal (130 for Ctrl-C): what was done is kept (checkpoints, and
     files written whole or not at all), so the same command continues."""
     try:
@@ -354,7 +382,7 @@ def _interrupted(signum: int) -> NoReturn:
         err.print(f"[yellow]{name}[/]: {INTERRUPTED}", soft_wrap=True)
     except (OSError, ValueError):  # SIGHUP: the terminal it would be said on may be gone
         pass
-    sys.exit(128 + int(signum))
+    raise (_TornExit if torn else SystemExit)(128 + int(signum))
 
 
 def _quiet_stdout() -> None:
