@@ -283,7 +283,10 @@ def _main() -> None:
             sys.exit(2)
         err.print(f"[bold red]error:[/] {escape(usage_line(exc))}", soft_wrap=True)
         sys.exit(2)
-    except typer.Abort:
+    except typer.Abort as exc:
+        behind = _interrupt_behind(exc)
+        if behind is not None:  # typer aborts on an EOFError: one met while a kill stopped a worker pool
+            _interrupted(getattr(behind, "signum", signal.SIGINT))
         sys.exit(1)
     except LadderError as exc:  # the message may hold brackets (a path, an extra): not rich markup
         _fail(str(exc))
@@ -293,6 +296,9 @@ def _main() -> None:
         _quiet_stdout()
         sys.exit(1)
     except OSError as exc:  # a place that cannot be read or written (a read-only study, --out /proc/x)
+        behind = _interrupt_behind(exc)
+        if behind is not None:  # the clean-up after a kill failed (data prepare's pool: its semaphores gone)
+            _interrupted(getattr(behind, "signum", signal.SIGINT))
         _fail(os_error_line(exc))
     except Exception as exc:
         from ladder.model.training.preemption import Preempted
