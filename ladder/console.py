@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
+import threading
 from typing import Any
 
 from rich.console import Console
@@ -102,3 +105,32 @@ def sci(x: float | None) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
     return format_flops(x)
+
+
+_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+_commands: list[dict[int, Any]] = []  # the stop signals' handlers, as each running command found them
+
+
+@contextlib.contextmanager
+def command_running():
+    """Around a command of the command line: the handlers :func:`on_record` set aside are put back after it."""
+    here = threading.current_thread() is threading.main_thread()
+    _commands.append({s: signal.getsignal(s) for s in _STOP_SIGNALS} if here else {})
+    try:
+        yield
+    finally:
+        for signum, handler in _commands.pop().items():
+            if handler is not None and signal.getsignal(signum) != handler:
+                signal.signal(signum, handler)
+
+
+def on_record() -> None:
+    """The command's work is being put on record (a freeze, a score), and nothing is left but to say so: a Ctrl-C
+    or kill from here on would say "run the same command to continue" about work that is done, and the same
+    command would do it a second time (another freeze, the score appended twice). So they are ignored until
+    the command ends. Outside a command of the command line (a library call, a test), nothing changes."""
+    if not _commands or threading.current_thread() is not threading.main_thread():
+        return
+    for signum in _STOP_SIGNALS:
+        if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+            signal.signal(signum, signal.SIG_IGN)

@@ -78,3 +78,54 @@ def test_a_kill_that_ends_in_an_eof_error_is_not_a_silent_exit_1(tmp_path, capsy
     r = run_cli(capsys, "status", tmp_path / "s")
     assert r.code == 128 + signal.SIGTERM, (r.code, r.stderr[-2000:])
     assert r.stderr.strip().splitlines()[-1] == "stopped by SIGTERM: run the same command to continue", r.stderr
+
+
+def _ctrl_c_after(module, name: str, monkeypatch) -> None:
+    """A real Ctrl-C (SIGINT to this process) the moment ``module.name`` has returned, once."""
+    import os
+
+    original = getattr(module, name)
+    pressed = []
+
+    def then_ctrl_c(*a, **k):
+        value = original(*a, **k)
+        if not pressed:
+            pressed.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+        return value
+
+    monkeypatch.setattr(module, name, then_ctrl_c)
+
+
+def _as_told(capsys, *argv):
+    """The command, and once more if it said to run it again: what a user who follows its word ends with."""
+    r = run_cli(capsys, *argv)
+    if r.code == 130:
+        assert r.stderr.strip().splitlines()[-1] == "interrupted: run the same command to continue", r.stderr
+        r = run_cli(capsys, *argv)
+    assert r.code == 0, (r.code, r.stderr[-2000:])
+
+
+def test_ctrl_c_once_a_freeze_is_on_record_does_not_freeze_twice(study, capsys, monkeypatch):
+    """`ladder forecast freeze` pressed Ctrl-C as it said what it froze: the freeze was on record, but it said
+    "interrupted: run the same command to continue", and the same command froze the forecast a second time."""
+    import ladder.forecast.frozen as frozen
+
+    before = {p.name for p in study.glob("forecast*.json")}
+    _ctrl_c_after(frozen, "read_frozen_one", monkeypatch)
+    _as_told(capsys, "forecast", "freeze", study)
+    assert len({p.name for p in study.glob("forecast*.json")} - before) == 1
+
+
+def test_ctrl_c_once_a_score_is_on_record_does_not_score_twice(study, capsys, monkeypatch):
+    """`ladder forecast score` pressed Ctrl-C right after it appended the score: it said to run the same command
+    again, which appended the same score a second time."""
+    import json
+
+    import ladder.forecast.score as score
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    [path] = [p for p in study.glob("forecast*.json") if not json.loads(p.read_text())["scores"]][-1:]
+    _ctrl_c_after(score, "append_score", monkeypatch)
+    _as_told(capsys, "forecast", "score", study, "--loss", "3.5")
+    assert [s["actual"] for s in json.loads(path.read_text())["scores"]] == [3.5]

@@ -38,7 +38,7 @@ from ladder.cli import (
     studies,
     training,
 )
-from ladder.console import err, out
+from ladder.console import command_running, err, out
 from ladder.errors import LadderError
 from ladder.layout import broken_link
 
@@ -272,7 +272,8 @@ def _finished(code: object) -> None:
 def _main() -> None:
     try:
         _refuse_undecodable_arguments()
-        code = _command().main(prog_name="ladder", standalone_mode=False)
+        with command_running():
+            code = _command().main(prog_name="ladder", standalone_mode=False)
     except _usage_errors() as exc:
         if not exc.format_message():  # a group called without a command: click printed its help
             ctx = getattr(exc, "ctx", None)

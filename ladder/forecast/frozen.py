@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ladder import layout
+from ladder.console import on_record
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import current_fit, refit, results_hash_of, study_hash
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS  # the plausible range of a loss, the fit's too
@@ -248,6 +249,7 @@ def _claim(sd: layout.StudyDir, build) -> tuple[int, Path]:
                 if exc.errno and exc.filename is None:
                     raise type(exc)(exc.errno, exc.strerror, str(path)) from None
                 raise
+            on_record()  # the freeze is made from here on: a Ctrl-C would get it made twice
             try:
                 os.link(tmp, path)
             except FileExistsError:

@@ -39,6 +39,7 @@ import numpy as np
 from ladder import layout
 from ladder.books import job_records
 from ladder.books.run_books import read_result
+from ladder.console import on_record
 from ladder.errors import SpecError, StateError
 from ladder.forecast.frozen import (
     DATA_CHANGED,
@@ -536,6 +537,7 @@ def score_study(
             + "; ".join(f"forecast {n}: {why}" for n, why in outcome.unmatched.items())
             + " (nothing written)"
         )
+    on_record()  # every freeze's score or none: a Ctrl-C between them would get the first appended twice
     for f, score in scores:
         append_score(f, score)
         outcome.scored.append((f, score))
