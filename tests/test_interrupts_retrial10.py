@@ -129,3 +129,25 @@ def test_ctrl_c_once_a_score_is_on_record_does_not_score_twice(study, capsys, mo
     _ctrl_c_after(score, "append_score", monkeypatch)
     _as_told(capsys, "forecast", "score", study, "--loss", "3.5")
     assert [s["actual"] for s in json.loads(path.read_text())["scores"]] == [3.5]
+
+
+def test_a_kill_while_the_command_line_is_read_is_said_as_a_kill(tmp_path, capsys, monkeypatch):
+    """`kill` (SIGTERM) landing as typer read the command line, before ladder's guard around the command: typer
+    turned it into its exit 130, and the command said "interrupted", exit 130, as for a Ctrl-C, not "stopped by
+    SIGTERM", exit 143."""
+    import typer._click.core as click_core
+
+    from ladder.cli import _stop_on
+    from tests.fake_runs import plan_micro
+
+    make_context = click_core.Command.make_context
+
+    def killed_while_reading(self, *a, **k):
+        make_context(self, *a, **k)
+        _stop_on(signal.SIGTERM, None)
+
+    plan_micro(tmp_path / "s")
+    monkeypatch.setattr(click_core.Command, "make_context", killed_while_reading)
+    r = run_cli(capsys, "status", tmp_path / "s")
+    assert r.code == 128 + signal.SIGTERM, (r.code, r.stderr[-2000:])
+    assert r.stderr.strip().splitlines()[-1] == "stopped by SIGTERM: run the same command to continue", r.stderr

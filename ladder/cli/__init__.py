@@ -223,7 +223,11 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+_last_stop: list[int] = []  # the kill typer's exit 130 stands for, when one got past the guard around a command
+
+
 def _stop_on(signum: int, frame: Any) -> None:
+    _last_stop.append(signum)
     raise Stopped(signum)
 
 
@@ -270,6 +274,7 @@ def _finished(code: object) -> None:
 
 
 def _main() -> None:
+    _last_stop.clear()
     try:
         _refuse_undecodable_arguments()
         with command_running():
@@ -311,7 +316,7 @@ def _main() -> None:
             _interrupted(getattr(behind, "signum", signal.SIGINT), torn=True)
         raise
     if code == 130:  # typer's word for a Ctrl-C outside a command's own code (parsing its arguments): no word said
-        _interrupted(signal.SIGINT)
+        _interrupted(_last_stop[-1] if _last_stop else signal.SIGINT)
     if isinstance(code, int) and code:
         sys.exit(code)
 
