@@ -151,3 +151,29 @@ def test_a_kill_while_the_command_line_is_read_is_said_as_a_kill(tmp_path, capsy
     r = run_cli(capsys, "status", tmp_path / "s")
     assert r.code == 128 + signal.SIGTERM, (r.code, r.stderr[-2000:])
     assert r.stderr.strip().splitlines()[-1] == "stopped by SIGTERM: run the same command to continue", r.stderr
+
+
+def test_the_data_pools_workers_leave_a_ctrl_c_to_the_command(tmp_path):
+    """Ctrl-C during `ladder data prepare` (and the main job's data stage) reaches the whole process group: each of
+    datatrove's pool workers printed its own KeyboardInterrupt traceback above the command's one line. The fork
+    server the workers come from is started deaf to SIGINT, so the workers inherit that and the command alone
+    stops (ending the pool). In a fresh interpreter: a fork server started earlier by another test would be reused."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = (
+        "import signal, multiprocess\n"
+        "from ladder.model.data.executors import start_forkserver_deaf_to_ctrl_c\n"
+        "if __name__ == '__main__':\n"
+        "    start_forkserver_deaf_to_ctrl_c()\n"
+        "    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the command still hears it\n"
+        "    with multiprocess.get_context('forkserver').Pool(1) as pool:\n"
+        "        print(pool.apply(signal.getsignal, (signal.SIGINT,)) == signal.SIG_IGN)\n"
+    )
+    script = tmp_path / "probe.py"  # forkserver re-imports __main__ from its file
+    script.write_text(probe)
+    root = str(Path(__file__).resolve().parents[1])
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "PYTHONPATH": root})  # fmt: skip
+    assert r.returncode == 0 and r.stdout.strip() == "True", (r.stdout, r.stderr)

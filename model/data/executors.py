@@ -86,6 +86,8 @@ def run_pipeline(
     try:
         with quiet_datatrove(pipeline_logs=False):
             if executor == "local":
+                if _start_method() == "forkserver":
+                    start_forkserver_deaf_to_ctrl_c()
                 QuietLocalExecutor(
                     pipeline,
                     tasks=tasks,
@@ -110,6 +112,28 @@ def run_pipeline(
     missing = tasks - _count_completions(logging_dir)
     if missing > 0:
         raise DataError(f"{missing} of {tasks} datatrove tasks did not complete; see the logs in {logging_dir}")
+
+
+def start_forkserver_deaf_to_ctrl_c() -> None:
+    """Start multiprocess's fork server (datatrove's pool workers are forked from it) with SIGINT ignored.
+
+    Ctrl-C goes to the terminal's whole process group: each worker raised its own KeyboardInterrupt and printed
+    its traceback above the command's one line. A server started while SIGINT is ignored keeps it ignored (Python
+    installs its KeyboardInterrupt handler only where SIGINT was not ignored), and so do the workers it forks;
+    the command alone stops, and leaving datatrove's ``with Pool`` terminates them. A server already running is
+    kept as it is."""
+    import signal
+
+    from multiprocess import forkserver
+
+    if threading.current_thread() is not threading.main_thread():  # signal.signal works in the main thread only
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _start_method() -> str:
