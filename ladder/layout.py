@@ -444,9 +444,16 @@ def atomic_write(path: Path, write: Callable[[Path], None], *, remedy: str = "ru
         tmp.unlink(missing_ok=True)
         if isinstance(exc, IsADirectoryError):  # a directory made in its place meanwhile
             refuse_if_not_a_file(path, remedy)
-        if isinstance(exc, OSError) and exc.errno and exc.filename is None:  # a full disk's ENOSPC names no file
-            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+        if isinstance(exc, OSError):
+            raise_naming(exc, path)
         raise
+
+
+def raise_naming(exc: OSError, path: Path) -> None:
+    """Raise ``exc`` again naming ``path`` when it names no file (a full disk's ENOSPC from a write or fsync said
+    "No space left on device (OSError)", with no path); return when it names one already."""
+    if exc.errno and exc.filename is None:
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
 
 
 def check_writable(folder: Path) -> None:

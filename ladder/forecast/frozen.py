@@ -245,9 +245,8 @@ def _claim(sd: layout.StudyDir, build) -> tuple[int, Path]:
                     f.write(json.dumps(layout.jsonable(build(number)), indent=2) + "\n")
                     f.flush()
                     os.fsync(f.fileno())
-            except OSError as exc:  # a full disk's ENOSPC names no file (as layout.atomic_write says)
-                if exc.errno and exc.filename is None:
-                    raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+            except OSError as exc:
+                layout.raise_naming(exc, path)
                 raise
             on_record()  # the freeze is made from here on: a Ctrl-C would get it made twice
             try:
