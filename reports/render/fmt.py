@@ -75,9 +75,7 @@ def fmt_g(v: Any, digits: int = 3) -> str:
         return ABSENT
     if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
         return f"{x:.{max(1, digits - 1)}e}"
-    text = f"{x:.{digits}g}"
-    # Python's g writes 66,960 as 6.7e+04 ("6.7e+04 tokens/param" in the report) below the 1e5 kept for e-notation
-    return f"{float(text):,.0f}" if abs(x) >= 1000 else text
+    return fmt_sig(x, digits)  # 66,960 tokens/param as 67,000, never g's 6.7e+04, below the 1e5 kept for e-notation
 
 
 def fmt_lr(v: Any) -> str:
