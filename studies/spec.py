@@ -35,7 +35,7 @@ from ladder.model.config import (
 from ladder.model.sizing import FamilyRules
 from ladder.studies.extra_runs import ExtraRunSpec, check_extra_runs
 from ladder.studies.messages import pydantic_message
-from ladder.studies.yaml_load import DuplicateKeyError, load_yaml
+from ladder.studies.yaml_load import StudyYamlError, load_yaml
 
 Auto = Literal["auto"]
 MAX_LAYERS = 1024  # deeper than any model trained (Llama 3 405B has 126 layers); a bound that keeps sizing finite
@@ -479,7 +479,7 @@ def read_study_file(path: Path) -> StudySpec:
         raise SpecError(not_a_study_file(path))
     try:
         data = load_yaml(path.read_text(encoding="utf-8"))
-    except DuplicateKeyError as exc:
+    except StudyYamlError as exc:
         raise SpecError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

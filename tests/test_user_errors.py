@@ -90,6 +90,30 @@ def test_duplicate_yaml_keys_are_refused_with_their_lines(tmp_path, capsys):
     one_line(run_cli(capsys, "plan", path, "--dry-run"), "'sizes' appears twice", "line 2")
 
 
+@pytest.mark.parametrize(
+    ("value", "reads_as", "words"),
+    [("1:20", 80, "base 60"), ("1:20.5", 80.5, "base 60"), ("0064", 52, "octal"), ("-017", -15, "octal")],
+)
+def test_a_number_yaml_1_1_reads_otherwise_is_refused_with_its_line(tmp_path, capsys, value, reads_as, words):
+    # YAML 1.1, which PyYAML speaks, reads 1:20 in base 60 and 0064 in octal: a study would train at 80 tokens/param
+    # or a sequence of 52 without a word
+    assert yaml.safe_load(f"x: {value}")["x"] == reads_as
+    text = yaml.safe_dump(GOOD).replace("ladder:\n", f"ladder:\n  tokens_per_param: {value}\n", 1)
+    at = text.splitlines().index(f"  tokens_per_param: {value}") + 1
+    path = _study(tmp_path, text=text)
+    line = one_line(run_cli(capsys, "studies", "validate", path), value, words, f"reads as {reads_as}", f"line {at}")
+    assert "quote it" in line
+    one_line(run_cli(capsys, "plan", path, "--dry-run"), value, words)
+
+
+def test_numbers_yaml_1_1_reads_as_written_are_still_accepted(tmp_path):
+    from ladder.studies.yaml_load import load_yaml
+
+    assert load_yaml("a: [0, 00, 0.5, 1_000, 0x10, 20, '1:20', 10:20:30 text]") == {
+        "a": [0, 0, 0.5, 1000, 16, 20, "1:20", "10:20:30 text"]
+    }
+
+
 def test_a_tracker_that_is_not_installed_is_refused_at_validate_time(tmp_path, capsys, monkeypatch):
     import importlib.util
 
