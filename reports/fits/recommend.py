@@ -179,8 +179,13 @@ def _extrapolated(trend: Any) -> str:
         text += f", extrapolated {format_multiple(trend.extrapolation)} in compute"
     ci = trend.hero_ci90
     if ci and ci[0] is not None and ci[1] is not None:
-        text += f" (90% [{ci[0]:.3g}, {ci[1]:.3g}])"
+        text += f" (90% [{_bound(ci[0])}, {_bound(ci[1])}])"
     return text
+
+
+def _bound(x: float) -> str:
+    # a batch's bounds in the digits fit and the report give the batch itself (5.243K), never g's 5.24e+03
+    return format_count(x) if abs(x) >= 1000 else f"{x:.3g}"
 
 
 # --------------------------------------------------------------------------------------- the recommendation

@@ -42,7 +42,7 @@ from ladder.reports.render.figures.style import (
     VariantStyles,
     tx,
 )
-from ladder.reports.render.fmt import num, ok, pos
+from ladder.reports.render.fmt import fmt_flops, num, ok, pos
 
 Z90 = 1.6448536269514722
 FLAGS = {"edge": "optimum beyond the sweep", "no_minimum": "no minimum"}  # a rung's fit status, on its panel
@@ -217,7 +217,7 @@ def draw_aspects(fig: FigureBase, scales: Sequence[AspectRung]) -> None:
         ax.set_xlim(lo, hi)
         log_labels(ax.xaxis)
         ax.yaxis.set_major_formatter(plain_formatter())
-        ax.set_title(f"{tx(s.scale, 18)} · C = {num(s.flops):.2g}", fontsize=8.5)
+        ax.set_title(f"{tx(s.scale, 18)} · C = {fmt_flops(s.flops)}", fontsize=8.5)  # as the tables give it
         ax.set_xlabel("aspect ratio (d_model / n_layers)")
         if ax in axes[:, 0]:
             ax.set_ylabel("loss at the rung's compute")

@@ -30,7 +30,7 @@ from ladder.reports.render.figures.style import (
     budget_colors,
     tx,
 )
-from ladder.reports.render.fmt import fmt_count, num, ok, pos
+from ladder.reports.render.fmt import fmt_count, fmt_flops, num, ok, pos
 
 
 def draw_scaling(
@@ -188,7 +188,7 @@ def draw_isoflop(fig: FigureBase, iso: Isoflop, hero: Hero | None) -> None:
     for j, b in enumerate(budgets):
         col = colors[j]
         rows = groups.get(j, [])
-        label = f"C = {num(b.flops):.2g} FLOPs"
+        label = f"C = {fmt_flops(b.flops)} FLOPs"  # as the tables give it, never 1.2e+11
         if rows:
             xs, ys = finite_arrays([r.params for r in rows], [r.loss for r in rows])
             ax_l.plot(xs, ys, linestyle="none", marker="o", markersize=3.5, color=col, alpha=0.7)

@@ -26,7 +26,7 @@ from ladder.reports.render.figures.axes import (
     wrap,
 )
 from ladder.reports.render.figures.style import FIT_COLOR, PALETTE, budget_colors, tx
-from ladder.reports.render.fmt import fmt_count, num, ok, pos
+from ladder.reports.render.fmt import fmt_count, fmt_flops, num, ok, pos
 
 MAX_BATCH_COLORS = 8
 
@@ -140,7 +140,7 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[HparamRung], axis: str) -> Non
         flag = {"edge": "optimum at the grid's edge", "no_minimum": "no minimum", "skipped": "not fitted"}.get(status)
         if flag:
             ax.text(0.03, 0.03, flag, transform=ax.transAxes, fontsize=7, color=PALETTE[1], va="bottom")
-        ax.set_title(f"{tx(s.scale, 18)} · C = {num(s.flops):.2g}", fontsize=8.5)
+        ax.set_title(f"{tx(s.scale, 18)} · C = {fmt_flops(s.flops)}", fontsize=8.5)  # as the tables give it
         log_labels(ax.xaxis, fmt_count if axis == "batch" else fmt_num)
         ax.set_xlabel(xlabel)
         if ax in axes[:, 0]:

@@ -1,0 +1,91 @@
+"""Re-trial 11a: a user's own studies, one per ablation kind (tied vs untied, depth vs width, batch size and
+learning rate), fake-trained, fitted and rendered; the numbers the terminal, fit.json and the report give must
+read alike."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ladder import layout
+from tests import hero_fixture as hf
+
+
+def _fake_study(root: Path, ablations: dict, penalty, budgets=None) -> Path:
+    """Plan a hero_fixture study with ``ablations``, give each run the fixture's law times ``1 + penalty(spec)``,
+    collect and fit."""
+    from ladder.plan.planner import expand, write_plan
+    from ladder.studies.spec import parse_study
+
+    plan = expand(parse_study(hf.study_dict(name=root.name, budgets=budgets, ablations=ablations)))
+    write_plan(plan, root)
+    sd = layout.StudyDir(root)
+    rng = np.random.default_rng(0)
+    for spec in plan.runs:
+        noise = float(np.exp(rng.normal(0, 0.003)))
+        hf.train(sd, spec, hf.law_loss(spec.params, spec.tokens) * (1 + penalty(spec)) * noise)
+    hf.refresh(root, n_boot=20)
+    return root
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An LR x batch sweep whose optimum sits inside the grid at every rung."""
+
+    def penalty(spec):
+        lr, batch = float(spec.axes["lr_multipliers"]), float(spec.axes["batch_multipliers"])
+        return 0.03 * math.log2(lr / 1.2) ** 2 + 0.02 * math.log2(batch / 0.8) ** 2
+
+    ablations = {"batch_multipliers": [0.5, 1, 2], "lr_multipliers": [0.5, 1, 2]}
+    return _fake_study(tmp_path_factory.mktemp("sweep"), ablations, penalty)
+
+
+@pytest.fixture(scope="module")
+def aspects(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    def penalty(spec):
+        return 0.02 * abs(math.log2(spec.shape.d_model / spec.shape.n_layers / 16))
+
+    return _fake_study(tmp_path_factory.mktemp("aspects"), {"aspect_ratio": [8, 16, 32]}, penalty, budgets=[1, 2])
+
+
+def test_the_batch_laws_interval_reads_in_the_digits_of_the_recommended_batch(sweep):
+    """fit and the report's recommendation gave the batch as "5.952K tokens (90%: 5.243K - 6.803K)" and its source
+    as "... extrapolated 7.35x in compute (90% [5.24e+03, 6.8e+03])": Python's e-notation for the same bounds."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+    from ladder.reports.render.fmt import fmt_count
+
+    rec = read_fit_json(layout.StudyDir(sweep).fit).recommendation
+    source = rec.sources["batch_tokens"]
+    lo, hi = rec.batch_tokens_ci90
+    assert "e+0" not in source and f"[{fmt_count(lo)}, {fmt_count(hi)}]" in source, source
+    assert "e+0" not in rec.yaml
+
+
+def _titles(draw, *args) -> list[str]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 8))
+    draw(fig, *args)
+    return [ax.get_title() for ax in fig.axes if ax.get_title()]
+
+
+def test_a_sweeps_panel_gives_its_rungs_compute_as_the_tables_do(sweep, aspects):
+    """The per-rung panels of the LR, batch and aspect-ratio sweeps were titled "25K · C = 1.1e+11", where every
+    table of the report and the terminal give that compute as 1.13e11."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+    from ladder.reports.render.figures.ablations import draw_aspects
+    from ladder.reports.render.figures.sweeps import draw_sweeps
+    from ladder.reports.render.fmt import fmt_flops
+
+    hp = read_fit_json(layout.StudyDir(sweep).fit).hparams
+    dw = read_fit_json(layout.StudyDir(aspects).fit).depth_vs_width
+    for titles, scales in (
+        (_titles(draw_sweeps, hp.scales, "lr"), hp.scales),
+        (_titles(draw_sweeps, [s for s in hp.scales if s.batch is not None], "batch"), hp.scales),
+        (_titles(draw_aspects, dw.scales[:9]), dw.scales[:9]),
+    ):
+        assert titles and not [t for t in titles if "e+" in t], titles
+        assert titles[0].endswith(f"C = {fmt_flops(scales[0].flops)}"), (titles[0], scales[0].flops)
