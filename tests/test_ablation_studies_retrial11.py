@@ -89,3 +89,22 @@ def test_a_sweeps_panel_gives_its_rungs_compute_as_the_tables_do(sweep, aspects)
     ):
         assert titles and not [t for t in titles if "e+" in t], titles
         assert titles[0].endswith(f"C = {fmt_flops(scales[0].flops)}"), (titles[0], scales[0].flops)
+
+
+def test_the_plans_batch_rounding_note_names_the_batch_variant_it_rounded(tmp_path, capsys):
+    """A batch sweep's plan said "batch rounded ...: 25K 622 -> 1,024" while its table gave the 25K "bs x1" runs
+    a batch of 1.28K: the rounded batch was bs x0.5's, and the note did not say so."""
+    import yaml
+
+    from tests.cli_helpers import run_cli
+
+    d = hf.study_dict(name="bs", sizes=["25K", "35K", "50K", "71K"])
+    d["ablations"] = {"batch_multipliers": [0.5, 1, 2]}
+    d["training"]["batch_min_sequences"] = 16
+    d["model"]["vocab_size"] = 512
+    path = tmp_path / "bs.yaml"
+    path.write_text(yaml.safe_dump(d), encoding="utf-8")
+    r = run_cli(capsys, "plan", path, "--dry-run")
+    assert r.code == 0, r.stderr
+    note = next(line for line in r.stdout.splitlines() if "batch (tokens) rounded" in line)
+    assert "25K bs x0.5 " in note and "25K 6" not in note, note

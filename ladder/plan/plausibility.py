@@ -28,6 +28,7 @@ from ladder.model.hardware import device_memory_bytes
 from ladder.model.recipe import rule_batch_tokens
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import FamilyRules, shape_for_params
+from ladder.plan.rung_runs import variant_label
 from ladder.studies.spec import StudySpec
 
 FAR = 2.0  # a size landing beyond 2x its target (either way) is not that size
@@ -216,7 +217,10 @@ def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:
         elif "batch_multipliers" in r.axes:
             want *= float(r.axes["batch_multipliers"])
         if want > 0 and abs(r.batch_tokens / want - 1) > NOTE_MISS:
-            change = f"{r.axes.get('size', r.run_id)} {want:,.0f} -> {r.batch_tokens:,}"
+            # a batch sweep rounds each of its points apart: name the point, not only the size
+            swept = {k: float(r.axes[k]) for k in ("batch_tokens", "batch_multipliers") if k in r.axes}
+            where = " ".join([str(r.axes.get("size", r.run_id)), *([variant_label(swept)] if swept else [])])
+            change = f"{where} {want:,.0f} -> {r.batch_tokens:,}"
             moved.setdefault(change, change)
     if moved:
         bounds = f"at least batch_min_sequences {t.batch_min_sequences}"
