@@ -245,10 +245,13 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
         console.print(f"[bold]depth vs width[/]: [dim]{_of_runs(fit, dw.reason)}[/]")
     else:
         hh = dw.hero
-        console.print(
-            f"[bold]depth vs width[/]: best aspect at hero {_num(hh and hh.aspect_ratio, 3)}"
-            f"{_ci(hh and hh.aspect_ratio_ci90, 3)}"
-        )
+        if (hh is None or hh.aspect_ratio is None) and dw.reason:  # say why there is none, not "-"
+            console.print(f"[bold]depth vs width[/]: [dim]{dw.reason}[/]")
+        else:
+            console.print(
+                f"[bold]depth vs width[/]: best aspect at hero {_num(hh and hh.aspect_ratio, 3)}"
+                f"{_ci(hh and hh.aspect_ratio_ci90, 3)}"
+            )
     iso = fit.isoflop
     if not iso.available:
         console.print(f"[bold]isoflop[/]: [dim]{_of_runs(fit, iso.reason)}[/]")

@@ -14,13 +14,13 @@ from ladder import layout
 from tests import hero_fixture as hf
 
 
-def _fake_study(root: Path, ablations: dict, penalty, budgets=None) -> Path:
+def _fake_study(root: Path, ablations: dict, penalty, budgets=None, sizes=hf.SIZES) -> Path:
     """Plan a hero_fixture study with ``ablations``, give each run the fixture's law times ``1 + penalty(spec)``,
     collect and fit."""
     from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 
-    plan = expand(parse_study(hf.study_dict(name=root.name, budgets=budgets, ablations=ablations)))
+    plan = expand(parse_study(hf.study_dict(name=root.name, sizes=sizes, budgets=budgets, ablations=ablations)))
     write_plan(plan, root)
     sd = layout.StudyDir(root)
     rng = np.random.default_rng(0)
@@ -108,3 +108,31 @@ def test_the_plans_batch_rounding_note_names_the_batch_variant_it_rounded(tmp_pa
     assert r.code == 0, r.stderr
     note = next(line for line in r.stdout.splitlines() if "batch (tokens) rounded" in line)
     assert "25K bs x0.5 " in note and "25K 6" not in note, note
+
+
+@pytest.fixture(scope="module")
+def one_rung_aspects(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A depth-vs-width sweep whose aspect ratios 8, 16 and 32 make 3 shapes at 71K only: at 25K-50K two of them
+    round to one model, as `ladder plan` notes."""
+
+    def penalty(spec):
+        return 0.02 * abs(math.log2(spec.shape.d_model / spec.shape.n_layers / 16))
+
+    root = tmp_path_factory.mktemp("one-rung")
+    return _fake_study(root, {"aspect_ratio": [8, 16, 32]}, penalty, sizes=["25K", "35K", "50K", "71K"])
+
+
+def test_a_depth_sweep_with_one_fitted_rung_says_a_trend_needs_two(one_rung_aspects, capsys):
+    """fit said "no rung has a bracketed optimum to trend: 25K: 25K: needs at least 3 aspect ratios (has 2); ...",
+    though 71K had one (16.8, in fit.json): one optimum makes no trend. And the terminal's line said only "best
+    aspect at hero -"."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+    from tests.cli_helpers import run_cli
+
+    dw = read_fit_json(layout.StudyDir(one_rung_aspects).fit).depth_vs_width
+    assert [s.scale for s in dw.scales if s.fit is not None and s.fit.opt] == ["71K"]
+    assert "no rung has a bracketed optimum" not in dw.reason and "71K" in dw.reason, dw.reason
+    assert "25K: 25K:" not in dw.reason and "25K: needs at least 3 aspect ratios" in dw.reason, dw.reason
+    r = run_cli(capsys, "fit", one_rung_aspects, "--bootstrap", "20")
+    line = next(x for x in r.stdout.splitlines() if x.startswith("depth vs width"))
+    assert "71K" in line and "best aspect at hero -" not in line, line

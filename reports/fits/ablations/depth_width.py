@@ -208,7 +208,7 @@ def _trend(scales, value, forms, quantity, floor, n_boot, seed, use_edge):
     for r in scales:
         f = r.fit
         if f is None:
-            excl[r.scale] = r.skipped or "no fit"
+            excl[r.scale] = (r.skipped or "no fit").removeprefix(f"{r.scale}: ")  # the reason keys it by rung
         elif f.status == "no_minimum" or (f.status == "edge" and not use_edge):
             excl[r.scale] = f.message or f.status
         elif value(f) is not None and value(f) > 0:
@@ -360,7 +360,16 @@ def fit_depth_width(
     if not any(r.fit is not None for r in out_rows):
         reason = "this study has no depth-vs-width sweep (no rung has 3 or more aspect ratios)"
     elif aspect is None:
-        reason = "no rung has a bracketed optimum to trend: " + "; ".join(f"{k}: {v}" for k, v in excluded.items())
+        # one rung's optimum is no trend: say which rung had one, not that none had
+        kept = [r.scale for r in out_rows if r.fit is not None and r.scale not in excluded]
+        head = (
+            "no rung has a bracketed optimum to trend"
+            if not kept
+            else f"a trend needs bracketed optima at 2 or more rungs, only {kept[0]} has one"
+            if len(kept) == 1
+            else f"no trend form fits the optima of {', '.join(kept)}"
+        )
+        reason = head + ": " + "; ".join(f"{k}: {v}" for k, v in excluded.items())
     if reason and require:
         raise FitError(f"{what}: {reason}")
     return DepthWidthResult(
