@@ -15,8 +15,9 @@ from rich.table import Table
 
 from ladder.model.config import format_count, format_multiple
 from ladder.model.shape import LADDER_COST_COUNTS
+from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.recommend import tied_uncertainty
-from ladder.reports.fits.study.fit_json import FitJson, VariantLaw, written
+from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
 from ladder.reports.fits.study.table import ALL_RUNS, of_variant
 from ladder.reports.render.fmt import fmt_flops, fmt_pct, fmt_sig, share_of_hero
@@ -310,6 +311,33 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
             ]
         t.add_row(*row)
     console.print(t)
+    # issue 26: each forecast's distance in every axis and the published ladders' record there, then how far the
+    # rollout tested and its error at its farthest (the table's distance is in parameters alone)
+    for x in preds:
+        if x.loss is None:
+            continue
+        beyond = BEYOND_TESTED if x.beyond_tested else BEYOND_REACH if x.beyond_reach else None
+        record = track_record.sentence(written(x.track_record))
+        console.print(
+            f"  {x.label}: {_times(x.params_x)} params, {_times(x.tokens_x)} tokens, {_times(x.compute_x)} compute "
+            "(6ND)" + (f" [yellow]({beyond})[/]" if beyond else "") + (f"; track record: {record}" if record else "")
+        )
+    law = fit.loss
+    tested = (law.reach or {}).get("tested")
+    if not (law.calibration and law.calibration.n) or tested is None:
+        if any(x.loss is not None for x in preds):
+            console.print("  [yellow]no rollout forecast tested any distance[/] (too few sizes or budgets to backtest)")
+        return
+    far = next((written(x.distance).get("rollout_error") for x in preds if isinstance(x.distance, Distance)), None)
+    line = (
+        f"  the rollout tested up to {_times(tested.params_x)} params, {_times(tested.tokens_x)} tokens, "
+        f"{_times(tested.compute_x)} compute (6ND)"
+    )
+    if far and far.get("median_abs_err_pct") is not None:
+        lo, hi = far.get("min_distance_x"), far.get("max_distance_x")
+        span = f" at {_times(hi)}" if lo is None or _times(lo) == _times(hi) else f" at {lo:.3g}-{_times(hi)}"
+        line += f"; its farthest forecasts{span} in their farthest axis erred by a median of {far['median_abs_err_pct']:.1f}%"
+    console.print(line)
 
 
 def _main_variant(fit: FitJson) -> str | None:

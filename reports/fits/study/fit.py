@@ -58,6 +58,7 @@ import pandas as pd
 
 from ladder.errors import FitError
 from ladder.reports.fits import recommend as rec
+from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS, as_runs, implausible_losses
 from ladder.reports.fits.study import loss, parts, runs_file, study_hero, table
 from ladder.reports.fits.study.result import FitResult
@@ -257,7 +258,7 @@ def fit_study(
                 predictions.append({**loss.point_row(fc, 0, "hero", primary), "reason": str(exc)})
             else:
                 hero.update(study_hero.hero_loss(fc.points[0], fc, primary))
-                predictions.append(loss.point_row(fc, 0, "hero", primary))
+                predictions.append({**loss.point_row(fc, 0, "hero", primary), "track_record": hero["track_record"]})
                 curve = loss.curve(fc, hero, float(prim_law_df["params"].min()))
                 study_hero.reach_warnings(hero, fc, warnings)
         for i, (_n, _d, label) in enumerate(predictions_in):
@@ -265,10 +266,11 @@ def fit_study(
             row.update(parts.hparams_at(hparams, reasons, _n, _d))  # hparams: LR and batch at this (N, D)
             if row["loss"] is None:
                 warnings.append(f"prediction {label}: {row['reason']}")
-            elif row["beyond_tested"] or row["beyond_reach"]:
-                where = study_hero.where_words(row["params_x"], row["tokens_x"], row["compute_x"])
-                what = study_hero.BEYOND_TESTED if row["beyond_tested"] else study_hero.BEYOND_REACH
-                warnings.append(f"prediction {label}: {where}: {what}")
+            else:
+                # each forecast carries the published ladders' record at its own distance, as the hero does
+                row["track_record"] = track_record.at(row["compute_x"])
+                if row["beyond_tested"] or row["beyond_reach"]:
+                    warnings.append(f"prediction {label}: {study_hero.prediction_beyond(row, fc)}")
             predictions.append(row)
         for key, why in fc.skipped.items():
             notes.append(f"law form {key} not fitted: {why}")

@@ -141,6 +141,7 @@ class Prediction(Point):
     beyond_reach: bool = False
     beyond_tested: bool = False
     distance: Distance | dict = Field(default_factory=dict)
+    track_record: TrackRecord | None = None
     reason: str | None = None
     # the hyperparameter laws at the point: LR* and B* with their 90% intervals, or why there is none
     lr: float | None = None

@@ -222,22 +222,22 @@ def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
     )
 
 
-def tested_words(dist: dict) -> str:
-    """How far the rollout tested, one axis per number: each axis the hero passes with the hero's and the
-    rollout's own multiple in that axis, then the error of the rollout's farthest forecasts, said to be at
-    their distance (in their farthest axis), which is not the hero's."""
+def tested_words(dist: dict, who: str = "the hero") -> str:
+    """How far the rollout tested, one axis per number: each axis the hero (or a prediction, ``who``) passes with
+    its own and the rollout's multiple in that axis, then the error of the rollout's farthest forecasts, said to be
+    at their distance (in their farthest axis), which is not the hero's."""
     tested = dist.get("tested") or {}
     said: dict[str, list[str]] = {}  # the words -> the axes they hold for (params and tokens often move together)
     for ax in dist.get("beyond_tested_axes") or []:
         hero_x, test_x = dist.get(f"{ax}_x"), tested.get(f"{ax}_x")
         if hero_x is not None and test_x is not None:
             said.setdefault(
-                f"the hero at {format_multiple(hero_x)}, the rollout tested up to {format_multiple(test_x)}", []
+                f"{who} at {format_multiple(hero_x)}, the rollout tested up to {format_multiple(test_x)}", []
             ).append(ax)
     parts = [f"{' and '.join(axes)}: {words}" for words, axes in said.items()]
     if not parts:
         parts.append(
-            f"distance in the farthest axis: the hero at {format_multiple(dist.get('distance_x', 1.0))}, the rollout tested "
+            f"distance in the farthest axis: {who} at {format_multiple(dist.get('distance_x', 1.0))}, the rollout tested "
             f"up to {format_multiple(dist.get('tested_distance_x', 1.0))}"
         )
     far = dist.get("rollout_error") or {}
@@ -251,7 +251,7 @@ def tested_words(dist: dict) -> str:
             span = f" at {lo:.3g}-{format_multiple(hi)} in their farthest axis"
         parts.append(
             f"its farthest forecasts{span} erred by a median of {far['median_abs_err_pct']:.1f}% (not measured "
-            "at the hero's distance)"
+            f"at {who}'s distance)"
         )
     return "; ".join(parts)
 
@@ -292,6 +292,22 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
     lean = lean_text(fc.lean)
     if lean:
         warnings.append(lean)
+
+
+def prediction_beyond(row: dict, fc: Forecast) -> str:
+    """A --predict point's warning, in the hero's words: how far out it lies, and how far the rollout tested and
+    its error there (beyond what was tested) or how far it stayed within 2% (beyond reach)."""
+    dist = row.get("distance") or {}
+    where = where_words(row["params_x"], row["tokens_x"], row["compute_x"])
+    if not fc.mixture_rows:
+        return f"{where}: no rollout forecast tested any distance (too few sizes or budgets to backtest)"
+    if row["beyond_tested"]:
+        return f"{where}: {BEYOND_TESTED} ({tested_words(dist, 'the forecast')})"
+    reach = fc.reach.get("2%", {})
+    return (
+        f"{where}: {BEYOND_REACH} (forecasts stayed within 2% up to {format_multiple(reach.get('params_x', 1.0))} "
+        f"params, {format_multiple(reach.get('compute_x', 1.0))} compute)"
+    )
 
 
 def lean_text(lean: dict) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.study.fit_json import (
     BudgetCI90,
     ComputeOptimal,
@@ -120,7 +121,16 @@ def scaling(ctx: Builder) -> Section:
     if fit.predictions:
         s.add(
             Table(
-                ["Forecast", "Parameters", "Tokens", "Loss (nats/token)", "90% interval", "±", "Distance"],
+                [
+                    "Forecast",
+                    "Parameters",
+                    "Tokens",
+                    "Loss (nats/token)",
+                    "90% interval",
+                    "±",
+                    "Distance",
+                    "Distance (params, tokens, 6ND) and track record",
+                ],
                 [
                     [
                         fmt_label(p.label),
@@ -130,10 +140,14 @@ def scaling(ctx: Builder) -> Section:
                         fmt_ci([p.lo, p.hi], fmt_loss),
                         fmt_pct(p.half_width_pct),
                         fmt_times(p.params_x) + (" (beyond reach)" if p.beyond_reach else ""),  # as `ladder fit`
+                        # issue 26: every forecast's distance in each axis and the published ladders' record there
+                        f"{fmt_times(p.params_x)} params, {fmt_times(p.tokens_x)} tokens, "
+                        f"{fmt_times(p.compute_x)} compute (6ND): "
+                        + (track_record.sentence(written(p.track_record)) or ABSENT),
                     ]
                     for p in fit.predictions
                 ],
-                "lrrrrrl",
+                "lrrrrrll",
                 title="Forecasts (90% intervals, calibrated on the rollout)"
                 if calibrated
                 else "Forecasts (90% intervals, not calibrated: no rollout forecasts to calibrate them on)",
