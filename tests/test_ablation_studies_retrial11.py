@@ -14,13 +14,16 @@ from ladder import layout
 from tests import hero_fixture as hf
 
 
-def _fake_study(root: Path, ablations: dict, penalty, budgets=None, sizes=hf.SIZES) -> Path:
+def _fake_study(root: Path, ablations: dict, penalty, budgets=None, sizes=hf.SIZES, param_count=None) -> Path:
     """Plan a hero_fixture study with ``ablations``, give each run the fixture's law times ``1 + penalty(spec)``,
     collect and fit."""
     from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 
-    plan = expand(parse_study(hf.study_dict(name=root.name, sizes=sizes, budgets=budgets, ablations=ablations)))
+    d = hf.study_dict(name=root.name, sizes=sizes, budgets=budgets, ablations=ablations)
+    if param_count:
+        d["ladder"]["param_count"] = param_count
+    plan = expand(parse_study(d))
     write_plan(plan, root)
     sd = layout.StudyDir(root)
     rng = np.random.default_rng(0)
@@ -136,3 +139,19 @@ def test_a_depth_sweep_with_one_fitted_rung_says_a_trend_needs_two(one_rung_aspe
     r = run_cli(capsys, "fit", one_rung_aspects, "--bootstrap", "20")
     line = next(x for x in r.stdout.splitlines() if x.startswith("depth vs width"))
     assert "71K" in line and "best aspect at hero -" not in line, line
+
+
+def test_a_tie_ablation_at_fixed_total_params_does_not_claim_matched_compute(tmp_path):
+    """With `ladder.param_count: total` an untied rung's head takes V x d from its body (the plan says so), so
+    tied trains ~20% more FLOPs per rung; the tied-vs-untied method still said "per rung (same shape, same
+    tokens) ... at exactly matched compute", and the note on the FLOPs gap said "compared at the same shape"."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+
+    def penalty(spec):
+        return 0.0 if spec.shape.tied else 0.01
+
+    root = _fake_study(tmp_path, {"tie_embeddings": [True, False]}, penalty, sizes=["40K", "55K", "75K", "100K"],
+                       param_count="total")  # fmt: skip
+    tie = read_fit_json(layout.StudyDir(root).fit).tied_vs_untied
+    assert "exactly matched compute" not in tie.method or "shapes differ" in tie.method, tie.method
+    assert not [n for n in tie.notes if "compared at the same shape" in n], tie.notes

@@ -224,11 +224,14 @@ def fit_tie_ablation(
         raise FitError(f"{what}: all runs are {only}; the ablation needs both variants")
     notes: list[str] = []
     raw = []
+    unlike: list[str] = []  # rungs whose variants differ in shape (sizes holding total parameters fixed)
     for sc in _rungs(df):
         sub = df.loc[sc.index]
         t = best_config(sub[sub["tie_embeddings"]], exclude=("tie_embeddings",))
         u = best_config(sub[~sub["tie_embeddings"]], exclude=("tie_embeddings",))
         raw.append((sc, t, u))
+        if _shapes_differ(sub):
+            unlike.append(sc.label)
     sd, noise = _noise(raw, loss_noise)
 
     rows: list[dict] = []
@@ -263,8 +266,13 @@ def fit_tie_ablation(
         if abs(math.log(u["flops"] / t["flops"])) > math.log1p(COMPUTE_MATCH_TOL):
             row_notes.append(
                 f"{sc.label}: the table's FLOPs differ by {abs(u['flops'] / t['flops'] - 1):.1%} between the "
-                "variants; compared at the same shape and tokens (the same FLOPs per token when the LM head is "
-                "counted for both)"
+                + (
+                    "variants, whose bodies differ (the untied head's V x d taken from the body): compared at "
+                    "the same parameters and tokens, not at matched compute"
+                    if sc.label in unlike
+                    else "variants; compared at the same shape and tokens (the same FLOPs per token when the LM "
+                    "head is counted for both)"
+                )
             )
         se = sd * math.sqrt(1 / t["n"] + 1 / u["n"]) if sd else None
         rows.append(
@@ -341,9 +349,23 @@ def fit_tie_ablation(
     hero = None
     if trend is not None and hero_flops is not None:
         hero = calls.hero_call(trend, float(hero_flops), slope_at)
-    return TieAblation(
-        tuple(scales), trend, reason, cross, laws, pair, hero_flops, hero, noise, TIE_METHOD, tuple(notes)
-    )
+    method = TIE_METHOD
+    if unlike:  # the method's matched compute holds for one shape per rung only
+        method += (
+            f"; here the variants' shapes differ at {len(unlike)} of {len(raw)} rungs (sizes hold total "
+            "parameters fixed, so the untied head takes V x d from the body): those compare the variants at the "
+            "same parameters and tokens, not at matched compute"
+        )
+    return TieAblation(tuple(scales), trend, reason, cross, laws, pair, hero_flops, hero, noise, method, tuple(notes))
+
+
+def _shapes_differ(sub: pd.DataFrame) -> bool:
+    """Whether a rung's tied and untied runs share no body (d_model, n_layers, ffn_dim)."""
+    cols = [c for c in ("d_model", "n_layers", "ffn_dim") if c in sub.columns]
+    if not cols:
+        return False
+    shape = sub[cols].astype(str).agg("x".join, axis=1)
+    return not set(shape[sub["tie_embeddings"]]) & set(shape[~sub["tie_embeddings"]])
 
 
 def paired_forecast(primary: str, target: dict, hero_call: dict | None, other: str) -> dict | None:
