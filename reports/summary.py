@@ -18,7 +18,7 @@ from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, written
-from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
+from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED, left_out_words
 from ladder.reports.fits.study.table import ALL_RUNS, of_variant
 from ladder.reports.render.fmt import fmt_flops, fmt_pct, fmt_sig, share_of_hero
 
@@ -45,6 +45,11 @@ def _num(v: Any, digits: int = 4) -> str:
 
 def _count(v: Any) -> str:
     return "-" if v is None else format_count(float(v))
+
+
+def _counts(pair: Any) -> str:
+    """An interval of counts (a batch's tokens) in the report's digits: [5.243K, 6.803K], never [5,240, 6,800]."""
+    return f" [{_count(pair[0])}, {_count(pair[1])}]" if pair and None not in pair[:2] else ""
 
 
 def _ci(pair: Any, digits: int = 4) -> str:
@@ -228,7 +233,7 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
         else:
             console.print(
                 f"[bold]hyperparameter laws[/]: lr* at hero {_num(hh and hh.lr, 3)}{_ci(hh and hh.lr_ci90, 3)}, "
-                f"batch* {_num(hh and hh.batch_tokens, 3)}{_ci(hh and hh.batch_tokens_ci90, 3)}"
+                f"batch* {_count(hh and hh.batch_tokens)}{_counts(hh and hh.batch_tokens_ci90)}"
                 + (f" [dim]({laws})[/]" if laws else "")
             )
         for name, law in (("lr*", hp.lr), ("batch*", hp.batch)):
@@ -381,6 +386,8 @@ def _print_law(fit: FitJson, console: Console) -> None:
     )
     if main:
         console.print(main)
+    for words in left_out_words(law.left_out, law.n_runs):
+        console.print(f"  [yellow]{words}[/]")
     for key, f in (law.forms or {}).items():
         p, ci = f.params or {}, f.ci90 or {}
         rms = f", rollout {f.rollout.rms_pct:.2f}%" if f.rollout and f.rollout.rms_pct is not None else ""

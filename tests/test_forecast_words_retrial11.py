@@ -53,3 +53,55 @@ def test_every_prediction_says_its_distance_the_rollouts_reach_and_the_track_rec
     assert "beyond what the rollout tested" in warn and "the rollout tested up to" in warn, warn
     assert "erred by a median of" in warn and "the hero" not in warn, warn
     assert not any(w.startswith("prediction 3e7:6e8") for w in fit["warnings"]), fit["warnings"]
+
+
+def _isoflop(path: Path) -> Path:
+    """Four isoFLOP budgets of seven sizes each: the sizes far from each budget's optimum are left out of the law."""
+    text = "params,tokens,loss\n"
+    for c in (1e14, 4e14, 1.6e15, 6.4e15):
+        for k in range(7):
+            n = 2e5 * 2**k
+            text += f"{n:g},{c / (6 * n):.6g},{1.7 + 400 / n**0.34 + 410 / (c / (6 * n)) ** 0.28:.5f}\n"
+    path.write_text(text)
+    return path
+
+
+def test_runs_left_out_of_the_law_are_said_where_the_law_is(tmp_path, capsys):
+    """retrial11c: a table of 28 runs printed "loss laws (15 runs, ...)" and nothing said why 13 were dropped; the
+    forecasts' distances (from the runs fitted) then said "2.06x the ladder's largest model" of a size the table has
+    (Porian et al.'s RefinedWeb, whose 455M runs lie far from their budgets' optimum)."""
+    runs = str(_isoflop(tmp_path / "iso.csv"))
+    args = ("fit", "--runs", runs, "--bootstrap", "10", "--predict", "2e7:1e9")
+    fit = json.loads(run_cli(capsys, *args, "--json").stdout)
+    left = fit["loss"]["left_out"]
+    assert len(left["runs"]) == 13 and fit["loss"]["n_runs"] == 15, left
+    r = run_cli(capsys, *args)
+    assert r.code == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert f"left out of the loss laws: 13 of the 28 runs, {left['why']}" in out, r.stdout
+
+
+def test_the_report_says_the_runs_left_out_of_the_law_in_fits_words(tmp_path):
+    """The report's scaling section gave the law's run count and no word of the runs it left out either."""
+    import io
+
+    from rich.console import Console
+
+    from ladder.reports.fits.study.fit_json import read_fit_json
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.sections.scaling import scaling
+    from ladder.reports.render.study import load_study
+    from ladder.reports.summary import print_fit
+    from tests.hero_fixture import make_ladder
+    from tests.reports.texts import texts
+
+    root = make_ladder(tmp_path / "s", n_boot=10)
+    fit = json.loads((root / "fit.json").read_text())
+    why = "more than 5% above their isoFLOP budget's lowest loss"
+    fit["loss"]["left_out"] = {"runs": ["r1", "r2"], "why": why, "below_span": {"runs": [], "why": None}}
+    (root / "fit.json").write_text(json.dumps(fit))
+    said = f"left out of the loss laws: 2 of the {fit['loss']['n_runs'] + 2} runs, {why}"
+    buf = io.StringIO()
+    print_fit(read_fit_json(root / "fit.json"), Console(file=buf, width=400, color_system=None))
+    assert said in buf.getvalue(), buf.getvalue()
+    assert f"L{said[1:]}" in texts(scaling(Builder(load_study(root))))

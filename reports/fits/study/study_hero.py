@@ -294,6 +294,25 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
         warnings.append(lean)
 
 
+def left_out_words(left_out: dict | None, n_runs: int | None) -> list[str]:
+    """The runs the loss laws left out, and why, as ``ladder fit`` and the report say it (fit.json's
+    ``loss.left_out``): the header counts only the runs kept, and every distance is measured from those."""
+    left_out = left_out or {}
+    far, below = left_out.get("runs") or [], (left_out.get("below_span") or {}).get("runs") or []
+    words = []
+    if far:
+        words.append(
+            f"left out of the loss laws: {len(far)} of the {len(far) + (n_runs or 0)} runs, {left_out.get('why')} "
+            "(every distance is measured from the rest)"
+        )
+    if below:
+        words.append(
+            f"left out of the loss laws, kept for the rollout: {len(below)} of the {n_runs} runs, "
+            f"{(left_out.get('below_span') or {}).get('why')}"
+        )
+    return words
+
+
 def prediction_beyond(row: dict, fc: Forecast) -> str:
     """A --predict point's warning, in the hero's words: how far out it lies, and how far the rollout tested and
     its error there (beyond what was tested) or how far it stayed within 2% (beyond reach)."""

@@ -15,6 +15,7 @@ from ladder.reports.fits.study.fit_json import (
     Point,
     written,
 )
+from ladder.reports.fits.study.study_hero import left_out_words
 from ladder.reports.fits.study.table import of_variant
 from ladder.reports.render.blocks import KV, Bullets, Para, Section, Table
 from ladder.reports.render.figures.scaling import draw_isoflop, draw_scaling
@@ -108,6 +109,8 @@ def scaling(ctx: Builder) -> Section:
             f"starts), {law.selection or ('weighted by their rollout error' if by_rollout else 'no rollout forecasts')}",
         )
     )
+    for words in left_out_words(written(law.left_out), law.n_runs):  # as `ladder fit` says it under its header
+        s.add(Para(f"{words[0].upper()}{words[1:]}."))
     if pos(law.seed_sigma):
         s.add(
             Para(
