@@ -155,3 +155,17 @@ def test_a_tie_ablation_at_fixed_total_params_does_not_claim_matched_compute(tmp
     tie = read_fit_json(layout.StudyDir(root).fit).tied_vs_untied
     assert "exactly matched compute" not in tie.method or "shapes differ" in tie.method, tie.method
     assert not [n for n in tie.notes if "compared at the same shape" in n], tie.notes
+
+
+def test_fits_batch_optimum_at_the_hero_has_the_reports_digits(sweep, capsys):
+    """`ladder fit` said "batch* 5,960 [5,240, 6,800]" where the report's "Batch size at the hero" and fit's own
+    recommendation table say 5.962K (90%: 5.243K - 6.803K)."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+    from ladder.reports.render.fmt import fmt_count
+    from tests.cli_helpers import run_cli
+
+    r = run_cli(capsys, "fit", sweep, "--bootstrap", "20")
+    line = next(x for x in r.stdout.splitlines() if x.startswith("hyperparameter laws"))
+    h = read_fit_json(layout.StudyDir(sweep).fit).hparams.hero
+    lo, hi = h.batch_tokens_ci90
+    assert f"batch* {fmt_count(h.batch_tokens)} [{fmt_count(lo)}, {fmt_count(hi)}]" in line, line
