@@ -105,3 +105,21 @@ def test_the_report_says_the_runs_left_out_of_the_law_in_fits_words(tmp_path):
     print_fit(read_fit_json(root / "fit.json"), Console(file=buf, width=400, color_system=None))
     assert said in buf.getvalue(), buf.getvalue()
     assert f"L{said[1:]}" in texts(scaling(Builder(load_study(root))))
+
+
+def test_columns_mapping_one_name_keeps_the_columns_already_named(tmp_path, capsys):
+    """retrial11c: a table "N,tokens,loss" with --columns params=N said "the runs table lacks column(s) tokens,
+    loss ... it has params": a mapping dropped every column it did not name, those the fit reads by name too
+    (Epoch's Chinchilla extraction has a "loss" column beside "Model Size")."""
+    path = _ladder(tmp_path / "runs.csv")
+    path.write_text(path.read_text().replace("params,", "N,", 1))
+    r = run_cli(capsys, "fit", "--runs", str(path), "--columns", "params=N", "--bootstrap", "5", "--json")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["loss"]["n_runs"] == 15
+    # a mapped name wins over a column of that name: loss=val_loss reads val_loss, not the file's loss
+    text = path.read_text().splitlines()
+    path.write_text("\n".join([text[0] + ",val_loss"] + [f"{x},{float(x.split(',')[2]) * 2}" for x in text[1:]]))
+    r = run_cli(capsys, "fit", "--runs", str(path), "--columns", "params=N,loss=val_loss", "--bootstrap", "5", "--json")
+    assert r.code == 0, r.stderr
+    e = json.loads(r.stdout)["loss"]["forms"]["overtrain"]["params"]["E"]
+    assert e > 2.5, e  # twice the loss of a law whose E is 1.7

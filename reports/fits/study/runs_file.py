@@ -373,6 +373,11 @@ def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path, repeated: lis
         if str(found) in repeated:
             _refuse_repeated(path, [str(found)])
         out[name] = df[found]
+    # a mapping names the columns that differ: those already named as the fit reads them are kept ("N,tokens,loss"
+    # with params=N said it "lacks tokens, loss")
+    for name in MAPPABLE:
+        if name not in out and name in df.columns and name not in mapping.values() and name not in repeated:
+            out[name] = df[name]
     for name, wandb_names in (("status", ("state", "State")), ("run_id", ("name", "Name", "id", "ID"))):
         found = next((c for c in wandb_names if c in df.columns), None)
         if name not in out and found is not None and (name != "run_id" or df[found].is_unique):
