@@ -84,14 +84,15 @@ def format_flops(x: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-def format_multiple(x: float, sign: str = "x") -> str:
+def format_multiple(x: float, sign: str = "x", digits: int = 3) -> str:
     """A distance or ratio as every message writes it: ``3.2`` -> ``3.2x``, ``4058`` -> ``4,058x``, ``3.2e6`` ->
-    ``3.22e6x``, never Python's ``4.06e+03x``. ``sign`` is the report's ``×``."""
+    ``3.22e6x``, never Python's ``4.06e+03x``. ``sign`` is the report's ``×``; ``digits`` (below 1,000) is for two
+    multiples that only more digits tell apart."""
     x = float(x)
     if not math.isfinite(x):
         return f"{x}{sign}"
     if abs(x) < 1000:
-        return f"{x:.3g}{sign}"
+        return f"{x:.{digits}g}{sign}"
     if abs(x) < 1e6:
         return f"{x:,.0f}{sign}"
     return f"{format_flops(x)}{sign}"

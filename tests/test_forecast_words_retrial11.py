@@ -123,3 +123,20 @@ def test_columns_mapping_one_name_keeps_the_columns_already_named(tmp_path, caps
     assert r.code == 0, r.stderr
     e = json.loads(r.stdout)["loss"]["forms"]["overtrain"]["params"]["E"]
     assert e > 2.5, e  # twice the loss of a law whose E is 1.7
+
+
+def test_an_axis_passed_by_less_than_its_digits_says_the_digits_that_differ():
+    """retrial11c: "beyond what the rollout tested (...; compute: the hero at 3.98x, the rollout tested up to
+    3.98x; ...)": 3.982x against 3.975x, one and the same number as printed."""
+    from ladder.reports.fits.study.study_hero import tested_words
+
+    dist = {
+        "params_x": 2.82,
+        "tokens_x": 1.41,
+        "compute_x": 3.9821704783875056,
+        "tested": {"params_x": 1.4097, "tokens_x": 2.041, "compute_x": 3.9753079909373374},
+        "beyond_tested_axes": ["params", "compute"],
+    }
+    words = tested_words(dist)
+    assert "compute: the hero at 3.982x, the rollout tested up to 3.975x" in words, words
+    assert "params: the hero at 2.82x, the rollout tested up to 1.41x" in words, words

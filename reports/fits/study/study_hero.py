@@ -231,8 +231,13 @@ def tested_words(dist: dict, who: str = "the hero") -> str:
     for ax in dist.get("beyond_tested_axes") or []:
         hero_x, test_x = dist.get(f"{ax}_x"), tested.get(f"{ax}_x")
         if hero_x is not None and test_x is not None:
+            digits = 3  # "the hero at 3.98x, the rollout tested up to 3.98x" named no excess: 3.982x over 3.975x
+            while digits < 6 and format_multiple(hero_x, digits=digits) == format_multiple(test_x, digits=digits):
+                digits += 1
             said.setdefault(
-                f"{who} at {format_multiple(hero_x)}, the rollout tested up to {format_multiple(test_x)}", []
+                f"{who} at {format_multiple(hero_x, digits=digits)}, the rollout tested up to "
+                f"{format_multiple(test_x, digits=digits)}",
+                [],
             ).append(ax)
     parts = [f"{' and '.join(axes)}: {words}" for words, axes in said.items()]
     if not parts:
