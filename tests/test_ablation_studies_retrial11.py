@@ -14,9 +14,11 @@ from ladder import layout
 from tests import hero_fixture as hf
 
 
-def _fake_study(root: Path, ablations: dict, penalty, budgets=None, sizes=hf.SIZES, param_count=None) -> Path:
-    """Plan a hero_fixture study with ``ablations``, give each run the fixture's law times ``1 + penalty(spec)``,
-    collect and fit."""
+def _fake_study(
+    root: Path, ablations: dict, penalty, budgets=None, sizes=hf.SIZES, param_count=None, trained=lambda spec: True
+) -> Path:
+    """Plan a hero_fixture study with ``ablations``, give each run that is ``trained`` the fixture's law times
+    ``1 + penalty(spec)`` (the others stay planned), collect and fit."""
     from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
 
@@ -29,6 +31,8 @@ def _fake_study(root: Path, ablations: dict, penalty, budgets=None, sizes=hf.SIZ
     rng = np.random.default_rng(0)
     for spec in plan.runs:
         noise = float(np.exp(rng.normal(0, 0.003)))
+        if not trained(spec):
+            continue
         hf.train(sd, spec, hf.law_loss(spec.params, spec.tokens) * (1 + penalty(spec)) * noise)
     hf.refresh(root, n_boot=20)
     return root
@@ -169,3 +173,40 @@ def test_fits_batch_optimum_at_the_hero_has_the_reports_digits(sweep, capsys):
     h = read_fit_json(layout.StudyDir(sweep).fit).hparams.hero
     lo, hi = h.batch_tokens_ci90
     assert f"batch* {fmt_count(h.batch_tokens)} [{fmt_count(lo)}, {fmt_count(hi)}]" in line, line
+
+
+def test_a_sweep_the_study_asks_for_is_never_called_absent_while_it_trains(tmp_path, capsys):
+    """Mid-way through an LR x batch sweep (only bs x1 done) fit recommended "study rule: olmo batch ... (no batch
+    law: this study has no batch sweep (...))", and of a depth sweep whose aspect ratios round to two shapes per
+    rung it warned "this study has no depth-vs-width sweep": both studies sweep that axis."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+
+    def penalty(spec):
+        return 0.03 * math.log2(float(spec.axes["lr_multipliers"]) / 1.2) ** 2
+
+    sweep = _fake_study(
+        tmp_path / "half", {"batch_multipliers": [0.5, 1, 2], "lr_multipliers": [0.5, 1, 2]}, penalty,
+        trained=lambda spec: float(spec.axes["batch_multipliers"]) == 1,
+    )  # fmt: skip
+    fit = read_fit_json(layout.StudyDir(sweep).fit)
+    said = [fit.recommendation.sources["batch_tokens"], fit.hparams.batch.reason]
+    assert not [x for x in said if "this study has no batch sweep" in x], said
+    assert "batch_multipliers" in said[0], said
+    assert "this study has no batch sweep" not in _report_text(sweep)
+
+    aspects = _fake_study(
+        tmp_path / "collapsed", {"aspect_ratio": [8, 16, 32]}, lambda spec: 0.0, sizes=["25K", "35K", "50K", "60K"]
+    )
+    fit = read_fit_json(layout.StudyDir(aspects).fit)
+    said = [w for w in fit.warnings if w.startswith("depth vs width")] + [fit.depth_vs_width.reason or ""]
+    assert said and not [x for x in said if "this study has no" in x], said
+    assert "aspect_ratio" in said[0], said
+    assert "this study has no depth-vs-width sweep" not in _report_text(aspects)
+
+
+def _report_text(root: Path) -> str:
+    import html as htmllib
+
+    from ladder.reports.render.report import render_report
+
+    return htmllib.unescape(render_report(root, root / "out", formats=("html",))["html"].read_text(encoding="utf-8"))

@@ -44,10 +44,14 @@ def why_not(section: FitSection | None) -> str | None:
     return None if section.available else (section.reason or "not available")
 
 
+# reasons that name what the study has: a study that sweeps the axis is never "a study that has no sweep"
+SAYS_WHY = ("this study has no", "the study sweeps", "the study compares")
+
+
 def no_section(what: str, why: str) -> str:
     """Why a section is missing, in one sentence: "this study has no {what} ({why})", or ``why`` alone when it says
     that already (fit.json's reasons often begin "this study has no ..."), so that no sentence stutters."""
-    if why.strip().lower().startswith("this study has no"):
+    if why.strip().lower().startswith(SAYS_WHY):
         return why
     return f"this study has no {what} ({why})"
 

@@ -150,6 +150,13 @@ def _baseline_subset(sub: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[
     return sub, notes
 
 
+def _no_sweep(axis: str, values: str, swept: str | None) -> str:
+    # a study that sweeps the axis has a sweep: its runs done so far (or its shapes) lack a rung of 3 values
+    if swept:
+        return f"the study sweeps {swept}, but no rung has 3 or more {values} among its done runs"
+    return f"this study has no {axis} sweep (no rung has 3 or more {values})"
+
+
 def fit_hparams(
     df: pd.DataFrame,
     hero_flops: float | None = None,
@@ -162,9 +169,11 @@ def fit_hparams(
     n_boot: int = N_BOOT,
     seed: int = 0,
     require: bool = False,
+    swept: dict[str, str] | None = None,
 ) -> HparamResult:
     """LR and batch optima per rung and their laws, evaluated at the hero (``hero_params``, ``hero_tokens``,
-    ``hero_flops``; a law needs the ones it reads).
+    ``hero_flops``; a law needs the ones it reads). ``swept``: the study's own sweep of each axis (``lr``,
+    ``batch``) in words, for the reason a law is missing.
 
     Rungs with fewer than 3 LR values are skipped with a reason; with fewer than 2 usable rungs the laws are
     None and their ``reason`` says why (``require=True`` raises ``FitError`` with it instead). Raises
@@ -235,8 +244,8 @@ def fit_hparams(
 
     has_lr = any(r.fit is not None for r in rows)
     has_batch = any(r.fit is not None and r.fit.batch is not None for r in rows)
-    no_lr = None if has_lr else "this study has no LR sweep (no rung has 3 or more learning rates)"
-    no_b = None if has_batch else "this study has no batch sweep (no rung has 3 or more batch sizes)"
+    no_lr = None if has_lr else _no_sweep("LR", "learning rates", (swept or {}).get("lr"))
+    no_b = None if has_batch else _no_sweep("batch", "batch sizes", (swept or {}).get("batch"))
 
     def law(axis: str, value: str, quantity: str, prefer: str, no_data: str | None, k: int) -> OptimumLaw:
         pts, excl = _collect(rows, axis, value, use_edge)

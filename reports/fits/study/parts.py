@@ -20,6 +20,10 @@ from ladder.reports.fits.tasks.task_forecast import fit_tasks
 ABLATION_BOOT = 100  # bootstrap refits per ablation trend form (the rollout's fits get half)
 
 
+def _values(values) -> str:
+    return "[" + ", ".join(f"{v:g}" if isinstance(v, float | int) else str(v) for v in values) + "]"
+
+
 def tie(df, hero0, study, reasons, warnings, *, n_boot: int = ABLATION_BOOT, seed: int = 0):
     """The tied-vs-untied ablation, when the runs have both variants."""
     asked = study is not None and study.ablations.tie_embeddings is not None and len(study.ablations.tie_embeddings) > 1
@@ -33,7 +37,11 @@ def tie(df, hero0, study, reasons, warnings, *, n_boot: int = ABLATION_BOOT, see
     kinds = df["tie_embeddings"].map(tie_kind)
     if kinds.nunique() < 2:
         only = kinds.iloc[0] if len(kinds) else "?"
-        reasons["tied_vs_untied"] = f"this study has no tied-vs-untied ablation (all runs are {only})"
+        reasons["tied_vs_untied"] = (
+            f"the study compares tied and untied, but all its done runs are {only}"
+            if asked
+            else f"this study has no tied-vs-untied ablation (all runs are {only})"
+        )
         if asked:
             warnings.append(f"tied vs untied: {reasons['tied_vs_untied']}")
         return None
@@ -96,7 +104,13 @@ def depth_width(prim_df, hero0, study, reasons, warnings, seed, *, n_boot: int =
         return None
     n_shapes = ar.round(6).groupby(prim_df["_rung"]).nunique()
     if not (n_shapes >= 3).any():
-        reasons["depth_vs_width"] = "this study has no depth-vs-width sweep (no rung has 3 or more aspect ratios)"
+        reasons["depth_vs_width"] = (
+            # it has one: its done runs, or the shapes its aspect ratios round to, give no rung 3
+            f"the study sweeps aspect_ratio {_values(study.ablations.aspect_ratio)}, but no rung has 3 or more "
+            "aspect ratios among its done runs (`ladder plan` notes sweep points that build one shape)"
+            if asked
+            else "this study has no depth-vs-width sweep (no rung has 3 or more aspect ratios)"
+        )
         if asked:
             warnings.append(f"depth vs width: {reasons['depth_vs_width']}")
         return None
@@ -155,6 +169,12 @@ def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
             hero_params=hero["params"] if hero else None,
             hero_tokens=hero["tokens"] if hero else None,
             seed=seed,
+            swept={
+                axis: ", ".join(f"{k} {_values(getattr(ab, k))}" for k in keys if len(getattr(ab, k) or ()) > 1)
+                for axis, keys in (("lr", ("lr", "lr_multipliers")), ("batch", ("batch_tokens", "batch_multipliers")))
+            }
+            if ab is not None
+            else None,
         )
     except FitError as exc:
         reasons["hparams"] = f"hyperparameter laws: {exc}"

@@ -23,7 +23,7 @@ from ladder.reports.render.fmt import (
     num,
     status_cell,
 )
-from ladder.reports.render.study import why_not
+from ladder.reports.render.study import no_section, why_not
 
 if TYPE_CHECKING:
     from ladder.reports.render.builder import Builder
@@ -71,11 +71,11 @@ def hparams(ctx: Builder) -> Section:
     hp = fit.hparams if fit is not None else None
     why = why_not(hp) if fit is not None else "no fit.json"
     if why:
-        return s.missing(f"this study has no LR sweep ({why})" if "LR sweep" not in why else why)
+        return s.missing(no_section("LR sweep", why) if "LR sweep" not in why else why)
     scales = hp.scales
     if not hp.has_lr_sweep:
         reason = (hp.lr.reason if hp.lr is not None else None) or "no rung has 3 or more learning rates"
-        s.missing(reason if reason.startswith("this study") else f"this study has no LR sweep ({reason})")
+        s.missing(no_section("LR sweep", reason))
     else:
         s.add(
             *ctx.small_multiples(
@@ -99,7 +99,8 @@ def hparams(ctx: Builder) -> Section:
             )
         )
     elif hp.has_lr_sweep:
-        s.add(Para("this study has no batch sweep (no rung has 3 or more batch sizes)", "missing"))
+        reason = (hp.batch.reason if hp.batch is not None else None) or "no rung has 3 or more batch sizes"
+        s.add(Para(no_section("batch sweep", reason), "missing"))
     panels = []
     if hp.has_lr_sweep:
         panels.append((hp.lr, "optimal peak learning rate", "LR* vs compute"))
