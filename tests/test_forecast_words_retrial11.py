@@ -140,3 +140,26 @@ def test_an_axis_passed_by_less_than_its_digits_says_the_digits_that_differ():
     words = tested_words(dist)
     assert "compute: the hero at 3.982x, the rollout tested up to 3.975x" in words, words
     assert "params: the hero at 2.82x, the rollout tested up to 1.41x" in words, words
+
+
+def test_the_heros_distance_is_said_in_every_axis_by_hero_and_the_report(tmp_path):
+    """retrial11c: fit said "2.82x the ladder's largest model in parameters, 1.41x in tokens, 3.98x in compute";
+    the report's headline left the tokens out, and `ladder hero`'s caveat gave the parameters alone, in digits of
+    its own (1,234,567x where fit writes 1.23e6x)."""
+    from ladder.forecast.hero_run import _caveat
+    from ladder.reports.fits.study.fit_json import Hero
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.sections.headline import headline
+    from ladder.reports.render.study import load_study
+    from tests.hero_fixture import make_ladder
+    from tests.reports.texts import texts
+
+    root = make_ladder(tmp_path / "s", n_boot=10)
+    ext = json.loads((root / "fit.json").read_text())["hero"]["extrapolation"]
+    said = texts(headline(Builder(load_study(root))))
+    assert f"{ext['tokens']:.3g}× in tokens" in said, said
+    far = Hero(extrapolation={"params": 1234567.0, "tokens": 2.5, "compute_6nd": 3086417.5}, beyond_tested=True)
+    words = _caveat(far, 512)
+    assert words.startswith(
+        "the hero is 1.23e6x the ladder's largest model, 2.5x its most tokens and 3.09e6x its largest compute (6ND)"
+    ), words

@@ -79,7 +79,7 @@ def _caveat(forecast: Hero, vocab_size: int) -> str | None:
     """What a person must know before trusting the forecast at this hero, as ``ladder fit`` warns it: a loss worse
     than a uniform guess over the vocabulary (the law taken far below the ladder), or a hero beyond what the
     rollout tested or the ladder's demonstrated reach."""
-    from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED
+    from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED, where_words
 
     if forecast.loss is not None and forecast.loss > math.log(vocab_size):
         return (
@@ -89,11 +89,11 @@ def _caveat(forecast: Hero, vocab_size: int) -> str | None:
     beyond = BEYOND_TESTED if forecast.beyond_tested else BEYOND_REACH if forecast.beyond_reach else None
     if beyond is None:
         return None
-    x = (forecast.extrapolation or {}).get("params")
+    ext = forecast.extrapolation or {}
+    axes = [ext.get(k) for k in ("params", "tokens", "compute_6nd")]
     where = ""
-    if isinstance(x, (int, float)) and math.isfinite(x):
-        where = f"{x:,.0f}x " if x >= 100 else f"{x:.3g}x "
-        where += "the ladder's largest model in parameters, "
+    if all(isinstance(x, (int, float)) and math.isfinite(x) for x in axes):  # fit's words and digits, every axis
+        where = f"{where_words(*axes)}: "
     return f"the hero is {where}{beyond}: a projection, not a checked prediction"
 
 

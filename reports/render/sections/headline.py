@@ -59,7 +59,7 @@ def headline(ctx: Builder) -> Section:
         if ok(ext.get("params")):
             ext_text = (
                 f"; {fmt_times(ext.get('params'))} the ladder's largest model in parameters, "
-                f"{fmt_times(ext.get('compute_6nd'))} in compute (6ND)"
+                f"{fmt_times(ext.get('tokens'))} in tokens, {fmt_times(ext.get('compute_6nd'))} in compute (6ND)"
             )
         half = hero.half_width_pct
         kind = hero.kind or "projection"
@@ -219,5 +219,5 @@ def _reach_tile(fit: FitJson | None, hero: Hero) -> Tile:
         f"{fmt_times(r2.params_x)}",  # the digits `ladder fit` gives
         f"in parameters ({fmt_times(r2.compute_x)} in compute, 6ND): rollout forecasts stayed "
         f"within 2% up to this distance (tested up to {fmt_times(tested.params_x)} in parameters, "
-        f"{fmt_times(tested.compute_x)} in compute, 6ND){cov}{widened}",
+        f"{fmt_times(tested.tokens_x)} in tokens, {fmt_times(tested.compute_x)} in compute, 6ND){cov}{widened}",
     )
