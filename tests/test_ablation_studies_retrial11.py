@@ -210,3 +210,21 @@ def _report_text(root: Path) -> str:
     from ladder.reports.render.report import render_report
 
     return htmllib.unescape(render_report(root, root / "out", formats=("html",))["html"].read_text(encoding="utf-8"))
+
+
+def test_submit_after_the_study_file_gained_sweep_points_says_to_plan_them(tmp_path, capsys):
+    """A user adds `lr_multipliers: [..., 8]` to the study's study.yaml and runs `ladder submit`: it said "0
+    submitted, 30 skipped; follow with `ladder status --watch`" and nothing about the new points, which fit and
+    hero then name as unplanned."""
+    import yaml
+
+    from tests.cli_helpers import run_cli
+
+    root = _fake_study(tmp_path / "s", {"lr_multipliers": [0.5, 1, 2]}, lambda spec: 0.0, sizes=["25K", "35K", "50K"])
+    path = layout.StudyDir(root).study
+    d = yaml.safe_load(path.read_text(encoding="utf-8"))
+    d["ablations"]["lr_multipliers"] = [0.5, 1, 2, 8]
+    path.write_text(yaml.safe_dump(d), encoding="utf-8")
+    r = run_cli(capsys, "submit", root, "--executor", "debug")
+    assert r.code == 0 and "0 submitted" in r.stdout, r
+    assert "was edited since it was planned" in r.stderr and f"--out {root}" in r.stderr, r.stderr

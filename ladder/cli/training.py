@@ -145,9 +145,12 @@ def submit(
     submit does; `ladder cancel` stops them.
     """
     from ladder.jobs.submit import submit as do_submit
-    from ladder.plan.planner import read_plan
+    from ladder.plan.planner import edited_since_plan, read_plan
 
     study, _ = read_plan(study_dir)
+    edited = edited_since_plan(study_dir, study)
+    if edited:  # submit trains the plan's runs: what the file gained waits for `ladder plan`
+        err.print(f"[yellow]warning[/]: {escape(edited)}", soft_wrap=True)
     ex = executor_spec(
         study,
         executor,
