@@ -228,3 +228,15 @@ def test_submit_after_the_study_file_gained_sweep_points_says_to_plan_them(tmp_p
     r = run_cli(capsys, "submit", root, "--executor", "debug")
     assert r.code == 0 and "0 submitted" in r.stdout, r
     assert "was edited since it was planned" in r.stderr and f"--out {root}" in r.stderr, r.stderr
+
+
+def test_a_rung_of_three_aspect_ratios_says_why_its_optimum_has_no_interval(aspects):
+    """The built-in depth-vs-width sweep has 3 aspect ratios per rung: a quadratic through 3 points leaves no
+    residual to bootstrap, so every rung's 90% column was "—" with an empty note, under a method that promises "a
+    bootstrap interval"."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+
+    dw = read_fit_json(layout.StudyDir(aspects).fit).depth_vs_width
+    bare = [s for s in dw.scales if s.fit is not None and s.fit.opt and s.fit.ci90 is None]
+    assert bare, "the fixture should have rungs of exactly 3 aspect ratios"
+    assert all(any("no interval" in n for n in s.notes) for s in bare), [(s.scale, s.notes) for s in bare]

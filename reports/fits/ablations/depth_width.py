@@ -193,6 +193,8 @@ def fit_aspect(
             pb = lstar * np.expm1(bb["b2"][good] * LN2SQ)
             pen_ci = [float(v) for v in interval(pen + kappa * (pb - pb.mean()))]
     status, msg = "ok", None
+    if ci is None and dof == 0:  # else the report's empty 90% column reads as a bootstrap that found nothing
+        msg = f"no interval: {len(x)} aspect ratios fit the quadratic exactly (no residual to bootstrap)"
     if not x.min() <= xo <= x.max():
         status = "edge"
         side = "wider" if xo > x.max() else "deeper"
