@@ -87,9 +87,17 @@ def band_words(band: str) -> str:
 def sentence(record: dict | None) -> str | None:
     if not record:
         return None
+    ladders = f"on {record['ladders']} published ladder{'s' if record['ladders'] != 1 else ''}"
+    if (
+        record["n"] == 1
+    ):  # one forecast has no median, worst or coverage: "1 forecasts ... covered 100%" read as a record
+        inside = "inside" if record["coverage"] >= 1 else "outside"
+        return (
+            f"{ladders}, 1 forecast at {band_words(record['band'])} compute erred by "
+            f"{record['median_abs_err_pct']:.1f}%, {inside} its 90% interval"
+        )
     return (
-        f"on {record['ladders']} published ladder(s), {record['n']} forecasts at {band_words(record['band'])} "
-        "compute erred by a "
+        f"{ladders}, {record['n']} forecasts at {band_words(record['band'])} compute erred by a "
         f"median of {record['median_abs_err_pct']:.1f}% (worst {record['worst_abs_err_pct']:.1f}%), and their 90% "
         f"intervals covered {100 * record['coverage']:.0f}%"
     )
