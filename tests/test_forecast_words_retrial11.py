@@ -174,3 +174,13 @@ def test_a_track_record_of_one_forecast_is_not_said_as_a_median_and_a_coverage()
     words = track_record.sentence(one)
     assert words == "on 1 published ladder, 1 forecast at 64x or more compute erred by 2.9%, inside its 90% interval"
     assert "ladder(s)" not in track_record.sentence(track_record.at(2.0))
+
+
+def test_a_prediction_below_the_ladder_gives_the_ladders_smallest_as_counts(tmp_path, capsys):
+    """retrial11c: "--predict 1e5:1e6: below the ladder (its smallest run has 1e+06 params and 1e+07 tokens)":
+    Python's e-notation where every other line says 1M; and the fewest params and tokens need not be one run's."""
+    runs = str(_ladder(tmp_path / "runs.csv"))
+    r = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "5", "--predict", "1e5:1e6", "--json")
+    assert r.code == 0, r.stderr
+    warn = next(w for w in json.loads(r.stdout)["warnings"] if "below the ladder" in w)
+    assert "e+" not in warn and "its smallest model has 1M params and its shortest run 10M tokens" in warn, warn

@@ -101,12 +101,15 @@ def _far_from_the_ladder(points: list[tuple[str, float, float]], table) -> list[
         return warnings
     if params.empty or tokens.empty:
         return warnings
+    from ladder.model.config import format_count
+
     for item, n, d in points:
         if n < params.min() / 2 or d < tokens.min() / 2:
             warnings.append(
-                f"--predict {item}: below the ladder (its smallest run has {params.min():.3g} params and "
-                f"{tokens.min():.3g} tokens): the laws are fitted to forecast larger runs, this forecast "
-                "is not to be trusted"
+                # the fewest params and the fewest tokens may be two runs'; counts as every other line gives them
+                f"--predict {item}: below the ladder (its smallest model has {format_count(params.min())} params and "
+                f"its shortest run {format_count(tokens.min())} tokens): the laws are fitted to forecast larger runs, "
+                "this forecast is not to be trusted"
             )
     return warnings
 
