@@ -240,3 +240,33 @@ def test_a_rung_of_three_aspect_ratios_says_why_its_optimum_has_no_interval(aspe
     bare = [s for s in dw.scales if s.fit is not None and s.fit.opt and s.fit.ci90 is None]
     assert bare, "the fixture should have rungs of exactly 3 aspect ratios"
     assert all(any("no interval" in n for n in s.notes) for s in bare), [(s.scale, s.notes) for s in bare]
+
+
+def test_runs_not_trained_yet_are_not_called_diverged_in_the_lr_sweep(tmp_path):
+    """Fit mid-way through a sweep noted "25K: 6 run(s) without a finite loss (diverged) left out of the fit":
+    they were queued. And a rung of 3 batch sizes whose loss does not curve up in the LR was noted "3
+    batch_tokens value(s): no batch optimum (needs 3)"."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+
+    def penalty(spec):
+        return 0.03 * math.log2(float(spec.axes["lr_multipliers"]) / 1.2) ** 2
+
+    root = _fake_study(
+        tmp_path / "half", {"batch_multipliers": [0.5, 1, 2], "lr_multipliers": [0.5, 1, 2]}, penalty,
+        trained=lambda spec: float(spec.axes["batch_multipliers"]) == 1,
+    )  # fmt: skip
+    notes = read_fit_json(layout.StudyDir(root).fit).hparams.notes
+    assert not [n for n in notes if "diverged" in n], notes
+
+
+def test_a_batch_sweep_without_an_lr_minimum_does_not_ask_for_the_batch_sizes_it_has():
+    import numpy as np
+
+    from ladder.reports.fits.hparams.sweep import fit_one, sweep_from_fit
+
+    lr = np.repeat([0.01, 0.02, 0.04], 3)
+    batch = np.tile([1024.0, 2048.0, 4096.0], 3)
+    loss = 4.0 - 0.2 * np.log(lr / 0.01) + 0.05 * np.log(batch / 2048) ** 2  # falls all the way up the LR grid
+    fit, u, v, y, ok = fit_one(lr, loss, batch, window=8.0, label="71K", n_boot=10, seed=0)
+    notes = sweep_from_fit(fit, u, v, y, ok, None, label="71K", n_boot=10, seed=0).notes
+    assert not [n for n in notes if "3 batch_tokens value(s): no batch optimum (needs 3)" in n], notes

@@ -162,8 +162,16 @@ def sweep_from_fit(
             v_fix = fit.v_best
     elif v is not None:
         n_v = len(distinct(v))
+        # with enough batches, what is missing is an LR minimum to re-tune the LR around at each batch
+        why = (
+            f"needs {MIN_VALUES}"
+            if n_v < MIN_VALUES
+            else f"the loss has no minimum in the {names[0]} to profile"
+            if not fit.c("uu") > 0
+            else f"needs {MIN_VALUES} in the fit window"
+        )
         notes.append(
-            f"{label}: {n_v} {names[1]} value(s): no batch optimum (needs {MIN_VALUES}); "
+            f"{label}: {n_v} {names[1]} value(s): no batch optimum ({why}); "
             f"{names[0]} optimum at the best batch {math.exp(fit.v_best):.4g}"
         )
         # Pick the batch whose fitted minimum is lowest among those swept.

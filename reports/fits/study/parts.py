@@ -157,8 +157,13 @@ def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
     )
     sel = raw["_variant"] == primary
     sub = raw[sel].copy()
-    # Excluded (diverged) runs of the sweep stay in with a NaN loss: the fit counts them per rung.
-    sub.loc[~ok[sel.to_numpy()], "loss"] = np.nan
+    # Excluded (diverged) runs of the sweep stay in with a NaN loss: the fit counts them per rung. A run not
+    # trained yet (or stopped by a crash) says nothing of its LR, and is left out rather than called diverged.
+    out = ~ok[sel.to_numpy()]
+    if "status" in sub.columns:
+        untried = out & (sub["status"].astype(str).str.strip().str.lower() != "diverged").to_numpy()
+        sub, out = sub[~untried], out[~untried]
+    sub.loc[out, "loss"] = np.nan
     good = np.isfinite(sub["params"]) & np.isfinite(sub["tokens"]) & np.isfinite(sub["flops"])
     sub = sub[good]
     sub = table.rungs_as_scale(sub)
