@@ -270,3 +270,22 @@ def test_a_batch_sweep_without_an_lr_minimum_does_not_ask_for_the_batch_sizes_it
     fit, u, v, y, ok = fit_one(lr, loss, batch, window=8.0, label="71K", n_boot=10, seed=0)
     notes = sweep_from_fit(fit, u, v, y, ok, None, label="71K", n_boot=10, seed=0).notes
     assert not [n for n in notes if "3 batch_tokens value(s): no batch optimum (needs 3)" in n], notes
+
+
+def test_a_batch_law_missing_for_want_of_an_lr_minimum_does_not_say_the_batches_are_missing():
+    """A rung with 3 batch sizes, each falling all the way up the LR grid: the batch law said "no rung has 3 or
+    more batch sizes" (and left the rung out as "fewer than 3 batch sizes")."""
+    import pandas as pd
+
+    from ladder.reports.fits.hparams.hparam_laws import fit_hparams
+
+    rows = []
+    for n, scale in ((25e3, "25K"), (50e3, "50K")):
+        for lr in (0.01, 0.02, 0.04):
+            for b in (1024.0, 2048.0, 4096.0):
+                loss = 4.0 - 0.2 * math.log(lr / 0.01) + 0.05 * math.log(b / 2048) ** 2 - 0.1 * math.log(n / 25e3)
+                rows.append({"scale": scale, "params": n, "tokens": 20 * n, "flops": 120 * n * n, "lr": lr,
+                             "batch_tokens": b, "loss": loss})  # fmt: skip
+    res = fit_hparams(pd.DataFrame(rows), n_boot=10, swept={"batch": "batch_multipliers [0.5, 1, 2]"})
+    assert "no rung has 3 or more batch sizes" not in (res.batch.reason or ""), res.batch.reason
+    assert "fewer than 3 batch sizes" not in (res.batch.reason or ""), res.batch.reason

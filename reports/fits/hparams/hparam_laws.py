@@ -150,6 +150,11 @@ def _baseline_subset(sub: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[
     return sub, notes
 
 
+def _batches(r: HparamScale) -> int:
+    """How many batch sizes a rung's runs with a finite loss cover."""
+    return len({p["batch_tokens"] for p in r.points if p.get("batch_tokens") is not None and np.isfinite(p["loss"])})
+
+
 def _no_sweep(axis: str, values: str, swept: str | None) -> str:
     # a study that sweeps the axis has a sweep: its runs done so far (or its shapes) lack a rung of 3 values
     if swept:
@@ -246,6 +251,8 @@ def fit_hparams(
     has_batch = any(r.fit is not None and r.fit.batch is not None for r in rows)
     no_lr = None if has_lr else _no_sweep("LR", "learning rates", (swept or {}).get("lr"))
     no_b = None if has_batch else _no_sweep("batch", "batch sizes", (swept or {}).get("batch"))
+    if not has_batch and max((_batches(r) for r in rows), default=0) >= 3:
+        no_b = None  # a rung has the batch sizes: the law's reason names why each rung gave no optimum
 
     def law(axis: str, value: str, quantity: str, prefer: str, no_data: str | None, k: int) -> OptimumLaw:
         pts, excl = _collect(rows, axis, value, use_edge)
@@ -289,7 +296,8 @@ def _collect(rows: list[HparamScale], axis: str, value: str, use_edge: bool) -> 
             continue
         opt = r.fit.lr if axis == "lr" else r.fit.batch
         if opt is None:
-            excl[r.scale] = "no batch optimum (fewer than 3 batch sizes)"
+            few = _batches(r) < 3  # else they were there, without an LR minimum to re-tune at each batch
+            excl[r.scale] = f"no batch optimum ({'fewer than 3 batch sizes' if few else 'no LR minimum to profile'})"
             continue
         if opt.status == "no_minimum" or (opt.status == "edge" and not use_edge):
             excl[r.scale] = opt.message or opt.status
