@@ -184,3 +184,16 @@ def test_a_prediction_below_the_ladder_gives_the_ladders_smallest_as_counts(tmp_
     assert r.code == 0, r.stderr
     warn = next(w for w in json.loads(r.stdout)["warnings"] if "below the ladder" in w)
     assert "e+" not in warn and "its smallest model has 1M params and its shortest run 10M tokens" in warn, warn
+
+
+def test_the_count_bound_of_predict_and_runs_is_a_count_not_pythons_e_notation(tmp_path, capsys):
+    """retrial11c: "--predict '1e30:1e30': params '1e30' is beyond 1e+15", and the same bound of a runs table."""
+    from tests.cli_helpers import one_line
+
+    runs = str(_ladder(tmp_path / "runs.csv"))
+    line = one_line(run_cli(capsys, "fit", "--runs", runs, "--predict", "1e30:1e30"), "is beyond 1P")
+    assert "e+" not in line, line
+    big = tmp_path / "big.csv"
+    big.write_text("params,tokens,loss\n1e16,1e9,3.0\n")
+    line = one_line(run_cli(capsys, "fit", "--runs", str(big)), "params is beyond 1P")
+    assert "e+" not in line, line

@@ -666,7 +666,7 @@ def test_a_runs_file_that_hides_one_value_behind_another_is_refused(tmp_path, ca
     )
     big = _ladder_rows()
     big[0]["params"] = 1e16
-    one_line(run_cli(capsys, "fit", "--runs", _jsonl(tmp_path / "big.jsonl", big)), "params is beyond 1e+15", "line 1")
+    one_line(run_cli(capsys, "fit", "--runs", _jsonl(tmp_path / "big.jsonl", big)), "params is beyond 1P", "line 1")
     one_line(run_cli(capsys, "fit", "--runs", ""), "--runs '': an empty path")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "runs.jsonl"]
 

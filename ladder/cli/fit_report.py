@@ -39,7 +39,7 @@ def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
     import math
 
     from ladder.errors import SpecError
-    from ladder.model.config import read_count
+    from ladder.model.config import format_count, read_count
 
     points = []
     for item in predict:
@@ -62,7 +62,7 @@ def check_predictions(predict: list[str]) -> list[tuple[str, float, float]]:
                 )
             if value > MAX_PREDICT:
                 raise SpecError(
-                    f"--predict {item!r}: {what} {text!r} is beyond {MAX_PREDICT:.0e}: not a model a law can forecast"
+                    f"--predict {item!r}: {what} {text!r} is beyond {format_count(MAX_PREDICT)}: not a model a law can forecast"
                 )
             values.append(float(value))
         same = next((text for text, n, d in points if (n, d) == (values[0], values[1])), None)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ladder.errors import FitError
 from ladder.layout import RepeatedKey, no_repeated_keys
+from ladder.model.config import format_count
 
 ADDED_COLUMNS = "ladder_added_columns"  # DataFrame.attrs key: the columns ladder added to a read table (run_id)
 
@@ -192,7 +193,7 @@ def _refuse_beyond_counts(df: pd.DataFrame, path: Path) -> None:
         rows = (values > MAX_COUNT) & np.isfinite(values)
         if rows.any():
             raise FitError(
-                f"{path}: column {name} is beyond {MAX_COUNT:.0e} in {int(rows.sum())} row(s) "
+                f"{path}: column {name} is beyond {format_count(MAX_COUNT)} in {int(rows.sum())} row(s) "
                 f"({_labels(df, rows)}): not a model a law can fit; give plain counts"
             )
 
