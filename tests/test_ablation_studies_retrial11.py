@@ -289,3 +289,24 @@ def test_a_batch_law_missing_for_want_of_an_lr_minimum_does_not_say_the_batches_
     res = fit_hparams(pd.DataFrame(rows), n_boot=10, swept={"batch": "batch_multipliers [0.5, 1, 2]"})
     assert "no rung has 3 or more batch sizes" not in (res.batch.reason or ""), res.batch.reason
     assert "fewer than 3 batch sizes" not in (res.batch.reason or ""), res.batch.reason
+
+
+def test_an_lr_optimum_below_the_grid_is_not_bounded_by_minus_infinity(tmp_path):
+    """A rung whose loss keeps falling towards the lowest LR (no minimum) showed its LR* interval as
+    "−∞ – 0.0182": a learning rate is positive; the bound says only that LR* is below 0.0182."""
+
+    rng = np.random.default_rng(0)
+
+    def penalty(spec):  # falling towards the lowest LR, as noisy as the CPU runs of re-trial 11
+        x = math.log2(float(spec.axes["lr_multipliers"]))
+        return 0.02 * x - 0.005 * x * x + rng.normal(0, 0.02)
+
+    ablations = {"lr_multipliers": [0.5, 1, 2], "batch_multipliers": [0.5, 1, 2]}
+    root = _fake_study(tmp_path / "low", ablations, penalty, sizes=["25K", "35K", "50K", "71K"])
+    from ladder.reports.fits.study.fit_json import read_fit_json
+
+    scales = read_fit_json(layout.StudyDir(root).fit).hparams.scales
+    assert [s for s in scales if s.lr is not None and s.lr.ci90 and s.lr.ci90[0] is None], "no one-sided LR bound"
+    text = _report_text(root)
+    section = text[text.index("Learning rate and batch size") :]
+    assert "−∞" not in section, section[section.index("−∞") - 200 : section.index("−∞") + 50]

@@ -65,6 +65,13 @@ def backtest_text(ro: HparamRollout) -> str:
     )
 
 
+def _positive(ci: Any) -> Any:
+    """A one-sided interval of an LR or a batch (an optimum beyond the grid's low end) starts at 0, never −∞."""
+    if isinstance(ci, (list, tuple)) and len(ci) >= 2 and ci[0] is None and ci[1] is not None:
+        return [0, ci[1]]
+    return ci
+
+
 def hparams(ctx: Builder) -> Section:
     s = Section("hparams", "Learning rate and batch size")
     fit = ctx.fit_json
@@ -129,11 +136,11 @@ def hparams(ctx: Builder) -> Section:
                     fmt_count(sc.params),
                     fmt_int(sc.n_runs),
                     fmt_lr(lr.opt),
-                    fmt_ci(lr.ci90, fmt_lr),
+                    fmt_ci(_positive(lr.ci90), fmt_lr),
                     status_cell(lr.status or ("skipped" if sc.skipped else "")),
                     fmt_loss(lr.penalty_2x),
                     fmt_count(b.opt) if b is not None else ABSENT,
-                    fmt_ci(b.ci90, fmt_count) if b is not None else ABSENT,
+                    fmt_ci(_positive(b.ci90), fmt_count) if b is not None else ABSENT,
                 ]
             )
         s.add(
