@@ -310,3 +310,22 @@ def test_an_lr_optimum_below_the_grid_is_not_bounded_by_minus_infinity(tmp_path)
     text = _report_text(root)
     section = text[text.index("Learning rate and batch size") :]
     assert "−∞" not in section, section[section.index("−∞") - 200 : section.index("−∞") + 50]
+
+
+def test_a_batch_transferred_from_one_rung_reads_its_optimum_as_a_count_and_its_sweep_as_whole():
+    """A real 4-size LR x batch sweep whose batch optimum was usable at 25K only: the recommendation said
+    "transfer by rule: the batch sweep covers one size only (25K, optimum 1.66e+03 = 1.34x the rule there)": the
+    sweep covered all four sizes, and the optimum is a batch of 1.66K tokens."""
+    from types import SimpleNamespace
+
+    from ladder.model.recipe import rule_batch_tokens
+    from ladder.reports.fits.recommend import _transfer
+    from ladder.studies.spec import parse_study
+
+    study = parse_study(hf.study_dict(ablations={"batch_multipliers": [0.5, 1, 2]}))
+    one = {"scale": "25K", "y": 1660.0, "params": 25248.0, "params_non_embedding": 25248.0, "flops": 3.77e10}
+    law = SimpleNamespace(single=one)
+    hero_value, hero_text = rule_batch_tokens(study.training, 400e3, 2e13)
+    _, _, text = _transfer(study, law, "batch", rule_batch_tokens, hero_value, hero_text)
+    assert "e+0" not in text and "optimum 1.66K" in text, text
+    assert "covers one size only" not in text and "usable optimum at one size only (25K" in text, text

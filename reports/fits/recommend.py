@@ -159,7 +159,9 @@ def _transfer(
     m = one["y"] / at_rung
     ci = one.get("y_ci90")
     ci = [None if b is None else b / at_rung * hero_value for b in ci] if ci else None
-    head = f"transfer by rule: the {what} sweep covers one size only ({one['scale']}, optimum {one['y']:.3g}"
+    # the sweep may span every size: what it has at one size only is a usable optimum
+    head = f"transfer by rule: the {what} sweep has a usable optimum at one size only ({one['scale']}, optimum "
+    head += format_count(one["y"]) if what == "batch" else f"{one['y']:.3g}"
     if rule_text.startswith("study rule"):
         rule_name = study.training.lr_rule if what == "lr" else study.training.batch_rule
         rule_at_hero = hero_text[len("study rule: ") :]

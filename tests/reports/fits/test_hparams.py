@@ -303,7 +303,7 @@ def test_a_sweep_at_one_size_transfers_by_the_studys_rule():
     m = one["y"] / olmo_lr(one["params_non_embedding"])
     assert r.lr == pytest.approx(m * olmo_lr(r.params_non_embedding), rel=1e-9)
     src = r.sources["lr"]
-    assert src.startswith("transfer by rule: the lr sweep covers one size only (100K")
+    assert src.startswith("transfer by rule: the lr sweep has a usable optimum at one size only (100K")
     assert "olmo LR = 0.0047 (N_non_embedding / 108M)^(-1/3)" in src and "Porian et al. 2024" in src
     assert r.lr_ci90[0] < r.lr < r.lr_ci90[1]
     assert r.sources["batch_tokens"].startswith("study rule: olmo batch")  # no batch sweep at all
