@@ -329,3 +329,20 @@ def test_a_batch_transferred_from_one_rung_reads_its_optimum_as_a_count_and_its_
     _, _, text = _transfer(study, law, "batch", rule_batch_tokens, hero_value, hero_text)
     assert "e+0" not in text and "optimum 1.66K" in text, text
     assert "covers one size only" not in text and "usable optimum at one size only (25K" in text, text
+
+
+def test_the_plan_says_when_a_swept_aspect_ratio_lands_far_from_its_target(tmp_path, capsys):
+    """`aspect_ratio: [0.5, 16]` planned "ar0.5" runs of shape 16x10 (aspect 1.6) at 25K, and the depth-vs-width
+    fit reads the shapes' own aspect: the plan said nothing of the 3x miss (it says a size 10% off its target)."""
+    import yaml
+
+    from tests.cli_helpers import run_cli
+
+    d = hf.study_dict(name="ar", sizes=["25K", "35K", "50K"], ablations={"aspect_ratio": [0.5, 16]})
+    d["model"]["vocab_size"] = 512
+    path = tmp_path / "ar.yaml"
+    path.write_text(yaml.safe_dump(d), encoding="utf-8")
+    r = run_cli(capsys, "plan", path, "--dry-run")
+    assert r.code == 0, r.stderr
+    note = [line for line in r.stdout.splitlines() if "aspect ratio" in line and line.startswith("note")]
+    assert note and "ar0.5" in note[0] and "25K" in note[0] and "1.6" in note[0], r.stdout

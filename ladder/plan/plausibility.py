@@ -33,6 +33,7 @@ from ladder.studies.spec import StudySpec
 
 FAR = 2.0  # a size landing beyond 2x its target (either way) is not that size
 NOTE_MISS = 0.10  # a landing or a batch more than 10% from what was asked is said in the plan
+ASPECT_MISS = 1.5  # a swept aspect ratio whose shape lands this far from it (either way) is said in the plan
 ASPECT_FAR = 8.0  # at max_layers, a model this much wider than its aspect ratio is not of the family
 STATE_BYTES_PER_PARAM = 16  # fp32 weights and gradients, and AdamW's two moments
 LONG_RUN_S = 30 * 86400
@@ -222,6 +223,18 @@ def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:
             where = " ".join([str(r.axes.get("size", r.run_id)), *([variant_label(swept)] if swept else [])])
             change = f"{where} {want:,.0f} -> {r.batch_tokens:,}"
             moved.setdefault(change, change)
+    aimed: dict[str, str] = {}
+    for r in runs:  # whole heads and layers move a small model's aspect ratio: the fit reads the shape's own
+        if "aspect_ratio" in r.axes:
+            want, got = float(r.axes["aspect_ratio"]), r.shape.d_model / r.shape.n_layers
+            if max(got / want, want / got) > ASPECT_MISS:
+                change = f"{r.variant} at {r.axes.get('size', r.run_id)} -> {got:.3g}"
+                aimed.setdefault(change, change)
+    if aimed:
+        notes.append(
+            f"swept aspect ratios more than {ASPECT_MISS:g}x from their targets (whole heads and layers; the "
+            f"depth-vs-width fit reads each shape's own d_model / n_layers): {_listed(aimed.values())}"
+        )
     if moved:
         bounds = f"at least batch_min_sequences {t.batch_min_sequences}"
         if t.batch_max_tokens is not None:
