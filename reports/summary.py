@@ -17,7 +17,7 @@ from ladder.model.config import format_count, format_multiple
 from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.recommend import tied_uncertainty
-from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, written
+from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, coverage_words, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED, left_out_words
 from ladder.reports.fits.study.table import ALL_RUNS, of_variant
 from ladder.reports.render.fmt import fmt_flops, fmt_pct, fmt_sig, share_of_hero
@@ -405,10 +405,7 @@ def _print_law(fit: FitJson, console: Console) -> None:
             if lean is not None and lean.mean_err_pct is not None
             else ""
         )
-        console.print(
-            f"  rollout: {cal.n} weighted forecasts, {100 * cal.coverage:.0f}% inside their 90% "
-            f"interval; widening {format_multiple(cal.factor)}{side}"
-        )
+        console.print(f"  rollout: {coverage_words(cal)}; widening {format_multiple(cal.factor)}{side}")
 
 
 def _weights(f: VariantLaw | None) -> str:

@@ -197,3 +197,21 @@ def test_the_count_bound_of_predict_and_runs_is_a_count_not_pythons_e_notation(t
     big.write_text("params,tokens,loss\n1e16,1e9,3.0\n")
     line = one_line(run_cli(capsys, "fit", "--runs", str(big)), "params is beyond 1P")
     assert "e+" not in line, line
+
+
+def test_the_rollouts_coverage_says_on_which_forecasts_it_was_measured(tmp_path, capsys):
+    """retrial11c: on Li et al.'s best-LR runs, "rollout: 196 weighted forecasts, 100% inside their 90% interval"
+    where 175 of the 196 were inside: the coverage (and the calibration) is of the 22 at the target's tokens/param."""
+    runs = str(_ladder(tmp_path / "runs.csv"))
+    args = ("fit", "--runs", runs, "--bootstrap", "20", "--predict", "3e7:6e8")
+    fit = json.loads(run_cli(capsys, *args, "--json").stdout)
+    cal, rows = fit["loss"]["calibration"], fit["loss"]["rollout"]["mixture"]
+    judged = [r for r in rows if r["at_target_ratio"]]
+    assert 0 < len(judged) < len(rows) and cal["n_judged"] == len(judged), (cal, len(judged))
+    share = 100 * sum(r["inside"] for r in judged) / len(judged)
+    assert abs(100 * cal["coverage"] - share) < 1e-9
+    out = " ".join(run_cli(capsys, *args).stdout.split())
+    assert (
+        f"rollout: {len(rows)} weighted forecasts; of the {len(judged)} at the target's tokens/param, "
+        f"{share:.0f}% inside their 90% interval"
+    ) in out, out

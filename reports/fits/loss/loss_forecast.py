@@ -266,6 +266,8 @@ class Forecast:
                 "coverage": self.coverage,
                 "factor": self.factor,
                 "n": len(self.mixture_rows),
+                # the coverage is of these alone: "196 forecasts, 100% inside" read as all, where 175 were
+                "n_judged": len(_judged(self.mixture_rows)),
                 "drift": self.drift,
                 "far_error": self.far_error,
             },
@@ -382,9 +384,13 @@ def _lean(rows: list[dict]) -> dict:
     return {"n": len(errs), "n_high": high, "mean_err_pct": mean, "p": p, "direction": direction}
 
 
+def _judged(rows: list[dict]) -> list[dict]:
+    """The rollout rows the intervals are calibrated on: those at the target's tokens/param, else every row."""
+    return [r for r in rows if r["at_target_ratio"]] or rows
+
+
 def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
-    judged = [r for r in rows if r["at_target_ratio"]] or rows
-    return calibrate([r["z"] for r in judged])
+    return calibrate([r["z"] for r in _judged(rows)])
 
 
 def _drift(rows: list[dict], factor: float) -> dict:

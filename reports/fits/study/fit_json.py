@@ -68,6 +68,7 @@ from ladder.reports.fits.study.fit_json_laws import (
     VariantLaw,
     _finite,
     _Open,
+    coverage_words,
     written,
 )
 from ladder.reports.fits.study.fit_json_trends import (
@@ -527,5 +528,6 @@ __all__ = [
     "TrackRecord",
     "validate",
     "VariantLaw",
+    "coverage_words",
     "written",
 ]

@@ -75,6 +75,18 @@ class Calibration(_Open):
     coverage: float | None = None
     factor: float = 1.0
     n: int | None = None
+    n_judged: int | None = None  # the rollout forecasts the coverage is of (those at the target's tokens/param)
+
+
+def coverage_words(cal: Calibration, level: str = "90%") -> str:
+    """The rollout's forecasts and their coverage, said of the forecasts it was measured on (fit and the report)."""
+    pct = f"{100 * cal.coverage:.0f}%"
+    if cal.n_judged is None or cal.n_judged == cal.n:
+        return f"{cal.n:,} weighted forecasts, {pct} inside their {level} interval"
+    return (
+        f"{cal.n:,} weighted forecasts; of the {cal.n_judged:,} at the target's tokens/param, {pct} inside their "
+        f"{level} interval"
+    )
 
 
 class RolloutError(_Open):

@@ -212,7 +212,8 @@ def _reach_tile(fit: FitJson | None, hero: Hero) -> Tile:
         else:
             why = "the ladder has too few sizes or budgets to fit on the smaller and check on the larger"
         return Tile("Demonstrated reach", ABSENT, f"no rollout forecast: {why}")
-    cov = f"; its 90% intervals covered {fmt_pct(100 * num(cal.coverage), 0)} of them" if ok(cal.coverage) else ""
+    of = "them" if cal.n_judged in (None, cal.n) else f"the {fmt_int(cal.n_judged)} at the target's tokens/param"
+    cov = f"; its 90% intervals covered {fmt_pct(100 * num(cal.coverage), 0)} of {of}" if ok(cal.coverage) else ""
     widened = f" (widened {fmt_times(cal.factor)})" if ok(cal.factor) and num(cal.factor) > 1 else ""
     return Tile(
         "Demonstrated reach",

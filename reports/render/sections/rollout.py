@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ladder.reports.fits.loss import track_record
-from ladder.reports.fits.study.fit_json import Lean, LossRollout, Reach, written
+from ladder.reports.fits.study.fit_json import Lean, LossRollout, Reach, coverage_words, written
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.rollout import draw_rollout
 from ladder.reports.render.figures.track_record import draw_track_record
@@ -73,10 +73,7 @@ def rollout(ctx: Builder) -> Section:
                 ),
                 (
                     "Interval coverage",
-                    (
-                        f"{fmt_pct(100 * num(coverage), 0)} of {fmt_int(cal.n)} weighted "
-                        f"forecasts inside their nominal {fmt_pct(100 * num(level), 0)} interval"
-                    )
+                    coverage_words(cal, f"nominal {fmt_pct(100 * num(level), 0)}")  # as `ladder fit` says it
                     if cal is not None and ok(coverage)
                     else ABSENT,
                 ),
