@@ -215,3 +215,24 @@ def test_the_rollouts_coverage_says_on_which_forecasts_it_was_measured(tmp_path,
         f"rollout: {len(rows)} weighted forecasts; of the {len(judged)} at the target's tokens/param, "
         f"{share:.0f}% inside their 90% interval"
     ) in out, out
+
+
+def test_a_rollout_that_leans_is_warned_of_for_the_predictions_of_a_runs_table(tmp_path, capsys):
+    """retrial11c: on Li et al.'s best-LR runs every rollout forecast leaned low (mean -3.6%, p 6e-6): a study's
+    hero is warned that its forecast probably runs low too, the --predict points of a runs table were not."""
+    import math
+
+    path = tmp_path / "lean.csv"
+    text = "params,tokens,loss\n"
+    for n in (1e6, 2e6, 4e6, 8e6, 16e6, 32e6):  # the larger rungs fall ever shorter of the smaller ones' law
+        for r in (10, 20, 40):
+            text += (
+                f"{n:g},{n * r:g},{1.7 + 400 / n**0.34 + 410 / (n * r) ** 0.28 + 0.02 * math.log2(n / 1e6) ** 2:.5f}\n"
+            )
+    path.write_text(text)
+    fit = json.loads(
+        run_cli(capsys, "fit", "--runs", str(path), "--bootstrap", "10", "--predict", "1e8:2e9", "--json").stdout
+    )
+    assert fit["loss"]["lean"]["direction"] == "low", fit["loss"]["lean"]
+    lean = [w for w in fit["warnings"] if w.startswith("the rollout's forecasts ran low")]
+    assert len(lean) == 1 and "so the predictions probably run low too" in lean[0] and "hero" not in lean[0], lean

@@ -272,6 +272,10 @@ def fit_study(
                 if row["beyond_tested"] or row["beyond_reach"]:
                     warnings.append(f"prediction {label}: {study_hero.prediction_beyond(row, fc)}")
             predictions.append(row)
+        if hero is None and any(r["loss"] is not None for r in predictions):
+            lean = study_hero.lean_text(fc.lean, "the predictions probably run")  # the hero's warning, said of them
+            if lean:
+                warnings.append(lean)
         for key, why in fc.skipped.items():
             notes.append(f"law form {key} not fitted: {why}")
     compute_optimal = study_hero.compute_optimal(fc, iso, hero, reasons.get("loss"))

@@ -334,8 +334,9 @@ def prediction_beyond(row: dict, fc: Forecast) -> str:
     )
 
 
-def lean_text(lean: dict) -> str | None:
-    """The warning for a rollout whose forecasts erred to one side (``Forecast.lean``), or None."""
+def lean_text(lean: dict, forecast: str = "the hero's forecast probably runs") -> str | None:
+    """The warning for a rollout whose forecasts erred to one side (``Forecast.lean``), or None; ``forecast``
+    names what probably leans the same way (the predictions of a runs table, which has no hero)."""
     if not lean or not lean.get("direction"):
         return None
     n, high = lean["n"], lean["n_high"]
@@ -343,12 +344,12 @@ def lean_text(lean: dict) -> str | None:
         return (
             f"the rollout's forecasts ran high ({high} of {n} above the actual loss, mean error "
             f"{lean['mean_err_pct']:+.1f}%): the larger rungs beat what the smaller ones forecast (the loss "
-            "curve steepens with scale), so the hero's forecast probably runs high too"
+            f"curve steepens with scale), so {forecast} high too"
         )
     return (
         f"the rollout's forecasts ran low ({n - high} of {n} below the actual loss, mean error "
         f"{lean['mean_err_pct']:+.1f}%): the larger rungs fell short of what the smaller ones forecast (the "
-        "loss curve flattens with scale), so the hero's forecast probably runs low too"
+        f"loss curve flattens with scale), so {forecast} low too"
     )
 
 
