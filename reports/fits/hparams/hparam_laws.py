@@ -152,7 +152,11 @@ def _baseline_subset(sub: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[
 
 def _batches(r: HparamScale) -> int:
     """How many batch sizes a rung's runs with a finite loss cover."""
-    return len({p["batch_tokens"] for p in r.points if p.get("batch_tokens") is not None and np.isfinite(p["loss"])})
+    return len({p["batch_tokens"] for p in r.points if p.get("batch_tokens") is not None and _finite(p.get("loss"))})
+
+
+def _finite(x) -> bool:
+    return x is not None and bool(np.isfinite(float(x)))
 
 
 def _no_sweep(axis: str, values: str, swept: str | None) -> str:
