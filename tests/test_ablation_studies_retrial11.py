@@ -346,3 +346,12 @@ def test_the_plan_says_when_a_swept_aspect_ratio_lands_far_from_its_target(tmp_p
     assert r.code == 0, r.stderr
     note = [line for line in r.stdout.splitlines() if "aspect ratio" in line and line.startswith("note")]
     assert note and "ar0.5" in note[0] and "25K" in note[0] and "1.6" in note[0], r.stdout
+
+
+def test_the_undetermined_split_reads_compute_and_params_as_everything_else_does():
+    """Every ablation study with budgets printed "not advice: the chinchilla law's 90% interval for N_opt at 6ND =
+    1.92e+13, [9.97e+04, 9.33e+05], spans 9.36x" beside "C = 2.13e13 FLOPs" and counts like 397.7K."""
+    from ladder.reports.fits.loss.allocation import undetermined
+
+    text = undetermined({"form": "chinchilla", "compute_6nd": 1.92e13, "ci90": {"params": [99700.0, 933000.0]}})
+    assert "e+" not in text and "6ND = 1.92e13, [99.7K, 933K]" in text, text

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ladder.model.config import format_multiple
+from ladder.model.config import format_count, format_flops, format_multiple
 from ladder.reports.fits.engine import LawFit
 
 ALLOCATING = ("chinchilla", "overtrain")
@@ -60,7 +60,9 @@ def undetermined(split: dict) -> str | None:
     if hi / lo <= MAX_SPAN:
         return None
     return (
-        f"the {split['form']} law's 90% interval for N_opt at 6ND = {split['compute_6nd']:.3g}, [{lo:.3g}, {hi:.3g}], spans "
+        # compute and counts as fit and the report write them elsewhere (2.13e13, 397.7K), never g's 1.92e+13
+        f"the {split['form']} law's 90% interval for N_opt at 6ND = {format_flops(split['compute_6nd'])}, "
+        f"[{format_count(lo)}, {format_count(hi)}], spans "
         f"{format_multiple(hi / lo)} (more than {MAX_SPAN:g}x): this ladder does not determine the split"
     )
 
