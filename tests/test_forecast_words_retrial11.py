@@ -236,3 +236,18 @@ def test_a_rollout_that_leans_is_warned_of_for_the_predictions_of_a_runs_table(t
     assert fit["loss"]["lean"]["direction"] == "low", fit["loss"]["lean"]
     lean = [w for w in fit["warnings"] if w.startswith("the rollout's forecasts ran low")]
     assert len(lean) == 1 and "so the predictions probably run low too" in lean[0] and "hero" not in lean[0], lean
+
+
+def test_a_json_lines_loss_written_as_the_string_nan_is_named_by_its_line(tmp_path, capsys):
+    """retrial11c: a W&B export whose diverged run has "eval/loss": "NaN" said "column loss is not numeric (Unable
+    to parse string 'NaN' at position 8)": pandas' words and a 0-based row, where a CSV's NaN names its run."""
+    from tests.cli_helpers import one_line
+
+    examples = Path(__file__).resolve().parents[1] / "docs" / "examples"
+    rows = [json.loads(x) for x in (examples / "wandb-runs.jsonl").read_text().splitlines()]
+    rows[8]["summary"]["eval/loss"] = "NaN"
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cols = "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss"
+    line = one_line(run_cli(capsys, "fit", "--runs", str(path), "--columns", cols), "NaN or infinite", rows[8]["name"])
+    assert "position" not in line and "Unable to parse" not in line, line

@@ -164,6 +164,9 @@ def _counts_and_text(df: pd.DataFrame, path: Path) -> None:
                 f"({_labels(df, rows)}; e.g. {value!r}): write {how}"
                 + (", without thousands separators" if "," in value else "")
             )
+        # numbers written as strings (a W&B export's "NaN") as the numbers they are: pandas refused "NaN" "at
+        # position 8", where the fit names a NaN loss by its line
+        df[name] = col.map(lambda v: float(v) if isinstance(v, str) else v)
 
 
 POSITIVE = ("lr", "batch_tokens", "batch_size", "aspect_ratio")
