@@ -429,6 +429,12 @@ def os_error_line(exc: OSError) -> str:
         if isinstance(exc, FileNotFoundError) and not _cwd_exists():  # os.getcwd() names no path
             return "the current directory no longer exists (deleted or moved): cd to one that does, then run again"
         return f"{why} ({type(exc).__name__})"
+    if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+        # a path that is not there could not be made: its folder is what to check ("cannot use
+        # S/.fit.json.k2x9.tmp", a temporary file that never existed, sent the user to `ls` it)
+        made = Path(paths[0])
+        if not os.path.lexists(made) and os.path.isdir(made.parent):
+            paths[0] = str(made.parent)
     hint = ""
     if isinstance(exc, PermissionError):
         hint = " (check its permissions, or give another place where the command takes --out)"

@@ -240,7 +240,9 @@ def _merge_planned(
     extra = []
     for run_id in ids + sorted(set(runs.get("run_id", pd.Series(dtype=str)).astype(str)) - set(ids)):
         rd = sd.run(run_id)
-        res = _read_json(rd.result, [], "") if rd.result.is_file() else None
+        # no is_file() first: it raises where the run folder cannot be searched (EACCES), and one such run must
+        # not stop the report of the rest; _read_json reads a missing or unreadable file as None
+        res = _read_json(rd.result, [], "")
         if isinstance(res, dict) and res.get("device_name"):
             devices[str(res["device_name"])] = devices.get(str(res["device_name"]), 0) + 1
         done_now = isinstance(res, dict) and res.get("status") == "done" and run_id not in ended
@@ -251,7 +253,7 @@ def _merge_planned(
         spec = mapping(_read_json(rd.spec, problems, f"runs/{run_id}/{layout.SPEC}"))
         if done_now and finished is not None and str(spec.get("role") or "").strip().lower() != "hero":
             finished.append(run_id)
-        err = _read_json(rd.error, problems, f"runs/{run_id}/{layout.ERROR}") if rd.error.is_file() else None
+        err = _read_json(rd.error, problems, f"runs/{run_id}/{layout.ERROR}")
         shape = mapping(spec.get("shape"))
         status = "failed" if err or (isinstance(res, dict) and res.get("status") == "failed") else "pending"
         reason = None
