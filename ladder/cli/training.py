@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_device, executor_spec, flag, parse_gpus
 from ladder.console import err, human_seconds, out, print_json
-from ladder.errors import SpecError
+from ladder.errors import SpecError, StateError
 
 
 def sanity(
@@ -179,6 +179,8 @@ def submit(
     not_done = {r: str(s) for r, s in result.results.items() if str(s).startswith(("failed", "diverged"))}
     if as_json:
         print_json({**result.to_dict(), **({"results": result.results} if ex.kind == "debug" else {})})
+        if result.refused:  # named in the JSON's "refused"
+            raise typer.Exit(2)
         if not_done:
             raise typer.Exit(1)
         return
@@ -191,6 +193,10 @@ def submit(
     )
     for run_id, state in not_done.items():
         err.print(f"[red]{run_id}[/]: {escape(state)} (`ladder status {study_dir}` shows its error)", soft_wrap=True)
+    if result.refused:  # the others went out: one run's folder does not hold up the study
+        first = next(iter(result.refused.values()))
+        more = f" (and {len(result.refused) - 1} more run(s) alike)" if len(result.refused) > 1 else ""
+        raise StateError(f"{', '.join(result.refused)} not submitted: {first}{more}")
     if not_done:
         raise typer.Exit(1)
 

@@ -71,6 +71,8 @@ def run_one(
             return {"status": "busy", "run_id": rd.run_id}
         rd.error.unlink(missing_ok=True)
         try:
+            # a folder where result.json goes is refused now, not after the whole run trained to write it there
+            layout.refuse_if_not_a_file(rd.result, "run the command again")
             # the test hook a study-wide divergence test sets in the environment; None in any real job
             return train(rd.path, device=device, progress=progress, nan_at=from_environment())
         except (Preempted, Waiting, KeyboardInterrupt, SystemExit):  # not failures: the run can go again

@@ -47,6 +47,7 @@ class SubmitResult:
     job_ids: dict[str, list[str]] = field(default_factory=dict)
     executor: str = ""
     results: dict[str, Any] = field(default_factory=dict)  # debug executor: the runs' results
+    refused: dict[str, str] = field(default_factory=dict)  # run id -> why its folder cannot take a job
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class SubmitResult:
             "reasons": self.skipped,
             "job_ids": self.job_ids,
             "executor": self.executor,
+            "refused": self.refused,
         }
 
 
@@ -104,6 +106,23 @@ def _select(
             skipped[spec.run_id] = f"{waits}, which is {state_of(trunk)} (submit the trunk too)"
     # trunks (and independent runs) before branches, each in plan order
     return sorted(chosen, key=lambda s: s.trunk is not None), skipped
+
+
+def _writable(sd: layout.StudyDir, chosen: list[RunSpec], refused: dict[str, str]) -> list[RunSpec]:
+    """The chosen runs whose folder and lock this process can write; each other one goes into ``refused``: its job
+    would stop at the lock, with no error.json to say why (the run stays "planned"), and the rest go out."""
+    kept = []
+    for spec in chosen:
+        rd = sd.run(spec.run_id)
+        try:
+            layout.check_writable(rd.path)
+            os.close(os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644))  # as run_lock opens it
+        except OSError as exc:
+            place = exc.filename if exc.filename and os.path.lexists(exc.filename) else rd.path
+            refused[spec.run_id] = f"cannot write {place} ({exc.strerror}): fix its permissions, then submit again"
+            continue
+        kept.append(spec)
+    return kept
 
 
 def _slurm_parameters(ex: ExecutorSpec, *, one_task: bool = False) -> dict[str, Any]:
@@ -245,6 +264,7 @@ def submit(
     ):
         # decide under the lock: a second `ladder submit` racing this one then sees our jobs
         chosen, result.skipped = _select(sd, specs, run_ids, retry_failed)
+        chosen = _writable(sd, chosen, result.refused)
         if not chosen:
             return result
         if executor.kind == "slurm":
@@ -252,7 +272,9 @@ def submit(
         for spec in chosen:
             rd = sd.run(spec.run_id)
             rd.error.unlink(missing_ok=True)
-            if layout.result_status(rd) in ("done", "diverged"):  # chosen, so corrupt: retried from scratch
+            # chosen, so a done or diverged one is corrupt, and one that is no JSON file (a folder, a link that leads
+            # nowhere) too: the trainer would train it to its end, then fail to write result.json
+            if os.path.lexists(rd.result) and layout.result_status(rd) != "failed":
                 rd.set_aside_result()
         if executor.kind == "slurm":
             ids = _submit_slurm(sd, chosen, executor, book)
