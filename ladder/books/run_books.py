@@ -314,6 +314,9 @@ def read_result(rd: layout.RunDir) -> tuple[dict[str, Any] | None, str | None]:
     if not exists:
         return None, None
     problem = problem or check_result(raw)
+    other = raw.get("run_id") if isinstance(raw, dict) else None
+    if not problem and isinstance(other, str) and other != rd.run_id:  # a copied or linked file: not this run's
+        problem = f"is the result of another run ({other}), copied or linked here"
     return (None, problem) if problem else (raw, None)
 
 

@@ -1,0 +1,164 @@
+"""Issue 28, re-trial 11b: the file system around a real study. A run folder another user owns, a folder where a
+run's result.json goes, a study folder that cannot be written: one line naming what to fix, exit 2, nothing
+trained for nothing, and the rest of the study goes on. Permissions are tested for real: as root, through capsh
+with the capabilities that bypass them dropped (skipped where capsh is missing), else as the user that we are."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ladder import layout
+from tests.cli_helpers import CliResult, one_line, run_cli
+from tests.fake_runs import finish, plan_micro
+
+STRANGER = 65534  # nobody: the owner of what "another user's" files are here
+
+
+def _as_a_user(*args: str, cwd: Path) -> CliResult:
+    """`ladder ARGS` in a fresh process bound by permission bits: as root, with the capabilities that bypass them
+    dropped (a file of another user is then out of reach, as for anyone else)."""
+    command = [sys.executable, "-m", "ladder", *map(str, args)]
+    if os.geteuid() == 0:
+        if shutil.which("capsh") is None:
+            pytest.skip("as root, permission bits bind only with capsh's dropped capabilities")
+        drop = "--drop=cap_dac_override,cap_dac_read_search,cap_fowner"
+        command = ["capsh", drop, "--", "-c", shlex.join(command)]
+    r = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
+    return CliResult(r.returncode, r.stdout, r.stderr)
+
+
+def _strangers(path: Path, mode: int) -> None:
+    """``path`` of another user (as root; else our own), with permission bits ``mode``."""
+    if os.geteuid() == 0:
+        os.chown(path, STRANGER, STRANGER)
+    os.chmod(path, mode)
+
+
+@pytest.fixture
+def micro(tmp_path: Path):
+    root = tmp_path / "micro"
+    specs = plan_micro(root)
+    yield root, specs
+    for p in [root, *root.rglob("*")]:  # ours again, so that pytest can clean up
+        if not p.is_symlink():
+            os.chmod(p, 0o755)
+
+
+def test_an_unwritable_folder_is_named_not_a_temporary_file_that_never_existed(capsys):
+    """`fit` of a study the user cannot write said "cannot use S/.fit.json.k2x9.tmp: Permission denied (check its
+    permissions...)": a name `ls` never shows; the folder is what to check."""
+    from ladder.cli import os_error_line
+
+    folder = Path(__file__).parent
+    line = os_error_line(PermissionError(13, "Permission denied", str(folder / ".fit.json.k2x9.tmp")))
+    assert f"cannot use {folder}: Permission denied" in line and ".tmp" not in line, line
+
+
+def test_fit_of_a_study_another_user_owns_names_the_study_folder(micro):
+    root, specs = micro
+    sd = layout.StudyDir(root)
+    for spec in specs:
+        finish(sd, spec, loss=4.0)
+    _strangers(root, 0o755)
+    r = _as_a_user("collect", root, cwd=root.parent)
+    line = one_line(r, f"cannot use {root}: Permission denied")
+    assert ".tmp" not in line and sorted(p.name for p in root.iterdir()) == sorted(["runs", "plan.json", "study.yaml"])
+
+
+def test_submit_refuses_a_run_folder_it_cannot_write_and_trains_nothing_there(micro):
+    """The debug executor said "failed: [Errno 13] Permission denied: '.../.lock' (`ladder status S` shows its
+    error)" while status showed the run planned, with no error; a local worker left it planned without a word."""
+    root, specs = micro
+    rd = layout.StudyDir(root).run(specs[0].run_id)
+    _strangers(rd.path, 0o555)
+    r = _as_a_user("submit", root, "--executor", "debug", "--run", rd.run_id, cwd=root.parent)
+    one_line(r, rd.run_id, "not submitted", f"cannot write {rd.path}", "Permission denied", "fix its permissions")
+    assert sorted(p.name for p in rd.path.iterdir()) == [layout.SPEC]
+    assert not layout.StudyDir(root).jobs.exists()
+
+
+def test_a_run_that_cannot_be_written_does_not_hold_up_the_rest(micro, capsys, monkeypatch):
+    from ladder.jobs import submit
+
+    root, specs = micro
+    blocked = layout.StudyDir(root).run(specs[0].run_id)
+    real = layout.check_writable
+
+    def check_writable(folder):
+        if Path(folder) == blocked.path:
+            raise PermissionError(13, "Permission denied", str(folder))
+        real(folder)
+
+    trained: list[str] = []
+    monkeypatch.setattr(layout, "check_writable", check_writable)
+    monkeypatch.setattr(submit, "_run_debug", lambda sd, runs: trained.extend(r.run_id for r in runs) or {})
+    r = run_cli(capsys, "submit", root, "--executor", "debug")
+    assert r.code == 2 and r.stderr.strip().splitlines()[-1].startswith(f"error: {blocked.run_id} not submitted")
+    assert trained == [s.run_id for s in specs[1:]]
+
+
+def test_retry_sets_aside_a_folder_where_result_json_goes_before_training(micro, capsys, monkeypatch):
+    """`submit --retry-failed` of a run whose result.json is a folder trained the run to its end, then failed to
+    write result.json there: the whole training spent for nothing."""
+    from ladder.jobs import submit
+
+    root, specs = micro
+    rd = finish(layout.StudyDir(root), specs[0])
+    rd.result.unlink()
+    rd.result.mkdir()
+    trained: list[str] = []
+    monkeypatch.setattr(submit, "_run_debug", lambda sd, runs: trained.extend(r.run_id for r in runs) or {})
+    r = run_cli(capsys, "submit", root, "--executor", "debug", "--run", rd.run_id, "--retry-failed")
+    assert r.code == 0 and trained == [rd.run_id], r.stderr
+    assert not os.path.lexists(rd.result)
+    assert [p.is_dir() for p in rd.path.glob("result.unusable-*.json")] == [True]  # kept for the books
+
+
+def test_train_refuses_a_folder_where_result_json_goes_before_training(micro, capsys, monkeypatch):
+    """`ladder train` of such a run trained it to its end, printed two tracebacks and then the error."""
+    import ladder.model.training.loop as loop
+
+    root, specs = micro
+    rd = layout.StudyDir(root).run(specs[0].run_id)
+    rd.result.mkdir()
+    monkeypatch.setattr(loop, "train", lambda *a, **k: pytest.fail("trained a run whose result.json is a folder"))
+    one_line(run_cli(capsys, "train", rd.path), f"{rd.result} is not a file (a directory)", f"rm -r {rd.result}")
+    assert rd.result.is_dir()
+
+
+def test_report_goes_on_past_a_run_folder_it_cannot_search(micro):
+    """`status` and `collect` show such a run as damaged; `report` stopped at it: "cannot use
+    S/runs/<id>/result.json: Permission denied", and the rest of the study had no report."""
+    root, specs = micro
+    sd = layout.StudyDir(root)
+    for spec in specs:
+        finish(sd, spec, loss=4.0)
+    assert _as_a_user("collect", root, cwd=root.parent).code == 0
+    _strangers(sd.run(specs[0].run_id).path, 0o000)
+    r = _as_a_user("report", root, "--format", "html", cwd=root.parent)
+    assert r.code == 0 and "Traceback" not in r.stderr, r.stderr
+    assert (sd.report / "report.html").is_file()
+
+
+def test_a_result_json_of_another_run_is_corrupt_not_that_runs_numbers(micro, capsys):
+    """A result.json linked (or copied) from another run's folder made the run done with the other's loss and
+    FLOPs, which `collect` then handed to the fit as this run's."""
+    root, specs = micro
+    sd = layout.StudyDir(root)
+    small, other = finish(sd, specs[0], loss=4.0), finish(sd, specs[1], loss=3.0)
+    small.result.unlink()
+    small.result.symlink_to(Path("..") / other.run_id / layout.RESULT)
+    r = run_cli(capsys, "status", root)
+    assert f"{small.run_id} corrupt: result.json: is the result of another run ({other.run_id})" in r.stdout
+    assert run_cli(capsys, "collect", root).code == 0
+    import pandas as pd
+
+    rows = pd.read_parquet(sd.results_parquet).set_index("run_id")
+    assert rows.loc[small.run_id, "status"] == "corrupt" and rows.loc[other.run_id, "loss"] == 3.0
