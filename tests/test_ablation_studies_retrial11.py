@@ -355,3 +355,12 @@ def test_the_undetermined_split_reads_compute_and_params_as_everything_else_does
 
     text = undetermined({"form": "chinchilla", "compute_6nd": 1.92e13, "ci90": {"params": [99700.0, 933000.0]}})
     assert "e+" not in text and "6ND = 1.92e13, [99.7K, 933K]" in text, text
+
+
+def test_an_unbounded_compute_multiplier_reads_as_the_report_gives_it():
+    """A real 4-rung tied-vs-untied ladder: fit said "untied reaches tied's loss with 0.00979x [<1e-06, >1e+06]
+    the compute" where the report says "0.00979× (90%: unbounded)"."""
+    from ladder.reports.fits.ablations.calls import multiplier_text
+
+    assert multiplier_text(0.00979, [None, None]) == "untied reaches tied's loss with 0.00979x [unbounded] the compute"
+    assert "e+" not in multiplier_text(0.5, [0.2, None]) and "e-0" not in multiplier_text(0.5, [None, 0.9])

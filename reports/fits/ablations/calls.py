@@ -267,6 +267,8 @@ def call_text(h: dict) -> str:
 
 def multiplier_text(m: float, ci: list | None) -> str:
     band = ""
-    if ci:
-        band = f" [{'<1e-06' if ci[0] is None else format(ci[0], '.3g')}, {'>1e+06' if ci[1] is None else format(ci[1], '.3g')}]"
+    if ci and ci[0] is None and ci[1] is None:
+        band = " [unbounded]"  # as the report says it, not as two clamps in Python's e-notation
+    elif ci:
+        band = f" [{'<1e-6' if ci[0] is None else format(ci[0], '.3g')}, {'>1e6' if ci[1] is None else format(ci[1], '.3g')}]"
     return f"untied reaches tied's loss with {format_multiple(m)}{band} the compute"
