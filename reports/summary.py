@@ -229,7 +229,11 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
                 if any(x.label != "hero" for x in fit.predictions)
                 else "no hero to evaluate them at: give --predict PARAMS:TOKENS for LR* and B* there"
             )
-            console.print(f"[bold]hyperparameter laws[/]: {laws or 'fitted'} ({where})")
+            if not any(x is not None and x.law is not None for x in (hp.lr, hp.batch)):  # its rungs gave no law
+                why = (hp.lr.reason if hp.lr is not None else None) or "no rung has a bracketed optimum"
+                console.print(f"[bold]hyperparameter laws[/]: no law: [dim]{why}[/]")
+            else:
+                console.print(f"[bold]hyperparameter laws[/]: {laws or 'fitted'} ({where})")
         else:
             console.print(
                 f"[bold]hyperparameter laws[/]: lr* at hero {_num(hh and hh.lr, 3)}{_ci(hh and hh.lr_ci90, 3)}, "

@@ -364,3 +364,18 @@ def test_an_unbounded_compute_multiplier_reads_as_the_report_gives_it():
 
     assert multiplier_text(0.00979, [None, None]) == "untied reaches tied's loss with 0.00979x [unbounded] the compute"
     assert "e+" not in multiplier_text(0.5, [0.2, None]) and "e-0" not in multiplier_text(0.5, [None, 0.9])
+
+
+def test_fit_runs_of_a_sweep_without_a_law_does_not_say_fitted(tmp_path, capsys):
+    """`ladder fit --runs results.csv` of a real LR x batch sweep whose optimum lay below the grid at every rung
+    said "hyperparameter laws: fitted (no hero to evaluate them at ...)": no law was fitted."""
+    from tests.cli_helpers import run_cli
+
+    def penalty(spec):  # the best LR lies above the grid at every rung: no rung has a bracketed optimum
+        return 0.03 * math.log2(float(spec.axes["lr_multipliers"]) / 4) ** 2
+
+    root = _fake_study(tmp_path / "edge", {"lr_multipliers": [0.25, 0.5, 1]}, penalty, sizes=["25K", "35K", "50K"])
+    r = run_cli(capsys, "fit", "--runs", layout.StudyDir(root).path / "results.csv", "--bootstrap", "20")
+    assert r.code == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("hyperparameter laws"))
+    assert "fitted (" not in line and "no law" in line, line
