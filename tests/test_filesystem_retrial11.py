@@ -162,3 +162,36 @@ def test_a_result_json_of_another_run_is_corrupt_not_that_runs_numbers(micro, ca
 
     rows = pd.read_parquet(sd.results_parquet).set_index("run_id")
     assert rows.loc[small.run_id, "status"] == "corrupt" and rows.loc[other.run_id, "loss"] == 3.0
+
+
+def test_a_reused_pid_is_no_live_local_job(micro, capsys):
+    """A local worker's pid, recorded in jobs.json, is handed to another process after a reboot (or when pids wrap):
+    the run showed "queued" and submit skipped it as "queued (job alive)" for as long as that process lived."""
+    import datetime as dt
+
+    from ladder.books import job_records
+    from ladder.books.run_status import study_status
+
+    root, specs = micro
+    sd = layout.StudyDir(root)
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)  # a process that is no worker of ours
+    try:
+
+        def recorded(when: dt.datetime) -> str:
+            with job_records.editing(sd) as book:
+                book[specs[0].run_id] = [
+                    job_records.JobRecord(
+                        executor="local",
+                        job_ids=[str(other.pid)],
+                        folder="submitit/local/%j",
+                        submitted_at=when.isoformat(timespec="seconds"),
+                    )
+                ]
+            return study_status(root)[0].state
+
+        now = dt.datetime.now(dt.timezone.utc)
+        assert recorded(now) == "queued"  # submitted as it started: its worker
+        assert recorded(now - dt.timedelta(days=3)) == "planned"  # it started days after that job's submission
+    finally:
+        other.kill()
+        other.wait()

@@ -161,12 +161,23 @@ def is_cancelled(sd: layout.StudyDir, run_id: str) -> bool:
     return bool(rec and rec.cancelled)
 
 
-def _pid_alive(pid: int) -> bool:
+def _pid_alive(pid: int, submitted_at: str | None = None) -> bool:
+    """Whether the local worker ``pid`` lives. A process that started well after ``submitted_at`` has the pid of a
+    worker long gone (after a reboot, pids are handed out again): its run is no "queued (job alive)" forever."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
+            fields = f.read().rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            return False
+        submitted = _dt.datetime.fromisoformat(submitted_at or "").timestamp()
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: start time after boot
+    except (OSError, IndexError, StopIteration):
         return False
+    except ValueError:  # no start time to compare (an old or hand-made record): alive, as before
+        return True
+    return started <= submitted + 60  # the worker starts just before its record is written
 
 
 def job_state(sd: layout.StudyDir, rec: JobRecord) -> str:
@@ -186,5 +197,6 @@ def job_state(sd: layout.StudyDir, rec: JobRecord) -> str:
             return "queued"
         return "ended"
     if rec.executor == "local":
-        return "running" if any(_pid_alive(int(j)) for j in rec.job_ids if j.isdigit()) else "ended"
+        alive = any(_pid_alive(int(j), rec.submitted_at) for j in rec.job_ids if j.isdigit())
+        return "running" if alive else "ended"
     return "ended"  # debug jobs ran inside the submitting process
