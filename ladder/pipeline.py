@@ -106,7 +106,10 @@ def run_study(
     layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, "run the same command again")
 
     written = write_plan(expand(study), study_dir)
-    _say(log, f"plan: {study_dir} ({len(written.new)} new runs, {len(written.existing)} already planned)")
+    _say(
+        log,
+        f"plan: {study_dir} ({len(written.new)} new run{'' if len(written.new) == 1 else 's'}, {len(written.existing)} already planned)",
+    )
     outcome.stages.append("plan")
 
     prepared = prepare(study)

@@ -470,7 +470,7 @@ def test_plan_of_a_study_directory_plans_it_again_in_place(tmp_path, capsys, mon
     assert "damaged" in run_cli(capsys, "status", planned).stdout
     r = run_cli(capsys, "plan", planned)
     assert r.code == 0, r.stderr
-    assert f"wrote {planned}: 1 new runs" in " ".join(r.stdout.split())
+    assert f"wrote {planned}: 1 new run, 11 already planned" in " ".join(r.stdout.split())
     assert (lost / "spec.json").is_file() and not (tmp_path / "ladder-runs").exists()
     s = run_cli(capsys, "status", planned)
     assert s.code == 0 and "damaged" not in s.stdout

@@ -256,7 +256,7 @@ def plan(
         out.print("[yellow]dry run[/]: nothing written")
     elif written is not None:
         out.print(
-            f"wrote {written.study_dir}: {len(written.new)} new runs, {len(written.existing)} already planned"
+            f"wrote {written.study_dir}: {len(written.new)} new run{'' if len(written.new) == 1 else 's'}, {len(written.existing)} already planned"
             + (
                 f" ({len(written.refreshed)} unfinished ones take the new micro-batch, interval or compile settings)"
                 if written.refreshed

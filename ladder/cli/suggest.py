@@ -103,7 +103,7 @@ def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, a
         out.print(f"  - {escape(_entry_text(c.entry))}: {escape(c.summary(now))}")
     if s.added:
         out.print(
-            f"added to {path / 'study.yaml'} and planned: {len(s.added)} new runs "
+            f"added to {path / 'study.yaml'} and planned: {len(s.added)} new run{'' if len(s.added) == 1 else 's'} "
             f"({', '.join(s.added)}); train them with `ladder submit {escape(str(path))}`"
         )
     elif add and dry_run:
