@@ -266,8 +266,7 @@ class Forecast:
                 "coverage": self.coverage,
                 "factor": self.factor,
                 "n": len(self.mixture_rows),
-                # the coverage is of these alone: "196 forecasts, 100% inside" read as all, where 175 were
-                "n_judged": len(_judged(self.mixture_rows)),
+                "n_judged": sum(r["at_target_ratio"] for r in self.mixture_rows) or len(self.mixture_rows),
                 "drift": self.drift,
                 "far_error": self.far_error,
             },
@@ -384,13 +383,9 @@ def _lean(rows: list[dict]) -> dict:
     return {"n": len(errs), "n_high": high, "mean_err_pct": mean, "p": p, "direction": direction}
 
 
-def _judged(rows: list[dict]) -> list[dict]:
-    """The rollout rows the intervals are calibrated on: those at the target's tokens/param, else every row."""
-    return [r for r in rows if r["at_target_ratio"]] or rows
-
-
 def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
-    return calibrate([r["z"] for r in _judged(rows)])
+    judged = [r for r in rows if r["at_target_ratio"]] or rows  # to_dict's n_judged counts these
+    return calibrate([r["z"] for r in judged])
 
 
 def _drift(rows: list[dict], factor: float) -> dict:
