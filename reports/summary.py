@@ -314,9 +314,9 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
         if hp:
             row += [
                 _num(x.lr, 3),
-                _ci(x.lr_ci90, 3).strip() or (x.lr_reason or "-"),
+                _ci(x.lr_ci90, 3).strip() or (_of_runs(fit, x.lr_reason) or "-"),  # as the sections say it
                 _count(x.batch_tokens),
-                _ci(x.batch_ci90, 3).strip() or (x.batch_reason or "-"),
+                _ci(x.batch_ci90, 3).strip() or (_of_runs(fit, x.batch_reason) or "-"),
             ]
         t.add_row(*row)
     console.print(t)

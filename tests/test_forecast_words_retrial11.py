@@ -251,3 +251,25 @@ def test_a_json_lines_loss_written_as_the_string_nan_is_named_by_its_line(tmp_pa
     cols = "params=config.n_params,tokens=config.tokens,loss=summary.eval/loss"
     line = one_line(run_cli(capsys, "fit", "--runs", str(path), "--columns", cols), "NaN or infinite", rows[8]["name"])
     assert "position" not in line and "Unable to parse" not in line, line
+
+
+def test_the_predictions_table_says_a_runs_table_has_no_sweep_not_a_study(tmp_path, capsys):
+    """retrial11c: Li et al.'s runs, with an LR sweep and no batch sweep: the predictions' B* column said "this study
+    has no batch sweep" under a CSV of runs, where every section says "the runs have no ..."."""
+    import io
+
+    from rich.console import Console
+
+    from ladder.reports.fits.study.fit_json import validate
+    from ladder.reports.summary import print_fit
+
+    runs = str(_ladder(tmp_path / "runs.csv"))
+    fit = json.loads(
+        run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "5", "--predict", "3e7:6e8", "--json").stdout
+    )
+    # as Li et al.'s runs give it: an LR law, and no batch sweep
+    why = "this study has no batch sweep (no rung has 3 or more batch sizes)"
+    fit["predictions"][0].update(lr=1e-3, lr_ci90=[8e-4, 1.2e-3], batch_reason=why)
+    buf = io.StringIO()
+    print_fit(validate(fit), Console(file=buf, width=400, color_system=None))
+    assert "the runs have no batch sweep" in buf.getvalue() and "this study" not in buf.getvalue(), buf.getvalue()
