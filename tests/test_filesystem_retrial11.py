@@ -195,3 +195,21 @@ def test_a_reused_pid_is_no_live_local_job(micro, capsys):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_checkpoint_without_its_weights_names_the_repair(micro):
+    """`ladder train` of a run whose checkpoint lost its model/ said "no *.safetensors weights in .../model" and
+    no more; every other damage of a checkpoint names the files to delete to restart the run."""
+    import torch
+
+    from ladder.errors import StateError
+    from ladder.model.training.checkpoint import STATE_FILE, resume
+    from tests.fake_runs import partial
+
+    root, specs = micro
+    rd = partial(layout.StudyDir(root), specs[0], 4)
+    (rd.checkpoint_dir(4) / STATE_FILE).write_text("{}")
+    with pytest.raises(StateError) as caught:
+        resume(rd, model=torch.nn.Linear(1, 1), optimizer=None, spec_hash="x")
+    assert "no *.safetensors weights" in str(caught.value)
+    assert f"delete the checkpoint (checkpoint.json and {rd.checkpoint_dir(4).name})" in str(caught.value)

@@ -229,8 +229,11 @@ def resume(
     _, path = latest
     try:
         state = load_checkpoint(path, model=model, optimizer=optimizer, restore_rng=True)
-    except StateError:
-        raise
+    except StateError as exc:  # its weights gone or not this model's: the same repair, which it did not say
+        raise StateError(
+            f"{exc}; delete the checkpoint ({run.checkpoint_pointer.name} and {path.name}) to restart the run from "
+            "its start"
+        ) from exc
     except Exception as exc:  # noqa: BLE001 - a torn file of it (disk trouble, a copy cut short): a traceback was all
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise StateError(
