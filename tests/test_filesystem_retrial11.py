@@ -213,3 +213,20 @@ def test_a_checkpoint_without_its_weights_names_the_repair(micro):
         resume(rd, model=torch.nn.Linear(1, 1), optimizer=None, spec_hash="x")
     assert "no *.safetensors weights" in str(caught.value)
     assert f"delete the checkpoint (checkpoint.json and {rd.checkpoint_dir(4).name})" in str(caught.value)
+
+
+def test_a_run_folder_linked_to_another_runs_says_to_remove_the_link(micro, capsys):
+    """runs/A a link to runs/B: status named A's spec.json "the spec of another run" and advised `ladder plan ...`,
+    which left A as it was, damaged, for ever; removing the link is the repair, and plan then remakes A."""
+    root, specs = micro
+    sd = layout.StudyDir(root)
+    linked, other = sd.run(specs[0].run_id), sd.run(specs[1].run_id)
+    shutil.rmtree(linked.path)
+    linked.path.symlink_to(other.run_id)
+    r = run_cli(capsys, "status", root)
+    assert f"it is a link to the folder of run {other.run_id}: remove the link (`rm {linked.path}`)" in r.stdout
+    r = run_cli(capsys, "plan", sd.study, "--out", root)
+    assert r.code == 0 and other.read_spec().run_id == other.run_id and linked.path.is_symlink()
+    linked.path.unlink()
+    assert run_cli(capsys, "plan", sd.study, "--out", root).code == 0
+    assert linked.read_spec(same_run=True).run_id == linked.run_id

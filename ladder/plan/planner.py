@@ -10,6 +10,7 @@ that ``ladder hero`` added (:mod:`ladder.forecast.hero_run`) stays in plan.json 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -362,6 +363,10 @@ def _plan_ids(sd: layout.StudyDir) -> list[str]:
 def read_run_spec(rd: layout.RunDir) -> RunSpec | str:
     """The run spec of run directory ``rd``, or why it cannot be read (the directory or spec.json is missing, or
     spec.json is not a valid run spec of this run)."""
+    target = Path(os.path.realpath(rd.path))
+    if rd.path.is_symlink() and target.parent == Path(os.path.realpath(rd.path.parent)) and target.name != rd.run_id:
+        # planning again cannot mend a link to another run's folder (it would write into that run): say to remove it
+        return f"it is a link to the folder of run {target.name}: remove the link (`rm {rd.path}`)"
     try:
         return rd.read_spec(same_run=True)
     except layout.UnreadableSpec as exc:
