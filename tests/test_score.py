@@ -456,3 +456,19 @@ def test_a_curve_header_is_read_without_case_or_padding_and_a_wrong_separator_is
     one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "semi.csv"), "separated by another")
     (tmp_path / "twice.csv").write_text(f"tokens,eval_loss,Eval_Loss\n{hero.tokens},3.5,3.6\n")
     one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "twice.csv"), "eval_loss twice")
+
+
+def test_scoring_again_on_the_same_results_appends_no_second_copy(study, capsys):
+    """`forecast score` run twice on unchanged results appended the same score twice: `forecast show` then counted
+    2 scores of one observation."""
+    from ladder.forecast.frozen import read_frozen
+
+    first = run_cli(capsys, "forecast", "score", study, "--loss", "3.1")
+    assert first.code == 0, first.stderr
+    again = run_cli(capsys, "forecast", "score", study, "--loss", "3.1")
+    assert again.code == 0, again.stderr
+    assert "the same as its last score: not appended again" in " ".join(again.stdout.split()), again.stdout
+    assert [len(f.scores) for f in read_frozen(study)] == [1]
+    other = run_cli(capsys, "forecast", "score", study, "--loss", "3.2")  # a new observation is appended
+    assert other.code == 0 and "not appended" not in other.stdout, other.stdout
+    assert [len(f.scores) for f in read_frozen(study)] == [2]

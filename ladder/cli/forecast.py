@@ -309,6 +309,8 @@ def score(
             out.print(line + escape(_score_text(s)) + f" ({escape(what)})")
             if p.get("warning"):
                 err.print(f"[yellow]early warning[/]: {p['warning']}")
+        if f.number in outcome.repeated:
+            out.print(f"  forecast {f.number}: the same as its last score: not appended again")
         if s.get("frozen_before_training") is False:
             err.print(f"[yellow]warning[/]: forecast {f.number} was frozen after the hero was first submitted")
         if s.get("warning"):

@@ -310,6 +310,7 @@ class ScoreOutcome:
     scored: list[tuple[Frozen, dict]] = field(default_factory=list)
     unmatched: dict[int, str] = field(default_factory=dict)  # freeze number -> why it was not scored
     skipped: dict[str, str] = field(default_factory=dict)  # hero run id -> why it was not observed (another was)
+    repeated: set[int] = field(default_factory=set)  # freezes whose score equals their last one: not appended again
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -318,6 +319,7 @@ class ScoreOutcome:
             "scores": [{"number": f.number, "file": f.path.name, **s} for f, s in self.scored],
             "not_scored": {str(k): v for k, v in self.unmatched.items()},
             "heroes_not_scored": self.skipped,
+            "not_appended_again": sorted(self.repeated),
         }
 
 
@@ -539,6 +541,19 @@ def score_study(
         )
     on_record()  # every freeze's score or none: a Ctrl-C between them would get the first appended twice
     for f, score in scores:
-        append_score(f, score)
+        if _same_score(f.latest_score, score):  # scoring unchanged results again observes nothing new
+            outcome.repeated.add(f.number)
+        else:
+            append_score(f, score)
         outcome.scored.append((f, score))
     return outcome
+
+
+def _same_score(last: dict | None, score: dict) -> bool:
+    """Whether ``score`` says what the freeze's last score says, all but the time it was taken."""
+    if last is None:
+        return False
+    drop = ("scored_at",)
+    return {k: v for k, v in last.items() if k not in drop} == {
+        k: v for k, v in layout.jsonable(score).items() if k not in drop
+    }
