@@ -160,6 +160,8 @@ class RunDir:
                 why = f"{in_the_way} is a file where a folder goes (remove it first: `rm {in_the_way}`)"
                 raise UnreadableSpec(self, why, missing=True)
             raise UnreadableSpec(self, "its run directory is missing", missing=True)
+        if os.path.exists(self.spec) and not os.path.isfile(self.spec) and not os.path.isdir(self.spec):  # a pipe waits
+            raise UnreadableSpec(self, f"its {SPEC} is not a regular file (a pipe or a device: it would never be read)")
         try:
             text = self.spec.read_text(encoding="utf-8")
         except FileNotFoundError as exc:
@@ -406,7 +408,7 @@ def result_status(rd: RunDir) -> str | None:
     """The ``status`` a finished run wrote to its ``result.json`` (done, diverged, failed); None while there is
     none or it cannot be read."""
     try:
-        return json.loads(rd.result.read_text()).get("status")
+        return json.loads(rd.result.read_text()).get("status") if rd.result.is_file() else None  # no pipe's wait
     except (OSError, ValueError, AttributeError):
         return None
 

@@ -230,3 +230,25 @@ def test_a_run_folder_linked_to_another_runs_says_to_remove_the_link(micro, caps
     linked.path.unlink()
     assert run_cli(capsys, "plan", sd.study, "--out", root).code == 0
     assert linked.read_spec(same_run=True).run_id == linked.run_id
+
+
+@pytest.mark.parametrize("name", [layout.RESULT, layout.SPEC])
+def test_a_pipe_where_a_run_file_goes_is_named_and_blocks_nothing(micro, capsys, name):
+    """A named pipe for a run's result.json or spec.json hung `status`, `collect` and `report` for ever (and a link to
+    /dev/zero filled the memory): one run's damage, named, and the rest of the study read."""
+    root, specs = micro
+    sd = layout.StudyDir(root)
+    for spec in specs:
+        finish(sd, spec, loss=4.0)
+    rd = sd.run(specs[0].run_id)
+    (rd.path / name).unlink()
+    os.mkfifo(rd.path / name)
+    for command in ("status", "collect"):
+        r = subprocess.run(
+            [sys.executable, "-m", "ladder", command, str(root)], capture_output=True, text=True, timeout=60
+        )
+        assert r.returncode == 0 and "is not a regular file (a pipe or a device" in r.stdout + r.stderr, r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "ladder", "report", str(root), "--format", "html"], capture_output=True, timeout=60
+    )
+    assert r.returncode == 0 and (sd.report / "report.html").is_file()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -260,6 +261,9 @@ def checked_metrics(lines: layout.JsonlLines) -> layout.JsonlLines:
 
 def _read_json(path) -> tuple[Any, str | None, bool]:
     """(value, problem, exists)."""
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        # a named pipe would block the read for ever, and a link to /dev/zero fill the memory: one run's damage
+        return None, "is not a regular file (a pipe or a device: it would never be read)", True
     try:
         text = path.read_bytes()
     except FileNotFoundError:

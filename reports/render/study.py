@@ -12,6 +12,7 @@ as data, through :func:`seq`, :func:`maps`, :func:`mapping` and :func:`first`.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,9 @@ class StudyData:
 
 
 def _read_json(path: Path, problems: list[str], what: str) -> Any:
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):  # a pipe would block for ever
+        problems.append(f"{what} is not a regular file (a pipe or a device)")
+        return None
     try:
         return layout.loads_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
