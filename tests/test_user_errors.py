@@ -394,6 +394,19 @@ def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]
 
 
+def test_a_finished_run_of_a_runs_file_without_a_loss_names_both_ways_out(tmp_path, capsys):
+    """A W&B export's run marked finished with an empty loss refused the fit, naming the row but no remedy."""
+    rows = _ladder_rows()
+    rows[1]["loss"] = None
+    runs = _jsonl(tmp_path / "runs.jsonl", rows)
+    one_line(run_cli(capsys, "fit", "--runs", runs), "column loss has NaN", "line 2", "status column", "not done")
+    rows[1]["status"] = "crashed"  # the way out it names: the fit leaves the run out and says so
+    r = run_cli(capsys, "fit", "--runs", _jsonl(tmp_path / "runs.jsonl", rows), "--bootstrap", "3")
+    assert r.code == 0 and "1 run(s) excluded from the fits (not done: 1 crashed)" in " ".join(
+        (r.stdout + r.stderr).split()
+    )
+
+
 def test_a_key_given_twice_in_a_json_runs_file_is_refused_naming_its_line(tmp_path, capsys):
     """JSON keeps the last of a key given twice: the fit would read one loss of two without a word."""
     lines = [json.dumps({"params": n, "tokens": 20 * n, "loss": loss}) for n, loss in

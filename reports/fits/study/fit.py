@@ -161,7 +161,16 @@ def fit_study(
         raw["flops"] = 6.0 * raw["params"] * raw["tokens"]
         notes.append("no flops column: FLOPs are 6 x params x tokens")
     df = raw[ok].copy()
-    as_runs(df[["params", "tokens", "loss", "flops"]], what="fit")  # names NaN / non-positive rows
+    try:
+        as_runs(df[["params", "tokens", "loss", "flops"]], what="fit")  # names NaN / non-positive rows
+    except FitError as exc:
+        if study_dir is not None or "NaN" not in str(exc):
+            raise
+        # a runs file's finished run without a loss (W&B keeps a crashed run's state at times): say both ways out
+        raise FitError(
+            f"{exc}: give those runs their values, or a status column (as W&B's state) that marks them not done "
+            "(crashed, failed) to leave them out"
+        ) from None
     implausible = implausible_losses(df["loss"].to_numpy(float))
     if implausible.any():  # 1e-300 broke the law fits with a numpy message; 1e5 was fitted as if it were a loss
         rows = df.index[implausible]
