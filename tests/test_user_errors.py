@@ -394,6 +394,17 @@ def test_a_bad_row_of_a_runs_file_is_named_by_its_line(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "runs.jsonl"]
 
 
+def test_a_runs_file_of_params_flops_and_loss_is_told_how_tokens_follow_from_flops(tmp_path, capsys):
+    """Chinchilla's runs as Epoch AI extracted them give params, FLOPs and loss: the refusal named the missing
+    tokens without saying that they follow from the FLOPs."""
+    rows = [{"params": r["params"], "flops": 6 * r["params"] * r["tokens"], "loss": r["loss"]} for r in _ladder_rows()]
+    one_line(
+        run_cli(capsys, "fit", "--runs", _jsonl(tmp_path / "runs.jsonl", rows)),
+        "lacks column(s) tokens",
+        "tokens = flops / (6 x params)",
+    )
+
+
 def test_a_finished_run_of_a_runs_file_without_a_loss_names_both_ways_out(tmp_path, capsys):
     """A W&B export's run marked finished with an empty loss refused the fit, naming the row but no remedy."""
     rows = _ladder_rows()

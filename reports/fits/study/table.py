@@ -28,6 +28,14 @@ HERO_REASON = "the hero run (scored by `ladder forecast score`, not fitted)"
 NO_VARIANT = "(no variant)"  # the variant of a --runs row whose variant cell is empty
 
 
+def _tokens_hint(missing: list[str], columns: list[str]) -> str:
+    """A table of params, FLOPs and loss (Chinchilla's as Epoch AI extracted it) lacks only the tokens, which the
+    fit does not derive: the FLOPs may count more than 6ND, and D = C / 6N would then be wrong in silence."""
+    if missing != ["tokens"] or "flops" not in columns:
+        return ""
+    return " (with FLOPs counted as 6ND, tokens = flops / (6 x params): add that column)"
+
+
 def _separator_hint(columns: list[str]) -> str:
     """A hint when a column name holds the names of several columns joined by another separator (a CSV
     written with ';', tab or '|' is read as one column named 'params;tokens;loss')."""
@@ -69,7 +77,9 @@ def prepare(runs: Any) -> pd.DataFrame:
         have = ", ".join(own) or "none"
         raise FitError(
             f"fit: the runs table lacks column(s) {', '.join(missing)}; it needs params, tokens and loss "
-            f"(optional: flops, lr, batch_tokens or batch_size, variant, status); it has {have}" + _separator_hint(own)
+            f"(optional: flops, lr, batch_tokens or batch_size, variant, status); it has {have}"
+            + _separator_hint(own)
+            + _tokens_hint(missing, own)
         )
     if len(df) == 0:
         raise FitError("fit: the runs table has no rows")
