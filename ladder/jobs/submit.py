@@ -116,7 +116,8 @@ def _writable(sd: layout.StudyDir, chosen: list[RunSpec], refused: dict[str, str
         rd = sd.run(spec.run_id)
         try:
             layout.check_writable(rd.path)
-            os.close(os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644))  # as run_lock opens it
+            if os.path.lexists(rd.lock):  # one of another user's, say: run_lock opens it for writing
+                os.close(os.open(rd.lock, os.O_RDWR))
         except OSError as exc:
             place = exc.filename if exc.filename and os.path.lexists(exc.filename) else rd.path
             refused[spec.run_id] = f"cannot write {place} ({exc.strerror}): fix its permissions, then submit again"
@@ -264,11 +265,11 @@ def submit(
     ):
         # decide under the lock: a second `ladder submit` racing this one then sees our jobs
         chosen, result.skipped = _select(sd, specs, run_ids, retry_failed)
+        if chosen and executor.kind == "slurm":
+            refuse_without_slurm()
         chosen = _writable(sd, chosen, result.refused)
         if not chosen:
             return result
-        if executor.kind == "slurm":
-            refuse_without_slurm()
         for spec in chosen:
             rd = sd.run(spec.run_id)
             rd.error.unlink(missing_ok=True)
