@@ -61,7 +61,7 @@ def test_an_unwritable_folder_is_named_not_a_temporary_file_that_never_existed(c
     assert f"cannot use {folder}: Permission denied" in line and ".tmp" not in line, line
 
 
-def test_fit_of_a_study_another_user_owns_names_the_study_folder(micro):
+def test_collect_of_a_study_another_user_owns_names_the_study_folder(micro):
     root, specs = micro
     sd = layout.StudyDir(root)
     for spec in specs:
