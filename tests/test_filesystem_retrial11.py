@@ -46,9 +46,11 @@ def micro(tmp_path: Path):
     root = tmp_path / "micro"
     specs = plan_micro(root)
     yield root, specs
-    for p in [root, *root.rglob("*")]:  # ours again, so that pytest can clean up
+    for p in [root, *root.rglob("*")]:  # ours again, so that pytest can clean up and nothing stays nobody's
         if not p.is_symlink():
             os.chmod(p, 0o755)
+            if os.geteuid() == 0:
+                os.chown(p, 0, 0)
 
 
 def test_an_unwritable_folder_is_named_not_a_temporary_file_that_never_existed(capsys):
