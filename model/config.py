@@ -74,11 +74,11 @@ def format_count(n: float) -> str:
 
 def format_flops(x: float) -> str:
     """Compute as the CLI and the report write it: ``63114240000000`` -> ``6.31e13`` (3 significant digits), never
-    Python's ``6.31e+13``; reports/render/fmt.fmt_flops and the fits' sentences both give it."""
+    Python's ``6.31e+13`` (nor ``6.25e-08`` for a tiny ratio); reports/render/fmt.fmt_flops and the fits' sentences both give it."""
     x = float(x)
     if x == 0 or not math.isfinite(x):
         return "0" if x == 0 else str(x)
-    if abs(x) < 1000:  # "--budget 1" read back as "1.00e0 FLOPs"
+    if 1e-3 <= abs(x) < 1000:  # "--budget 1" read back as "1.00e0 FLOPs"
         return f"{x:.3g}"
     mantissa, exponent = f"{x:.2e}".split("e")
     return f"{mantissa}e{int(exponent)}"
@@ -86,14 +86,14 @@ def format_flops(x: float) -> str:
 
 def format_multiple(x: float, sign: str = "x", digits: int = 3) -> str:
     """A distance or ratio as every message writes it: ``3.2`` -> ``3.2x``, ``4058`` -> ``4,058x``, ``3.2e6`` ->
-    ``3.22e6x``, never Python's ``4.06e+03x``. ``sign`` is the report's ``×``; ``digits`` (below 1,000) is for two
+    ``3.22e6x``, ``6.25e-8x``, never Python's ``4.06e+03x`` or ``6.25e-08x``. ``sign`` is the report's ``×``; ``digits`` (below 1,000) is for two
     multiples that only more digits tell apart."""
     x = float(x)
     if not math.isfinite(x):
         return f"{x}{sign}"
-    if abs(x) < 1000:
+    if 1e-3 <= abs(x) < 1000 or x == 0:
         return f"{x:.{digits}g}{sign}"
-    if abs(x) < 1e6:
+    if 1000 <= abs(x) < 1e6:
         return f"{x:,.0f}{sign}"
     return f"{format_flops(x)}{sign}"
 

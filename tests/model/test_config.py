@@ -125,7 +125,16 @@ def test_one_count_check_names_the_option_it_reads():
 
 @pytest.mark.parametrize(
     ("x", "said"),
-    [(1.0, "1x"), (23.44, "23.4x"), (999.4, "999x"), (4058.2, "4,058x"), (3221824.0, "3.22e6x"), (0.5, "0.5x")],
+    [
+        (1.0, "1x"),
+        (23.44, "23.4x"),
+        (999.4, "999x"),
+        (4058.2, "4,058x"),
+        (3221824.0, "3.22e6x"),
+        (0.5, "0.5x"),
+        (0.0123, "0.0123x"),
+        (6.25e-8, "6.25e-8x"),
+    ],
 )
 def test_a_multiple_is_written_for_people_never_as_python_exponents(x, said):
     """`ladder model info --params 1` said "3.22e+06x the target" and the report "4.06e+03× in compute"."""
