@@ -315,7 +315,9 @@ class _Trainer:
                     }  # fmt: skip
                     self.metrics.append(rec)
                     st["log_loss_sum"], st["log_steps"], st["log_time"] = 0.0, 0, 0.0
-                bar.update(tokens, loss, self.tokens_per_step / dt if dt > 0 else None)
+                # the run's throughput so far, as result.json and `ladder status` give it: one step's own rate
+                # ended the run "finished: ..., 131,618 tok/s" where result.json said 2,249
+                bar.update(tokens, loss, throughput(st))
 
                 if diverged:
                     return self._diverged(done, divergence.reason(st, spec.divergence.spike_factor, loss, done))
