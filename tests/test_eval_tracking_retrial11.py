@@ -35,3 +35,28 @@ def test_the_finished_line_gives_the_throughput_result_json_gives(tmp_path, caps
     finished = next(line for line in lines if " finished: " in line)
     rate = re.search(r"([\d,]+) tok/s", finished)
     assert rate and rate.group(1) == f"{result['tokens_per_s']:,.0f}", (finished, result["tokens_per_s"])
+
+
+def test_an_unusable_home_costs_no_matplotlib_warnings_before_the_output(tmp_path):
+    """With HOME unwritable (a container, a daemon's /nonexistent) `ladder fit` and `ladder report` began with
+    matplotlib's "mkdir -p failed for path ..." and "Matplotlib created a temporary cache directory ... it is highly
+    recommended to set the MPLCONFIGDIR environment variable" on stderr, before a word of their own."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    home = tmp_path / "a-file"
+    home.write_text("")  # a path under a file cannot be made, not even by root
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    env.update(HOME=str(home / "home"), TMPDIR=str(tmp_path))
+    runs, columns = repo / "docs/examples/wandb-runs.csv", "params=n_params,tokens=tokens,loss=eval/loss"
+    r = subprocess.run(
+        [sys.executable, "-m", "ladder", "fit", "--runs", str(runs), "--columns", columns],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "matplotlib" not in r.stderr.lower() and "mkdir -p failed" not in r.stderr, r.stderr
+    assert r.stdout.startswith("loss laws"), r.stdout[:200]
+    assert not list(tmp_path.glob("matplotlib-*"))  # the stand-in folder is gone with the process
