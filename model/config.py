@@ -260,6 +260,27 @@ class TrackingConfig(Strict):
         "TensorBoard log root (default: <study>/tensorboard); a relative path is relative to the study directory",
     )
 
+    # W&B's own rules for these names: broken, they were planned, and every run then warned "could not start the
+    # wandb tracker (UsageError: Invalid project name ...)" and trained untracked
+    @field_validator("project")
+    @classmethod
+    def _wandb_project(cls, project: str | None) -> str | None:
+        if project is not None:
+            bad = "".join(c for c in "/\\#?%:" if c in project)
+            if bad:
+                raise ValueError(f"a W&B project name cannot hold {' '.join(bad)}")
+            if len(project) > 128:
+                raise ValueError(f"a W&B project name has at most 128 characters, this one {len(project)}")
+        return project
+
+    @field_validator("tags")
+    @classmethod
+    def _wandb_tags(cls, tags: list[str]) -> list[str]:
+        for tag in tags:
+            if not 1 <= len(tag) <= 64:
+                raise ValueError(f"a W&B tag has 1 to 64 characters, one has {len(tag)}")
+        return tags
+
     @model_validator(mode="after")
     def _wandb_fields_need_wandb(self) -> TrackingConfig:
         # `tracking: {kind: none, project: x}` was accepted and logged nowhere: the user meant a tracker

@@ -60,3 +60,32 @@ def test_an_unusable_home_costs_no_matplotlib_warnings_before_the_output(tmp_pat
     assert "matplotlib" not in r.stderr.lower() and "mkdir -p failed" not in r.stderr, r.stderr
     assert r.stdout.startswith("loss laws"), r.stdout[:200]
     assert not list(tmp_path.glob("matplotlib-*"))  # the stand-in folder is gone with the process
+
+
+@pytest.mark.parametrize(
+    ("tracking", "words"),
+    [
+        ({"kind": "wandb", "project": "my team/ladders"}, ["tracking.project", "/"]),
+        ({"kind": "wandb", "project": "p" * 129}, ["tracking.project", "128"]),
+        ({"kind": "wandb", "tags": ["cpu", ""]}, ["tracking.tags", "1 to 64"]),
+        ({"kind": "wandb", "tags": ["t" * 65]}, ["tracking.tags", "1 to 64"]),
+    ],
+)
+def test_a_name_wandb_refuses_is_refused_by_plan_not_by_every_run(tmp_path, capsys, tracking, words):
+    """`tracking: {kind: wandb, project: "bad/project name?"}` planned, and each run then warned "could not start
+    the wandb tracker (UsageError: Invalid project name ...); the run goes on": a whole ladder trained with its
+    tracking off, one warning per run in its log."""
+    import yaml
+
+    from tests.cli_helpers import run_cli
+    from tests.micro import write_study
+
+    spec = write_study(tmp_path / "s.yaml", tmp_path)
+    study = yaml.safe_load(spec.read_text())
+    spec.write_text(yaml.safe_dump({**study, "tracking": tracking}))
+    r = run_cli(capsys, "plan", spec, "--out", tmp_path / "study", "--no-fit-check")
+    assert r.code == 2, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    for word in words:
+        assert word in r.stderr, r.stderr
+    assert not (tmp_path / "study").exists()
