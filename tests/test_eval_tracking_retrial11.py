@@ -89,3 +89,18 @@ def test_a_name_wandb_refuses_is_refused_by_plan_not_by_every_run(tmp_path, caps
     for word in words:
         assert word in r.stderr, r.stderr
     assert not (tmp_path / "study").exists()
+
+
+def test_train_on_a_finished_run_says_it_trained_nothing(tmp_path, capsys):
+    """`ladder train RUN` on a run that was done said "done: final eval loss 2.8369, train loss 2.8368, 33,024 tokens
+    in 6s" in a third of a second: read as a run just trained, where nothing was."""
+    from tests.cli_helpers import run_cli
+
+    spec = make_spec(steps=6, log_interval=3, eval_interval=6, checkpoint_interval=100)
+    run = tmp_path / "study" / "runs" / spec.run_id
+    run.mkdir(parents=True)
+    (run / "spec.json").write_text(spec.model_dump_json(indent=2))
+    assert train(run, dataset=tiny_data())["status"] == "done"
+    r = run_cli(capsys, "train", run)
+    assert r.code == 0, r.stderr
+    assert r.stdout.startswith("already done, nothing to train: final eval loss "), r.stdout

@@ -70,6 +70,8 @@ def train(
     end done (diverged or failed); --json prints its result.json. Without a terminal (a log, CI) it prints a
     progress line about once a minute instead of the live bar.
     """
+    import json
+
     from ladder import layout
     from ladder.errors import StateError
     from ladder.jobs.on_node import run_one
@@ -84,6 +86,12 @@ def train(
         raise SpecError(f"--threads {threads}: must be from 1 to {MAX_CPUS_PER_RUN:,} (as --cpus-per-run)")
     check_device(device, here=True)  # before the run is touched: a bad device once left it recorded as failed
     env_peak_flops()  # so is a bad LADDER_PEAK_FLOPS
+    # a run already done (or diverged) is not trained again: its result.json comes back as it is, and was printed
+    # "done: ..., 33,024 tokens in 6s" as if just trained
+    try:
+        ended = json.loads(rd.result.read_text(encoding="utf-8")).get("status") in ("done", "diverged")
+    except (OSError, ValueError, AttributeError):
+        ended = False
     try:
         result = run_one(rd.path, threads=threads, device=device, progress=not as_json)
     except Preempted as exc:
@@ -104,7 +112,8 @@ def train(
         return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
 
     out.print(
-        f"{result.get('status')}: final eval loss {loss('final_eval_loss')}, "
+        f"{'already ' if ended else ''}{result.get('status')}{', nothing to train' if ended else ''}: "
+        f"final eval loss {loss('final_eval_loss')}, "
         f"train loss {loss('final_train_loss')}, {result.get('tokens'):,} tokens in "
         f"{human_seconds(result.get('wall_time_s'))}"
     )
