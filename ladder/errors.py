@@ -3,6 +3,16 @@ anything else escaping a command is a bug in ladder (traceback, exit 1)."""
 
 from __future__ import annotations
 
+import os
+import shlex
+
+
+def shell_word(path: str | os.PathLike) -> str:
+    """``path`` as one word of a shell command that a message prints for the user to paste (`ladder fit S`,
+    `rm -r S/fit.json`): a plain path as it is, one with a space, a quote or another character the shell reads
+    quoted (``'my st'"'"'dy'``), so that the command typed as printed names the same path."""
+    return shlex.quote(str(path))
+
 
 class LadderError(Exception):
     """A problem the user can fix: a bad file, a bad field, a command run in the wrong state."""

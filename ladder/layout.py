@@ -47,7 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from ladder.errors import LadderError
+from ladder.errors import LadderError, StateError, shell_word  # shell_word: layout.shell_word to its readers
 
 if TYPE_CHECKING:
     from ladder.model.config import RunSpec
@@ -157,7 +157,7 @@ class RunDir:
             # a file where the folder goes: the repair, planning again, stopped at it ("File exists")
             in_the_way = next((p for p in (self.path, self.path.parent) if os.path.lexists(p) and not p.is_dir()), None)
             if in_the_way is not None:
-                why = f"{in_the_way} is a file where a folder goes (remove it first: `rm {in_the_way}`)"
+                why = f"{in_the_way} is a file where a folder goes (remove it first: `rm {shell_word(in_the_way)}`)"
                 raise UnreadableSpec(self, why, missing=True)
             raise UnreadableSpec(self, "its run directory is missing", missing=True)
         if os.path.exists(self.spec) and not os.path.isfile(self.spec) and not os.path.isdir(self.spec):  # a pipe waits
@@ -167,7 +167,7 @@ class RunDir:
         except FileNotFoundError as exc:
             raise UnreadableSpec(self, f"its {SPEC} is missing", missing=True) from exc
         except IsADirectoryError as exc:  # the repair, planning again, stopped at it too ("not a file")
-            why = f"{self.spec} is a folder where a file goes (remove it first: `rm -r {self.spec}`)"
+            why = f"{self.spec} is a folder where a file goes (remove it first: `rm -r {shell_word(self.spec)}`)"
             raise UnreadableSpec(self, why) from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise UnreadableSpec(self, f"its {SPEC} cannot be read ({exc})") from exc
@@ -241,7 +241,7 @@ class StudyDir:
         if self.path.is_file():  # `ladder status study.yaml`: the study file, not the folder its plan wrote
             if self.path.suffix.lower() in (".yaml", ".yml"):
                 return (
-                    f"{self.path} is a study file; give the directory `ladder plan {self.path}` writes "
+                    f"{self.path} is a study file; give the directory `ladder plan {shell_word(self.path)}` writes "
                     "(./ladder-runs/<name>, or its --out)"
                 )
             return f"{self.path} is a file; give a study directory (the folder `ladder plan` writes)"
@@ -252,6 +252,7 @@ class StudyDir:
         if (self.path / SPEC).is_file() and not self.plan.is_file():  # a run's folder, STUDY/runs/<id>
             return f"{self.path} is a run directory; give its study directory ({self.path.parent.parent})"
         if not self.plan.is_file():
+            w = shell_word(self.path)  # the study as a command to paste names it
             # `ladder plan` first is the wrong advice for a folder inside a planned study (its runs/, logs/) and
             # for a path that is not there (often a typo of the study directory's name)
             outer = enclosing_study(self.path)
@@ -268,15 +269,13 @@ class StudyDir:
             if os.path.lexists(self.plan):  # a folder or a device where plan.json goes: "no plan.json" denied `ls`
                 kind = "a directory" if self.plan.is_dir() else "not a regular file"
                 # a bare `ladder plan` is a usage error, and with a study alone it plans into ./ladder-runs/<name>
-                again = (
-                    f"`ladder plan {self.path}`" if self.study.is_file() else f"`ladder plan STUDY --out {self.path}`"
-                )
-                return f"{self.plan} is not a file ({kind}): remove it (`rm -r {self.plan}`), then run {again}"
+                again = f"`ladder plan {w}`" if self.study.is_file() else f"`ladder plan STUDY --out {w}`"
+                return f"{self.plan} is not a file ({kind}): remove it (`rm -r {w}/{PLAN}`), then run {again}"
             if self.study.is_file():  # planning it again in place rewrites plan.json
-                return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan {self.path}`"
+                return f"{self.path} is not a planned study directory (no {PLAN}); run `ladder plan {w}`"
             return (
                 f"{self.path} is not a planned study directory (no {PLAN}); plan a study into it with "
-                f"`ladder plan STUDY --out {self.path}`, or give the directory `ladder plan` wrote"
+                f"`ladder plan STUDY --out {w}`, or give the directory `ladder plan` wrote"
             )
         return None
 
@@ -399,9 +398,7 @@ def refuse_if_not_a_file(path: Path, remedy: str) -> None:
     if not path.exists() or path.is_file():
         return
     kind = "a directory" if path.is_dir() else "not a regular file"
-    from ladder.errors import StateError
-
-    raise StateError(f"{path} is not a file ({kind}): remove it (`rm -r {path}`), then {remedy}")
+    raise StateError(f"{path} is not a file ({kind}): remove it (`rm -r {shell_word(path)}`), then {remedy}")
 
 
 def result_status(rd: RunDir) -> str | None:

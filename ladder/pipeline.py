@@ -150,7 +150,7 @@ def run_study(
             f"{len(unfinished)} runs ended without finishing ({', '.join(unfinished)}); "
             # not "`ladder run`": without STUDY that trains the built-in default study, and the same command keeps
             # its --out, --executor and --no-fit-check
-            f"see `ladder status {study_dir}` and run the same command again to resume them"
+            f"see `ladder status {layout.shell_word(study_dir)}` and run the same command again to resume them"
         )
     outcome.stages.append("train")
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
-from ladder.errors import SpecError
+from ladder.errors import SpecError, shell_word
 from ladder.studies.spec import StudySpec, not_a_study_file, parse_study, read_study_file
 
 __all__ = [
@@ -90,7 +90,7 @@ def load_study(name_or_path: str | Path) -> StudySpec:
 def _rewrite_copy(study_dir: Path) -> str:
     """How a planned study directory gets its study.yaml back: the study file it was planned from, planned again
     with --out into the same directory (a bare `ladder plan FILE` would plan a second study under ./ladder-runs)."""
-    return f"`ladder plan STUDY_FILE --out {study_dir}` (the file it was planned from) rewrites it"
+    return f"`ladder plan STUDY_FILE --out {shell_word(study_dir)}` (the file it was planned from) rewrites it"
 
 
 @contextmanager

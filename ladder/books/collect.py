@@ -341,7 +341,7 @@ def write_collected(study_dir: Path, collected: Collected) -> list[Path]:
         (collected.runs, sd.results_csv, "csv"),
         (collected.curves, sd.curves, "parquet"),
     )
-    again = f"run `ladder collect {sd.path}` again"
+    again = f"run `ladder collect {layout.shell_word(sd.path)}` again"
     for _frame, path, _kind in tables:
         layout.refuse_if_not_a_file(path, again)
     written = []
@@ -358,9 +358,11 @@ def read_results(study_dir: Path) -> pd.DataFrame:
     from ladder.errors import StateError
 
     sd = layout.StudyDir(Path(study_dir))
-    layout.refuse_if_not_a_file(sd.results_parquet, f"run `ladder collect {sd.path}`")
+    layout.refuse_if_not_a_file(sd.results_parquet, f"run `ladder collect {layout.shell_word(sd.path)}`")
     if not sd.results_parquet.is_file():
-        raise StateError(f"{sd.path} has no {layout.RESULTS_PARQUET}; run `ladder collect {sd.path}` first")
+        raise StateError(
+            f"{sd.path} has no {layout.RESULTS_PARQUET}; run `ladder collect {layout.shell_word(sd.path)}` first"
+        )
     return _read_table(sd.results_parquet, sd.path)
 
 
@@ -381,5 +383,5 @@ def _read_table(path: Path, study: Path) -> pd.DataFrame:
     except Exception as exc:  # noqa: BLE001 - a torn or hand-made file: pyarrow raises many kinds
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StateError(
-            f"{path} is unreadable ({first}); `ladder collect {study}` writes it again from the runs"
+            f"{path} is unreadable ({first}); `ladder collect {layout.shell_word(study)}` writes it again from the runs"
         ) from None

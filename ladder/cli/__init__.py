@@ -39,7 +39,7 @@ from ladder.cli import (
     training,
 )
 from ladder.console import command_running, err, out
-from ladder.errors import LadderError
+from ladder.errors import LadderError, shell_word
 from ladder.layout import broken_link
 
 app = typer.Typer(
@@ -443,7 +443,7 @@ def os_error_line(exc: OSError) -> str:
     elif os.path.islink(paths[0]) and not os.path.exists(paths[0]):  # "File exists" said nothing of the link
         hint = f" ({_link_hint(paths[0])})"
     elif isinstance(exc, FileExistsError) and os.path.isfile(paths[0]):  # a folder was to be made there
-        hint = f" (a file where a folder goes: remove it, `rm {paths[0]}`, or move it aside)"
+        hint = f" (a file where a folder goes: remove it, `rm {shell_word(paths[0])}`, or move it aside)"
     elif exc.errno == errno.ELOOP:  # "Too many levels of symbolic links" of S/runs/<id>: the loop is S
         loop = next((p for p in Path(paths[0]).parents if os.path.islink(p) and not os.path.exists(p)), None)
         hint = f" ({loop}: {_link_hint(str(loop))})" if loop is not None else ""

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ladder import layout
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_device, check_executor, executor_spec
 from ladder.console import err, out, print_json
 
@@ -85,7 +86,7 @@ def eval_cmd(
             out.print(
                 "nothing to evaluate: no run has finished training"
                 + (" with its model/ folder" if no_model else " yet")
-                + f" (`ladder status {escape(str(study_dir))}` shows where they are)"
+                + f" (`ladder status {escape(layout.shell_word(study_dir))}` shows where they are)"
             )
             return
         out.print(
@@ -102,15 +103,15 @@ def eval_cmd(
                     table.add_row(run_id, task, metric, metric_text(value))
     out.print(table)
     n = len(res["evaluated"])
-    out.print(f"evaluated {n} run{'s' if n != 1 else ''}; `ladder collect {study_dir}` adds them to the results")
+    out.print(
+        f"evaluated {n} run{'s' if n != 1 else ''}; `ladder collect {escape(layout.shell_word(study_dir))}` adds them to the results"
+    )
 
 
 def _finished(study_dir: Path) -> tuple[list[str], list[str]]:
     """The run ids of the study whose result.json says done: those with their model/ folder, and those whose
     model/ folder is gone."""
     import json
-
-    from ladder import layout
 
     with_model, without = [], []
     for rd in layout.StudyDir(Path(study_dir)).all_run_dirs():

@@ -281,7 +281,9 @@ def fit(
         study = read_study(study_dir)
         edited = edited_since_plan(study_dir, study)
         warnings += [edited] if edited else []
-        layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder fit {study_dir}` again")
+        layout.refuse_if_not_a_file(
+            layout.StudyDir(study_dir).fit, f"run `ladder fit {layout.shell_word(study_dir)}` again"
+        )
         check_predictions_in_family(points, study)
         table = read_results(study_dir)
         _check_bootstrap(bootstrap, _fitted_rows(table))
@@ -369,7 +371,9 @@ def report(
     from ladder.books.collect import check_tables
 
     check_tables(study_dir)  # a torn results or curves table: refused, the report untouched (not one without runs)
-    layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, f"run `ladder fit {study_dir}` and report again")
+    layout.refuse_if_not_a_file(
+        layout.StudyDir(study_dir).fit, f"run `ladder fit {layout.shell_word(study_dir)}` and report again"
+    )
     if layout.StudyDir(study_dir).fit.is_file():
         read_fit(study_dir)  # a damaged fit.json: refused, the report untouched
     stale: list[str] = []  # rendered all the same, with the warning at the top of its headline

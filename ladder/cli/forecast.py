@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ladder import layout
 from ladder.cli.options import JSON_OPT
 from ladder.console import err, out, print_json
 
@@ -158,11 +159,13 @@ def freeze(
             f"[yellow]warning[/]: the hero has already trained or started ({escape(', '.join(started))}): forecast "
             f"{f.number} is marked after_hero, a check of the fit, not a prediction made before the run"
         )
-        out.print(f"next: `ladder forecast score {escape(str(study_dir))}` scores the freezes against the hero")
+        out.print(
+            f"next: `ladder forecast score {escape(layout.shell_word(study_dir))}` scores the freezes against the hero"
+        )
         return
     out.print(
-        f"next: `ladder hero {escape(str(study_dir))}` plans the hero run; "
-        f"`ladder forecast score {escape(str(study_dir))}` scores it"
+        f"next: `ladder hero {escape(layout.shell_word(study_dir))}` plans the hero run; "
+        f"`ladder forecast score {escape(layout.shell_word(study_dir))}` scores it"
     )
 
 
@@ -178,7 +181,6 @@ def show(
 
     ladder forecast show ladder-runs/default --json
     """
-    from ladder import layout
     from ladder.errors import StateError
     from ladder.forecast.frozen import show_rows
 
@@ -190,7 +192,9 @@ def show(
         print_json({"study_dir": str(study_dir), "forecasts": rows})
         return
     if not rows:
-        out.print(f"no frozen forecast in {study_dir}: `ladder forecast freeze {escape(str(study_dir))}` makes one")
+        out.print(
+            f"no frozen forecast in {study_dir}: `ladder forecast freeze {escape(layout.shell_word(study_dir))}` makes one"
+        )
         return
     table = Table(
         "#",

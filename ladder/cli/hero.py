@@ -131,25 +131,25 @@ def hero(
             + (
                 "no law forecasts this point, so there is no forecast to score it against"
                 if run.forecast.get("loss") is None
-                else f"score it with `ladder forecast score {escape(str(study_dir))}` (`ladder forecast show "
-                f"{escape(str(study_dir))}` lists the scores)"
+                else f"score it with `ladder forecast score {escape(layout.shell_word(study_dir))}` (`ladder forecast show "
+                f"{escape(layout.shell_word(study_dir))}` lists the scores)"
             )
         )
         return
     if run.forecast.get("loss") is None:  # freeze --predict refuses this point: no score to point to
         out.print(
-            f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`; it cannot be scored "
+            f"{verb}: {run.run_dir}; train it with `ladder submit {escape(layout.shell_word(study_dir))}`; it cannot be scored "
             "against a forecast (no law forecasts this point): a run to learn from, not a check of the fit"
         )
         return
     if not layout.StudyDir(study_dir).forecasts():
         out.print(
-            f"[yellow]no frozen forecast yet[/]: `ladder forecast freeze {escape(str(study_dir))}` puts the "
+            f"[yellow]no frozen forecast yet[/]: `ladder forecast freeze {escape(layout.shell_word(study_dir))}` puts the "
             "forecast on record before the hero trains"
         )
     out.print(
-        f"{verb}: {run.run_dir}; train it with `ladder submit {escape(str(study_dir))}`, score it with "
-        f"`ladder forecast score {escape(str(study_dir))}`"
+        f"{verb}: {run.run_dir}; train it with `ladder submit {escape(layout.shell_word(study_dir))}`, score it with "
+        f"`ladder forecast score {escape(layout.shell_word(study_dir))}`"
     )
 
 

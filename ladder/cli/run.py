@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import typer
 from rich.markup import escape
 
+from ladder import layout
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, out_path, parse_gpus
 from ladder.cli.plan import checked_plan, fit_check_flag
 from ladder.cli.status import watching
@@ -131,7 +132,7 @@ def run_cmd(
     if outcome.runs_failed:
         err.print(
             f"[red]{len(outcome.runs_failed)} runs failed, diverged or are corrupt[/]: "
-            f"{', '.join(outcome.runs_failed)} (see `ladder status {target}`)"
+            f"{', '.join(outcome.runs_failed)} (see `ladder status {escape(layout.shell_word(target))}`)"
         )
     if outcome.fit_error:
         err.print(f"[red]no fit[/]: {escape(outcome.fit_error)}", soft_wrap=True)

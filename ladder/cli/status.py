@@ -14,6 +14,7 @@ from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
+from ladder import layout
 from ladder.cli.options import JSON_OPT, flag, positive_number
 from ladder.console import err, human_seconds, out, print_json, sci
 from ladder.errors import SpecError
@@ -188,7 +189,6 @@ def _some(run_ids: list[str]) -> str:
 def _warn_of_damaged_jobs(study_dir: Path) -> None:
     """One line on stderr when jobs.json is damaged: status and collect go on without it (the books come from the
     run folders), but a job still queued, or a run cancelled, is not seen."""
-    from ladder import layout
     from ladder.books.job_records import problem
 
     why = problem(layout.StudyDir(Path(study_dir)))
@@ -233,7 +233,9 @@ def status(
     if interval > 86400:
         raise SpecError(f"--interval {interval:g}: must be at most 86400 seconds (a day) between refreshes")
     if given and not watch:  # a one-shot status never refreshes: the option was meant for --watch
-        raise SpecError(f"--interval {interval:g}: only refreshes with --watch (`ladder status {study_dir} --watch`)")
+        raise SpecError(
+            f"--interval {interval:g}: only refreshes with --watch (`ladder status {layout.shell_word(study_dir)} --watch`)"
+        )
     if watch and not as_json:
         _warn_of_damaged_jobs(study_dir)
         with watching(out, f"status: {study_dir}") as show:
@@ -283,7 +285,7 @@ def collect(
     if c.failed:
         err.print(
             f"[red]{len(c.failed)} run{'s' if len(c.failed) != 1 else ''} failed[/] (see `ladder status "
-            f"{escape(str(study_dir))}`): {_some(c.failed)}"
+            f"{escape(layout.shell_word(study_dir))}`): {_some(c.failed)}"
         )
     if c.pending:
         n = len(c.pending)

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from ladder import layout
 from ladder.console import err, out, print_json, sci
 from ladder.errors import SpecError
 
@@ -104,10 +105,10 @@ def print_suggestion(study: str, budget: str | None, add: bool, dry_run: bool, a
     if s.added:
         out.print(
             f"added to {path / 'study.yaml'} and planned: {len(s.added)} new run{'' if len(s.added) == 1 else 's'} "
-            f"({', '.join(s.added)}); train them with `ladder submit {escape(str(path))}`"
+            f"({', '.join(s.added)}); train them with `ladder submit {escape(layout.shell_word(path))}`"
         )
     elif add and dry_run:
         out.print("[yellow]dry run[/]: nothing written")
     else:
         given = f" --budget {escape(budget)}" if budget else ""
-        out.print(f"add them with `ladder plan {escape(str(path))} --suggest{given} --add`")
+        out.print(f"add them with `ladder plan {escape(layout.shell_word(path))} --suggest{given} --add`")

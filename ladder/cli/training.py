@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from ladder import layout
 from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_device, executor_spec, flag, parse_gpus
 from ladder.console import err, human_seconds, out, print_json
 from ladder.errors import SpecError, StateError
@@ -72,7 +73,6 @@ def train(
     """
     import json
 
-    from ladder import layout
     from ladder.errors import StateError
     from ladder.jobs.on_node import run_one
     from ladder.model.hardware import env_peak_flops
@@ -198,10 +198,13 @@ def submit(
     for run_id, why in result.skipped.items():
         out.print(f"[dim]skipped {run_id}: {escape(why)}[/]")
     out.print(
-        f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {study_dir} --watch`"
+        f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {escape(layout.shell_word(study_dir))} --watch`"
     )
     for run_id, state in not_done.items():
-        err.print(f"[red]{run_id}[/]: {escape(state)} (`ladder status {study_dir}` shows its error)", soft_wrap=True)
+        err.print(
+            f"[red]{run_id}[/]: {escape(state)} (`ladder status {escape(layout.shell_word(study_dir))}` shows its error)",
+            soft_wrap=True,
+        )
     if result.refused:  # the others went out: one run's folder does not hold up the study
         first = next(iter(result.refused.values()))
         more = f" (and {len(result.refused) - 1} more run(s) alike)" if len(result.refused) > 1 else ""
@@ -243,12 +246,8 @@ def cancel(
 def _not_a_run(path: Path) -> str:
     """Why ``path`` is no run directory, said so that the advice fits: "run `ladder plan` first" was the answer to a
     planned study directory, a run's model/ folder and a typo alike."""
-    from ladder import layout
-
     if (path / layout.PLAN).is_file():
-        return (
-            f"{path} is a study directory; give one of its runs ({path / layout.RUNS}/<id>), or `ladder submit {path}`"
-        )
+        return f"{path} is a study directory; give one of its runs ({path / layout.RUNS}/<id>), or `ladder submit {layout.shell_word(path)}`"
     if (path.parent / layout.PLAN).is_file():
         return f"{path} is a folder of the study {path.parent}; give one of its runs ({path.parent / layout.RUNS}/<id>)"
     for parent in path.parents:

@@ -147,18 +147,20 @@ def read_fit(study_dir: Path) -> FitJson:
     """fit.json as its typed contract, refused in one line when it is missing, unreadable, damaged or of another
     version of ladder (then `ladder fit` writes it anew)."""
     sd = layout.StudyDir(Path(study_dir))
-    layout.refuse_if_not_a_file(sd.fit, f"run `ladder fit {sd.path}`")
+    layout.refuse_if_not_a_file(sd.fit, f"run `ladder fit {layout.shell_word(sd.path)}`")
     if not sd.fit.is_file():
         raise StateError(
-            f"{sd.path} has no {layout.FIT}: run `ladder collect {sd.path}` and `ladder fit {sd.path}` first"
+            f"{sd.path} has no {layout.FIT}: run `ladder collect {layout.shell_word(sd.path)}` and `ladder fit {layout.shell_word(sd.path)}` first"
         )
     try:
         fit = layout.loads_json(sd.fit.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise StateError(f"{sd.fit} is damaged (not JSON: {exc}): refit with `ladder fit {sd.path}`") from None
+        raise StateError(
+            f"{sd.fit} is damaged (not JSON: {exc}): refit with `ladder fit {layout.shell_word(sd.path)}`"
+        ) from None
     problem = fit_problem(fit)
     if problem:
-        raise StateError(f"{sd.fit} is damaged ({problem}): refit with `ladder fit {sd.path}`")
+        raise StateError(f"{sd.fit} is damaged ({problem}): refit with `ladder fit {layout.shell_word(sd.path)}`")
     from ladder.reports.fits.study.fit_json import parse_fit_json
 
     return parse_fit_json(fit, sd.fit)  # the typed contract: an older or damaged file is one line
@@ -178,7 +180,7 @@ def current_fit(study_dir: Path) -> CurrentFit:
     if fit.meta.results_sha256 != results_hash(results):
         raise StateError(
             f"the fit is older than the results ({layout.FIT} was fitted on another results table): "
-            f"run `ladder fit {study_dir}` first"
+            f"run `ladder fit {layout.shell_word(study_dir)}` first"
         )
     return CurrentFit(study_dir=study_dir, study=study, fit=fit, results=results)
 

@@ -126,7 +126,7 @@ def damaged_freezes(frozen: list[Frozen], study_dir: Path) -> str:
     return (
         "; ".join(f"{f.path} is {f.problem}" for f in bad)
         # the command with its directory: typed as printed, a bare `ladder forecast freeze` is a usage error
-        + f": restore {them} from a copy, or move {them} out of {study_dir} (`ladder forecast freeze {study_dir}` "
+        + f": restore {them} from a copy, or move {them} out of {study_dir} (`ladder forecast freeze {layout.shell_word(study_dir)}` "
         "makes a new freeze, best before the hero trains)"
     )
 
@@ -272,7 +272,7 @@ def freeze(study_dir: Path, *, predict: list[str] | None = None, note: str | Non
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise StateError(
                 f"{sd.fit} is damaged (hero.{key}: {v!r}, but the hero has a forecast): refit with "
-                f"`ladder fit {sd.path}`; nothing written"
+                f"`ladder fit {layout.shell_word(sd.path)}`; nothing written"
             )
     points = [_point(p) for p in current.fit.predictions if p.label != "hero"]
     in_context = None

@@ -188,7 +188,7 @@ def hero_spec(
         sd = layout.StudyDir(Path(study_dir or "STUDY"))
         raise StateError(
             f"{layout.FIT}'s recommended shape {want} is not the one the study sizes from it now ({have}): "
-            f"{sd.study} (or ladder's sizing) changed since the fit; run `ladder fit {sd.path}` again"
+            f"{sd.study} (or ladder's sizing) changed since the fit; run `ladder fit {layout.shell_word(sd.path)}` again"
         )
     seq_len = int(rec.seq_len or study.data.seq_len)
     if seq_len != study.data.seq_len:  # the hero's own context length (hero.seq_len): its data windows too

@@ -180,24 +180,24 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
         result, why = read_result(rd)
         if result is None:
             raise StateError(
-                f"the hero run {spec.run_id}'s {layout.RESULT} is corrupt: {why or 'missing'} (see `ladder status {sd.path}`; "
+                f"the hero run {spec.run_id}'s {layout.RESULT} is corrupt: {why or 'missing'} (see `ladder status {layout.shell_word(sd.path)}`; "
                 "score a loss known otherwise with --loss X)"
             )
         obs.final, obs.split = float(result["final_eval_loss"]), _split(result)
     elif status in ("failed", "diverged"):
         raise StateError(
             f"the hero run {spec.run_id} ended {status}: no loss to score (see `ladder status "
-            f"{sd.path}`; `ladder submit {sd.path} --retry-failed` trains it again)"  # typed as printed, it runs
+            f"{layout.shell_word(sd.path)}`; `ladder submit {layout.shell_word(sd.path)} --retry-failed` trains it again)"  # typed as printed, it runs
         )
     elif not obs.points:
         raise StateError(
             f"the hero run {spec.run_id} has no eval point yet: nothing to score (train it with "
-            f"`ladder submit {sd.path}`)"
+            f"`ladder submit {layout.shell_word(sd.path)}`)"
         )
     elif bad := _implausible(obs.points):  # its partial forecast would head for 1e300: the curve says nothing
         raise StateError(
             f"the hero run {spec.run_id}'s {layout.METRICS} {bad}: a damaged or diverged curve, nothing scored (see "
-            f"`ladder status {sd.path}`; score a loss known otherwise with --loss X)"
+            f"`ladder status {layout.shell_word(sd.path)}`; score a loss known otherwise with --loss X)"
         )
     return obs
 
@@ -350,7 +350,7 @@ def _hero_spec(specs: list[RunSpec], run_id: str | None, study_dir: Path) -> Run
             return s
     raise SpecError(
         f"--run {run_id}: not a hero run of this study (hero runs: {', '.join(s.run_id for s in heroes) or 'none'}; "
-        f"plan one with `ladder hero {study_dir}`)"
+        f"plan one with `ladder hero {layout.shell_word(study_dir)}`)"
     )
 
 
@@ -429,7 +429,7 @@ def score_study(
         raise StateError(f"cannot score: {damaged_freezes(frozen, sd.path)}")
     if not frozen:
         raise StateError(
-            f"{sd.path} has no frozen forecast to score: run `ladder forecast freeze {sd.path}` (before "
+            f"{sd.path} has no frozen forecast to score: run `ladder forecast freeze {layout.shell_word(sd.path)}` (before "
             "the hero trains)"
         )
     heroes = _hero_specs(specs, run_id, sd.path, study.training.seed)
@@ -447,12 +447,12 @@ def score_study(
         ids = ", ".join(d.run_id for d in damaged)
         raise StateError(
             f"{sd.path} has no readable hero run, and run {ids} of its plan is damaged ({damaged[0].why}): if it is "
-            f"the hero, the hero run is damaged; `ladder hero {sd.path}` (with the --params/--tokens/--seed it was "
+            f"the hero, the hero run is damaged; `ladder hero {layout.shell_word(sd.path)}` (with the --params/--tokens/--seed it was "
             "planned with) replans it in place, or score a loss known otherwise with --loss X"
         )
     elif hero is None:
         raise StateError(
-            f"{sd.path} has no hero run: plan one with `ladder hero {sd.path}`, or score a hero trained "
+            f"{sd.path} has no hero run: plan one with `ladder hero {layout.shell_word(sd.path)}`, or score a hero trained "
             "elsewhere with --loss X or --curve FILE"
         )
     else:  # every hero (a replicate counts toward its hero's mean, never as the hero)

@@ -67,7 +67,9 @@ def _only(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) 
     known = {s.run_id for s in specs}
     unknown = [r for r in run_ids if r not in known]
     if unknown:
-        raise StateError(f"--run {', '.join(unknown)}: not a run of this study (see `ladder status {sd.path}`)")
+        raise StateError(
+            f"--run {', '.join(unknown)}: not a run of this study (see `ladder status {layout.shell_word(sd.path)}`)"
+        )
     return [s for s in specs if s.run_id in set(run_ids)]
 
 
@@ -342,7 +344,9 @@ def cancel(study_dir: Path, run_ids: list[str] | None = None, damaged: list[Dama
     asked = set(run_ids or [])
     unknown = [r for r in run_ids or [] if r not in {e.run_id for e in entries}]
     if unknown:
-        raise StateError(f"--run {', '.join(unknown)}: not a run of this study (see `ladder status {sd.path}`)")
+        raise StateError(
+            f"--run {', '.join(unknown)}: not a run of this study (see `ladder status {layout.shell_word(sd.path)}`)"
+        )
     specs = [e for e in entries if not isinstance(e, Damaged) and (not asked or e.run_id in asked)]
     if damaged is not None:
         damaged.extend(d for d in bad if not asked or d.run_id in asked)

@@ -296,7 +296,7 @@ def repair_command(study_dir: Path) -> str:
     place: the study's own study.yaml planned again into the same directory (a bare ``ladder plan NAME`` would
     plan a new study under ./ladder-runs instead)."""
     sd = layout.StudyDir(Path(study_dir))
-    return f"ladder plan {sd.study} --out {sd.path}"
+    return f"ladder plan {layout.shell_word(sd.study)} --out {layout.shell_word(sd.path)}"
 
 
 def edited_since_plan(study_dir: Path, study: StudySpec) -> str | None:
@@ -366,7 +366,7 @@ def read_run_spec(rd: layout.RunDir) -> RunSpec | str:
     target = Path(os.path.realpath(rd.path))
     if rd.path.is_symlink() and target.parent == Path(os.path.realpath(rd.path.parent)) and target.name != rd.run_id:
         # planning again cannot mend a link to another run's folder (it would write into that run): say to remove it
-        return f"it is a link to the folder of run {target.name}: remove the link (`rm {rd.path}`)"
+        return f"it is a link to the folder of run {target.name}: remove the link (`rm {layout.shell_word(rd.path)}`)"
     try:
         return rd.read_spec(same_run=True)
     except layout.UnreadableSpec as exc:

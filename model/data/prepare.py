@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ladder.errors import DataError
+from ladder.errors import DataError, shell_word
 from ladder.layout import atomic_write_json, expand_user
 from ladder.model.config import DataConfig
 from ladder.model.data.cache import default_cache_root, file_lock, sha256_json
@@ -184,7 +184,7 @@ def prepare_data(
         # the cache's copy (trained or downloaded) is damaged: "cannot load tokenizer" named no way out
         again = "trains it" if "trained" in tok_ident else "downloads it"
         raise DataError(
-            f"{exc}; it is the data cache's copy: remove it (`rm -r {tok_file.parent}`), and the next command "
+            f"{exc}; it is the data cache's copy: remove it (`rm -r {shell_word(tok_file.parent)}`), and the next command "
             f"{again} again"
         ) from exc
     tok_vocab = tok.get_vocab_size()

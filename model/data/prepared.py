@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ladder.errors import DataError
+from ladder.errors import DataError, shell_word
 from ladder.model.data.tokenizer import TOKENIZER_FILE
 from ladder.model.data.windows import TokenWindows, token_files
 
@@ -50,7 +50,9 @@ class PreparedData:
         root = Path(root)
         # a damaged entry of the cache is refused with its repair: a garbled ready.json said only "not a prepared
         # data folder", and emptied shards "the training data has no window" (of a corpus that had them)
-        repair = f"remove the folder (`rm -r {root}`) and prepare the data again (`ladder data prepare STUDY`)"
+        repair = (
+            f"remove the folder (`rm -r {shell_word(root)}`) and prepare the data again (`ladder data prepare STUDY`)"
+        )
         try:
             info = json.loads((root / READY).read_text())
             if not isinstance(info, dict):

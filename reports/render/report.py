@@ -79,7 +79,7 @@ def render_report(
 def _write(sd: layout.StudyDir, out: Path, formats: list[str], warnings_out: list[str] | None) -> dict[str, Path]:
     names = {"html": HTML_NAME, "pdf": PDF_NAME}
     for fmt in formats:  # before any is written: a folder in report.pdf's place must not cost report.html
-        layout.refuse_if_not_a_file(out / names[fmt], f"run `ladder report {sd.path}` again")
+        layout.refuse_if_not_a_file(out / names[fmt], f"run `ladder report {layout.shell_word(sd.path)}` again")
     data, sections = build_sections(sd.path)
     if warnings_out is not None and data.stale_fit:
         warnings_out.append(data.stale_fit)

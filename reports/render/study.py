@@ -193,7 +193,7 @@ def load_study(study_dir: Path) -> StudyData:
     if fitted_on and data.results_sha256 and fitted_on != data.results_sha256:  # as `ladder hero` refuses it
         data.stale_fit = (
             f"the fit is older than the results ({layout.FIT} was fitted on another results table): its laws, "
-            f"forecasts and recommendation are not of these runs; refit with `ladder fit {sd.path}` and render "
+            f"forecasts and recommendation are not of these runs; refit with `ladder fit {layout.shell_word(sd.path)}` and render "
             "the report again"
         )
     finished: list[str] = []
@@ -207,7 +207,7 @@ def load_study(study_dir: Path) -> StudyData:
             "their results out"
         )
         data.stale_fit = (
-            f"{len(finished)} run(s) {said}; run `ladder collect {sd.path}` and `ladder fit {sd.path}`, "
+            f"{len(finished)} run(s) {said}; run `ladder collect {layout.shell_word(sd.path)}` and `ladder fit {layout.shell_word(sd.path)}`, "
             "then render the report again"
         )
     data.problems = problems

@@ -56,7 +56,7 @@ from typing import Any
 
 import pandas as pd
 
-from ladder.errors import FitError
+from ladder.errors import FitError, shell_word
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS, as_runs, implausible_losses
@@ -123,7 +123,7 @@ def fit_study(
     ok = table.status_ok(raw)
     excluded = table.excluded_rows(raw, ok)
     # commands to type as printed: with the study directory
-    at = f" {study_dir}" if study_dir is not None else " STUDY_DIR"
+    at = f" {shell_word(study_dir)}" if study_dir is not None else " STUDY_DIR"
     left_out = ""  # said with a fit that fails for too few runs: the runs not done are often why
     if excluded:  # each run with its reason is in ``excluded`` (and on its own line in `ladder fit`'s summary)
         states = pd.Series([str(e["status"]) for e in excluded]).value_counts()
