@@ -20,7 +20,7 @@ from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, coverage_words, written
 from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED, left_out_words
 from ladder.reports.fits.study.table import ALL_RUNS, of_variant
-from ladder.reports.render.fmt import fmt_flops, fmt_pct, fmt_sig, share_of_hero
+from ladder.reports.render.fmt import fmt_flops, fmt_loss, fmt_pct, fmt_sig, share_of_hero
 
 __all__ = ["print_fit"]
 
@@ -159,6 +159,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
     _print_predictions(fit, console)
     _print_in_context(fit, console)
     _print_ablations(fit, console)
+    _print_tasks(fit, console)
 
     r = fit.recommendation
     if r.available:
@@ -482,6 +483,29 @@ def _at_target(fit: FitJson, t: Any, value: str) -> str:
         return f"at the hero {value}"
     size = f" {_count(t.params)} x {_count(t.tokens)}" if t.params is not None and t.tokens is not None else ""
     return f"at its target{size} {value} (no hero: {(fit.hero.reason or 'no study').split(':')[0]})"
+
+
+def _print_tasks(fit: FitJson, console: Console) -> None:
+    """The hero's task forecasts (`ladder eval`'s results), in the digits of the report's task table: fit.json and
+    the report had them while the terminal said nothing (a task that could not be fitted is among the warnings)."""
+    sec = fit.tasks
+    if sec is None or not sec.available or not sec.tasks:
+        return
+
+    def ci(pair: Any, digits: int = 4) -> str:
+        if not pair or None in pair[:2]:
+            return ""
+        return f" (90% [{fmt_loss(pair[0], digits)}, {fmt_loss(pair[1], digits)}])"
+
+    console.print("[bold]task forecasts[/] (lm-eval results of the runs, `ladder eval`):")
+    for name, t in sec.tasks.items():
+        h = t.hero
+        if h is None or h.loss is None:
+            continue
+        line = f"  {name}: {t.loss_metric or 'task loss'} {fmt_loss(h.loss)}{ci(h.loss_interval)}"
+        if h.acc is not None:
+            line += f", {t.acc_metric or 'accuracy'} {fmt_loss(h.acc, 3)}{ci(h.acc_interval, 3)}"
+        console.print(line + " at the hero", soft_wrap=True)
 
 
 def _print_in_context(fit: FitJson, console: Console) -> None:

@@ -104,3 +104,40 @@ def test_train_on_a_finished_run_says_it_trained_nothing(tmp_path, capsys):
     r = run_cli(capsys, "train", run)
     assert r.code == 0, r.stderr
     assert r.stdout.startswith("already done, nothing to train: final eval loss "), r.stdout
+
+
+def test_fit_prints_the_task_forecasts_the_report_shows(tmp_path, capsys):
+    """`ladder eval`'s help says "`ladder fit` forecasts the hero's task loss and accuracy"; fit.json and the report's
+    task section had ladder_py_ppl at the hero (bits_per_byte 10.7801, 90% 0.3920 - 74.0621), and `ladder fit` in
+    the terminal said not a word of it: only a warning about the task it could not fit."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from ladder.reports.fits.study.fit_json import validate
+    from ladder.reports.summary import print_fit
+    from tests.cli_helpers import run_cli
+
+    runs = "docs/examples/wandb-runs.csv"
+    columns = "params=n_params,tokens=tokens,loss=eval/loss"
+    fit = json.loads(run_cli(capsys, "fit", "--runs", runs, "--columns", columns, "--bootstrap", "5", "--json").stdout)
+    fit["tasks"] = {
+        "available": True,
+        "tasks": {
+            "ladder_py_ppl": {
+                "task": "ladder_py_ppl", "loss_metric": "bits_per_byte", "n_runs": 4,
+                "hero": {"loss": 10.780110289817893, "loss_interval": [0.3919926193603034, 74.0620605080615]},
+            },
+            "qa": {
+                "task": "qa", "loss_metric": "bpb", "acc_metric": "acc", "n_runs": 6,
+                "hero": {"loss": 0.91234, "loss_interval": [0.8, 1.1], "acc": 0.61234, "acc_interval": [0.5, 0.7]},
+            },
+        },
+        "errors": {"nl": "task 'nl': the step-2 sigmoid has 4 parameters and needs at least 5 runs"},
+    }  # fmt: skip
+    buf = io.StringIO()
+    print_fit(validate(fit), Console(file=buf, width=400, color_system=None))
+    said = buf.getvalue()
+    assert "ladder_py_ppl: bits_per_byte 10.7801 (90% [0.3920, 74.0621]) at the hero" in said, said
+    assert "qa: bpb 0.9123 (90% [0.8000, 1.1000]), acc 0.612 (90% [0.500, 0.700]) at the hero" in said, said
