@@ -812,10 +812,11 @@ REFUSED_EARLY = [
     ({"data": {"seq_len": 64, "max_bytes": 10}}, ["data.max_bytes = 10", "validation_tokens"]),
     ({"ladder": {"sizes": ["10K", "20K"]}}, ["runs at >= 3 sizes", "2 runs at 2 sizes"]),
     ({"ladder": {"sizes": ["10K", "20K", "40K"]}}, [">= 4 runs at one ratio", "3 runs at 3 sizes"]),
+    ({"ladder": {"sizes": ["10K"]}}, ["runs at >= 3 sizes", "the ladder has 1 run at 1 size (10"]),
 ]
 
 
-@pytest.mark.parametrize("changes,words", REFUSED_EARLY, ids=["vocab", "max_bytes", "2 sizes", "3 sizes"])
+@pytest.mark.parametrize("changes,words", REFUSED_EARLY, ids=["vocab", "max_bytes", "2 sizes", "3 sizes", "1 size"])
 def test_validate_refuses_what_data_preparation_or_fit_would_refuse(tmp_path, capsys, changes, words):
     spec = _study_file(tmp_path, {**BASE, **changes})
     one_line(run_cli(capsys, "studies", "validate", spec), *words)

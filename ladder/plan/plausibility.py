@@ -401,7 +401,8 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
         n_ratios = _ratio_groups([r.tokens / r.params for r in rs])
         label = f"variant {variant!r}" if len(by_variant) > 1 else "the ladder"
         have = (
-            f"{label} has {len(rs)} runs at {len(sizes)} sizes ({', '.join(format_count(s) for s in sizes)}) and "
+            f"{label} has {len(rs)} run{'s' if len(rs) != 1 else ''} at {len(sizes)} size{'s' if len(sizes) != 1 else ''} "
+            f"({', '.join(format_count(s) for s in sizes)}) and "
             f"{n_ratios} tokens/param ratio{'s' if n_ratios != 1 else ''}"
         )
         if not _law_fits(rs):
