@@ -195,7 +195,11 @@ def test_train_prints_its_losses_in_the_digits_status_gives(tmp_path, capsys, ti
     run = next((tmp_path / "st" / "runs").iterdir())
     r = run_cli(capsys, "train", run, "--threads", "1")
     assert r.code == 0, r.stderr
-    assert re.search(r"done: final eval loss \d+\.\d{4}, train loss \d+\.\d{4}, ", r.stdout), r.stdout
+    assert re.search(
+        r"done: final eval loss \d+\.\d{4}, train loss \d+\.\d{4} \(mean of the last 10% of steps\), ", r.stdout
+    ), r.stdout
+    # the progress line's closing loss is the last step's, a different figure: it says so, not a bare "loss"
+    assert re.search(r"finished: .*, last step loss \d+\.\d{4}, ", r.stdout), r.stdout
 
 
 def test_ladder_run_exits_1_naming_the_failed_runs_and_the_fit(tmp_path, capsys, monkeypatch, tiny_jsonl_corpus):

@@ -76,6 +76,7 @@ def train(
     from ladder.errors import StateError
     from ladder.jobs.on_node import run_one
     from ladder.model.hardware import env_peak_flops
+    from ladder.model.training.loop import FINAL_LOSS_WINDOW
     from ladder.model.training.preemption import Preempted
     from ladder.studies.spec import MAX_CPUS_PER_RUN
 
@@ -114,7 +115,8 @@ def train(
     out.print(
         f"{'already ' if ended else ''}{result.get('status')}{', nothing to train' if ended else ''}: "
         f"final eval loss {loss('final_eval_loss')}, "
-        f"train loss {loss('final_train_loss')}, {result.get('tokens'):,} tokens in "
+        f"train loss {loss('final_train_loss')} (mean of the last {FINAL_LOSS_WINDOW:.0%} of steps), "
+        f"{result.get('tokens'):,} tokens in "
         f"{human_seconds(result.get('wall_time_s'))}"
     )
     if result.get("status") != "done":

@@ -53,8 +53,8 @@ class Progress:
             f"{time.strftime('%H:%M:%S')} {self.run_id} {what}: {self._tok(self.tokens)} "
             f"({100 * self.tokens / max(1, self.total):.0f}%)"
         ]
-        if self.loss is not None:
-            parts.append(f"loss {self.loss:.4f}")
+        if self.loss is not None:  # at the end: the last step's, beside the result's mean of the last steps
+            parts.append(f"{'loss' if what == 'at' else 'last step loss'} {self.loss:.4f}")
         if self.tps:
             parts.append(f"{self.tps:,.0f} tok/s")
         if left is not None and self.tokens < self.total:
