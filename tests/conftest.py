@@ -39,6 +39,7 @@ XDIST_GROUPS = {
         "test_branches.py::test_slurm_branches_start_after_their_trunks_job_and_match_an_undisturbed_run",
         "test_hero.py::test_a_planned_hero_trains_through_debug_and_local_executors_and_is_scored",
         "test_pipeline.py::test_ladder_run_survives_ctrl_c_and_kill_9",
+        "test_eval_interrupt_retrial11.py::test_a_signal_to_the_command_alone_stops_its_eval_workers",
         "test_submit.py::test_local_executor_runs_the_micro_study",
         "test_submit.py::test_submit_piped_into_another_process_returns_while_the_runs_go_on",
         "test_submit.py::test_slurm_micro_study_preemption_and_requeue",

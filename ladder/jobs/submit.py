@@ -407,22 +407,95 @@ def submit_evals(
     if executor.kind == "debug":
         out["results"] = evaluate_runs(todo, *args)
         return out
-    if executor.kind == "slurm":
-        # one task per run: with a task per GPU every task would evaluate the same run into the same folder
-        ex = _slurm_executor(sd.submitit / "eval" / "%j", f"ladder-eval-{sd.path.name}", executor, one_task=True)
-        with ex.batch():
-            jobs = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
-    else:
-        slots = _local_slots(executor, readable_runs(sd.path))
-        chunks = [todo[i :: len(slots)] for i in range(len(slots))]
-        jobs = []
-        for (gpus, threads), chunk in zip(slots, chunks):
-            if not chunk:
-                continue
-            ex = _local_executor(sd, sd.submitit / "eval" / "%j", gpus, detach=False)
-            jobs.append(ex.submit(evaluate_runs, chunk, *args[:-1], device, threads))
-    out["job_ids"] = [j.job_id for j in jobs]
-    if wait:
-        for job in jobs:
-            out["results"].update(job.result())
+    jobs: list[submitit.Job] = []
+    try:
+        if executor.kind == "slurm":
+            # one task per run: with a task per GPU every task would evaluate the same run into the same folder
+            ex = _slurm_executor(sd.submitit / "eval" / "%j", f"ladder-eval-{sd.path.name}", executor, one_task=True)
+            with ex.batch():
+                batch = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
+            jobs = batch  # submitted as the batch closes (not at all when it is interrupted)
+        else:
+            slots = _local_slots(executor, readable_runs(sd.path))
+            chunks = [todo[i :: len(slots)] for i in range(len(slots))]
+            for (gpus, threads), chunk in zip(slots, chunks):
+                if not chunk:
+                    continue
+                ex = _local_executor(sd, sd.submitit / "eval" / "%j", gpus, detach=False)
+                jobs.append(ex.submit(evaluate_runs, chunk, *args[:-1], device, threads))
+        out["job_ids"] = [j.job_id for j in jobs]
+        if wait:
+            for job in jobs:
+                out["results"].update(job.result())
+    except KeyboardInterrupt:  # Ctrl-C, or a kill (ladder.cli.Stopped)
+        _stop_evals(jobs)
+        raise
     return out
+
+
+def _stop_evals(jobs: list[submitit.Job], grace_s: float = 10.0) -> None:
+    """Stop the eval jobs an interrupted ``ladder eval`` (or the main job's eval stage) started, before it says
+    "run the same command to continue": the same command would otherwise race a job still writing the same run's
+    lm_eval/ folder. A terminal's Ctrl-C reaches the local workers too (they are in the command's process group),
+    but a signal to the command alone (``kill PID``, a supervisor) does not. SLURM's eval jobs are cancelled
+    (scancel): unlike training jobs, which jobs.json records for the next command to wait for, nothing keeps
+    them. What an evaluation finished is kept (each task's results are written whole, or not at all)."""
+    from ladder.console import on_record
+
+    on_record()  # a second Ctrl-C or kill, ignored until the command ends, does not cut the stopping short
+    local = []
+    for job in jobs:
+        if isinstance(job, submitit.LocalJob):
+            local.append(job)
+        else:
+            try:
+                job.cancel(check=False)
+            except Exception:  # noqa: BLE001 - scancel gone or failing: the command is stopping all the same
+                pass
+    _stop_local(local, grace_s)
+
+
+def _stop_local(jobs: list[submitit.LocalJob], grace_s: float) -> None:
+    """Ctrl-C (SIGINT) to each local job's task, the process that evaluates, which its submitit controller then sees
+    end and ends too; whatever is left after ``grace_s`` is killed. Not a second SIGINT to a controller that a
+    terminal's Ctrl-C has already begun to stop: it would die of it before it killed its task. Without psutil
+    (which lm-eval[hf] brings) the tasks cannot be found, and the controllers are sent SIGINT: each stops its own."""
+    import signal
+    import subprocess
+    import time
+
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    gone = (OSError, psutil.Error) if psutil is not None else (OSError,)
+    controllers = [p for p in (getattr(j, "_process", None) for j in jobs) if p is not None and p.poll() is None]
+    tasks = []
+    for ctrl in controllers:
+        found = []
+        if psutil is not None:
+            try:
+                found = psutil.Process(ctrl.pid).children(recursive=True)
+            except gone:
+                pass
+        for proc in found or [ctrl]:  # a controller still starting its task: the controller
+            try:
+                proc.send_signal(signal.SIGINT)
+            except gone:
+                pass
+        tasks += found
+    deadline = time.monotonic() + grace_s
+    for ctrl in controllers:
+        try:
+            ctrl.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            ctrl.kill()
+            ctrl.wait()
+    if tasks:
+        _, alive = psutil.wait_procs(tasks, timeout=max(0.1, deadline - time.monotonic()))
+        for task in alive:
+            try:
+                task.kill()
+            except gone:
+                pass
+        psutil.wait_procs(alive, timeout=5)
