@@ -459,7 +459,7 @@ def _stop_local(jobs: list[submitit.LocalJob], grace_s: float) -> None:
     """Ctrl-C (SIGINT) to each local job's task, the process that evaluates, which its submitit controller then sees
     end and ends too; whatever is left after ``grace_s`` is killed. Not a second SIGINT to a controller that a
     terminal's Ctrl-C has already begun to stop: it would die of it before it killed its task. Without psutil
-    (which lm-eval[hf] brings) the tasks cannot be found, and the controllers are sent SIGINT: each stops its own."""
+    (a dependency; a broken install may lack it) the tasks cannot be found, and the controllers are sent SIGINT: each stops its own."""
     import signal
     import subprocess
     import time
