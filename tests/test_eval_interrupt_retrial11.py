@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.micro import wait_for, write_study
+from tests.micro import require_slurm, wait_for, write_study
 
 SHIPPED = Path(__file__).resolve().parents[1] / "model" / "evaluation" / "tasks"
 
@@ -90,6 +90,38 @@ def test_a_signal_to_the_command_alone_stops_its_eval_workers(finished, tmp_path
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # whatever a failing test left behind
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)
+
+
+def _slurm_eval_jobs(name: str) -> list[str]:
+    r = subprocess.run(["squeue", "-h", "-n", name, "-o", "%i %T"], capture_output=True, text=True, timeout=30)
+    return r.stdout.split("\n")[:-1] if r.returncode == 0 else ["squeue failed: " + r.stderr]
+
+
+def test_a_signal_to_the_command_alone_cancels_its_slurm_eval_jobs(finished, tmp_path):
+    """SLURM's eval jobs are recorded nowhere for the next command to wait for, so the stopped command cancels
+    them; otherwise the rerun it asks for would race them."""
+    require_slurm()
+    study = Path(shutil.copytree(finished[0], tmp_path / "evalstop-slurm"))
+    name = f"ladder-eval-{study.name}"
+    argv = ("eval", study, "--executor", "slurm", "--device", "cpu", "--tasks", "ladder_slow_ppl",
+            "--include-path", finished[1])  # fmt: skip
+    proc = subprocess.Popen(_ladder(*argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        wait_for(lambda: any("RUNNING" in j for j in _slurm_eval_jobs(name)), 120, "the eval job to run")
+        os.kill(proc.pid, signal.SIGTERM)
+        out, errs = proc.communicate(timeout=60)
+        assert proc.returncode == 143, (proc.returncode, errs[-3000:])
+        assert errs.strip().splitlines() == ["stopped by SIGTERM: run the same command to continue"], errs[-3000:]
+        wait_for(lambda: not _slurm_eval_jobs(name), 30, "the eval job to leave the queue")
+        assert not list(study.rglob("results_ladder_slow_ppl.json"))
+    finally:
+        subprocess.run(["scancel", "-n", name], capture_output=True, timeout=30)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         proc.wait(timeout=30)
