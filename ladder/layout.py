@@ -466,7 +466,9 @@ def check_writable(folder: Path) -> None:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+    """Write ``obj`` as JSON every parser reads: a NaN or inf in it is written null (:func:`jsonable`), never the
+    NaN/Infinity tokens that jq, JavaScript and strict parsers refuse."""
+    atomic_write_text(path, json.dumps(jsonable(obj), indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
 def jsonable(obj: Any) -> Any:
@@ -497,15 +499,16 @@ def jsonable(obj: Any) -> Any:
 def _json_default(obj: Any) -> Any:
     # numpy scalars and paths show up in results; keep the writer tolerant of them
     if hasattr(obj, "item"):
-        return obj.item()
+        return jsonable(obj.item())
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    """Append one record as one line; flushed to disk so a kill -9 loses at most the line being written."""
-    line = json.dumps(record, default=_json_default) + "\n"
+    """Append one record as one line; flushed to disk so a kill -9 loses at most the line being written. A NaN or
+    inf in it (an evaluation that overflowed) is written null, as :func:`atomic_write_json` writes it."""
+    line = json.dumps(jsonable(record), default=_json_default) + "\n"
     with open(path, "a", encoding="utf-8") as f:
         f.write(line)
         f.flush()
