@@ -1,7 +1,8 @@
 """Issue 28, retrial 11: every JSON file the tool writes parses with a strict parser (no NaN/Infinity tokens, which
 jq, JavaScript and most tools refuse). The shared writers (``layout.atomic_write_json``, ``layout.append_jsonl``)
 wrote a NaN as the bare token ``NaN``: an evaluation that overflowed left it in metrics.jsonl (the trainer's own
-result.json already says null there), and a sanity check whose loss was not finite left it in sanity.json."""
+result.json already says null there), a sanity check whose loss was not finite left it in sanity.json, and a
+resume (or a branch copying its trunk's curve) wrote an older NaN in metrics.jsonl back as it was."""
 
 from __future__ import annotations
 
@@ -61,3 +62,18 @@ def test_the_sanity_verdict_ladder_run_keeps_is_strict_json(tmp_path, monkeypatc
     assert verdict["passed"] is False
     kept = strict((tmp_path / pipeline.SANITY).read_text())
     assert kept["initial_loss"] is None and kept["losses"] == [None, None], kept
+
+
+def test_a_resume_writes_back_an_older_nan_in_metrics_null(tmp_path):
+    """A resume cuts metrics.jsonl back to its checkpoint by rewriting it; a NaN an older version wrote in a
+    record was written back as the bare token again."""
+    from ladder.model.training.run_files import trim_metrics
+
+    rd = layout.RunDir(tmp_path)
+    rd.metrics.write_text(
+        '{"kind": "eval", "step": 2, "eval_loss": NaN}\n{"kind": "train", "step": 4, "loss": Infinity}\n'
+    )
+    trim_metrics(rd, 3)
+    assert [strict(line) for line in rd.metrics.read_text().splitlines()] == [
+        {"kind": "eval", "step": 2, "eval_loss": None}
+    ]

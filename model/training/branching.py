@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from ladder.errors import StateError
-from ladder.layout import RunDir, atomic_write_text, read_jsonl, result_status
+from ladder.layout import RunDir, atomic_write_text, jsonable, read_jsonl, result_status
 from ladder.model.config import NOT_SCIENCE_SUBFIELDS, SCIENCE_FIELDS, RunSpec
 from ladder.model.schedule import cooldown_start
 from ladder.model.training import checkpoint as ckpt
@@ -171,7 +171,7 @@ def start_state(
         trunk = run.sibling(start.trunk_run_id)
         records = [r for r in read_jsonl(trunk.metrics) if int(r.get("step", 0)) <= start.step] \
             if trunk.metrics.is_file() else []  # fmt: skip
-        atomic_write_text(run.metrics, "".join(json.dumps(r) + "\n" for r in records))
+        atomic_write_text(run.metrics, "".join(json.dumps(jsonable(r)) + "\n" for r in records))
     books["branched_from"]["step"] = start.step
     return {**{k: state[k] for k in _KEPT}, **books}
 

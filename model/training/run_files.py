@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from ladder.errors import SpecError, StateError
-from ladder.layout import RunDir, UnreadableSpec, atomic_write_text, read_jsonl
+from ladder.layout import RunDir, UnreadableSpec, atomic_write_text, jsonable, read_jsonl
 from ladder.model.config import RunSpec
 from ladder.model.data.tokenizer import copy_tokenizer
 from ladder.model.training import checkpoint as ckpt
@@ -39,11 +39,12 @@ def finite_or_none(x: float | None) -> float | None:
 
 
 def trim_metrics(run: RunDir, step: int) -> None:
-    """Keep only the records with ``step <= step`` (all of them written before that checkpoint)."""
+    """Keep only the records with ``step <= step`` (all of them written before that checkpoint); a NaN an older
+    version wrote in a record is written back null, as :func:`ladder.layout.append_jsonl` writes it now."""
     if not run.metrics.exists():
         return
     kept = [r for r in read_jsonl(run.metrics) if int(r.get("step", 0)) <= step]
-    atomic_write_text(run.metrics, "".join(json.dumps(r) + "\n" for r in kept))
+    atomic_write_text(run.metrics, "".join(json.dumps(jsonable(r)) + "\n" for r in kept))
 
 
 def model_tmp_prefix(run: RunDir) -> str:
