@@ -405,7 +405,7 @@ def result_status(rd: RunDir) -> str | None:
     """The ``status`` a finished run wrote to its ``result.json`` (done, diverged, failed); None while there is
     none or it cannot be read."""
     try:
-        return json.loads(rd.result.read_text()).get("status") if rd.result.is_file() else None  # no pipe's wait
+        return loads_json(rd.result.read_text()).get("status") if rd.result.is_file() else None  # no pipe's wait
     except (OSError, ValueError, AttributeError):
         return None
 

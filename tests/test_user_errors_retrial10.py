@@ -214,6 +214,16 @@ def test_a_study_file_nested_too_deeply_is_damage_not_a_traceback(study, capsys,
         assert taken_or_refused(r) is None, (command, taken_or_refused(r))
 
 
+def test_a_result_json_nested_too_deeply_has_no_status_as_status_reads_it(study):
+    """layout.result_status, which plan, submit, hero and score ask of a run, read result.json with json.loads: a
+    RecursionError where status and collect (through layout.loads_json) see a damaged file."""
+    from ladder import layout
+
+    rd = layout.RunDir(next(iter(study.glob("runs/*/result.json"))).parent)
+    rd.result.write_text(DEEP + "\n")
+    assert layout.result_status(rd) is None
+
+
 @pytest.mark.parametrize("what", ["folder", "link to /dev/null"])
 def test_a_plan_json_that_is_no_file_is_named_not_called_missing(study, capsys, what):
     """S/plan.json a folder (or a link to a device): status said "S is not a planned study directory (no
