@@ -18,7 +18,13 @@ from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, coverage_words, written
-from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED, left_out_words
+from ladder.reports.fits.study.study_hero import (
+    BEYOND_REACH,
+    BEYOND_TESTED,
+    NOT_TESTED,
+    farthest_span,
+    left_out_words,
+)
 from ladder.reports.fits.study.table import ALL_RUNS, of_variant
 from ladder.reports.render.fmt import fmt_flops, fmt_loss, fmt_pct, fmt_sig, share_of_hero
 
@@ -336,7 +342,7 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
     tested = (law.reach or {}).get("tested")
     if not (law.calibration and law.calibration.n) or tested is None:
         if any(x.loss is not None for x in preds):
-            console.print("  [yellow]no rollout forecast tested any distance[/] (too few sizes or budgets to backtest)")
+            console.print(f"  [yellow]{NOT_TESTED}[/]")
         return
     far = next((written(x.distance).get("rollout_error") for x in preds if isinstance(x.distance, Distance)), None)
     line = (
@@ -344,8 +350,7 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
         f"{_times(tested.compute_x)} compute (6ND)"
     )
     if far and far.get("median_abs_err_pct") is not None:
-        lo, hi = far.get("min_distance_x"), far.get("max_distance_x")
-        span = f" at {_times(hi)}" if lo is None or _times(lo) == _times(hi) else f" at {lo:.3g}-{_times(hi)}"
+        span = farthest_span(far)
         line += f"; its farthest forecasts{span} in their farthest axis erred by a median of {far['median_abs_err_pct']:.1f}%"
     console.print(line)
 

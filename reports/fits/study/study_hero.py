@@ -210,6 +210,7 @@ def hero_loss(point, fc: Forecast, variant: str) -> dict:
 
 BEYOND_TESTED = "beyond what the rollout tested"
 BEYOND_REACH = "beyond the ladder's demonstrated reach"
+NOT_TESTED = "no rollout forecast tested any distance (too few sizes or budgets to backtest)"
 
 
 def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
@@ -247,18 +248,33 @@ def tested_words(dist: dict, who: str = "the hero") -> str:
         )
     far = dist.get("rollout_error") or {}
     if far.get("median_abs_err_pct") is not None:
-        lo, hi = far.get("min_distance_x"), far.get("max_distance_x")
-        if lo is None or hi is None:
-            span = ""
-        elif f"{lo:.3g}" == f"{hi:.3g}":
-            span = f" at {format_multiple(hi)} in their farthest axis"
-        else:
-            span = f" at {lo:.3g}-{format_multiple(hi)} in their farthest axis"
+        span = farthest_span(far)
         parts.append(
-            f"its farthest forecasts{span} erred by a median of {far['median_abs_err_pct']:.1f}% (not measured "
+            f"its farthest forecasts{span and span + ' in their farthest axis'} erred by a median of {far['median_abs_err_pct']:.1f}% (not measured "
             f"at {who}'s distance)"
         )
     return "; ".join(parts)
+
+
+def farthest_span(far: dict) -> str:
+    """Where the rollout's farthest forecasts lie (``rollout_error``'s distances): `` at 12.5x``, or a range
+    `` at 8.5-12.5x`` when the two read apart; empty without them. `ladder fit`'s reach lines and warnings say it
+    alike, never a Python exponent (4,058, not 4.06e+03)."""
+    lo, hi = far.get("min_distance_x"), far.get("max_distance_x")
+    if lo is None or hi is None:
+        return ""
+    if format_multiple(lo) == format_multiple(hi):
+        return f" at {format_multiple(hi)}"
+    return f" at {format_multiple(lo, sign='')}-{format_multiple(hi)}"
+
+
+def reach_words(fc: Forecast) -> str:
+    """How far the rollout's forecasts stayed within 2%, in fit's digits (the hero's and the predictions' warnings)."""
+    reach = fc.reach.get("2%", {})
+    return (
+        f"forecasts stayed within 2% up to {format_multiple(reach.get('params_x', 1.0))} params, "
+        f"{format_multiple(reach.get('compute_x', 1.0))} compute"
+    )
 
 
 def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
@@ -269,8 +285,7 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
     where = where_words(px, dist.get("tokens_x", 1.0), dist.get("compute_x", 1.0))
     if not fc.mixture_rows:
         warnings.append(
-            f"the hero is {where}; no rollout forecast tested any distance (too few sizes or budgets to "
-            "backtest), so its interval is the fit's own and the published-ladder floor, unchecked"
+            f"the hero is {where}; {NOT_TESTED}, so its interval is the fit's own and the published-ladder floor, unchecked"
         )
     elif hero.get("beyond_tested"):
         warnings.append(
@@ -279,12 +294,7 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
             f"floor of ±{dist.get('public_floor_pct', 0):.2f}%): a projection, not a checked prediction"
         )
     elif hero["beyond_reach"]:
-        reach = fc.reach.get("2%", {})
-        warnings.append(
-            f"the hero is {where}: {BEYOND_REACH} (forecasts stayed within 2% up to "
-            f"{format_multiple(reach.get('params_x', 1.0))} params, "
-            f"{format_multiple(reach.get('compute_x', 1.0))} compute)"  # the digits of fit's reach line
-        )
+        warnings.append(f"the hero is {where}: {BEYOND_REACH} ({reach_words(fc)})")
     record = track_record.sentence(hero.get("track_record"))
     if record and (hero.get("beyond_tested") or hero["beyond_reach"]):
         warnings.append(f"track record: {record}")
@@ -324,14 +334,10 @@ def prediction_beyond(row: dict, fc: Forecast) -> str:
     dist = row.get("distance") or {}
     where = where_words(row["params_x"], row["tokens_x"], row["compute_x"])
     if not fc.mixture_rows:
-        return f"{where}: no rollout forecast tested any distance (too few sizes or budgets to backtest)"
+        return f"{where}: {NOT_TESTED}"
     if row["beyond_tested"]:
         return f"{where}: {BEYOND_TESTED} ({tested_words(dist, 'the forecast')})"
-    reach = fc.reach.get("2%", {})
-    return (
-        f"{where}: {BEYOND_REACH} (forecasts stayed within 2% up to {format_multiple(reach.get('params_x', 1.0))} "
-        f"params, {format_multiple(reach.get('compute_x', 1.0))} compute)"
-    )
+    return f"{where}: {BEYOND_REACH} ({reach_words(fc)})"
 
 
 def lean_text(lean: dict, forecast: str = "the hero's forecast probably runs") -> str | None:
