@@ -458,27 +458,23 @@ def _stop_evals(jobs: list[submitit.Job], grace_s: float = 10.0) -> None:
 def _stop_local(jobs: list[submitit.LocalJob], grace_s: float) -> None:
     """Ctrl-C (SIGINT) to each local job's task, the process that evaluates, which its submitit controller then sees
     end and ends too; whatever is left after ``grace_s`` is killed. Not a second SIGINT to a controller that a
-    terminal's Ctrl-C has already begun to stop: it would die of it before it killed its task. Without psutil
-    (a dependency; a broken install may lack it) the tasks cannot be found, and the controllers are sent SIGINT: each stops its own."""
+    terminal's Ctrl-C has already begun to stop: it would die of it before it killed its task. A controller still
+    starting its task gets the SIGINT itself: it stops its own."""
     import signal
     import subprocess
     import time
 
-    try:
-        import psutil
-    except ImportError:
-        psutil = None
-    gone = (OSError, psutil.Error) if psutil is not None else (OSError,)
+    import psutil
+
+    gone = (OSError, psutil.Error)
     controllers = [p for p in (getattr(j, "_process", None) for j in jobs) if p is not None and p.poll() is None]
     tasks = []
     for ctrl in controllers:
-        found = []
-        if psutil is not None:
-            try:
-                found = psutil.Process(ctrl.pid).children(recursive=True)
-            except gone:
-                pass
-        for proc in found or [ctrl]:  # a controller still starting its task: the controller
+        try:
+            found = psutil.Process(ctrl.pid).children(recursive=True)
+        except gone:
+            found = []
+        for proc in found or [ctrl]:
             try:
                 proc.send_signal(signal.SIGINT)
             except gone:
@@ -491,11 +487,10 @@ def _stop_local(jobs: list[submitit.LocalJob], grace_s: float) -> None:
         except subprocess.TimeoutExpired:
             ctrl.kill()
             ctrl.wait()
-    if tasks:
-        _, alive = psutil.wait_procs(tasks, timeout=max(0.1, deadline - time.monotonic()))
-        for task in alive:
-            try:
-                task.kill()
-            except gone:
-                pass
-        psutil.wait_procs(alive, timeout=5)
+    _, alive = psutil.wait_procs(tasks, timeout=max(0.1, deadline - time.monotonic()))
+    for task in alive:
+        try:
+            task.kill()
+        except gone:
+            pass
+    psutil.wait_procs(alive, timeout=5)
