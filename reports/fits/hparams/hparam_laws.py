@@ -11,6 +11,7 @@ import pandas as pd
 from ladder.errors import FitError
 from ladder.layout import jsonable
 from ladder.reports.fits.engine import HUBER_DELTA
+from ladder.reports.fits.hparams.draws import finite_or_none
 from ladder.reports.fits.hparams.optimum_law import N_BOOT, OptimumLaw, fit_optimum_law
 from ladder.reports.fits.hparams.optimum_rollout import with_rollout
 from ladder.reports.fits.hparams.rungs import REQUIRED, check_columns, group_scales
@@ -152,11 +153,13 @@ def _baseline_subset(sub: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[
 
 def _batches(r: HparamScale) -> int:
     """How many batch sizes a rung's runs with a finite loss cover."""
-    return len({p["batch_tokens"] for p in r.points if p.get("batch_tokens") is not None and _finite(p.get("loss"))})
-
-
-def _finite(x) -> bool:
-    return x is not None and bool(np.isfinite(float(x)))
+    return len(
+        {
+            p["batch_tokens"]
+            for p in r.points
+            if p.get("batch_tokens") is not None and finite_or_none(p.get("loss")) is not None
+        }
+    )
 
 
 def _no_sweep(axis: str, values: str, swept: str | None) -> str:
