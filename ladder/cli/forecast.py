@@ -18,9 +18,28 @@ app = typer.Typer(
 
 
 def _interval(p: dict) -> str:
+    """The 90% interval of ``p`` alone, in the digits :func:`_with_interval` gives it beside its point."""
+    return _with_interval(p.get("loss"), p).split(" ", 1)[1]
+
+
+def _with_interval(point: object, p: dict, *more: object) -> str:
+    """``point [lo, hi]`` in one precision, enough digits to tell them apart (``3.000 [2.999, 3.001]``, never
+    ``3 [2.999, 3.001]`` or ``3.5 [3.499, 3.5]``); ``point -`` without an interval. ``more``: values printed
+    beside them (an actual), which the digits must tell apart too (see :func:`_digits_of`)."""
+    from ladder.reports.fits.scoring import same_digits
+
     if p.get("lo") is None or p.get("hi") is None:
-        return "-"
-    return f"[{p['lo']:.4g}, {p['hi']:.4g}]"
+        return f"{same_digits(point, *more)[0]} -"
+    a, lo, hi = same_digits(point, p["lo"], p["hi"], *more)[:3]
+    return f"{a} [{lo}, {hi}]"
+
+
+def _digits_of(s: dict, value: object) -> str:
+    """A value of a final score (its actual, its replicates' mean) in the digits of the score's forecast and
+    interval, as the score line prints them side by side."""
+    from ladder.reports.fits.scoring import same_digits
+
+    return same_digits(value, s.get("forecast"), s.get("lo"), s.get("hi"), s.get("actual"))[0]
 
 
 def _score_text(s: dict | None) -> str:
@@ -38,7 +57,7 @@ def _scored_point(s: dict | None) -> str:
     if not isinstance(s, dict) or s.get("point") in (None, "hero"):
         return ""
     forecast = s.get("forecast")
-    of = f" (forecast {forecast:.4g})" if isinstance(forecast, (int, float)) else ""
+    of = f" (forecast {_digits_of(s, forecast)})" if isinstance(forecast, (int, float)) else ""
     return f"at {s['point']}{of}: "
 
 
@@ -48,12 +67,12 @@ def _score_words(s: dict | None) -> str:
     inside = {True: "inside", False: "OUTSIDE", None: "no interval"}
     if s.get("final"):
         z = f", z {s['z']:+.2f}" if s.get("z") is not None else ""
-        text = f"actual {s['actual']:.4g}: error {s['error_pct']:+.2f}%, {inside[s.get('inside')]}{z}"
+        text = f"actual {_digits_of(s, s['actual'])}: error {s['error_pct']:+.2f}%, {inside[s.get('inside')]}{z}"
         reps = s.get("replicates")
         if reps:
             vs = reps["vs_mean"]
             text += (
-                f"; {reps['n']} seeds: mean {reps['mean']:.4g} (sd {reps['sd_log_pct']:.2g}%), error "
+                f"; {reps['n']} seeds: mean {_digits_of(s, reps['mean'])} (sd {reps['sd_log_pct']:.2g}%), error "
                 f"{vs['error_pct']:+.2f}%, {inside[vs.get('inside')]}"
             )
             by_kind = reps.get("sd_log_pct_by_kind")
@@ -67,7 +86,7 @@ def _score_words(s: dict | None) -> str:
 
     vs = p.get("vs_frozen") or {}
     return (
-        f"partial at {pct_of_tokens(p['fraction'])}: heads for {p['final_forecast']:.4g} {_interval(p)}; frozen is "
+        f"partial at {pct_of_tokens(p['fraction'])}: heads for {_with_interval(p['final_forecast'], p)}; frozen is "
         f"{vs.get('error_pct', 0):+.2f}% off it, {inside[vs.get('inside')]}"
     )
 
@@ -76,14 +95,17 @@ def _in_context_text(ic: dict | None) -> str:
     """The hero's loss on each kind of target, against its frozen forecast where there is one."""
     if not ic:
         return ""
+    from ladder.reports.fits.scoring import same_digits
+
     parts = []
     for kind, label in (("novel", "novel tokens"), ("repeats", "in-context repeats")):
         vs = ic.get(kind)
         actual = (ic.get("actual") or {}).get(kind)
         if vs:
-            parts.append(f"{label} {actual:.4g} (forecast {vs['forecast']:.4g}, error {vs['error_pct']:+.2f}%)")
+            a, f = same_digits(actual, vs["forecast"])
+            parts.append(f"{label} {a} (forecast {f}, error {vs['error_pct']:+.2f}%)")
         elif actual is not None:
-            parts.append(f"{label} {actual:.4g}")
+            parts.append(f"{label} {same_digits(actual)[0]}")
     return "; " + "; ".join(parts) if parts else ""
 
 
@@ -143,13 +165,14 @@ def freeze(
         print_json({"number": f.number, "file": str(f.path), **f.record})
         return
     h = f.record["hero"]
+    loss, interval = _with_interval(h["loss"], h).split(" ", 1)
     out.print(
         f"froze forecast {f.number} in {f.path}: hero {format_count(h['params'])} x {format_count(h['tokens'])}: "
-        f"{h['loss']:.4g} nats/token, 90% interval {_interval(h)} (±{h['half_width_pct']:.2f}%)"
+        f"{loss} nats/token, 90% interval {interval} (±{h['half_width_pct']:.2f}%)"
     )
     for p in f.record["predictions"]:
         out.print(
-            f"  {escape(str(p['label']))}: {p['loss']:.4g} {_interval(p)}"
+            f"  {escape(str(p['label']))}: {_with_interval(p['loss'], p)}"
             if p.get("loss") is not None
             else f"  {escape(str(p['label']))}: no forecast"
         )
@@ -216,8 +239,7 @@ def show(
         table.add_row(
             str(r["number"]),
             str(r["frozen_at"]),
-            f"{h['loss']:.4g}" if h.get("loss") else "-",
-            _interval(h),
+            *_with_interval(h.get("loss"), h).split(" ", 1),
             r["kind"],
             escape(_scored_point(r["latest_score"]) + _score_text(r["latest_score"])),
         )
@@ -308,7 +330,8 @@ def score(
         p = s.get("partial") or {}
         line = f"forecast {f.number} ({f.forecast.frozen_at}), {escape(str(s['point']))}: "
         if s["final"]:
-            out.print(line + f"forecast {s['forecast']:.4g} {_interval(s)}, {escape(_score_text(s))} ({escape(what)})")
+            shown = _with_interval(s["forecast"], s, s.get("actual"))
+            out.print(line + f"forecast {shown}, {escape(_score_text(s))} ({escape(what)})")
         else:
             out.print(line + escape(_score_text(s)) + f" ({escape(what)})")
             if p.get("warning"):

@@ -107,9 +107,10 @@ def hero(
         at = ""
         if fc.get("params") and fc.get("tokens"):
             at = f" at {format_count(fc['params'])} params x {format_count(fc['tokens'])} tokens"
-        out.print(
-            f"the fit forecasts {fc['loss']:.4g} nats/token{at}, 90% interval [{fc['lo']:.4g}, {fc['hi']:.4g}] ({kind})"
-        )
+        from ladder.reports.fits.scoring import same_digits
+
+        loss, lo, hi = same_digits(fc["loss"], fc["lo"], fc["hi"])
+        out.print(f"the fit forecasts {loss} nats/token{at}, 90% interval [{lo}, {hi}] ({kind})")
         off = _off_the_forecast_point(spec.params, spec.tokens, fc.get("params"), fc.get("tokens"))
         if off:
             out.print(

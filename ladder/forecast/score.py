@@ -56,7 +56,7 @@ from ladder.forecast.frozen import (
 )
 from ladder.model.config import RunSpec, format_count
 from ladder.plan.planner import read_study, readable_runs
-from ladder.reports.fits.scoring import partial_forecast, pct_of_tokens, z_score
+from ladder.reports.fits.scoring import partial_forecast, pct_of_tokens, same_digits, z_score
 from ladder.reports.fits.study.forecast_json import FrozenForecast, FrozenPoint, InContext, Interval
 
 P = TypeVar("P", bound=FrozenPoint)
@@ -516,10 +516,13 @@ def score_study(
                     early["vs_frozen"] = compare(point, early["final_forecast"])
                     vs = early["vs_frozen"]
                     if vs["inside"] is False:
+                        # each in the digits it has where it is shown: the curve's forecast beside its own
+                        # interval (the score line), the frozen interval beside its forecast (freeze, show)
+                        heads = same_digits(early["final_forecast"], early.get("lo"), early.get("hi"))[0]
+                        lo, hi = same_digits(vs["forecast"], vs["lo"], vs["hi"])[1:]
                         early["warning"] = (
                             f"at {pct_of_tokens(early['fraction'])} of its tokens the hero's curve heads for "
-                            f"{early['final_forecast']:.4g}, outside the frozen 90% interval "
-                            f"[{vs['lo']:.4g}, {vs['hi']:.4g}]"
+                            f"{heads}, outside the frozen 90% interval [{lo}, {hi}]"
                         )
                 score["partial"] = early
             if obs.started_at and fc.frozen_at:

@@ -68,3 +68,35 @@ def pct_of_tokens(fraction: float) -> str:
         if fraction >= 1 or float(text) < 100:
             return text + "%"
     return "<100%"
+
+
+def same_digits(*values: Any, digits: int = 4) -> list[str]:
+    """Losses written side by side (a point, its interval, an actual) in one precision: the same decimals for
+    each, at least ``digits`` significant figures in the largest, and more (up to 4 more) until values that differ
+    print differently. ``3.000 [2.999, 3.001]``, never ``3 [2.999, 3.001]``; ``3.49998 [3.49901, 3.50004]``, never
+    ``3.5 [3.499, 3.5]``. A value that is not a finite number is ``-``."""
+    nums = [
+        float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+        for v in values
+    ]
+    real = [abs(v) for v in nums if v is not None]
+    top = max(real, default=0.0)
+    low = min((v for v in real if v > 0), default=1.0)
+
+    def write(extra: int) -> list[str]:
+        if top >= 1e4 or low < 1e-3:  # far from a loss's usual digits: significant figures, as g writes them
+            return ["-" if v is None else f"{v:#.{digits + extra}g}" for v in nums]
+        decimals = max(0, digits - 1 - math.floor(math.log10(top))) + extra if top > 0 else digits - 1 + extra
+        return ["-" if v is None else f"{v:.{decimals}f}" for v in nums]
+
+    for extra in range(5):
+        texts = write(extra)
+        told = all(
+            texts[i] != texts[j]
+            for i in range(len(nums))
+            for j in range(i + 1, len(nums))
+            if nums[i] is not None and nums[j] is not None and nums[i] != nums[j]
+        )
+        if told:
+            return texts
+    return texts

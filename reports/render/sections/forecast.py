@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ladder.reports.fits.scoring import pct_of_tokens
+from ladder.reports.fits.scoring import pct_of_tokens, same_digits
 from ladder.reports.fits.study.forecast_json import Comparison, FrozenForecast, Interval, Partial, Score
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.fmt import ABSENT, fmt_int, fmt_loss, fmt_pct, fmt_point, num, ok
@@ -129,6 +129,17 @@ def actual_point(ctx: Builder) -> dict | None:
 
 def _interval(p: Interval | Comparison | Partial) -> str:
     return f"{fmt_loss(p.lo)} – {fmt_loss(p.hi)}" if ok(p.lo, p.hi) else ABSENT
+
+
+def _heads_for(p: Partial) -> str:
+    """A partial curve's forecast with its 90% interval, in one precision with enough digits to tell them apart
+    (the report's 4 decimals, more where they would print 3.5000 (90% 3.4990 – 3.5000))."""
+    if not ok(p.final_forecast):
+        return ABSENT
+    if not ok(p.lo, p.hi):
+        return fmt_loss(p.final_forecast)
+    heads, lo, hi = same_digits(p.final_forecast, p.lo, p.hi, digits=5)
+    return f"{heads} (90% {lo} – {hi})"
 
 
 def _inside(v: bool | None) -> str:
@@ -261,7 +272,7 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
         if partial.available:
             text += (
                 f"At {pct_of_tokens(partial.fraction or 0)} of its tokens its curve heads for a "
-                f"final loss of {fmt_loss(partial.final_forecast)} (90% {_interval(partial)}, from the curves of "
+                f"final loss of {_heads_for(partial)}, from the curves of "
                 f"{len(partial.references)} finished rungs): the frozen forecast is "
                 f"{fmt_pct(point.error_pct, signed=True)} off it, {_inside(point.inside)} its "
                 "interval."

@@ -1,0 +1,89 @@
+"""Re-trial 12 of the forecast loop (issue 28): freeze, hero, score (partial, complete, odd curves), show, the
+report. Each test is a case the trial found, run by the command that found it, on a fake-trained ladder."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ladder import layout
+from tests.cli_helpers import run_cli
+from tests.hero_fixture import hero_spec, make_ladder, train
+
+NUMBER = r"\d+(?:\.\d+)?"
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory) -> Path:
+    """A fitted ladder, nothing frozen, no hero planned."""
+    return make_ladder(tmp_path_factory.mktemp("r12") / "study")
+
+
+@pytest.fixture
+def study(fitted, tmp_path) -> Path:
+    return Path(shutil.copytree(fitted, tmp_path / "study"))
+
+
+def _page(study: Path) -> str:
+    return html.unescape(" ".join(re.sub(r"<[^>]+>", " ", (study / "report" / "report.html").read_text()).split()))
+
+
+def _decimals(text: str) -> int:
+    return len(text.split(".", 1)[1]) if "." in text else 0
+
+
+def _told_apart(*texts: str) -> None:
+    """Numbers printed side by side: one precision, and no two alike (the values behind them differ)."""
+    assert len({_decimals(t) for t in texts}) == 1, texts
+    assert len(set(texts)) == len(texts), texts
+
+
+def test_a_partial_score_prints_its_point_and_interval_in_one_precision(study, tmp_path, capsys):
+    """`forecast score --curve` of one point at 88% printed "heads for 3.4 [3.4, 3.4]", and a hero heading for
+    3.0 "heads for 3 [2.999, 3.001]": the interval's digits finer than the point's, or all three alike."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    curve = tmp_path / "c.csv"
+    curve.write_text("tokens,eval_loss\n7000000,3.5\n")
+    r = run_cli(capsys, "forecast", "score", study, "--curve", curve)
+    assert r.code == 0, r.stderr
+    m = re.search(rf"heads for ({NUMBER}) \[({NUMBER}), ({NUMBER})\]", r.stdout)
+    assert m, r.stdout
+    _told_apart(*m.groups())
+    warned = re.search(rf"heads for ({NUMBER}), outside", r.stderr)
+    assert warned and warned.group(1) == m.group(1), r.stderr  # the early warning's number is the score's
+    show = run_cli(capsys, "forecast", "show", study)
+    cells = " ".join(show.stdout.replace("│", " ").split())
+    assert f"heads for {m.group(1)} [{m.group(2)}, {m.group(3)}]" in cells, cells
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    rm = re.search(rf"heads for a final loss of ({NUMBER}) \(90% ({NUMBER}) – ({NUMBER})\)", _page(study))
+    assert rm, _page(study)[:3000]
+    _told_apart(*rm.groups())
+
+
+def test_a_hero_heading_for_a_round_loss_keeps_its_zeros(study, capsys):
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    train(layout.StudyDir(study), hero_spec(study), 3.0, upto=0.35)
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 0, r.stderr
+    m = re.search(rf"heads for ({NUMBER}) \[({NUMBER}), ({NUMBER})\]", r.stdout)
+    assert m and m.group(1).startswith("3.0"), r.stdout
+    _told_apart(*m.groups())
+
+
+def test_a_final_score_prints_the_actual_in_the_forecasts_digits(study, capsys):
+    """"forecast 3.492 [3.438, 3.546], actual 3.5": the actual in fewer digits than the forecast beside it."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    r = run_cli(capsys, "forecast", "score", study, "--loss", "3.5")
+    assert r.code == 0, r.stderr
+    m = re.search(rf"forecast ({NUMBER}) \[({NUMBER}), ({NUMBER})\], actual ({NUMBER}):", r.stdout)
+    assert m, r.stdout
+    _told_apart(*m.groups())
+    assert m.group(4) == "3.500"
+    show = run_cli(capsys, "forecast", "show", study)
+    assert "actual 3.500: error" in " ".join(show.stdout.replace("│", " ").split())
