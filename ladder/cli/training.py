@@ -226,7 +226,8 @@ def cancel(
     from ladder.jobs.submit import cancel as do_cancel
 
     damaged: list = []
-    cancelled = do_cancel(study_dir, run, damaged)
+    stopping: list[str] = []
+    cancelled = do_cancel(study_dir, run, damaged, stopping)
     for d in damaged:  # its job, if it has one, cannot be told from its files: said, never stopping the rest
         err.print(
             f"[yellow]warning[/]: run {d.run_id} not cancelled: {escape(d.why)}; stop a job of it by hand (scancel, "
@@ -234,12 +235,23 @@ def cancel(
             soft_wrap=True,
         )
     if as_json:
-        print_json({"cancelled": cancelled, "damaged": [{"run_id": d.run_id, "why": d.why} for d in damaged]})
-        return
-    if not cancelled:  # "cancelled 0 runs" read as if cancel had failed
-        out.print(
-            "nothing to cancel: no run of this study has a queued or running job" + (" among --run" if run else "")
+        print_json(
+            {
+                "cancelled": cancelled,
+                "stopping": stopping,
+                "damaged": [{"run_id": d.run_id, "why": d.why} for d in damaged],
+            }
         )
+        return
+    if stopping:  # a second cancel, while the first one's runs write their checkpoints: not "cancelled" again
+        out.print(
+            f"already cancelled, checkpointing on the way out: {', '.join(stopping)} (an earlier `ladder cancel`)"
+        )
+    if not cancelled:  # "cancelled 0 runs" read as if cancel had failed
+        if not stopping:
+            out.print(
+                "nothing to cancel: no run of this study has a queued or running job" + (" among --run" if run else "")
+            )
         return
     n = len(cancelled)
     out.print(f"cancelled {n} run{'s' if n != 1 else ''}: {', '.join(cancelled)}")

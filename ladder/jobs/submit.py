@@ -331,11 +331,18 @@ def _jobs_known(sd: layout.StudyDir, doing: str, remedy: str) -> Iterator[None]:
         raise StateError(f"cannot {doing}: {exc}, so ladder cannot know the study's jobs: {remedy}") from None
 
 
-def cancel(study_dir: Path, run_ids: list[str] | None = None, damaged: list[Damaged] | None = None) -> list[str]:
+def cancel(
+    study_dir: Path,
+    run_ids: list[str] | None = None,
+    damaged: list[Damaged] | None = None,
+    stopping: list[str] | None = None,
+) -> list[str]:
     """Cancel the live jobs of the given runs (all by default): SLURM jobs with scancel, local runs by
     signalling the process that trains them (it checkpoints first). Returns the run ids cancelled. A damaged run
     (its folder or spec.json missing or unreadable: its state cannot be told) is passed over, never stopping the
-    others, and appended to ``damaged`` for the caller to name."""
+    others, and appended to ``damaged`` for the caller to name. A run an earlier cancel already cancelled, whose
+    process is still writing its checkpoint, is no second cancel: it goes into ``stopping`` (its process is
+    signalled again, which it takes as the same request)."""
     import signal
 
     sd = layout.StudyDir(Path(study_dir))
@@ -360,6 +367,13 @@ def cancel(study_dir: Path, run_ids: list[str] | None = None, damaged: list[Dama
             state, _ = own_state(sd, spec, book)
             rec = job_records.latest(book, spec.run_id)
             if state not in ("queued", "running") or rec is None:
+                continue
+            if rec.cancelled:  # an earlier (or a concurrent) cancel's: the run is checkpointing on its way out
+                pid = lock_holder(sd.run(spec.run_id)) if rec.executor != "slurm" else None
+                if pid and pid > 0:
+                    to_signal.append(pid)
+                if stopping is not None:
+                    stopping.append(spec.run_id)
                 continue
             rec.cancelled = True
             cancelled.append(spec.run_id)

@@ -1,0 +1,99 @@
+"""Issue 28, the job lifecycle's re-trial (12): submit, status, cancel, run and eval as a new user drives them on a
+micro-study, each case by the command that found it. Nothing ends in a traceback, no message leads astray, every run
+stays in the books whatever its fate."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ladder import layout
+from ladder.books import job_records
+from tests.cli_helpers import run_cli
+from tests.micro import write_study
+
+
+@pytest.fixture()
+def planned(tmp_path, tiny_jsonl_corpus, capsys):
+    def make(name="micro", **kw):
+        spec = write_study(tmp_path / f"{name}.yaml", tiny_jsonl_corpus, name=name, **kw)
+        out = tmp_path / name
+        r = run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json")  # 2 sizes: no fit
+        assert r.code == 0, r.stderr
+        return out, [run["run_id"] for run in r.json()["runs"]]
+
+    return make
+
+
+def _status(capsys, study_dir) -> dict[str, dict]:
+    r = run_cli(capsys, "status", study_dir, "--json")
+    assert r.code == 0, r.stderr
+    return {row["run_id"]: row for row in r.json()["runs"]}
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import signal, sys, time
+    from pathlib import Path
+    from ladder import layout
+    from ladder.books.run_lock import run_lock
+
+    got = []
+    signal.signal(signal.SIGTERM, lambda *a: got.append(1))  # a trainer finishing its step and checkpoint
+    with run_lock(layout.RunDir(Path(sys.argv[1]))) as held:
+        assert held
+        print("held", flush=True)
+        deadline = time.monotonic() + float(sys.argv[2])
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+    """
+)
+
+
+def _hold_lock(run_dir: Path, seconds: float = 30.0) -> subprocess.Popen:
+    """A process that trains ``run_dir`` as far as the books can tell (it holds its lock), and takes its time to
+    stop on SIGTERM, as a run writing its checkpoint does."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(run_dir), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def _record_local_job(study_dir: Path, run_id: str, pid: int) -> None:
+    sd = layout.StudyDir(study_dir)
+    with job_records.editing(sd) as book:
+        book.setdefault(run_id, []).append(
+            job_records.JobRecord(
+                executor="local", job_ids=[str(pid)], folder="submitit/local/%j", submitted_at=job_records.now()
+            )
+        )
+
+
+# ---- lead 1: a second `ladder cancel` while the first one's run checkpoints ------------------------------------
+
+
+def test_a_second_cancel_while_the_run_checkpoints_does_not_cancel_it_again(planned, capsys):
+    """Two `ladder cancel S` (one after the other, or at once) both said "cancelled 1 run: X": the run still held
+    its lock while it wrote its checkpoint, so the second took it for running and cancelled it again."""
+    study, ids = planned()
+    holder = _hold_lock(study / "runs" / ids[0])
+    try:
+        _record_local_job(study, ids[0], holder.pid)
+        first = run_cli(capsys, "cancel", study)
+        assert first.code == 0 and f"cancelled 1 run: {ids[0]}" in first.stdout, first.stdout + first.stderr
+        assert holder.poll() is None  # still "checkpointing"
+        second = run_cli(capsys, "cancel", study)
+        assert second.code == 0, second.stderr
+        assert "cancelled 1 run" not in second.stdout and "already cancelled" in second.stdout, second.stdout
+        assert ids[0] in second.stdout
+        as_json = run_cli(capsys, "cancel", study, "--json").json()
+        assert as_json["cancelled"] == [] and as_json["stopping"] == [ids[0]]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "nothing to cancel" in run_cli(capsys, "cancel", study).stdout
