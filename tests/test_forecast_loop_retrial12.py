@@ -87,3 +87,41 @@ def test_a_final_score_prints_the_actual_in_the_forecasts_digits(study, capsys):
     assert m.group(4) == "3.500"
     show = run_cli(capsys, "forecast", "show", study)
     assert "actual 3.500: error" in " ".join(show.stdout.replace("│", " ").split())
+
+
+def _row(page: str, label: str) -> str:
+    """The text after ``label`` in the report's table of the forecast on record, up to the next row's label."""
+    rest = page.split(label, 1)[1]
+    return re.split(r" (?:Note|Every frozen forecast of the study) ", rest, maxsplit=1)[0].strip()
+
+
+def test_the_report_says_why_it_cannot_tell_when_the_hero_was_submitted(study, capsys):
+    """A hero run trained without `ladder submit` (nothing in jobs.json) was "Frozen before the hero was
+    submitted: unknown", and its partial score "Scored against the study's hero run X (its final eval loss)",
+    though only its curve so far was scored."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    spec = hero_spec(study)
+    train(layout.StudyDir(study), spec, 3.45, upto=0.5)
+    assert run_cli(capsys, "forecast", "score", study).code == 0
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    page = _page(study)
+    before = _row(page, "Frozen before the hero was submitted")
+    assert before.startswith("not known: jobs.json holds no submission of hero run " + spec.run_id), before
+    assert "no hero run of the study had trained or logged an eval point" in before, before
+    against = page.split("Scored against", 1)[1][:120]
+    assert f"hero run {spec.run_id} (its eval curve so far)" in against, against
+
+    train(layout.StudyDir(study), spec, 3.45)  # done: now its final loss is what is scored
+    assert run_cli(capsys, "forecast", "score", study).code == 0
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    assert f"hero run {spec.run_id} (its final eval loss)" in _page(study).split("Scored against", 1)[1][:120]
+
+
+def test_the_report_says_a_loss_given_by_hand_has_no_start_time(study, capsys):
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "forecast", "score", study, "--loss", "3.5").code == 0
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    before = _row(_page(study), "Frozen before the hero was submitted")
+    assert before.startswith("not known: scored against a loss given with --loss"), before
+    assert "unknown" not in before

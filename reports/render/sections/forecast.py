@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ladder.layout import JOBS
 from ladder.reports.fits.scoring import pct_of_tokens, same_digits
 from ladder.reports.fits.study.forecast_json import Comparison, FrozenForecast, Interval, Partial, Score
 from ladder.reports.render.blocks import KV, Para, Section, Table
@@ -148,11 +149,30 @@ def _inside(v: bool | None) -> str:
 
 def _source(score: Score) -> str:
     src = score.source
-    if src.kind == "run":
-        return f"the study's hero run {src.run_id} (its final eval loss)"
+    if src.kind == "run":  # a partial score read the curve so far: its final loss does not exist yet
+        what = "its final eval loss" if score.final else "its eval curve so far"
+        return f"the study's hero run {src.run_id} ({what})"
     if src.kind == "curve":
         return f"the loss curve {src.file}" + (f" of hero run {src.run_id}" if src.run_id else "")
     return "a loss given with --loss (a hero trained elsewhere)"
+
+
+def _before_words(rec: FrozenForecast, score: Score) -> str:
+    """Whether the freeze came before the hero's first submission, and, where that is not on record (a loss or a
+    curve given by hand, a run never submitted through `ladder submit`), why not and what the freeze itself saw."""
+    before = score.frozen_before_training
+    if before is not None:
+        return "yes" if before else "no"
+    src = score.source
+    if src.kind == "loss":
+        why = "not known: scored against a loss given with --loss, which says nothing of when the hero started"
+    elif src.kind == "curve":
+        why = f"not known: scored against the loss curve {src.file}, which says nothing of when the hero started"
+    else:
+        why = f"not known: {JOBS} holds no submission of hero run {src.run_id} (not trained through `ladder submit`)"
+    if (rec.model_extra or {}).get("after_hero") is False:  # what `ladder forecast freeze` saw
+        why += "; when it was frozen, no hero run of the study had trained or logged an eval point"
+    return why
 
 
 def _z(z: float | None) -> str:
@@ -289,7 +309,7 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
         ("Frozen at", f"{rec.frozen_at} UTC"),
         ("Scored at", f"{score.scored_at} UTC"),
         ("Scored against", _source(score)),
-        ("Frozen before the hero was submitted", {True: "yes", False: "no"}.get(before, "unknown")),
+        ("Frozen before the hero was submitted", _before_words(rec, score)),
     ]
     if rec.note:
         items.append(("Note", str(rec.note)))
