@@ -97,3 +97,44 @@ def test_a_second_cancel_while_the_run_checkpoints_does_not_cancel_it_again(plan
         holder.kill()
         holder.wait()
     assert "nothing to cancel" in run_cli(capsys, "cancel", study).stdout
+
+
+# ---- lead 2: a copy of a study, made while its worker trains ---------------------------------------------------
+
+
+def _fake_worker(study: Path) -> subprocess.Popen:
+    """A process with the command line of submitit's local controller for ``study`` (what jobs.json's job id is)."""
+    code = "import time; time.sleep(60)"
+    folder = study / layout.SUBMITIT / "local" / "%j"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([sys.executable, "-c", code, "-m", "submitit.local._local", str(folder)])
+
+
+def test_a_copy_of_a_study_does_not_claim_the_originals_live_worker(planned, capsys):
+    """`cp -r S S2` while S's worker trained: S2's status showed S's job as its own ("queued"), `submit S2`
+    skipped every run ("queued (job alive)") and `cancel S2` said "cancelled 2 runs" and stopped nothing."""
+    import shutil
+
+    study, ids = planned()
+    worker = _fake_worker(study)
+    try:
+        for run_id in ids:
+            _record_local_job(study, run_id, worker.pid)
+        assert {row["state"] for row in _status(capsys, study).values()} == {"queued"}  # the original's own
+        copy = study.parent / "copy"
+        shutil.copytree(study, copy)
+        rows = _status(capsys, copy)
+        assert {row["state"] for row in rows.values()} == {"planned"}, rows
+        assert not any(row["job_alive"] for row in rows.values())
+        cancelled = run_cli(capsys, "cancel", copy, "--json").json()
+        assert cancelled["cancelled"] == []
+        assert worker.poll() is None
+        from ladder.jobs.submit import _select
+        from ladder.plan.planner import read_plan
+
+        chosen, skipped = _select(layout.StudyDir(copy), read_plan(copy)[1], None, False)
+        assert sorted(s.run_id for s in chosen) == sorted(ids) and not skipped
+        assert {row["state"] for row in _status(capsys, study).values()} == {"queued"}  # the original unchanged
+    finally:
+        worker.kill()
+        worker.wait()

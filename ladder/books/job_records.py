@@ -180,6 +180,26 @@ def _pid_alive(pid: int, submitted_at: str | None = None) -> bool:
     return started <= submitted + 60  # the worker starts just before its record is written
 
 
+def _another_studys_worker(sd: layout.StudyDir, rec: JobRecord, pid: int) -> bool:
+    """Whether the local worker ``pid`` is the job of another study folder: a copy of a study (``cp -r`` while its
+    worker trained) holds the original's jobs.json, and took the original's live worker for its own ("queued (job
+    alive)": submit skipped its runs, cancel "cancelled" them and stopped nothing). submitit's controller names its
+    folder on its command line (``-m submitit.local._local <study>/submitit/local/%j``): another folder's is not
+    this study's job. A process that names none (a hand-made record) is taken at its word."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = [os.fsdecode(a) for a in f.read().split(b"\0")]
+    except OSError:
+        return False
+    folder = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "submitit.local._local"), None)
+    if not folder:
+        return False
+    try:
+        return not os.path.samefile(os.path.dirname(folder), os.path.dirname(sd.path / rec.folder))
+    except OSError:  # the folder it names is gone (its study moved), or this study has none: not this study's
+        return True
+
+
 def job_state(sd: layout.StudyDir, rec: JobRecord) -> str:
     """``queued``, ``running`` or ``ended`` for the job(s) of a record, as the executor reports them."""
     if rec.executor == "slurm":
@@ -197,6 +217,10 @@ def job_state(sd: layout.StudyDir, rec: JobRecord) -> str:
             return "queued"
         return "ended"
     if rec.executor == "local":
-        alive = any(_pid_alive(int(j), rec.submitted_at) for j in rec.job_ids if j.isdigit())
+        alive = any(
+            _pid_alive(int(j), rec.submitted_at) and not _another_studys_worker(sd, rec, int(j))
+            for j in rec.job_ids
+            if j.isdigit()
+        )
         return "running" if alive else "ended"
     return "ended"  # debug jobs ran inside the submitting process
