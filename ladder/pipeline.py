@@ -30,6 +30,7 @@ class RunOutcome:
     runs_done: int = 0
     runs_failed: list[str] = field(default_factory=list)
     failures: dict[str, str] = field(default_factory=dict)  # run id -> "<state>: <error>" of each failed run
+    eval_failures: dict[str, str] = field(default_factory=dict)  # run id -> why its lm-eval failed
     report: Path | None = None
     fit: Path | None = None
     fit_result: Any = None
@@ -44,11 +45,12 @@ class RunOutcome:
             "runs_done": self.runs_done,
             "runs_failed": self.runs_failed,
             "failures": self.failures,
+            "eval_failures": self.eval_failures,
             "fit": str(self.fit) if self.fit else None,
             "fit_error": self.fit_error,
             "report": str(self.report) if self.report else None,
             "stopped_after": self.stopped_after,
-            "ok": not self.runs_failed and not self.fit_error,
+            "ok": not self.runs_failed and not self.fit_error and not self.eval_failures,
         }
 
 
@@ -165,10 +167,12 @@ def run_study(
             limit=ev.limit,
             include_path=Path(ev.include_path) if ev.include_path else None,
         )
+        outcome.eval_failures = dict(res.get("failed") or {})
         _say(
             log,
             f"eval: {len(res['evaluated'])} runs evaluated with lm-eval "
-            f"({', '.join(ev.tasks) if ev.tasks else 'the shipped offline tasks'})",
+            f"({', '.join(ev.tasks) if ev.tasks else 'the shipped offline tasks'})"
+            + (f", {len(outcome.eval_failures)} failed" if outcome.eval_failures else ""),
         )
         outcome.stages.append("eval")
 

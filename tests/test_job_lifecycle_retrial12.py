@@ -138,3 +138,30 @@ def test_a_copy_of_a_study_does_not_claim_the_originals_live_worker(planned, cap
     finally:
         worker.kill()
         worker.wait()
+
+
+# ---- lead 5: one local eval worker fails ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_failing_eval_worker_names_its_run_and_the_others_are_evaluated(planned, capsys):
+    """`ladder eval S` with one run's model damaged: a submitit FailedJobError traceback (exit 1), the other worker
+    left to itself, and no word of which run failed or whether the others were evaluated."""
+    import psutil
+
+    study, ids = planned(executor="local")
+    assert run_cli(capsys, "submit", study, "--executor", "debug").code == 0
+    bad, good = ids
+    (study / "runs" / bad / "model" / "model.safetensors").write_text("not a safetensors file")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    r = run_cli(capsys, "eval", study, "--executor", "local", "--limit", "2")
+    assert r.code == 1, r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    line = next(line for line in r.stderr.splitlines() if line.startswith(bad))
+    assert "lm-eval failed" in line and "header" in line, r.stderr
+    assert "evaluated 1 run" in r.stdout and good in r.stdout, r.stdout
+    assert list((study / "runs" / good / "lm_eval").glob("results_*.json"))
+    assert not list((study / "runs" / bad).glob("lm_eval/results_*.json"))
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before  # no worker left behind
+    again = run_cli(capsys, "eval", study, "--executor", "debug", "--limit", "2", "--json")
+    assert again.code == 1 and list(again.json()["failed"]) == [bad] and again.json()["evaluated"] == []

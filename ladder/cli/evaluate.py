@@ -37,7 +37,8 @@ def eval_cmd(
 ) -> None:
     """Run the lm-evaluation-harness on every finished run's checkpoint; results land in each run's lm_eval/.
 
-    Finished evaluations are not redone. `ladder collect` then adds task/<task>/<metric> columns, and `ladder
+    Finished evaluations are not redone. A run whose evaluation fails (a damaged model file, a worker killed) is
+    named with why, and exits 1; the other runs are evaluated all the same. `ladder collect` then adds task/<task>/<metric> columns, and `ladder
     fit` forecasts the hero's task loss and accuracy from them.
     """
     from ladder.errors import SpecError
@@ -76,11 +77,18 @@ def eval_cmd(
     # a finished run whose model/ was removed cannot be evaluated: said, not passed over in silence (nor counted
     # among the runs that "already have these results")
     with_model, no_model = _finished(study_dir)
+    failed = res.get("failed") or {}
     if as_json:
         print_json({**res, "no_model": no_model})
+        if failed:
+            raise typer.Exit(1)
         return
     for run_id in no_model:
         err.print(f"[yellow]skipped[/] {run_id}: done, but its model/ folder is missing: nothing to evaluate")
+    if failed:
+        say_failed_evals(failed)
+    if not res["evaluated"] and failed:
+        raise typer.Exit(1)
     if not res["evaluated"]:
         if not with_model:  # "every finished run already has these results" was said of a study with none
             out.print(
@@ -105,6 +113,20 @@ def eval_cmd(
     n = len(res["evaluated"])
     out.print(
         f"evaluated {n} run{'s' if n != 1 else ''}; `ladder collect {escape(layout.shell_word(study_dir))}` adds them to the results"
+    )
+    if failed:
+        raise typer.Exit(1)
+
+
+def say_failed_evals(failed: dict[str, str]) -> None:
+    """One line per run whose lm-eval failed (the others' results are kept), then what to do."""
+    for run_id, why in failed.items():
+        err.print(f"[red]{run_id}[/]: lm-eval failed: {escape(why)}", soft_wrap=True)
+    n = len(failed)
+    err.print(
+        f"[red]{n} run{'s' if n != 1 else ''} not evaluated[/] (the others' results are kept): fix the cause, then "
+        "run the same command again; finished evaluations are not redone",
+        soft_wrap=True,
     )
 
 

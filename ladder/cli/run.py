@@ -78,9 +78,9 @@ def run_cmd(
     kept, interrupted ones resume from their checkpoints, live jobs are waited for, not resubmitted). A ladder
     that `ladder fit` cannot fit is refused before anything is written (--no-fit-check trains it anyway).
 
-    Exits 1 when a run failed, diverged or is corrupt, or when the fit failed, naming them (the report is
-    written all the same). On a terminal the runs show as a live table; in a log or CI, as one progress line
-    per stage and about once a minute while they train. --json prints the outcome as JSON on stdout (the
+    Exits 1 when a run failed, diverged or is corrupt, when a run's lm-eval failed, or when the fit failed,
+    naming them (the report is written all the same). On a terminal the runs show as a live table; in a log or
+    CI, as one progress line per stage and about once a minute while they train. --json prints the outcome as JSON on stdout (the
     progress goes to stderr).
     """
     from ladder.pipeline import run_study
@@ -134,7 +134,11 @@ def run_cmd(
             f"[red]{len(outcome.runs_failed)} runs failed, diverged or are corrupt[/]: "
             f"{', '.join(outcome.runs_failed)} (see `ladder status {escape(layout.shell_word(target))}`)"
         )
+    if outcome.eval_failures:
+        from ladder.cli.evaluate import say_failed_evals
+
+        say_failed_evals(outcome.eval_failures)
     if outcome.fit_error:
         err.print(f"[red]no fit[/]: {escape(outcome.fit_error)}", soft_wrap=True)
-    if outcome.runs_failed or outcome.fit_error:
+    if outcome.runs_failed or outcome.fit_error or outcome.eval_failures:
         raise typer.Exit(1)

@@ -160,6 +160,15 @@ def _finished(sd: layout.StudyDir, run_id: str) -> bool:
     return layout.result_status(sd.run(run_id)) in ("done", "diverged") or is_cancelled(sd, run_id)
 
 
+class EvalResults(dict):
+    """{run id: lm-eval results} of the runs a job evaluated, with ``failed``: {run id: why} of those it could
+    not (a dict, so that a caller that knows nothing of failures reads it as before)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.failed: dict[str, str] = {}
+
+
 def evaluate_runs(
     run_dirs: list[str],
     tasks: list[str] | None,
@@ -170,25 +179,33 @@ def evaluate_runs(
     threads: int | None = None,
 ) -> dict[str, Any]:
     """lm-eval on the final checkpoints of some runs (one job); finished evaluations are skipped. Only the first
-    task of a job evaluates (a job given several tasks would otherwise write each run's results several times)."""
+    task of a job evaluates (a job given several tasks would otherwise write each run's results several times).
+    A run whose evaluation fails (a damaged model file, say) is named in the result's ``failed``, its traceback in
+    the job's log, and the job goes on with its other runs."""
     import torch
 
     if int(os.environ.get("SLURM_PROCID", os.environ.get("RANK", "0"))) > 0:
-        return {}
+        return EvalResults()
 
     from ladder.model.evaluation.downstream import evaluate_run
 
     if threads:
         torch.set_num_threads(threads)
-    out = {}
+    out = EvalResults()
     for run_dir in run_dirs:
-        res = evaluate_run(
-            run_dir,
-            tasks,
-            include_path=Path(include_path) if include_path else None,
-            limit=limit,
-            batch_size=batch_size,
-            device=device,
-        )
+        try:
+            res = evaluate_run(
+                run_dir,
+                tasks,
+                include_path=Path(include_path) if include_path else None,
+                limit=limit,
+                batch_size=batch_size,
+                device=device,
+            )
+        except Exception as exc:  # noqa: BLE001 - said for this run; the job's other runs are evaluated all the same
+            traceback.print_exc()
+            first = (str(exc).strip().splitlines() or [""])[0]
+            out.failed[Path(run_dir).name] = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+            continue
         out[Path(run_dir).name] = res["results"]
     return out

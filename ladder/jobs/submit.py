@@ -412,23 +412,27 @@ def submit_evals(
 
     sd = layout.StudyDir(Path(study_dir))
     todo = [str(rd.path) for rd in runs_to_evaluate(sd.path, tasks, limit=limit)]
-    out: dict[str, Any] = {"evaluated": [Path(r).name for r in todo], "job_ids": [], "results": {}}
+    # "failed": run id -> why its evaluation failed (one run's failure never stops the others' evaluations)
+    out: dict[str, Any] = {"evaluated": [Path(r).name for r in todo], "job_ids": [], "results": {}, "failed": {}}
     if not todo:
         return out
     for run_dir in todo:  # a read-only study is refused before the evaluations, not after them
         layout.check_writable(layout.RunDir(Path(run_dir)).lm_eval)
     args = (tasks, str(include_path) if include_path else None, limit, batch_size, device)
     if executor.kind == "debug":
-        out["results"] = evaluate_runs(todo, *args)
+        done = evaluate_runs(todo, *args)
+        out["results"], out["failed"] = dict(done), dict(getattr(done, "failed", {}))
+        out["evaluated"] = [r for r in out["evaluated"] if r in out["results"]]
         return out
     jobs: list[submitit.Job] = []
+    chunks: list[list[str]] = []  # the runs of each job, in the order of jobs
     try:
         if executor.kind == "slurm":
             # one task per run: with a task per GPU every task would evaluate the same run into the same folder
             ex = _slurm_executor(sd.submitit / "eval" / "%j", f"ladder-eval-{sd.path.name}", executor, one_task=True)
             with ex.batch():
                 batch = [ex.submit(evaluate_runs, [r], *args[:-1], device, executor.slurm.cpus_per_task) for r in todo]
-            jobs = batch  # submitted as the batch closes (not at all when it is interrupted)
+            jobs, chunks = batch, [[r] for r in todo]  # submitted as the batch closes (not at all when interrupted)
         else:
             slots = _local_slots(executor, readable_runs(sd.path))
             chunks = [todo[i :: len(slots)] for i in range(len(slots))]
@@ -437,14 +441,39 @@ def submit_evals(
                     continue
                 ex = _local_executor(sd, sd.submitit / "eval" / "%j", gpus, detach=False)
                 jobs.append(ex.submit(evaluate_runs, chunk, *args[:-1], device, threads))
+                chunks.append(chunk)
         out["job_ids"] = [j.job_id for j in jobs]
         if wait:
-            for job in jobs:
-                out["results"].update(job.result())
+            # every job is waited for, whatever another's fate: a job that failed outright (killed, out of memory)
+            # costs its runs that have no results, each named with why and where its log is, never the others
+            for job, chunk in zip(jobs, chunks):
+                try:
+                    done = job.result()
+                except Exception as exc:  # noqa: BLE001 - submitit's FailedJobError, UncompletedJobError, ...
+                    why = f"{_last_error_line(str(exc))} (its log: {job.paths.stderr})"
+                    out["failed"].update({Path(r).name: why for r in chunk if Path(r).name not in out["results"]})
+                    continue
+                out["results"].update(done)
+                out["failed"].update(getattr(done, "failed", {}))
+            out["evaluated"] = [r for r in out["evaluated"] if r in out["results"]]
     except KeyboardInterrupt:  # Ctrl-C, or a kill (ladder.cli.Stopped)
         _stop_evals(jobs)
         raise
     return out
+
+
+def _last_error_line(text: str) -> str:
+    """The error a failed job's message ends with (submitit's FailedJobError holds the whole traceback, between
+    lines of dashes, and where its logs are), in one line."""
+    lines = [line.strip() for line in text.splitlines()]
+    said = [
+        line
+        for line in lines
+        if line
+        and not line.startswith(("-", "^", "~", "File ", "Traceback", "Job (task", "You can check"))
+        and not line.startswith(tuple(f"{w} " for w in ("return", "raise")))
+    ]
+    return said[-1] if said else (lines[0] if lines else "no error recorded")
 
 
 def _stop_evals(jobs: list[submitit.Job], grace_s: float = 10.0) -> None:
