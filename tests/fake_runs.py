@@ -226,9 +226,16 @@ def damage_run(root: Path, run_id: str, how: str) -> None:
         raise AssertionError(how)
 
 
-def status_row(state: str, done: int, *, tokens_per_s: float | None = None, flops_spent: float | None = None):
+def status_row(
+    state: str,
+    done: int,
+    *,
+    tokens_per_s: float | None = None,
+    flops_spent: float | None = None,
+    elapsed_s: float | None = None,
+):
     """One run of ``ladder status``'s table (``RunStatus``) of 1,000 planned tokens, for the progress-line tests;
-    with ``flops_spent``, its planned FLOPs are 6 per token."""
+    with ``flops_spent``, its planned FLOPs are 6 per token; ``elapsed_s``: its wall time so far."""
     from ladder.books.run_status import RunStatus
 
     extra = {} if flops_spent is None else {"flops_spent": flops_spent, "flops_planned": 1000.0 * 6}
@@ -247,5 +254,6 @@ def status_row(state: str, done: int, *, tokens_per_s: float | None = None, flop
         job_id=None,
         executor=None,
         error=None,
+        elapsed_s=elapsed_s,
         **extra,
     )

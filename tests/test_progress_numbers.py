@@ -3,8 +3,9 @@
 - throughput has one definition, tokens trained / seconds inside training steps, in result.json, in each train
   record of metrics.jsonl and so in `ladder status`; status shows a finished run's result's number, and a seed
   and a budget column that tell replicates apart;
-- the ETA of `ladder run`'s progress lines comes from the measured rate of work (FLOPs, so that runs of every
-  size weigh what they cost; a branch its own steps) and moves smoothly when runs of other sizes start and end.
+- the ETA of `ladder run`'s progress lines comes from each run's measured rate of work by its size (FLOPs over
+  wall time: small models turn fewer FLOPs per second; a branch its own steps) and moves smoothly when runs of
+  other sizes start and end.
 """
 
 from __future__ import annotations
@@ -95,28 +96,31 @@ class _Clock:
         return self.t
 
 
-def _simulate(root, flops_per_s: float, poll_s: float, eta_at):
-    """Train the micro-study's runs one after another at a constant rate of FLOPs (a small model's tokens per
-    second are many times a large one's), writing the files a run leaves; at each poll, ask ``eta_at(t, rows)``.
-    Returns [(t, eta, true time left)]."""
+def _simulate(root, flops_per_s, poll_s: float, eta_at, largest_first: bool = False):
+    """Train the micro-study's runs one after another, each at its rate of FLOPs per second ``flops_per_s(spec)``
+    (a number: one rate for every size; a small model's tokens per second are many times a large one's), writing
+    the files a run leaves; at each poll, ask ``eta_at(t, rows)``. Returns [(t, eta, true time left)]."""
+    rate = flops_per_s if callable(flops_per_s) else (lambda spec: flops_per_s)
     specs = plan_micro(root)
     sd = layout.StudyDir(root)
-    spans, t0 = [], 0.0
-    for s in specs:
-        spans.append((t0, t0 + s.own_flops / flops_per_s))
-        t0 += s.own_flops / flops_per_s
+    order = sorted(specs, key=lambda s: -s.own_flops) if largest_first else specs
+    spans, t0 = {}, 0.0
+    for s in order:
+        spans[s.run_id] = (t0, t0 + s.own_flops / rate(s))
+        t0 = spans[s.run_id][1]
     total = t0
     finished: set[str] = set()
     out = []
     t = poll_s
     while t < total:
         with contextlib.ExitStack() as stack:
-            for s, (a, b) in zip(specs, spans):
-                rd = sd.run(s.run_id)
+            for s in specs:
+                (a, b), rd = spans[s.run_id], sd.run(s.run_id)
                 if t >= b and s.run_id not in finished:
                     rd.metrics.write_text("".join(metrics_lines(s, s.steps)))
                     layout.atomic_write_json(
-                        rd.result, {**done_result(s, 4.0), "tokens_per_s": flops_per_s / s.flops_per_token}
+                        rd.result,
+                        {**done_result(s, 4.0), "tokens_per_s": rate(s) / s.flops_per_token, "wall_time_s": b - a},
                     )
                     finished.add(s.run_id)
                 elif a <= t < b:
@@ -124,7 +128,8 @@ def _simulate(root, flops_per_s: float, poll_s: float, eta_at):
                     recs = [json.loads(x) for x in metrics_lines(s, k)]
                     for rec in recs:
                         if rec["kind"] == "train":
-                            rec["tokens_per_s"] = flops_per_s / s.flops_per_token
+                            rec["tokens_per_s"] = rate(s) / s.flops_per_token
+                            rec["elapsed_s"] = rec["step"] / s.steps * (b - a)
                     rd.metrics.write_text("".join(json.dumps(r) + "\n" for r in recs))
                     assert stack.enter_context(run_lock(rd))
             rows = study_status(root)
@@ -133,28 +138,52 @@ def _simulate(root, flops_per_s: float, poll_s: float, eta_at):
     return out
 
 
-def test_the_eta_comes_from_the_measured_rate_and_moves_smoothly(tmp_path):
+def _eta_clock_at():
     clock = _Clock()
-    eta = EtaClock(tau_s=300.0, clock=clock)
+    eta = EtaClock(clock=clock)
 
     def at(t, rows):
         clock.t = t
         return eta(rows)
 
-    flops_per_s = 2e8
-    seen = _simulate(tmp_path / "s", flops_per_s, poll_s=2.0, eta_at=at)
-    assert len(seen) > 100
-    # past its first tenth: within 25% (and half a minute) of the true time left, and never moving by more than
-    # 5% of itself besides the clock's own tick from one poll to the next
+    return at
+
+
+def _far_off(seen, within: float):
+    """Past the first tenth: the polls whose ETA is more than ``within`` (and half a minute) off the time left."""
     late = [(t, e, truth) for t, e, truth in seen if t > 0.1 * seen[-1][0] and truth > 20]
-    bad = [
+    return late, [
         (round(t), round(e or -1), round(truth))
         for t, e, truth in late
-        if e is None or abs(e - truth) > 0.25 * truth + 30
+        if e is None or abs(e - truth) > within * truth + 30
     ]
+
+
+def test_the_eta_comes_from_the_measured_rate_and_moves_smoothly(tmp_path):
+    seen = _simulate(tmp_path / "s", 2e8, poll_s=2.0, eta_at=_eta_clock_at())
+    assert len(seen) > 100
+    # within 25% of the true time left, and never moving by more than 5% of itself besides the clock's own tick
+    # from one poll to the next
+    late, bad = _far_off(seen, 0.25)
     assert not bad, bad[:20]
     for (t1, e1, _), (t2, e2, _) in zip(late, late[1:]):
         assert abs(e2 - e1) <= 0.05 * e1 + (t2 - t1), (t1, e1, e2)
+
+
+def test_the_eta_knows_that_small_models_turn_fewer_flops_per_second(tmp_path):
+    """The main job trains its largest runs first, then many small ones that turn a fraction of the FLOPs per
+    second (on 2 CPU cores: 3e10 at 1.8M FLOPs per token, 4e9 at 68K). The old clock took the study's FLOP rate
+    from the runs running so far and said "ETA 58s" four minutes before the end, "ETA 1s" one minute before."""
+    per_token = {s.run_id: s.flops_per_token for s in plan_micro(tmp_path / "sizes")}
+    top = max(per_token.values())
+
+    def flops_per_s(spec):  # FLOP rate ~ (FLOPs per token)^0.7, as the main job measured
+        return 2e8 * (spec.flops_per_token / top) ** 0.7
+
+    assert top / min(per_token.values()) > 3, "the micro-study's sizes are too alike to tell the clocks apart"
+    seen = _simulate(tmp_path / "s", flops_per_s, poll_s=2.0, eta_at=_eta_clock_at(), largest_first=True)
+    _, bad = _far_off(seen, 0.3)
+    assert not bad, bad[:20]
 
 
 def test_the_old_eta_from_summed_tokens_per_second_jumps(tmp_path):
@@ -177,16 +206,16 @@ def test_progress_lines_print_the_eta_of_the_clock():
 
     from ladder.cli.status import StatusLines
 
-    def row(state, done, spent):
-        return status_row(state, done, tokens_per_s=50.0, flops_spent=spent)
+    def row(state, done, spent, elapsed):
+        return status_row(state, done, tokens_per_s=50.0, flops_spent=spent, elapsed_s=elapsed)
 
     console = Console(record=True, width=120, file=open("/dev/null", "w"))
     clock = _Clock()
     lines = StatusLines(console, "training: s", every_s=0, clock=clock)
-    lines([row("running", 0, 0.0)])
+    lines([row("running", 0, 0.0, None)])
     for t in range(1, 6):
         clock.t = 2.0 * t
-        lines([row("running", 100 * t, 600.0 * t)])  # 300 FLOPs/s measured: 50 tokens/s of 6 FLOPs each
+        lines([row("running", 100 * t, 600.0 * t, 2.0 * t)])  # 300 FLOPs/s: 50 tokens/s of 6 FLOPs each
     printed = console.export_text().splitlines()
     assert printed[-1].endswith("500/1K tokens (50%), ETA 10s")  # 3,000 FLOPs left at 300 FLOPs/s
 

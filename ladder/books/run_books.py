@@ -118,13 +118,13 @@ class RunBooks:
         return float(spec.flops_per_token) * max(0, self.tokens_done(spec) - prefix)
 
     def latest(self) -> dict[str, Any]:
-        """The last train record's loss and throughput and the last eval loss in the metrics."""
+        """The last train record's loss, throughput and wall time so far, and the last eval loss in the metrics."""
         last: dict[str, Any] = {}
         for rec in self._records():
             if rec.get("kind") == "eval":
                 last["eval_loss"] = rec.get("eval_loss")
             else:
-                last.update(loss=rec.get("loss"), tokens_per_s=rec.get("tokens_per_s"))
+                last.update(loss=rec.get("loss"), tokens_per_s=rec.get("tokens_per_s"), elapsed_s=rec.get("elapsed_s"))
         return last
 
     def metrics_problems(self, spec: RunSpec, state: str) -> list[tuple[int | None, str]]:

@@ -68,6 +68,9 @@ class RunStatus:
     own_tokens_planned: int | None = None
     seed: int | None = None  # runs that differ only by seed are replicates of one configuration
     hero: bool = False  # the hero run (`ladder hero`): no part of the ladder's cost as fit and the report count it
+    # wall seconds the run has taken so far, evaluations and checkpoints included: result.json's wall_time_s, else
+    # the last metrics record's elapsed_s (a branch: its own, from its branch step)
+    elapsed_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,6 +162,9 @@ def run_status(
     tps = last.get("tokens_per_s")  # the trainer's tokens trained so far / seconds in training steps so far
     if books.result is not None and isinstance(books.result.get("tokens_per_s"), (int, float)):
         tps = float(books.result["tokens_per_s"])  # an ended run: its result's (the same definition, whole run)
+    elapsed = last.get("elapsed_s")
+    if books.result is not None and isinstance(books.result.get("wall_time_s"), (int, float)):
+        elapsed = float(books.result["wall_time_s"])
     per_step = spec.sequences_per_batch * spec.data.seq_len
     eta = (spec.tokens - done_tokens) / tps if tps and state in LIVE else None
     rec = job_records.latest(book, spec.run_id)
@@ -192,6 +198,7 @@ def run_status(
         own_tokens_planned=spec.own_tokens,
         seed=spec.seed,
         hero=spec.role == "hero",
+        elapsed_s=elapsed if isinstance(elapsed, (int, float)) and math.isfinite(elapsed) and elapsed > 0 else None,
     )
 
 
@@ -251,76 +258,84 @@ def totals(rows: list[RunStatus]) -> dict[str, Any]:
     }
 
 
-def remaining_work(rows: list[RunStatus]) -> tuple[float, float, float, str]:
-    """(work done, work left, the running runs' present rate of work, the unit): in exact counted FLOPs, each run's
-    own (a branch: its steps after its branch step), so that runs of every size weigh what they cost; in tokens
-    when no run knows its FLOPs. Ended runs (done, failed, cancelled, ...) have nothing left."""
-    flops = any(r.flops_planned > 0 for r in rows)
-    done = left = rate = 0.0
+# rate_law's slope until runs of several sizes have shown theirs: a constant FLOP rate, weighed as runs whose sizes
+# spread a tenth of a unit of (ln size)^2 (two runs 1.56x apart), so that the measured spread soon decides
+RATE_SLOPE_PRIOR, RATE_SLOPE_WEIGHT = 0.0, 0.1
+
+
+def rate_law(rows: list[RunStatus]) -> tuple[float, float] | None:
+    """``(a, b)`` of ``ln(FLOPs per wall second) = a + b ln(FLOPs per token)``: how fast one run works, by its size,
+    from the runs that have shown it (a done run: its FLOPs over its wall time; a running one: so far). Wall time,
+    not the seconds inside training steps, since evaluations and checkpoints take the clock too. Small models
+    turn fewer FLOPs per second than large ones (a constant FLOP rate made the main job's ETA 2-4x too short
+    once its small runs came), but more tokens: the slope is fitted, shrunk towards :data:`RATE_SLOPE_PRIOR` (the
+    old constant FLOP rate) while the measured sizes hardly differ, and kept within [0, 1] (0: a constant FLOP
+    rate, 1: a constant token rate). None until a run has shown a rate."""
+    xs, ys = [], []
     for r in rows:
-        own_done = r.tokens_done if r.own_tokens_done is None else r.own_tokens_done
-        own_planned = r.tokens_planned if r.own_tokens_planned is None else r.own_tokens_planned
-        per_token = (r.flops_planned / own_planned if own_planned else 0.0) if flops else 1.0
-        done += r.flops_spent if flops else own_done
-        if r.state not in FINAL:
-            left += max(0.0, (r.flops_planned - r.flops_spent) if flops else own_planned - own_done)
-        if r.state == "running" and r.tokens_per_s:
-            rate += r.tokens_per_s * per_token
-    return done, left, rate, "FLOPs" if flops else "tokens"
+        per_token = _flops_per_token(r)
+        if per_token and r.elapsed_s and r.flops_spent > 0 and r.state in ("running", "done"):
+            xs.append(math.log(per_token))
+            ys.append(math.log(r.flops_spent / r.elapsed_s))
+    if not xs:
+        return None
+    xm, ym = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - xm) ** 2 for x in xs)
+    sxy = sum((x - xm) * (y - ym) for x, y in zip(xs, ys))
+    b = min(1.0, max(0.0, (sxy + RATE_SLOPE_PRIOR * RATE_SLOPE_WEIGHT) / (sxx + RATE_SLOPE_WEIGHT)))
+    return ym - b * xm, b
+
+
+def _flops_per_token(r: RunStatus) -> float | None:
+    own = r.tokens_planned if r.own_tokens_planned is None else r.own_tokens_planned
+    return r.flops_planned / own if r.flops_planned > 0 and own else None
+
+
+def seconds_left(rows: list[RunStatus], slots: int) -> float | None:
+    """The wall time the study's unfinished runs need (their FLOPs left at :func:`rate_law`'s rate for their size),
+    spread over ``slots`` runs at once, and never less than its longest run needs. 0 when nothing is left; None
+    when no run has shown a rate yet (or no run knows its FLOPs)."""
+    left = [r for r in rows if r.state not in FINAL and r.flops_planned - r.flops_spent > 0]
+    if not left:
+        return 0.0
+    law = rate_law(rows)
+    if law is None:
+        return None
+    a, b = law
+    times = []
+    for r in left:
+        per_token = _flops_per_token(r)
+        if per_token is None:
+            return None
+        times.append((r.flops_planned - r.flops_spent) / math.exp(a + b * math.log(per_token)))
+    return max(sum(times) / max(1, slots), max(times))
 
 
 class EtaClock:
-    """The time left for a study's remaining work, from its measured rate, smoothed so that it moves steadily.
+    """The time left for a study's remaining work (:func:`seconds_left`), moving steadily.
 
-    Each call (a poll of :func:`study_status`) measures the work done since the previous one (FLOPs, or tokens:
-    :func:`remaining_work`) over the wall time between them, and folds it into an exponentially smoothed rate with
-    time constant ``tau_s``. The smoothed rate starts from the running runs' own throughput (result.json's
-    definition, from the first poll at which a run is running; else the average since the first poll once work
-    shows),
-    whose weight then fades as exp(-elapsed / tau_s). The ETA shown counts down with the clock between polls and
-    moves towards work left / smoothed rate at the pace of ``glide_s``, so that work that shows in lumps (a run's
-    metrics arrive every log interval) does not make it jump. A run that starts or ends, of any
-    size, then moves the ETA only as much as it changes the study's throughput, not by the ratio of model sizes
-    (tokens per second of a small model say nothing of a large one's)."""
+    Each call (a poll of :func:`study_status`) estimates the time left from every run's rate so far, by size,
+    spread over as many runs at once as the clock has seen run together. The ETA shown counts down with the clock
+    between polls and moves towards the new estimate at the pace of ``glide_s``, so that work that shows in lumps
+    (a run's metrics arrive every log interval, a run ends) does not make it jump."""
 
-    def __init__(self, tau_s: float = 300.0, glide_s: float = 60.0, clock=time.monotonic) -> None:
-        self.tau_s, self.glide_s, self.clock = tau_s, glide_s, clock
-        self.rate: float | None = None
+    def __init__(self, glide_s: float = 60.0, clock=time.monotonic) -> None:
+        self.glide_s, self.clock = glide_s, clock
         self.eta: float | None = None
-        self.last: tuple[float, float] | None = None
-        self.started: float | None = None
-        self.started_done: float = 0.0
-        self.unit: str | None = None
+        self.last: float | None = None
+        self.slots = 1
 
     def __call__(self, rows: list[RunStatus]) -> float | None:
         now = self.clock()
-        done, left, instant, unit = remaining_work(rows)
-        if unit != self.unit:
-            self.rate, self.last, self.started, self.unit, self.eta = None, None, None, unit, None
-        if self.last is not None and now > self.last[0]:
-            dt, worked = now - self.last[0], max(0.0, done - self.last[1])  # a reset run (less done) adds nothing
-            measured = worked / dt
-            if self.rate is None:
-                # nothing ran at the first poll: start from the running runs' own rate as soon as one runs, else
-                # from the average since the first poll once some work has shown
-                if instant > 0:
-                    self.rate = instant
-                elif done > self.started_done and now > self.started:
-                    self.rate = (done - self.started_done) / (now - self.started)
-            else:
-                self.rate += (1.0 - math.exp(-dt / self.tau_s)) * (measured - self.rate)
-        elif self.last is None:
-            self.started, self.started_done = now, done
-            self.rate = instant or None
-        dt = now - self.last[0] if self.last is not None else 0.0
-        self.last = (now, done)
-        if left <= 0:
+        self.slots = max(self.slots, sum(r.state == "running" for r in rows))
+        raw = seconds_left(rows, self.slots)
+        dt = now - self.last if self.last is not None else 0.0
+        self.last = now
+        if raw == 0.0:
             self.eta = 0.0
-            return 0.0
-        raw = left / self.rate if self.rate and self.rate > 0 else None
-        if raw is None or self.eta is None:
+        elif raw is None or self.eta is None:
             self.eta = raw
-        else:  # count down with the clock, and move towards the measured estimate at the pace of glide_s
+        else:  # count down with the clock, and move towards the new estimate at the pace of glide_s
             ticked = max(0.0, self.eta - dt)
             self.eta = ticked + (1.0 - math.exp(-dt / self.glide_s)) * (raw - ticked)
         return self.eta
