@@ -125,3 +125,66 @@ def test_the_report_says_a_loss_given_by_hand_has_no_start_time(study, capsys):
     before = _row(_page(study), "Frozen before the hero was submitted")
     assert before.startswith("not known: scored against a loss given with --loss"), before
     assert "unknown" not in before
+
+
+@pytest.fixture(scope="module")
+def budgets(tmp_path_factory) -> Path:
+    """A fitted ladder with three budgets per size (every law form fitted), nothing frozen."""
+    return make_ladder(tmp_path_factory.mktemp("r12b") / "study", budgets=[0.5, 1, 2])
+
+
+def _frozen_line(stdout: str) -> re.Match | None:
+    return re.search(rf"on record: forecast (\d+) froze ({NUMBER}) \[({NUMBER}), ({NUMBER})\] at ([^;(]+)", stdout)
+
+
+def test_hero_at_another_tokens_per_param_shows_the_frozen_forecast_and_says_why_it_differs(budgets, tmp_path, capsys):
+    """`forecast freeze --predict 200K:4.5M` froze 3.810 [3.778, 3.844]; `hero --params 200K --tokens 4.5M` then
+    printed "the fit forecasts 3.812 [3.783, 3.842]" beside a note that named only `fit --predict`, and never the
+    freeze that `forecast score` scores the run against."""
+    study = Path(shutil.copytree(budgets, tmp_path / "study"))
+    r = run_cli(capsys, "forecast", "freeze", study, "--predict", "200K:4.5M", "--json")
+    assert r.code == 0, r.stderr
+    [frozen] = [p for p in r.json()["predictions"] if p["label"] == "200K:4.5M"]
+    r = run_cli(capsys, "hero", study, "--params", "200K", "--tokens", "4.5M")
+    assert r.code == 0, r.stderr
+    m = _frozen_line(r.stdout)
+    assert m and m.group(1) == "1" and m.group(5).strip() == "--predict 200K:4.5M", r.stdout
+    fit = re.search(rf"the fit forecasts ({NUMBER}) nats/token .*\[({NUMBER}), ({NUMBER})\]", r.stdout)
+    assert fit, r.stdout
+    note = next(line for line in r.stdout.splitlines() if line.startswith("note: forecast:"))
+    assert m.groups()[1:4] != fit.groups()  # the two differ: the hero's line says so, and the note says why
+    assert "(not the fit's forecast above" in r.stdout
+    assert "22.5" in note and "study hero's 20" in note and "`ladder forecast freeze --predict`" in note, note
+    j = run_cli(capsys, "hero", study, "--params", "200K", "--tokens", "4.5M", "--dry-run", "--json").json()
+    [on_record] = j["frozen"]
+    assert on_record["number"] == 1 and on_record["point"] == "200K:4.5M"
+    assert (on_record["loss"], on_record["lo"], on_record["hi"]) == (frozen["loss"], frozen["lo"], frozen["hi"])
+
+
+def test_hero_at_the_study_heros_tokens_per_param_gives_the_frozen_number(budgets, tmp_path, capsys):
+    study = Path(shutil.copytree(budgets, tmp_path / "study"))
+    assert run_cli(capsys, "forecast", "freeze", study, "--predict", "1M:20M").code == 0
+    r = run_cli(capsys, "hero", study, "--params", "1M", "--dry-run")
+    assert r.code == 0, r.stderr
+    m = _frozen_line(r.stdout)
+    fit = re.search(rf"the fit forecasts ({NUMBER}) nats/token .*\[({NUMBER}), ({NUMBER})\]", r.stdout)
+    assert m and fit and m.groups()[1:4] == fit.groups(), r.stdout
+    assert "(not the fit's forecast above" not in r.stdout
+    assert "the study hero's 20 tokens/param" in r.stdout
+
+
+def test_hero_at_a_point_no_freeze_holds_says_how_to_freeze_it(budgets, tmp_path, capsys):
+    """A freeze of the hero only, then `hero --params 300K --tokens 6M`: "score it with `ladder forecast score`",
+    which then refused: "no frozen point at the hero run's 301.7K params"."""
+    study = Path(shutil.copytree(budgets, tmp_path / "study"))
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    r = run_cli(capsys, "hero", study, "--params", "300K", "--tokens", "6M")
+    assert r.code == 0, r.stderr
+    assert "no frozen forecast at this run" in r.stdout, r.stdout
+    said = re.search(r"`(ladder forecast freeze \S+ --predict \S+)`", r.stdout)
+    assert said and said.group(1).endswith("--predict 300K:6M"), r.stdout
+    assert _frozen_line(r.stdout) is None
+    assert run_cli(capsys, *said.group(1).split()[1:]).code == 0  # as printed
+    r = run_cli(capsys, "hero", study, "--params", "300K", "--tokens", "6M")
+    assert "no frozen forecast at this run" not in r.stdout
+    assert _frozen_line(r.stdout).group(5).strip() == "--predict 300K:6M", r.stdout

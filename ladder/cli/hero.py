@@ -111,6 +111,15 @@ def hero(
 
         loss, lo, hi = same_digits(fc["loss"], fc["lo"], fc["hi"])
         out.print(f"the fit forecasts {loss} nats/token{at}, 90% interval [{lo}, {hi}] ({kind})")
+        for f in run.frozen:  # what `forecast score` checks: the freeze's number, which a refit may not repeat
+            was, flo, fhi = same_digits(f["loss"], f["lo"], f["hi"])
+            where = "its hero" if f["point"] == "hero" else f"--predict {f['point']}"
+            same = (was, flo, fhi) == (loss, lo, hi)
+            out.print(
+                f"on record: forecast {f['number']} froze {was} [{flo}, {fhi}] at {escape(where)}"
+                + ("" if same else " (not the fit's forecast above: see the note on the forecast)")
+                + "; `ladder forecast score` scores this run against it"
+            )
         off = _off_the_forecast_point(spec.params, spec.tokens, fc.get("params"), fc.get("tokens"))
         if off:
             out.print(
@@ -147,6 +156,13 @@ def hero(
         out.print(
             f"[yellow]no frozen forecast yet[/]: `ladder forecast freeze {escape(layout.shell_word(study_dir))}` puts the "
             "forecast on record before the hero trains"
+        )
+    elif not run.frozen:  # `forecast score` would refuse it: no freeze holds a point at this run
+        at = f"{format_count(run.forecast['params'])}:{format_count(run.forecast['tokens'])}"
+        out.print(
+            f"[yellow]no frozen forecast at this run[/] (each freeze holds other points): `ladder forecast freeze "
+            f"{escape(layout.shell_word(study_dir))} --predict {at}` puts it on record before the hero trains; "
+            "`ladder forecast score` has nothing to score this run against until then"
         )
     out.print(
         f"{verb}: {run.run_dir}; train it with `ladder submit {escape(layout.shell_word(study_dir))}`, score it with "

@@ -49,6 +49,7 @@ class HeroRun:
     overrides: dict[str, Any] = field(default_factory=dict)
     forecast: dict = field(default_factory=dict)  # the fit's forecast at this hero (loss, lo, hi)
     notes: list[str] = field(default_factory=list)
+    frozen: list[dict] = field(default_factory=list)  # the freezes' forecasts of this run: what a score checks
 
     def to_dict(self) -> dict[str, Any]:
         from ladder.plan.planner import run_row
@@ -63,6 +64,7 @@ class HeroRun:
             "sources": self.sources,
             "overrides": self.overrides,
             "forecast": self.forecast,
+            "frozen": self.frozen,
             "notes": self.notes,
         }
 
@@ -123,10 +125,6 @@ def _recommendation(
     )
     if params is None:
         notes.append(f"params: the fit's hero ({format_count(n)}), --tokens moves only its tokens")
-    notes.append(  # why `fit --predict` at the same point can differ in its last digits
-        f"forecast: the laws fitted again with the hero at {format_count(n)} params x {format_count(d)} tokens, "
-        "their rollout weighted and widened for its distance; `ladder fit --predict` keeps the study hero's"
-    )
     hero = study.hero.model_copy(update={"params": int(round(n)), "tokens": int(round(d)), "compute": None})
     result = refit(current, study=study.model_copy(update={"hero": hero}))
     if result.recommendation is None:
@@ -135,7 +133,59 @@ def _recommendation(
             f"({result.reasons.get('recommendation', 'no reason given')})"
         )
     refitted = validate(result.to_dict())
+    if refitted.hero.loss is not None:  # a point no law forecasts has no forecast to compare with a freeze's
+        notes.append(_refit_note(current, n, d))
     return refitted.recommendation, refitted.hero, overrides, notes
+
+
+def _refit_note(current: CurrentFit, n: float, d: float) -> str:
+    """Why the forecast of a moved hero can differ from a `--predict` of the same point: the rollout that weighs
+    the law forms and calibrates the interval is taken at the target's tokens/param, the moved hero's here, the
+    study hero's for `ladder fit --predict` and `ladder forecast freeze --predict`."""
+    at = f"the laws fitted again with the hero at {format_count(n)} params x {format_count(d)} tokens"
+    hero = current.hero
+    if not (hero.params and hero.tokens):
+        return f"forecast: {at}"
+    ratio, study_ratio = d / n, float(hero.tokens) / float(hero.params)
+    if abs(ratio / study_ratio - 1) < 1e-9:
+        return (
+            f"forecast: {at}, the study hero's {study_ratio:.3g} tokens/param: the forecast `ladder forecast freeze "
+            f"--predict` and `ladder fit --predict` give this point"
+        )
+    return (
+        f"forecast: {at}: what depends on the target's tokens/param (the law forms fitted at it, the rollout that "
+        f"weighs the forms and calibrates the interval) is taken at its {ratio:.3g}, where `ladder forecast freeze "
+        f"--predict` and `ladder fit --predict` take it at the study hero's {study_ratio:.3g}, so their forecasts of "
+        "this point can differ; `ladder forecast score` scores the frozen one"
+    )
+
+
+def frozen_here(study_dir: Path, params: float, tokens: float) -> list[dict]:
+    """The freezes' forecasts of a hero run at (params, tokens): each readable freeze's point that
+    `ladder forecast score` would score the run against (the frozen hero or a --predict point within 10%)."""
+    from ladder.forecast.frozen import read_frozen
+    from ladder.forecast.score import match_point
+
+    out = []
+    for f in read_frozen(study_dir):
+        if f.forecast is None:
+            continue
+        point, label, _ = match_point(f.forecast, params, tokens)
+        if point is None or point.loss is None:
+            continue
+        out.append(
+            {
+                "number": f.number,
+                "file": f.path.name,
+                "point": label,
+                "params": point.params,
+                "tokens": point.tokens,
+                "loss": point.loss,
+                "lo": point.lo,
+                "hi": point.hi,
+            }
+        )
+    return out
 
 
 def _check_override(study: StudySpec, n: float, d: float, params_given: bool, tokens_given: bool) -> None:
@@ -347,4 +397,5 @@ def plan_hero_run(
         overrides=overrides,
         forecast=fc,
         notes=notes + [str(n) for n in rec.notes],
+        frozen=frozen_here(sd.path, float(spec.params), float(spec.tokens)),
     )
