@@ -30,5 +30,13 @@ class DataError(LadderError):
     """A corpus or tokenizer cannot be read or does not fit the study."""
 
 
+class DataNotPrepared(DataError):
+    """A run's data could not be prepared (a place of the shared data cache, or of the corpus, that cannot be
+    written or read): nothing was trained, so the run is no failure of its own, and a plain ``ladder submit`` of
+    its study tries it again (``--retry-failed`` is for runs that failed in training)."""
+
+    STAGE = "data"  # what error.json's "stage" says of such a failure
+
+
 class FitError(LadderError):
     """Results that cannot be fitted: missing columns, bad values, too few runs for a form."""

@@ -4,6 +4,7 @@ stays in the books whatever its fate."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ import pytest
 
 from ladder import layout
 from ladder.books import job_records
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 from tests.micro import write_study
 
 
@@ -163,5 +164,51 @@ def test_a_failing_eval_worker_names_its_run_and_the_others_are_evaluated(planne
     assert list((study / "runs" / good / "lm_eval").glob("results_*.json"))
     assert not list((study / "runs" / bad).glob("lm_eval/results_*.json"))
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before  # no worker left behind
-    again = run_cli(capsys, "eval", study, "--executor", "debug", "--limit", "2", "--json")
-    assert again.code == 1 and list(again.json()["failed"]) == [bad] and again.json()["evaluated"] == []
+
+
+def test_a_run_whose_eval_fails_does_not_stop_the_jobs_other_runs(tmp_path, monkeypatch):
+    """One job evaluates several runs (a local worker's share): the first one's failure cost the rest theirs."""
+    import ladder.model.evaluation.downstream as downstream
+    from ladder.jobs.on_node import evaluate_runs
+
+    def evaluate_run(run_dir, *a, **k):
+        if Path(run_dir).name == "bad":
+            raise ValueError("Error while deserializing header: header too large\nmore")
+        return {"results": {"task": {"acc": 0.5}}}
+
+    monkeypatch.setattr(downstream, "evaluate_run", evaluate_run)
+    done = evaluate_runs([str(tmp_path / "bad"), str(tmp_path / "good")], None, None, None)
+    assert done == {"good": {"task": {"acc": 0.5}}}
+    assert done.failed == {"bad": "ValueError: Error while deserializing header: header too large"}
+    import pickle
+
+    assert pickle.loads(pickle.dumps(done)).failed == done.failed  # as submitit hands it back from a worker
+
+
+# ---- lead 3: the data cache cannot be written ------------------------------------------------------------------
+
+
+def test_an_unwritable_data_cache_is_refused_up_front_and_books_no_failure(planned, capsys, monkeypatch, tmp_path):
+    """With LADDER_CACHE under a file, `ladder submit S --executor debug` booked every run "failed" with
+    "NotADirectoryError: [Errno 20] Not a directory: '.../cache/tokenizers'" (no word of the cache), and once the
+    cache was mended a plain submit skipped them all: "failed (use --retry-failed)", though nothing had trained."""
+    study, ids = planned(sizes=("4K",))
+    good = os.environ["LADDER_CACHE"]
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    monkeypatch.setenv("LADDER_CACHE", str(a_file / "cache"))
+    r = run_cli(capsys, "submit", study, "--executor", "debug")
+    one_line(r, "data cache", "LADDER_CACHE", str(a_file))
+    assert not (study / layout.JOBS).exists()
+    assert {row["state"] for row in _status(capsys, study).values()} == {"planned"}
+
+    # a run trained by hand (or a job whose cache broke after it was submitted) says what happened ...
+    r = run_cli(capsys, "train", study / "runs" / ids[0])
+    one_line(r, "nothing was trained", str(a_file), "LADDER_CACHE")
+    row = _status(capsys, study)[ids[0]]
+    assert row["state"] == "failed" and "nothing was trained" in row["error"] and "LADDER_CACHE" in row["error"]
+    # ... and, the cache mended, a plain submit trains it: no --retry-failed for a run that never started
+    monkeypatch.setenv("LADDER_CACHE", good)
+    again = run_cli(capsys, "submit", study, "--executor", "debug", "--json")
+    assert again.code == 0 and again.json()["submitted"] == ids, again.stdout + again.stderr
+    assert _status(capsys, study)[ids[0]]["state"] == "done"

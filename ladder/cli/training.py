@@ -147,8 +147,9 @@ def submit(
     """Submit every unfinished run once: SLURM job arrays, local workers, or in-process debug.
 
     Runs that are done or whose jobs are alive are skipped, so submitting again submits nothing;
-    `--retry-failed` resubmits failed and corrupt runs (a corrupt one trains again from scratch); interrupted
-    and cancelled runs resume from their checkpoints. Job ids are recorded in the study's jobs.json.
+    `--retry-failed` resubmits failed and corrupt runs (a corrupt one trains again from scratch; a run whose data
+    could not be prepared trained nothing, and goes again without it); interrupted and cancelled runs resume from
+    their checkpoints. Job ids are recorded in the study's jobs.json.
 
     Returns at once (but with the debug executor, which trains in this process and exits 1, naming them, when runs
     it trained failed or diverged): local workers run in a session of their own and write to files in the study

@@ -30,6 +30,7 @@ from ladder.books import job_records
 from ladder.books.branches import waits_for
 from ladder.books.job_records import is_cancelled
 from ladder.books.run_lock import lock_holder, run_lock
+from ladder.errors import DataNotPrepared
 from ladder.model.config import RunSpec
 
 
@@ -44,6 +45,8 @@ def _write_error(rd: layout.RunDir, exc: BaseException) -> None:
             "pid": os.getpid(),
             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            # "data": the run's data could not be prepared, nothing trained (a plain submit tries it again)
+            **({"stage": exc.STAGE} if isinstance(exc, DataNotPrepared) else {}),
         },
     )
 

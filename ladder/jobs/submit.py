@@ -3,7 +3,8 @@ processes sharing one queue) or the in-process debug executor.
 
 Each run is submitted once: a run that is done, diverged, queued or running is skipped; a failed or corrupt one
 only with ``retry_failed`` (a corrupt one's unusable result.json is first set aside, kept in the run directory, or
-the trainer would take the run for finished); planned, interrupted and cancelled runs go out (interrupted ones
+the trainer would take the run for finished), but a failed run whose data could not be prepared, which trained
+nothing, goes again; planned, interrupted and cancelled runs go out (interrupted ones
 resume from their checkpoint). Every job is recorded in ``jobs.json``.
 
 A cooldown branch runs once its trunk has passed the branch step: SLURM submits the trunks first (one array)
@@ -27,9 +28,10 @@ import submitit
 from ladder import layout
 from ladder.books import job_records
 from ladder.books.branches import snapshot_ready, waits_for
+from ladder.books.run_books import read_books
 from ladder.books.run_lock import lock_holder
 from ladder.books.run_status import own_state
-from ladder.errors import SpecError, StateError
+from ladder.errors import DataNotPrepared, SpecError, StateError
 from ladder.jobs.local_workers import DetachedLocalExecutor
 from ladder.jobs.on_node import TrainJob, WorkerJob
 from ladder.model.config import RunSpec
@@ -93,7 +95,7 @@ def _select(
             skipped[spec.run_id] = state
         elif state in ("queued", "running"):
             skipped[spec.run_id] = f"{state} (job alive)"
-        elif state == "failed" and not retry_failed:
+        elif state == "failed" and not retry_failed and not _never_started(sd, spec):
             skipped[spec.run_id] = "failed (use --retry-failed)"
         elif state == "corrupt" and not retry_failed:
             skipped[spec.run_id] = "corrupt: trained, but its result is unusable (--retry-failed trains it again)"
@@ -108,6 +110,14 @@ def _select(
             skipped[spec.run_id] = f"{waits}, which is {state_of(trunk)} (submit the trunk too)"
     # trunks (and independent runs) before branches, each in plan order
     return sorted(chosen, key=lambda s: s.trunk is not None), skipped
+
+
+def _never_started(sd: layout.StudyDir, spec: RunSpec) -> bool:
+    """Whether a failed run failed before its first step because its data could not be prepared (its error.json's
+    ``stage``, :class:`ladder.errors.DataNotPrepared`): it trained nothing, so it is no failure of its own, and a
+    plain submit tries it again (the cache mended), with no --retry-failed."""
+    books = read_books(sd.run(spec.run_id), spec)
+    return books.result is None and isinstance(books.error, dict) and books.error.get("stage") == DataNotPrepared.STAGE
 
 
 def _writable(sd: layout.StudyDir, chosen: list[RunSpec], refused: dict[str, str]) -> list[RunSpec]:
@@ -126,6 +136,26 @@ def _writable(sd: layout.StudyDir, chosen: list[RunSpec], refused: dict[str, str
             continue
         kept.append(spec)
     return kept
+
+
+def _refuse_an_unwritable_data_cache() -> None:
+    """Before a job is booked: the data cache (``LADDER_CACHE``) of the runs that train on this machine must take
+    their tokenized data, or every run fails before its first step (each then booked as failed, one by one)."""
+    from ladder.model.data.cache import default_cache_root
+
+    root = default_cache_root()
+    place = root
+    while not os.path.lexists(place) and place != place.parent:  # the folder the cache would be made in
+        place = place.parent
+    try:
+        if not place.is_dir():
+            raise NotADirectoryError(20, "Not a directory", str(place))
+        layout.check_writable(place)
+    except OSError as exc:
+        raise StateError(
+            f"the data cache {root} cannot be written ({place}: {exc.strerror or exc}), so every run would fail "
+            "before its first step: set LADDER_CACHE to a folder you can write, then submit again"
+        ) from None
 
 
 def _slurm_parameters(ex: ExecutorSpec, *, one_task: bool = False) -> dict[str, Any]:
@@ -272,6 +302,8 @@ def submit(
         chosen = _writable(sd, chosen, result.refused)
         if not chosen:
             return result
+        if executor.kind in ("local", "debug"):  # (a SLURM node's cache may be another machine's folder)
+            _refuse_an_unwritable_data_cache()
         for spec in chosen:
             rd = sd.run(spec.run_id)
             rd.error.unlink(missing_ok=True)

@@ -73,6 +73,25 @@ def inputs_and_labels(windows: torch.Tensor, *, label_shift_bug: bool = False) -
     return x, y
 
 
+def _not_prepared(exc: OSError, data_cache: Any) -> Exception:
+    """An OSError of data preparation (the shared cache not writable, a disk full, the corpus unreadable) as the one
+    line a run's error.json and `ladder status` give: the place and why, and that nothing was trained."""
+    from ladder.errors import DataNotPrepared
+    from ladder.model.data.cache import default_cache_root
+
+    try:
+        root = Path(data_cache) if data_cache is not None else default_cache_root()
+    except Exception:  # noqa: BLE001 - no cache root to name (no home directory): the OSError says the rest
+        root = None
+    place = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
+    why = f"cannot use {place}: {exc.strerror or exc}" if place else f"{exc.strerror or exc} ({type(exc).__name__})"
+    cache = f" (the data cache is {root}: LADDER_CACHE sets it)" if root is not None else ""
+    return DataNotPrepared(
+        f"the run's data could not be prepared, so nothing was trained: {why}{cache}; fix that and run again (a plain "
+        "`ladder submit` of its study tries it again: no --retry-failed needed)"
+    )
+
+
 def resolve_data(spec: RunSpec, dataset: Any, data_cache: Any, progress: bool, d: Dist) -> TrainData:
     """The run's :class:`TrainData`: ``dataset`` as given, the windows of a ``PreparedData``, or (``None``) the
     spec's data prepared (rank 0 first; the others then find it in the cache)."""
@@ -81,11 +100,14 @@ def resolve_data(spec: RunSpec, dataset: Any, data_cache: Any, progress: bool, d
         from ladder.model.data.prepare import prepare_data
 
         prepared = None
-        if d.is_main:
-            prepared = prepare_data(spec.data, spec.shape.vocab_size, cache_root=data_cache, progress=progress)
-        barrier(d)
-        if not d.is_main:
-            prepared = prepare_data(spec.data, spec.shape.vocab_size, cache_root=data_cache, progress=False)
+        try:
+            if d.is_main:
+                prepared = prepare_data(spec.data, spec.shape.vocab_size, cache_root=data_cache, progress=progress)
+            barrier(d)
+            if not d.is_main:
+                prepared = prepare_data(spec.data, spec.shape.vocab_size, cache_root=data_cache, progress=False)
+        except OSError as exc:
+            raise _not_prepared(exc, data_cache) from exc
         dataset = prepared
     if isinstance(dataset, TrainData):
         return dataset
