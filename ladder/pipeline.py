@@ -133,7 +133,11 @@ def run_study(
 
     ex = executor or study.executor
     result = submit(study_dir, ex, detach=False)  # waited for here: Ctrl-C stops the workers too
-    _say(log, f"submit: {len(result.submitted)} submitted to {ex.kind}, {len(result.skipped)} skipped")
+    _say(
+        log,
+        f"submit: {len(result.submitted)} submitted to {ex.kind}, {len(result.skipped)} skipped"
+        + (f", {len(result.refused)} refused (their folders cannot be written)" if result.refused else ""),
+    )
     outcome.stages.append("submit")
 
     rows = wait(study_dir, poll_s=poll_s, on_update=on_status)
@@ -147,6 +151,15 @@ def run_study(
         + (f", {len(outcome.runs_failed)} failed, diverged or corrupt" if outcome.runs_failed else ""),
     )
     unfinished = [r.run_id for r in rows if r.state not in ("done", "failed", "diverged", "corrupt")]
+    refused = {run_id: why for run_id, why in result.refused.items() if run_id in unfinished}
+    if refused:  # not "run the same command again to resume them": it would refuse them again
+        first = next(iter(refused.values()))
+        more = f" (and {len(refused) - 1} more run(s) alike)" if len(refused) > 1 else ""
+        others = [r for r in unfinished if r not in refused]
+        raise StateError(
+            f"{', '.join(refused)} not trained: {first}{more}"
+            + (f"; {len(others)} other runs ended without finishing ({', '.join(others)})" if others else "")
+        )
     if unfinished:
         raise StateError(
             f"{len(unfinished)} runs ended without finishing ({', '.join(unfinished)}); "

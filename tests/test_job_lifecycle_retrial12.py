@@ -212,3 +212,29 @@ def test_an_unwritable_data_cache_is_refused_up_front_and_books_no_failure(plann
     again = run_cli(capsys, "submit", study, "--executor", "debug", "--json")
     assert again.code == 0 and again.json()["submitted"] == ids, again.stdout + again.stderr
     assert _status(capsys, study)[ids[0]]["state"] == "done"
+
+
+# ---- lead 4: `ladder run` with a run folder it cannot write ------------------------------------------------------
+
+
+def test_ladder_run_names_a_run_folder_it_cannot_write_not_resume(planned, capsys, monkeypatch):
+    """`ladder run S` with one run's folder unwritable: submit refused that run, `ladder run` trained the others
+    and ended "1 runs ended without finishing (X); ... run the same command again to resume them", which refused
+    it again, in silence, each time."""
+    study, ids = planned()
+    locked = study / "runs" / ids[0]
+    real = layout.check_writable
+
+    def check_writable(folder):
+        if Path(folder).resolve() == locked.resolve():
+            raise PermissionError(13, "Permission denied", str(locked))
+        return real(folder)
+
+    monkeypatch.setattr(layout, "check_writable", check_writable)
+    r = run_cli(capsys, "run", study, "--executor", "debug", "--skip-sanity", "--no-fit-check")
+    assert r.code == 2 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and ids[0] in last and "Permission denied" in last, last
+    assert "resume" not in last and str(locked) in last
+    assert "1 refused" in r.stdout
+    assert _status(capsys, study)[ids[1]]["state"] == "done"  # the others trained all the same

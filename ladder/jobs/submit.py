@@ -132,7 +132,9 @@ def _writable(sd: layout.StudyDir, chosen: list[RunSpec], refused: dict[str, str
                 os.close(os.open(rd.lock, os.O_RDWR))
         except OSError as exc:
             place = exc.filename if exc.filename and os.path.lexists(exc.filename) else rd.path
-            refused[spec.run_id] = f"cannot write {place} ({exc.strerror}): fix its permissions, then submit again"
+            refused[spec.run_id] = (
+                f"cannot write {place} ({exc.strerror}): fix its permissions, then run the same command again"
+            )
             continue
         kept.append(spec)
     return kept
