@@ -12,6 +12,7 @@ import pytest
 
 from ladder import layout
 from tests import hero_fixture as hf
+from tests.cli_helpers import run_cli
 
 
 def _fake_study(
@@ -291,10 +292,9 @@ def test_a_batch_law_missing_for_want_of_an_lr_minimum_does_not_say_the_batches_
     assert "fewer than 3 batch sizes" not in (res.batch.reason or ""), res.batch.reason
 
 
-def test_an_lr_optimum_below_the_grid_is_not_bounded_by_minus_infinity(tmp_path):
-    """A rung whose loss keeps falling towards the lowest LR (no minimum) showed its LR* interval as
-    "−∞ – 0.0182": a learning rate is positive; the bound says only that LR* is below 0.0182."""
-
+@pytest.fixture(scope="module")
+def below_the_grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 4-rung LR x batch sweep whose loss keeps falling towards the lowest LR at every rung."""
     rng = np.random.default_rng(0)
 
     def penalty(spec):  # falling towards the lowest LR, as noisy as the CPU runs of re-trial 11
@@ -302,14 +302,34 @@ def test_an_lr_optimum_below_the_grid_is_not_bounded_by_minus_infinity(tmp_path)
         return 0.02 * x - 0.005 * x * x + rng.normal(0, 0.02)
 
     ablations = {"lr_multipliers": [0.5, 1, 2], "batch_multipliers": [0.5, 1, 2]}
-    root = _fake_study(tmp_path / "low", ablations, penalty, sizes=["25K", "35K", "50K", "71K"])
+    return _fake_study(tmp_path_factory.mktemp("low"), ablations, penalty, sizes=["25K", "35K", "50K", "71K"])
+
+
+def test_an_lr_optimum_below_the_grid_is_not_bounded_by_minus_infinity(below_the_grid):
+    """A rung whose loss keeps falling towards the lowest LR (no minimum) showed its LR* interval as
+    "−∞ – 0.0182": a learning rate is positive; the bound says only that LR* is below 0.0182."""
     from ladder.reports.fits.study.fit_json import read_fit_json
 
+    root = below_the_grid
     scales = read_fit_json(layout.StudyDir(root).fit).hparams.scales
     assert [s for s in scales if s.lr is not None and s.lr.ci90 and s.lr.ci90[0] is None], "no one-sided LR bound"
     text = _report_text(root)
     section = text[text.index("Learning rate and batch size") :]
     assert "−∞" not in section, section[section.index("−∞") - 200 : section.index("−∞") + 50]
+
+
+def test_the_rules_lr_above_what_every_rung_found_too_high_is_called_out(below_the_grid, capsys):
+    """Every rung's loss still fell at its lowest LR (0.01), and the recommendation gave the hero the OLMo rule's
+    0.02 with no word beyond "no LR law": an LR the whole ladder measured as too high."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+
+    fit = read_fit_json(layout.StudyDir(below_the_grid).fit)
+    assert fit.recommendation.sources["lr"].startswith("study rule") and fit.recommendation.lr > 0.01
+    said = [w for w in fit.warnings if "every rung's sweep tried" in w and "peak LR" in w]
+    assert len(said) == 1, fit.warnings
+    assert "0.01 at 25K" in said[0] and "0.01 at 71K" in said[0] and "lr_multipliers" in said[0], said[0]
+    out = run_cli(capsys, "fit", below_the_grid).stdout
+    assert "peak LR the study gives the hero" in " ".join(out.split()), out
 
 
 def test_a_batch_transferred_from_one_rung_reads_its_optimum_as_a_count_and_its_sweep_as_whole():

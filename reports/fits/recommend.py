@@ -174,6 +174,39 @@ def _transfer(
     return m * hero_value, ci, text
 
 
+def beyond_every_sweep(hparams: Any | None, what: str, value: float) -> str | None:
+    """A note when every rung that swept ``what`` (``lr`` or ``batch``; two or more) found its optimum beyond the
+    same end of its grid, and ``value`` (the hero's, from the study's rule or setting) lies on the wrong side of
+    what they tried: a peak LR above the lowest LR at which each rung's loss was still falling, say. The rule is
+    then the one choice the ladder measured against; else None."""
+    opts = [
+        (sc.scale, getattr(sc.fit, what))
+        for sc in getattr(hparams, "scales", ()) or ()
+        if sc.fit is not None and getattr(sc.fit, what) is not None
+    ]
+    if len(opts) < 2 or any(o.status == "ok" or not o.grid for _, o in opts):
+        return None  # one rung beyond its grid may be its noise
+    sides = {o.edge_side for _, o in opts}
+    if sides not in ({"low"}, {"high"}):
+        return None
+    low = sides == {"low"}
+    ends = [(scale, min(o.grid) if low else max(o.grid)) for scale, o in opts]
+    if (value <= min(e for _, e in ends)) if low else (value >= max(e for _, e in ends)):
+        return None
+    fmt = format_count if what == "batch" else (lambda x: f"{x:.3g}")
+    name, axis = (
+        ("peak LR", "lr_multipliers (or lr)") if what == "lr" else ("batch", "batch_multipliers (or batch_tokens)")
+    )
+    end = "lowest" if low else "highest"
+    tried = ", ".join(f"{fmt(e)} at {scale}" for scale, e in ends)
+    return (
+        f"the {name} the study gives the hero, {fmt(value)}, is {'above' if low else 'below'} the {end} {name} "
+        f"every rung's sweep tried ({tried}), and each rung found its optimum beyond that end of its grid: the "
+        f"ladder says {'lower' if low else 'higher'}. Widen ablations.{axis} {'downwards' if low else 'upwards'} "
+        "and fit again before training the hero"
+    )
+
+
 def _extrapolated(trend: Any) -> str:
     """How far a ``Trend`` reaches to the hero, and its 90% interval there: the tail of a source text."""
     text = ""
@@ -379,6 +412,10 @@ def recommend(
             )
             b_ci = None
     batch = round_batch(raw_batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
+    if sources["lr"].startswith("study"):
+        notes += [n for n in [beyond_every_sweep(hparams, "lr", lr)] if n]
+    if sources["batch_tokens"].startswith("study"):
+        notes += [n for n in [beyond_every_sweep(hparams, "batch", batch)] if n]
     if batch != raw_batch and abs(math.log(batch / raw_batch)) > math.log(1.5):
         notes.append(
             f"batch {raw_batch:.4g} tokens rounded to {batch} (batch_min_sequences {t.batch_min_sequences}, "
