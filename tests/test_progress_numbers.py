@@ -249,3 +249,26 @@ def test_plan_writes_sizes_and_compute_in_human_units(capsys):
     said = " ".join(r.stdout.split())
     assert " 23.71K 948.5K 40.0 3.21e11 1.28K " in said and "23,712" not in said, said[:2000]  # the first row
     assert re.search(r"totals: .* \d+(\.\d+)?M tokens", said) and "hero: 800K params" in said, said[-1500:]
+
+
+def test_a_running_runs_eta_is_at_its_wall_clock_rate(tmp_path):
+    """A run's row gave its time left at its rate inside training steps: one whose evaluations and checkpoints took
+    half its wall time said half the time it then took, and less than the study's ETA counted for it."""
+    root = tmp_path / "s"
+    spec = plan_micro(root)[-1]
+    rd = layout.StudyDir(root).run(spec.run_id)
+    half = spec.steps // 2 // spec.log_interval * spec.log_interval
+    recs = [json.loads(x) for x in metrics_lines(spec, half)]
+    wall = 100.0  # seconds for the first half, of which the training steps took 50
+    for rec in recs:
+        if rec["kind"] == "train":
+            rec["tokens_per_s"] = rec["tokens"] / (0.5 * wall * rec["step"] / half)
+            rec["elapsed_s"] = wall * rec["step"] / half
+    rd.metrics.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with run_lock(rd):
+        row = next(r for r in study_status(root) if r.run_id == spec.run_id)
+        assert row.state == "running" and row.elapsed_s == wall
+        left = wall * (spec.steps - half) / half
+        assert abs(row.eta_s - left) < 0.01 * left, (row.eta_s, left)
+        eta = EtaClock(clock=_Clock())
+        assert abs(eta([row]) - left) < 0.01 * left

@@ -166,7 +166,13 @@ def run_status(
     if books.result is not None and isinstance(books.result.get("wall_time_s"), (int, float)):
         elapsed = float(books.result["wall_time_s"])
     per_step = spec.sequences_per_batch * spec.data.seq_len
-    eta = (spec.tokens - done_tokens) / tps if tps and state in LIVE else None
+    eta = None
+    if state in LIVE:  # at the run's own wall-clock rate so far (evaluations and checkpoints take the clock too)
+        spent = books.flops_spent(spec)
+        if isinstance(elapsed, (int, float)) and elapsed > 0 and spent > 0:
+            eta = max(0.0, spec.own_flops - spent) / (spent / elapsed)
+        elif tps:
+            eta = (spec.tokens - done_tokens) / tps
     rec = job_records.latest(book, spec.run_id)
     problems = [
         f"{layout.METRICS} line {n}: {what}" if n else f"{layout.METRICS}: {what}"
@@ -292,8 +298,8 @@ def _flops_per_token(r: RunStatus) -> float | None:
 
 
 def seconds_left(rows: list[RunStatus], slots: int) -> float | None:
-    """The wall time the study's unfinished runs need (their FLOPs left at :func:`rate_law`'s rate for their size),
-    spread over ``slots`` runs at once, and never less than its longest run needs. 0 when nothing is left; None
+    """The wall time the study's unfinished runs need (their FLOPs left at :func:`rate_law`'s rate for their size; a
+    running run at its own rate so far, as its row's ETA), spread over ``slots`` runs at once, and never less than its longest run needs. 0 when nothing is left; None
     when no run has shown a rate yet (or no run knows its FLOPs)."""
     left = [r for r in rows if r.state not in FINAL and r.flops_planned - r.flops_spent > 0]
     if not left:
@@ -307,7 +313,9 @@ def seconds_left(rows: list[RunStatus], slots: int) -> float | None:
         per_token = _flops_per_token(r)
         if per_token is None:
             return None
-        times.append((r.flops_planned - r.flops_spent) / math.exp(a + b * math.log(per_token)))
+        own = r.state == "running" and r.elapsed_s and r.flops_spent > 0  # its own rate so far: the row's ETA
+        rate = r.flops_spent / r.elapsed_s if own else math.exp(a + b * math.log(per_token))
+        times.append((r.flops_planned - r.flops_spent) / rate)
     return max(sum(times) / max(1, slots), max(times))
 
 
