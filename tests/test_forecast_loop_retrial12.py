@@ -188,3 +188,26 @@ def test_hero_at_a_point_no_freeze_holds_says_how_to_freeze_it(budgets, tmp_path
     r = run_cli(capsys, "hero", study, "--params", "300K", "--tokens", "6M")
     assert "no frozen forecast at this run" not in r.stdout
     assert _frozen_line(r.stdout).group(5).strip() == "--predict 300K:6M", r.stdout
+
+
+def _runs_tile(page: str) -> str:
+    """The headline's Runs tile: its count and words."""
+    return re.search(r"Runs (\d+ / \d+ .*?) Recommended hero configuration", page).group(1)
+
+
+def test_a_hero_planned_or_trained_after_the_last_collect_is_no_pending_rung_in_the_report(study, capsys):
+    """`ladder hero` then `ladder report` (no collect between): "Runs 6 / 7 of the ladder's runs done; 1 pending",
+    the hero counted as a rung of the ladder; trained and scored, still "1 pending" beside its scored loss."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    tile = _runs_tile(_page(study))
+    assert tile.startswith("6 / 6 all the ladder's runs done; besides, 1 hero run ("), tile
+    spec = hero_spec(study)
+    train(layout.StudyDir(study), spec, 3.5)
+    assert run_cli(capsys, "forecast", "score", study).code == 0
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    page = _page(study)
+    assert _runs_tile(page).startswith("6 / 6 all the ladder's runs done; besides, 1 hero run (done)"), page[:2000]
+    row = re.search(rf"{spec.run_id} hero .*? (\d\.\d+|—) (\d\.\d+|—) (done|pending|planned) ", page)
+    assert row and row.groups() == ("3.5350", "3.5000", "done"), row and row.group(0)

@@ -260,6 +260,9 @@ def _merge_planned(
         err = _read_json(rd.error, problems, f"runs/{run_id}/{layout.ERROR}")
         shape = mapping(spec.get("shape"))
         status = "failed" if err or (isinstance(res, dict) and res.get("status") == "failed") else "pending"
+        hero_done = done_now and str(spec.get("role") or "").strip().lower() == "hero"
+        if hero_done:  # never fitted: done is done (what `forecast score` scored), collected or not
+            status = "done"
         reason = None
         if isinstance(err, dict):
             reason = f"{err.get('error_type') or 'error'}: {err.get('message') or ''}".strip()
@@ -269,6 +272,8 @@ def _merge_planned(
             {
                 "run_id": run_id,
                 "variant": spec.get("variant", "?"),
+                # a hero planned after the last collect is a hero run, never a pending rung of the ladder
+                "role": str(spec.get("role") or "rung"),
                 "scale": str((mapping(spec.get("axes"))).get("budget", (mapping(spec.get("axes"))).get("size", ""))),
                 "d_model": shape.get("d_model"),
                 "n_layers": shape.get("n_layers"),
@@ -282,6 +287,11 @@ def _merge_planned(
                 "lr": spec.get("lr"),
                 "steps": spec.get("steps"),
                 "status": status,
+                **(
+                    {k: res.get(k) for k in ("final_train_loss", "final_eval_loss")} | {"loss": res.get("final_eval_loss")}
+                    if hero_done
+                    else {}
+                ),
                 "reason": reason,
                 "_from_error": bool(err),
             }
