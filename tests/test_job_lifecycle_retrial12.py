@@ -238,3 +238,49 @@ def test_ladder_run_names_a_run_folder_it_cannot_write_not_resume(planned, capsy
     assert "resume" not in last and str(locked) in last
     assert "1 refused" in r.stdout
     assert _status(capsys, study)[ids[1]]["state"] == "done"  # the others trained all the same
+
+
+# ---- new: `ladder cancel` while a local worker's run prepares its data -------------------------------------------
+
+_SLOW_SETUP_WORKER = textwrap.dedent(
+    """
+    import signal, sys, time
+    import ladder.model.training.loop as loop
+
+    signal.signal(signal.SIGTERM, lambda *a: None)  # what submitit's job environment does with SIGTERM ("bypass")
+    real = loop.resolve_data
+
+    def slow(*a, **k):  # a data preparation that takes its time (a fresh cache, a big corpus)
+        print("preparing", flush=True)
+        time.sleep(float(sys.argv[3]))
+        return real(*a, **k)
+
+    loop.resolve_data = slow
+    from ladder.jobs.on_node import WorkerJob
+
+    print(WorkerJob(sys.argv[1], [sys.argv[2]])(), flush=True)
+    """
+)
+
+
+def test_cancel_while_a_local_workers_run_prepares_its_data_stops_it(planned, capsys):
+    """`ladder cancel S` said "cancelled 1 run" while the run's worker prepared its data, and the run trained to its
+    end: submitit only logs a SIGTERM, and the trainer had not yet taken the signal over."""
+    study, ids = planned(sizes=("4K",))
+    worker = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_SETUP_WORKER, str(study), ids[0], "20"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert worker.stdout.readline().strip() == "preparing"
+        _record_local_job(study, ids[0], worker.pid)
+        assert _status(capsys, study)[ids[0]]["state"] == "running"
+        r = run_cli(capsys, "cancel", study)
+        assert r.code == 0 and f"cancelled 1 run: {ids[0]}" in r.stdout, r.stdout + r.stderr
+        out, _ = worker.communicate(timeout=10)  # before: the 20 s of data, then the whole run
+        assert worker.returncode == 0 and "cancelled" in out, out
+    finally:
+        worker.kill()
+        worker.wait()
+    row = _status(capsys, study)[ids[0]]
+    assert row["state"] == "cancelled" and row["tokens_done"] == 0 and row["error"] is None, row
+    assert not (study / "runs" / ids[0] / layout.ERROR).exists()

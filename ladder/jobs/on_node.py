@@ -15,11 +15,13 @@ interrupted, or cancelled with its cancelled trunk.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import socket
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +131,9 @@ class WorkerJob(submitit.helpers.Checkpointable):
             if run_id in outcomes:  # settled by _waits (a cancelled trunk)
                 continue
             try:
-                outcomes[run_id] = run_one(sd.run(run_id).path, threads=self.threads).get("status")
-            except Preempted:
+                with _sigterm_stops_the_run():
+                    outcomes[run_id] = run_one(sd.run(run_id).path, threads=self.threads).get("status")
+            except (Preempted, StoppedBeforeTraining):
                 if is_cancelled(sd, run_id):  # `ladder cancel` stopped this run: go on with the queue
                     outcomes[run_id] = "cancelled"
                     continue
@@ -157,6 +160,36 @@ class WorkerJob(submitit.helpers.Checkpointable):
                     rec.cancelled = True
             outcomes[spec.run_id] = f"cancelled: its trunk {trunk} was cancelled"
         return False
+
+
+class StoppedBeforeTraining(KeyboardInterrupt):
+    """SIGTERM (``ladder cancel``) reached a local worker while its run was not in its training loop yet (preparing
+    its data, building its model, loading its checkpoint): nothing trained since its last checkpoint, so it stops
+    at once. An interrupt, not an error: the run is not booked as failed."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    """While a local worker's run sets up, SIGTERM stops it. submitit's job environment only logs a SIGTERM
+    ("bypass"): one that `ladder cancel` sent before the trainer took the signal over (its data being prepared, a
+    minute on a fresh cache) was lost, and the cancelled run trained to its end. Inside the training loop the
+    trainer's own handler takes SIGTERM as ever (a checkpoint at the step boundary, then ``Preempted``)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise StoppedBeforeTraining(signum)
+
+    stop.raises_interrupt = True  # type: ignore[attr-defined]  # the trainer's SignalTrap.chain does not call it
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def _finished(sd: layout.StudyDir, run_id: str) -> bool:
