@@ -54,6 +54,18 @@ class RunOutcome:
         }
 
 
+def eval_line(res: dict, tasks: list[str] | None) -> str:
+    """The eval stage's line from :func:`ladder.jobs.submit.submit_evals`'s answer. A study run again after its
+    evaluations said "0 runs evaluated", as if lm-eval had been skipped or had failed."""
+    what = ", ".join(tasks) if tasks else "the shipped offline tasks"
+    failed = res.get("failed") or {}
+    if not res["evaluated"] and not failed:
+        return f"eval: nothing to evaluate: every finished run already has its lm-eval results ({what})"
+    return f"eval: {len(res['evaluated'])} runs evaluated with lm-eval ({what})" + (
+        f", {len(failed)} failed" if failed else ""
+    )
+
+
 def _say(log: Callable[[str], None] | None, msg: str) -> None:
     if log:
         log(msg)
@@ -181,12 +193,7 @@ def run_study(
             include_path=Path(ev.include_path) if ev.include_path else None,
         )
         outcome.eval_failures = dict(res.get("failed") or {})
-        _say(
-            log,
-            f"eval: {len(res['evaluated'])} runs evaluated with lm-eval "
-            f"({', '.join(ev.tasks) if ev.tasks else 'the shipped offline tasks'})"
-            + (f", {len(outcome.eval_failures)} failed" if outcome.eval_failures else ""),
-        )
+        _say(log, eval_line(res, ev.tasks))
         outcome.stages.append("eval")
 
     collected = collect(study_dir)

@@ -108,3 +108,14 @@ def test_a_limit_lm_eval_would_truncate_or_overflow_is_refused(tmp_path, capsys,
 
     plan_micro(tmp_path / "study")
     one_line(run_cli(capsys, "eval", tmp_path / "study", "--limit", limit), "--limit", "whole number")
+
+
+def test_the_main_jobs_eval_line_says_when_every_run_was_evaluated_before():
+    """`ladder run` of a study whose runs all had their lm-eval results said "eval: 0 runs evaluated with lm-eval",
+    as if the evaluations had been skipped or had failed."""
+    from ladder.pipeline import eval_line
+
+    again = eval_line({"evaluated": [], "failed": {}}, None)
+    assert "0 runs" not in again and "already has its lm-eval results" in again, again
+    assert eval_line({"evaluated": ["a", "b"], "failed": {}}, ["t"]) == "eval: 2 runs evaluated with lm-eval (t)"
+    assert eval_line({"evaluated": [], "failed": {"a": "why"}}, None).endswith(", 1 failed")
