@@ -211,3 +211,12 @@ def test_a_hero_planned_or_trained_after_the_last_collect_is_no_pending_rung_in_
     assert _runs_tile(page).startswith("6 / 6 all the ladder's runs done; besides, 1 hero run (done)"), page[:2000]
     row = re.search(rf"{spec.run_id} hero .*? (\d\.\d+|—) (\d\.\d+|—) (done|pending|planned) ", page)
     assert row and row.groups() == ("3.5350", "3.5000", "done"), row and row.group(0)
+
+
+def test_the_moved_heros_note_tells_two_tokens_per_param_apart(fitted, capsys):
+    """`hero --params 400K --tokens 8003200`: "taken at its 20, where ... at the study hero's 20"."""
+    r = run_cli(capsys, "hero", fitted, "--params", "400K", "--tokens", "8003200", "--dry-run")
+    assert r.code == 0, r.stderr
+    note = next(line for line in r.stdout.splitlines() if line.startswith("note: forecast:"))
+    m = re.search(rf"taken at its ({NUMBER}), where .* the study hero's ({NUMBER}),", note)
+    assert m and m.group(1) != m.group(2), note

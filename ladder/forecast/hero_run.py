@@ -152,11 +152,12 @@ def _refit_note(current: CurrentFit, n: float, d: float) -> str:
             f"forecast: {at}, the study hero's {study_ratio:.3g} tokens/param: the forecast `ladder forecast freeze "
             f"--predict` and `ladder fit --predict` give this point"
         )
+    digits = next((k for k in range(3, 10) if f"{ratio:.{k}g}" != f"{study_ratio:.{k}g}"), 10)  # 20.008, not 20
     return (
         f"forecast: {at}: what depends on the target's tokens/param (the law forms fitted at it, the rollout that "
-        f"weighs the forms and calibrates the interval) is taken at its {ratio:.3g}, where `ladder forecast freeze "
-        f"--predict` and `ladder fit --predict` take it at the study hero's {study_ratio:.3g}, so their forecasts of "
-        "this point can differ; `ladder forecast score` scores the frozen one"
+        f"weighs the forms and calibrates the interval) is taken at its {ratio:.{digits}g}, where `ladder forecast "
+        f"freeze --predict` and `ladder fit --predict` take it at the study hero's {study_ratio:.{digits}g}, so their "
+        "forecasts of this point can differ; `ladder forecast score` scores the frozen one"
     )
 
 
