@@ -137,6 +137,15 @@ def headline(ctx: Builder) -> Section:
         if rec is not None and tie_call is not None and tie_call.winner == ("tied" if tied else "untied")
         else None
     )
+    rec_flops = rec and getattr(rec, "flops", None)
+    compute_source = src.get("compute", "")
+    if ok(rec_flops) and pos(hero_c) and fmt_flops(rec_flops) != fmt_flops(hero_c):
+        # the ladder cost's tile divides by the forecast's hero point: say why this row's figure is not that one
+        compute_source = (
+            f"this run's exact FLOPs: its {fmt_int(tokens)} tokens are whole steps of its batch; the forecast's "
+            f"hero point, {fmt_int(first(hero.tokens, plan_hero.get('tokens')))} tokens, which the ladder cost is a "
+            f"share of, is {fmt_flops(hero_c)} FLOPs"
+        )
     config = [
         (
             "Parameters",
@@ -151,7 +160,7 @@ def headline(ctx: Builder) -> Section:
         ),
         # the recommended run's own exact FLOPs, as its params and tokens above and `ladder hero` give them (the
         # fit's hero point may ask for tokens the run rounds to whole steps: 320K -> 319.7K)
-        ("Compute", f"{fmt_flops(first(rec and getattr(rec, 'flops', None), hero_c))} FLOPs", src.get("compute", "")),
+        ("Compute", f"{fmt_flops(first(rec_flops, hero_c))} FLOPs", compute_source),
         ("Shape", shape, src.get("shape", src.get("aspect_ratio", ""))),
         ("Feed-forward / vocabulary", f"{fmt_int(ffn)} / {fmt_int(vocab)}", ""),
         ("Tied embeddings", fmt_bool(tied) + (f" ({doubt})" if doubt else ""), src.get("tied", "")),

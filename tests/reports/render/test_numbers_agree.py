@@ -370,3 +370,19 @@ def test_the_law_forms_weights_have_the_digits_ladder_fit_prints(tmp_path):
         assert f" {w} " in f" {table} ", (w, table)
     # no one-decimal weight beside the others (a percentage, such as the track record's 0.6%, is no weight)
     assert not re.search(r"(?<![\d.])0\.[1-9](?![\d%])", table), table
+
+
+def test_the_recommended_runs_compute_says_why_it_is_not_the_cost_tiles(tmp_path):
+    """The main job's headline: "Ladder cost 27.5% of the hero's compute (2.63e13 of 9.58e13 FLOPs)" and, in the
+    recommended configuration, "Compute 9.59e13 FLOPs" with no word: the run rounds its tokens to whole steps
+    (16M -> 16.01M) and its shape to 803K parameters, and the cost is a share of the forecast's hero point."""
+    from ladder.reports.render.fmt import fmt_flops
+    from tests.hero_fixture import make_ladder
+
+    # a hero whose run, in whole steps, shows other digits than the forecast's point (most heroes do not)
+    ctx = Builder(load_study(make_ladder(tmp_path / "s", n_boot=10, hero="594K")))
+    rec, hero = ctx.fit_json.recommendation, ctx.fit_json.hero
+    assert fmt_flops(rec.flops) != fmt_flops(hero.compute), "the fixture's hero needs no rounding: nothing to test"
+    head = _texts(headline(ctx))
+    assert f"of {fmt_flops(hero.compute)} FLOPs" in head and f"{fmt_flops(rec.flops)} FLOPs" in head
+    assert "the forecast's hero point" in head and f"is {fmt_flops(hero.compute)} FLOPs" in head, head
