@@ -284,3 +284,19 @@ def test_cancel_while_a_local_workers_run_prepares_its_data_stops_it(planned, ca
     row = _status(capsys, study)[ids[0]]
     assert row["state"] == "cancelled" and row["tokens_done"] == 0 and row["error"] is None, row
     assert not (study / "runs" / ids[0] / layout.ERROR).exists()
+
+
+# ---- new: the debug executor's submit, once its runs have trained ------------------------------------------------
+
+
+def test_a_debug_submit_says_its_runs_trained_not_to_watch_them(planned, capsys):
+    """`ladder submit S --executor debug` trained every run in the command, then said "1 submitted, 0 skipped;
+    follow with `ladder status S --watch`": advice to watch runs that had all ended, and not a word of how each
+    ended."""
+    study, ids = planned(sizes=("4K",))
+    r = run_cli(capsys, "submit", study, "--executor", "debug")
+    assert r.code == 0, r.stderr
+    assert f"submitted {ids[0]} (debug, job debug-" in r.stdout and "): done" in r.stdout, r.stdout
+    assert "--watch" not in r.stdout and "trained in this process" in r.stdout, r.stdout
+    again = run_cli(capsys, "submit", study, "--executor", "debug")  # nothing trained now: nothing said of it
+    assert "0 submitted, 1 skipped" in again.stdout and "trained in this process" not in again.stdout

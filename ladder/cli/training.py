@@ -197,12 +197,23 @@ def submit(
             raise typer.Exit(1)
         return
     for run_id in result.submitted:
-        out.print(f"submitted {run_id} ({ex.kind}, job {','.join(result.job_ids.get(run_id, []))})")
+        # the debug executor trained it already: its outcome in a word (a failure's error follows on stderr)
+        ended = str(result.results[run_id]).split(":")[0] if run_id in result.results else None
+        out.print(
+            f"submitted {run_id} ({ex.kind}, job {','.join(result.job_ids.get(run_id, []))})"
+            + (f": {escape(ended)}" if ended else "")
+        )
     for run_id, why in result.skipped.items():
         out.print(f"[dim]skipped {run_id}: {escape(why)}[/]")
-    out.print(
-        f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; follow with `ladder status {escape(layout.shell_word(study_dir))} --watch`"
+    shown = escape(layout.shell_word(study_dir))
+    # "follow with `ladder status S --watch`" after the debug executor had trained every run, in this process, was
+    # advice to watch what had ended
+    then = (
+        f"trained in this process, one after another: `ladder status {shown}` shows them"
+        if ex.kind == "debug" and result.submitted
+        else f"follow with `ladder status {shown} --watch`"
     )
+    out.print(f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; {then}")
     for run_id, state in not_done.items():
         err.print(
             f"[red]{run_id}[/]: {escape(state)} (`ladder status {escape(layout.shell_word(study_dir))}` shows its error)",
