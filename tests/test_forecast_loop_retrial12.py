@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ladder import layout
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 from tests.hero_fixture import hero_spec, make_ladder, train
 
 NUMBER = r"\d+(?:\.\d+)?"
@@ -220,3 +220,15 @@ def test_the_moved_heros_note_tells_two_tokens_per_param_apart(fitted, capsys):
     note = next(line for line in r.stdout.splitlines() if line.startswith("note: forecast:"))
     m = re.search(rf"taken at its ({NUMBER}), where .* the study hero's ({NUMBER}),", note)
     assert m and m.group(1) != m.group(2), note
+
+
+def test_score_refuses_run_with_loss_instead_of_ignoring_run(study, capsys):
+    """`forecast score S --run SEED1 --loss 3.4` scored --loss against the frozen hero and dropped --run without a
+    word."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    run_id = hero_spec(study).run_id
+    before = (study / "forecast.json").read_bytes()
+    r = run_cli(capsys, "forecast", "score", study, "--run", run_id, "--loss", "3.4")
+    one_line(r, f"--run {run_id} with --loss", "nothing was scored")
+    assert (study / "forecast.json").read_bytes() == before

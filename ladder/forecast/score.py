@@ -409,6 +409,11 @@ def score_study(
     sd = layout.StudyDir(Path(study_dir))
     if loss is not None and curve is not None:
         raise SpecError("give --loss or --curve, not both")
+    if loss is not None and run_id is not None:  # --loss is a hero trained elsewhere: the run would be ignored
+        raise SpecError(
+            f"--run {run_id} with --loss: --loss scores a hero trained elsewhere at the frozen hero's point, never a "
+            "run of the study; give --run alone (its own final loss or curve) or --loss alone, nothing was scored"
+        )
     given = f"{loss:g}" if loss is not None and float(f"{loss:g}") == loss else repr(loss)  # 100.0001, not 100
     if loss is not None and not (math.isfinite(loss) and loss > 0):
         raise SpecError(f"--loss {given}: must be a positive loss in nats/token")
