@@ -164,7 +164,7 @@ class WandbTracker:
         kwargs = dict(project=cfg.project or "ladder", entity=cfg.entity, group=cfg.group or spec.study,
                       name=run_name(spec), id=self.id, resume="allow", dir=str(_where(run, cfg) or run.path),
                       config=config, tags=list(cfg.tags) or None, job_type="ladder", reinit="finish_previous",
-                      allow_val_change=True)  # fmt: skip
+                      allow_val_change=True, settings=wandb.Settings(quiet=True))  # fmt: skip
         Path(kwargs["dir"]).mkdir(parents=True, exist_ok=True)
         try:
             self.wb = wandb.init(**kwargs)

@@ -168,11 +168,13 @@ def json_spec(run: Path):
     return RunSpec.model_validate_json((run / "spec.json").read_text())
 
 
-def test_wandb_falls_back_to_offline_when_it_cannot_reach_the_server(tmp_path, monkeypatch):
+def test_wandb_falls_back_to_offline_when_it_cannot_reach_the_server(tmp_path, monkeypatch, capfd):
+    """... and says so in a few lines: W&B's own run history and summary (about 40 lines a run, in the middle of
+    `ladder run`'s progress when runs train in its process) are not printed."""
     import wandb
 
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.delenv("WANDB_SILENT", raising=False)
     real, modes = wandb.init, []
 
     def init(**kwargs):
@@ -186,6 +188,9 @@ def test_wandb_falls_back_to_offline_when_it_cannot_reach_the_server(tmp_path, m
     assert train(run, dataset=tiny_data())["status"] == "done"
     assert modes == [None, "offline"]
     assert len(list((run / "wandb").glob("offline-run-*/*.wandb"))) == 1
+    said = capfd.readouterr()
+    lines = [line for line in (said.out + said.err).splitlines() if line.startswith("wandb:")]
+    assert len(lines) <= 5 and not any("Run history" in line for line in lines), "\n".join(lines)
 
 
 class _Broken:
