@@ -300,3 +300,22 @@ def test_a_debug_submit_says_its_runs_trained_not_to_watch_them(planned, capsys)
     assert "--watch" not in r.stdout and "trained in this process" in r.stdout, r.stdout
     again = run_cli(capsys, "submit", study, "--executor", "debug")  # nothing trained now: nothing said of it
     assert "0 submitted, 1 skipped" in again.stdout and "trained in this process" not in again.stdout
+
+
+# ---- new: submit right after cancel, while the run still stops -------------------------------------------------
+
+
+def test_submit_right_after_cancel_says_the_run_is_stopping_not_alive(planned, capsys):
+    """`ladder cancel S; ladder submit S`: "skipped X: running (job alive)", as if the cancel had not worked."""
+    study, ids = planned()
+    holder = _hold_lock(study / "runs" / ids[0])
+    try:
+        _record_local_job(study, ids[0], holder.pid)
+        assert run_cli(capsys, "cancel", study).code == 0
+        r = run_cli(capsys, "submit", study, "--executor", "local", "--run", ids[0], "--json")
+        assert r.code == 0 and r.json()["submitted"] == [], r.stdout + r.stderr
+        why = r.json()["reasons"][ids[0]]
+        assert "stopping after `ladder cancel`" in why and "job alive" not in why, why
+    finally:
+        holder.kill()
+        holder.wait()

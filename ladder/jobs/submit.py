@@ -75,6 +75,9 @@ def _only(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) 
     return [s for s in specs if s.run_id in set(run_ids)]
 
 
+_LIVE = job_records.JobRecord(executor="", job_ids=[], folder="", submitted_at="")  # no record: not cancelled
+
+
 def _select(
     sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None, retry_failed: bool
 ) -> tuple[list[RunSpec], dict[str, str]]:
@@ -93,6 +96,12 @@ def _select(
         state = state_of(spec.run_id)
         if state in ("done", "diverged"):
             skipped[spec.run_id] = state
+        elif state in ("queued", "running") and (job_records.latest(book, spec.run_id) or _LIVE).cancelled:
+            # "running (job alive)", said right after `ladder cancel`, read as if the cancel had failed
+            skipped[spec.run_id] = (
+                "still stopping after `ladder cancel` (writing its checkpoint): submit again once "
+                f"`ladder status {layout.shell_word(sd.path)}` shows it cancelled"
+            )
         elif state in ("queued", "running"):
             skipped[spec.run_id] = f"{state} (job alive)"
         elif state == "failed" and not retry_failed and not _never_started(sd, spec):
