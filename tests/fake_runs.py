@@ -101,12 +101,13 @@ def partial(sd: layout.StudyDir, spec: RunSpec, steps: int, *, checkpoint: bool 
     return rd
 
 
-def record_job(sd: layout.StudyDir, run_id: str, *, cancelled: bool) -> None:
+def record_job(sd: layout.StudyDir, run_id: str, *, cancelled: bool, job_id: str = "999999999") -> None:
+    """A local job for the run in jobs.json; ``job_id`` a live process id makes the run ``queued``."""
     with job_records.editing(sd) as book:
         book.setdefault(run_id, []).append(
             job_records.JobRecord(
                 executor="local",
-                job_ids=["999999999"],
+                job_ids=[job_id],
                 folder="submitit/local/%j",
                 submitted_at=job_records.now(),
                 cancelled=cancelled,

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+
+import pytest
 
 from ladder import layout
 from ladder.books.run_lock import run_lock
 from ladder.books.run_status import EtaClock, study_status
 from tests.cli_helpers import run_cli
-from tests.fake_runs import done_result, metrics_lines, plan_micro, status_row
+from tests.fake_runs import done_result, metrics_lines, plan_micro, record_job, status_row
 
 
 def test_status_shows_the_throughput_result_json_gives(tmp_path, capsys):
@@ -103,6 +106,8 @@ def _simulate(root, flops_per_s, poll_s: float, eta_at, largest_first: bool = Fa
     rate = flops_per_s if callable(flops_per_s) else (lambda spec: flops_per_s)
     specs = plan_micro(root)
     sd = layout.StudyDir(root)
+    for s in specs:  # submitted, as `ladder run` does before it waits: queued until they run
+        record_job(sd, s.run_id, cancelled=False, job_id=str(os.getpid()))
     order = sorted(specs, key=lambda s: -s.own_flops) if largest_first else specs
     spans, t0 = {}, 0.0
     for s in order:
@@ -272,3 +277,26 @@ def test_a_running_runs_eta_is_at_its_wall_clock_rate(tmp_path):
         assert abs(row.eta_s - left) < 0.01 * left, (row.eta_s, left)
         eta = EtaClock(clock=_Clock())
         assert abs(eta([row]) - left) < 0.01 * left
+
+
+def test_a_one_shot_status_gives_the_studys_eta_as_the_watch_does(tmp_path, capsys):
+    """`ladder status` showed each run's ETA but the study's only with --watch (its clock needed two polls); the
+    study's time left counts the runs that will run without another command, not the ones never submitted."""
+    root = tmp_path / "s"
+    spec = plan_micro(root)[-1]
+    rd = layout.StudyDir(root).run(spec.run_id)
+    half = spec.steps // 2 // spec.log_interval * spec.log_interval
+    recs = [json.loads(x) for x in metrics_lines(spec, half)]
+    for rec in recs:
+        if rec["kind"] == "train":
+            rec["elapsed_s"] = 600.0 * rec["step"] / half
+    rd.metrics.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with run_lock(rd):
+        data = run_cli(capsys, "status", root, "--json").json()
+        (row,) = [r for r in data["runs"] if r["state"] == "running"]
+        assert data["totals"]["eta_s"] == pytest.approx(row["eta_s"])  # the planned runs are not submitted
+        assert row["eta_s"] == pytest.approx(600.0 * (spec.steps - half) / half, rel=0.01)
+        human = run_cli(capsys, "status", root).stdout
+        assert "; ETA 10.0m" in " ".join(human.split()), human
+    data = run_cli(capsys, "status", root, "--json").json()  # nothing runs: no time left to give
+    assert data["totals"]["eta_s"] is None and "; ETA" not in run_cli(capsys, "status", root).stdout

@@ -298,10 +298,13 @@ def _flops_per_token(r: RunStatus) -> float | None:
 
 
 def seconds_left(rows: list[RunStatus], slots: int) -> float | None:
-    """The wall time the study's unfinished runs need (their FLOPs left at :func:`rate_law`'s rate for their size; a
-    running run at its own rate so far, as its row's ETA), spread over ``slots`` runs at once, and never less than its longest run needs. 0 when nothing is left; None
-    when no run has shown a rate yet (or no run knows its FLOPs)."""
-    left = [r for r in rows if r.state not in FINAL and r.flops_planned - r.flops_spent > 0]
+    """The wall time the study's unfinished runs need: their FLOPs left at :func:`rate_law`'s rate for their size
+    (a running run at its own rate so far, as its row's ETA), spread over ``slots`` runs at once, and never less
+    than its longest run needs. The runs counted are those queued, running or waiting for their trunk: a planned
+    or interrupted run waits for a submit. 0 when nothing is left; None when no run has shown a rate yet (or no
+    run knows its FLOPs)."""
+    # what will run without another command: a planned or interrupted run waits for a submit
+    left = [r for r in rows if r.state in (*LIVE, "waiting") and r.flops_planned - r.flops_spent > 0]
     if not left:
         return 0.0
     law = rate_law(rows)

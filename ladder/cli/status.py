@@ -225,7 +225,7 @@ def status(
     command that repairs it is named); a failed, diverged, corrupt or damaged run shows its error, and a run whose
     files had lines to skip shows them. A finished run shows the losses of its result.json. Totals follow the
     table, with the FLOPs spent by every run (a branch: its own steps)."""
-    from ladder.books.run_status import study_status, totals, wait
+    from ladder.books.run_status import LIVE, EtaClock, study_status, totals, wait
 
     given, interval = interval is not None, 2.0 if interval is None else interval
     # at most a day between refreshes: a bigger one (1e308) is a typo, and time.sleep overflows on it
@@ -243,11 +243,13 @@ def status(
     else:
         rows = wait(study_dir, poll_s=interval) if watch else study_status(study_dir)
         _warn_of_damaged_jobs(study_dir)
+        # the study's time left, as `ladder run` and --watch give it, while something runs or waits its turn
+        eta_s = EtaClock()(rows) if any(r.state in LIVE for r in rows) else None
         if as_json:
-            print_json({"runs": [r.to_dict() for r in rows], "totals": totals(rows)})
+            print_json({"runs": [r.to_dict() for r in rows], "totals": {**totals(rows), "eta_s": eta_s}})
         else:
             out.print(status_table(rows, f"status: {study_dir}"))
-            out.print(totals_line(totals(rows)))
+            out.print(totals_line(totals(rows), eta_s))
     bad = [r.run_id for r in rows if r.state in FAILED]
     if check and bad:
         err.print(f"[red]{len(bad)} runs failed, diverged, are corrupt or damaged[/]: {', '.join(bad)}")
