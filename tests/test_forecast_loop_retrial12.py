@@ -232,3 +232,31 @@ def test_score_refuses_run_with_loss_instead_of_ignoring_run(study, capsys):
     r = run_cli(capsys, "forecast", "score", study, "--run", run_id, "--loss", "3.4")
     one_line(r, f"--run {run_id} with --loss", "nothing was scored")
     assert (study / "forecast.json").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "name, text, where",
+    [
+        ("nan.csv", "tokens,eval_loss\n4000000,3.9\n5000000,nan\n", "line 3"),
+        ("na.csv", "tokens,eval_loss\n4000000,3.9\n5000000,NA\n", "line 3"),
+        ("nan.jsonl", '{"tokens": 4000000, "eval_loss": 3.9}\n{"tokens": 5000000, "eval_loss": NaN}\n', "record 2"),
+    ],
+)
+def test_a_curve_whose_loss_turns_nan_is_refused_not_scored_up_to_it(study, tmp_path, capsys, name, text, where):
+    """A hero curve that ends in NaN (a diverged run) was scored from the point before it: "partial at 50%: heads
+    for 3.303", the NaN row dropped as if it had no loss."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    before = (study / "forecast.json").read_bytes()
+    curve = tmp_path / name
+    curve.write_text(text)
+    r = run_cli(capsys, "forecast", "score", study, "--curve", curve)
+    one_line(r, where, "column eval_loss", "nothing was scored")
+    assert (study / "forecast.json").read_bytes() == before
+    # an empty cell (a CSV row of another record) or null is still a row without a loss
+    curve.write_text(
+        "tokens,eval_loss\n4000000,3.9\n5000000,\n"
+        if name.endswith(".csv")
+        else '{"tokens": 4000000, "eval_loss": 3.9}\n{"tokens": 5000000, "eval_loss": null}\n'
+    )
+    r = run_cli(capsys, "forecast", "score", study, "--curve", curve)
+    assert r.code == 0 and "partial at 50%" in r.stdout, (r.stdout, r.stderr)

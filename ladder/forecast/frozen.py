@@ -361,7 +361,11 @@ def _curve_records(path: Path) -> list[dict]:
     if bad:
         n, why = bad[0]
         raise SpecError(f"--curve {path}: line {n} is {why}; fix or remove it")
-    return found.records
+    # a NaN written as such (a diverged run's loss) is a value to refuse, not a missing one (null) to skip
+    return [
+        {k: "NaN" if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} if isinstance(r, dict) else r
+        for r in found.records
+    ]
 
 
 class CurvePoint(NamedTuple):
@@ -474,7 +478,9 @@ def read_curve_points(path: str | Path) -> list[CurvePoint]:
         else:
             sep = "\t" if suffix == ".tsv" else ","
             _refuse_repeated_columns(path, sep)
-            df = pd.read_csv(path, sep=sep)
+            # only an empty cell is a row without that value: "nan" (a diverged run's loss) is read as written and
+            # refused below, never dropped as if the row had no loss (the curve before it would be scored)
+            df = pd.read_csv(path, sep=sep, keep_default_na=False, na_values=[""])
     except SpecError:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
