@@ -319,3 +319,34 @@ def test_submit_right_after_cancel_says_the_run_is_stopping_not_alive(planned, c
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_an_eval_worker_killed_outright_is_said_so_not_by_its_logs_last_line(planned, monkeypatch):
+    """kill -9 of a local eval worker: "lm-eval failed: submitit INFO (...) - Loading pickle: ..." (its log's last
+    line), which says nothing of what happened."""
+    from types import SimpleNamespace
+
+    import submitit
+
+    import ladder.jobs.submit as submit
+    import ladder.model.evaluation.results as results
+    from ladder.studies.spec import ExecutorSpec
+
+    study, ids = planned()
+
+    class Killed:
+        job_id = "4242"
+        paths = SimpleNamespace(stderr=study / "submitit" / "eval" / "4242" / "4242_0_log.err")
+
+        def result(self):
+            raise submitit.core.utils.UncompletedJobError(
+                "Job 4242 (task: 0) with path x/4242_0_result.pkl\nhas not produced any output (state: FAILED)\n"
+                "Error stream produced:\n" + "-" * 40 + "\nsubmitit INFO (2026-12-06 10:08:56,501) - Loading pickle: x"
+            )
+
+    monkeypatch.setattr(results, "runs_to_evaluate", lambda *a, **k: [layout.RunDir(study / "runs" / i) for i in ids])
+    monkeypatch.setattr(submit, "_local_executor", lambda *a, **k: SimpleNamespace(submit=lambda *a, **k: Killed()))
+    out = submit.submit_evals(study, ExecutorSpec(kind="local"), tasks=None, include_path=None, limit=2)
+    assert out["evaluated"] == [] and sorted(out["failed"]) == sorted(ids)
+    for why in out["failed"].values():
+        assert "ended without a result" in why and "Loading pickle" not in why and "4242_0_log.err" in why, why

@@ -493,7 +493,11 @@ def submit_evals(
                 try:
                     done = job.result()
                 except Exception as exc:  # noqa: BLE001 - submitit's FailedJobError, UncompletedJobError, ...
-                    why = f"{_last_error_line(str(exc))} (its log: {job.paths.stderr})"
+                    if isinstance(exc, submitit.core.utils.UncompletedJobError):  # its log's last line was submitit's
+                        why = f"its eval worker (job {job.job_id}) ended without a result: killed, or out of memory?"
+                    else:
+                        why = _last_error_line(str(exc))
+                    why = f"{why} (its log: {job.paths.stderr})"
                     out["failed"].update({Path(r).name: why for r in chunk if Path(r).name not in out["results"]})
                     continue
                 out["results"].update(done)
