@@ -350,3 +350,27 @@ def test_an_eval_worker_killed_outright_is_said_so_not_by_its_logs_last_line(pla
     assert out["evaluated"] == [] and sorted(out["failed"]) == sorted(ids)
     for why in out["failed"].values():
         assert "ended without a result" in why and "Loading pickle" not in why and "4242_0_log.err" in why, why
+
+
+@pytest.mark.slow  # the whole main job on one micro run: ~25 s
+def test_ladder_run_names_a_run_whose_eval_failed(tmp_path, tiny_jsonl_corpus, capsys, monkeypatch):
+    """The main job's eval stage: a run whose lm-eval failed was a FailedJobError traceback; it is named with why,
+    the stages after it go on, and the exit is 1."""
+    import yaml
+
+    import ladder.jobs.submit as submit
+    import ladder.reports.render as render
+
+    spec = write_study(tmp_path / "ev.yaml", tiny_jsonl_corpus, name="ev", sizes=("4K",))
+    spec.write_text(yaml.safe_dump({**yaml.safe_load(spec.read_text()), "evals": {"limit": 2}}))
+    study = tmp_path / "ev"
+    r = run_cli(capsys, "plan", spec, "--out", study, "--no-fit-check", "--json")
+    (run_id,) = [run["run_id"] for run in r.json()["runs"]]
+    failed = {run_id: "SafetensorError: header too large (its log: x.err)"}
+    monkeypatch.setattr(submit, "submit_evals", lambda *a, **k: {"evaluated": [], "failed": failed, "results": {}})
+    monkeypatch.setattr(render, "render_report", lambda *a, **k: {})
+    r = run_cli(capsys, "run", study, "--executor", "debug", "--skip-sanity", "--no-fit-check", "--json")
+    assert r.code == 1 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    assert f"{run_id}: lm-eval failed: SafetensorError: header too large" in r.stderr, r.stderr
+    outcome = r.json()
+    assert outcome["eval_failures"] == failed and not outcome["ok"] and "collect" in outcome["stages"]
