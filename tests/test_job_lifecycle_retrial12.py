@@ -192,7 +192,7 @@ def test_an_unwritable_data_cache_is_refused_up_front_and_books_no_failure(plann
     """With LADDER_CACHE under a file, `ladder submit S --executor debug` booked every run "failed" with
     "NotADirectoryError: [Errno 20] Not a directory: '.../cache/tokenizers'" (no word of the cache), and once the
     cache was mended a plain submit skipped them all: "failed (use --retry-failed)", though nothing had trained."""
-    study, ids = planned(sizes=("4K",))
+    study, ids = planned(sizes=("4K",), tokens_per_param=2)  # short runs: this is about the books, not training
     good = os.environ["LADDER_CACHE"]
     a_file = tmp_path / "a-file"
     a_file.write_text("")
@@ -221,7 +221,7 @@ def test_ladder_run_names_a_run_folder_it_cannot_write_not_resume(planned, capsy
     """`ladder run S` with one run's folder unwritable: submit refused that run, `ladder run` trained the others
     and ended "1 runs ended without finishing (X); ... run the same command again to resume them", which refused
     it again, in silence, each time."""
-    study, ids = planned()
+    study, ids = planned(tokens_per_param=2)
     locked = study / "runs" / ids[0]
     real = layout.check_writable
 
@@ -293,7 +293,7 @@ def test_a_debug_submit_says_its_runs_trained_not_to_watch_them(planned, capsys)
     """`ladder submit S --executor debug` trained every run in the command, then said "1 submitted, 0 skipped;
     follow with `ladder status S --watch`": advice to watch runs that had all ended, and not a word of how each
     ended."""
-    study, ids = planned(sizes=("4K",))
+    study, ids = planned(sizes=("4K",), tokens_per_param=2)
     r = run_cli(capsys, "submit", study, "--executor", "debug")
     assert r.code == 0, r.stderr
     assert f"submitted {ids[0]} (debug, job debug-" in r.stdout and "): done" in r.stdout, r.stdout
