@@ -301,6 +301,10 @@ FIT_MIN_DOF = 1
 FIT_RATIO_TOL = 0.10
 FIT_PARAMS = {"chinchilla": 5, "ratio": 3}
 ROLLOUT_MIN_SIZES = FIT_MIN_SIZES + 1
+# how the fit groups runs (ladder.reports.fits.runs.SIZE_TOL, loss_forms.LEVEL_TOL): sizes within 5% are one size,
+# runs within 10% of each other's 6ND one compute level
+FIT_SIZE_TOL = 0.05
+FIT_LEVEL_TOL = 0.10
 
 
 def data_requirements(study: StudySpec) -> list[str]:
@@ -359,6 +363,38 @@ def _ratio_groups(ratios: list[float]) -> int:
     return groups
 
 
+def _group_labels(values: list[float], rtol: float) -> list[int]:
+    """The fit's grouping (ladder.reports.fits.runs.group_labels): values within ``rtol`` of the smallest of their
+    group share a label, 0 for the smallest group, ascending."""
+    labels = [0] * len(values)
+    label, start = -1, -math.inf
+    for i in sorted(range(len(values)), key=lambda j: math.log(values[j])):
+        if math.log(values[i]) - start > math.log1p(rtol):
+            label, start = label + 1, math.log(values[i])
+        labels[i] = label
+    return labels
+
+
+def _rollout_prefixes(runs: list[RunSpec]) -> tuple[str, list[list[RunSpec]]]:
+    """The runs each prefix of the fit's rollout backtest is fitted on (ladder.reports.fits.loss.loss_rollout:
+    prefix_axis, prefix_levels), and the axis it grows by: by compute level (6ND within 10%) when sizes share
+    compute levels (a median of >= 2 sizes per level: budgets of neighbouring sizes line up, or an isoFLOP
+    ladder), else by size. A prefix holds every group below a held-out one and >= 3 sizes."""
+    params = [float(r.params) for r in runs]
+    sizes = _group_labels(params, FIT_SIZE_TOL)
+    levels = _group_labels([6.0 * n * r.tokens for n, r in zip(params, runs)], FIT_LEVEL_TOL)
+    per_level = sorted(len({s for s, lv in zip(sizes, levels) if lv == k}) for k in set(levels))
+    mid = len(per_level) // 2
+    median = per_level[mid] if len(per_level) % 2 else (per_level[mid - 1] + per_level[mid]) / 2
+    axis, groups = ("compute", levels) if median >= 2 else ("size", sizes)
+    prefixes = []
+    for k in range(2, max(groups, default=-1) + 1):
+        prefix = [r for r, g in zip(runs, groups) if g < k]
+        if len({s for s, g in zip(sizes, groups) if g < k}) >= FIT_MIN_SIZES:
+            prefixes.append(prefix)
+    return axis, prefixes
+
+
 def _law_fits(runs: list[RunSpec]) -> bool:
     """Whether some loss-law form can be fitted on these runs (of one variant): >= 3 sizes and either the
     Chinchilla law (>= 2 ratios, >= 6 runs) or an L(C) form (>= 4 runs at one ratio)."""
@@ -407,21 +443,30 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
         )
         if not _law_fits(rs):
             cannot[variant] = have
-        elif len(sizes) < ROLLOUT_MIN_SIZES:
+            continue
+        # the fit's own prefixes: 3 sizes x budgets 4x apart (a wsd trunk's branches) share compute levels and
+        # have a rollout, which the plan denied by counting sizes alone
+        axis, prefixes = _rollout_prefixes(rs)
+        if not prefixes and axis == "size":
             partly.append(
                 f"{have}: no rollout backtest, which needs >= {ROLLOUT_MIN_SIZES} sizes (fit the smaller, "
                 "forecast the larger), so the forecast's interval is not calibrated; add a size"
             )
-        else:
+        elif not prefixes:
+            partly.append(
+                f"{have}: no rollout backtest, which fits the cheapest compute levels (6ND within "
+                f"{100 * FIT_LEVEL_TOL:.0f}%) and forecasts the dearer ones, and needs runs at >= {FIT_MIN_SIZES} "
+                "sizes below the dearest level, so the forecast's interval is not calibrated; add a size"
+            )
+        elif not any(_law_fits(p) for p in prefixes):
             # the rollout's largest prefix leaves out the largest size: 4 sizes at one ratio keep 3 runs there,
             # and every law form needs 4 (fit then said "no rollout forecasts" of a ladder the plan let pass)
-            prefix = [r for r in rs if r.params < sizes[-1]]
-            if not _law_fits(prefix):
-                partly.append(
-                    f"{have}: no rollout backtest: fitted on the sizes below the largest ({len(prefix)} runs), no law "
-                    f"form can be fitted ({need.removeprefix('the fit needs ')}), so the forecast's interval is "
-                    "not calibrated; add a size or a budget"
-                )
+            below = "sizes below the largest" if axis == "size" else "compute levels below the dearest"
+            partly.append(
+                f"{have}: no rollout backtest: fitted on the {below} ({len(prefixes[-1])} runs), no law "
+                f"form can be fitted ({need.removeprefix('the fit needs ')}), so the forecast's interval is "
+                "not calibrated; add a size or a budget"
+            )
     ab = study.ablations
     sweeps = [
         name
