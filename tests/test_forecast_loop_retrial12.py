@@ -260,3 +260,30 @@ def test_a_curve_whose_loss_turns_nan_is_refused_not_scored_up_to_it(study, tmp_
     )
     r = run_cli(capsys, "forecast", "score", study, "--curve", curve)
     assert r.code == 0 and "partial at 50%" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_a_scored_freeze_of_the_current_results_makes_the_headline_a_prediction(study, capsys):
+    """Freeze 1, the results change (refit), freeze 2, then the hero trains and both are scored: `forecast show`
+    called freeze 2 a prediction, but the report led with freeze 1 (data since changed) and so called the fit's
+    forecast, freeze 2's very numbers, "Forecast loss (projection)", as did `ladder fit`."""
+    from tests.hero_fixture import refresh
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    rung = next(p for p in (study / "runs").iterdir() if json.loads((p / "spec.json").read_text())["role"] == "rung")
+    result = json.loads((rung / "result.json").read_text())
+    layout.atomic_write_json(rung / "result.json", {**result, "final_eval_loss": result["final_eval_loss"] * 1.03})
+    refresh(study)  # collected and fitted again
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    train(layout.StudyDir(study), hero_spec(study), 3.5)
+    assert run_cli(capsys, "forecast", "score", study).code == 0
+    rows = run_cli(capsys, "forecast", "show", study, "--json").json()["forecasts"]
+    assert [(r["kind"], r["data_changed"]) for r in rows] == [("prediction", True), ("prediction", False)]
+    r = run_cli(capsys, "fit", study)
+    assert r.code == 0, r.stderr
+    hero_line = next(line for line in r.stdout.splitlines() if line.startswith("hero "))
+    assert "a prediction, checked against the hero run" in hero_line, hero_line
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    page = _page(study)
+    assert "Forecast loss (prediction)" in page
+    assert "The frozen forecast (forecast 2," in page.split("Forecast vs actual A", 1)[1][:200]

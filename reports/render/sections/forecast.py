@@ -29,14 +29,18 @@ def late(rec: FrozenForecast, score: Score) -> bool:
 
 
 def lead(ctx: Builder) -> tuple[FrozenForecast, Score] | None:
-    """(freeze, score) the report leads with: the latest final score of the earliest freeze made before the hero,
-    else the latest final score of the latest freeze that has one, else the latest score of any kind; None when
-    nothing was scored."""
-    for rec in ctx.d.forecasts:
-        got = [s for s in rec.scores if s.final and not late(rec, s)]
-        got = [s for s in got if s.point == "hero"] or got  # with several heroes scored: the fit's own hero
-        if got:
-            return rec, got[-1]
+    """(freeze, score) the report leads with: the latest final score of the earliest freeze made before the hero
+    (of those frozen from the study's results now, when one is: the forecast the fit shows, which `forecast show`
+    then calls a prediction, not one of data since changed), else the latest final score of the latest freeze that
+    has one, else the latest score of any kind; None when nothing was scored."""
+    for current_only in (True, False):
+        for rec in ctx.d.forecasts:
+            if current_only and (ctx.d.results_sha256 is None or data_changed(ctx, rec)):
+                continue
+            got = [s for s in rec.scores if s.final and not late(rec, s)]
+            got = [s for s in got if s.point == "hero"] or got  # with several heroes scored: the fit's own hero
+            if got:
+                return rec, got[-1]
     for want_final in (True, False):
         for rec in reversed(ctx.d.forecasts):
             got = [s for s in rec.scores if s.final or not want_final]
