@@ -300,6 +300,10 @@ FIT_MIN_SIZES = 3
 FIT_MIN_DOF = 1
 FIT_RATIO_TOL = 0.10
 FIT_PARAMS = {"chinchilla": 5, "ratio": 3}
+# the (N, D) form with the fewest constants (loss_forms' overtrain: Chinchilla with one exponent, 4) fits on 5 runs
+# at >= 2 ratios, where N and D each span >= 1.5x (loss_forms.MIN_SPREAD): a 5-point isoFLOP budget has a law
+FIT_ND_PARAMS = 4
+FIT_MIN_SPREAD = 1.5
 ROLLOUT_MIN_SIZES = FIT_MIN_SIZES + 1
 # how the fit groups runs (ladder.reports.fits.runs.SIZE_TOL, loss_forms.LEVEL_TOL): sizes within 5% are one size,
 # runs within 10% of each other's 6ND one compute level
@@ -396,12 +400,14 @@ def _rollout_prefixes(runs: list[RunSpec]) -> tuple[str, list[list[RunSpec]]]:
 
 
 def _law_fits(runs: list[RunSpec]) -> bool:
-    """Whether some loss-law form can be fitted on these runs (of one variant): >= 3 sizes and either the
-    Chinchilla law (>= 2 ratios, >= 6 runs) or an L(C) form (>= 4 runs at one ratio)."""
+    """Whether some loss-law form can be fitted on these runs (of one variant): >= 3 sizes and either an (N, D)
+    law (>= 2 ratios, >= 5 runs: the overtrain form's 4 constants + 1; N and D each spanning >= 1.5x) or an L(C)
+    form (>= 4 runs at one ratio)."""
     ratios = [r.tokens / r.params for r in runs]
     if len({r.params for r in runs}) < FIT_MIN_SIZES:
         return False
-    chinchilla = _ratio_groups(ratios) >= 2 and len(runs) >= FIT_PARAMS["chinchilla"] + FIT_MIN_DOF
+    spread = all(max(v) >= FIT_MIN_SPREAD * min(v) for v in ([r.params for r in runs], [r.tokens for r in runs]))
+    chinchilla = _ratio_groups(ratios) >= 2 and spread and len(runs) >= FIT_ND_PARAMS + FIT_MIN_DOF
     at_ratio = max(
         (sum(1 for x in ratios if abs(math.log(x / y)) <= math.log1p(FIT_RATIO_TOL)) for y in ratios), default=0
     )
@@ -410,9 +416,9 @@ def _law_fits(runs: list[RunSpec]) -> bool:
 
 def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], list[str]]:
     """(what `ladder fit` will refuse, what it can use only partly) of a planned ladder, per variant, with the
-    whole requirement said at once: runs at >= 3 sizes; either >= 2 tokens/param ratios and >= 6 runs (the
-    Chinchilla law's 5 constants + 1), or >= 4 runs at the hero's ratio (the L(C) forms' 3 + 1); a rollout
-    backtest needs >= 4 sizes."""
+    whole requirement said at once: runs at >= 3 sizes; either >= 2 tokens/param ratios and >= 5 runs (the
+    overtrain law's 4 constants + 1; Chinchilla's 5 need 6), or >= 4 runs at the hero's ratio (the L(C) forms' 3 +
+    1); a rollout backtest needs such a fit on the runs below a held-out size or compute level."""
     rungs = [r for r in runs if r.role == "rung"]
     # the fit's law variants are tied and untied (ladder.reports.fits.study.table.VARIANT_AXES); runs that differ
     # only in a tuning axis (LR, batch, aspect ratio) are one rung of its law, seed replicates are runs of their own
@@ -428,7 +434,8 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
     refuse, partly = [], []
     need = (
         f"the fit needs runs at >= {FIT_MIN_SIZES} sizes per variant, and either >= 2 tokens/param ratios "
-        f"(ladder.budgets) with >= {FIT_PARAMS['chinchilla'] + FIT_MIN_DOF} runs for the Chinchilla law, or >= "
+        f"({'the sizes of an isoFLOP budget' if study.ladder.mode == 'isoflop' else 'ladder.budgets'}) with >= {FIT_ND_PARAMS + FIT_MIN_DOF} runs for its (N, D) laws (the Chinchilla law's "
+        f"{FIT_PARAMS['chinchilla']} constants need {FIT_PARAMS['chinchilla'] + FIT_MIN_DOF}), or >= "
         f"{FIT_PARAMS['ratio'] + FIT_MIN_DOF} runs at one ratio for its L(C) forms"
     )
     cannot = {}
@@ -474,7 +481,12 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
         if len(getattr(ab, name) or []) > 1
     ]
     if cannot and len(cannot) == len(by_variant) and not sweeps:
-        refuse.append(f"{need}: {'; '.join(cannot.values())}; add sizes (ladder.sizes) or budgets (ladder.budgets)")
+        remedy = (
+            "add sizes per budget (ladder.isoflop_points or isoflop_sizes) or budgets (ladder.compute_budgets)"
+            if study.ladder.mode == "isoflop"
+            else "add sizes (ladder.sizes) or budgets (ladder.budgets)"
+        )
+        refuse.append(f"{need}: {'; '.join(cannot.values())}; {remedy}")
     elif cannot:
         what = (
             "those variants get no loss law"
