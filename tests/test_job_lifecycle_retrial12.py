@@ -374,3 +374,50 @@ def test_ladder_run_names_a_run_whose_eval_failed(tmp_path, tiny_jsonl_corpus, c
     assert f"{run_id}: lm-eval failed: SafetensorError: header too large" in r.stderr, r.stderr
     outcome = r.json()
     assert outcome["eval_failures"] == failed and not outcome["ok"] and "collect" in outcome["stages"]
+
+
+# ---- new: kill -9 of a local job (the pid `ladder status` shows), while its worker goes on ---------------------
+
+_CONTROLLER = textwrap.dedent(
+    """
+    import os, subprocess, sys
+
+    env = {**os.environ, "SUBMITIT_EXECUTOR": "local"}  # as submitit's controller starts its task
+    task = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], env=env)
+    print(task.pid, flush=True)
+    task.wait()
+    """
+)
+
+
+def test_kill_9_of_a_local_job_stops_its_worker_too(planned, capsys):
+    """`kill -9 <job id>` (the pid status shows is submitit's controller): its worker trained on as an orphan, the
+    runs it would take next showed as "planned", and `ladder cancel` stopped only the one in training: the orphan
+    went on to the next."""
+    import psutil
+
+    study, ids = planned()
+    controller = subprocess.Popen(
+        [sys.executable, "-c", _CONTROLLER, _SLOW_SETUP_WORKER.replace("[sys.argv[2]]", "sys.argv[2].split(',')"),
+         str(study), ",".join(ids), "20"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    task = psutil.Process(int(controller.stdout.readline()))
+    try:
+        assert controller.stdout.readline().strip() == "preparing"
+        for run_id in ids:
+            _record_local_job(study, run_id, controller.pid)
+        assert {row["state"] for row in _status(capsys, study).values()} == {"running", "queued"}
+        controller.kill()
+        controller.wait()
+        task.wait(timeout=10)  # before: it slept its 20 s of "data", then trained both runs
+    finally:
+        for proc in (controller, task):
+            try:
+                proc.kill()
+            except (OSError, psutil.Error):
+                pass
+    rows = _status(capsys, study)
+    assert {row["state"] for row in rows.values()} == {"planned"}, rows
+    assert not any((study / "runs" / i / layout.METRICS).exists() for i in ids)

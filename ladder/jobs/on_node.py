@@ -120,7 +120,13 @@ class WorkerJob(submitit.helpers.Checkpointable):
         specs = {run_id: sd.run(run_id).spec_or_none() for run_id in self.run_ids}
         pending = list(self.run_ids)
         outcomes: dict[str, Any] = {}
+        controller = _die_with_controller()
         while pending:
+            if controller is not None and os.getppid() != controller:
+                # its job (the controller, whose pid jobs.json and `ladder status` give) was killed: the queue ends
+                # here, or an orphan trained runs that status showed as planned, and `ladder cancel` did not stop
+                outcomes.update({r: "not started: its job was killed" for r in pending})
+                break
             pending = [r for r in pending if not _finished(sd, r)]
             run_id = next((r for r in pending if not self._waits(sd, specs.get(r), pending, outcomes)), None)
             if run_id is None:
@@ -160,6 +166,25 @@ class WorkerJob(submitit.helpers.Checkpointable):
                     rec.cancelled = True
             outcomes[spec.run_id] = f"cancelled: its trunk {trunk} was cancelled"
         return False
+
+
+def _die_with_controller() -> int | None:
+    """The pid of the submitit controller of this local worker (its job id), after asking the kernel for a SIGTERM
+    when that controller dies (Linux: ``PR_SET_PDEATHSIG``): a run in training then checkpoints and stops, one in
+    set-up stops at once (:func:`_sigterm_stops_the_run`), and the queue ends (the caller checks the pid). Before,
+    `kill -9 <job id>` left the worker training on as an orphan. None outside a local job."""
+    if os.environ.get("SUBMITIT_EXECUTOR") != "local":
+        return None
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no prctl: the queue still ends at the next run
+            pass
+    return os.getppid()
 
 
 class StoppedBeforeTraining(KeyboardInterrupt):
