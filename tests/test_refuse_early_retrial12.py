@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests import hero_fixture as hf
@@ -99,3 +100,96 @@ def test_the_fewest_constants_of_an_n_d_law_validate_counts_are_the_fits():
     nd = [f.engine.n_params for f in loss_forms.LOSS_FORMS.values() if not f.on_compute]
     assert plausibility.FIT_ND_PARAMS == min(nd) and plausibility.FIT_MIN_SPREAD == loss_forms.MIN_SPREAD
     assert plausibility.FIT_SIZE_TOL == SIZE_TOL and plausibility.FIT_LEVEL_TOL == loss_forms.LEVEL_TOL
+
+
+def _design(tmp_path: Path, name: str, ablations=None, ladder=None, hero=None, training=None) -> Path:
+    d = hf.study_dict(name=name, sizes=hf.SIZES[:5])
+    d["model"]["vocab_size"] = 320
+    if ablations:
+        d["ablations"] = ablations
+    d["ladder"].update(ladder or {})
+    if ladder and ladder.get("mode") == "isoflop":
+        d["ladder"] = ladder
+    d["hero"] = hero or d["hero"]
+    d["training"].update(training or {})
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(d), encoding="utf-8")
+    return path
+
+
+# (study, what validate and plan now warn, what `ladder fit` said of the trained ladder, with no word before)
+PARTLY = {
+    "lr2": (
+        {"ablations": {"lr_multipliers": [0.5, 2]}},
+        "ablations.lr_multipliers [0.5, 2]: no LR optimum and no LR law",
+        "no rung has 3 or more learning rates",
+    ),
+    "batch-alone": (
+        {"ablations": {"batch_multipliers": [0.5, 1, 2]}},
+        "so a rung needs >= 3 learning rates too",
+        "hyperparameter laws: ",  # "this study has no LR sweep": not a word of the batch sweep it has
+    ),
+    "aspect2": (
+        {"ablations": {"aspect_ratio": [8, 32]}},
+        "ablations.aspect_ratio [8, 32]: no depth-vs-width fit",
+        "no rung has 3 or more aspect ratios",
+    ),
+    "isoflop1": (
+        {"ladder": {"mode": "isoflop", "compute_budgets": [1e12], "isoflop_points": 7}, "hero": {"compute": 1e14}},
+        "ladder.compute_budgets [1.00e12]: no IsoFLOP fit",
+        "isoflop fit: needs >= 2 compute budgets",
+    ),
+    "hero-compute": (
+        {"hero": {"compute": 2e13}},
+        "hero.compute: every run has one tokens/param ratio",
+        "split by the study's tokens_per_param rule, not by the fit",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PARTLY))
+def test_a_part_the_fit_leaves_out_by_design_is_warned_by_validate_and_plan(tmp_path, capsys, case):
+    """Each study passed validate and plan without a word; `ladder fit` of the trained ladder then left a part out
+    (an LR or batch law, the depth-vs-width fit, the IsoFLOP fit, the hero's compute-optimal split) for a reason
+    the plan already held."""
+    kw, warned, fit_said = PARTLY[case]
+    spec = _design(tmp_path, case, **kw)
+    for command in (("studies", "validate"), ("plan", "--dry-run")):
+        r = run_cli(capsys, *command, spec)
+        assert r.code == 0 and warned in _said(r), (command, _said(r))
+    r = _fake_fit(tmp_path, spec, capsys)
+    assert r.code == 0 and fit_said in " ".join(r.stdout.split()), r.stdout[-3000:]
+
+
+def test_a_batch_sweep_that_rounds_to_fewer_batches_names_the_one_size_that_keeps_three(tmp_path, capsys):
+    """batch_multipliers [0.5, 1, 2] with batch_min_sequences 48: at 25K-71K the x0.5 and x1 batches both round up to
+    48 sequences (the plan noted the rounding), so only 100K keeps 3 batch sizes, and the fit's batch law ("needs at
+    least 2 rungs") had none; validate said nothing of the law."""
+    spec = _design(
+        tmp_path, "bs48", ablations={"batch_multipliers": [0.5, 1, 2], "lr_multipliers": [0.5, 1, 2]},
+        training={"batch_min_sequences": 48},
+    )  # fmt: skip
+    r = run_cli(capsys, "studies", "validate", spec)
+    assert r.code == 0, r.stderr
+    assert "no batch law across scale" in _said(r) and "only 100K has them" in _said(r), _said(r)
+    assert "at least batch_min_sequences 48" in _said(r) and "no LR" not in _said(r), _said(r)
+
+
+def test_a_sweep_the_fit_can_use_is_not_warned(tmp_path, capsys):
+    spec = _design(tmp_path, "full", ablations={"batch_multipliers": [0.5, 1, 2], "lr_multipliers": [0.5, 1, 2]})
+    r = run_cli(capsys, "studies", "validate", spec)
+    assert r.code == 0 and "ablations." not in r.stderr, r.stderr
+    iso = _design(tmp_path, "iso", ladder={"mode": "isoflop", "compute_budgets": [3e11, 1e12]},
+                  hero={"compute": 1e14})  # fmt: skip
+    r = run_cli(capsys, "studies", "validate", iso)
+    assert r.code == 0 and "IsoFLOP" not in r.stderr and "hero.compute" not in r.stderr, r.stderr
+
+
+def test_the_ablation_thresholds_validate_checks_are_the_fits():
+    from ladder.plan import plausibility
+    from ladder.reports.fits.isoflop import isoflop_fit
+    from ladder.reports.fits.study import table
+
+    assert plausibility.ISOFLOP_MIN_SIZES == isoflop_fit.MIN_SIZES
+    assert plausibility.ISOFLOP_MIN_BUDGETS == isoflop_fit.MIN_BUDGETS
+    assert plausibility.TUNING_AXES == table.TUNING_AXES

@@ -60,7 +60,8 @@ def studies_validate(
     runs that do not fit the hardware, a corpus that does not exist here, a tracker that is not installed, an
     lm-eval task nobody knows, a vocabulary or corpus cap that data preparation refuses, a ladder that `ladder
     fit` cannot fit (too few sizes, runs or budgets per variant; `plan` and `run` refuse it too, and
-    --no-fit-check lets it through with a warning); warned: what the fit can use only partly."""
+    --no-fit-check lets it through with a warning); warned: what the fit can use only partly (no rollout backtest,
+    an LR, batch or depth-vs-width sweep too small for its optimum or law, too few IsoFLOP budgets)."""
     from ladder.studies import load_study
 
     study = load_study(file)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ladder.errors import DataError, SpecError
-from ladder.model.config import RunSpec, format_count, format_multiple, share_of_hero
+from ladder.model.config import RunSpec, format_count, format_flops, format_multiple, share_of_hero
 from ladder.model.hardware import device_memory_bytes
 from ladder.model.recipe import rule_batch_tokens
 from ladder.model.shape import ModelShape
@@ -495,3 +495,163 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
         )
         partly.append(f"{need}: {'; '.join(cannot.values())}: {what}")
     return refuse, partly
+
+
+# ---- what the ablation fits need ------------------------------------------------------------------------------
+
+# the ablation fits' thresholds (a test checks that they agree): a rung's optimum in ln LR, ln batch or ln aspect
+# ratio is a parabola through >= 3 values (ladder.reports.fits.hparams, ablations.depth_width); a law or trend of
+# that optimum across scale needs it at >= 2 sizes (hparams.optimum_law, ablations.trend); an IsoFLOP fit needs >=
+# 2 compute budgets of >= 3 model sizes each (isoflop.isoflop_fit)
+SWEEP_MIN_VALUES = 3
+LAW_MIN_SIZES = 2
+ISOFLOP_MIN_SIZES = 3
+ISOFLOP_MIN_BUDGETS = 2
+TUNING_AXES = ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "aspect_ratio")  # study.table's
+
+
+def _rung_key(r: RunSpec) -> tuple:
+    """The fit's rung of a run (ladder.reports.fits.study.table.rung_variant_keys): its axes but the tuning ones,
+    the tie variant and the seed."""
+    return tuple(sorted((k, str(v)) for k, v in r.axes.items() if k not in (*TUNING_AXES, "tie_embeddings", "seed")))
+
+
+def _rung_name(r: RunSpec) -> str:
+    name = str(r.axes.get("size", format_count(r.params)))
+    if "multiplier" in r.axes:
+        name += f" {float(r.axes['multiplier']):g}x"
+    if "budget" in r.axes:
+        name += f" at {format_flops(float(r.axes['budget']))} FLOPs"
+    return name
+
+
+def _values_per_rung(rungs: list[RunSpec], value, within=("tie",)) -> dict[tuple, tuple[str, float, int]]:
+    """Per rung: (its name, its size, how many distinct ``value(run)`` one subset of it holds, the most of any): a
+    subset is one tie variant (the fits read one variant) and, with ``"aspect"`` in ``within``, one aspect ratio
+    (the LR and batch fits keep the rung's most common shape)."""
+    subsets: dict[tuple, set] = {}
+    names: dict[tuple, tuple[str, float]] = {}
+    for r in rungs:
+        key = _rung_key(r)
+        names.setdefault(key, (_rung_name(r), float(r.params)))
+        sub = (key, r.shape.tied, r.axes.get("aspect_ratio") if "aspect" in within else None)
+        subsets.setdefault(sub, set()).add(value(r))
+    out: dict[tuple, tuple[str, float, int]] = {}
+    for (key, *_), values in subsets.items():
+        name, params = names[key]
+        out[key] = (name, params, max(len(values), out.get(key, ("", 0.0, 0))[2]))
+    return out
+
+
+def _swept(study: StudySpec, names: tuple[str, ...]) -> list[str]:
+    ab = study.ablations
+    return [
+        f"ablations.{n} [{', '.join(f'{v:g}' for v in getattr(ab, n))}]" for n in names if len(getattr(ab, n) or []) > 1
+    ]
+
+
+def _sizes_of(found: dict[tuple, tuple[str, float, int]], keys) -> list[str]:
+    """The distinct sizes (within 5%, as the fit groups them) among ``keys``' rungs, by name."""
+    by_size: dict[int, str] = {}
+    items = [found[k] for k in keys]
+    labels = _group_labels([p for _, p, _ in items], FIT_SIZE_TOL) if items else []
+    for (name, _, _), label in zip(items, labels):
+        by_size.setdefault(label, name)
+    return list(by_size.values())
+
+
+def ablation_requirements(study: StudySpec, runs: list[RunSpec]) -> list[str]:
+    """What the ablation fits of `ladder fit` will leave out for a reason the plan already holds, said now (plan
+    warnings): an LR or batch sweep without 3 values at a rung (after rounding batches to whole sequences) or at
+    fewer than 2 sizes, a batch sweep without an LR sweep to re-tune at each batch, a depth-vs-width sweep whose
+    aspect ratios build fewer than 3 shapes at a rung, an IsoFLOP ladder with fewer than 2 budgets of 3 sizes, and
+    a hero.compute that one tokens/param ratio leaves the fit no allocation to choose for."""
+    rungs = [r for r in runs if r.role == "rung"]
+    if not rungs:
+        return []
+    out = []
+    lr_axes = _swept(study, ("lr", "lr_multipliers"))
+    batch_axes = _swept(study, ("batch_tokens", "batch_multipliers"))
+    lr = _values_per_rung(rungs, lambda r: float(r.lr), ("tie", "aspect"))
+    lr_ok = [k for k, (_, _, n) in lr.items() if n >= SWEEP_MIN_VALUES]
+    most = lambda found: max(n for _, _, n in found.values())  # noqa: E731
+    if lr_axes:
+        if not lr_ok:
+            out.append(
+                f"{', '.join(lr_axes)}: no LR optimum and no LR law: the fit finds a rung's optimum as a parabola "
+                f"in ln LR, which needs >= {SWEEP_MIN_VALUES} learning rates at a rung (this plan's rungs have at "
+                f"most {most(lr)}); add a value"
+            )
+        elif len(_sizes_of(lr, lr_ok)) < LAW_MIN_SIZES:
+            out.append(
+                f"{', '.join(lr_axes)}: no LR law across scale, which needs >= {SWEEP_MIN_VALUES} learning rates at "
+                f">= {LAW_MIN_SIZES} sizes (only {_sizes_of(lr, lr_ok)[0]} has them): its optimum transfers to "
+                "the hero by the recipe's rule"
+            )
+    if batch_axes:
+        t = study.training
+        batch = _values_per_rung(rungs, lambda r: int(r.batch_tokens), ("tie", "aspect"))
+        b_ok = [k for k, (_, _, n) in batch.items() if n >= SWEEP_MIN_VALUES]
+        both = [k for k in b_ok if k in lr_ok]
+        rounded = (
+            f"batches are whole sequences of data.seq_len {study.data.seq_len}, at least batch_min_sequences "
+            f"{t.batch_min_sequences}"
+            + (f", at most batch_max_tokens {t.batch_max_tokens:,}" if t.batch_max_tokens else "")
+        )
+        if not b_ok:
+            out.append(
+                f"{', '.join(batch_axes)}: no batch optimum and no batch law: the fit needs >= {SWEEP_MIN_VALUES} "
+                f"distinct batch sizes at a rung (this plan's rungs have at most {most(batch)}: {rounded}); add a "
+                "value"
+            )
+        elif not both:
+            out.append(
+                f"{', '.join(batch_axes)}: no batch optimum and no batch law: the fit finds the best batch with the "
+                f"LR re-tuned at each batch, so a rung needs >= {SWEEP_MIN_VALUES} learning rates too (sweep "
+                "ablations.lr_multipliers or ablations.lr as well)"
+            )
+        elif len(_sizes_of(batch, both)) < LAW_MIN_SIZES:
+            out.append(
+                f"{', '.join(batch_axes)}: no batch law across scale, which needs >= {SWEEP_MIN_VALUES} distinct "
+                f"batch sizes (and learning rates) at >= {LAW_MIN_SIZES} sizes: only {_sizes_of(batch, both)[0]} has "
+                f"them ({rounded}); the batch transfers to the hero by the recipe's rule"
+            )
+    aspects = _swept(study, ("aspect_ratio",))
+    if aspects:
+        shapes = _values_per_rung(rungs, lambda r: round(r.shape.d_model / r.shape.n_layers, 6))
+        a_ok = [k for k, (_, _, n) in shapes.items() if n >= SWEEP_MIN_VALUES]
+        if not a_ok:
+            out.append(
+                f"{aspects[0]}: no depth-vs-width fit: it needs >= {SWEEP_MIN_VALUES} shapes (aspect ratios) at a "
+                f"rung, and this plan's rungs have at most {most(shapes)} (whole heads and layers build one shape "
+                "of nearby aspect ratios); add a value, or spread them"
+            )
+        elif len(_sizes_of(shapes, a_ok)) < LAW_MIN_SIZES:
+            out.append(
+                f"{aspects[0]}: no depth-vs-width trend to the hero, which needs >= {SWEEP_MIN_VALUES} shapes at >= "
+                f"{LAW_MIN_SIZES} sizes: only {_sizes_of(shapes, a_ok)[0]} has them (whole heads and layers build "
+                "one shape of nearby aspect ratios at the others)"
+            )
+    lad = study.ladder
+    if lad.mode == "isoflop":
+        per_budget: dict[tuple, set] = {}
+        for r in rungs:
+            per_budget.setdefault((r.axes.get("budget"), r.shape.tied), set()).add(float(r.params))
+        full: dict[bool, set] = {}
+        for (budget, tied), params in per_budget.items():
+            if len(set(_group_labels(sorted(params), FIT_SIZE_TOL))) >= ISOFLOP_MIN_SIZES:
+                full.setdefault(tied, set()).add(budget)
+        n = max((len(b) for b in full.values()), default=0)
+        if n < ISOFLOP_MIN_BUDGETS:
+            out.append(
+                f"ladder.compute_budgets [{', '.join(format_flops(b) for b in lad.compute_budgets or [])}]: no IsoFLOP "
+                f"fit (each budget's optimal size and their law): it needs >= {ISOFLOP_MIN_BUDGETS} compute budgets "
+                f"with >= {ISOFLOP_MIN_SIZES} model sizes each, and this plan has {n}; add a budget"
+            )
+    elif study.hero.compute is not None and _ratio_groups([r.tokens / r.params for r in rungs]) < 2:
+        out.append(
+            f"hero.compute: every run has one tokens/param ratio, so N and D move together and the fit cannot "
+            f"choose the hero's compute-optimal split: it splits hero.compute by ladder.tokens_per_param "
+            f"{lad.tokens_per_param:g}, as the plan does; give ladder.budgets 2 or more values to let the fit choose"
+        )
+    return out
