@@ -64,6 +64,17 @@ def _ci(pair: Any, digits: int = 4) -> str:
     return f" [{_num(pair[0], digits)}, {_num(pair[1], digits)}]"
 
 
+def _loss_ci(loss: Any, lo: Any, hi: Any) -> str:
+    """A loss and its 90% interval in one precision that tells them apart (`forecast freeze`, `hero` and `forecast
+    score` print them so): 3.639 [3.598, 3.680], never 3.639 [3.598, 3.68]; the loss alone without an interval."""
+    from ladder.reports.fits.scoring import same_digits
+
+    if lo is None or hi is None:
+        return _num(loss)
+    a, low, high = same_digits(loss, lo, hi)
+    return f"{a} [{low}, {high}]"
+
+
 ZERO_TOL = 1e-12  # a slope this close to 0 is float noise: printed as 0
 
 
@@ -125,9 +136,12 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
             f"({hero.allocation}), C = {fmt_flops(hero.compute)} FLOPs: "
         )
         if loss is not None:
+            from ladder.reports.fits.scoring import same_digits
+
+            shown, lo, hi = same_digits(loss, hero.lo, hero.hi)  # as `forecast freeze` prints them
             line += (
-                f"loss [bold]{loss:.4g}[/] (90% [{_num(hero.lo)}, {_num(hero.hi)}], "
-                f"±{fmt_pct(hero.half_width_pct)}), a {hero.kind or 'projection'}"
+                f"loss [bold]{shown}[/] (90% [{lo}, {hi}], ±{fmt_pct(hero.half_width_pct)}), "
+                f"a {hero.kind or 'projection'}"
             )
         else:
             why = hero.loss_reason or fit.loss.reason or "no loss law"
@@ -193,7 +207,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
             src.get("warmup", ""),
         )
         li = r.loss_interval or [None, None]
-        t.add_row("loss", f"{_num(r.loss)}{_ci(li)}", loss_source(fit, src.get("loss", "")))
+        t.add_row("loss", _loss_ci(r.loss, li[0], li[1]), loss_source(fit, src.get("loss", "")))
         console.print(t)
     else:
         console.print(f"[bold]recommendation[/]: [dim]{r.reason}[/]")
@@ -314,8 +328,11 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
             x.label,
             _count(x.params),
             _count(x.tokens),
-            _num(x.loss),
-            _ci([x.lo, x.hi]).strip() or (x.reason or "-"),
+            *(
+                _loss_ci(x.loss, x.lo, x.hi).split(" ", 1)
+                if x.loss is not None and x.lo is not None and x.hi is not None
+                else [_num(x.loss), x.reason or "-"]
+            ),
             f"{_times(x.params_x)}" + (" (beyond reach)" if x.beyond_reach else ""),
         ]
         if hp:
@@ -437,14 +454,14 @@ def _print_variants(fit: FitJson, console: Console) -> None:
     t = own.target if own is not None and own.available else None
     if fit.hero.available is False and len(by) > 1 and t is not None and t.loss is not None:
         # no hero: the main variant's own number, beside which the others' read
-        console.print(f"  variant {primary} (main): {_at_target(fit, t, f'{_num(t.loss)}{_ci([t.lo, t.hi])}')}")
+        console.print(f"  variant {primary} (main): {_at_target(fit, t, _loss_ci(t.loss, t.lo, t.hi))}")
     for v, f in by.items():
         if v == primary:
             continue
         paired = paired_forecast(primary, hero_t, call, v)
         if paired is not None:
             console.print(
-                f"  variant {v} at the hero: {_num(paired['loss'])}{_ci([paired['lo'], paired['hi']])} by the paired "
+                f"  variant {v} at the hero: {_loss_ci(paired['loss'], paired.get('lo'), paired.get('hi'))} by the paired "
                 f"tied-vs-untied comparison, the call's basis ({primary}'s {_num(paired['from_loss'])} x "
                 f"e^{paired['log_factor']:+.4f}; the interval is the gap's)"
             )
@@ -452,7 +469,7 @@ def _print_variants(fit: FitJson, console: Console) -> None:
             console.print(f"  variant {v}: [yellow]no law[/] ({f.reason})")
             continue
         t = f.target
-        at = _at_target(fit, t, f"{_num(t.loss)}{_ci([t.lo, t.hi])}") if t is not None and t.loss is not None else ""
+        at = _at_target(fit, t, _loss_ci(t.loss, t.lo, t.hi)) if t is not None and t.loss is not None else ""
         if paired is None:
             console.print(f"  variant {v}: {at}")
             continue
@@ -532,7 +549,7 @@ def _print_in_context(fit: FitJson, console: Console) -> None:
             if k is not None and k.available:
                 rms = k.rollout_rms_pct if i == 0 else None  # the rollout is the same for every point
                 kinds.append(
-                    f"{key} {k.loss:.4g} [{k.lo:.4g}, {k.hi:.4g}]"
+                    f"{key} {_loss_ci(k.loss, k.lo, k.hi)}"
                     # two decimals, as the report's table of each kind's forecast (1.79%, never 1.8% there)
                     + (f" (rollout RMS {rms:.2f}%)" if rms is not None else "")
                 )
