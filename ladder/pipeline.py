@@ -145,10 +145,11 @@ def run_study(
 
     ex = executor or study.executor
     result = submit(study_dir, ex, detach=False)  # waited for here: Ctrl-C stops the workers too
+    refused_all = getattr(result, "refused", None) or {}  # (a stand-in submit may know of no refusals)
     _say(
         log,
         f"submit: {len(result.submitted)} submitted to {ex.kind}, {len(result.skipped)} skipped"
-        + (f", {len(result.refused)} refused (their folders cannot be written)" if result.refused else ""),
+        + (f", {len(refused_all)} refused (their folders cannot be written)" if refused_all else ""),
     )
     outcome.stages.append("submit")
 
@@ -163,7 +164,7 @@ def run_study(
         + (f", {len(outcome.runs_failed)} failed, diverged or corrupt" if outcome.runs_failed else ""),
     )
     unfinished = [r.run_id for r in rows if r.state not in ("done", "failed", "diverged", "corrupt")]
-    refused = {run_id: why for run_id, why in result.refused.items() if run_id in unfinished}
+    refused = {run_id: why for run_id, why in refused_all.items() if run_id in unfinished}
     if refused:  # not "run the same command again to resume them": it would refuse them again
         first = next(iter(refused.values()))
         more = f" (and {len(refused) - 1} more run(s) alike)" if len(refused) > 1 else ""
