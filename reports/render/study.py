@@ -288,7 +288,8 @@ def _merge_planned(
                 "steps": spec.get("steps"),
                 "status": status,
                 **(
-                    {k: res.get(k) for k in ("final_train_loss", "final_eval_loss")} | {"loss": res.get("final_eval_loss")}
+                    {k: res.get(k) for k in ("final_train_loss", "final_eval_loss")}
+                    | {"loss": res.get("final_eval_loss")}
                     if hero_done
                     else {}
                 ),
