@@ -421,3 +421,25 @@ def test_kill_9_of_a_local_job_stops_its_worker_too(planned, capsys):
     rows = _status(capsys, study)
     assert {row["state"] for row in rows.values()} == {"planned"}, rows
     assert not any((study / "runs" / i / layout.METRICS).exists() for i in ids)
+
+
+# ---- new: cancel while a run trains in a terminal (`ladder train`), with no job of the study -----------------
+
+
+def test_cancel_names_a_run_trained_outside_any_job_and_leaves_it_alone(planned, capsys):
+    """`ladder train S/runs/X` in one terminal, `ladder cancel S` in another: "nothing to cancel: no run of this
+    study has a queued or running job", while `ladder status S` showed X running."""
+    study, ids = planned()
+    holder = _hold_lock(study / "runs" / ids[0])
+    try:
+        assert _status(capsys, study)[ids[0]]["state"] == "running"
+        r = run_cli(capsys, "cancel", study)
+        assert r.code == 0 and "no run of this study has a queued or running job" not in r.stdout, r.stdout
+        assert f"run {ids[0]} not cancelled" in r.stderr and f"kill {holder.pid}" in r.stderr, r.stderr
+        as_json = run_cli(capsys, "cancel", study, "--json").json()
+        assert as_json["cancelled"] == [] and as_json["not_a_job"] == [{"run_id": ids[0], "pid": holder.pid}]
+        assert holder.poll() is None  # left alone
+        assert not (study / layout.JOBS).exists()  # nothing written
+    finally:
+        holder.kill()
+        holder.wait()

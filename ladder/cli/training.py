@@ -239,7 +239,17 @@ def cancel(
 
     damaged: list = []
     stopping: list[str] = []
-    cancelled = do_cancel(study_dir, run, damaged, stopping)
+    outside: list[tuple[str, int]] = []
+    cancelled = do_cancel(study_dir, run, damaged, stopping, outside)
+    for run_id, pid in outside:  # trained, but by no job of the study: whoever started it stops it
+        by = f"process {pid}" if pid > 0 else "another process"
+        err.print(
+            f"[yellow]warning[/]: run {run_id} not cancelled: it is trained by {by}, not by a job of this study (a "
+            f"`ladder train` in a terminal?): stop it there with Ctrl-C"
+            + (f", or `kill {pid}`" if pid > 0 else "")
+            + " (it checkpoints first)",
+            soft_wrap=True,
+        )
     for d in damaged:  # its job, if it has one, cannot be told from its files: said, never stopping the rest
         err.print(
             f"[yellow]warning[/]: run {d.run_id} not cancelled: {escape(d.why)}; stop a job of it by hand (scancel, "
@@ -251,6 +261,7 @@ def cancel(
             {
                 "cancelled": cancelled,
                 "stopping": stopping,
+                "not_a_job": [{"run_id": r, "pid": pid} for r, pid in outside],
                 "damaged": [{"run_id": d.run_id, "why": d.why} for d in damaged],
             }
         )
@@ -262,8 +273,10 @@ def cancel(
     if not cancelled:  # "cancelled 0 runs" read as if cancel had failed
         if not stopping:
             out.print(
-                "nothing to cancel: no run of this study has a queued or running job" + (" among --run" if run else "")
-            )
+                ("nothing to cancel: no job of this study is queued or running" if outside else
+                 "nothing to cancel: no run of this study has a queued or running job")
+                + (" among --run" if run else "")
+            )  # fmt: skip
         return
     n = len(cancelled)
     out.print(f"cancelled {n} run{'s' if n != 1 else ''}: {', '.join(cancelled)}")

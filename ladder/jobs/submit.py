@@ -379,13 +379,15 @@ def cancel(
     run_ids: list[str] | None = None,
     damaged: list[Damaged] | None = None,
     stopping: list[str] | None = None,
+    outside: list[tuple[str, int]] | None = None,
 ) -> list[str]:
     """Cancel the live jobs of the given runs (all by default): SLURM jobs with scancel, local runs by
     signalling the process that trains them (it checkpoints first). Returns the run ids cancelled. A damaged run
     (its folder or spec.json missing or unreadable: its state cannot be told) is passed over, never stopping the
     others, and appended to ``damaged`` for the caller to name. A run an earlier cancel already cancelled, whose
     process is still writing its checkpoint, is no second cancel: it goes into ``stopping`` (its process is
-    signalled again, which it takes as the same request)."""
+    signalled again, which it takes as the same request). A run trained with no job of the study (``ladder train``
+    in a terminal) is left alone, and goes into ``outside`` with the pid that trains it, for the caller to name."""
     import signal
 
     sd = layout.StudyDir(Path(study_dir))
@@ -403,7 +405,13 @@ def cancel(
     cancelled, to_signal = [], []
     remedy = "stop its jobs by hand (scancel, kill), then remove it"
     with _jobs_known(sd, "cancel", remedy):
-        if not any(job_records.latest(job_records.read_strict(sd), s.run_id) for s in specs):
+        known = job_records.read_strict(sd)
+        if outside is not None:  # "nothing to cancel: no run ... has a running job" while status showed it running
+            for spec in specs:
+                pid = lock_holder(sd.run(spec.run_id)) if job_records.latest(known, spec.run_id) is None else None
+                if pid is not None:
+                    outside.append((spec.run_id, pid))
+        if not any(job_records.latest(known, s.run_id) for s in specs):
             return cancelled  # no job on record: nothing to cancel, and nothing written (not even the lock)
     with _jobs_known(sd, "cancel", remedy), job_records.editing(sd) as book:
         for spec in specs:
