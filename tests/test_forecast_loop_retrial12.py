@@ -303,3 +303,26 @@ def test_fit_predict_and_freeze_predict_print_one_point_in_the_same_digits(study
     assert row and row.groups() == frozen, r.stdout
     line = re.search(rf"^hero .*: loss ({NUMBER}) \(90% \[({NUMBER}), ({NUMBER})\]", r.stdout, re.M)
     assert line and line.groups()[1:] == hero, r.stdout
+
+
+def test_a_hero_run_no_freeze_holds_is_named_beside_the_one_scored(study, capsys):
+    """Two hero runs done (`hero --params 300K --tokens 6M`, then `hero`), a freeze of the study's hero only:
+    score scored one and said nothing of the other, and its --json gave the other's run and loss (3.6) as the
+    "source" and "final" of a score made against 3.5."""
+    from ladder.plan.planner import read_plan
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study, "--params", "300K", "--tokens", "6M").code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    small, big = [s for s in read_plan(study)[1] if s.role == "hero"]
+    train(layout.StudyDir(study), small, 3.6)
+    train(layout.StudyDir(study), big, 3.5)
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 0, r.stderr
+    assert f"hero run {big.run_id})" in r.stdout
+    said = [line for line in r.stderr.splitlines() if f"hero run {small.run_id}" in line]
+    assert said and said[0].startswith("not scored:") and "--predict" in said[0], r.stderr
+    j = run_cli(capsys, "forecast", "score", study, "--json").json()
+    assert j["source"]["run_id"] == big.run_id and j["final"] == 3.5
+    assert [s["source"]["run_id"] for s in j["scores"]] == [big.run_id]
+    assert small.run_id in j["heroes_not_scored"]

@@ -475,6 +475,7 @@ def score_study(
     refs: dict[float, list[dict]] = {}
     outcome = ScoreOutcome(observation=observed[0][0], skipped=skipped)
     scores: list[tuple[Frozen, dict]] = []  # written only once every freeze is scored: a refusal writes nothing
+    obs_why: dict[int, str] = {}  # why a hero run was not scored by a freeze (the first reason)
     for f in frozen:
         fc = f.forecast
         why_not: list[str] = []
@@ -487,6 +488,7 @@ def score_study(
                     f"{format_count(fc.hero.params)} params, {format_count(fc.hero.tokens)} tokens); freeze with "
                     f"--predict {n}:{d} before the hero trains"
                 )
+                obs_why.setdefault(id(obs), f"no freeze holds a forecast at its {n} params, {d} tokens")
                 continue
             score: dict[str, Any] = {
                 "scored_at": utc_now(),
@@ -516,6 +518,7 @@ def score_study(
                 early = partial_forecast(pts, refs[key])
                 if not early.get("available"):  # a partial score that forecasts nothing says nothing: not stored
                     why_not.append(f"the curve forecasts no final loss yet ({early.get('reason') or 'no forecast'})")
+                    obs_why[id(obs)] = f"its curve forecasts no final loss yet ({early.get('reason') or 'no forecast'})"
                     continue
                 if early.get("available"):
                     early["vs_frozen"] = compare(point, early["final_forecast"])
@@ -541,6 +544,17 @@ def score_study(
             scores.append((f, score))
         if why_not and not any(g is f for g, _ in scores):
             outcome.unmatched[f.number] = "; ".join(why_not)
+    scored = [obs for obs, _ in observed if any(s["source"] is obs.source for _, s in scores)]
+    if scored:  # the --json's source and final are of a hero that was scored, never of one passed over
+        outcome.observation = scored[0]
+    for obs, _ in observed:  # a hero run no freeze scored, beside one that was: said, never passed over silently
+        run = obs.source.get("run_id")
+        if scores and obs not in scored and obs.source.get("kind") == "run" and run:
+            n, d = format_count(obs.params), format_count(obs.tokens)
+            outcome.skipped[run] = (
+                f"{obs_why.get(id(obs), 'no freeze scored it')}: `ladder forecast freeze "
+                f"{layout.shell_word(sd.path)} --predict {n}:{d}` puts one on record (a late check, once it has trained)"
+            )
     if not scores:
         raise StateError(
             "nothing scored: "
