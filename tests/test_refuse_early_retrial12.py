@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests import hero_fixture as hf
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 
 
 def _study_file(tmp_path: Path, name: str = "s", **kw) -> Path:
@@ -193,3 +193,41 @@ def test_the_ablation_thresholds_validate_checks_are_the_fits():
     assert plausibility.ISOFLOP_MIN_SIZES == isoflop_fit.MIN_SIZES
     assert plausibility.ISOFLOP_MIN_BUDGETS == isoflop_fit.MIN_BUDGETS
     assert plausibility.TUNING_AXES == table.TUNING_AXES
+
+
+def _tokenizer(folder: Path, vocab: int, special: bool = True) -> Path:
+    """A byte-level BPE of ``vocab`` ids trained on a few words (with or without the end-of-sequence token)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from ladder.model.data.tokenizer import SPECIAL_TOKENS, train_tokenizer
+
+    words = [" ".join(f"{a}{b}{c}" for a in "abcdefgh" for b in "ijklmnop" for c in "qrstuvwx")] * 4
+    if special:
+        return train_tokenizer(words, vocab, folder)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(words, trainer=trainer)
+    folder.mkdir(parents=True)
+    tok.save(str(folder / "tokenizer.json"))
+    assert not set(SPECIAL_TOKENS) & set(tok.get_vocab())
+    return folder
+
+
+def test_a_local_tokenizer_data_preparation_refuses_is_refused_by_validate_and_plan(tmp_path, capsys):
+    """A 400-id tokenizer of the user's own for a model.vocab_size of 320 passed validate and plan; `ladder data
+    prepare` (the first step of every run) then refused it: "the tokenizer ... has 400 ids but the model's
+    vocab_size is 320". So did one without an end-of-sequence token ("documents could not be separated")."""
+    big = _tokenizer(tmp_path / "t400", 400)
+    spec = _study_file(tmp_path, "tok", data={"corpus": "embedded", "tokenizer": str(big), "seq_len": 64})
+    for command in (("studies", "validate"), ("plan", "--dry-run")):
+        one_line(run_cli(capsys, *command, spec), "has 400 ids, more than model.vocab_size = 320", "at least 400")
+    ok = _study_file(tmp_path, "tok-ok", data={"corpus": "embedded", "tokenizer": str(big), "seq_len": 64})
+    d = yaml.safe_load(ok.read_text())
+    d["model"]["vocab_size"] = 400
+    ok.write_text(yaml.safe_dump(d))
+    assert run_cli(capsys, "studies", "validate", ok).code == 0
+    no_eos = _tokenizer(tmp_path / "no-eos", 300, special=False)
+    spec = _study_file(tmp_path, "no-eos", data={"corpus": "embedded", "tokenizer": str(no_eos), "seq_len": 64})
+    one_line(run_cli(capsys, "studies", "validate", spec), "no end-of-sequence token")

@@ -323,7 +323,7 @@ def data_requirements(study: StudySpec) -> list[str]:
             f"model.vocab_size = {vocab}: data.tokenizer 'train' trains a byte-level BPE, which needs at "
             f"least {MIN_VOCAB_SIZE} ids (256 bytes + {len(SPECIAL_TOKENS)} special tokens + 1 merge)"
         )
-    problems += _tokenizer_problems(d.tokenizer)
+    problems += _tokenizer_problems(d.tokenizer) or _local_tokenizer_problems(d.tokenizer, vocab)
     if d.max_bytes is not None:
         need = d.validation_tokens / d.validation_fraction  # a token is at least one byte
         if d.max_bytes < need:
@@ -356,6 +356,32 @@ def _tokenizer_problems(tokenizer: str) -> list[str]:
         return [f"data.tokenizer = {tokenizer!r}: no such tokenizer folder or tokenizer.json (give {allowed})"]
     if not (path.is_file() or (path / TOKENIZER_FILE).is_file()):
         return [f"data.tokenizer = {tokenizer!r}: the folder holds no {TOKENIZER_FILE}"]
+    return []
+
+
+def _local_tokenizer_problems(tokenizer: str, vocab: int) -> list[str]:
+    """What data preparation refuses of a local tokenizer that exists, said at validate time: one it cannot load,
+    more ids than model.vocab_size (ids beyond the embedding), no end-of-sequence token (documents could not be
+    separated). `validate` passed a 400-id tokenizer for a vocab_size of 320 before."""
+    from ladder.layout import expand_user
+    from ladder.model.data.tokenizer import load_tokenizer, special_ids
+
+    if tokenizer == "train":
+        return []
+    path = expand_user(tokenizer, "data.tokenizer")
+    if not path.exists():  # a hub id: left to the hub
+        return []
+    try:
+        tok = load_tokenizer(path)
+        special_ids(tok)
+    except DataError as exc:
+        return [f"data.tokenizer = {tokenizer!r}: {exc}"]
+    if tok.get_vocab_size() > vocab:
+        return [
+            f"data.tokenizer = {tokenizer!r} has {tok.get_vocab_size():,} ids, more than model.vocab_size = "
+            f"{vocab:,}: token ids would fall outside the embedding; raise model.vocab_size to at least "
+            f"{tok.get_vocab_size():,} or use a smaller tokenizer"
+        ]
     return []
 
 
