@@ -231,3 +231,21 @@ def test_a_local_tokenizer_data_preparation_refuses_is_refused_by_validate_and_p
     no_eos = _tokenizer(tmp_path / "no-eos", 300, special=False)
     spec = _study_file(tmp_path, "no-eos", data={"corpus": "embedded", "tokenizer": str(no_eos), "seq_len": 64})
     one_line(run_cli(capsys, "studies", "validate", spec), "no end-of-sequence token")
+
+
+def test_a_validation_set_the_embedded_corpus_cannot_hold_is_refused_by_validate_and_plan(tmp_path, capsys):
+    """validation_tokens: 50M on the embedded corpus passed validate and plan; `ladder data prepare` then tokenized
+    the whole corpus (84 s on 2 cores) to say "the validation split has 595,731 tokens ..., fewer than the
+    validation_tokens = 50,000,000 the config asks for". The embedded corpus reads at most 64 MB unless
+    data.max_bytes says more, so 2% of it holds at most 1.28M tokens."""
+    data = {"corpus": "embedded", "tokenizer": "train", "seq_len": 64, "validation_tokens": 2_000_000}
+    spec = _study_file(tmp_path, "val", data=data)
+    for command in (("studies", "validate"), ("plan", "--dry-run")):
+        one_line(run_cli(capsys, *command, spec), "data.validation_tokens = 2,000,000", "at most 1.28M tokens")
+    for ok in (
+        {**data, "validation_fraction": 0.04},
+        {**data, "max_bytes": "200M"},
+        {**data, "validation_tokens": "1M"},
+    ):
+        r = run_cli(capsys, "studies", "validate", _study_file(tmp_path, "val-ok", data=ok))
+        assert r.code == 0, (ok, r.stderr)

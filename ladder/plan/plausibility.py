@@ -333,6 +333,20 @@ def data_requirements(study: StudySpec) -> list[str]:
                 f"tokens of at least one byte each, so the corpus needs at least {format_count(need)} bytes; raise "
                 "data.max_bytes, or lower data.validation_tokens"
             )
+    elif d.corpus.strip() == "embedded":
+        from ladder.model.data.embedded import EMBEDDED_DEFAULT_MAX_BYTES
+
+        # the embedded corpus reads at most 64 MB of sources unless data.max_bytes says more: a validation set
+        # beyond its split was refused by data preparation, after the plan (50M tokens: 84 s of tokenizing first)
+        most = d.validation_fraction * EMBEDDED_DEFAULT_MAX_BYTES
+        if d.validation_tokens > most:
+            problems.append(
+                f"data.validation_tokens = {d.validation_tokens:,}: the embedded corpus reads at most "
+                f"{format_count(EMBEDDED_DEFAULT_MAX_BYTES)} bytes (without data.max_bytes), so its validation split "
+                f"(data.validation_fraction {d.validation_fraction:g} of the documents) holds at most "
+                f"{format_count(most)} tokens of at least one byte each; lower data.validation_tokens, or raise "
+                "data.validation_fraction"
+            )
     return problems
 
 
