@@ -326,3 +326,21 @@ def test_a_hero_run_no_freeze_holds_is_named_beside_the_one_scored(study, capsys
     assert j["source"]["run_id"] == big.run_id and j["final"] == 3.5
     assert [s["source"]["run_id"] for s in j["scores"]] == [big.run_id]
     assert small.run_id in j["heroes_not_scored"]
+
+
+def test_a_partial_curve_scored_after_the_final_loss_does_not_call_the_forecast_a_projection_again(study, tmp_path, capsys):
+    """The hero done and scored ("a prediction checked against the hero"; `forecast show`: prediction), then a
+    partial --curve: "scored 1 frozen forecast(s): still a projection (the hero has not finished)"."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    train(layout.StudyDir(study), hero_spec(study), 3.5)
+    assert "a prediction checked against the hero" in run_cli(capsys, "forecast", "score", study).stdout
+    curve = tmp_path / "c.csv"
+    curve.write_text("tokens,eval_loss\n2000000,4.5\n")
+    r = run_cli(capsys, "forecast", "score", study, "--curve", curve)
+    assert r.code == 0, r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert "projection" not in last and "has not finished" not in last, last
+    assert "the curve stops before the hero's planned tokens" in last and "forecast 1 stays checked" in last, last
+    [row] = run_cli(capsys, "forecast", "show", study, "--json").json()["forecasts"]
+    assert row["kind"] == "prediction"

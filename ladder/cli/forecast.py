@@ -348,12 +348,21 @@ def score(
         err.print(f"[yellow]not scored[/]: forecast {number}: {why}")
     if outcome.scored:
         finals = [s for _, s in outcome.scored if s["final"]]
+        source = outcome.observation.source.get("kind")
+        unfinished = (
+            "the curve stops before the hero's planned tokens" if source == "curve" else "the hero has not finished"
+        )
+        # a freeze that a final loss scored before stays checked (`forecast show` calls it so): no projection again
+        checked = sorted({f.number for f, _ in outcome.scored if f.final_score is not None})
         kind = (
             "a prediction checked against the hero"
             if any(s.get("frozen_before_training") is not False for s in finals)
             else "checked against the hero, but frozen after it had trained: not a prediction made first"
             if finals
-            else "still a projection (the hero has not finished)"
+            else f"against a partial curve ({unfinished}); forecast {', '.join(map(str, checked))} stays checked by its "
+            "earlier score of the hero's final loss (`ladder forecast show`)"
+            if checked
+            else f"still a projection ({unfinished})"
         )
         n = len({f.number for f, _ in outcome.scored})
         runs = {str((s.get("source") or {}).get("run_id")) for _, s in outcome.scored}
