@@ -60,7 +60,7 @@ def test_a_partial_score_prints_its_point_and_interval_in_one_precision(study, t
     cells = " ".join(show.stdout.replace("│", " ").split())
     assert f"heads for {m.group(1)} [{m.group(2)}, {m.group(3)}]" in cells, cells
     assert run_cli(capsys, "report", study, "--format", "html").code == 0
-    rm = re.search(rf"heads for a final loss of ({NUMBER}) \(90% ({NUMBER}) – ({NUMBER})\)", _page(study))
+    rm = re.search(rf"heads for a final loss of ({NUMBER}) \(90% ({NUMBER}) – ({NUMBER}), from the curves of 3 ", _page(study))
     assert rm, _page(study)[:3000]
     _told_apart(*rm.groups())
 

@@ -136,15 +136,13 @@ def _interval(p: Interval | Comparison | Partial) -> str:
     return f"{fmt_loss(p.lo)} – {fmt_loss(p.hi)}" if ok(p.lo, p.hi) else ABSENT
 
 
-def _heads_for(p: Partial) -> str:
-    """A partial curve's forecast with its 90% interval, in one precision with enough digits to tell them apart
-    (the report's 4 decimals, more where they would print 3.5000 (90% 3.4990 – 3.5000))."""
-    if not ok(p.final_forecast):
-        return ABSENT
-    if not ok(p.lo, p.hi):
-        return fmt_loss(p.final_forecast)
+def _heads_for(p: Partial) -> tuple[str, str]:
+    """A partial curve's forecast and its 90% interval (``lo – hi``), in one precision with enough digits to tell
+    them apart (the report's 4 decimals, more where they would print 3.5000 (90% 3.4990 – 3.5000))."""
+    if not ok(p.final_forecast) or not ok(p.lo, p.hi):
+        return fmt_loss(p.final_forecast), _interval(p)
     heads, lo, hi = same_digits(p.final_forecast, p.lo, p.hi, digits=5)
-    return f"{heads} (90% {lo} – {hi})"
+    return heads, f"{lo} – {hi}"
 
 
 def _inside(v: bool | None) -> str:
@@ -296,8 +294,8 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
         if partial.available:
             text += (
                 f"At {pct_of_tokens(partial.fraction or 0)} of its tokens its curve heads for a "
-                f"final loss of {_heads_for(partial)}, from the curves of "
-                f"{len(partial.references)} finished rungs): the frozen forecast is "
+                "final loss of {} (90% {}, from the curves of ".format(*_heads_for(partial))
+                + f"{len(partial.references)} finished rungs): the frozen forecast is "
                 f"{fmt_pct(point.error_pct, signed=True)} off it, {_inside(point.inside)} its "
                 "interval."
             )
