@@ -109,21 +109,26 @@ MIN_TOKENS_PER_PARAM = 0.01
 MAX_TOKENS_PER_PARAM = 1e5
 
 
+def plain_number(x: float) -> str:
+    """A number as a user types it and the tool prints it elsewhere: 0.0002, 20, 1e6, 2e7 (never Python's 1e+06)."""
+    return f"{x:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
 def _sane_tokens_per_param(tpp: float, budgets: list[float]) -> None:
     """Every run's tokens per parameter (tokens_per_param x each budget) between 0.01 (a run that sees 1% of its
     parameter count in tokens has learnt nothing to fit) and 100,000 (5,000x Chinchilla's 20; the most
     over-trained models stay below 10,000): beyond those the counts overflow or vanish."""
     if not MIN_TOKENS_PER_PARAM <= tpp <= MAX_TOKENS_PER_PARAM:
         raise ValueError(
-            f"tokens_per_param = {tpp:g}: must be between {MIN_TOKENS_PER_PARAM:g} and "
-            f"{MAX_TOKENS_PER_PARAM:g} tokens per parameter (Chinchilla's rule is 20)"
+            f"tokens_per_param = {plain_number(tpp)}: must be between {MIN_TOKENS_PER_PARAM:g} and "
+            f"{MAX_TOKENS_PER_PARAM:,g} tokens per parameter (Chinchilla's rule is 20)"
         )
     for i, b in enumerate(budgets):
         if not MIN_TOKENS_PER_PARAM <= tpp * b <= MAX_TOKENS_PER_PARAM:
             raise ValueError(
-                f"budgets[{i}] = {b:g}: x tokens_per_param {tpp:g} is {tpp * b:.3g} tokens per "
-                f"parameter; every budget must give between {MIN_TOKENS_PER_PARAM:g} and "
-                f"{MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)"
+                f"budgets[{i}] = {plain_number(b)}: x tokens_per_param {plain_number(tpp)} is "
+                f"{plain_number(float(f'{tpp * b:.3g}'))} tokens per parameter; every budget must give between "
+                f"{MIN_TOKENS_PER_PARAM:g} and {MAX_TOKENS_PER_PARAM:,g} (Chinchilla's rule is 20)"
             )
 
 

@@ -249,3 +249,19 @@ def test_a_validation_set_the_embedded_corpus_cannot_hold_is_refused_by_validate
     ):
         r = run_cli(capsys, "studies", "validate", _study_file(tmp_path, "val-ok", data=ok))
         assert r.code == 0, (ok, r.stderr)
+
+
+def test_validate_and_hero_give_the_tokens_per_parameter_bound_in_the_same_digits(tmp_path, capsys):
+    """validate said "hero.tokens = 1P: 2.5e+09 tokens per parameter of its 400K, beyond 100000" where `ladder hero
+    --tokens 1e15` says "2.50e9 tokens per parameter, beyond 100,000"; its budgets bound said "budgets[0] = 1e+06: x
+    tokens_per_param 20 is 2e+07 tokens per parameter ... between 0.01 and 100000": Python's e-notation."""
+    spec = _study_file(tmp_path, "tok-bound")
+    spec.write_text(spec.read_text().replace("params: 400K", "params: 400K\n  tokens: 1.0e+15"))
+    one_line(run_cli(capsys, "studies", "validate", spec), "2.50e9 tokens per parameter of its 400K, beyond 100,000")
+    spec = _study_file(tmp_path, "budget-bound", budgets=[1e6])
+    line = one_line(run_cli(capsys, "studies", "validate", spec), "budgets[0] = 1e6", "is 2e7 tokens per parameter")
+    assert "e+" not in line and "and 100,000" in line, line
+    d = hf.study_dict(name="tpp")
+    d["ladder"]["tokens_per_param"] = 1e7
+    (tmp_path / "tpp.yaml").write_text(yaml.safe_dump(d))
+    one_line(run_cli(capsys, "studies", "validate", tmp_path / "tpp.yaml"), "tokens_per_param = 1e7: must be")

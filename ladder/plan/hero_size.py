@@ -92,8 +92,9 @@ def plan_hero(study: StudySpec) -> HeroPlan:
         raise SpecError(f"{field}: the hero would train {tokens} tokens, less than one sequence of {seq_len}")
     if h.tokens and h.tokens > MAX_TOKENS_PER_PARAM * params:
         raise SpecError(
-            f"hero.tokens = {format_count(h.tokens)}: {h.tokens / params:.3g} tokens per parameter of its "
-            f"{format_count(params)}, beyond {MAX_TOKENS_PER_PARAM:g} (Chinchilla's rule is 20)"
+            # the words and digits of `ladder hero --tokens` (ladder.forecast.hero_run): 2.50e9, beyond 100,000
+            f"hero.tokens = {format_count(h.tokens)}: {sci(h.tokens / params)} tokens per parameter of its "
+            f"{format_count(params)}, beyond {MAX_TOKENS_PER_PARAM:,.0f} (Chinchilla's rule is 20)"
         )
     compute = h.compute if h.compute is not None else float(shape.flops_per_token(seq_len)) * tokens
     return HeroPlan(
