@@ -134,11 +134,12 @@ def run_cmd(
             f"[red]{len(outcome.runs_failed)} runs failed, diverged or are corrupt[/]: "
             f"{', '.join(outcome.runs_failed)} (see `ladder status {escape(layout.shell_word(target))}`)"
         )
-    if outcome.eval_failures:
+    eval_failures = getattr(outcome, "eval_failures", None) or {}  # (a stand-in outcome may have no eval stage)
+    if eval_failures:
         from ladder.cli.evaluate import say_failed_evals
 
-        say_failed_evals(outcome.eval_failures)
+        say_failed_evals(eval_failures)
     if outcome.fit_error:
         err.print(f"[red]no fit[/]: {escape(outcome.fit_error)}", soft_wrap=True)
-    if outcome.runs_failed or outcome.fit_error or outcome.eval_failures:
+    if outcome.runs_failed or outcome.fit_error or eval_failures:
         raise typer.Exit(1)
