@@ -344,3 +344,18 @@ def test_a_partial_curve_scored_after_the_final_loss_does_not_call_the_forecast_
     assert "the curve stops before the hero's planned tokens" in last and "forecast 1 stays checked" in last, last
     [row] = run_cli(capsys, "forecast", "show", study, "--json").json()["forecasts"]
     assert row["kind"] == "prediction"
+
+
+def test_a_score_at_a_predict_point_says_so_in_its_summary(study, capsys):
+    """`hero --params 300K --tokens 6M` scored against freeze --predict 300K:6M: "scored 1 frozen forecast(s): a
+    prediction checked against the hero", while `forecast show` (rightly) keeps the freeze's hero forecast a
+    projection."""
+    assert run_cli(capsys, "forecast", "freeze", study, "--predict", "300K:6M").code == 0
+    assert run_cli(capsys, "hero", study, "--params", "300K", "--tokens", "6M").code == 0
+    train(layout.StudyDir(study), hero_spec(study), 3.6)
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 0, r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert "at --predict 300K:6M (not the freezes' hero forecast)" in last, last
+    [row] = run_cli(capsys, "forecast", "show", study, "--json").json()["forecasts"]
+    assert row["kind"] == "projection"

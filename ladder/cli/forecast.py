@@ -353,11 +353,16 @@ def score(
             "the curve stops before the hero's planned tokens" if source == "curve" else "the hero has not finished"
         )
         # a freeze that a final loss scored before stays checked (`forecast show` calls it so): no projection again
-        checked = sorted({f.number for f, _ in outcome.scored if f.final_score is not None})
+        checked = sorted(
+            {f.number for f, _ in outcome.scored if any(s.get("final") and s.get("point") == "hero" for s in f.scores)}
+        )
+        # finals at --predict points only: `forecast show` keeps calling each freeze's hero forecast a projection
+        points = sorted({str(s["point"]) for s in finals}) if finals and all(s["point"] != "hero" for s in finals) else []
+        at = f" at --predict {', '.join(points)} (not the freezes' hero forecast)" if points else ""
         kind = (
-            "a prediction checked against the hero"
+            f"a prediction checked against the hero{at}"
             if any(s.get("frozen_before_training") is not False for s in finals)
-            else "checked against the hero, but frozen after it had trained: not a prediction made first"
+            else f"checked against the hero{at}, but frozen after it had trained: not a prediction made first"
             if finals
             else f"against a partial curve ({unfinished}); forecast {', '.join(map(str, checked))} stays checked by its "
             "earlier score of the hero's final loss (`ladder forecast show`)"
