@@ -265,3 +265,24 @@ def test_validate_and_hero_give_the_tokens_per_parameter_bound_in_the_same_digit
     d["ladder"]["tokens_per_param"] = 1e7
     (tmp_path / "tpp.yaml").write_text(yaml.safe_dump(d))
     one_line(run_cli(capsys, "studies", "validate", tmp_path / "tpp.yaml"), "tokens_per_param = 1e7: must be")
+
+
+def test_a_hero_at_another_ratio_than_a_one_ratio_ladder_is_warned_before_it_trains(tmp_path, capsys):
+    """ladder.budgets [2] (every run at 40 tokens/param, "train the ladder at 2x Chinchilla") and a hero at
+    tokens_per_param 20: validate and plan said nothing, and `ladder fit` of the trained ladder said "hero forecast
+    unavailable: no fitted law form can forecast 400K params x 8M tokens (20 tokens/param): frontier: only at 40
+    tokens/param". So did hero.tokens at 100 tokens/param over a ladder at 20."""
+    spec = _design(tmp_path, "b2", ladder={"budgets": [2]})
+    for command in (("studies", "validate"), ("plan", "--dry-run")):
+        r = run_cli(capsys, *command, spec)
+        said = _said(r)
+        assert r.code == 0 and "every run trains at 40 tokens/param" in said, said
+        assert "and the hero at 20" in said and "`ladder fit` will give no hero forecast" in said, said
+    r = _fake_fit(tmp_path, spec, capsys)
+    assert r.code == 0 and "hero forecast unavailable" in r.stdout, r.stdout[-2000:]
+    spec = _design(tmp_path, "hero100", hero={"params": "400K", "tokens": "40M"})
+    r = run_cli(capsys, "studies", "validate", spec)
+    assert r.code == 0 and "and the hero at 100 (hero.tokens / hero.params)" in _said(r), _said(r)
+    for ok in ({"budgets": [1, 2]}, {"budgets": [1]}):
+        r = run_cli(capsys, "studies", "validate", _design(tmp_path, "ok", ladder=ok))
+        assert r.code == 0 and "hero forecast" not in r.stderr, (ok, r.stderr)

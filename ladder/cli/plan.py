@@ -51,7 +51,13 @@ def checked_plan(study: str, spec: StudySpec, check_fit: bool, verb: str) -> tup
     """``spec`` expanded, after the checks beyond the schema (machine, data, what `ladder fit` will refuse), which
     refuse in one line naming the study file; and the warnings the checks add (`studies validate` and `plan`)."""
     from ladder.plan.planner import expand
-    from ladder.plan.plausibility import ablation_requirements, check_machine, data_requirements, fit_requirements
+    from ladder.plan.plausibility import (
+        ablation_requirements,
+        check_machine,
+        data_requirements,
+        fit_requirements,
+        hero_requirements,
+    )
     from ladder.studies import naming_the_file
 
     with naming_the_file(study):
@@ -64,7 +70,8 @@ def checked_plan(study: str, spec: StudySpec, check_fit: bool, verb: str) -> tup
             problems.append(fit_refusal(refuse, verb))
         if problems:
             raise SpecError("; ".join(problems))
-    return p, fit_check(refuse, check_fit, verb) + partly + ablation_requirements(spec, p.runs)
+    partly += hero_requirements(spec, p.runs, p.hero.tokens_per_param) + ablation_requirements(spec, p.runs)
+    return p, fit_check(refuse, check_fit, verb) + partly
 
 
 def _mib(n_bytes: float | None) -> str:

@@ -29,7 +29,7 @@ from ladder.model.recipe import rule_batch_tokens
 from ladder.model.shape import ModelShape
 from ladder.model.sizing import FamilyRules, shape_for_params
 from ladder.plan.rung_runs import variant_label
-from ladder.studies.spec import StudySpec
+from ladder.studies.spec import StudySpec, plain_number
 
 FAR = 2.0  # a size landing beyond 2x its target (either way) is not that size
 NOTE_MISS = 0.10  # a landing or a batch more than 10% from what was asked is said in the plan
@@ -693,5 +693,40 @@ def ablation_requirements(study: StudySpec, runs: list[RunSpec]) -> list[str]:
             f"hero.compute: every run has one tokens/param ratio, so N and D move together and the fit cannot "
             f"choose the hero's compute-optimal split: it splits hero.compute by ladder.tokens_per_param "
             f"{lad.tokens_per_param:g}, as the plan does; give ladder.budgets 2 or more values to let the fit choose"
+        )
+    return out
+
+
+def hero_requirements(study: StudySpec, runs: list[RunSpec], hero_ratio: float | None) -> list[str]:
+    """A hero `ladder fit` will give no forecast, said now (a plan warning): every run of a variant at one
+    tokens/param ratio (the law forms that read N and D apart need two) and the hero at another, more than 10% away.
+    With one ratio the fit's laws are the L(C) forms, which forecast only at their runs' ratio ("hero forecast
+    unavailable ... frontier: only at 40 tokens/param"): ladder.budgets [2] trains every run at 40 tokens/param, and
+    the hero, at ladder.tokens_per_param 20, had no forecast."""
+    rungs = [r for r in runs if r.role == "rung"]
+    if not rungs or not hero_ratio or hero_ratio <= 0:
+        return []
+    tie_varies = len({r.shape.tied for r in rungs}) > 1
+    by_variant: dict[str, list[float]] = {}
+    for r in rungs:
+        by_variant.setdefault(("tied" if r.shape.tied else "untied") if tie_varies else "", []).append(
+            r.tokens / r.params
+        )
+    out = []
+    for variant, ratios in by_variant.items():
+        near = any(abs(math.log(x / hero_ratio)) <= math.log1p(FIT_RATIO_TOL) for x in ratios)
+        if _ratio_groups(ratios) >= 2 or near:
+            continue
+        at = sorted(ratios)[len(ratios) // 2]
+        lad = study.ladder
+        why = f"ladder.tokens_per_param {lad.tokens_per_param:g}" + (
+            f" x ladder.budgets [{', '.join(plain_number(b) for b in lad.budgets)}]" if lad.budgets != [1.0] else ""
+        )
+        hero = "hero.tokens / hero.params" if study.hero.tokens else "the hero's, at ladder.tokens_per_param"
+        out.append(
+            f"{f'variant {variant!r}: every run' if variant else 'every run'} trains at {at:.3g} tokens/param ({why}) "
+            f"and the hero at {hero_ratio:.3g} ({hero}): on one ratio the fit's laws forecast only at that ratio, so "
+            "`ladder fit` will give no hero forecast; give ladder.budgets a second value (the laws in N and D then "
+            f"forecast any ratio), or train the hero at {at:.3g} tokens/param"
         )
     return out
