@@ -359,3 +359,20 @@ def test_a_score_at_a_predict_point_says_so_in_its_summary(study, capsys):
     assert "at --predict 300K:6M (not the freezes' hero forecast)" in last, last
     [row] = run_cli(capsys, "forecast", "show", study, "--json").json()["forecasts"]
     assert row["kind"] == "projection"
+
+
+def test_a_freeze_made_after_the_hero_trained_says_so_not_after_a_submission(study, capsys):
+    """A freeze made once the hero run had trained (no submission on record): `forecast score` warned "forecast 1
+    was frozen after the hero was first submitted", and the report said "AFTER the hero was first submitted"."""
+    assert run_cli(capsys, "hero", study).code == 0
+    spec = hero_spec(study)
+    train(layout.StudyDir(study), spec, 3.5)
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 0, r.stderr
+    assert f"forecast 1 was frozen after hero run {spec.run_id} had trained or begun to" in r.stderr, r.stderr
+    assert "first submitted" not in r.stderr
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    page = _page(study)
+    assert f"AFTER hero run {spec.run_id} had trained or begun to" in page
+    assert _row(page, "Frozen before the hero was submitted").startswith(f"no: frozen after hero run {spec.run_id}")

@@ -339,7 +339,16 @@ def score(
         if f.number in outcome.repeated:
             out.print(f"  forecast {f.number}: the same as its last score: not appended again")
         if s.get("frozen_before_training") is False:
-            err.print(f"[yellow]warning[/]: forecast {f.number} was frozen after the hero was first submitted")
+            started = f.record.get("hero_runs_started") or []
+            when = (  # what the freeze itself saw, else what jobs.json says
+                f"after hero run{'s' if len(started) > 1 else ''} {', '.join(map(str, started))} had trained or begun to"
+                if f.record.get("after_hero") is True
+                else "after the hero was first submitted"
+            )
+            err.print(
+                f"[yellow]warning[/]: forecast {f.number} was frozen {escape(when)}: a late check, not a prediction made "
+                "first"
+            )
         if s.get("warning"):
             err.print(f"[yellow]warning[/]: forecast {f.number}: {s['warning']}")
     for run_id, why in outcome.skipped.items():

@@ -159,12 +159,22 @@ def _source(score: Score) -> str:
     return "a loss given with --loss (a hero trained elsewhere)"
 
 
+def _after_what(rec: FrozenForecast) -> str:
+    """What a late freeze came after: the hero runs it saw trained (``after_hero``), else the hero's first
+    submission (jobs.json)."""
+    extra = rec.model_extra or {}
+    if extra.get("after_hero") is True:
+        runs = [str(r) for r in extra.get("hero_runs_started") or []]
+        return f"hero run{'s' if len(runs) > 1 else ''} {', '.join(runs) or '(unnamed)'} had trained or begun to"
+    return "the hero was first submitted"
+
+
 def _before_words(rec: FrozenForecast, score: Score) -> str:
     """Whether the freeze came before the hero's first submission, and, where that is not on record (a loss or a
     curve given by hand, a run never submitted through `ladder submit`), why not and what the freeze itself saw."""
     before = score.frozen_before_training
     if before is not None:
-        return "yes" if before else "no"
+        return "yes" if before else f"no: frozen after {_after_what(rec)}"
     src = score.source
     if src.kind == "loss":
         why = "not known: scored against a loss given with --loss, which says nothing of when the hero started"
@@ -272,7 +282,7 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
     before = score.frozen_before_training
     when = f"forecast {rec.number}, frozen at {rec.frozen_at} UTC" + {
         True: ", before the hero was submitted",
-        False: ", AFTER the hero was first submitted: not a forecast made before the run",
+        False: f", AFTER {_after_what(rec)}: not a forecast made before the run",
     }.get(before, "")
     if score.final:
         s.add(
