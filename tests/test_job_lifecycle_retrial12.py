@@ -443,3 +443,38 @@ def test_cancel_names_a_run_trained_outside_any_job_and_leaves_it_alone(planned,
     finally:
         holder.kill()
         holder.wait()
+
+
+# ---- new: Ctrl-C while `ladder submit` starts its local workers ------------------------------------------------
+
+
+def test_ctrl_c_between_two_local_workers_leaves_no_unrecorded_worker(planned, monkeypatch):
+    """Ctrl-C after `ladder submit` started one local worker and before the next: jobs.json was not written, and
+    the first worker trained on where `ladder cancel` could not see it (beside the workers of the submit run
+    again)."""
+    from types import SimpleNamespace
+
+    import ladder.jobs.submit as submit
+    from ladder.studies.spec import ExecutorSpec
+
+    study, ids = planned()
+    started = []
+
+    def start(*a, **k):
+        if started:
+            raise KeyboardInterrupt  # the Ctrl-C, as the second worker starts
+        process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        started.append(process)
+        return SimpleNamespace(_process=process, job_id=str(process.pid))
+
+    monkeypatch.setattr(submit, "_local_slots", lambda ex, runs: [([], 1), ([], 1)])
+    monkeypatch.setattr(submit, "_local_executor", lambda *a, **k: SimpleNamespace(submit=start))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            submit.submit(study, ExecutorSpec(kind="local"))
+        assert started and started[0].poll() is not None  # the worker it had started is gone, not left unrecorded
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+    assert not job_records.read(layout.StudyDir(study))

@@ -184,7 +184,8 @@ def _die_with_controller() -> int | None:
             ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
         except (OSError, AttributeError):  # no prctl: the queue still ends at the next run
             pass
-    return os.getppid()
+    job_id = os.environ.get("SUBMITIT_LOCAL_JOB_ID", "")  # the controller's pid: gone already if not our parent
+    return int(job_id) if job_id.isdigit() else os.getppid()
 
 
 class StoppedBeforeTraining(KeyboardInterrupt):

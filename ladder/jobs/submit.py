@@ -149,26 +149,6 @@ def _writable(sd: layout.StudyDir, chosen: list[RunSpec], refused: dict[str, str
     return kept
 
 
-def _refuse_an_unwritable_data_cache() -> None:
-    """Before a job is booked: the data cache (``LADDER_CACHE``) of the runs that train on this machine must take
-    their tokenized data, or every run fails before its first step (each then booked as failed, one by one)."""
-    from ladder.model.data.cache import default_cache_root
-
-    root = default_cache_root()
-    place = root
-    while not os.path.lexists(place) and place != place.parent:  # the folder the cache would be made in
-        place = place.parent
-    try:
-        if not place.is_dir():
-            raise NotADirectoryError(20, "Not a directory", str(place))
-        layout.check_writable(place)
-    except OSError as exc:
-        raise StateError(
-            f"the data cache {root} cannot be written ({place}: {exc.strerror or exc}), so every run would fail "
-            "before its first step: set LADDER_CACHE to a folder you can write, then submit again"
-        ) from None
-
-
 def _slurm_parameters(ex: ExecutorSpec, *, one_task: bool = False) -> dict[str, Any]:
     """The sbatch options of a study's jobs. ``one_task``: a job that one process does on at most one GPU (an lm-eval
     of a checkpoint), not a DDP run with a task per GPU."""
@@ -282,10 +262,22 @@ def _submit_local(sd: layout.StudyDir, runs: list[RunSpec], ex: ExecutorSpec, de
     # every worker takes the biggest unclaimed run first (longest-processing-time first): the ladder then
     # ends with small runs filling the gaps rather than one big run training alone
     run_ids = [r.run_id for r in sorted(runs, key=lambda r: -r.own_flops)]
-    job_ids = []
-    for gpus, threads in _local_slots(ex, runs):
-        executor = _local_executor(sd, sd.submitit / "local" / "%j", gpus, detach)
-        job_ids.append(executor.submit(WorkerJob(str(sd.path), run_ids, threads)).job_id)
+    jobs: list[submitit.Job] = []
+    try:
+        for gpus, threads in _local_slots(ex, runs):
+            executor = _local_executor(sd, sd.submitit / "local" / "%j", gpus, detach)
+            jobs.append(executor.submit(WorkerJob(str(sd.path), run_ids, threads)))
+    except BaseException:
+        # Ctrl-C (or a kill) between two workers: jobs.json is not written, so the workers already started would
+        # train on unrecorded, where `ladder cancel` cannot see them, beside those of the submit run again. They
+        # have trained nothing yet: they go (a worker whose controller is gone stops: WorkerJob)
+        for job in jobs:
+            process = getattr(job, "_process", None)
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+        raise
+    job_ids = [job.job_id for job in jobs]
     return {rid: list(job_ids) for rid in run_ids}
 
 
@@ -314,7 +306,9 @@ def submit(
         if not chosen:
             return result
         if executor.kind in ("local", "debug"):  # (a SLURM node's cache may be another machine's folder)
-            _refuse_an_unwritable_data_cache()
+            from ladder.model.data.cache import refuse_an_unwritable_cache
+
+            refuse_an_unwritable_cache()
         for spec in chosen:
             rd = sd.run(spec.run_id)
             rd.error.unlink(missing_ok=True)

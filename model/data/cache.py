@@ -31,6 +31,26 @@ def default_cache_root() -> Path:
         ) from None
 
 
+def refuse_an_unwritable_cache() -> None:
+    """Before ``ladder submit`` books a job that trains on this machine: the data cache must take the runs' tokenized
+    data, or every run fails before its first step (each then booked as failed, one by one)."""
+    from ladder.layout import check_writable
+
+    root = default_cache_root()
+    place = root
+    while not os.path.lexists(place) and place != place.parent:  # the folder the cache would be made in
+        place = place.parent
+    try:
+        if not place.is_dir():
+            raise NotADirectoryError(20, "Not a directory", str(place))
+        check_writable(place)
+    except OSError as exc:
+        raise DataError(
+            f"the data cache {root} cannot be written ({place}: {exc.strerror or exc}), so every run would fail "
+            "before its first step: set LADDER_CACHE to a folder you can write, then submit again"
+        ) from None
+
+
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """An exclusive advisory lock (``flock``) on ``path``; a second process (or thread) waits here."""
