@@ -286,3 +286,23 @@ def test_a_hero_at_another_ratio_than_a_one_ratio_ladder_is_warned_before_it_tra
     for ok in ({"budgets": [1, 2]}, {"budgets": [1]}):
         r = run_cli(capsys, "studies", "validate", _design(tmp_path, "ok", ladder=ok))
         assert r.code == 0 and "hero forecast" not in r.stderr, (ok, r.stderr)
+
+
+def test_a_hero_of_a_tie_no_run_trains_is_warned_before_the_ladder_trains(tmp_path, capsys):
+    """hero.tied: false over a ladder of tied runs (no tie_embeddings ablation): validate and plan said nothing, and
+    `ladder fit` forecast the untied hero with the tied runs' law, without a word of it."""
+    spec = _design(tmp_path, "untied-hero", hero={"params": "400K", "tied": False})
+    for command in (("studies", "validate"), ("plan", "--dry-run")):
+        r = run_cli(capsys, *command, spec)
+        said = _said(r)
+        assert r.code == 0 and "hero.tied = false, but every run of the ladder is tied" in said, said
+        assert "ablations.tie_embeddings [true, false]" in said, said
+    r = _fake_fit(tmp_path, spec, capsys)
+    assert r.code == 0 and "all runs are tied" in r.stdout, r.stdout[-2000:]
+    for ok in ({"params": "400K", "tied": True}, {"params": "400K"}):
+        r = run_cli(capsys, "studies", "validate", _design(tmp_path, "ok", hero=ok))
+        assert r.code == 0 and "hero.tied" not in r.stderr, r.stderr
+    both = _design(
+        tmp_path, "both", ablations={"tie_embeddings": [True, False]}, hero={"params": "400K", "tied": False}
+    )
+    assert "hero.tied" not in run_cli(capsys, "studies", "validate", both).stderr

@@ -704,15 +704,25 @@ def hero_requirements(study: StudySpec, runs: list[RunSpec], hero_ratio: float |
     unavailable ... frontier: only at 40 tokens/param"): ladder.budgets [2] trains every run at 40 tokens/param, and
     the hero, at ladder.tokens_per_param 20, had no forecast."""
     rungs = [r for r in runs if r.role == "rung"]
+    out = []
+    ties = {r.shape.tied for r in rungs}
+    if study.hero.tied is not None and ties == {not study.hero.tied}:
+        # the fit forecast the untied hero with the tied runs' law, and neither fit nor report said so
+        word = {True: "tied", False: "untied"}
+        out.append(
+            f"hero.tied = {str(study.hero.tied).lower()}, but every run of the ladder is {word[not study.hero.tied]}"
+            f" (model.tie_embeddings {str(study.model.tie_embeddings).lower()}): `ladder fit` forecasts the "
+            f"{word[study.hero.tied]} hero with the {word[not study.hero.tied]} runs' law, and no run measures what "
+            "the change does; add ablations.tie_embeddings [true, false] to fit both, or drop hero.tied"
+        )
     if not rungs or not hero_ratio or hero_ratio <= 0:
-        return []
-    tie_varies = len({r.shape.tied for r in rungs}) > 1
+        return out
+    tie_varies = len(ties) > 1
     by_variant: dict[str, list[float]] = {}
     for r in rungs:
         by_variant.setdefault(("tied" if r.shape.tied else "untied") if tie_varies else "", []).append(
             r.tokens / r.params
         )
-    out = []
     for variant, ratios in by_variant.items():
         near = any(abs(math.log(x / hero_ratio)) <= math.log1p(FIT_RATIO_TOL) for x in ratios)
         if _ratio_groups(ratios) >= 2 or near:
