@@ -376,3 +376,18 @@ def test_a_freeze_made_after_the_hero_trained_says_so_not_after_a_submission(stu
     page = _page(study)
     assert f"AFTER hero run {spec.run_id} had trained or begun to" in page
     assert _row(page, "Frozen before the hero was submitted").startswith(f"no: frozen after hero run {spec.run_id}")
+
+
+def test_score_says_how_far_the_hero_run_lies_from_the_frozen_point_as_hero_promised(study, capsys):
+    """`hero`: "this run ... has 397.7K params x 8.003M tokens (-0.58% params): `ladder forecast score` scores the
+    forecast against it and says the difference"; the score, terminal and report, never said it."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    r = run_cli(capsys, "hero", study)
+    off = re.search(r"\(([-+][\d.]+% params)\): `ladder forecast score` scores", r.stdout)
+    assert off, r.stdout
+    train(layout.StudyDir(study), hero_spec(study), 3.5)
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 0, r.stderr
+    assert f"the hero run is {off.group(1)} off the frozen point" in r.stdout, r.stdout
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    assert f"(the hero run is {off.group(1)} off it)" in _row(_page(study), "Forecast of")

@@ -336,6 +336,11 @@ def score(
             out.print(line + escape(_score_text(s)) + f" ({escape(what)})")
             if p.get("warning"):
                 err.print(f"[yellow]early warning[/]: {p['warning']}")
+        from ladder.reports.fits.scoring import offset_words
+
+        off = offset_words(s.get("offset"))
+        if off:
+            out.print(f"  the hero run is {off} off the frozen point (scored within 10%)")
         if f.number in outcome.repeated:
             out.print(f"  forecast {f.number}: the same as its last score: not appended again")
         if s.get("frozen_before_training") is False:

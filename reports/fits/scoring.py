@@ -100,3 +100,16 @@ def same_digits(*values: Any, digits: int = 4) -> list[str]:
         if told:
             return texts
     return texts
+
+
+def offset_words(offset: object) -> str:
+    """How far the scored run lies from the frozen point ("+0.56% params, +0.04% tokens"), as `ladder hero`
+    promises the score says it; empty when both agree to 0.05% (or for a loss given by hand)."""
+    if not isinstance(offset, dict):
+        return ""
+    parts = [
+        f"{v:+.2g}% {what}"
+        for what, key in (("params", "params_pct"), ("tokens", "tokens_pct"))
+        if isinstance(v := offset.get(key), (int, float)) and not isinstance(v, bool) and abs(v) >= 0.05
+    ]
+    return ", ".join(parts)

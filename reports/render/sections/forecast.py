@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ladder.layout import JOBS
-from ladder.reports.fits.scoring import pct_of_tokens, same_digits
+from ladder.reports.fits.scoring import offset_words, pct_of_tokens, same_digits
 from ladder.reports.fits.study.forecast_json import Comparison, FrozenForecast, Interval, Partial, Score
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.fmt import ABSENT, fmt_int, fmt_loss, fmt_pct, fmt_point, num, ok
@@ -314,7 +314,9 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
         s.add(Para(text, "warn" if point.inside is False else "note"))
     if data_changed(ctx, rec):
         s.add(Para(DATA_CHANGED, "warn"))
-    items = [("Frozen forecast", frozen), ("Forecast of", _frozen_point(rec, score.point))]
+    off = offset_words(score.offset)
+    of = _frozen_point(rec, score.point) + (f" (the hero run is {off} off it)" if off else "")
+    items = [("Frozen forecast", frozen), ("Forecast of", of)]
     if score.final:
         items += _final_items(score)
     items += [
