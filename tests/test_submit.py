@@ -87,17 +87,20 @@ def test_debug_executor_trains_collects_and_never_resubmits(planned, capsys):
     assert json.loads(aside.read_text())["final_eval_loss"] == "abc"
 
 
-def _tokenizer_gone_after_plan(tmp_path):
-    """A tokenizer.json path under a folder named 'nonexistent', there while the study is planned."""
+def _tokenizer_gone_after_plan(tmp_path, tiny_tokenizer):
+    """A tokenizer.json path under a folder named 'nonexistent', there while the study is planned (a real one:
+    `validate` and `plan` read it)."""
+    import shutil
+
     tok = tmp_path / "nonexistent" / "tokenizer.json"
     tok.parent.mkdir()
-    tok.write_text("{}")
+    shutil.copyfile(tiny_tokenizer / "tokenizer.json", tok)
     return tok
 
 
-def test_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, capsys):
+def test_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, tiny_tokenizer, capsys):
     spec = write_study(tmp_path / "bad.yaml", tiny_jsonl_corpus, name="bad", sizes=("4K",))
-    tok = _tokenizer_gone_after_plan(tmp_path)
+    tok = _tokenizer_gone_after_plan(tmp_path, tiny_tokenizer)
     spec.write_text(spec.read_text().replace("corpus:", f"tokenizer: {tok}\n  corpus:"))
     out = tmp_path / "bad"
     assert run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check").code == 0
@@ -214,10 +217,10 @@ def test_slurm_micro_study_preemption_and_requeue(tmp_path, tiny_jsonl_corpus, c
     assert c["rows"] == 3 and c["problems"] == []
 
 
-def test_slurm_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, capsys):
+def test_slurm_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, tiny_tokenizer, capsys):
     require_slurm()
     spec = write_study(tmp_path / "bad.yaml", tiny_jsonl_corpus, name="bad", sizes=("4K",), executor="slurm")
-    tok = _tokenizer_gone_after_plan(tmp_path)
+    tok = _tokenizer_gone_after_plan(tmp_path, tiny_tokenizer)
     spec.write_text(spec.read_text().replace("corpus:", f"tokenizer: {tok}\n  corpus:"))
     out = tmp_path / "bad"
     assert run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check").code == 0
