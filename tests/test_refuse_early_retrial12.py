@@ -306,3 +306,16 @@ def test_a_hero_of_a_tie_no_run_trains_is_warned_before_the_ladder_trains(tmp_pa
         tmp_path, "both", ablations={"tie_embeddings": [True, False]}, hero={"params": "400K", "tied": False}
     )
     assert "hero.tied" not in run_cli(capsys, "studies", "validate", both).stderr
+
+
+def test_a_one_size_sweep_is_not_blamed_on_other_sizes(tmp_path, capsys):
+    """A depth-vs-width sweep at one size (with --no-fit-check in mind) was warned "only 50K has them (whole heads
+    and layers build one shape of nearby aspect ratios at the others)": there are no others. With sizes where the
+    sweep's shapes collapse, the words stay."""
+    one = _design(tmp_path, "one", ablations={"aspect_ratio": [4, 16, 64]}, ladder={"sizes": ["50K"]})
+    said = _said(run_cli(capsys, "studies", "validate", one, "--no-fit-check"))
+    assert "no depth-vs-width trend to the hero" in said and "only 50K has them" in said, said
+    assert "at the others" not in said, said
+    few = _design(tmp_path, "few", ablations={"aspect_ratio": [8, 16, 32]}, ladder={"sizes": hf.SIZES[:4]})
+    said = _said(run_cli(capsys, "studies", "validate", few))
+    assert "only 71K has them (whole heads and layers build one shape of nearby aspect ratios at the others)" in said

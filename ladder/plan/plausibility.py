@@ -669,8 +669,13 @@ def ablation_requirements(study: StudySpec, runs: list[RunSpec]) -> list[str]:
         elif len(_sizes_of(shapes, a_ok)) < LAW_MIN_SIZES:
             out.append(
                 f"{aspects[0]}: no depth-vs-width trend to the hero, which needs >= {SWEEP_MIN_VALUES} shapes at >= "
-                f"{LAW_MIN_SIZES} sizes: only {_sizes_of(shapes, a_ok)[0]} has them (whole heads and layers build "
-                "one shape of nearby aspect ratios at the others)"
+                f"{LAW_MIN_SIZES} sizes: only {_sizes_of(shapes, a_ok)[0]} has them"
+                # a ladder of one size has no others to blame
+                + (
+                    " (whole heads and layers build one shape of nearby aspect ratios at the others)"
+                    if len(_sizes_of(shapes, list(shapes))) > 1
+                    else ""
+                )
             )
     lad = study.ladder
     if lad.mode == "isoflop":
