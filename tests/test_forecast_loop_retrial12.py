@@ -60,7 +60,9 @@ def test_a_partial_score_prints_its_point_and_interval_in_one_precision(study, t
     cells = " ".join(show.stdout.replace("│", " ").split())
     assert f"heads for {m.group(1)} [{m.group(2)}, {m.group(3)}]" in cells, cells
     assert run_cli(capsys, "report", study, "--format", "html").code == 0
-    rm = re.search(rf"heads for a final loss of ({NUMBER}) \(90% ({NUMBER}) – ({NUMBER}), from the curves of 3 ", _page(study))
+    rm = re.search(
+        rf"heads for a final loss of ({NUMBER}) \(90% ({NUMBER}) – ({NUMBER}), from the curves of 3 ", _page(study)
+    )
     assert rm, _page(study)[:3000]
     _told_apart(*rm.groups())
 
@@ -77,7 +79,7 @@ def test_a_hero_heading_for_a_round_loss_keeps_its_zeros(study, capsys):
 
 
 def test_a_final_score_prints_the_actual_in_the_forecasts_digits(study, capsys):
-    """"forecast 3.492 [3.438, 3.546], actual 3.5": the actual in fewer digits than the forecast beside it."""
+    """ "forecast 3.492 [3.438, 3.546], actual 3.5": the actual in fewer digits than the forecast beside it."""
     assert run_cli(capsys, "forecast", "freeze", study).code == 0
     r = run_cli(capsys, "forecast", "score", study, "--loss", "3.5")
     assert r.code == 0, r.stderr
@@ -328,7 +330,9 @@ def test_a_hero_run_no_freeze_holds_is_named_beside_the_one_scored(study, capsys
     assert small.run_id in j["heroes_not_scored"]
 
 
-def test_a_partial_curve_scored_after_the_final_loss_does_not_call_the_forecast_a_projection_again(study, tmp_path, capsys):
+def test_a_partial_curve_scored_after_the_final_loss_does_not_call_the_forecast_a_projection_again(
+    study, tmp_path, capsys
+):
     """The hero done and scored ("a prediction checked against the hero"; `forecast show`: prediction), then a
     partial --curve: "scored 1 frozen forecast(s): still a projection (the hero has not finished)"."""
     assert run_cli(capsys, "forecast", "freeze", study).code == 0
@@ -391,3 +395,23 @@ def test_score_says_how_far_the_hero_run_lies_from_the_frozen_point_as_hero_prom
     assert f"the hero run is {off.group(1)} off the frozen point" in r.stdout, r.stdout
     assert run_cli(capsys, "report", study, "--format", "html").code == 0
     assert f"(the hero run is {off.group(1)} off it)" in _row(_page(study), "Forecast of")
+
+
+def test_a_partial_score_from_one_reference_curve_says_why_it_has_no_interval(study, capsys):
+    """With one finished rung's curve to read, the partial score printed "heads for 3.487 -"."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    rungs = sorted(
+        (json.loads((p / "spec.json").read_text())["params"], p)
+        for p in (study / "runs").iterdir()
+        if json.loads((p / "spec.json").read_text())["role"] == "rung"
+    )
+    for _, p in rungs[:-1]:  # the largest keeps its curve; the results (and so the fit) stay as they were
+        (p / "metrics.jsonl").write_text("")
+    train(layout.StudyDir(study), hero_spec(study), 3.45, upto=0.4)
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 0, r.stderr
+    assert re.search(
+        rf"heads for {NUMBER} \(no interval: the curve of 1 finished rung; an interval needs 2\)", r.stdout
+    )
+    assert " -;" not in r.stdout

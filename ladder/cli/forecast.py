@@ -86,9 +86,22 @@ def _score_words(s: dict | None) -> str:
 
     vs = p.get("vs_frozen") or {}
     return (
-        f"partial at {pct_of_tokens(p['fraction'])}: heads for {_with_interval(p['final_forecast'], p)}; frozen is "
+        f"partial at {pct_of_tokens(p['fraction'])}: heads for {_heads_for(p)}; frozen is "
         f"{vs.get('error_pct', 0):+.2f}% off it, {inside[vs.get('inside')]}"
     )
+
+
+def _heads_for(p: dict) -> str:
+    """A partial curve's forecast with its interval; with one reference curve it has none, and says why (not a
+    bare "-")."""
+    if p.get("lo") is None or p.get("hi") is None:
+        from ladder.reports.fits.scoring import same_digits
+
+        n = len(p.get("references") or [])
+        return (
+            f"{same_digits(p['final_forecast'])[0]} (no interval: the curve of {n} finished rung; an interval needs 2)"
+        )
+    return _with_interval(p["final_forecast"], p)
 
 
 def _in_context_text(ic: dict | None) -> str:
@@ -371,7 +384,9 @@ def score(
             {f.number for f, _ in outcome.scored if any(s.get("final") and s.get("point") == "hero" for s in f.scores)}
         )
         # finals at --predict points only: `forecast show` keeps calling each freeze's hero forecast a projection
-        points = sorted({str(s["point"]) for s in finals}) if finals and all(s["point"] != "hero" for s in finals) else []
+        points = (
+            sorted({str(s["point"]) for s in finals}) if finals and all(s["point"] != "hero" for s in finals) else []
+        )
         at = f" at --predict {', '.join(points)} (not the freezes' hero forecast)" if points else ""
         kind = (
             f"a prediction checked against the hero{at}"
