@@ -415,3 +415,19 @@ def test_a_partial_score_from_one_reference_curve_says_why_it_has_no_interval(st
         rf"heads for {NUMBER} \(no interval: the curve of 1 finished rung; an interval needs 2\)", r.stdout
     )
     assert " -;" not in r.stdout
+
+
+def test_freeze_marks_a_point_beyond_reach_as_fit_does(study, capsys):
+    """`fit --predict 1M:20M` marks the point "(beyond reach)"; `forecast freeze --predict 1M:20M` printed it bare,
+    though its freeze records beyond_reach: true."""
+    r = run_cli(capsys, "forecast", "freeze", study, "--predict", "1M:20M", "--predict", "150K:3M")
+    assert r.code == 0, r.stderr
+    rec = json.loads((study / "forecast.json").read_text())
+    reach = {p["label"]: p["beyond_reach"] for p in rec["predictions"]}
+    assert reach == {"1M:20M": True, "150K:3M": False}
+    lines = {line.strip().split(": ", 1)[0]: line for line in r.stdout.splitlines() if line.startswith("  ")}
+    assert lines["1M:20M"].endswith("(beyond reach)") and "beyond reach" not in lines["150K:3M"], lines
+    fit = run_cli(capsys, "fit", study, "--predict", "1M:20M", "--predict", "150K:3M")
+    assert re.search(r"^1M:20M .*\(beyond reach\)", fit.stdout, re.M) and not re.search(
+        r"^150K:3M .*\(beyond reach\)", fit.stdout, re.M
+    )

@@ -185,7 +185,9 @@ def freeze(
     )
     for p in f.record["predictions"]:
         out.print(
+            # marked as `ladder fit --predict` marks it in its table
             f"  {escape(str(p['label']))}: {_with_interval(p['loss'], p)}"
+            + (" (beyond reach)" if p.get("beyond_reach") else "")
             if p.get("loss") is not None
             else f"  {escape(str(p['label']))}: no forecast"
         )
