@@ -319,3 +319,41 @@ def test_a_one_size_sweep_is_not_blamed_on_other_sizes(tmp_path, capsys):
     few = _design(tmp_path, "few", ablations={"aspect_ratio": [8, 16, 32]}, ladder={"sizes": hf.SIZES[:4]})
     said = _said(run_cli(capsys, "studies", "validate", few))
     assert "only 71K has them (whole heads and layers build one shape of nearby aspect ratios at the others)" in said
+
+
+def test_an_evaluated_ladder_too_small_for_the_task_forecasts_is_warned(tmp_path, capsys):
+    """4 sizes at one ratio with `evals: {}`: validate and plan warned of the rollout only, and `ladder fit` of the
+    evaluated ladder said "task task_a: 4 runs ...; the step-2 sigmoid has 4 parameters and needs at least 5 runs"."""
+    import math
+
+    from ladder import layout
+    from ladder.plan.planner import read_plan
+
+    spec = _design(tmp_path, "ev4", ladder={"sizes": hf.SIZES[:4]})
+    spec.write_text(spec.read_text() + "evals: {}\n")
+    for command in (("studies", "validate"), ("plan", "--dry-run")):
+        said = _said(run_cli(capsys, *command, spec))
+        assert "evals: the task forecasts" in said and "needs >= 5 runs" in said and "this plan has 4" in said, said
+    root = tmp_path / "ev4-study"
+    assert run_cli(capsys, "plan", spec, "--out", root).code == 0
+    sd = layout.StudyDir(root)
+    for run in read_plan(root)[1]:
+        loss = hf.law_loss(run.params, run.tokens)
+        hf.train(sd, run, loss)
+        sd.run(run.run_id).lm_eval.mkdir()
+        bpb = loss / math.log(2) / 3
+        task = {"acc,none": 1 / (1 + math.exp(8 * (bpb - 0.55))), "bpb,none": bpb}
+        (sd.run(run.run_id).lm_eval / "results_a.json").write_text(json.dumps({"results": {"task_a": task}}))
+    assert run_cli(capsys, "collect", root).code == 0
+    r = run_cli(capsys, "fit", root, "--bootstrap", "5")
+    assert r.code == 0 and "needs at least 5 runs" in " ".join(r.stdout.split()), r.stdout[-2000:]
+    five = _design(tmp_path, "ev5", ladder={"sizes": hf.SIZES[:5]})
+    five.write_text(five.read_text() + "evals: {}\n")
+    assert "evals:" not in run_cli(capsys, "studies", "validate", five).stderr
+
+
+def test_the_task_thresholds_validate_checks_are_the_fits():
+    from ladder.plan import plausibility
+    from ladder.reports.fits.tasks import task_forecast
+
+    assert plausibility.TASK_MIN_RUNS == {k: task_forecast.MIN_RUNS[k] for k in ("compute", "sigmoid")}

@@ -548,6 +548,9 @@ LAW_MIN_SIZES = 2
 ISOFLOP_MIN_SIZES = 3
 ISOFLOP_MIN_BUDGETS = 2
 TUNING_AXES = ("lr", "lr_multipliers", "batch_tokens", "batch_multipliers", "aspect_ratio")  # study.table's
+# the task forecasts (ladder.reports.fits.tasks.task_forecast.MIN_RUNS): task loss vs compute needs 4 runs, accuracy
+# vs task loss (a sigmoid of 4 constants) 5
+TASK_MIN_RUNS = {"compute": 4, "sigmoid": 5}
 
 
 def _rung_key(r: RunSpec) -> tuple:
@@ -677,6 +680,13 @@ def ablation_requirements(study: StudySpec, runs: list[RunSpec]) -> list[str]:
                     else ""
                 )
             )
+    if study.evals is not None and len(rungs) < TASK_MIN_RUNS["sigmoid"]:
+        # the task forecasts read every finished run with lm-eval results
+        out.append(
+            f"evals: the task forecasts fit each task's accuracy against its loss with a sigmoid of 4 constants, "
+            f"which needs >= {TASK_MIN_RUNS['sigmoid']} runs (and its loss against compute >= "
+            f"{TASK_MIN_RUNS['compute']}), and this plan has {len(rungs)}; add a size or a budget"
+        )
     lad = study.ladder
     if lad.mode == "isoflop":
         per_budget: dict[tuple, set] = {}
