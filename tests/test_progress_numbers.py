@@ -300,3 +300,16 @@ def test_a_one_shot_status_gives_the_studys_eta_as_the_watch_does(tmp_path, caps
         assert "; ETA 10.0m" in " ".join(human.split()), human
     data = run_cli(capsys, "status", root, "--json").json()  # nothing runs: no time left to give
     assert data["totals"]["eta_s"] is None and "; ETA" not in run_cli(capsys, "status", root).stdout
+
+
+def test_a_queued_run_shows_no_eta_of_its_own(tmp_path):
+    """A run interrupted part-way and submitted again waits its turn in the queue: its row gave an ETA from its
+    old throughput as if it were training."""
+    root = tmp_path / "s"
+    spec = plan_micro(root)[-1]
+    sd = layout.StudyDir(root)
+    half = spec.steps // 2 // spec.log_interval * spec.log_interval
+    sd.run(spec.run_id).metrics.write_text("".join(metrics_lines(spec, half)))
+    record_job(sd, spec.run_id, cancelled=False, job_id=str(os.getpid()))  # a live local worker, not on it yet
+    row = next(r for r in study_status(root) if r.run_id == spec.run_id)
+    assert row.state == "queued" and row.tokens_per_s and row.eta_s is None, (row.state, row.eta_s)

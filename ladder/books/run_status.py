@@ -167,7 +167,7 @@ def run_status(
         elapsed = float(books.result["wall_time_s"])
     per_step = spec.sequences_per_batch * spec.data.seq_len
     eta = None
-    if state in LIVE:  # at the run's own wall-clock rate so far (evaluations and checkpoints take the clock too)
+    if state == "running":  # at its own wall-clock rate so far (evaluations and checkpoints take the clock too)
         spent = books.flops_spent(spec)
         if isinstance(elapsed, (int, float)) and elapsed > 0 and spent > 0:
             eta = max(0.0, spec.own_flops - spent) / (spent / elapsed)
