@@ -357,3 +357,10 @@ def test_the_task_thresholds_validate_checks_are_the_fits():
     from ladder.reports.fits.tasks import task_forecast
 
     assert plausibility.TASK_MIN_RUNS == {k: task_forecast.MIN_RUNS[k] for k in ("compute", "sigmoid")}
+
+
+def test_the_plan_table_gives_an_isoflop_budget_as_every_compute_is_given(tmp_path, capsys):
+    """An isoFLOP plan's table said "C=3e+11" beside FLOPs of "2.99e11" in the next column."""
+    iso = _design(tmp_path, "iso", ladder={"mode": "isoflop", "compute_budgets": [3e11, 1e12]}, hero={"compute": 1e14})
+    r = run_cli(capsys, "plan", iso, "--dry-run")
+    assert r.code == 0 and "C=3.00e11" in r.stdout and "C=1.00e12" in r.stdout and "e+" not in r.stdout, r.stdout

@@ -203,7 +203,12 @@ def plan(
             justify="left" if name in ("run", "variant", "axes", "shape") else "right",
         )
     for r, run in zip(rows, p.runs):  # the variant names the ablation axes; size is in params
-        axes = ", ".join(f"{'C' if k == 'budget' else k}={v}" for k, v in r["axes"].items() if k in ("seed", "budget"))
+        # an isoFLOP budget as every compute is printed (C=3.00e9), not as its axis value holds it (3e+09)
+        axes = ", ".join(
+            f"C={sci(float(v))}" if k == "budget" else f"{k}={v}"
+            for k, v in r["axes"].items()
+            if k in ("seed", "budget")
+        )
         run_cell = r["run_id"]
         mult = r["axes"].get("multiplier")
         if r["trunk_run_id"]:
