@@ -364,3 +364,16 @@ def test_the_plan_table_gives_an_isoflop_budget_as_every_compute_is_given(tmp_pa
     iso = _design(tmp_path, "iso", ladder={"mode": "isoflop", "compute_budgets": [3e11, 1e12]}, hero={"compute": 1e14})
     r = run_cli(capsys, "plan", iso, "--dry-run")
     assert r.code == 0 and "C=3.00e11" in r.stdout and "C=1.00e12" in r.stdout and "e+" not in r.stdout, r.stdout
+
+
+def test_isoflop_points_that_land_on_one_model_are_named_as_such(tmp_path, capsys):
+    """At a budget of 3e9 FLOPs the two smallest isoFLOP points both land on the family's smallest models; the plan
+    said "1 point(s) of the ablation grid train the very model of another ...: base at 1.706K as base", of a study
+    without an ablation."""
+    iso = _design(tmp_path, "tiny", ladder={"mode": "isoflop", "compute_budgets": [3e9, 3e10, 3e11]},
+                  hero={"compute": 1e14})  # fmt: skip
+    r = run_cli(capsys, "plan", iso, "--dry-run")
+    said = " ".join(r.stdout.split())
+    assert r.code == 0 and "ablation grid" not in said and "base at" not in said, said
+    assert "1 isoFLOP size point(s) land on the model of another point of their budget" in said, said
+    assert "targets 1.014K and 1.706K at C=3.00e9 (both 2.608K)" in said, said

@@ -17,7 +17,7 @@ from typing import Any
 
 from ladder import layout
 from ladder.errors import SpecError, StateError
-from ladder.model.config import RunSpec, format_count
+from ladder.model.config import RunSpec, format_count, format_flops
 from ladder.model.hardware import planning_seconds
 from ladder.model.memory import MemoryEstimate
 from ladder.plan.compiling import resolve_compile
@@ -90,6 +90,7 @@ def expand(study: StudySpec) -> Plan:
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
     merged: list[str] = []  # grid points that train a model planned already: said, so the run count adds up
+    sized: list[str] = []  # isoFLOP size points that land on a model of another point of their budget
     grid = [(rung, None, None) for rung in rungs(study, rules)]
     combos = axis_combos(study)
     for i, (rung, variant, seeds) in enumerate(grid + extra_rungs(study)):
@@ -104,9 +105,17 @@ def expand(study: StudySpec) -> Plan:
                 # two axis values that train the identical model (e.g. lr 1x == the rule's value)
                 if run.run_id in seen:
                     kept = seen[run.run_id]
-                    merged.append(
-                        f"{run.variant} at {run.axes.get('size', format_count(run.params))} as {kept.variant}"
-                    )
+                    if run.variant == kept.variant and "budget" in run.axes:
+                        # two isoFLOP size points of one budget that land on one model: not an ablation's
+                        # points ("base at 1.706K as base" said nothing a user could act on)
+                        sized.append(
+                            f"targets {kept.axes.get('size')} and {run.axes.get('size')} at C="
+                            f"{format_flops(float(run.axes['budget']))} (both {format_count(run.params)})"
+                        )
+                    else:
+                        merged.append(
+                            f"{run.variant} at {run.axes.get('size', format_count(run.params))} as {kept.variant}"
+                        )
                     continue
                 seen[run.run_id] = run
                 runs.append(run)
@@ -119,6 +128,11 @@ def expand(study: StudySpec) -> Plan:
         plan.notes.append(
             f"{len(merged)} point(s) of the ablation grid train the very model of another and are planned once "
             f"(the same shape, tokens, batch and LR): {', '.join(merged)}"
+        )
+    if sized:
+        plan.notes.append(
+            f"{len(sized)} isoFLOP size point(s) land on the model of another point of their budget (whole heads and "
+            f"layers, from the family's smallest model up) and are planned once: {', '.join(sized)}"
         )
     plan.warnings += check_runs(study, runs, plan.estimates_s) + cost_warning(
         study, plan.totals()["ladder_pct_of_hero"]
