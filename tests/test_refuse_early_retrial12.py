@@ -377,3 +377,12 @@ def test_isoflop_points_that_land_on_one_model_are_named_as_such(tmp_path, capsy
     assert r.code == 0 and "ablation grid" not in said and "base at" not in said, said
     assert "1 isoFLOP size point(s) land on the model of another point of their budget" in said, said
     assert "targets 1.014K and 1.706K at C=3.00e9 (both 2.608K)" in said, said
+
+
+def test_a_batch_sweep_whose_values_round_to_one_batch_is_told_to_spread_them(tmp_path, capsys):
+    """batch_tokens [1000, 1024, 1050] at seq_len 64 all round to 16 sequences: the warning said "add a value",
+    which would not help."""
+    spec = _design(tmp_path, "bt", ablations={"batch_tokens": [1000, 1024, 1050], "lr_multipliers": [0.5, 1, 2]})
+    said = _said(run_cli(capsys, "studies", "validate", spec))
+    assert "have at most 1: batches are whole sequences" in said and "spread the values" in said, said
+    assert "add a value" not in said, said

@@ -644,8 +644,14 @@ def ablation_requirements(study: StudySpec, runs: list[RunSpec]) -> list[str]:
         if not b_ok:
             out.append(
                 f"{', '.join(batch_axes)}: no batch optimum and no batch law: the fit needs >= {SWEEP_MIN_VALUES} "
-                f"distinct batch sizes at a rung (this plan's rungs have at most {most(batch)}: {rounded}); add a "
-                "value"
+                f"distinct batch sizes at a rung (this plan's rungs have at most {most(batch)}: {rounded}); "
+                # [1000, 1024, 1050] tokens are 3 values that all round to 16 sequences: adding one would not help
+                + (
+                    "spread the values"
+                    if max(len(getattr(study.ablations, n) or []) for n in ("batch_tokens", "batch_multipliers"))
+                    >= SWEEP_MIN_VALUES
+                    else "add a value"
+                )
             )
         elif not both:
             out.append(
