@@ -93,13 +93,13 @@ def test_an_isoflop_budget_of_five_sizes_is_not_refused_when_the_fit_fits_it(tmp
 
 
 def test_the_fewest_constants_of_an_n_d_law_validate_counts_are_the_fits():
-    from ladder.plan import plausibility
+    from ladder.plan import requirements
     from ladder.reports.fits.loss import loss_forms
     from ladder.reports.fits.runs import SIZE_TOL
 
     nd = [f.engine.n_params for f in loss_forms.LOSS_FORMS.values() if not f.on_compute]
-    assert plausibility.FIT_ND_PARAMS == min(nd) and plausibility.FIT_MIN_SPREAD == loss_forms.MIN_SPREAD
-    assert plausibility.FIT_SIZE_TOL == SIZE_TOL and plausibility.FIT_LEVEL_TOL == loss_forms.LEVEL_TOL
+    assert requirements.FIT_ND_PARAMS == min(nd) and requirements.FIT_MIN_SPREAD == loss_forms.MIN_SPREAD
+    assert requirements.FIT_SIZE_TOL == SIZE_TOL and requirements.FIT_LEVEL_TOL == loss_forms.LEVEL_TOL
 
 
 def _design(tmp_path: Path, name: str, ablations=None, ladder=None, hero=None, training=None) -> Path:
@@ -186,13 +186,13 @@ def test_a_sweep_the_fit_can_use_is_not_warned(tmp_path, capsys):
 
 
 def test_the_ablation_thresholds_validate_checks_are_the_fits():
-    from ladder.plan import plausibility
+    from ladder.plan import requirements
     from ladder.reports.fits.isoflop import isoflop_fit
     from ladder.reports.fits.study import table
 
-    assert plausibility.ISOFLOP_MIN_SIZES == isoflop_fit.MIN_SIZES
-    assert plausibility.ISOFLOP_MIN_BUDGETS == isoflop_fit.MIN_BUDGETS
-    assert plausibility.TUNING_AXES == table.TUNING_AXES
+    assert requirements.ISOFLOP_MIN_SIZES == isoflop_fit.MIN_SIZES
+    assert requirements.ISOFLOP_MIN_BUDGETS == isoflop_fit.MIN_BUDGETS
+    assert requirements.TUNING_AXES == table.TUNING_AXES
 
 
 def _tokenizer(folder: Path, vocab: int, special: bool = True) -> Path:
@@ -353,10 +353,10 @@ def test_an_evaluated_ladder_too_small_for_the_task_forecasts_is_warned(tmp_path
 
 
 def test_the_task_thresholds_validate_checks_are_the_fits():
-    from ladder.plan import plausibility
+    from ladder.plan import requirements
     from ladder.reports.fits.tasks import task_forecast
 
-    assert plausibility.TASK_MIN_RUNS == {k: task_forecast.MIN_RUNS[k] for k in ("compute", "sigmoid")}
+    assert requirements.TASK_MIN_RUNS == {k: task_forecast.MIN_RUNS[k] for k in ("compute", "sigmoid")}
 
 
 def test_the_plan_table_gives_an_isoflop_budget_as_every_compute_is_given(tmp_path, capsys):

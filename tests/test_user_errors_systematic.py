@@ -913,7 +913,7 @@ def test_the_fit_requirement_is_checked_per_variant():
     once, naming it), while the other still fits; with every variant short, only the ablation's comparison is
     left, and the warning says so."""
     from ladder.plan.planner import expand
-    from ladder.plan.plausibility import fit_requirements
+    from ladder.plan.requirements import fit_requirements
     from ladder.studies.spec import parse_study
 
     study = parse_study({**BASE, "ablations": {"tie_embeddings": [True, False]}})
@@ -941,12 +941,12 @@ def test_an_extra_run_of_no_variant_of_the_study_is_refused_naming_it(tmp_path, 
 
 
 def test_the_fit_thresholds_validate_checks_are_the_fits():
-    from ladder.plan import plausibility
+    from ladder.plan import requirements
     from ladder.reports.fits.loss import loss_forms
 
-    assert plausibility.FIT_MIN_SIZES == loss_forms.MIN_SIZES and plausibility.FIT_MIN_DOF == loss_forms.MIN_DOF
-    assert plausibility.FIT_RATIO_TOL == loss_forms.RATIO_TOL
-    assert plausibility.FIT_PARAMS == {k: loss_forms.LOSS_FORMS[k].engine.n_params for k in ("chinchilla", "ratio")}
+    assert requirements.FIT_MIN_SIZES == loss_forms.MIN_SIZES and requirements.FIT_MIN_DOF == loss_forms.MIN_DOF
+    assert requirements.FIT_RATIO_TOL == loss_forms.RATIO_TOL
+    assert requirements.FIT_PARAMS == {k: loss_forms.LOSS_FORMS[k].engine.n_params for k in ("chinchilla", "ratio")}
 
 
 def test_a_study_fit_refuses_is_refused_by_the_fit_too(capsys, tmp_path):

@@ -51,9 +51,9 @@ def checked_plan(study: str, spec: StudySpec, check_fit: bool, verb: str) -> tup
     """``spec`` expanded, after the checks beyond the schema (machine, data, what `ladder fit` will refuse), which
     refuse in one line naming the study file; and the warnings the checks add (`studies validate` and `plan`)."""
     from ladder.plan.planner import expand
-    from ladder.plan.plausibility import (
+    from ladder.plan.plausibility import check_machine
+    from ladder.plan.requirements import (
         ablation_requirements,
-        check_machine,
         data_requirements,
         fit_requirements,
         hero_requirements,

@@ -1,2 +1,3 @@
-"""The plan stage: a study expanded into runs (rungs, hero, packing, compile choice, plausibility checks) and
-written as run directories with plan.json; imports nothing from the later stages (books, jobs, forecast)."""
+"""The plan stage: a study expanded into runs (rungs, hero, packing, compile choice, plausibility checks, what data
+preparation and the fit will require) and written as run directories with plan.json; imports nothing from the
+later stages (books, jobs, forecast)."""
