@@ -371,7 +371,8 @@ def fit_depth_width(
             if len(kept) == 1
             else f"no trend form fits the optima of {', '.join(kept)}"
         )
-        reason = head + ": " + "; ".join(f"{k}: {v}" for k, v in excluded.items())
+        left_out = "; ".join(f"{k}: {v}" for k, v in excluded.items())
+        reason = f"{head}: {left_out}" if left_out else head
     if reason and require:
         raise FitError(f"{what}: {reason}")
     return DepthWidthResult(

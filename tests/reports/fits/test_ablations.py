@@ -362,3 +362,10 @@ def test_the_crossover_gives_its_compute_as_flops_are_written_everywhere():
     msg = res.crossover["message"]
     assert "e+" not in msg, msg
     assert f"C = {fmt_flops(res.crossover['search_limit'])}" in msg, msg
+
+
+def test_a_one_rung_depth_sweep_says_why_without_a_dangling_colon():
+    """A depth-vs-width sweep at one size said "a trend needs bracketed optima at 2 or more rungs, only r0 has one: "
+    with nothing after the colon: no other rung was left out to name."""
+    res = fit_depth_width(shape_runs(computes=(1e18,)), hero_flops=1e21, n_boot=BOOT)
+    assert res.aspect is None and res.reason.endswith("only r0 has one"), res.reason
