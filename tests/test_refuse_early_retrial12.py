@@ -386,3 +386,12 @@ def test_a_batch_sweep_whose_values_round_to_one_batch_is_told_to_spread_them(tm
     said = _said(run_cli(capsys, "studies", "validate", spec))
     assert "have at most 1: batches are whole sequences" in said and "spread the values" in said, said
     assert "add a value" not in said, said
+
+
+def test_fit_of_a_batch_sweep_without_an_lr_sweep_names_the_batch_sweep(tmp_path, capsys):
+    """`ladder fit` of batch_multipliers [0.5, 1, 2] with one LR said "hyperparameter laws: this study has no LR sweep
+    (no rung has 3 or more learning rates)": not a word of the batch sweep the study has, or why it gave nothing."""
+    spec = _design(tmp_path, "batch-only", ablations={"batch_multipliers": [0.5, 1, 2]})
+    r = _fake_fit(tmp_path, spec, capsys)
+    said = " ".join(r.stdout.split())
+    assert r.code == 0 and "its batch sweep (batch_multipliers [0.5, 1, 2]) gives no batch law" in said, said[-3000:]

@@ -167,6 +167,14 @@ def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
     good = np.isfinite(sub["params"]) & np.isfinite(sub["tokens"]) & np.isfinite(sub["flops"])
     sub = sub[good]
     sub = table.rungs_as_scale(sub)
+    swept = (
+        {
+            axis: ", ".join(f"{k} {_values(getattr(ab, k))}" for k in keys if len(getattr(ab, k) or ()) > 1)
+            for axis, keys in (("lr", ("lr", "lr_multipliers")), ("batch", ("batch_tokens", "batch_multipliers")))
+        }
+        if ab is not None
+        else None
+    )
     try:
         res = fit_hparams(
             sub,
@@ -174,12 +182,7 @@ def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
             hero_params=hero["params"] if hero else None,
             hero_tokens=hero["tokens"] if hero else None,
             seed=seed,
-            swept={
-                axis: ", ".join(f"{k} {_values(getattr(ab, k))}" for k in keys if len(getattr(ab, k) or ()) > 1)
-                for axis, keys in (("lr", ("lr", "lr_multipliers")), ("batch", ("batch_tokens", "batch_multipliers")))
-            }
-            if ab is not None
-            else None,
+            swept=swept,
         )
     except FitError as exc:
         reasons["hparams"] = f"hyperparameter laws: {exc}"
@@ -188,6 +191,11 @@ def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
         return None
     if not (res.has_lr_sweep or res.has_batch_sweep):
         reasons["hparams"] = res.lr.reason or "this study has no LR sweep"
+        if (swept or {}).get("batch") and not (swept or {}).get("lr"):  # its batch sweep would go unmentioned
+            reasons["hparams"] += (
+                f"; its batch sweep ({swept['batch']}) gives no batch law without one: the batch optimum is read "
+                "with the LR tuned again at each batch size"
+            )
         if asked:
             warnings.append(f"hyperparameter laws: {reasons['hparams']}")
     elif asked:
