@@ -299,6 +299,8 @@ def test_a_hero_of_a_tie_no_run_trains_is_warned_before_the_ladder_trains(tmp_pa
         assert "ablations.tie_embeddings [true, false]" in said, said
     r = _fake_fit(tmp_path, spec, capsys)
     assert r.code == 0 and "all runs are tied" in r.stdout, r.stdout[-2000:]
+    said = " ".join(r.stdout.split())  # and fit says whose law forecasts the untied hero
+    assert "hero.tied is false, but no untied run was trained: the hero's forecast is the tied runs' law" in said, said
     for ok in ({"params": "400K", "tied": True}, {"params": "400K"}):
         r = run_cli(capsys, "studies", "validate", _design(tmp_path, "ok", hero=ok))
         assert r.code == 0 and "hero.tied" not in r.stderr, r.stderr

@@ -90,6 +90,23 @@ def primary(study, tie, fitted, variants, law_df, laws, how, asked: str | None =
     return best, f"{why}; variants from {how}"
 
 
+def untrained_hero_tie(study, variants: list[str]) -> str | None:
+    """A warning when the study's hero.tied names a tie that no run of the ladder trained (the ladder's variants, or
+    without a tie ablation the study's model.tie_embeddings): the recommendation keeps hero.tied, and the hero's
+    forecast is then the other tie's law."""
+    if study is None or study.hero.tied is None:
+        return None
+    trained = set(variants) & {"tied", "untied"} or {"tied" if study.model.tie_embeddings else "untied"}
+    want = "tied" if study.hero.tied else "untied"
+    if want in trained:
+        return None
+    return (
+        f"hero: the study's hero.tied is {str(study.hero.tied).lower()}, but no {want} run was trained: the hero's "
+        f"forecast is the {'/'.join(sorted(trained))} runs' law (add ablations.tie_embeddings [true, false] to "
+        f"measure the {want} one)"
+    )
+
+
 def depth_width(prim_df, hero0, study, reasons, warnings, seed, *, n_boot: int = ABLATION_BOOT):
     """The depth-vs-width ablation on the primary variant's runs, when a rung has 3 or more aspect ratios."""
     asked = study is not None and study.ablations.aspect_ratio is not None and len(study.ablations.aspect_ratio) > 1
