@@ -165,3 +165,20 @@ def test_runs_hyperparameter_laws_say_where_they_are_evaluated_not_at_a_hero(tmp
     r = run_cli(capsys, "fit", "--runs", runs, "--bootstrap", "3", "--predict", "1e8:2e9")
     line = next(x for x in r.stdout.splitlines() if x.startswith("hyperparameter laws"))
     assert "in the predictions table" in line and "LR*" in r.stdout
+
+
+def test_the_runs_of_one_isoflop_budget_are_not_said_to_rise_with_compute():
+    """One isoFLOP budget: its sizes differ in 6ND only by rounding, and its loss is a valley in the size. fit said
+    "the loss rises with compute in these runs (rank correlation +0.75)" of runs at one compute."""
+    import pandas as pd
+
+    from ladder.reports.fits.study.table import loss_rises_with_compute
+
+    sizes = [1e6, 2e6, 4e6, 8e6, 16e6]
+    one = pd.DataFrame(
+        {"params": sizes, "tokens": [1e13 / 6 / n * (1 + 0.01 * i) for i, n in enumerate(sizes)],
+         "loss": [3.6, 3.5, 3.7, 3.9, 4.1]}  # a valley at 2M; rank correlation with 6ND +0.9, by rounding alone
+    )  # fmt: skip
+    assert loss_rises_with_compute(one) is None
+    two = pd.concat([one, one.assign(tokens=one["tokens"] * 4, loss=one["loss"] + 1.0)])  # 4x: the loss rose
+    assert loss_rises_with_compute(two) is not None

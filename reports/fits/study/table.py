@@ -303,14 +303,20 @@ def rungs_as_scale(df: pd.DataFrame) -> pd.DataFrame:
 
 
 RISING_RANK_CORR = 0.5  # loss vs compute rank correlation above which the runs are said to get worse with scale
+RISING_MIN_SPAN = 2.0  # ... over runs whose compute spans at least this factor (one isoFLOP budget is one compute)
 
 
 def loss_rises_with_compute(df: pd.DataFrame) -> float | None:
     """The rank correlation of loss with compute (6ND) when it is clearly positive over runs spanning >= 2 sizes
-    (a larger model or budget that scores a higher loss: an accuracy column read as the loss?), else None."""
+    and a factor :data:`RISING_MIN_SPAN` in compute (a larger model or budget that scores a higher loss: an
+    accuracy column read as the loss?), else None. The runs of one isoFLOP budget differ in compute only by
+    rounding: their loss follows the size, not the compute."""
     if len(df) < 3 or df["params"].nunique() < 2:
         return None
-    compute = (df["params"] * df["tokens"]).rank()
+    six_nd = df["params"] * df["tokens"]
+    if six_nd.max() < RISING_MIN_SPAN * six_nd.min():
+        return None
+    compute = six_nd.rank()
     rho = float(compute.corr(df["loss"].rank()))
     return rho if rho > RISING_RANK_CORR else None
 
