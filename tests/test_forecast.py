@@ -42,6 +42,8 @@ def test_freeze_writes_the_forecast_and_never_overwrites_it(study, capsys):
     [p] = second["predictions"]
     assert p["label"] == "300K:6M" and p["lo"] < p["loss"] < p["hi"]
     assert [n for n, _ in layout.StudyDir(study).forecasts()] == [1, 2]
+    shown = run_cli(capsys, "forecast", "show", study).stdout  # the note, as --json and the report give it
+    assert "forecast 1: first" in shown and "forecast 2:" not in shown, shown
 
 
 def test_freeze_records_each_kind_of_target_at_its_own_predict_points(tmp_path, capsys):

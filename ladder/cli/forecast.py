@@ -260,6 +260,9 @@ def show(
         )
     out.print(table)
     for r in rows:
+        if r.get("note"):  # the freeze's --note, as --json and the report give it
+            out.print(f"forecast {r['number']}: {escape(r['note'])}", soft_wrap=True)
+    for r in rows:
         if r.get("warning"):
             err.print(f"[yellow]warning[/]: forecast {r['number']}: {r['warning']}")
         if r.get("problem"):
