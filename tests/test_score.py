@@ -472,3 +472,18 @@ def test_scoring_again_on_the_same_results_appends_no_second_copy(study, capsys)
     other = run_cli(capsys, "forecast", "score", study, "--loss", "3.2")  # a new observation is appended
     assert other.code == 0 and "not appended" not in other.stdout, other.stdout
     assert [len(f.scores) for f in read_frozen(study)] == [2]
+
+
+def test_a_curve_gives_its_tokens_as_counts_as_every_other_file_may(tmp_path):
+    """A curve whose tokens column reads 4M, 8M was refused ("4M is not a positive number"), where a study file,
+    --predict and fit --runs all read counts."""
+    from ladder.errors import SpecError
+    from ladder.forecast.frozen import read_curve_points
+
+    good = tmp_path / "c.csv"
+    good.write_text("tokens,eval_loss\n4M,3.5\n8.5M,3.3\n16000000,3.2\n")
+    assert [p[1] for p in read_curve_points(good)] == [4e6, 8.5e6, 16e6]
+    bad = tmp_path / "b.csv"
+    bad.write_text("tokens,eval_loss\n4Q,3.5\n")
+    with pytest.raises(SpecError, match="'4Q' is not a positive number"):
+        read_curve_points(bad)

@@ -304,7 +304,8 @@ def score(
     curve: str | None = typer.Option(  # a str: typer makes a Path of '' into '.'
         None,
         "--curve",
-        help="The hero's loss curve: CSV, JSON lines or parquet with tokens (or step) and eval_loss (or loss) columns.",
+        help="The hero's loss curve: CSV, JSON lines or parquet with tokens (or step; numbers or counts such as 4M) and "
+        "eval_loss (or loss) columns.",
     ),
     run: str | None = typer.Option(
         None,

@@ -36,6 +36,7 @@ from ladder import layout
 from ladder.console import on_record
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import current_fit, refit, results_hash_of, study_hash
+from ladder.model.config import read_count
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS  # the plausible range of a loss, the fit's too
 from ladder.reports.fits.study import forecast_json
 
@@ -507,6 +508,11 @@ def read_curve_points(path: str | Path) -> list[CurvePoint]:
             f"{', '.join(own) or 'none'}{hint}"
         )
     xs, x_huge = _numbers(df[x])
+    # tokens written as counts, as everywhere else in ladder (4M, 1.5B): read as the numbers they name
+    xs = np.array(
+        [n if np.isfinite(n) or not isinstance(v, str) else (read_count(v.strip()) or n) for v, n in zip(df[x], xs)],
+        float,
+    )
     ys, y_huge = _numbers(df[y])
     json_or_parquet = suffix in (".jsonl", ".json", ".ndjson", ".parquet", ".pq")
 
