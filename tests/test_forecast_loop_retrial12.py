@@ -431,3 +431,17 @@ def test_freeze_marks_a_point_beyond_reach_as_fit_does(study, capsys):
     assert re.search(r"^1M:20M .*\(beyond reach\)", fit.stdout, re.M) and not re.search(
         r"^150K:3M .*\(beyond reach\)", fit.stdout, re.M
     )
+
+
+def test_a_score_of_a_prediction_and_a_late_check_says_which_is_which(study, capsys):
+    """A freeze before the hero trained and one after: the summary said "a prediction checked against the hero" of
+    both (any of them was enough)."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    assert run_cli(capsys, "hero", study).code == 0
+    train(layout.StudyDir(study), hero_spec(study), 3.5)
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    r = run_cli(capsys, "forecast", "score", study)
+    assert r.code == 0, r.stderr
+    said = " ".join(r.stdout.split())
+    early, late = "a prediction checked against the hero (forecast 1)", "forecast 2 was frozen after it had trained"
+    assert f"{early}; {late}" in said, said

@@ -394,9 +394,18 @@ def score(
             sorted({str(s["point"]) for s in finals}) if finals and all(s["point"] != "hero" for s in finals) else []
         )
         at = f" at --predict {', '.join(points)} (not the freezes' hero forecast)" if points else ""
+        # freezes made before the hero trained are predictions; those made after it, late checks: say which is which
+        late = sorted({f.number for f, s in outcome.scored if s["final"] and s.get("frozen_before_training") is False})
+        early = sorted({f.number for f, s in outcome.scored if s["final"]} - set(late))
         kind = (
             f"a prediction checked against the hero{at}"
-            if any(s.get("frozen_before_training") is not False for s in finals)
+            + (
+                f" (forecast {', '.join(map(str, early))}); forecast {', '.join(map(str, late))} was frozen after it "
+                "had trained: a late check"
+                if late
+                else ""
+            )
+            if early
             else f"checked against the hero{at}, but frozen after it had trained: not a prediction made first"
             if finals
             else f"against a partial curve ({unfinished}); forecast {', '.join(map(str, checked))} stays checked by its "
