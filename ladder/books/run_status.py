@@ -165,13 +165,14 @@ def run_status(
     elapsed = last.get("elapsed_s")
     if books.result is not None and isinstance(books.result.get("wall_time_s"), (int, float)):
         elapsed = float(books.result["wall_time_s"])
+    if not (isinstance(elapsed, (int, float)) and math.isfinite(elapsed) and elapsed > 0):
+        elapsed = None
+    spent = books.flops_spent(spec)
     per_step = spec.sequences_per_batch * spec.data.seq_len
     eta = None
-    if state == "running":  # at its own wall-clock rate so far (evaluations and checkpoints take the clock too)
-        spent = books.flops_spent(spec)
-        if isinstance(elapsed, (int, float)) and elapsed > 0 and spent > 0:
-            eta = max(0.0, spec.own_flops - spent) / (spent / elapsed)
-        elif tps:
+    if state == "running":
+        eta = own_seconds_left(spec.own_flops, spent, elapsed)
+        if eta is None and tps:
             eta = (spec.tokens - done_tokens) / tps
     rec = job_records.latest(book, spec.run_id)
     problems = [
@@ -195,7 +196,7 @@ def run_status(
         job_id=",".join(rec.job_ids) if rec else None,
         executor=rec.executor if rec else None,
         error=error,
-        flops_spent=books.flops_spent(spec),
+        flops_spent=spent,
         flops_planned=spec.own_flops,
         problems=problems,
         trunk_run_id=spec.trunk.run_id if spec.trunk else None,
@@ -204,7 +205,7 @@ def run_status(
         own_tokens_planned=spec.own_tokens,
         seed=spec.seed,
         hero=spec.role == "hero",
-        elapsed_s=elapsed if isinstance(elapsed, (int, float)) and math.isfinite(elapsed) and elapsed > 0 else None,
+        elapsed_s=elapsed,
     )
 
 
@@ -292,6 +293,14 @@ def rate_law(rows: list[RunStatus]) -> tuple[float, float] | None:
     return ym - b * xm, b
 
 
+def own_seconds_left(planned: float, spent: float, elapsed: float | None) -> float | None:
+    """A running run's time left at its own wall-clock rate so far (evaluations and checkpoints take the clock
+    too): its FLOPs left over its FLOPs per wall second; None before it has spent any or shown its wall time."""
+    if not elapsed or spent <= 0:
+        return None
+    return max(0.0, planned - spent) / (spent / elapsed)
+
+
 def _flops_per_token(r: RunStatus) -> float | None:
     own = r.tokens_planned if r.own_tokens_planned is None else r.own_tokens_planned
     return r.flops_planned / own if r.flops_planned > 0 and own else None
@@ -303,7 +312,6 @@ def seconds_left(rows: list[RunStatus], slots: int) -> float | None:
     than its longest run needs. The runs counted are those queued, running or waiting for their trunk: a planned
     or interrupted run waits for a submit. 0 when nothing is left; None when no run has shown a rate yet (or no
     run knows its FLOPs)."""
-    # what will run without another command: a planned or interrupted run waits for a submit
     left = [r for r in rows if r.state in (*LIVE, "waiting") and r.flops_planned - r.flops_spent > 0]
     if not left:
         return 0.0
@@ -316,9 +324,9 @@ def seconds_left(rows: list[RunStatus], slots: int) -> float | None:
         per_token = _flops_per_token(r)
         if per_token is None:
             return None
-        own = r.state == "running" and r.elapsed_s and r.flops_spent > 0  # its own rate so far: the row's ETA
-        rate = r.flops_spent / r.elapsed_s if own else math.exp(a + b * math.log(per_token))
-        times.append((r.flops_planned - r.flops_spent) / rate)
+        own = own_seconds_left(r.flops_planned, r.flops_spent, r.elapsed_s) if r.state == "running" else None
+        law_rate = math.exp(a + b * math.log(per_token))
+        times.append(own if own is not None else (r.flops_planned - r.flops_spent) / law_rate)
     return max(sum(times) / max(1, slots), max(times))
 
 
