@@ -149,6 +149,23 @@ def tiny_jsonl_corpus(tmp_path_factory: pytest.TempPathFactory, tiny_texts: list
     return folder
 
 
+@pytest.fixture()
+def planned_micro(tmp_path, tiny_jsonl_corpus, capsys):
+    """``make(name, **kw)``: a micro study (:func:`tests.micro.write_study` on the tiny corpus) planned by the CLI,
+    as (study directory, run ids)."""
+    from tests.cli_helpers import run_cli
+    from tests.micro import write_study
+
+    def make(name="micro", **kw):
+        spec = write_study(tmp_path / f"{name}.yaml", tiny_jsonl_corpus, name=name, **kw)
+        out = tmp_path / name
+        r = run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json")  # 2 sizes: no fit
+        assert r.code == 0, r.stderr
+        return out, [run["run_id"] for run in r.json()["runs"]]
+
+    return make
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory, tiny_texts: list[str]) -> Path:
     """A byte-level BPE (ladder.model.data.tokenizer) with 300 ids trained on ``tiny_texts``; the folder."""

@@ -18,18 +18,6 @@ from tests.cli_helpers import one_line, run_cli
 from tests.micro import write_study
 
 
-@pytest.fixture()
-def planned(tmp_path, tiny_jsonl_corpus, capsys):
-    def make(name="micro", **kw):
-        spec = write_study(tmp_path / f"{name}.yaml", tiny_jsonl_corpus, name=name, **kw)
-        out = tmp_path / name
-        r = run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json")  # 2 sizes: no fit
-        assert r.code == 0, r.stderr
-        return out, [run["run_id"] for run in r.json()["runs"]]
-
-    return make
-
-
 def _status(capsys, study_dir) -> dict[str, dict]:
     r = run_cli(capsys, "status", study_dir, "--json")
     assert r.code == 0, r.stderr
@@ -78,10 +66,10 @@ def _record_local_job(study_dir: Path, run_id: str, pid: int) -> None:
 # ---- lead 1: a second `ladder cancel` while the first one's run checkpoints ------------------------------------
 
 
-def test_a_second_cancel_while_the_run_checkpoints_does_not_cancel_it_again(planned, capsys):
+def test_a_second_cancel_while_the_run_checkpoints_does_not_cancel_it_again(planned_micro, capsys):
     """Two `ladder cancel S` (one after the other, or at once) both said "cancelled 1 run: X": the run still held
     its lock while it wrote its checkpoint, so the second took it for running and cancelled it again."""
-    study, ids = planned()
+    study, ids = planned_micro()
     holder = _hold_lock(study / "runs" / ids[0])
     try:
         _record_local_job(study, ids[0], holder.pid)
@@ -111,12 +99,12 @@ def _fake_worker(study: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code, "-m", "submitit.local._local", str(folder)])
 
 
-def test_a_copy_of_a_study_does_not_claim_the_originals_live_worker(planned, capsys):
+def test_a_copy_of_a_study_does_not_claim_the_originals_live_worker(planned_micro, capsys):
     """`cp -r S S2` while S's worker trained: S2's status showed S's job as its own ("queued"), `submit S2`
     skipped every run ("queued (job alive)") and `cancel S2` said "cancelled 2 runs" and stopped nothing."""
     import shutil
 
-    study, ids = planned()
+    study, ids = planned_micro()
     worker = _fake_worker(study)
     try:
         for run_id in ids:
@@ -145,12 +133,12 @@ def test_a_copy_of_a_study_does_not_claim_the_originals_live_worker(planned, cap
 
 
 @pytest.mark.slow
-def test_a_failing_eval_worker_names_its_run_and_the_others_are_evaluated(planned, capsys):
+def test_a_failing_eval_worker_names_its_run_and_the_others_are_evaluated(planned_micro, capsys):
     """`ladder eval S` with one run's model damaged: a submitit FailedJobError traceback (exit 1), the other worker
     left to itself, and no word of which run failed or whether the others were evaluated."""
     import psutil
 
-    study, ids = planned(executor="local")
+    study, ids = planned_micro(executor="local")
     assert run_cli(capsys, "submit", study, "--executor", "debug").code == 0
     bad, good = ids
     (study / "runs" / bad / "model" / "model.safetensors").write_text("not a safetensors file")
@@ -188,11 +176,13 @@ def test_a_run_whose_eval_fails_does_not_stop_the_jobs_other_runs(tmp_path, monk
 # ---- lead 3: the data cache cannot be written ------------------------------------------------------------------
 
 
-def test_an_unwritable_data_cache_is_refused_up_front_and_books_no_failure(planned, capsys, monkeypatch, tmp_path):
+def test_an_unwritable_data_cache_is_refused_up_front_and_books_no_failure(
+    planned_micro, capsys, monkeypatch, tmp_path
+):
     """With LADDER_CACHE under a file, `ladder submit S --executor debug` booked every run "failed" with
     "NotADirectoryError: [Errno 20] Not a directory: '.../cache/tokenizers'" (no word of the cache), and once the
     cache was mended a plain submit skipped them all: "failed (use --retry-failed)", though nothing had trained."""
-    study, ids = planned(sizes=("4K",), tokens_per_param=2)  # short runs: this is about the books, not training
+    study, ids = planned_micro(sizes=("4K",), tokens_per_param=2)  # short runs: this is about the books, not training
     good = os.environ["LADDER_CACHE"]
     a_file = tmp_path / "a-file"
     a_file.write_text("")
@@ -217,11 +207,11 @@ def test_an_unwritable_data_cache_is_refused_up_front_and_books_no_failure(plann
 # ---- lead 4: `ladder run` with a run folder it cannot write ------------------------------------------------------
 
 
-def test_ladder_run_names_a_run_folder_it_cannot_write_not_resume(planned, capsys, monkeypatch):
+def test_ladder_run_names_a_run_folder_it_cannot_write_not_resume(planned_micro, capsys, monkeypatch):
     """`ladder run S` with one run's folder unwritable: submit refused that run, `ladder run` trained the others
     and ended "1 runs ended without finishing (X); ... run the same command again to resume them", which refused
     it again, in silence, each time."""
-    study, ids = planned(tokens_per_param=2)
+    study, ids = planned_micro(tokens_per_param=2)
     locked = study / "runs" / ids[0]
     real = layout.check_writable
 
@@ -263,10 +253,10 @@ _SLOW_SETUP_WORKER = textwrap.dedent(
 )
 
 
-def test_cancel_while_a_local_workers_run_prepares_its_data_stops_it(planned, capsys):
+def test_cancel_while_a_local_workers_run_prepares_its_data_stops_it(planned_micro, capsys):
     """`ladder cancel S` said "cancelled 1 run" while the run's worker prepared its data, and the run trained to its
     end: submitit only logs a SIGTERM, and the trainer had not yet taken the signal over."""
-    study, ids = planned(sizes=("4K",))
+    study, ids = planned_micro(sizes=("4K",))
     worker = subprocess.Popen(
         [sys.executable, "-c", _SLOW_SETUP_WORKER, str(study), ids[0], "20"], stdout=subprocess.PIPE, text=True
     )
@@ -289,11 +279,11 @@ def test_cancel_while_a_local_workers_run_prepares_its_data_stops_it(planned, ca
 # ---- new: the debug executor's submit, once its runs have trained ------------------------------------------------
 
 
-def test_a_debug_submit_says_its_runs_trained_not_to_watch_them(planned, capsys):
+def test_a_debug_submit_says_its_runs_trained_not_to_watch_them(planned_micro, capsys):
     """`ladder submit S --executor debug` trained every run in the command, then said "1 submitted, 0 skipped;
     follow with `ladder status S --watch`": advice to watch runs that had all ended, and not a word of how each
     ended."""
-    study, ids = planned(sizes=("4K",), tokens_per_param=2)
+    study, ids = planned_micro(sizes=("4K",), tokens_per_param=2)
     r = run_cli(capsys, "submit", study, "--executor", "debug")
     assert r.code == 0, r.stderr
     assert f"submitted {ids[0]} (debug, job debug-" in r.stdout and "): done" in r.stdout, r.stdout
@@ -305,9 +295,9 @@ def test_a_debug_submit_says_its_runs_trained_not_to_watch_them(planned, capsys)
 # ---- new: submit right after cancel, while the run still stops -------------------------------------------------
 
 
-def test_submit_right_after_cancel_says_the_run_is_stopping_not_alive(planned, capsys):
+def test_submit_right_after_cancel_says_the_run_is_stopping_not_alive(planned_micro, capsys):
     """`ladder cancel S; ladder submit S`: "skipped X: running (job alive)", as if the cancel had not worked."""
-    study, ids = planned()
+    study, ids = planned_micro()
     holder = _hold_lock(study / "runs" / ids[0])
     try:
         _record_local_job(study, ids[0], holder.pid)
@@ -321,7 +311,7 @@ def test_submit_right_after_cancel_says_the_run_is_stopping_not_alive(planned, c
         holder.wait()
 
 
-def test_an_eval_worker_killed_outright_is_said_so_not_by_its_logs_last_line(planned, monkeypatch):
+def test_an_eval_worker_killed_outright_is_said_so_not_by_its_logs_last_line(planned_micro, monkeypatch):
     """kill -9 of a local eval worker: "lm-eval failed: submitit INFO (...) - Loading pickle: ..." (its log's last
     line), which says nothing of what happened."""
     from types import SimpleNamespace
@@ -332,7 +322,7 @@ def test_an_eval_worker_killed_outright_is_said_so_not_by_its_logs_last_line(pla
     import ladder.model.evaluation.results as results
     from ladder.studies.spec import ExecutorSpec
 
-    study, ids = planned()
+    study, ids = planned_micro()
 
     class Killed:
         job_id = "4242"
@@ -390,13 +380,13 @@ _CONTROLLER = textwrap.dedent(
 )
 
 
-def test_kill_9_of_a_local_job_stops_its_worker_too(planned, capsys):
+def test_kill_9_of_a_local_job_stops_its_worker_too(planned_micro, capsys):
     """`kill -9 <job id>` (the pid status shows is submitit's controller): its worker trained on as an orphan, the
     runs it would take next showed as "planned", and `ladder cancel` stopped only the one in training: the orphan
     went on to the next."""
     import psutil
 
-    study, ids = planned()
+    study, ids = planned_micro()
     controller = subprocess.Popen(
         [sys.executable, "-c", _CONTROLLER, _SLOW_SETUP_WORKER.replace("[sys.argv[2]]", "sys.argv[2].split(',')"),
          str(study), ",".join(ids), "20"],
@@ -426,10 +416,10 @@ def test_kill_9_of_a_local_job_stops_its_worker_too(planned, capsys):
 # ---- new: cancel while a run trains in a terminal (`ladder train`), with no job of the study -----------------
 
 
-def test_cancel_names_a_run_trained_outside_any_job_and_leaves_it_alone(planned, capsys):
+def test_cancel_names_a_run_trained_outside_any_job_and_leaves_it_alone(planned_micro, capsys):
     """`ladder train S/runs/X` in one terminal, `ladder cancel S` in another: "nothing to cancel: no run of this
     study has a queued or running job", while `ladder status S` showed X running."""
-    study, ids = planned()
+    study, ids = planned_micro()
     holder = _hold_lock(study / "runs" / ids[0])
     try:
         assert _status(capsys, study)[ids[0]]["state"] == "running"
@@ -448,7 +438,7 @@ def test_cancel_names_a_run_trained_outside_any_job_and_leaves_it_alone(planned,
 # ---- new: Ctrl-C while `ladder submit` starts its local workers ------------------------------------------------
 
 
-def test_ctrl_c_between_two_local_workers_leaves_no_unrecorded_worker(planned, monkeypatch):
+def test_ctrl_c_between_two_local_workers_leaves_no_unrecorded_worker(planned_micro, monkeypatch):
     """Ctrl-C after `ladder submit` started one local worker and before the next: jobs.json was not written, and
     the first worker trained on where `ladder cancel` could not see it (beside the workers of the submit run
     again)."""
@@ -457,7 +447,7 @@ def test_ctrl_c_between_two_local_workers_leaves_no_unrecorded_worker(planned, m
     import ladder.jobs.submit as submit
     from ladder.studies.spec import ExecutorSpec
 
-    study, ids = planned()
+    study, ids = planned_micro()
     started = []
 
     def start(*a, **k):

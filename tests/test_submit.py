@@ -14,26 +14,14 @@ from tests.micro import last_step, require_slurm, result, wait_for, write_study
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture()
-def planned(tmp_path, tiny_jsonl_corpus, capsys):
-    def make(name="micro", **kw):
-        spec = write_study(tmp_path / f"{name}.yaml", tiny_jsonl_corpus, name=name, **kw)
-        out = tmp_path / name
-        r = run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json")  # 2 sizes: no fit
-        assert r.code == 0, r.stderr
-        return out, [run["run_id"] for run in r.json()["runs"]]
-
-    return make
-
-
 def _status(capsys, study_dir):
     r = run_cli(capsys, "status", study_dir, "--json")
     assert r.code == 0, r.stderr
     return {row["run_id"]: row for row in r.json()["runs"]}
 
 
-def test_debug_executor_trains_collects_and_never_resubmits(planned, capsys):
-    study_dir, ids = planned()
+def test_debug_executor_trains_collects_and_never_resubmits(planned_micro, capsys):
+    study_dir, ids = planned_micro()
     r = run_cli(capsys, "submit", study_dir, "--executor", "debug", "--json")
     assert r.code == 0, r.stderr
     assert sorted(r.json()["submitted"]) == sorted(ids)
@@ -115,8 +103,8 @@ def test_a_run_that_raises_shows_its_error(tmp_path, tiny_jsonl_corpus, tiny_tok
     assert retried["submitted"] == [rows[0]["run_id"]]
 
 
-def test_local_executor_runs_the_micro_study(planned, capsys):
-    study_dir, ids = planned()
+def test_local_executor_runs_the_micro_study(planned_micro, capsys):
+    study_dir, ids = planned_micro()
     r = run_cli(capsys, "submit", study_dir, "--executor", "local", "--parallel", "2", "--cpus-per-run", "1", "--json")
     assert r.code == 0, r.stderr
     assert sorted(r.json()["submitted"]) == sorted(ids)
@@ -128,7 +116,7 @@ def test_local_executor_runs_the_micro_study(planned, capsys):
     assert {r.state for r in rows} == {"done"}, [(r.run_id, r.state, r.error) for r in rows]
 
 
-def test_submit_piped_into_another_process_returns_while_the_runs_go_on(planned, capsys):
+def test_submit_piped_into_another_process_returns_while_the_runs_go_on(planned_micro, capsys):
     """Issue 15: the local workers used to inherit submit's stdout, so `ladder submit ... | jq .` waited for the
     runs to finish. They now log to <study>/logs/ in a session of their own."""
     import json
@@ -136,7 +124,7 @@ def test_submit_piped_into_another_process_returns_while_the_runs_go_on(planned,
     import sys
     import time
 
-    study_dir, ids = planned(sizes=("4K", "8K"), tokens_per_param=60)
+    study_dir, ids = planned_micro(sizes=("4K", "8K"), tokens_per_param=60)
     ladder = [sys.executable, "-c", "from ladder.cli import entry; entry()"]
     cmd = [*ladder, "submit", str(study_dir), "--executor", "local", "--parallel", "1", "--cpus-per-run", "1", "--json"]
     started = time.monotonic()
