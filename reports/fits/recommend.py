@@ -412,10 +412,9 @@ def recommend(
             )
             b_ci = None
     batch = round_batch(raw_batch, seq_len, t.batch_min_sequences, t.batch_max_tokens)
-    if sources["lr"].startswith("study"):
-        notes += [n for n in [beyond_every_sweep(hparams, "lr", lr)] if n]
-    if sources["batch_tokens"].startswith("study"):
-        notes += [n for n in [beyond_every_sweep(hparams, "batch", batch)] if n]
+    for what, value, source in (("lr", lr, "lr"), ("batch", batch, "batch_tokens")):
+        if sources[source].startswith("study") and (note := beyond_every_sweep(hparams, what, value)):
+            notes.append(note)
     if batch != raw_batch and abs(math.log(batch / raw_batch)) > math.log(1.5):
         notes.append(
             f"batch {raw_batch:.4g} tokens rounded to {batch} (batch_min_sequences {t.batch_min_sequences}, "

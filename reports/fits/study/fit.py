@@ -215,7 +215,8 @@ def fit_study(
 
     tie = parts.tie(df, hero0, study, reasons, warnings, n_boot=min(n_boot, parts.ABLATION_BOOT), seed=seed)
     primary, choice = parts.primary(study, tie, fitted, variants, law_df, forecasts, how, variant, reasons)
-    warnings += [w for w in [parts.untrained_hero_tie(study, variants)] if w]
+    if untrained := parts.untrained_hero_tie(study, variants):
+        warnings.append(untrained)
     fc = forecasts.get(primary)
     if fc is None:
         reasons["loss"] = reasons.get(f"law:{primary}", "no loss law")
