@@ -85,37 +85,26 @@ def rows_at(runs: list[dict], t: float) -> list[RunStatus]:
     return rows
 
 
-class StudyRateClock:
+class StudyRateClock(EtaClock):
     """The reference: FLOPs left over the running runs' summed FLOPs per wall second, with EtaClock's glide."""
 
-    def __init__(self, glide_s: float = 60.0) -> None:
-        self.glide_s, self.eta, self.last = glide_s, None, None
-
-    def __call__(self, rows: list[RunStatus], now: float) -> float | None:
+    def estimate(self, rows: list[RunStatus]) -> float | None:
         left = sum(max(0.0, r.flops_planned - r.flops_spent) for r in rows if r.state not in FINAL)
         rate = sum(r.flops_spent / r.elapsed_s for r in rows if r.state == "running" and r.elapsed_s)
-        raw = 0.0 if left <= 0 else (left / rate if rate > 0 else None)
-        dt = now - self.last if self.last is not None else 0.0
-        self.last = now
-        if raw is None or self.eta is None or raw == 0.0:
-            self.eta = raw
-        else:
-            ticked = max(0.0, self.eta - dt)
-            self.eta = ticked + (1.0 - math.exp(-dt / self.glide_s)) * (raw - ticked)
-        return self.eta
+        return 0.0 if left <= 0 else (left / rate if rate > 0 else None)
 
 
 def replay(study: Path) -> dict:
     runs = schedule(study)
     t0, t1 = min(x["start"] for x in runs), max(x["end"] for x in runs)
     now = [t0]
-    clock, reference = EtaClock(clock=lambda: now[0]), StudyRateClock()
+    clock, reference = EtaClock(clock=lambda: now[0]), StudyRateClock(clock=lambda: now[0])
     polls = []
     t = t0
     while t < t1:
         now[0] = t
         rows = rows_at(runs, t)
-        polls.append((t - t0, clock(rows), reference(rows, t - t0), t1 - t))
+        polls.append((t - t0, clock(rows), reference(rows), t1 - t))
         t += POLL_S
 
     def ratios(i: int) -> list[float]:

@@ -344,10 +344,14 @@ class EtaClock:
         self.last: float | None = None
         self.slots = 1
 
+    def estimate(self, rows: list[RunStatus]) -> float | None:
+        """The time left as this poll sees it, before the glide (benchmarks/eta_replay.py puts its reference here)."""
+        return seconds_left(rows, self.slots)
+
     def __call__(self, rows: list[RunStatus]) -> float | None:
         now = self.clock()
         self.slots = max(self.slots, sum(r.state == "running" for r in rows))
-        raw = seconds_left(rows, self.slots)
+        raw = self.estimate(rows)
         dt = now - self.last if self.last is not None else 0.0
         self.last = now
         if raw == 0.0:
