@@ -86,6 +86,18 @@ def score_state(ctx: Builder) -> str:
     return PARTIAL if got is not None and not got[1].final else NONE
 
 
+def unfinished(ctx: Builder) -> str:
+    """Why the hero's forecast is not checked yet while only a partial curve is scored, as a clause: a hero run of
+    the study still trains; a curve given with ``--curve`` (a hero trained elsewhere) only stops early, and
+    nothing here knows whether that run goes on."""
+    got = lead(ctx)
+    score = got[1] if got is not None else None
+    if score is not None and score.source.kind == "curve":
+        at = pct_of_tokens(score.partial.fraction or 0) if score.partial is not None else "part"
+        return f"the hero's curve (--curve) stops at {at} of its tokens, before its final loss"
+    return "the hero run is still training"
+
+
 def checked_words(score: Score) -> str:
     """The check in one clause: the actual, the error and the interval (what Forecast vs actual shows)."""
     return (
@@ -105,7 +117,7 @@ def as_scored(ctx: Builder, text: str) -> str:
         if text.endswith(phrase):
             if state == FINAL:
                 return f"{text[: -len(phrase)]}{checked} (Forecast vs actual)"
-            return f"{text} until the hero run, still training, finishes (Forecast vs actual)"
+            return f"{text} until the hero's final loss is scored: {unfinished(ctx)} (Forecast vs actual)"
     return text
 
 
@@ -300,7 +312,8 @@ def forecast_vs_actual(ctx: Builder) -> Section | None:
             )
         )
     else:
-        text = f"The hero is still training, so the headline stays a projection. Frozen ({when}): {frozen}. "
+        why = unfinished(ctx)
+        text = f"{why[0].upper()}{why[1:]}, so the headline stays a projection. Frozen ({when}): {frozen}. "
         if partial.available:
             text += (
                 f"At {pct_of_tokens(partial.fraction or 0)} of its tokens its curve heads for a "

@@ -31,7 +31,15 @@ from ladder.reports.render.fmt import (
     shape_text,
     share_of_hero,
 )
-from ladder.reports.render.sections.forecast import FINAL, PARTIAL, as_scored, checked_words, is_prediction, score_state
+from ladder.reports.render.sections.forecast import (
+    FINAL,
+    PARTIAL,
+    as_scored,
+    checked_words,
+    is_prediction,
+    score_state,
+    unfinished,
+)
 from ladder.reports.render.sections.runs import hero_words
 from ladder.reports.render.study import first, mapping, why_not
 
@@ -69,7 +77,7 @@ def headline(ctx: Builder) -> Section:
             kind = "prediction"
             beyond = f" Checked against the hero run: {checked_words(is_prediction(ctx))} (Forecast vs actual)."
         elif state == PARTIAL:
-            beyond += " Not checked yet: the hero run is still training (Forecast vs actual)."
+            beyond += f" Not checked yet: {unfinished(ctx)} (Forecast vs actual)."
         tiles.append(
             Tile(
                 f"Forecast loss ({kind})",

@@ -22,7 +22,14 @@ from ladder.reports.render.fmt import (
     num,
     ok,
 )
-from ladder.reports.render.sections.forecast import FINAL, PARTIAL, checked_words, is_prediction, score_state
+from ladder.reports.render.sections.forecast import (
+    FINAL,
+    PARTIAL,
+    checked_words,
+    is_prediction,
+    score_state,
+    unfinished,
+)
 from ladder.reports.render.study import first, why_not
 
 if TYPE_CHECKING:
@@ -268,8 +275,8 @@ def _checked(ctx: Builder, state: str) -> str:
         )
     if state == PARTIAL:
         return (
-            "Its interval is a projection, not a checked prediction, until the hero run, still training, finishes "
-            "(Forecast vs actual); a larger rung would test it sooner."
+            "Its interval is a projection, not a checked prediction, until the hero's final loss is scored: "
+            f"{unfinished(ctx)} (Forecast vs actual); a larger rung would test it sooner."
         )
     return "Its interval is a projection, not a checked prediction; a larger rung would test it."
 

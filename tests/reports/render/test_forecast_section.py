@@ -144,9 +144,30 @@ def test_a_partial_score_is_shown_as_an_early_warning(frozen, tmp_path):
     [(_, s)] = score_study(root).scored
     html = render_report(root, formats="html")["html"].read_text(encoding="utf-8")
     sec = html_lib.unescape(html[html.index('<section id="forecast"') : html.index('<section id="headline"')])
-    assert "The hero is still training, so the headline stays a projection" in sec
+    assert "The hero run is still training, so the headline stays a projection" in sec
     assert f"heads for a final loss of {s['partial']['final_forecast']:.4f}" in sec and "outside its" in sec
     assert "Forecast loss (projection)" in html
+
+
+def test_a_partial_curve_given_by_hand_is_not_called_a_hero_still_training(frozen, tmp_path):
+    """`forecast score --curve` of a hero trained elsewhere, its curve stopping at 50%: the report said "The hero is
+    still training" in the forecast section, the headline and the rollout section, which nothing here knows (the
+    run may have stopped). They now say the curve stops early."""
+    from ladder.forecast.score import score_study
+
+    root = Path(shutil.copytree(frozen, tmp_path / "study"))
+    hero = hero_spec(root)
+    curve = tmp_path / "elsewhere.csv"
+    curve.write_text(f"tokens,eval_loss\n{hero.tokens // 2},{1.1 * law_loss(hero.params, hero.tokens):.4f}\n")
+    [(_, s)] = score_study(root, curve=curve).scored
+    assert not s["final"] and s["source"]["kind"] == "curve"
+    html = html_lib.unescape(render_report(root, formats="html")["html"].read_text(encoding="utf-8"))
+    text = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert "still training" not in text
+    stops = "the hero's curve (--curve) stops at 50% of its tokens, before its final loss"
+    assert f"{stops[0].upper()}{stops[1:]}, so the headline stays a projection" in text
+    assert f"Not checked yet: {stops} (Forecast vs actual)" in text
+    assert f"until the hero's final loss is scored: {stops} (Forecast vs actual); a larger rung" in text
 
 
 def test_seed_replicates_of_the_hero_are_shown_with_the_error_against_their_mean(frozen, tmp_path):

@@ -173,12 +173,13 @@ def test_before_any_score_every_section_says_projection(states):
 def test_while_the_hero_trains_every_section_says_not_checked_yet(states):
     _, page = states["partial"]
     text = text_of(page)
-    assert "The hero is still training, so the headline stays a projection" in section(page, "forecast")
+    assert "The hero run is still training, so the headline stays a projection" in section(page, "forecast")
     headline = section(page, "headline")
     assert "Forecast loss (projection)" in headline
     assert "Not checked yet: the hero run is still training (Forecast vs actual)" in headline
-    assert "not a checked prediction until the hero run, still training, finishes" in headline  # the warning
-    assert "not a checked prediction, until the hero run, still training, finishes" in section(page, "rollout")
+    until = "until the hero's final loss is scored: the hero run is still training"
+    assert f"not a checked prediction {until}" in headline  # the warning
+    assert f"not a checked prediction, {until}" in section(page, "rollout")
     for claim in ("Forecast loss (prediction)", "Checked against the hero run", "since checked"):
         assert claim not in text, claim
     # no sentence calls the forecast unchecked without saying that the hero is on its way
