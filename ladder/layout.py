@@ -40,6 +40,7 @@ import errno
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -430,6 +431,7 @@ def atomic_write(path: Path, write: Callable[[Path], None], *, remedy: str = "ru
     path = Path(path)
     refuse_if_not_a_file(path, remedy)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else None  # a read-only freeze stays read-only
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     tmp = Path(name)
     try:
@@ -438,6 +440,8 @@ def atomic_write(path: Path, write: Callable[[Path], None], *, remedy: str = "ru
         finally:
             os.close(fd)
         write(tmp)
+        if mode not in (None, 0o644):  # the rewritten file's mode, set once written (0o444 allows no write)
+            tmp.chmod(mode)
         os.replace(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
@@ -468,7 +472,7 @@ def check_writable(folder: Path) -> None:
 def atomic_write_json(path: Path, obj: Any) -> None:
     """Write ``obj`` as JSON every parser reads: a NaN or inf in it is written null (:func:`jsonable`), never the
     NaN/Infinity tokens that jq, JavaScript and strict parsers refuse."""
-    atomic_write_text(path, json.dumps(jsonable(obj), indent=2, sort_keys=False, default=_json_default) + "\n")
+    atomic_write_text(path, json.dumps(jsonable(obj), indent=2, sort_keys=False) + "\n")
 
 
 def jsonable(obj: Any) -> Any:
@@ -496,19 +500,10 @@ def jsonable(obj: Any) -> Any:
     return obj
 
 
-def _json_default(obj: Any) -> Any:
-    # numpy scalars and paths show up in results; keep the writer tolerant of them
-    if hasattr(obj, "item"):
-        return jsonable(obj.item())
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
     """Append one record as one line; flushed to disk so a kill -9 loses at most the line being written. A NaN or
     inf in it (an evaluation that overflowed) is written null, as :func:`atomic_write_json` writes it."""
-    line = json.dumps(jsonable(record), default=_json_default) + "\n"
+    line = json.dumps(jsonable(record)) + "\n"
     with open(path, "a", encoding="utf-8") as f:
         f.write(line)
         f.flush()

@@ -445,3 +445,16 @@ def test_a_score_of_a_prediction_and_a_late_check_says_which_is_which(study, cap
     said = " ".join(r.stdout.split())
     early, late = "a prediction checked against the hero (forecast 1)", "forecast 2 was frozen after it had trained"
     assert f"{early}; {late}" in said, said
+
+
+def test_a_score_keeps_a_read_only_freeze_read_only(study, tmp_path, capsys):
+    """A freeze its owner made read-only (chmod 444, to keep it from edits), then `forecast score`: the score was
+    appended through a new file of mode 644, so the protection was gone with no word. The rewrite keeps the mode."""
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    path = study / "forecast.json"
+    path.chmod(0o444)
+    curve = tmp_path / "c.csv"
+    curve.write_text("tokens,eval_loss\n7000000,3.5\n")
+    assert run_cli(capsys, "forecast", "score", study, "--curve", curve).code == 0
+    assert json.loads(path.read_text())["scores"], "the score was appended"
+    assert path.stat().st_mode & 0o777 == 0o444
