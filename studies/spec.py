@@ -437,6 +437,20 @@ class StudySpec(Strict):
         return self.ladder.replicates is not None or self.ablations.seed is not None
 
     @property
+    def hero_context_warning(self) -> str | None:
+        """The warning for a hero whose context (hero.seq_len) is not the ladder's: its loss per token is not the
+        quantity the ladder's laws forecast. None when the two agree."""
+        hero, ladder = self.hero.seq_len, self.data.seq_len
+        if hero is None or hero == ladder:
+            return None
+        return (
+            f"hero.seq_len {hero} is not the ladder's data.seq_len {ladder}: the laws are fitted on eval losses at a "
+            f"{ladder}-token context, and the forecast reads the hero's loss as theirs (a {'longer' if hero > ladder else 'shorter'} "
+            f"context {'lowers' if hero > ladder else 'raises'} the loss per token); only the hero's FLOPs count its "
+            f"{hero}-token context. Train the ladder at {hero} tokens to forecast it"
+        )
+
+    @property
     def slug(self) -> str:
         """The study's name made safe for a directory name."""
         # letters of any script stay (\w): "名前" once became "study" and "ünï" "n", so that two such studies

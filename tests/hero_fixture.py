@@ -29,14 +29,14 @@ def shape_r(f: float) -> float:
     return 1.0 + 0.35 * (f**-0.6 - 1.0)
 
 
-def study_dict(*, name: str = "hero loop", sizes=SIZES, hero: str = "400K", budgets=None, **extra) -> dict:
+def study_dict(*, name: str = "hero loop", sizes=SIZES, hero: str | dict = "400K", budgets=None, **extra) -> dict:
     return {
         "name": name,
         "data": {"corpus": "embedded", "tokenizer": "train", "seq_len": 64},
         "model": {"vocab_size": 256, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
         "ladder": {"sizes": list(sizes), "tokens_per_param": 20, **({"budgets": list(budgets)} if budgets else {})},
         "training": {"lr_max": 0.02, "batch_min_sequences": 8, "evals_per_run": 10},
-        "hero": {"params": hero},
+        "hero": hero if isinstance(hero, dict) else {"params": hero},
         "executor": {"kind": "local", "hardware": "cpu"},
         "sanity_check": False,
         **extra,

@@ -397,3 +397,23 @@ def test_fit_of_a_batch_sweep_without_an_lr_sweep_names_the_batch_sweep(tmp_path
     r = _fake_fit(tmp_path, spec, capsys)
     said = " ".join(r.stdout.split())
     assert r.code == 0 and "its batch sweep (batch_multipliers [0.5, 1, 2]) gives no batch law" in said, said[-3000:]
+
+
+def test_a_hero_at_another_context_than_the_ladder_is_warned_by_plan_and_fit(tmp_path, capsys):
+    """hero.seq_len 256 on a ladder trained at data.seq_len 64: plan and fit forecast the hero's loss per token
+    from losses at a 64-token context, and neither said so (only the hero's FLOPs changed)."""
+    hero = {"params": "400K", "seq_len": 256}
+    spec = _study_file(tmp_path, hero=hero["params"])
+    d = yaml.safe_load(spec.read_text())
+    d["hero"] = hero
+    spec.write_text(yaml.safe_dump(d))
+    warning = "hero.seq_len 256 is not the ladder's data.seq_len 64: the laws are fitted on eval losses at a 64-token"
+    for command in (["studies", "validate", spec], ["plan", spec, "--out", tmp_path / "planned"]):
+        r = run_cli(capsys, *command)
+        assert r.code == 0 and warning in _said(r), (command, r.stderr)
+    root = hf.make_ladder(tmp_path / "study", hero=hero["params"])
+    fit = json.loads((root / "fit.json").read_text())
+    assert not any("hero.seq_len" in w for w in fit["warnings"])  # the same ladder, its hero at its own context
+    root = hf.make_ladder(tmp_path / "study2", hero=hero)
+    fit = json.loads((root / "fit.json").read_text())
+    assert any(w.startswith(warning) for w in fit["warnings"]), fit["warnings"]

@@ -91,4 +91,6 @@ def notes_and_warnings(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str]
                 f"matrix follows the embedding ({emb}) while an untied head gets {head}, so tied and untied runs "
                 "differ by a decay treatment too; list both or neither for a fair comparison"
             )
+    if study.hero_context_warning:
+        warnings.append(study.hero_context_warning)
     return notes, warnings

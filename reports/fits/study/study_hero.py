@@ -108,6 +108,8 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
     h, lad = study.hero, study.ladder
     seq_len = h.seq_len or study.data.seq_len
     reason = alloc_law = None
+    if study.hero_context_warning:
+        warnings.append(study.hero_context_warning)
     if h.params is not None:
         n = float(h.params)
         if h.tokens is not None:
