@@ -22,6 +22,7 @@ from ladder.reports.fits.study.study_hero import (
     BEYOND_REACH,
     BEYOND_TESTED,
     NOT_TESTED,
+    farthest_axis,
     farthest_span,
     left_out_words,
 )
@@ -333,7 +334,7 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
                 if x.loss is not None and x.lo is not None and x.hi is not None
                 else [_num(x.loss), x.reason or "-"]
             ),
-            f"{_times(x.params_x)}" + (" (beyond reach)" if x.beyond_reach else ""),
+            _farthest(x) + (" (beyond reach)" if x.beyond_reach else ""),
         ]
         if hp:
             row += [
@@ -345,7 +346,7 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
         t.add_row(*row)
     console.print(t)
     # issue 26: each forecast's distance in every axis and the published ladders' record there, then how far the
-    # rollout tested and its error at its farthest (the table's distance is in parameters alone)
+    # rollout tested and its error at its farthest (the table's distance is in the farthest axis alone)
     for x in preds:
         if x.loss is None:
             continue
@@ -370,6 +371,12 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
         span = farthest_span(far)
         line += f"; its farthest forecasts{span} in their farthest axis erred by a median of {far['median_abs_err_pct']:.1f}%"
     console.print(line)
+
+
+def _farthest(x) -> str:
+    """A prediction's distance in its farthest axis (``57.6x compute``), as its reach is judged."""
+    v, axis = farthest_axis(x.params_x, x.tokens_x, x.compute_x)
+    return "-" if v is None else f"{_times(v)} {axis}"
 
 
 def _main_variant(fit: FitJson) -> str | None:

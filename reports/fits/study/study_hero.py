@@ -225,6 +225,16 @@ def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
     )
 
 
+def farthest_axis(params_x: float | None, tokens_x: float | None, compute_x: float | None) -> tuple[float | None, str]:
+    """A forecast's distance as its reach is judged, in every axis: its multiple in the farthest of parameters,
+    tokens and compute (6ND), and that axis (``fit --predict``'s table and the report's said the parameters' alone,
+    "1x (beyond reach)" of a point 6.4x beyond the ladder's compute)."""
+    axes = ((params_x, "params"), (tokens_x, "tokens"), (compute_x, "compute"))
+    if any(v is None or not math.isfinite(float(v)) for v, _ in axes):
+        return params_x, "params"
+    return max(((float(v), name) for v, name in axes), key=lambda a: a[0])  # a tie: the first, params
+
+
 def tested_words(dist: dict, who: str = "the hero") -> str:
     """How far the rollout tested, one axis per number: each axis the hero (or a prediction, ``who``) passes with
     its own and the rollout's multiple in that axis, then the error of the rollout's farthest forecasts, said to be

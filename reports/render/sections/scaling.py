@@ -15,7 +15,7 @@ from ladder.reports.fits.study.fit_json import (
     Point,
     written,
 )
-from ladder.reports.fits.study.study_hero import left_out_words
+from ladder.reports.fits.study.study_hero import farthest_axis, left_out_words
 from ladder.reports.fits.study.table import of_variant
 from ladder.reports.render.blocks import KV, Bullets, Para, Section, Table
 from ladder.reports.render.figures.scaling import draw_isoflop, draw_scaling
@@ -142,7 +142,7 @@ def scaling(ctx: Builder) -> Section:
                         fmt_loss(p.loss),
                         fmt_ci([p.lo, p.hi], fmt_loss),
                         fmt_pct(p.half_width_pct),
-                        fmt_times(p.params_x) + (" (beyond reach)" if p.beyond_reach else ""),  # as `ladder fit`
+                        _farthest(p) + (" (beyond reach)" if p.beyond_reach else ""),  # as `ladder fit`
                         # issue 26: every forecast's distance in each axis and the published ladders' record there
                         f"{fmt_times(p.params_x)} params, {fmt_times(p.tokens_x)} tokens, "
                         f"{fmt_times(p.compute_x)} compute (6ND): "
@@ -157,6 +157,12 @@ def scaling(ctx: Builder) -> Section:
             )
         )
     return s
+
+
+def _farthest(p) -> str:
+    """A forecast's distance in its farthest axis (``57.6× compute``), as its reach is judged and `ladder fit` says."""
+    v, axis = farthest_axis(p.params_x, p.tokens_x, p.compute_x)
+    return ABSENT if v is None else f"{fmt_times(v)} {axis}"
 
 
 def _why_untyped(ctx: Builder, no_fit: str) -> str:

@@ -1,0 +1,70 @@
+"""`ladder fit --runs` on a ladder trained elsewhere (re-trial 13): what a user's own table gets told.
+
+Every table is synthetic: a known Chinchilla law with a little noise, bent the way real exports go wrong.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+from tests.cli_helpers import run_cli
+
+SIZES = (1e6, 2e6, 4e6, 8e6)
+RATIOS = (10, 20, 40)
+
+
+def law(n: float, d: float) -> float:
+    return 1.8 + 400 / n**0.34 + 410 / d**0.28
+
+
+def rows(sizes=SIZES, ratios=RATIOS, noise: float = 0.003, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    return [
+        {"params": n, "tokens": n * r, "loss": round(law(n, n * r) * (1 + rng.gauss(0, noise)), 5)}
+        for n in sizes
+        for r in ratios
+    ]
+
+
+def write(path: Path, table: list[dict]) -> Path:
+    cols = list(dict.fromkeys(k for row in table for k in row))
+    lines = [",".join(cols)] + [",".join("" if row.get(c) is None else f"{row[c]}" for c in cols) for row in table]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def table_row(stdout: str, label: str) -> str:
+    line = next((x for x in stdout.splitlines() if x.startswith(f"{label} ")), None)
+    assert line is not None, stdout
+    return line
+
+
+def test_the_predictions_distance_is_its_farthest_axis_as_reach_is_judged(tmp_path, capsys):
+    """A point at the ladder's largest size but 10x its tokens: the table said "1x (beyond reach)" (the parameters'
+    multiple alone), while --json gives distance_x 10 and the reach is judged in every axis."""
+    from ladder.model.config import format_multiple
+
+    path = write(tmp_path / "runs.csv", rows())
+    args = ("fit", "--runs", path, "--predict", "8M:3.2B", "--predict", "16M:320M", "--bootstrap", "3")
+    r = run_cli(capsys, *args)
+    assert r.code == 0, r.stderr
+    got = run_cli(capsys, *args, "--json").json()
+    for p in got["predictions"]:
+        row = table_row(r.stdout, p["label"])
+        far = format_multiple(p["distance"]["distance_x"])
+        assert re.search(rf"\b{re.escape(far)} (params|tokens|compute)\b", row), (far, row)
+    first = got["predictions"][0]
+    assert first["params_x"] == 1.0 and first["beyond_reach"], first
+    assert " 1x " not in table_row(r.stdout, "8M:3.2B") + " "
+
+
+def test_the_reports_forecast_table_gives_the_same_distance():
+    from ladder.reports.fits.study.fit_json_laws import Prediction
+    from ladder.reports.render.sections.scaling import _farthest
+
+    p = Prediction(label="8M:3.2B", params=8e6, tokens=3.2e9, params_x=1.0, tokens_x=10.0, compute_x=10.0)
+    assert _farthest(p).startswith("10") and "params" not in _farthest(p)
+    old = Prediction(label="x", params=8e6, tokens=3.2e9, params_x=2.0)  # a fit.json of before issue 26
+    assert _farthest(old).endswith("params")
