@@ -204,6 +204,10 @@ class LadderSpec(Strict):
                 raise ValueError("chinchilla mode needs exactly one of 'sizes' or 'depths'")
             if self.compute_budgets is not None:
                 raise ValueError("'compute_budgets' belongs to mode: isoflop")
+            if self.isoflop_sizes is not None:  # planned nothing of them, and said nothing
+                raise ValueError(
+                    "'isoflop_sizes' belongs to mode: isoflop (mode chinchilla trains 'sizes' or 'depths')"
+                )
         else:
             if self.compute_budgets is None:
                 raise ValueError("isoflop mode needs 'compute_budgets' (compute budgets in exact counted FLOPs)")

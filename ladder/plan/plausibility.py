@@ -20,7 +20,7 @@ import importlib.util
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from ladder.errors import DataError, SpecError
 from ladder.model.config import RunSpec, format_count, format_multiple, share_of_hero
@@ -64,6 +64,15 @@ def check_study(study: StudySpec) -> None:
         raise SpecError(
             f"training.batch_max_tokens = {t.batch_max_tokens}: smaller than one sequence (data.seq_len {seq})"
         )
+    smallest = t.batch_min_sequences * seq
+    if t.batch_max_tokens is not None and t.batch_max_tokens < smallest:
+        # the floor won: every batch was planned at the floor, above the cap the study set, and a note said so
+        raise SpecError(
+            f"training.batch_max_tokens = {t.batch_max_tokens:,}: below training.batch_min_sequences "
+            f"{t.batch_min_sequences} x data.seq_len {seq} = {smallest:,} tokens, so no batch can keep both; raise "
+            "batch_max_tokens or lower batch_min_sequences"
+        )
+    _check_devices(study)
     rules = study.model.rules(seq)
     for depth in study.ladder.depths or []:
         for aspect in study.ablations.aspect_ratio or [study.model.aspect_ratio]:
@@ -74,6 +83,26 @@ def check_study(study: StudySpec) -> None:
                     f"{rules.width_step}) is wider than rung L{depth}'s model (aspect_ratio {aspect:g} x {depth} "
                     f"layers = d_model {width:g}); use a head_dim of at most {max(2, int(width) // 2 * 2)}"
                 )
+
+
+def _check_devices(study: StudySpec) -> None:
+    """GPUs named by the executor the study runs on, with ``executor.hardware`` left at ``cpu``: the runs would be
+    planned in fp32 (what ``precision: auto`` gives on a CPU), with CPU memory and time estimates, and trained on
+    the GPUs; a precision is part of a run's id, so setting the hardware later plans every run anew."""
+    ex = study.executor
+    if ex.hardware != "cpu":
+        return
+    if ex.kind == "local" and ex.local.gpus:
+        field = f"executor.local.gpus = {list(ex.local.gpus)}"
+    elif ex.kind == "slurm" and ex.slurm.gpus_per_task > 0:
+        field = f"executor.slurm.gpus_per_task = {ex.slurm.gpus_per_task}"
+    else:
+        return
+    kinds = [k for k in get_args(type(ex).model_fields["hardware"].annotation) if k != "cpu"]
+    raise SpecError(
+        f"{field}: the runs train on GPUs, but executor.hardware is 'cpu', which plans them in fp32 with a CPU's "
+        f"memory and speed; set executor.hardware to the GPUs' kind ({', '.join(kinds)}), or leave the GPUs out"
+    )
 
 
 # ---- after expansion ----------------------------------------------------------------------------------------
@@ -246,6 +275,66 @@ def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:
     return notes
 
 
+def _changed(section: Any, names: Iterable[str]) -> list[str]:
+    """``name = value`` of the fields of ``section`` that hold something other than their default."""
+    fields = type(section).model_fields
+    return [
+        f"{n} = {getattr(section, n)!r}".replace("'", "") for n in names if getattr(section, n) != fields[n].default
+    ]
+
+
+def unused_settings(study: StudySpec) -> list[str]:
+    """Fields set away from their default that this study's other choices leave unread (plan warnings): a
+    cooldown without a wsd schedule, a final LR with a constant one, a warmup_fraction beside warmup_tokens, the
+    LR or batch rule's knobs beside an absolute value, the IsoFLOP grid's knobs where nothing reads them. Each
+    was accepted and planned without a word (`cooldown_fraction: 0.3` under cosine). Not refused: a study that
+    `ladder studies show` printed holds every field, and a default stays quiet."""
+    out = []
+    t, sched, lad = study.training, study.training.schedule, study.ladder
+
+    def unused(section: str, names: Iterable[str], obj: Any, why: str) -> None:
+        changed = _changed(obj, names)
+        if changed:
+            fields = ", ".join(f"{section}.{c}" for c in changed)
+            out.append(f"{fields} {'is' if len(changed) == 1 else 'are'} not used: {why}")
+
+    if sched.kind != "wsd":
+        unused(
+            "training.schedule",
+            ("cooldown_fraction", "cooldown_shape"),
+            sched,
+            f"schedule.kind {sched.kind} has no cooldown (only wsd cools down)",
+        )
+    if sched.kind == "constant":
+        unused("training.schedule", ("final_lr_fraction",), sched, "schedule.kind constant keeps the peak LR")
+    if sched.warmup_tokens is not None:
+        unused("training.schedule", ("warmup_fraction",), sched, "training.schedule.warmup_tokens sets the warmup")
+    if t.lr != "auto":
+        unused(
+            "training",
+            ("lr_rule", "lr_scale", "lr_max"),
+            t,
+            f"training.lr {t.lr:g} is the peak LR itself (the rule's knobs shape lr: auto)",
+        )
+    if t.batch_tokens != "auto":
+        unused(
+            "training",
+            ("batch_rule", "batch_scale"),
+            t,
+            f"training.batch_tokens {t.batch_tokens:,} is the batch itself (the rule's knobs shape batch_tokens: auto)",
+        )
+    if lad.mode == "chinchilla":
+        unused(
+            "ladder",
+            ("isoflop_points", "isoflop_span"),
+            lad,
+            "mode chinchilla has no IsoFLOP grid (mode: isoflop reads it)",
+        )
+    elif lad.isoflop_sizes is not None:
+        unused("ladder", ("isoflop_points", "isoflop_span"), lad, "ladder.isoflop_sizes gives every budget's sizes")
+    return out
+
+
 def cost_warning(study: StudySpec, pct_of_hero: float) -> list[str]:
     if math.isfinite(pct_of_hero) and pct_of_hero > 100:
         return [
@@ -268,12 +357,15 @@ def check_machine(study: StudySpec) -> None:
             "of .txt files, or 'hf:<dataset>[:<config>]'"
         )
     if corpus != "embedded" and not corpus.startswith("hf:"):
-        from ladder.model.data.corpus import resolve_corpus
+        from ladder.model.data.corpus import resolve_corpus, text_key_problem
 
         try:
-            resolve_corpus(corpus, study.data.text_key)
+            source = resolve_corpus(corpus, study.data.text_key)
         except DataError as exc:
             raise SpecError(f"data.corpus = {corpus!r}: {exc}") from None
+        problem = text_key_problem(source)
+        if problem:
+            raise SpecError(problem)
     ev = study.evals
     if ev is not None and (ev.tasks or ev.include_path):  # refused now, not after the ladder has trained
         from ladder.model.evaluation.downstream import SHIPPED_TASKS, resolve_task_manager

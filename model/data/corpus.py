@@ -406,6 +406,74 @@ def resolve_corpus(
     return CorpusSource(corpus, kind, text_key, folder, tuple(files), identity=identity, prefix_bytes=max_bytes)
 
 
+TEXT_KEY_PEEK = 50  # the first records of a jsonl file that are read for its fields
+
+
+def _first_fields(path: Path, kind: Kind) -> list[str] | None:
+    """The fields the first records of a local corpus file hold (a parquet file's columns; the keys of the
+    first :data:`TEXT_KEY_PEEK` JSON objects of a jsonl file, in order of first sight), or None where they cannot
+    be read cheaply (a zstd file without the zstandard package, a file with no JSON object there)."""
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.read_schema(path).names)
+        except Exception:  # a broken file: data preparation names it
+            return None
+    import gzip
+    import io
+    import json
+
+    low = path.name.lower()
+    try:
+        if low.endswith(".zst"):
+            import zstandard
+
+            raw = zstandard.ZstdDecompressor().stream_reader(path.open("rb"))
+            handle = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+        elif low.endswith(".gz"):
+            handle = gzip.open(path, "rt", encoding="utf-8", errors="replace")
+        else:
+            handle = path.open(encoding="utf-8", errors="replace")
+    except (ImportError, OSError):
+        return None
+    keys: dict[str, None] = {}
+    seen = 0
+    with handle:
+        try:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    keys.update(dict.fromkeys(map(str, record)))
+                    seen += 1
+                    if seen >= TEXT_KEY_PEEK:
+                        break
+        except (OSError, EOFError, ValueError):  # a truncated archive: data preparation names it
+            pass
+    return list(keys) if seen else None
+
+
+def text_key_problem(source: CorpusSource) -> str | None:
+    """Why data preparation will find no documents in a local jsonl or parquet corpus: its first file's first
+    records (or columns) hold no field ``text_key``. Said at validate time; data preparation said it only after
+    the plan ("has no training documents: is text_key not the field that holds the text?")."""
+    if source.kind not in ("jsonl", "parquet") or source.folder is None or not source.files:
+        return None
+    first = source.folder / source.files[0]
+    fields = _first_fields(first, source.kind)
+    if fields is None or source.text_key in fields:
+        return None
+    where = "its columns are" if source.kind == "parquet" else "its first records hold"
+    shown = ", ".join(repr(f) for f in fields[:12]) + (f" and {len(fields) - 12} more" if len(fields) > 12 else "")
+    return (
+        f"data.text_key = {source.text_key!r}: {first} has no such field ({where} {shown or 'none'}); set "
+        "data.text_key to the field that holds the text"
+    )
+
+
 def iter_corpus_texts(
     corpus: str,
     text_key: str = "text",

@@ -1,0 +1,151 @@
+"""Re-trial 13 of issue 28, "author my own study": a demanding user writes a study YAML from the docs (not from a
+built-in one) and tries every documented field. What `studies validate` and `plan` let through must be what the
+later stages do; a contradictory field is one line naming it, exit 2, nothing written; a field the study's other
+choices leave unread is said, not ignored in silence. Validate/plan level only: nothing trains."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cli_helpers import one_line, run_cli
+
+BASE = {
+    "name": "mine",
+    "data": {"corpus": "embedded", "seq_len": 64, "max_bytes": "8M"},
+    "model": {"vocab_size": 384, "head_dim": 8, "aspect_ratio": 16},
+    "ladder": {"sizes": ["20K", "40K", "80K", "160K"], "tokens_per_param": 20, "budgets": [1, 2]},
+    "hero": {"params": "1M"},
+}
+
+
+def _study(tmp_path: Path, name: str = "mine", **sections) -> Path:
+    d = json.loads(json.dumps(BASE))
+    for key, value in sections.items():
+        d[key] = {**d.get(key, {}), **value} if isinstance(value, dict) else value
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(d, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _refused_everywhere(capsys, tmp_path: Path, spec: Path, *words: str) -> None:
+    """`studies validate` and `plan` both refuse ``spec`` in one line holding ``words``, and plan writes nothing."""
+    one_line(run_cli(capsys, "studies", "validate", spec), *words)
+    out = tmp_path / "planned"
+    one_line(run_cli(capsys, "plan", spec, "--out", out), *words)
+    assert not out.exists()
+
+
+def _warnings(capsys, spec: Path) -> str:
+    r = run_cli(capsys, "studies", "validate", spec)
+    assert r.code == 0, r.stderr
+    return " ".join(r.stderr.split())
+
+
+def test_a_batch_cap_below_the_batch_floor_is_refused(tmp_path, capsys):
+    """`batch_max_tokens: 128` with `batch_min_sequences: 8` of 64 tokens: the floor won, every batch was planned at
+    512 tokens, four times the cap, and the plan's note said "at most batch_max_tokens 128: 20K 1,087 -> 512"."""
+    spec = _study(tmp_path, training={"batch_max_tokens": 128, "batch_min_sequences": 8})
+    _refused_everywhere(
+        capsys, tmp_path, spec, "training.batch_max_tokens = 128", "batch_min_sequences 8", "data.seq_len 64", "512"
+    )
+    # a cap at the floor is a study that can be planned
+    fine = _study(tmp_path, "fine", training={"batch_max_tokens": 512, "batch_min_sequences": 8})
+    assert run_cli(capsys, "studies", "validate", fine).code == 0
+
+
+@pytest.mark.parametrize(
+    "executor, field",
+    [
+        ({"kind": "local", "local": {"gpus": [0, 1]}}, "executor.local.gpus = [0, 1]"),
+        ({"kind": "slurm", "slurm": {"gpus_per_task": 2}}, "executor.slurm.gpus_per_task = 2"),
+    ],
+)
+def test_gpus_on_cpu_hardware_are_refused(tmp_path, capsys, executor, field):
+    """GPUs listed for the executor that runs the study, with executor.hardware left at its default cpu: the runs were
+    planned in fp32 (precision auto on a CPU, part of each run's id) with CPU memory and time estimates, then
+    trained on the GPUs, without a word."""
+    spec = _study(tmp_path, executor=executor)
+    _refused_everywhere(capsys, tmp_path, spec, field, "executor.hardware is 'cpu'", "h100")
+    assert (
+        run_cli(capsys, "studies", "validate", _study(tmp_path, "gpu", executor={**executor, "hardware": "h100"})).code
+        == 0
+    )
+    # the GPUs of an executor the study does not run on are not read: no contradiction
+    other = {"kind": "local"} if executor["kind"] == "slurm" else {"kind": "slurm"}
+    assert run_cli(capsys, "studies", "validate", _study(tmp_path, "other", executor={**executor, **other})).code == 0
+
+
+def test_isoflop_sizes_in_chinchilla_mode_are_refused(tmp_path, capsys):
+    """`isoflop_sizes` beside `sizes` in mode chinchilla was planned as if it were not there ('compute_budgets' there
+    is refused)."""
+    spec = _study(tmp_path, ladder={"isoflop_sizes": ["10K", "20K", "30K"]})
+    _refused_everywhere(capsys, tmp_path, spec, "isoflop_sizes", "mode: isoflop")
+
+
+def test_fields_the_study_leaves_unread_are_said(tmp_path, capsys):
+    """A cooldown under a cosine schedule, a final LR under a constant one, a warmup_fraction beside warmup_tokens,
+    the LR and batch rules' knobs beside absolute values, the IsoFLOP knobs in mode chinchilla: each was accepted
+    and ignored in silence. validate and plan now warn, naming the field and what makes it unread."""
+    cosine = _study(tmp_path, "cos", training={"schedule": {"kind": "cosine", "cooldown_fraction": 0.3}})
+    said = _warnings(capsys, cosine)
+    assert "training.schedule.cooldown_fraction = 0.3 is not used: schedule.kind cosine has no cooldown" in said
+    constant = _study(
+        tmp_path,
+        "const",
+        training={
+            "lr": 0.01,
+            "lr_scale": 0.2,
+            "lr_max": 0.016,
+            "batch_tokens": 1024,
+            "batch_scale": 2,
+            "schedule": {"kind": "constant", "final_lr_fraction": 0, "warmup_tokens": "4K", "warmup_fraction": 0.1},
+        },
+    )
+    said = _warnings(capsys, constant)
+    for words in (
+        "training.schedule.final_lr_fraction = 0.0 is not used: schedule.kind constant",
+        "training.schedule.warmup_fraction = 0.1 is not used: training.schedule.warmup_tokens sets the warmup",
+        "training.lr_scale = 0.2, training.lr_max = 0.016 are not used: training.lr 0.01",
+        "training.batch_scale = 2.0 is not used: training.batch_tokens 1,024",
+    ):
+        assert words in said, (words, said)
+    iso = _study(tmp_path, "iso", ladder={"isoflop_points": 7})
+    assert "ladder.isoflop_points = 7 is not used: mode chinchilla" in _warnings(capsys, iso)
+    r = run_cli(capsys, "plan", iso, "--dry-run", "--json")
+    assert r.code == 0 and any("isoflop_points" in w for w in r.json()["warnings"])
+
+
+@pytest.mark.parametrize("name", ["default", "chinchilla", "tied-vs-untied", "depth-vs-width", "batch-lr"])
+def test_a_study_printed_by_studies_show_has_no_unread_field(tmp_path, capsys, name):
+    """`ladder studies show` prints every field, defaults included: none of them is said to be unread."""
+    r = run_cli(capsys, "studies", "show", name)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(r.stdout, encoding="utf-8")
+    r = run_cli(capsys, "studies", "validate", path, "--no-fit-check")
+    assert r.code == 0 and "not used" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_a_text_key_the_corpus_lacks_is_refused_at_validate(tmp_path, capsys, kind):
+    """A local corpus whose records hold their text under another name than data.text_key passed validate and plan;
+    `ladder data prepare` then said "has no training documents: is text_key ('text') not the field...", after the
+    plan. Now validate names the field and the fields the file has."""
+    docs = [f"document {i} " * 40 for i in range(30)]
+    if kind == "jsonl":
+        corpus = tmp_path / "docs.jsonl"
+        corpus.write_text("".join(json.dumps({"content": d}) + "\n" for d in docs), encoding="utf-8")
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        corpus = tmp_path / "docs.parquet"
+        pq.write_table(pa.table({"content": docs}), corpus)
+    data = {"corpus": str(corpus), "seq_len": 64}
+    spec = _study(tmp_path, data=data)
+    _refused_everywhere(capsys, tmp_path, spec, "data.text_key = 'text'", str(corpus), "'content'")
+    ok = _study(tmp_path, "ok", data={**data, "text_key": "content"})
+    assert run_cli(capsys, "studies", "validate", ok).code == 0
