@@ -149,3 +149,13 @@ def test_a_text_key_the_corpus_lacks_is_refused_at_validate(tmp_path, capsys, ki
     _refused_everywhere(capsys, tmp_path, spec, "data.text_key = 'text'", str(corpus), "'content'")
     ok = _study(tmp_path, "ok", data={**data, "text_key": "content"})
     assert run_cli(capsys, "studies", "validate", ok).code == 0
+
+
+def test_a_micro_batch_below_one_sequence_is_refused(tmp_path, capsys):
+    """`micro_batch_tokens: 10` at seq_len 64 was planned as one 64-token sequence per forward pass, above the memory
+    cap the study set, without a word; a batch below one sequence was already refused."""
+    spec = _study(tmp_path, training={"micro_batch_tokens": 10})
+    _refused_everywhere(capsys, tmp_path, spec, "training.micro_batch_tokens = 10", "data.seq_len 64", "at least 64")
+    assert (
+        run_cli(capsys, "studies", "validate", _study(tmp_path, "one", training={"micro_batch_tokens": 64})).code == 0
+    )

@@ -64,6 +64,11 @@ def check_study(study: StudySpec) -> None:
         raise SpecError(
             f"training.batch_max_tokens = {t.batch_max_tokens}: smaller than one sequence (data.seq_len {seq})"
         )
+    if t.micro_batch_tokens < seq:  # planned as one sequence per forward pass, more than the study allowed
+        raise SpecError(
+            f"training.micro_batch_tokens = {t.micro_batch_tokens}: smaller than one sequence (data.seq_len {seq}); "
+            f"a forward pass holds whole sequences: give at least {seq}"
+        )
     smallest = t.batch_min_sequences * seq
     if t.batch_max_tokens is not None and t.batch_max_tokens < smallest:
         # the floor won: every batch was planned at the floor, above the cap the study set, and a note said so
