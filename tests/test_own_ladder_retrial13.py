@@ -68,3 +68,40 @@ def test_the_reports_forecast_table_gives_the_same_distance():
     assert _farthest(p).startswith("10") and "params" not in _farthest(p)
     old = Prediction(label="x", params=8e6, tokens=3.2e9, params_x=2.0)  # a fit.json of before issue 26
     assert _farthest(old).endswith("params")
+
+
+def _warnings(capsys, path: Path, *extra: str) -> list[str]:
+    r = run_cli(capsys, "fit", "--runs", path, "--bootstrap", "3", "--json", *extra)
+    assert r.code == 0, r.stderr
+    return r.json()["warnings"]
+
+
+def test_a_diverged_run_without_a_status_is_named_not_fitted_in_silence(tmp_path, capsys):
+    """The largest, longest run at loss 11.5 (diverged; the export has no status column) was fitted without a word:
+    the interval came out [0.25, 24.1] and nothing said why."""
+    table = rows()
+    table[-1]["loss"] = 11.5
+    said = [w for w in _warnings(capsys, write(tmp_path / "runs.csv", table)) if "no more params" in w]
+    assert len(said) == 1 and "line 13" in said[0] and "11.5" in said[0] and "status column" in said[0], said
+    # a clean ladder, and seed replicates a little apart, say nothing of the kind
+    clean = rows() + rows(seed=1)
+    assert not [w for w in _warnings(capsys, write(tmp_path / "clean.csv", clean)) if "no more params" in w]
+
+
+def test_params_and_tokens_swapped_or_in_millions_are_warned(tmp_path, capsys):
+    swapped = [{"params": r["tokens"], "tokens": r["params"], "loss": r["loss"]} for r in rows()]
+    said = _warnings(capsys, write(tmp_path / "swapped.csv", swapped))
+    assert any("tokens per parameter" in w and "swapped" in w for w in said), said
+    millions = [{**r, "params": r["params"] / 1e6} for r in rows()]
+    said = _warnings(capsys, write(tmp_path / "millions.csv", millions))
+    assert any("tokens per parameter" in w and "millions" in w for w in said), said
+    assert not [w for w in _warnings(capsys, write(tmp_path / "ok.csv", rows())) if "tokens per parameter" in w]
+
+
+def test_a_batch_size_in_sequences_is_warned_as_read_in_tokens(tmp_path, capsys):
+    """An export's batch_size in sequences (Beck et al.'s: 128) was read as 128 tokens per batch, in silence."""
+    table = [{**r, "batch_size": 128} for r in rows(sizes=(1e8, 2e8, 4e8, 8e8))]
+    said = _warnings(capsys, write(tmp_path / "seqs.csv", table))
+    assert any("batch column is read as tokens" in w and "sequences" in w for w in said), said
+    table = [{**r, "batch_size": 128 * 2048} for r in rows(sizes=(1e8, 2e8, 4e8, 8e8))]
+    assert not [w for w in _warnings(capsys, write(tmp_path / "tokens.csv", table)) if "batch column" in w]

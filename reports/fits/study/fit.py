@@ -60,7 +60,7 @@ from ladder.errors import FitError, shell_word
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS, as_runs, implausible_losses
-from ladder.reports.fits.study import loss, parts, runs_file, study_hero, table
+from ladder.reports.fits.study import loss, parts, runs_file, study_hero, table, table_sense
 from ladder.reports.fits.study.result import FitResult
 from ladder.studies.spec import StudySpec
 
@@ -194,6 +194,9 @@ def fit_study(
     law_df, sweep_note = table.best_configs(df, tune)
     if sweep_note:
         notes.append(sweep_note)
+    if study is None:  # a table from elsewhere: no trainer of ladder's marked its diverged runs nor wrote its counts
+        odd = (table_sense.odd_tokens_per_param(df), table_sense.batch_as_sequences(df))
+        warnings.extend(w for w in (*odd, table_sense.worse_than_smaller(law_df)) if w)
     variants = sorted(law_df["_variant"].unique().tolist())
     if variant is not None and variant not in variants:  # before any law is fitted
         have = (

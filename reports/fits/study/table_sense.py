@@ -1,0 +1,93 @@
+"""What a runs table from elsewhere (``ladder fit --runs``) may hold that no ladder does, said as warnings before the
+fit: a run far worse than a smaller, shorter one (diverged or unfinished, with no status to say so), tokens per
+parameter no ladder trains at (params and tokens swapped, or counted in millions), and a batch column that reads
+as sequences where the fit reads tokens. ladder's own studies never get these: its trainer marks a diverged run,
+and it writes every count itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ladder.model.config import format_count, format_multiple
+
+WORSE = 0.10  # a run this much above the loss of a run with no more params and no more tokens is no rung of the law
+SAME = 0.05  # params or tokens within 5% count as the same (the fit's rung tolerance)
+FEWEST_TOKENS_PER_PARAM = 1.0  # below this median tokens/param: params and tokens swapped, or tokens a step count
+MOST_TOKENS_PER_PARAM = 1e5  # above: params counted in millions or thousands (Chinchilla is 20, SmolLM2 ~1.5e4)
+MOST_STEPS = 1e7  # tokens / batch beyond this for the median run: the batch column counts sequences, not tokens
+
+
+def _few(items: list[str], limit: int = 3) -> str:
+    return "; ".join(items[:limit]) + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def worse_than_smaller(law_df: pd.DataFrame) -> str | None:
+    """The runs (of one variant) whose loss is more than :data:`WORSE` above a run with no more params and no more
+    tokens: a larger or longer run never scores that much worse on one recipe, so it diverged, stopped early or
+    is mislabelled, and the laws fit it all the same."""
+    found: list[str] = []
+    groups = law_df.groupby("_variant", sort=False) if "_variant" in law_df.columns else [(None, law_df)]
+    for _, g in groups:
+        n, d, loss = (g[c].to_numpy(float) for c in ("params", "tokens", "loss"))
+        for i in range(len(g)):
+            smaller = (n <= n[i] * (1 + SAME)) & (d <= d[i] * (1 + SAME))
+            smaller[i] = False
+            if not smaller.any():
+                continue
+            j = np.flatnonzero(smaller)[np.argmin(loss[smaller])]
+            if loss[i] > loss[j] * (1 + WORSE):
+                found.append(
+                    f"{g.index[i]} ({format_count(n[i])} params, {format_count(d[i])} tokens) scored {loss[i]:.4g}, "
+                    f"{100 * (loss[i] / loss[j] - 1):.0f}% above {g.index[j]}'s {loss[j]:.4g} "
+                    f"({format_count(n[j])} params, {format_count(d[j])} tokens)"
+                )
+    if not found:
+        return None
+    return (
+        f"{len(found)} run(s) score a loss more than {100 * WORSE:.0f}% above a run with no more params and no more "
+        f"tokens: {_few(found)}. A larger or longer run does not score worse on one recipe: diverged, unfinished or "
+        "mislabelled? They are fitted all the same; a status column that marks them not done (diverged, crashed) "
+        "leaves them out"
+    )
+
+
+def odd_tokens_per_param(df: pd.DataFrame) -> str | None:
+    """A median tokens/param no ladder trains at: below :data:`FEWEST_TOKENS_PER_PARAM` (the columns swapped, or
+    tokens a step count) or above :data:`MOST_TOKENS_PER_PARAM` (params in millions)."""
+    ratio = float(np.median(df["tokens"].to_numpy(float) / df["params"].to_numpy(float)))
+    said = (
+        f"the median run trained on {format_multiple(ratio, '')} tokens per parameter "
+        f"(params {format_count(df['params'].min())} to {format_count(df['params'].max())}, tokens "
+        f"{format_count(df['tokens'].min())} to {format_count(df['tokens'].max())})"
+    )
+    if ratio < FEWEST_TOKENS_PER_PARAM:
+        return (
+            f"{said}: fewer tokens than parameters; are the params and tokens columns swapped, or is tokens a step "
+            "count? Both are counts: parameters of the model, tokens it trained on"
+        )
+    if ratio > MOST_TOKENS_PER_PARAM:
+        return (
+            f"{said}: far more than any ladder trains; are params written in millions or thousands? Give plain "
+            "counts (1.2e9 or 1.2B)"
+        )
+    return None
+
+
+def batch_as_sequences(df: pd.DataFrame) -> str | None:
+    """A batch column that reads as sequences: the fit reads it as tokens per batch (its B* is in tokens), and the
+    median run would then take more than :data:`MOST_STEPS` steps."""
+    if "batch_tokens" not in df.columns:
+        return None
+    batch = pd.to_numeric(df["batch_tokens"], errors="coerce").to_numpy(float)
+    good = np.isfinite(batch) & (batch > 0)
+    if not good.any():
+        return None
+    steps = float(np.median(df["tokens"].to_numpy(float)[good] / batch[good]))
+    if steps <= MOST_STEPS:
+        return None
+    return (
+        f"the batch column is read as tokens per batch (batch_size is batch_tokens' alias), so the median run took "
+        f"{format_count(steps)} steps, far more than any run trains: does it count sequences? Give batch_tokens, "
+        "sequences x sequence length (the hyperparameter laws' B* is in tokens)"
+    )
