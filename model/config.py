@@ -103,8 +103,8 @@ def share_of_hero(pct: float) -> tuple[str, str]:
     :func:`format_count`: plan and reports both read this module): a percent up to 100%
     (``("26.3%", "of the hero's compute")``, a small one in two digits, never "0.0%"), a multiple above it
     (``("38.6x", "the hero's compute")``, never "3861.5%"). ``pct`` is finite."""
-    if pct > 100:
-        return f"{pct / 100:.3g}x", "the hero's compute"
+    if pct > 100:  # 1.11e5x, never Python's 1.11e+05x
+        return format_multiple(pct / 100), "the hero's compute"
     if pct >= 1:
         return f"{pct:.1f}%", "of the hero's compute"
     small = f"{pct:.1e}" if 0 < pct < 1e-3 else f"{pct:.2g}"

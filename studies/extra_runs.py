@@ -6,7 +6,7 @@ ablation combination of the entry's variant.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, PositiveInt
 
@@ -28,7 +28,10 @@ class ExtraRunSpec(Strict):
         description="chinchilla: a multiple of tokens_per_param (default: each of ladder.budgets); "
         "isoflop: the compute budget in exact counted FLOPs (required)",
     )
-    seed: int | None = Field(default=None, description="default: the study's seeds for this size")
+    # a seed numpy and torch both take, as training.seed (-1 and 1e14 were planned, for the trainer to refuse)
+    seed: Annotated[int, Field(ge=0, lt=2**32)] | None = Field(
+        default=None, description="default: the study's seeds for this size"
+    )
     variant: str | None = Field(
         default=None,
         description="only the ablation combinations of this variant: a plan label ('tied lr x2') or "
@@ -48,3 +51,15 @@ def check_extra_runs(ladder: LadderSpec) -> None:
                 raise ValueError(f"{where}: a ladder of depths sizes an extra run by 'depth', not 'size'")
         elif extra.size is None or extra.depth is not None:
             raise ValueError(f"{where}: a ladder of sizes sizes an extra run by 'size', not 'depth'")
+        if ladder.mode == "chinchilla" and extra.budget is not None:
+            # bounded as ladder.budgets are: 1e9 was planned as 2e10 tokens per parameter, a run of 3 million days
+            from ladder.studies.spec import MAX_TOKENS_PER_PARAM, MIN_TOKENS_PER_PARAM, plain_number
+
+            ratio = ladder.tokens_per_param * extra.budget
+            if not MIN_TOKENS_PER_PARAM <= ratio <= MAX_TOKENS_PER_PARAM:
+                raise ValueError(
+                    f"{where}.budget = {plain_number(extra.budget)}: x tokens_per_param "
+                    f"{plain_number(ladder.tokens_per_param)} is {plain_number(float(f'{ratio:.3g}'))} tokens per "
+                    f"parameter; a budget must give between {MIN_TOKENS_PER_PARAM:g} and {MAX_TOKENS_PER_PARAM:,g} "
+                    "(Chinchilla's rule is 20)"
+                )

@@ -159,3 +159,41 @@ def test_a_micro_batch_below_one_sequence_is_refused(tmp_path, capsys):
     assert (
         run_cli(capsys, "studies", "validate", _study(tmp_path, "one", training={"micro_batch_tokens": 64})).code == 0
     )
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        ({"size": "320K", "seed": -1}, ["ladder.extra_runs[0].seed = -1"]),
+        ({"size": "320K", "seed": 2**40}, ["ladder.extra_runs[0].seed", "4294967296"]),
+        ({"size": "320K", "budget": 1e9}, ["extra_runs[0].budget = 1e9", "2e10 tokens per parameter", "100,000"]),
+        ({"size": 100}, ["ladder.extra_runs[0].size = 100", "below what this family builds", "664"]),
+    ],
+)
+def test_an_extra_run_is_bounded_as_a_rung_is(tmp_path, capsys, extra, words):
+    """ladder.extra_runs (what `plan --suggest --add` writes, and a user may write by hand) took a seed of -1 or
+    1e14 (training.seed is 0 to 2^32), a budget of 1e9 (2e10 tokens per parameter: "up to 3.07e+06 days", "the
+    ladder costs 1.11e+08x the hero's compute") and a size of 100 that became a 664-parameter model, without a word;
+    ladder.sizes and ladder.budgets refuse each."""
+    ladder = {**BASE["ladder"], "extra_runs": [extra]}
+    _refused_everywhere(capsys, tmp_path, _study(tmp_path, ladder=ladder), *words)
+
+
+def test_an_extra_run_at_a_size_of_the_grid_is_not_a_duplicate_rung(tmp_path, capsys):
+    """Another budget or seed at a size the grid has is what an extra run is for: not "become the same model"."""
+    ladder = {**BASE["ladder"], "extra_runs": [{"size": "40K", "budget": 0.5}, {"size": "20K", "seed": 9}]}
+    r = run_cli(capsys, "plan", _study(tmp_path, ladder=ladder), "--dry-run", "--json")
+    assert r.code == 0, r.stderr
+    assert len(r.json()["runs"]) == 8 + 1 + 2  # 40K at 0.5x; 20K with seed 9 at each of ladder.budgets
+
+
+def test_a_ladder_far_dearer_than_its_hero_is_said_in_plain_numbers(tmp_path, capsys):
+    """The cost warning wrote "1.11e+08x the hero's compute" (Python's exponent) where every other number of the
+    plan reads 1.11e8."""
+    from ladder.model.config import share_of_hero
+
+    assert share_of_hero(1.11e10) == ("1.11e8x", "the hero's compute")
+    assert share_of_hero(3861.5) == ("38.6x", "the hero's compute")
+    spec = _study(tmp_path, hero={"params": "20K", "tokens": "1K"})  # the ladder costs 69,957x it
+    r = run_cli(capsys, "plan", spec, "--dry-run", "--no-fit-check")
+    assert r.code == 0 and "e+" not in r.stdout + r.stderr, r.stderr

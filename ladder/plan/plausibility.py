@@ -119,9 +119,11 @@ def _smallest(rules: FamilyRules, tied: bool) -> ModelShape:
 
 def _target_fields(study: StudySpec) -> list[tuple[str, int]]:
     lad = study.ladder
+    # an extra run's size is a rung's (size 100 was planned as a 664-parameter model, 6.6x it, in silence)
+    extra = [(f"ladder.extra_runs[{i}].size", e.size) for i, e in enumerate(lad.extra_runs or []) if e.size]
     if lad.mode == "chinchilla":
-        return [(f"ladder.sizes[{i}]", s) for i, s in enumerate(lad.sizes or [])]
-    return [(f"ladder.isoflop_sizes[{i}]", s) for i, s in enumerate(lad.isoflop_sizes or [])]
+        return [(f"ladder.sizes[{i}]", s) for i, s in enumerate(lad.sizes or [])] + extra
+    return [(f"ladder.isoflop_sizes[{i}]", s) for i, s in enumerate(lad.isoflop_sizes or [])] + extra
 
 
 def _shapes_by_target(study: StudySpec) -> dict[tuple[bool, float], list[tuple[str, int, ModelShape]]]:
@@ -181,6 +183,8 @@ def check_sizes(study: StudySpec) -> None:
             got = shape.params(conv)
             label = f"{field} = {format_count(target)}"
             check_target(label, target, shape, conv=conv, aspect=aspect, rules=rules, tied=tied)
+            if field.startswith("ladder.extra_runs"):  # another budget or seed of a size: not a rung of its own
+                continue
             if shape in seen:
                 raise SpecError(
                     f"{seen[shape]} and {label} become the same model ({shape.describe()}, {format_count(got)} "
@@ -220,8 +224,8 @@ def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, flo
     if slow:
         days = max(estimates_s[r.run_id] for r in slow) / 86400
         warnings.append(
-            f"{len(slow)} run(s) are estimated at more than 30 days each on {hw} (up to {days:,.3g} "
-            "days): check ladder.sizes and executor.hardware"
+            f"{len(slow)} run(s) are estimated at more than 30 days each on {hw} (up to "
+            f"{format_multiple(days, sign='')} days): check ladder.sizes and executor.hardware"
         )
     return warnings
 
