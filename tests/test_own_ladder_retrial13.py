@@ -9,7 +9,7 @@ import random
 import re
 from pathlib import Path
 
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 
 SIZES = (1e6, 2e6, 4e6, 8e6)
 RATIOS = (10, 20, 40)
@@ -105,3 +105,13 @@ def test_a_batch_size_in_sequences_is_warned_as_read_in_tokens(tmp_path, capsys)
     assert any("batch column is read as tokens" in w and "sequences" in w for w in said), said
     table = [{**r, "batch_size": 128 * 2048} for r in rows(sizes=(1e8, 2e8, 4e8, 8e8))]
     assert not [w for w in _warnings(capsys, write(tmp_path / "tokens.csv", table)) if "batch column" in w]
+
+
+def test_a_runs_table_given_as_the_study_is_pointed_at_fit_runs(tmp_path, capsys):
+    """`ladder fit runs.csv` said "runs.csv is a file; give a study directory": a ladder trained elsewhere has none,
+    and --runs went unnamed. `ladder report runs.csv` likewise."""
+    path = write(tmp_path / "runs.csv", rows())
+    line = one_line(run_cli(capsys, "fit", path), "is a file; give a study directory", "ladder fit --runs")
+    assert str(path) in line
+    one_line(run_cli(capsys, "report", path), "is a file; give a study directory", "ladder fit --runs")
+    assert not (tmp_path / "report").exists()
