@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -186,6 +187,20 @@ def refuse_a_runs_table(path: Path) -> None:
         )
 
 
+@contextmanager
+def _quiet_numpy():
+    """numpy's RuntimeWarnings off while the laws are fitted: a bootstrap draw's log of a negative loss (an
+    IsoFLOP parabola's) is left out as NaN by design, and its "isoflop_fit.py:333: RuntimeWarning: invalid value
+    encountered in log" with a source line was the first thing `fit --runs` printed of some published ladders."""
+    import warnings
+
+    import numpy as np
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
 def _few(labels: list[str], limit: int = 4) -> str:
     more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
     return ", ".join(labels[:limit]) + more
@@ -285,7 +300,7 @@ def fit(
         _check_bootstrap(bootstrap, n_runs)
         warnings += _far_from_the_ladder(points, table)
         try:
-            with progress.reporting(_progress(n_runs)):
+            with progress.reporting(_progress(n_runs)), _quiet_numpy():
                 result = fit_study(table, predict=predict, n_boot=bootstrap, seed=seed, variant=variant)
         except FitError as exc:
             raise FitError(f"{runs}: {exc}") from None
@@ -305,7 +320,8 @@ def fit(
         table = read_results(study_dir)
         _check_bootstrap(bootstrap, _fitted_rows(table))
         warnings += _far_from_the_ladder(points, table)
-        result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed, study_dir=study_dir)
+        with _quiet_numpy():
+            result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed, study_dir=study_dir)
         result.warnings[:0] = warnings  # fit.json holds every warning the command gave
         result.write(layout.StudyDir(study_dir).fit)
     for w in warnings:
