@@ -197,3 +197,24 @@ def test_a_ladder_far_dearer_than_its_hero_is_said_in_plain_numbers(tmp_path, ca
     spec = _study(tmp_path, hero={"params": "20K", "tokens": "1K"})  # the ladder costs 69,957x it
     r = run_cli(capsys, "plan", spec, "--dry-run", "--no-fit-check")
     assert r.code == 0 and "e+" not in r.stdout + r.stderr, r.stderr
+
+
+def test_runs_and_a_hero_beyond_what_the_corpus_can_hold_are_warned(tmp_path, capsys):
+    """A folder of .txt files of 40 KB fed runs of up to 6.4M tokens, 160 passes over it, and nothing said so: the
+    trainer wraps around its windows in silence. A token is at least one byte, so tokens beyond the corpus's bytes
+    are read more than once; validate and plan say it, of the runs and of the hero."""
+    folder = tmp_path / "txt"
+    folder.mkdir()
+    for i in range(40):
+        (folder / f"d{i}.txt").write_text(f"text {i} " * 120, encoding="utf-8")
+    data = {"corpus": str(folder), "seq_len": 64, "validation_tokens": "1K"}
+    said = _warnings(capsys, _study(tmp_path, data=data))
+    assert "8 run(s) train on more tokens than" in said and "read their training data more than once" in said, said
+    assert "the hero trains on 20M tokens, more than" in said, said
+    # the embedded corpus under data.max_bytes: only the hero is beyond it
+    said = _warnings(capsys, _study(tmp_path, "capped"))
+    assert (
+        "run(s) train on more tokens" not in said
+        and "the hero trains on 20M tokens, more than data.max_bytes 8M" in said
+    )
+    assert "can hold" not in _warnings(capsys, _study(tmp_path, "roomy", data={"max_bytes": "30M"}))

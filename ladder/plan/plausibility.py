@@ -344,6 +344,61 @@ def unused_settings(study: StudySpec) -> list[str]:
     return out
 
 
+def _corpus_bytes(study: StudySpec) -> tuple[float, str] | None:
+    """The most bytes the study's corpus can hold, and what says so: data.max_bytes, the embedded corpus's default
+    cap, or the size of an uncompressed local jsonl or .txt corpus; None where nothing bounds it cheaply."""
+    d = study.data
+    corpus, cap = d.corpus.strip(), d.max_bytes
+    said = f"data.max_bytes {format_count(cap)}" if cap else ""
+    if corpus == "embedded" and not cap:
+        from ladder.model.data.embedded import EMBEDDED_DEFAULT_MAX_BYTES
+
+        return float(
+            EMBEDDED_DEFAULT_MAX_BYTES
+        ), f"the embedded corpus's cap of {format_count(EMBEDDED_DEFAULT_MAX_BYTES)}"
+    if corpus != "embedded" and not corpus.startswith("hf:"):
+        from ladder.model.data.corpus import resolve_corpus
+
+        try:
+            source = resolve_corpus(corpus, d.text_key)
+        except DataError:
+            source = None
+        names = list(source.files) if source is not None and source.folder is not None else []
+        if names and source.kind in ("jsonl", "text") and not any(n.lower().endswith((".gz", ".zst")) for n in names):
+            # a JSON line holds its text and more; a .txt file gets one end-of-sequence token more than its bytes
+            size = sum((source.folder / n).stat().st_size for n in names) + (len(names) if source.kind == "text" else 0)
+            if not cap or size < cap:
+                return float(size), f"{corpus} ({format_count(size)} bytes)"
+    return (float(cap), said) if cap else None
+
+
+def data_reuse(study: StudySpec, runs: list[RunSpec], hero_tokens: float | None) -> list[str]:
+    """Runs (or the hero) that train on more tokens than the corpus can hold at all (a byte-level token is at least
+    one byte), so they read their training data more than once: trained in silence, while the laws assume fresh
+    tokens (a 13 MB corpus fed a run of 40M tokens three passes)."""
+    bound = _corpus_bytes(study)
+    if bound is None:
+        return []
+    most, what = bound
+    over = [r for r in runs if r.tokens > most]
+    out = []
+    if over:
+        top = max(r.tokens for r in over)
+        out.append(
+            f"{len(over)} run(s) train on more tokens than {what} can hold (a token is at least one byte), up to "
+            f"{format_count(top)} tokens, {format_multiple(top / most)} that: they read their training data more "
+            "than once, and the scaling laws assume fresh tokens; use a larger corpus (or data.max_bytes), or "
+            "smaller ladder.sizes or budgets"
+        )
+    if hero_tokens and hero_tokens > most:
+        out.append(
+            f"the hero trains on {format_count(hero_tokens)} tokens, more than {what} can hold (a token is at least "
+            "one byte): it would read its training data more than once, which the forecast does not model; use a "
+            "larger corpus (or data.max_bytes)"
+        )
+    return out
+
+
 def cost_warning(study: StudySpec, pct_of_hero: float) -> list[str]:
     if math.isfinite(pct_of_hero) and pct_of_hero > 100:
         return [
