@@ -140,3 +140,14 @@ def test_numpys_runtime_warnings_during_the_fit_do_not_reach_the_user(tmp_path, 
     assert r.code == 0, r.stderr
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
     assert "RuntimeWarning" not in r.stderr
+
+
+def test_a_mapping_that_leaves_out_the_loss_names_the_files_columns_not_the_mappings(tmp_path, capsys):
+    """`--columns params=N,tokens=D` on a file of N, D, val_loss said "the runs table lacks column(s) loss; ... it
+    has params, tokens": the mapping's names, as if the file had no loss column to map."""
+    table = [{"N": r["params"], "D": r["tokens"], "val_loss": r["loss"]} for r in rows()]
+    path = write(tmp_path / "runs.csv", table)
+    line = one_line(run_cli(capsys, "fit", "--runs", path, "--columns", "params=N,tokens=D"), "loss=COLUMN")
+    assert "N, D, val_loss" in line and "it has params, tokens" not in line, line
+    r = run_cli(capsys, "fit", "--runs", path, "--columns", "params=N,tokens=D,loss=val_loss", "--bootstrap", "3")
+    assert r.code == 0, r.stderr

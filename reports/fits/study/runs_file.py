@@ -386,4 +386,16 @@ def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path, repeated: lis
         found = next((c for c in wandb_names if c in df.columns), None)
         if name not in out and found is not None and (name != "run_id" or df[found].is_unique):
             out[name] = df[found]
+    unmapped = [n for n in ("params", "tokens", "loss") if n not in out]
+    if unmapped:  # the fit said "the runs table lacks loss; it has params, tokens": the mapping's, not the file's
+        have = ", ".join(map(str, list(df.columns)[:12])) + (", ..." if len(df.columns) > 12 else "")
+        raise FitError(
+            f"--columns maps no {', '.join(unmapped)}, which the fit needs ({path} has {have}): "
+            f"add {','.join(f'{n}=COLUMN' for n in unmapped)} to --columns"
+            + (
+                " (with FLOPs counted as 6ND, tokens = flops / (6 x params))"
+                if unmapped == ["tokens"] and "flops" in out
+                else ""
+            )
+        )
     return pd.DataFrame(out)
