@@ -319,6 +319,10 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
     """The extra predictions: loss with its interval and, from the hyperparameter laws, LR* and B* with theirs."""
     preds = [x for x in fit.predictions if x.label != "hero"]
     if not preds:
+        if not fit.meta.study and fit.loss.available is not False:  # `fit --runs` alone forecast nothing, silently
+            console.print(
+                "[bold]forecasts[/]: [dim]none asked: --predict PARAMS:TOKENS (e.g. 7e9:4e12) forecasts a run[/]"
+            )
         return
     hp = any(x.lr is not None or x.batch_tokens is not None for x in preds)
     cols = ["prediction", "params", "tokens", "loss", "90%", "distance"]

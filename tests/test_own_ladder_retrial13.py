@@ -151,3 +151,11 @@ def test_a_mapping_that_leaves_out_the_loss_names_the_files_columns_not_the_mapp
     assert "N, D, val_loss" in line and "it has params, tokens" not in line, line
     r = run_cli(capsys, "fit", "--runs", path, "--columns", "params=N,tokens=D,loss=val_loss", "--bootstrap", "3")
     assert r.code == 0, r.stderr
+
+
+def test_a_fit_of_a_runs_table_without_predict_says_how_to_forecast(tmp_path, capsys):
+    """`fit --runs F` alone printed the laws and no forecast, with no word why (fit.json's hero reason names
+    --predict; the terminal never said it)."""
+    r = run_cli(capsys, "fit", "--runs", write(tmp_path / "runs.csv", rows()), "--bootstrap", "3")
+    assert r.code == 0, r.stderr
+    assert re.search(r"^forecasts: none asked: --predict PARAMS:TOKENS", r.stdout, re.M), r.stdout
