@@ -218,3 +218,26 @@ def test_runs_and_a_hero_beyond_what_the_corpus_can_hold_are_warned(tmp_path, ca
         and "the hero trains on 20M tokens, more than data.max_bytes 8M" in said
     )
     assert "can hold" not in _warnings(capsys, _study(tmp_path, "roomy", data={"max_bytes": "30M"}))
+
+
+def test_a_depth_ladder_is_not_told_its_sizes_hold_a_parameter_count(tmp_path, capsys):
+    """ladder.depths with tied and untied runs under param_count total: the plan's note said "sizes hold total
+    parameters fixed: an untied run spends another V x d on its head, so its body is smaller", above a table where
+    the tied and untied runs of each depth have one shape (32x2) and 36K and 48.29K parameters; and its cost warning
+    said "check ladder.sizes", which a depth ladder has none of."""
+    spec = _study(
+        tmp_path,
+        ladder={"sizes": None, "depths": [2, 3, 4, 5], "budgets": [1, 2], "param_count": "total"},
+        ablations={"tie_embeddings": [True, False]},
+        data={"max_bytes": "30M"},
+    )
+    r = run_cli(capsys, "plan", spec, "--dry-run", "--json")
+    assert r.code == 0, r.stderr
+    plan = r.json()
+    notes = " ".join(plan["notes"])
+    assert "sizes hold" not in notes and "body is smaller" not in notes, notes
+    assert "depths hold the shape fixed" in notes and "share the body" in notes, notes
+    shapes = {(json.dumps(x["shape"] | {"tied": None}), x["shape"]["tied"]) for x in plan["runs"]}
+    assert len({s for s, _ in shapes}) == 4  # one shape per depth, tied or not: what the note now says
+    said = " ".join(plan["warnings"])
+    assert "check ladder.depths and hero" in said and "ladder.sizes" not in said, said

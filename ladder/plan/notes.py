@@ -61,7 +61,19 @@ def notes_and_warnings(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str]
     conv = study.ladder.param_count
     tied = {r.shape.tied for r in runs}
     notes, warnings = [], []
-    if conv == "non_embedding":
+    if study.ladder.depths is not None:
+        # a depth fixes the shape (d_model = aspect_ratio x n_layers), not a parameter count: "sizes hold total
+        # parameters fixed ... an untied run's body is smaller" was said beside tied and untied runs of one shape
+        size = (
+            f"depths hold the shape fixed (d_model = aspect_ratio x n_layers); a run's {conv} parameters follow from it"
+        )
+        if tied == {True, False}:
+            size += (
+                ": tied and untied runs of a depth share the body (the same shape and FLOPs per token), and the "
+                f"untied one has another V x d ({study.model.vocab_size} x d_model) parameters in its head"
+                + (", so it trains on more tokens at tokens_per_param" if conv == "total" else "")
+            )
+    elif conv == "non_embedding":
         size = "sizes hold non_embedding parameters fixed"
         if tied == {True, False}:
             size += (

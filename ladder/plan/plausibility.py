@@ -208,7 +208,7 @@ def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, flo
         cap_gb = ex.slurm.mem_gb
     if need_gb > cap_gb:
         shape = biggest.shape
-        remedy = "lower ladder.sizes"
+        remedy = f"lower {_size_field(study)}"
         if shape.params_embedding > shape.params_non_embedding:  # the vocabulary, not the size, is too big
             remedy = (
                 f"lower model.vocab_size ({study.model.vocab_size:,}): its embedding holds "
@@ -225,7 +225,7 @@ def check_runs(study: StudySpec, runs: list[RunSpec], estimates_s: dict[str, flo
         days = max(estimates_s[r.run_id] for r in slow) / 86400
         warnings.append(
             f"{len(slow)} run(s) are estimated at more than 30 days each on {hw} (up to "
-            f"{format_multiple(days, sign='')} days): check ladder.sizes and executor.hardware"
+            f"{format_multiple(days, sign='')} days): check {_size_field(study)} and executor.hardware"
         )
     return warnings
 
@@ -344,6 +344,15 @@ def unused_settings(study: StudySpec) -> list[str]:
     return out
 
 
+def _size_field(study: StudySpec) -> str:
+    """The field that sizes the study's runs, for a remedy to name: ladder.sizes, ladder.depths or, in mode
+    isoflop, ladder.compute_budgets (a depth ladder was told to "check ladder.sizes", which it has none of)."""
+    lad = study.ladder
+    if lad.mode == "isoflop":
+        return "ladder.compute_budgets"
+    return "ladder.depths" if lad.depths is not None else "ladder.sizes"
+
+
 def _corpus_bytes(study: StudySpec) -> tuple[float, str] | None:
     """The most bytes the study's corpus can hold, and what says so: data.max_bytes, the embedded corpus's default
     cap, or the size of an uncompressed local jsonl or .txt corpus; None where nothing bounds it cheaply."""
@@ -388,7 +397,7 @@ def data_reuse(study: StudySpec, runs: list[RunSpec], hero_tokens: float | None)
             f"{len(over)} run(s) train on more tokens than {what} can hold (a token is at least one byte), up to "
             f"{format_count(top)} tokens, {format_multiple(top / most)} that: they read their training data more "
             "than once, and the scaling laws assume fresh tokens; use a larger corpus (or data.max_bytes), or "
-            "smaller ladder.sizes or budgets"
+            f"a smaller {_size_field(study)}" + (" or ladder.budgets" if study.ladder.mode == "chinchilla" else "")
         )
     if hero_tokens and hero_tokens > most:
         out.append(
@@ -403,7 +412,7 @@ def cost_warning(study: StudySpec, pct_of_hero: float) -> list[str]:
     if math.isfinite(pct_of_hero) and pct_of_hero > 100:
         return [
             f"the ladder costs {' '.join(share_of_hero(pct_of_hero))}: a ladder rehearses a bigger run for a "
-            "small share of its cost (check ladder.sizes and hero)"
+            f"small share of its cost (check {_size_field(study)} and hero)"
         ]
     return []
 
