@@ -361,6 +361,14 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
             "(6ND)" + (f" [yellow]({beyond})[/]" if beyond else "") + (f"; track record: {record}" if record else "")
         )
     law = fit.loss
+    first = preds[0]
+    if not fit.meta.study and len(preds) > 1 and first.params and first.tokens and law.available is not False:
+        # the target of a fit without a hero: its tokens/param weighs the forms, so the order of --predict matters
+        console.print(
+            f"  the law forms are weighted for the first point, {first.label} ({_num(first.tokens / first.params, 3)} "
+            "tokens/param), the target: the other points' forecasts move a little with it; give the one you "
+            "care about first"
+        )
     tested = (law.reach or {}).get("tested")
     if not (law.calibration and law.calibration.n) or tested is None:
         if any(x.loss is not None for x in preds):

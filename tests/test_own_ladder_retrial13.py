@@ -159,3 +159,14 @@ def test_a_fit_of_a_runs_table_without_predict_says_how_to_forecast(tmp_path, ca
     r = run_cli(capsys, "fit", "--runs", write(tmp_path / "runs.csv", rows()), "--bootstrap", "3")
     assert r.code == 0, r.stderr
     assert re.search(r"^forecasts: none asked: --predict PARAMS:TOKENS", r.stdout, re.M), r.stdout
+
+
+def test_the_first_predict_point_is_named_as_the_target_the_forms_are_weighted_for(tmp_path, capsys):
+    """`--predict A --predict B` and `--predict B --predict A` print different numbers for the same point (the first
+    is the target: its tokens/param weighs the forms), and nothing said so."""
+    path = write(tmp_path / "runs.csv", rows())
+    for first, second in (("16M:320M", "32M:3.2B"), ("32M:3.2B", "16M:320M")):
+        r = run_cli(capsys, "fit", "--runs", path, "--predict", first, "--predict", second, "--bootstrap", "3")
+        assert r.code == 0, r.stderr
+        said = [x for x in r.stdout.splitlines() if "weighted for the first point" in x]
+        assert len(said) == 1 and f"first point, {first} (" in said[0], r.stdout

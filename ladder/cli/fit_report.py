@@ -211,7 +211,10 @@ def fit(
     runs: str | None = typer.Option(None, "--runs", metavar="FILE", help=RUNS_HELP),
     columns: str | None = typer.Option(None, "--columns", help=COLUMNS_HELP),
     predict: list[str] | None = typer.Option(
-        None, "--predict", help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 (repeatable)."
+        None,
+        "--predict",
+        help="Also forecast PARAMS:TOKENS, e.g. 7e9:4e12 (repeatable). With --runs the first point is the target: "
+        "the law forms are weighted for its tokens/param.",
     ),
     bootstrap: int = typer.Option(
         200,
