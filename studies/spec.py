@@ -392,6 +392,16 @@ class EvalSpec(Strict):
     include_path: str | None = Field(default=None, description="a folder of your own lm-eval task YAMLs")
     limit: PositiveFloat | None = Field(default=None, description="examples per task (a fraction when below 1)")
 
+    @field_validator("limit")
+    @classmethod
+    def _whole_from_one(cls, limit: float | None) -> float | None:
+        # from 1 up lm-eval takes int(limit) examples: 2.5 was silently 2 (`ladder eval --limit 2.5` is refused)
+        if limit is not None and limit >= 1 and (limit != int(limit) or limit > 1e12):
+            raise ValueError(
+                "from 1 up, a whole number of examples per task (at most 1e12); below 1, a share of each task"
+            )
+        return limit
+
 
 class StudySpec(Strict):
     name: str = Field(min_length=1, max_length=200)

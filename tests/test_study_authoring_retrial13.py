@@ -241,3 +241,11 @@ def test_a_depth_ladder_is_not_told_its_sizes_hold_a_parameter_count(tmp_path, c
     assert len({s for s, _ in shapes}) == 4  # one shape per depth, tied or not: what the note now says
     said = " ".join(plan["warnings"])
     assert "check ladder.depths and hero" in said and "ladder.sizes" not in said, said
+
+
+def test_an_evals_limit_above_one_is_a_whole_number(tmp_path, capsys):
+    """`evals: {limit: 1.5}` passed validate, and lm-eval took int(1.5) = 1 example per task in silence, where
+    `ladder eval --limit 2.5` is refused for the same reason."""
+    _refused_everywhere(capsys, tmp_path, _study(tmp_path, evals={"limit": 1.5}), "evals.limit = 1.5", "whole number")
+    for fine in (0.5, 1, 20):
+        assert run_cli(capsys, "studies", "validate", _study(tmp_path, "ok", evals={"limit": fine})).code == 0
