@@ -249,3 +249,15 @@ def test_an_evals_limit_above_one_is_a_whole_number(tmp_path, capsys):
     _refused_everywhere(capsys, tmp_path, _study(tmp_path, evals={"limit": 1.5}), "evals.limit = 1.5", "whole number")
     for fine in (0.5, 1, 20):
         assert run_cli(capsys, "studies", "validate", _study(tmp_path, "ok", evals={"limit": fine})).code == 0
+
+
+def test_an_ffn_multiple_too_coarse_for_the_widths_is_said(tmp_path, capsys):
+    """`model.ffn_multiple: 256` on rungs 24 to 72 wide: sizing keeps ffn_dim within ffn_band of ffn_ratio x d_model
+    (the guide's words), but one multiple is already 10.7x d_model at 20K, and the plan said nothing of it."""
+    spec = _study(tmp_path, model={"ffn_multiple": 256})
+    r = run_cli(capsys, "plan", spec, "--dry-run", "--json")
+    assert r.code == 0, r.stderr
+    notes = " ".join(r.json()["notes"])
+    assert "model.ffn_multiple 256 is wider than the band" in notes and "20K ffn_dim 256 = 10.7x d_model 24" in notes
+    r = run_cli(capsys, "plan", _study(tmp_path, "regular"), "--dry-run", "--json")
+    assert "ffn_multiple" not in " ".join(r.json()["notes"])

@@ -273,6 +273,20 @@ def adjustments(study: StudySpec, runs: list[RunSpec]) -> list[str]:
             f"swept aspect ratios more than {ASPECT_MISS:g}x from their targets (whole heads and layers; the "
             f"depth-vs-width fit reads each shape's own d_model / n_layers): {_listed(aimed.values())}"
         )
+    fam = study.model
+    wide: dict[str, str] = {}
+    for r in runs:  # one ffn_multiple above ffn_ratio x ffn_band x d_model: the band cannot hold (ffn 256 at d 24)
+        s = r.shape
+        if s.ffn_dim > 1.25 * fam.ffn_ratio * fam.ffn_band * s.d_model:  # beyond rounding to a multiple
+            where = str(r.axes.get("size", format_count(r.params)))
+            wide.setdefault(where, f"{where} ffn_dim {s.ffn_dim} = {s.ffn_dim / s.d_model:.3g}x d_model {s.d_model}")
+    if wide:
+        notes.append(
+            f"model.ffn_multiple {fam.ffn_multiple} is wider than the band sizing keeps ffn_dim in (ffn_ratio "
+            f"{fam.ffn_ratio:.3g} x ffn_band {fam.ffn_band:g} = {fam.ffn_ratio * fam.ffn_band:.3g}x d_model) at "
+            f"these widths, so their ffn_dim is one multiple: {_listed(wide.values())}; a smaller "
+            "model.ffn_multiple keeps their shapes regular"
+        )
     if moved:
         bounds = f"at least batch_min_sequences {t.batch_min_sequences}"
         if t.batch_max_tokens is not None:
