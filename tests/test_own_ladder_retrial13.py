@@ -170,3 +170,11 @@ def test_the_first_predict_point_is_named_as_the_target_the_forms_are_weighted_f
         assert r.code == 0, r.stderr
         said = [x for x in r.stdout.splitlines() if "weighted for the first point" in x]
         assert len(said) == 1 and f"first point, {first} (" in said[0], r.stdout
+
+
+def test_a_refusal_after_repeated_rows_were_merged_says_they_were(tmp_path, capsys):
+    """Six rows, three of them repeats: the fit refused with "needs >= 4 runs for 3 parameters (has 3)" and never
+    said that three rows had been merged (that warning is printed after a fit, and this one failed)."""
+    table = rows(ratios=(20,), sizes=(1e6, 2e6, 4e6))
+    line = one_line(run_cli(capsys, "fit", "--runs", write(tmp_path / "runs.csv", table + table)), "(has 3)")
+    assert "3 of the file's rows repeat an earlier row" in line and "--keep-duplicates" in line, line

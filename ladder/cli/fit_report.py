@@ -306,7 +306,15 @@ def fit(
             with progress.reporting(_progress(n_runs)), _quiet_numpy():
                 result = fit_study(table, predict=predict, n_boot=bootstrap, seed=seed, variant=variant)
         except FitError as exc:
-            raise FitError(f"{runs}: {exc}") from None
+            # the warning that repeated rows were merged is said after the fit: a refusal must say it itself ("needs
+            # >= 4 runs (has 3)" of a file of 6 rows, three of them repeats, gave no clue)
+            merged = (
+                f" ({len(repeated)} of the file's rows repeat an earlier row in every column and were counted once: "
+                f"{_few(repeated)}; --keep-duplicates fits them all)"
+                if repeated and not keep_duplicates
+                else ""
+            )
+            raise FitError(f"{runs}: {exc}{merged}") from None
     else:
         from ladder import layout
         from ladder.books.collect import read_results
