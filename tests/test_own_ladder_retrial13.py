@@ -178,3 +178,13 @@ def test_a_refusal_after_repeated_rows_were_merged_says_they_were(tmp_path, caps
     table = rows(ratios=(20,), sizes=(1e6, 2e6, 4e6))
     line = one_line(run_cli(capsys, "fit", "--runs", write(tmp_path / "runs.csv", table + table)), "(has 3)")
     assert "3 of the file's rows repeat an earlier row" in line and "--keep-duplicates" in line, line
+
+
+def test_a_table_of_one_or_two_sizes_is_told_it_needs_three_first(tmp_path, capsys):
+    """One run: the refusal's first words on the two-term laws were "every run has the same tokens/param ratio",
+    of a table with one run; the reason every form shares, too few sizes, now comes first."""
+    line = one_line(run_cli(capsys, "fit", "--runs", write(tmp_path / "one.csv", rows()[:1])))
+    assert "chinchilla: needs runs at >= 3 model sizes (has 1)" in line, line
+    two = [r for r in rows() if r["params"] <= 2e6]
+    line = one_line(run_cli(capsys, "fit", "--runs", write(tmp_path / "two.csv", two)))
+    assert "chinchilla: needs runs at >= 3 model sizes (has 2)" in line, line

@@ -135,23 +135,28 @@ class LossForm:
         return np.ones(len(data), dtype=bool)
 
     def unidentifiable(self, data: Runs) -> str | None:
-        """Why the (already selected) runs cannot identify this form, or None."""
+        """Why the (already selected) runs cannot identify this form, or None. Too few sizes is said first (of one
+        run, "every run has the same tokens/param ratio" was all a user read), with the two-term laws' own reason."""
+        n_sizes = len(np.unique(data.sizes)) if len(data) else 0
+        few = f"needs runs at >= {MIN_SIZES} model sizes (has {n_sizes})" if n_sizes < MIN_SIZES else None
         if not self.on_compute and len(data):
             n_ratios = len(np.unique(groups(data.ratio, RATIO_TOL)))
+            why = None
             if n_ratios < 2:
-                return (
+                why = (
                     "every run has the same tokens/param ratio, so N and D move together and the law's two "
                     "terms cannot be told apart (give the ladder several budgets per size)"
                 )
             for name, v in (("tokens", data.tokens), ("parameter count", data.params)):
-                if v.max() < v.min() * MIN_SPREAD:
-                    return (
+                if why is None and v.max() < v.min() * MIN_SPREAD:
+                    why = (
                         f"every run has nearly the same {name} (within {MIN_SPREAD:g}x), so that term cannot be "
                         "told apart from E"
                     )
-        n_sizes = len(np.unique(data.sizes)) if len(data) else 0
-        if n_sizes < MIN_SIZES:
-            return f"needs runs at >= {MIN_SIZES} model sizes (has {n_sizes})"
+            if why is not None:
+                return why if few is None else f"{few}, and {why}"
+        if few is not None:
+            return few
         if self.key == "bounded" and n_sizes < BOUNDED_MIN_SIZES:
             # six constants, two of them (E, U) set by the ends of the ladder: on 3-4 sizes the plateau trades
             # against the exponents and its forecasts scatter (and its refits are the slowest of the forms)
