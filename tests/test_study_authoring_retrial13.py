@@ -261,3 +261,38 @@ def test_an_ffn_multiple_too_coarse_for_the_widths_is_said(tmp_path, capsys):
     assert "model.ffn_multiple 256 is wider than the band" in notes and "20K ffn_dim 256 = 10.7x d_model 24" in notes
     r = run_cli(capsys, "plan", _study(tmp_path, "regular"), "--dry-run", "--json")
     assert "ffn_multiple" not in " ".join(r.json()["notes"])
+
+
+def test_a_split_whose_interval_reaches_zero_does_not_size_a_compute_hero(monkeypatch):
+    """`hero: {compute: 7.49e11}` on a 4-size ladder: the Chinchilla law's N_opt at the hero had the 90% interval
+    [0, 2.48M], which allocation.undetermined read as "no bootstrap" and so as determined: fit sized the hero at
+    3.566 parameters x 35.01B tokens, loss 90% [0.078, 1.06e6] (+-25,487,933%), and recommended it. An interval that
+    reaches zero determines nothing: the hero falls back to the study's tokens_per_param rule, with the reason."""
+    from ladder.reports.fits import fit_study
+    from ladder.reports.fits.study import study_hero
+    from tests.reports.fits.synthetic import make_study, study_table
+
+    split = {"form": "chinchilla", "compute_6nd": 6e11, "ci90": {"params": [0.0, 2.073e6]}}
+    said = study_hero.split_undetermined(split)
+    assert said and "[0, 2.073M], reaches zero" in said and "does not determine the split" in said
+    assert study_hero.split_undetermined({**split, "ci90": {"params": [1e5, 3.9e5]}}) is None
+    assert study_hero.split_undetermined({**split, "ci90": {}}) is None  # no bootstrap: it stands
+
+    study = make_study(
+        ladder={"sizes": ["25K", "50K", "100K", "200K"], "param_count": "non_embedding", "tokens_per_param": 20,
+                "budgets": [0.5, 1, 2]},
+        ablations={},
+        hero={"compute": 2e15},
+    )  # fmt: skip
+    real = study_hero.allocation
+
+    def reaching_zero(law, c):
+        out = real(law, c)
+        return {**out, "params": 3.566, "tokens": c / 6 / 3.566, "ci90": {**out["ci90"], "params": [0.0, 2.48e6]}}
+
+    monkeypatch.setattr(study_hero, "allocation", reaching_zero)
+    d = fit_study(study_table(study, noise=0.003), study=study, n_boot=20).to_dict()
+    hero = d["hero"]
+    assert hero["allocation"] == "rule" and "reaches zero" in hero["allocation_reason"], hero["allocation_reason"]
+    assert hero["params"] > 1e5 and hero["tokens"] / hero["params"] == pytest.approx(20)
+    assert d["compute_optimal"]["determined"] is False
