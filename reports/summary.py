@@ -162,7 +162,9 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
             else:
                 console.print(
                     where + f"forecasts stayed within 2% up to {_times(reach and reach.params_x)} params, "
-                    f"{_times(reach and reach.compute_x)} compute in the rollout (tested up to "
+                    f"{_times(reach and reach.compute_x)} compute"
+                    + (f", {_times(reach.tokens_x)} tokens" if reach and reach.tokens_x is not None else "")
+                    + " in the rollout (tested up to "
                     f"{_times(tested and tested.params_x)} params, {_times(tested and tested.tokens_x)} tokens, "
                     f"{_times(tested and tested.compute_x)} compute)"
                     + (

@@ -188,3 +188,17 @@ def test_a_table_of_one_or_two_sizes_is_told_it_needs_three_first(tmp_path, caps
     two = [r for r in rows() if r["params"] <= 2e6]
     line = one_line(run_cli(capsys, "fit", "--runs", write(tmp_path / "two.csv", two)))
     assert "chinchilla: needs runs at >= 3 model sizes (has 2)" in line, line
+
+
+def test_a_point_beyond_reach_in_tokens_alone_is_told_the_tokens_reach():
+    """Within the reach's params and compute but past its tokens (an isoFLOP ladder of 20 runs, --predict 100M:12B):
+    the warning said "beyond the ladder's demonstrated reach (forecasts stayed within 2% up to 1x params, 3.33x
+    compute)" of a point at 0.25x params and 2.4x compute; the axis it passed, tokens (1x), went unsaid."""
+    from types import SimpleNamespace
+
+    from ladder.reports.fits.study.study_hero import prediction_beyond
+
+    fc = SimpleNamespace(mixture_rows=[object()], reach={"2%": {"params_x": 1.0, "tokens_x": 1.0, "compute_x": 3.33}})
+    row = {"params_x": 0.25, "tokens_x": 1.52, "compute_x": 2.4, "beyond_tested": False, "beyond_reach": True}
+    said = prediction_beyond(row, fc)
+    assert "stayed within 2% up to 1x params, 3.33x compute, 1x tokens" in said, said

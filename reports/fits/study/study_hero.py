@@ -297,9 +297,13 @@ def farthest_span(far: dict) -> str:
 def reach_words(fc: Forecast) -> str:
     """How far the rollout's forecasts stayed within 2%, in fit's digits (the hero's and the predictions' warnings)."""
     reach = fc.reach.get("2%", {})
+    # the tokens too: reach is judged in every axis, and a point 0.25x params, 1.52x tokens, 2.4x compute was called
+    # beyond a reach of "1x params, 3.33x compute" with the axis it passed (tokens, 1x) unsaid
+    tokens = reach.get("tokens_x")
     return (
         f"forecasts stayed within 2% up to {format_multiple(reach.get('params_x', 1.0))} params, "
         f"{format_multiple(reach.get('compute_x', 1.0))} compute"
+        + (f", {format_multiple(tokens)} tokens" if tokens is not None else "")
     )
 
 

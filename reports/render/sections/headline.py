@@ -235,7 +235,8 @@ def _reach_tile(fit: FitJson | None, hero: Hero) -> Tile:
     return Tile(
         "Demonstrated reach",
         f"{fmt_times(r2.params_x)}",  # the digits `ladder fit` gives
-        f"in parameters ({fmt_times(r2.compute_x)} in compute, 6ND): rollout forecasts stayed "
+        f"in parameters ({fmt_times(r2.tokens_x)} in tokens, {fmt_times(r2.compute_x)} in compute, 6ND): rollout "
+        "forecasts stayed "
         f"within 2% up to this distance (tested up to {fmt_times(tested.params_x)} in parameters, "
         f"{fmt_times(tested.tokens_x)} in tokens, {fmt_times(tested.compute_x)} in compute, 6ND){cov}{widened}",
     )
