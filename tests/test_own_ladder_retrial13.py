@@ -202,3 +202,18 @@ def test_a_point_beyond_reach_in_tokens_alone_is_told_the_tokens_reach():
     row = {"params_x": 0.25, "tokens_x": 1.52, "compute_x": 2.4, "beyond_tested": False, "beyond_reach": True}
     said = prediction_beyond(row, fc)
     assert "stayed within 2% up to 1x params, 3.33x compute, 1x tokens" in said, said
+
+
+def test_a_batch_in_tokens_mapped_beside_a_batch_size_in_sequences_is_read(tmp_path, capsys):
+    """Beck et al.'s export has batch_size (sequences) and batch_size_tokens: `--columns
+    batch_tokens=batch_size_tokens` was refused with "the runs table has both batch_size and batch_tokens; keep one",
+    though the user had picked one; the file's batch_size was kept beside the mapping as the alias it is not."""
+    table = [{**r, "batch_size": 64, "batch_size_tokens": 64 * 2048} for r in rows(sizes=(1e8, 2e8, 4e8, 8e8))]
+    path = write(tmp_path / "runs.csv", table)
+    r = run_cli(
+        capsys, "fit", "--runs", path, "--columns", "batch_tokens=batch_size_tokens", "--bootstrap", "3", "--json"
+    )
+    assert r.code == 0, r.stderr
+    assert not [w for w in r.json()["warnings"] if "batch column" in w]
+    both = write(tmp_path / "both.csv", [{**r, "batch_tokens": r["batch_size_tokens"]} for r in table])
+    one_line(run_cli(capsys, "fit", "--runs", both), "both batch_size and batch_tokens", "--columns batch_tokens=")

@@ -379,7 +379,10 @@ def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path, repeated: lis
         out[name] = df[found]
     # a mapping names the columns that differ: those already named as the fit reads them are kept ("N,tokens,loss"
     # with params=N said it "lacks tokens, loss")
+    aliases = {"batch_size": "batch_tokens", "batch_tokens": "batch_size"}  # one column, two names the fit reads
     for name in MAPPABLE:
+        if name in aliases and aliases[name] in mapping:  # mapped under its alias: the file's own is another column
+            continue
         if name not in out and name in df.columns and name not in mapping.values() and name not in repeated:
             out[name] = df[name]
     for name, wandb_names in (("status", ("state", "State")), ("run_id", ("name", "Name", "id", "ID"))):

@@ -68,7 +68,10 @@ def prepare(runs: Any) -> pd.DataFrame:
     df.columns = [str(c) for c in df.columns]
     if "batch_size" in df.columns:
         if "batch_tokens" in df.columns:
-            raise FitError("fit: the runs table has both batch_size and batch_tokens; batch_size is an alias, keep one")
+            raise FitError(
+                "fit: the runs table has both batch_size and batch_tokens; batch_size is an alias, keep one (or "
+                "pick the one in tokens per batch with --columns batch_tokens=COLUMN)"
+            )
         df = df.rename(columns={"batch_size": "batch_tokens"})
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
