@@ -107,7 +107,7 @@ def share_of_hero(pct: float) -> tuple[str, str]:
         return format_multiple(pct / 100), "the hero's compute"
     if pct >= 1:
         return f"{pct:.1f}%", "of the hero's compute"
-    small = f"{pct:.1e}" if 0 < pct < 1e-3 else f"{pct:.2g}"
+    small = format_multiple(pct, sign="", digits=2) if 0 < pct < 1e-3 else f"{pct:.2g}"  # 2e-6, never 2.0e-06
     return f"{small}%", "of the hero's compute"
 
 

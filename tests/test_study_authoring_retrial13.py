@@ -194,6 +194,8 @@ def test_a_ladder_far_dearer_than_its_hero_is_said_in_plain_numbers(tmp_path, ca
 
     assert share_of_hero(1.11e10) == ("1.11e8x", "the hero's compute")
     assert share_of_hero(3861.5) == ("38.6x", "the hero's compute")
+    # and the other way: the README's own study with its `hero: {compute: 1e21}` cost "2.0e-06% of the hero's compute"
+    assert share_of_hero(2.0e-6) == ("2.00e-6%", "of the hero's compute")
     spec = _study(tmp_path, hero={"params": "20K", "tokens": "1K"})  # the ladder costs 69,957x it
     r = run_cli(capsys, "plan", spec, "--dry-run", "--no-fit-check")
     assert r.code == 0 and "e+" not in r.stdout + r.stderr, r.stderr
