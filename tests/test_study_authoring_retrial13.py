@@ -298,3 +298,20 @@ def test_a_split_whose_interval_reaches_zero_does_not_size_a_compute_hero(monkey
     assert hero["allocation"] == "rule" and "reaches zero" in hero["allocation_reason"], hero["allocation_reason"]
     assert hero["params"] > 1e5 and hero["tokens"] / hero["params"] == pytest.approx(20)
     assert d["compute_optimal"]["determined"] is False
+
+
+@pytest.mark.parametrize(
+    "training, ablations, field",
+    [
+        ({"batch_tokens": 8192, "batch_max_tokens": 2048}, {}, "training.batch_tokens = 8,192"),
+        ({"batch_max_tokens": 2048}, {"batch_tokens": [1024, 4096, 16384]}, "ablations.batch_tokens[1] = 4,096"),
+    ],
+)
+def test_a_batch_the_study_sets_above_its_own_cap_is_refused(tmp_path, capsys, training, ablations, field):
+    """A batch and a cap both written in the study: the cap won in silence but for a note ("8,192 -> 2,048"), and
+    a batch sweep of [1024, 4096, 16384] under a 2,048 cap became two batches, its warning saying "spread the
+    values", which would not have helped."""
+    spec = _study(tmp_path, training=training, ablations=ablations)
+    _refused_everywhere(capsys, tmp_path, spec, field, "training.batch_max_tokens 2,048", "raise batch_max_tokens")
+    at_cap = _study(tmp_path, "at-cap", training={"batch_tokens": 2048, "batch_max_tokens": 2048})
+    assert run_cli(capsys, "studies", "validate", at_cap).code == 0

@@ -77,6 +77,16 @@ def check_study(study: StudySpec) -> None:
             f"{t.batch_min_sequences} x data.seq_len {seq} = {smallest:,} tokens, so no batch can keep both; raise "
             "batch_max_tokens or lower batch_min_sequences"
         )
+    cap = t.batch_max_tokens
+    given = [("training.batch_tokens", t.batch_tokens)] if t.batch_tokens != "auto" else []
+    given += [(f"ablations.batch_tokens[{i}]", b) for i, b in enumerate(study.ablations.batch_tokens or [])]
+    for field, b in given if cap is not None else []:  # both set by the study: the cap won, and a note said so
+        if round(b / seq) * seq > cap // seq * seq:
+            raise SpecError(
+                f"{field} = {b:,}: above training.batch_max_tokens {cap:,}, which caps every batch at "
+                f"{cap // seq * seq:,} tokens (whole sequences of data.seq_len {seq}); lower the batch or raise "
+                "batch_max_tokens"
+            )
     _check_devices(study)
     rules = study.model.rules(seq)
     for depth in study.ladder.depths or []:
