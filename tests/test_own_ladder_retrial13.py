@@ -5,6 +5,7 @@ Every table is synthetic: a known Chinchilla law with a little noise, bent the w
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from pathlib import Path
@@ -217,3 +218,21 @@ def test_a_batch_in_tokens_mapped_beside_a_batch_size_in_sequences_is_read(tmp_p
     assert not [w for w in r.json()["warnings"] if "batch column" in w]
     both = write(tmp_path / "both.csv", [{**r, "batch_tokens": r["batch_size_tokens"]} for r in table])
     one_line(run_cli(capsys, "fit", "--runs", both), "both batch_size and batch_tokens", "--columns batch_tokens=")
+
+
+def test_a_mapped_column_that_is_nested_deeper_is_named_in_the_refusal(tmp_path, capsys):
+    """W&B's raw config wraps each value ({"n_params": {"value": 1e6, "desc": null}}): `--columns
+    params=config.n_params` was refused with the first 12 columns of a wide export, none of them the one meant."""
+    path = tmp_path / "runs.jsonl"
+    lines = []
+    for i, r in enumerate(rows()):
+        config = {f"opt_{k}": {"value": k, "desc": None} for k in range(15)}
+        config |= {"n_params": {"value": r["params"], "desc": None}, "tokens": {"value": r["tokens"], "desc": None}}
+        lines.append(
+            json.dumps({"name": f"r{i}", "state": "finished", "config": config, "summary": {"loss": r["loss"]}})
+        )
+    path.write_text("\n".join(lines) + "\n")
+    cols = "params=config.n_params,tokens=config.tokens.value,loss=summary.loss"
+    one_line(run_cli(capsys, "fit", "--runs", path, "--columns", cols), "did you mean 'config.n_params.value'")
+    cols = "params=config.n_params.value,tokens=config.tokens.value,loss=summary.loss"
+    assert run_cli(capsys, "fit", "--runs", path, "--columns", cols, "--bootstrap", "3").code == 0

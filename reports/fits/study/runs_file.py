@@ -373,7 +373,11 @@ def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path, repeated: lis
         found = _source(df, column)
         if found is None:
             have = ", ".join(map(str, list(df.columns)[:12])) + (", ..." if len(df.columns) > 12 else "")
-            raise FitError(f"--columns {name}={column}: {path} has no column {column!r} (it has {have})")
+            # the columns that hold the name (W&B's raw config nests each value: config.n_params.value), which a
+            # list of the first 12 of a wide export never reached
+            near = [str(c) for c in df.columns if column.lower() in str(c).lower() and str(c) != column][:3]
+            hint = f"; did you mean {' or '.join(repr(c) for c in near)}?" if near else ""
+            raise FitError(f"--columns {name}={column}: {path} has no column {column!r}{hint} (it has {have})")
         if str(found) in repeated:
             _refuse_repeated(path, [str(found)])
         out[name] = df[found]
