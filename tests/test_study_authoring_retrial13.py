@@ -144,7 +144,7 @@ def test_a_text_key_the_corpus_lacks_is_refused_at_validate(tmp_path, capsys, ki
 
         corpus = tmp_path / "docs.parquet"
         pq.write_table(pa.table({"content": docs}), corpus)
-    data = {"corpus": str(corpus), "seq_len": 64}
+    data = {"corpus": str(corpus), "seq_len": 64, "validation_tokens": 256, "validation_fraction": 0.3}
     spec = _study(tmp_path, data=data)
     _refused_everywhere(capsys, tmp_path, spec, "data.text_key = 'text'", str(corpus), "'content'")
     ok = _study(tmp_path, "ok", data={**data, "text_key": "content"})
@@ -209,7 +209,7 @@ def test_runs_and_a_hero_beyond_what_the_corpus_can_hold_are_warned(tmp_path, ca
     folder.mkdir()
     for i in range(40):
         (folder / f"d{i}.txt").write_text(f"text {i} " * 120, encoding="utf-8")
-    data = {"corpus": str(folder), "seq_len": 64, "validation_tokens": "1K"}
+    data = {"corpus": str(folder), "seq_len": 64, "validation_tokens": "1K", "validation_fraction": 0.3}
     said = _warnings(capsys, _study(tmp_path, data=data))
     assert "8 run(s) train on more tokens than" in said and "read their training data more than once" in said, said
     assert "the hero trains on 20M tokens, more than" in said, said
@@ -315,3 +315,23 @@ def test_a_batch_the_study_sets_above_its_own_cap_is_refused(tmp_path, capsys, t
     _refused_everywhere(capsys, tmp_path, spec, field, "training.batch_max_tokens 2,048", "raise batch_max_tokens")
     at_cap = _study(tmp_path, "at-cap", training={"batch_tokens": 2048, "batch_max_tokens": 2048})
     assert run_cli(capsys, "studies", "validate", at_cap).code == 0
+
+
+def test_a_local_corpus_too_small_for_its_validation_set_is_refused_at_validate(tmp_path, capsys):
+    """A 60-file folder of .txt files (about 180 KB) passed validate and plan; `ladder data prepare` then tokenized
+    it and refused: "no document of the corpus fell in the validation split ... validation_tokens = 131,072 are
+    needed". data.max_bytes was already checked so; the corpus's own size now is too."""
+    folder = tmp_path / "txt"
+    folder.mkdir()
+    for i in range(60):
+        (folder / f"d{i}.txt").write_text(f"document {i} " * 250, encoding="utf-8")
+    spec = _study(tmp_path, data={"corpus": str(folder), "seq_len": 64, "max_bytes": None})
+    _refused_everywhere(capsys, tmp_path, spec, "data.corpus", "data.validation_tokens 131,072", "6.554M bytes")
+    fits = {
+        "corpus": str(folder),
+        "seq_len": 64,
+        "max_bytes": None,
+        "validation_tokens": "2K",
+        "validation_fraction": 0.3,
+    }
+    assert run_cli(capsys, "studies", "validate", _study(tmp_path, "fits", data=fits)).code == 0

@@ -386,9 +386,8 @@ def _corpus_bytes(study: StudySpec) -> tuple[float, str] | None:
     if corpus == "embedded" and not cap:
         from ladder.model.data.embedded import EMBEDDED_DEFAULT_MAX_BYTES
 
-        return float(
-            EMBEDDED_DEFAULT_MAX_BYTES
-        ), f"the embedded corpus's cap of {format_count(EMBEDDED_DEFAULT_MAX_BYTES)}"
+        cap_said = f"the embedded corpus's cap of {format_count(EMBEDDED_DEFAULT_MAX_BYTES)}"
+        return float(EMBEDDED_DEFAULT_MAX_BYTES), cap_said
     if corpus != "embedded" and not corpus.startswith("hf:"):
         from ladder.model.data.corpus import resolve_corpus
 
@@ -403,6 +402,27 @@ def _corpus_bytes(study: StudySpec) -> tuple[float, str] | None:
             if not cap or size < cap:
                 return float(size), f"{corpus} ({format_count(size)} bytes)"
     return (float(cap), said) if cap else None
+
+
+def corpus_size_problem(study: StudySpec) -> str | None:
+    """What data preparation refuses of a local corpus too small for its validation set (a token is at least one
+    byte, so the split needs validation_tokens / validation_fraction bytes), said at validate time: data.max_bytes
+    was checked so, but a 244 KB folder of .txt files passed, and `ladder data prepare` refused it after tokenizing
+    ("no document of the corpus fell in the validation split ... the corpus is too small")."""
+    d = study.data
+    found = _corpus_bytes(study) if d.corpus.strip() != "embedded" else None
+    if found is None or (d.max_bytes and d.max_bytes <= found[0]):  # data.max_bytes: data_requirements says it
+        return None
+    size, what = found
+    need = d.validation_tokens / d.validation_fraction
+    if size >= need:
+        return None
+    return (
+        f"data.corpus = {d.corpus.strip()!r} holds {format_count(size)} bytes: the validation split "
+        f"(data.validation_fraction {d.validation_fraction:g} of the documents) must hold data.validation_tokens "
+        f"{d.validation_tokens:,} tokens of at least one byte each, so the corpus needs at least {format_count(need)} "
+        "bytes; use a bigger corpus, or lower data.validation_tokens (or raise data.validation_fraction)"
+    )
 
 
 def data_reuse(study: StudySpec, runs: list[RunSpec], hero_tokens: float | None) -> list[str]:
