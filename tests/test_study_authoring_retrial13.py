@@ -335,3 +335,17 @@ def test_a_local_corpus_too_small_for_its_validation_set_is_refused_at_validate(
         "validation_fraction": 0.3,
     }
     assert run_cli(capsys, "studies", "validate", _study(tmp_path, "fits", data=fits)).code == 0
+
+
+def test_the_tokenizer_commands_name_a_text_key_the_corpus_lacks(tmp_path, capsys):
+    """`ladder data tokenizer train CORPUS` on a jsonl file whose records hold 'content' said only "no training text
+    was read (an empty corpus, the text under another key, or files that are not UTF-8 text)"; it now names the
+    key and the fields the records have, as validate does of data.text_key, and writes nothing."""
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps({"content": f"text {i} " * 50}) + "\n" for i in range(40)), encoding="utf-8")
+    out = tmp_path / "tok"
+    r = run_cli(capsys, "data", "tokenizer", "train", corpus, "--vocab-size", 300, "--out", out)
+    one_line(r, "--text-key 'text'", "'content'", "set --text-key")
+    assert not out.exists()
+    r = run_cli(capsys, "data", "tokenizer", "eval", tmp_path, corpus, "--text-key", "body")
+    one_line(r, "--text-key 'body'", "'content'")

@@ -54,6 +54,7 @@ def tokenizer_train(
         raise SpecError(
             f"--vocab-size {vocab_size}: must be at most {MAX_VOCAB:,} ids (real vocabularies: 32K to 256K)"
         )
+    _check_text_key(corpus, text_key)
     start = time.perf_counter()
     texts = iter_corpus_texts(corpus, text_key, split="train", validation_fraction=validation_fraction, max_bytes=cap)
     path = train_tokenizer(texts, vocab_size, out_dir)
@@ -72,6 +73,19 @@ def tokenizer_train(
         f"trained a {info.get('vocab_size', vocab_size)}-id byte-level BPE in {info['seconds']:.1f}s: "
         f"{out_dir.resolve()}"
     )
+
+
+def _check_text_key(corpus: str, text_key: str) -> None:
+    """A --text-key that the first records of a local jsonl or parquet corpus lack, named with the fields they have
+    (training said only "no training text was read (... the text under another key ...)")."""
+    from ladder.errors import SpecError
+    from ladder.model.data.corpus import resolve_corpus, text_key_problem
+
+    if corpus.strip() == "embedded" or corpus.strip().startswith("hf:"):
+        return
+    problem = text_key_problem(resolve_corpus(corpus, text_key), "--text-key")
+    if problem:
+        raise SpecError(problem.replace(" = ", " ", 1))
 
 
 @tokenizer_app.command("eval")
@@ -98,6 +112,7 @@ def tokenizer_eval(
     fraction(validation_fraction, "--validation-fraction")
     if not tokenizer_dir.exists():
         raise SpecError(f"{tokenizer_dir}: no such tokenizer folder or tokenizer.json")
+    _check_text_key(corpus, text_key)
     texts = list(
         iter_corpus_texts(corpus, text_key, split="validation", validation_fraction=validation_fraction, max_bytes=cap)
     )

@@ -456,7 +456,7 @@ def _first_fields(path: Path, kind: Kind) -> list[str] | None:
     return list(keys) if seen else None
 
 
-def text_key_problem(source: CorpusSource) -> str | None:
+def text_key_problem(source: CorpusSource, name: str = "data.text_key") -> str | None:
     """Why data preparation will find no documents in a local jsonl or parquet corpus: its first file's first
     records (or columns) hold no field ``text_key``. Said at validate time; data preparation said it only after
     the plan ("has no training documents: is text_key not the field that holds the text?")."""
@@ -469,8 +469,8 @@ def text_key_problem(source: CorpusSource) -> str | None:
     where = "its columns are" if source.kind == "parquet" else "its first records hold"
     shown = ", ".join(repr(f) for f in fields[:12]) + (f" and {len(fields) - 12} more" if len(fields) > 12 else "")
     return (
-        f"data.text_key = {source.text_key!r}: {first} has no such field ({where} {shown or 'none'}); set "
-        "data.text_key to the field that holds the text"
+        f"{name} = {source.text_key!r}: {first} has no such field ({where} {shown or 'none'}); set "
+        f"{name} to the field that holds the text"
     )
 
 
