@@ -349,3 +349,19 @@ def test_the_tokenizer_commands_name_a_text_key_the_corpus_lacks(tmp_path, capsy
     assert not out.exists()
     r = run_cli(capsys, "data", "tokenizer", "eval", tmp_path, corpus, "--text-key", "body")
     one_line(r, "--text-key 'body'", "'content'")
+
+
+def test_a_depth_ladder_with_an_aspect_sweep_is_counted_in_depths(tmp_path, capsys):
+    """ladder.depths [2, 3, 4] with ablations.aspect_ratio [8, 16, 32]: each depth is three models of other sizes,
+    and the fit keeps the best of each; the plan's warning said "the ladder has 6 runs at 3 sizes (6.736K, 20.9K,
+    47.39K)", the narrowest aspect ratio's, as if they were the ladder's."""
+    spec = _study(
+        tmp_path,
+        ladder={"sizes": None, "depths": [2, 3, 4], "budgets": [1, 2]},
+        ablations={"aspect_ratio": [8, 16, 32]},
+        data={"max_bytes": "80M"},
+        hero={"params": "3M"},
+    )
+    said = _warnings(capsys, spec)
+    assert "6 runs at 3 depths (L2, L3, L4; the fit keeps each depth's best aspect ratio)" in said, said
+    assert "6.736K" not in said, said

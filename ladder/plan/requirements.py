@@ -208,9 +208,14 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
         sizes = sorted({r.params for r in rs})
         n_ratios = _ratio_groups([r.tokens / r.params for r in rs])
         label = f"variant {variant!r}" if len(by_variant) > 1 else "the ladder"
+        where = f"{len(sizes)} size{'s' if len(sizes) != 1 else ''} ({', '.join(format_count(s) for s in sizes)})"
+        if study.ladder.depths is not None and len(study.ablations.aspect_ratio or []) > 1:
+            # a depth's aspect ratios are models of other sizes, and the fit keeps the best of each: the sizes of
+            # whichever aspect ratio came first ("3 sizes (6.736K, 20.9K, 47.39K)", the narrowest) were no fact
+            depths = sorted({str(r.axes.get("size")) for r in rs}, key=lambda d: int(d[1:]) if d[1:].isdigit() else 0)
+            where = f"{len(depths)} depths ({', '.join(depths)}; the fit keeps each depth's best aspect ratio)"
         have = (
-            f"{label} has {len(rs)} run{'s' if len(rs) != 1 else ''} at {len(sizes)} size{'s' if len(sizes) != 1 else ''} "
-            f"({', '.join(format_count(s) for s in sizes)}) and "
+            f"{label} has {len(rs)} run{'s' if len(rs) != 1 else ''} at {where} and "
             f"{n_ratios} tokens/param ratio{'s' if n_ratios != 1 else ''}"
         )
         if not _law_fits(rs):
