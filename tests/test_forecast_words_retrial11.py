@@ -170,7 +170,7 @@ def test_a_track_record_of_one_forecast_is_not_said_as_a_median_and_a_coverage()
     erred by a median of 2.9% (worst 2.9%), and their 90% intervals covered 100%": one forecast, said as a record."""
     from ladder.reports.fits.loss import track_record
 
-    one = {**track_record.at(1e7), "n": 1, "ladders": 1, "coverage": 1.0, "median_abs_err_pct": 2.93}
+    one = {**track_record.at(100.0), "n": 1, "ladders": 1, "coverage": 1.0, "median_abs_err_pct": 2.93}
     words = track_record.sentence(one)
     assert words == "on 1 published ladder, 1 forecast at 64x or more compute erred by 2.9%, inside its 90% interval"
     assert "ladder(s)" not in track_record.sentence(track_record.at(2.0))

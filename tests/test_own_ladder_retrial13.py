@@ -236,3 +236,17 @@ def test_a_mapped_column_that_is_nested_deeper_is_named_in_the_refusal(tmp_path,
     one_line(run_cli(capsys, "fit", "--runs", path, "--columns", cols), "did you mean 'config.n_params.value'")
     cols = "params=config.n_params.value,tokens=config.tokens.value,loss=summary.loss"
     assert run_cli(capsys, "fit", "--runs", path, "--columns", cols, "--bootstrap", "3").code == 0
+
+
+def test_a_forecast_past_every_published_one_is_not_given_their_record_as_its_own(tmp_path, capsys):
+    """7e9:1.4e12 from a ladder of 8M: 'track record: ... 1 forecast at 64x or more compute erred by 2.9%, inside its
+    90% interval', quoted for a forecast at 10^7x; the one published forecast of that band was at 130x."""
+    from ladder.reports.fits.loss import track_record
+
+    r = run_cli(
+        capsys, "fit", "--runs", write(tmp_path / "runs.csv", rows()), "--predict", "7e9:1.4e12", "--bootstrap", "3"
+    )
+    line = next(x for x in r.stdout.splitlines() if x.startswith("  7e9:1.4e12:"))
+    assert f"none was as far out as this forecast (the farthest at {track_record.FARTHEST_X:g}x)" in line, line
+    near = track_record.sentence(track_record.at(100.0))
+    assert near and "none was as far" not in near

@@ -34,6 +34,10 @@ BY_LADDER: dict[str, list[tuple[str, float]]] = {
     "Chinchilla (Epoch)": [("1-4x", 0.44), ("4-16x", 0.39), ("16-64x", 0.79), ("64x+", 2.93)],
 }
 
+# the farthest published forecast (Epoch's Chinchilla split, 6.8B x 318B tokens): the open band 64x+ holds it alone,
+# so its record says nothing of a forecast at 2,000x or 680,000x, which it was quoted for
+FARTHEST_X = 129.6
+
 # the compute bands (target 6ND over the largest fitted 6ND), here and in benchmarks/public_ladders.py
 EDGES = ((0.0, 1.0), (1.0, 4.0), (4.0, 16.0), (16.0, 64.0), (64.0, math.inf))
 
@@ -71,6 +75,8 @@ def at(compute_x: float | None) -> dict | None:
         "coverage": cover,
         "median_half_width_pct": half,
         "source": SOURCE,
+        # past every published forecast: the record is of nearer ones (said by :func:`sentence`)
+        **({"beyond_farthest_x": FARTHEST_X} if compute_x > FARTHEST_X * 1.0001 else {}),
     }
 
 
@@ -87,6 +93,13 @@ def band_words(band: str) -> str:
 def sentence(record: dict | None) -> str | None:
     if not record:
         return None
+    farthest = record.get("beyond_farthest_x")
+    beyond = f"; none was as far out as this forecast (the farthest at {farthest:g}x)" if farthest is not None else ""
+    said = _record_words(record)
+    return said + beyond
+
+
+def _record_words(record: dict) -> str:
     ladders = f"on {record['ladders']} published ladder{'s' if record['ladders'] != 1 else ''}"
     if (
         record["n"] == 1
