@@ -250,3 +250,15 @@ def test_a_forecast_past_every_published_one_is_not_given_their_record_as_its_ow
     assert f"none was as far out as this forecast (the farthest at {track_record.FARTHEST_X:g}x)" in line, line
     near = track_record.sentence(track_record.at(100.0))
     assert near and "none was as far" not in near
+
+
+def test_a_crashed_small_run_does_not_hide_a_prediction_below_the_ladder(tmp_path, capsys):
+    """A crashed 100K run (excluded from the fit) set the ladder's smallest model: --predict 300K:3M, below the 1M the
+    laws were fitted from, got no 'below the ladder' warning."""
+    table = [{**r, "status": "finished"} for r in rows()] + [
+        {"params": 1e5, "tokens": 1e6, "loss": 9.5, "status": "crashed"}
+    ]
+    said = _warnings(capsys, write(tmp_path / "runs.csv", table), "--predict", "300K:3M")
+    assert any(w.startswith("--predict 300K:3M: below the ladder (its smallest model has 1M params") for w in said), (
+        said
+    )

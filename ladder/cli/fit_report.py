@@ -94,10 +94,14 @@ def _far_from_the_ladder(points: list[tuple[str, float, float]], table) -> list[
     """Warnings for --predict points below the ladder: a law of scale extrapolates up, not down."""
     import pandas as pd
 
+    from ladder.reports.fits.study.table import is_hero, status_ok
+
     warnings = []
     try:
-        params = pd.to_numeric(table["params"], errors="coerce").dropna()
-        tokens = pd.to_numeric(table["tokens"], errors="coerce").dropna()
+        # the runs the laws are fitted on: a crashed 1M run hid that 5M lies below a ladder that starts at 20M
+        fitted = table[~is_hero(table) & status_ok(table)]
+        params = pd.to_numeric(fitted["params"], errors="coerce").dropna()
+        tokens = pd.to_numeric(fitted["tokens"], errors="coerce").dropna()
     except (KeyError, TypeError):
         return warnings
     if params.empty or tokens.empty:
