@@ -85,7 +85,8 @@ def _describe_error(err: dict, root: type[BaseModel]) -> str:
     # pydantic's words for an integer field given 1e30: about parsing a string, which the user never wrote
     msg = re.sub(r"^Unable to parse input string as an integer, exceeded maximum size$", "far too large a number", msg)
     if err["type"] == "value_error" and isinstance(value, dict):
-        return f"{path}: {msg}"
+        # a check across sections names its fields itself: "(top level): ladder.replicates.seeds [1] ..." said less
+        return f"{path}: {msg}" if loc else msg
     return f"{path} = {_short_repr(value)}: {msg}"
 
 

@@ -365,3 +365,11 @@ def test_a_depth_ladder_with_an_aspect_sweep_is_counted_in_depths(tmp_path, caps
     said = _warnings(capsys, spec)
     assert "6 runs at 3 depths (L2, L3, L4; the fit keeps each depth's best aspect ratio)" in said, said
     assert "6.736K" not in said, said
+
+
+def test_a_check_across_sections_names_its_field_without_a_top_level_prefix(tmp_path, capsys):
+    """Replicate seeds that repeat ablations.seed were refused as "(top level): ladder.replicates.seeds [1] repeat
+    ...": the message names its fields itself, and "(top level)" pointed nowhere."""
+    spec = _study(tmp_path, ladder={"replicates": {"sizes": ["20K"], "seeds": [1]}}, ablations={"seed": [0, 1]})
+    line = one_line(run_cli(capsys, "studies", "validate", spec), "ladder.replicates.seeds [1] repeat")
+    assert "(top level)" not in line and line.startswith(f"error: {spec}: ladder.replicates.seeds"), line
