@@ -262,3 +262,12 @@ def test_a_crashed_small_run_does_not_hide_a_prediction_below_the_ladder(tmp_pat
     assert any(w.startswith("--predict 300K:3M: below the ladder (its smallest model has 1M params") for w in said), (
         said
     )
+
+
+def test_runs_that_share_a_name_are_pointed_at_by_their_line_not_a_row_counted_from_zero(tmp_path, capsys):
+    """A run_id column that repeats names (a sweep's): the fit fell back to "row 11", counted from 0 under the
+    header, for the run on line 13 of the file."""
+    table = [{**r, "run_id": f"run{i % 3}"} for i, r in enumerate(rows())]
+    table[-1]["loss"] = 11.5
+    said = [w for w in _warnings(capsys, write(tmp_path / "runs.csv", table)) if "no more params" in w]
+    assert said and "run2 (line 13)" in said[0] and "row 11" not in said[0], said

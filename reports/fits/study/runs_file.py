@@ -92,6 +92,10 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
     if "run_id" not in df.columns and first_line:
         df.insert(0, "run_id", [f"line {first_line + i}" for i in range(len(df))])
         df.attrs[ADDED_COLUMNS] = ["run_id"]  # ladder's, not the file's: never listed as a column the file has
+    elif "run_id" in df.columns and first_line and not df["run_id"].is_unique:
+        # names shared by several runs (a sweep's): each with its line, or the fit fell back to "row 14", counted
+        # from 0 under the header, for the run on line 16
+        df["run_id"] = [f"{v} (line {first_line + i})" for i, v in enumerate(df["run_id"])]
     _refuse_true_false(df, path)
     _counts_and_text(df, path)
     _refuse_beyond_counts(df, path)
