@@ -51,15 +51,3 @@ def check_extra_runs(ladder: LadderSpec) -> None:
                 raise ValueError(f"{where}: a ladder of depths sizes an extra run by 'depth', not 'size'")
         elif extra.size is None or extra.depth is not None:
             raise ValueError(f"{where}: a ladder of sizes sizes an extra run by 'size', not 'depth'")
-        if ladder.mode == "chinchilla" and extra.budget is not None:
-            # bounded as ladder.budgets are: 1e9 was planned as 2e10 tokens per parameter, a run of 3 million days
-            from ladder.studies.spec import MAX_TOKENS_PER_PARAM, MIN_TOKENS_PER_PARAM, plain_number
-
-            ratio = ladder.tokens_per_param * extra.budget
-            if not MIN_TOKENS_PER_PARAM <= ratio <= MAX_TOKENS_PER_PARAM:
-                raise ValueError(
-                    f"{where}.budget = {plain_number(extra.budget)}: x tokens_per_param "
-                    f"{plain_number(ladder.tokens_per_param)} is {plain_number(float(f'{ratio:.3g}'))} tokens per "
-                    f"parameter; a budget must give between {MIN_TOKENS_PER_PARAM:g} and {MAX_TOKENS_PER_PARAM:,g} "
-                    "(Chinchilla's rule is 20)"
-                )

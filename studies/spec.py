@@ -227,6 +227,17 @@ class LadderSpec(Strict):
             if unknown:
                 raise ValueError(f"replicates.sizes {unknown} are not in sizes {self.sizes}")
         check_extra_runs(self)
+        for i, extra in enumerate(self.extra_runs or []):
+            if self.mode == "chinchilla" and extra.budget is not None:
+                # bounded as ladder.budgets are: 1e9 was planned as 2e10 tokens per parameter, a 3-million-day run
+                ratio = self.tokens_per_param * extra.budget
+                if not MIN_TOKENS_PER_PARAM <= ratio <= MAX_TOKENS_PER_PARAM:
+                    raise ValueError(
+                        f"extra_runs[{i}].budget = {plain_number(extra.budget)}: x tokens_per_param "
+                        f"{plain_number(self.tokens_per_param)} is {plain_number(float(f'{ratio:.3g}'))} tokens per "
+                        f"parameter; a budget must give between {MIN_TOKENS_PER_PARAM:g} and "
+                        f"{MAX_TOKENS_PER_PARAM:,g} (Chinchilla's rule is 20)"
+                    )
         return self
 
 
