@@ -271,3 +271,13 @@ def test_runs_that_share_a_name_are_pointed_at_by_their_line_not_a_row_counted_f
     table[-1]["loss"] = 11.5
     said = [w for w in _warnings(capsys, write(tmp_path / "runs.csv", table)) if "no more params" in w]
     assert said and "run2 (line 13)" in said[0] and "row 11" not in said[0], said
+
+
+def test_the_runs_of_a_json_array_are_pointed_at_as_runs_of_the_array_not_lines(tmp_path, capsys):
+    """A pretty-printed JSON array of runs: its 12th run, on line 68, was named "line 12"."""
+    table = rows()
+    table[-1]["loss"] = 11.5
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(table, indent=2))
+    said = [w for w in _warnings(capsys, path) if "no more params" in w]
+    assert said and "run 12 of the array" in said[0] and "line 12" not in said[0], said

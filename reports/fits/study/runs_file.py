@@ -55,6 +55,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         raise FitError(f"{path} is {kind}; give a runs file (.csv, .parquet or .jsonl)")
     suffix = path.suffix.lower()
     first_line = 1
+    where = "line {}"  # how a row is pointed at: its line in the file
     repeated: list[str] = []
     try:
         if suffix in (".parquet", ".pq"):
@@ -71,6 +72,8 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
             repeated = _repeated_header_names(path, sep)
         elif suffix in JSON_SUFFIXES:
             df = _read_json_runs(path)
+            if path.read_text(encoding="utf-8-sig").lstrip().startswith("["):  # runs of an array, not lines
+                where = "run {} of the array"
         else:
             raise FitError(f"{path}: unsupported runs file type {suffix or '(none)'}; use .csv, .parquet or .jsonl")
     except FitError:
@@ -90,12 +93,12 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
     if columns is not None:
         df = _mapped(df, _parse_columns(columns), path, repeated)
     if "run_id" not in df.columns and first_line:
-        df.insert(0, "run_id", [f"line {first_line + i}" for i in range(len(df))])
+        df.insert(0, "run_id", [where.format(first_line + i) for i in range(len(df))])
         df.attrs[ADDED_COLUMNS] = ["run_id"]  # ladder's, not the file's: never listed as a column the file has
     elif "run_id" in df.columns and first_line and not df["run_id"].is_unique:
         # names shared by several runs (a sweep's): each with its line, or the fit fell back to "row 14", counted
         # from 0 under the header, for the run on line 16
-        df["run_id"] = [f"{v} (line {first_line + i})" for i, v in enumerate(df["run_id"])]
+        df["run_id"] = [f"{v} ({where.format(first_line + i)})" for i, v in enumerate(df["run_id"])]
     _refuse_true_false(df, path)
     _counts_and_text(df, path)
     _refuse_beyond_counts(df, path)
