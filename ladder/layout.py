@@ -79,6 +79,7 @@ FORECAST = "forecast.json"
 FORECAST_STEM, FORECAST_SUFFIX = "forecast", ".json"
 REPORT = "report"
 RUNS = "runs"
+RUNS_TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json")  # `ladder fit --runs` files
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,11 @@ class StudyDir:
                     f"{self.path} is a study file; give the directory `ladder plan {shell_word(self.path)}` writes "
                     "(./ladder-runs/<name>, or its --out)"
                 )
-            return f"{self.path} is a file; give a study directory (the folder `ladder plan` writes)"
+            table = self.path.suffix.lower() in RUNS_TABLE_SUFFIXES  # a ladder trained elsewhere, as a runs table
+            hint = f", or fit a table of runs trained elsewhere with `ladder fit --runs {shell_word(self.path)}`"
+            return f"{self.path} is a file; give a study directory (the folder `ladder plan` writes)" + (
+                hint if table else ""
+            )
         if self.path.exists() and not self.path.is_dir():  # /dev/null, a socket, a fifo
             return (
                 f"{self.path} is not a directory (nor a file); give a study directory (the folder `ladder plan` writes)"

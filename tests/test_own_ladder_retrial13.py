@@ -10,6 +10,8 @@ import random
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.cli_helpers import one_line, run_cli
 
 SIZES = (1e6, 2e6, 4e6, 8e6)
@@ -116,6 +118,25 @@ def test_a_runs_table_given_as_the_study_is_pointed_at_fit_runs(tmp_path, capsys
     assert str(path) in line
     one_line(run_cli(capsys, "report", path), "is a file; give a study directory", "ladder fit --runs")
     assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["status"], ["collect"], ["hero"], ["forecast", "show"], ["forecast", "freeze"], ["fit"], ["report"]],
+)
+def test_every_command_given_a_runs_table_for_its_study_names_fit_runs(tmp_path, capsys, command):
+    """status, collect, hero and forecast said only "runs.csv is a file; give a study directory" (fit and report
+    named `ladder fit --runs`, from a check of their own). The study directory's own check now names it, for every
+    command; a file of another kind is not offered it. (`plan --suggest` has a message of its own.)"""
+    path = write(tmp_path / "runs.csv", rows())
+    before = sorted(tmp_path.iterdir())
+    line = one_line(run_cli(capsys, *command, path), "is a file; give a study directory", "ladder fit --runs")
+    assert str(path) in line
+    assert sorted(tmp_path.iterdir()) == before
+    other = tmp_path / "notes.txt"
+    other.write_text("not a table\n")
+    r = run_cli(capsys, *command, other)
+    assert r.code == 2 and "is a file" in r.stderr and "--runs" not in r.stderr, r.stderr
 
 
 def test_numpys_runtime_warnings_during_the_fit_do_not_reach_the_user(tmp_path, capsys, monkeypatch):

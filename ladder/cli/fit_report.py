@@ -175,22 +175,6 @@ def _progress(n_runs: int):
     return lambda text: err.print(f"[dim]fit: {escape(text)}[/]", soft_wrap=True)
 
 
-RUNS_TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json")
-
-
-def refuse_a_runs_table(path: Path) -> None:
-    """A runs table given where a study directory goes (`ladder fit runs.csv`): said so, with the way a table is
-    fitted (it was "a file; give a study directory", which a ladder trained elsewhere has not)."""
-    from ladder import layout
-    from ladder.errors import SpecError
-
-    if path.is_file() and path.suffix.lower() in RUNS_TABLE_SUFFIXES:
-        raise SpecError(
-            f"{path} is a file; give a study directory (the folder `ladder plan` writes), or fit a table "
-            f"of runs trained elsewhere with `ladder fit --runs {layout.shell_word(path)}`"
-        )
-
-
 @contextmanager
 def _quiet_numpy():
     """numpy's RuntimeWarnings off while the laws are fitted: a bootstrap draw's log of a negative loss (an
@@ -324,7 +308,6 @@ def fit(
         from ladder.books.collect import read_results
         from ladder.plan.planner import edited_since_plan, read_study
 
-        refuse_a_runs_table(study_dir)
         study = read_study(study_dir)
         edited = edited_since_plan(study_dir, study)
         warnings += [edited] if edited else []
@@ -409,7 +392,6 @@ def report(
             f"--out {out_text!r}: an empty path; give a folder for report.html and report.pdf, or leave --out out "
             f"for {study_dir / 'report'}"
         )
-    refuse_a_runs_table(study_dir)  # a report is of a study; a runs table's fit is printed by `ladder fit --runs`
     out_dir = Path(out_text) if out_text is not None else None
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         raise SpecError(f"--out {out_dir}: exists and is not a folder (the report is report.html and report.pdf in it)")
