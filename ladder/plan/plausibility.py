@@ -418,10 +418,12 @@ def corpus_size_problem(study: StudySpec) -> str | None:
     if size >= need:
         return None
     return (
-        f"data.corpus = {d.corpus.strip()!r} holds {format_count(size)} bytes: the validation split "
-        f"(data.validation_fraction {d.validation_fraction:g} of the documents) must hold data.validation_tokens "
-        f"{d.validation_tokens:,} tokens of at least one byte each, so the corpus needs at least {format_count(need)} "
-        "bytes; use a bigger corpus, or lower data.validation_tokens (or raise data.validation_fraction)"
+        f"data.corpus = {d.corpus.strip()!r} holds {format_count(size)} bytes: its validation split, "
+        f"data.validation_fraction {d.validation_fraction:g} of the documents, would hold about "
+        f"{format_count(size * d.validation_fraction)} bytes, fewer than data.validation_tokens "
+        f"{d.validation_tokens:,} tokens of at least one byte each take (documents of even size need a corpus of "
+        f"about {format_count(need)} bytes); use a bigger corpus, or lower data.validation_tokens (or raise "
+        "data.validation_fraction)"
     )
 
 
