@@ -54,8 +54,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         kind = "a directory" if path.is_dir() else "not a regular file"
         raise FitError(f"{path} is {kind}; give a runs file (.csv, .parquet or .jsonl)")
     suffix = path.suffix.lower()
-    first_line = 1
-    where = "line {}"  # how a row is pointed at: its line in the file
+    labels: list[str] = []  # how each row is pointed at: its line in the file (none for parquet)
     repeated: list[str] = []
     try:
         if suffix in (".parquet", ".pq"):
@@ -64,16 +63,15 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
             names = pq.read_schema(path).names
             if len(set(names)) < len(names):  # pyarrow reads none of such a table's columns by name
                 _refuse_repeated(path, list(dict.fromkeys(n for n in names if names.count(n) > 1)))
-            df, first_line = pd.read_parquet(path), 0
+            df = pd.read_parquet(path)
         elif suffix in (".csv", ".tsv", ".txt"):
             sep = "\t" if suffix == ".tsv" else ","
-            df, first_line = pd.read_csv(path, sep=sep), 2
+            df = pd.read_csv(path, sep=sep)
+            labels = [f"line {2 + i}" for i in range(len(df))]  # under the header
             df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]  # ' loss' is the loss column
             repeated = _repeated_header_names(path, sep)
         elif suffix in JSON_SUFFIXES:
-            df = _read_json_runs(path)
-            if path.read_text(encoding="utf-8-sig").lstrip().startswith("["):  # runs of an array, not lines
-                where = "run {} of the array"
+            df, labels = _read_json_runs(path)
         else:
             raise FitError(f"{path}: unsupported runs file type {suffix or '(none)'}; use .csv, .parquet or .jsonl")
     except FitError:
@@ -92,13 +90,13 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         _refuse_repeated(path, repeated)
     if columns is not None:
         df = _mapped(df, _parse_columns(columns), path, repeated)
-    if "run_id" not in df.columns and first_line:
-        df.insert(0, "run_id", [where.format(first_line + i) for i in range(len(df))])
+    if "run_id" not in df.columns and labels:
+        df.insert(0, "run_id", labels)
         df.attrs[ADDED_COLUMNS] = ["run_id"]  # ladder's, not the file's: never listed as a column the file has
-    elif "run_id" in df.columns and first_line and not df["run_id"].is_unique:
+    elif "run_id" in df.columns and labels and not df["run_id"].is_unique:
         # names shared by several runs (a sweep's): each with its line, or the fit fell back to "row 14", counted
         # from 0 under the header, for the run on line 16
-        df["run_id"] = [f"{v} ({where.format(first_line + i)})" for i, v in enumerate(df["run_id"])]
+        df["run_id"] = [f"{v} ({label})" for v, label in zip(df["run_id"], labels)]
     _refuse_true_false(df, path)
     _counts_and_text(df, path)
     _refuse_beyond_counts(df, path)
@@ -254,7 +252,8 @@ def _repeated_key(path: Path, where: str, key: str) -> FitError:
     )
 
 
-def _read_json_runs(path: Path) -> pd.DataFrame:
+def _read_json_runs(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The runs of a JSON-lines file or of one JSON array, and where each stands ("line 7", "run 3 of the array")."""
     import json
 
     text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows tools write one) is no JSON
@@ -293,7 +292,7 @@ def _read_json_runs(path: Path) -> pd.DataFrame:
                 f"{path}: {at} gives {twice!r} both as a dotted key and nested (flattened, one would hide "
                 "the other); keep one"
             )
-    return pd.json_normalize(records, sep=".")
+    return pd.json_normalize(records, sep="."), where
 
 
 def _refuse_one_document(path: Path, text: str) -> None:
@@ -376,10 +375,10 @@ def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path, repeated: lis
     """The mapped columns of ``df``; a mapped column whose name heads more than one column (``repeated``) is
     refused (a W&B UI export may repeat a name the mapping does not read: that is no matter)."""
     out = {}
+    have = ", ".join(map(str, list(df.columns)[:12])) + (", ..." if len(df.columns) > 12 else "")  # for a refusal
     for name, column in mapping.items():
         found = _source(df, column)
         if found is None:
-            have = ", ".join(map(str, list(df.columns)[:12])) + (", ..." if len(df.columns) > 12 else "")
             # the columns that hold the name (W&B's raw config nests each value: config.n_params.value), which a
             # list of the first 12 of a wide export never reached
             near = [str(c) for c in df.columns if column.lower() in str(c).lower() and str(c) != column][:3]
@@ -402,7 +401,6 @@ def _mapped(df: pd.DataFrame, mapping: dict[str, str], path: Path, repeated: lis
             out[name] = df[found]
     unmapped = [n for n in ("params", "tokens", "loss") if n not in out]
     if unmapped:  # the fit said "the runs table lacks loss; it has params, tokens": the mapping's, not the file's
-        have = ", ".join(map(str, list(df.columns)[:12])) + (", ..." if len(df.columns) > 12 else "")
         raise FitError(
             f"--columns maps no {', '.join(unmapped)}, which the fit needs ({path} has {have}): "
             f"add {','.join(f'{n}=COLUMN' for n in unmapped)} to --columns"
