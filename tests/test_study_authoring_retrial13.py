@@ -271,14 +271,15 @@ def test_a_split_whose_interval_reaches_zero_does_not_size_a_compute_hero(monkey
     3.566 parameters x 35.01B tokens, loss 90% [0.078, 1.06e6] (+-25,487,933%), and recommended it. An interval that
     reaches zero determines nothing: the hero falls back to the study's tokens_per_param rule, with the reason."""
     from ladder.reports.fits import fit_study
+    from ladder.reports.fits.loss.allocation import undetermined
     from ladder.reports.fits.study import study_hero
     from tests.reports.fits.synthetic import make_study, study_table
 
     split = {"form": "chinchilla", "compute_6nd": 6e11, "ci90": {"params": [0.0, 2.073e6]}}
-    said = study_hero.split_undetermined(split)
+    said = undetermined(split)
     assert said and "[0, 2.073M], reaches zero" in said and "does not determine the split" in said
-    assert study_hero.split_undetermined({**split, "ci90": {"params": [1e5, 3.9e5]}}) is None
-    assert study_hero.split_undetermined({**split, "ci90": {}}) is None  # no bootstrap: it stands
+    assert undetermined({**split, "ci90": {"params": [1e5, 3.9e5]}}) is None
+    assert undetermined({**split, "ci90": {}}) is None  # no bootstrap: it stands
 
     study = make_study(
         ladder={"sizes": ["25K", "50K", "100K", "200K"], "param_count": "non_embedding", "tokens_per_param": 20,

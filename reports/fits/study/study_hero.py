@@ -95,20 +95,6 @@ def allocating_law(fc: Forecast | None):
     return fc.laws[cands[0]] if cands else None
 
 
-def split_undetermined(split: dict) -> str | None:
-    """Why a compute-optimal split is too uncertain to size a run by (:func:`undetermined`), or None; and a 90%
-    interval for N_opt that reaches zero, which spans without bound: ``undetermined`` passes it as if there were
-    no bootstrap, and a 7.49e11-FLOP hero was sized at 3.566 parameters x 35B tokens (loss 90% [0.078, 1.06e6])."""
-    loose = undetermined(split)
-    ci = (split.get("ci90") or {}).get("params")
-    if loose is None and ci and len(ci) == 2 and not ci[0] > 0 and ci[1] > 0:
-        return (
-            f"the {split['form']} law's 90% interval for N_opt at 6ND = {format_flops(split['compute_6nd'])}, "
-            f"[0, {format_count(ci[1])}], reaches zero: this ladder does not determine the split"
-        )
-    return loose
-
-
 def no_allocation_reason(fc: Forecast | None, same_ratio: str) -> str:
     """Why no fitted law splits compute: no law, only degenerate ones, or ``same_ratio`` (one tokens/param)."""
     if fc is None:
@@ -142,7 +128,7 @@ def size_hero(study, fc, iso, tied, aspect, conv, df, raw, warnings):
             else "not available: no loss law"
         )
         split = allocation(law, budget) if law is not None else None
-        loose = split_undetermined(split) if split is not None else None
+        loose = undetermined(split) if split is not None else None
         if loose is not None:
             why = f"not determined: {loose}"
         if split is not None and loose is None:
@@ -413,7 +399,7 @@ def compute_optimal(fc: Forecast | None, iso, hero: dict | None, no_law: str | N
             else 6 * float(fc.data.params.max()) * float(fc.data.tokens.max())
         )
         a = allocation(law, c)
-        loose = split_undetermined(a)
+        loose = undetermined(a)
         out = {
             "identifiable": True,
             "source": law.form.name,
