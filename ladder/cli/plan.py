@@ -51,7 +51,7 @@ def checked_plan(study: str, spec: StudySpec, check_fit: bool, verb: str) -> tup
     """``spec`` expanded, after the checks beyond the schema (machine, data, what `ladder fit` will refuse), which
     refuse in one line naming the study file; and the warnings the checks add (`studies validate` and `plan`)."""
     from ladder.plan.planner import expand
-    from ladder.plan.plausibility import check_machine, corpus_size_problem, data_reuse, unused_settings
+    from ladder.plan.plausibility import check_machine, corpus_bytes, corpus_size_problem, data_reuse, unused_settings
     from ladder.plan.requirements import (
         ablation_requirements,
         data_requirements,
@@ -65,13 +65,15 @@ def checked_plan(study: str, spec: StudySpec, check_fit: bool, verb: str) -> tup
         p = expand(spec)
         refuse, partly = fit_requirements(spec, p.runs)
         # what data preparation or `ladder fit` will refuse is refused now, before anything is written
-        problems = data_requirements(spec) + [p for p in [corpus_size_problem(spec)] if p]
+        bound = corpus_bytes(spec)  # listed and sized once: a local corpus folder may hold thousands of files
+        too_small = corpus_size_problem(spec, bound)
+        problems = data_requirements(spec) + ([too_small] if too_small else [])
         if refuse and check_fit:
             problems.append(fit_refusal(refuse, verb))
         if problems:
             raise SpecError("; ".join(problems))
     partly += hero_requirements(spec, p.runs, p.hero.tokens_per_param) + ablation_requirements(spec, p.runs)
-    partly += unused_settings(spec) + data_reuse(spec, p.runs, p.hero.tokens)
+    partly += unused_settings(spec) + data_reuse(spec, p.runs, p.hero.tokens, bound)
     return p, fit_check(refuse, check_fit, verb) + partly
 
 

@@ -377,7 +377,7 @@ def _size_field(study: StudySpec) -> str:
     return "ladder.depths" if lad.depths is not None else "ladder.sizes"
 
 
-def _corpus_bytes(study: StudySpec) -> tuple[float, str] | None:
+def corpus_bytes(study: StudySpec) -> tuple[float, str] | None:
     """The most bytes the study's corpus can hold, and what says so: data.max_bytes, the embedded corpus's default
     cap, or the size of an uncompressed local jsonl or .txt corpus; None where nothing bounds it cheaply."""
     d = study.data
@@ -404,13 +404,13 @@ def _corpus_bytes(study: StudySpec) -> tuple[float, str] | None:
     return (float(cap), said) if cap else None
 
 
-def corpus_size_problem(study: StudySpec) -> str | None:
+def corpus_size_problem(study: StudySpec, bound: tuple[float, str] | None) -> str | None:
     """What data preparation refuses of a local corpus too small for its validation set (a token is at least one
     byte, so the split needs validation_tokens / validation_fraction bytes), said at validate time: data.max_bytes
     was checked so, but a 244 KB folder of .txt files passed, and `ladder data prepare` refused it after tokenizing
     ("no document of the corpus fell in the validation split ... the corpus is too small")."""
     d = study.data
-    found = _corpus_bytes(study) if d.corpus.strip() != "embedded" else None
+    found = bound if d.corpus.strip() != "embedded" else None  # bound: :func:`corpus_bytes`
     if found is None or (d.max_bytes and d.max_bytes <= found[0]):  # data.max_bytes: data_requirements says it
         return None
     size, what = found
@@ -427,12 +427,13 @@ def corpus_size_problem(study: StudySpec) -> str | None:
     )
 
 
-def data_reuse(study: StudySpec, runs: list[RunSpec], hero_tokens: float | None) -> list[str]:
+def data_reuse(
+    study: StudySpec, runs: list[RunSpec], hero_tokens: float | None, bound: tuple[float, str] | None
+) -> list[str]:
     """Runs (or the hero) that train on more tokens than the corpus can hold at all (a byte-level token is at least
     one byte), so they read their training data more than once: trained in silence, while the laws assume fresh
     tokens (a 13 MB corpus fed a run of 40M tokens three passes)."""
-    bound = _corpus_bytes(study)
-    if bound is None:
+    if bound is None:  # bound: :func:`corpus_bytes`
         return []
     most, what = bound
     over = [r for r in runs if r.tokens > most]
