@@ -394,6 +394,12 @@ class ExecutorSpec(Strict):
     local: LocalSpec = Field(default_factory=LocalSpec)
 
 
+def not_whole_examples(limit: float) -> bool:
+    """An lm-eval limit from 1 up that is no whole number of examples (lm-eval takes int(limit): 2.5 was silently
+    2) or past 1e12 (1e308 overflows its islice); below 1 a limit is a share of each task."""
+    return limit >= 1 and (limit != int(limit) or limit > 1e12)
+
+
 class EvalSpec(Strict):
     """Downstream evaluation that ``ladder run`` does after training (lm-evaluation-harness)."""
 
@@ -406,8 +412,7 @@ class EvalSpec(Strict):
     @field_validator("limit")
     @classmethod
     def _whole_from_one(cls, limit: float | None) -> float | None:
-        # from 1 up lm-eval takes int(limit) examples: 2.5 was silently 2 (`ladder eval --limit 2.5` is refused)
-        if limit is not None and limit >= 1 and (limit != int(limit) or limit > 1e12):
+        if limit is not None and not_whole_examples(limit):  # as `ladder eval --limit` is refused
             raise ValueError(
                 "from 1 up, a whole number of examples per task (at most 1e12); below 1, a share of each task"
             )

@@ -44,14 +44,14 @@ def eval_cmd(
     from ladder.errors import SpecError
     from ladder.jobs.submit import submit_evals
     from ladder.plan.planner import read_study
+    from ladder.studies.spec import not_whole_examples
 
     task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     if tasks is not None and not task_list:
         raise SpecError(f"--tasks {tasks!r}: give lm-eval task names, comma separated")
     if limit is not None and not (math.isfinite(limit) and limit > 0):
         raise SpecError(f"--limit {limit:g}: must be a positive number of examples per task (a fraction below 1)")
-    # from 1 up lm-eval takes int(limit) examples: 2.5 would silently be 2, and 1e308 overflows its islice
-    if limit is not None and limit >= 1 and (limit != int(limit) or limit > 1e12):
+    if limit is not None and not_whole_examples(limit):
         raise SpecError(
             f"--limit {limit:g}: from 1 up, a whole number of examples per task (at most 1e12; leave --limit out to "
             "evaluate every example)"
