@@ -182,3 +182,16 @@ def test_the_runs_of_one_isoflop_budget_are_not_said_to_rise_with_compute():
     assert loss_rises_with_compute(one) is None
     two = pd.concat([one, one.assign(tokens=one["tokens"] * 4, loss=one["loss"] + 1.0)])  # 4x: the loss rose
     assert loss_rises_with_compute(two) is not None
+
+
+def test_a_row_is_named_by_its_line_in_the_file_past_blank_lines_and_multi_line_cells(tmp_path, capsys):
+    """pandas skips blank lines, so "line 5" named the run on line 8; a quoted note over two lines shifted it too."""
+    rows = [(f"{n:g}", f"{d:g}", f"{x}") for n, d, x in _rows()]
+    rows[-1] = (*rows[-1][:2], "abc")
+    body = ["params,tokens,loss,note", ""] + [",".join(r) + "," for r in rows[:4]] + ["", "   "]
+    body += [",".join(rows[4]) + ',"two\nlines"'] + [",".join(r) + "," for r in rows[5:]]
+    runs = tmp_path / "gaps.csv"
+    runs.write_text("\n".join(body) + "\n")
+    wanted = runs.read_text().splitlines().index(",".join(rows[-1]) + ",") + 1
+    assert wanted == len(rows) + 5  # three blank lines, one cell over two lines
+    one_line(run_cli(capsys, "fit", "--runs", runs), f"(line {wanted};", "'abc'")

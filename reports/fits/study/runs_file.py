@@ -67,7 +67,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
         elif suffix in (".csv", ".tsv", ".txt"):
             sep = "\t" if suffix == ".tsv" else ","
             df = pd.read_csv(path, sep=sep)
-            labels = [f"line {2 + i}" for i in range(len(df))]  # under the header
+            labels = _record_lines(path, sep, len(df))
             df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]  # ' loss' is the loss column
             repeated = _repeated_header_names(path, sep)
         elif suffix in JSON_SUFFIXES:
@@ -236,6 +236,25 @@ def _repeated_header_names(path: Path, sep: str) -> list[str]:
         header = next((row for row in csv.reader(f, delimiter=sep) if any(cell.strip() for cell in row)), [])
     counts = Counter(cell.strip() for cell in header)
     return [name for name, n in counts.items() if n > 1]
+
+
+def _record_lines(path: Path, sep: str, n_rows: int) -> list[str]:
+    """Each data row's line in a CSV file, as an editor numbers it: blank lines (which pandas skips) and quoted
+    cells over several lines no longer shift the labels ("line 5" for the run on line 8)."""
+    import csv
+
+    starts = []
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        reader = csv.reader(f, delimiter=sep)
+        before = 0
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                starts.append(before + 1)
+            before = reader.line_num
+    starts = starts[1:]  # under the header
+    if len(starts) != n_rows:  # a file pandas reads otherwise (comments, bad quoting): count under the header
+        return [f"line {2 + i}" for i in range(n_rows)]
+    return [f"line {n}" for n in starts]
 
 
 def _refuse_repeated(path: Path, names: list[str]) -> None:
