@@ -51,7 +51,14 @@ def checked_plan(study: str, spec: StudySpec, check_fit: bool, verb: str) -> tup
     """``spec`` expanded, after the checks beyond the schema (machine, data, what `ladder fit` will refuse), which
     refuse in one line naming the study file; and the warnings the checks add (`studies validate` and `plan`)."""
     from ladder.plan.planner import expand
-    from ladder.plan.plausibility import check_machine, corpus_bytes, corpus_size_problem, data_reuse, unused_settings
+    from ladder.plan.plausibility import (
+        check_machine,
+        corpus_bytes,
+        corpus_size_problem,
+        data_reuse,
+        hub_warning,
+        unused_settings,
+    )
     from ladder.plan.requirements import (
         ablation_requirements,
         data_requirements,
@@ -73,7 +80,7 @@ def checked_plan(study: str, spec: StudySpec, check_fit: bool, verb: str) -> tup
         if problems:
             raise SpecError("; ".join(problems))
     partly += hero_requirements(spec, p.runs, p.hero.tokens_per_param) + ablation_requirements(spec, p.runs)
-    partly += unused_settings(spec) + data_reuse(spec, p.runs, p.hero.tokens, bound)
+    partly += unused_settings(spec) + data_reuse(spec, p.runs, p.hero.tokens, bound) + hub_warning(spec)
     return p, fit_check(refuse, check_fit, verb) + partly
 
 

@@ -501,3 +501,19 @@ def check_machine(study: StudySpec) -> None:
             raise SpecError(
                 f"tracking.kind = {kind!r} needs the {module} package, which is not installed: pip install '{extra}'"
             )
+
+
+def hub_warning(study: StudySpec) -> list[str]:
+    """An ``hf:`` corpus that this machine may not read (the hub is off) and the data cache does not hold prepared:
+    the runs would fail at data preparation, after the plan."""
+    from ladder.model.data.corpus import hub_offline
+    from ladder.model.data.prepare import is_prepared
+
+    corpus = study.data.corpus.strip()
+    if not corpus.startswith("hf:") or not hub_offline() or is_prepared(study.data, study.model.vocab_size):
+        return []
+    return [
+        f"data.corpus {corpus!r} is streamed from the Hugging Face hub, which HF_HUB_OFFLINE/HF_DATASETS_OFFLINE "
+        "turns off here, and the data cache does not hold it prepared: the runs would fail at data preparation; run "
+        "`ladder data prepare STUDY` where the hub is reachable, with the same LADDER_CACHE, before they start"
+    ]

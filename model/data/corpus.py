@@ -8,7 +8,8 @@
 - a local ``.jsonl`` / ``.jsonl.gz`` / ``.jsonl.zst`` file, a ``.parquet`` file, or a folder of them (one
   document per line or row, the text under ``text_key``);
 - a folder of ``.txt`` files (one document per file, recursive);
-- ``hf:<dataset>[:<config>]``: the ``train`` split of a hub dataset, streamed (needs the hub and ``datasets``).
+- ``hf:<dataset>[:<config>]``: the ``train`` split of a hub dataset, streamed (needs ``datasets``, and the hub
+  wherever it is read: data prepared from it earlier serves runs offline).
 
 Every corpus is split into train and validation BY DOCUMENT with a content hash (``is_validation``): a document
 is held out when the hash of its text falls below ``validation_fraction``; the same text always lands on the
@@ -50,6 +51,14 @@ def hub_offline() -> bool:
     """Whether the environment forbids the Hugging Face hub (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE set)."""
     return any(os.environ.get(v, "").strip().lower() not in ("", "0", "false", "no") for v in
                ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))  # fmt: skip
+
+
+def hub_offline_message(corpus: str) -> str:
+    return (
+        f"corpus {corpus!r} is streamed from the Hugging Face hub, but HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set: "
+        "read it where the hub is reachable (`ladder data prepare STUDY` there; the prepared data stays in the data "
+        "cache, $LADDER_CACHE, for runs without the hub), or use corpus: embedded or a local jsonl/parquet/txt corpus"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- split
@@ -238,6 +247,9 @@ class CorpusSource:
         if self.kind == "hf":
             from datatrove.pipeline.readers import HuggingFaceDatasetReader
 
+            if hub_offline():  # checked where the corpus is read: data prepared from it earlier serves offline runs
+                raise DataError(hub_offline_message(self.spec))
+
             options: dict[str, Any] = {"split": "train"}
             if self.hf_config:
                 options["name"] = self.hf_config
@@ -338,11 +350,6 @@ def resolve_corpus(
         name, _, config = rest.partition(":")
         if not name:
             raise DataError(f"corpus {corpus!r}: write 'hf:<dataset>' or 'hf:<dataset>:<config>'")
-        if hub_offline():
-            raise DataError(
-                f"corpus {corpus!r} needs the Hugging Face hub, but HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set; "
-                "use corpus: embedded or a local jsonl/parquet/txt corpus"
-            )
         try:
             import datasets  # noqa: F401
         except ImportError as e:

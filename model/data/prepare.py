@@ -61,15 +61,8 @@ def _tokenizer_for(
 ) -> tuple[Path, dict[str, Any]]:
     """The tokenizer.json to use and what identifies it; trains (cached) when ``cfg.tokenizer == "train"``."""
     if cfg.tokenizer == "train":
-        ident = {
-            "version": TOKENIZER_VERSION,
-            "corpus": source.identity,
-            "vocab_size": vocab_size,
-            "validation_fraction": cfg.validation_fraction,
-            "max_bytes": TOKENIZER_TRAIN_MAX_BYTES,
-        }
-        key = sha256_json(ident)[:16]
-        out = cache / "tokenizers" / f"bpe-{vocab_size}-{key}"
+        out = trained_tokenizer_dir(cfg, vocab_size, source, cache)
+        key = out.name.rsplit("-", 1)[1]
         if not (out / TRAIN_INFO).is_file():
             with file_lock(cache / "tokenizers" / f"bpe-{vocab_size}-{key}.lock"):
                 if not (out / TRAIN_INFO).is_file():
@@ -92,6 +85,37 @@ def _tokenizer_for(
     if path.exists():
         return tokenizer_file(path), {"path": str(path.resolve())}
     return _hub_tokenizer(cfg.tokenizer, cache), {"hub": cfg.tokenizer}
+
+
+def trained_tokenizer_dir(cfg: DataConfig, vocab_size: int, source: CorpusSource, cache: Path) -> Path:
+    """Where the tokenizer trained for ``cfg`` on ``source`` is cached (``bpe-<vocab>-<key>``)."""
+    ident = {
+        "version": TOKENIZER_VERSION,
+        "corpus": source.identity,
+        "vocab_size": vocab_size,
+        "validation_fraction": cfg.validation_fraction,
+        "max_bytes": TOKENIZER_TRAIN_MAX_BYTES,
+    }
+    return cache / "tokenizers" / f"bpe-{vocab_size}-{sha256_json(ident)[:16]}"
+
+
+def is_prepared(cfg: DataConfig, vocab_size: int, *, cache_root: Path | None = None) -> bool:
+    """Whether the data cache already holds ``cfg``'s corpus prepared for this vocabulary, found without reading
+    the corpus (so without the hub for an ``hf:`` corpus, which :func:`prepare_data` then never reads)."""
+    cache = expand_user(cache_root, "the data cache") if cache_root is not None else default_cache_root()
+    try:
+        source = resolve_corpus(cfg.corpus, cfg.text_key, max_bytes=cfg.max_bytes, cache_root=cache, progress=False)
+    except DataError:
+        return False
+    if cfg.tokenizer == "train":
+        tok_file = trained_tokenizer_dir(cfg, vocab_size, source, cache) / TOKENIZER_FILE
+    elif expand_user(cfg.tokenizer, "data.tokenizer").exists():
+        tok_file = tokenizer_file(expand_user(cfg.tokenizer, "data.tokenizer"))
+    else:
+        tok_file = cache / "tokenizers" / ("hub-" + cfg.tokenizer.replace("/", "--")) / TOKENIZER_FILE
+    if not tok_file.is_file():
+        return False
+    return (cache / "data" / data_key(source, file_sha256(tok_file), cfg.validation_fraction) / READY).is_file()
 
 
 def _empty_corpus_message(source: CorpusSource) -> str:

@@ -333,3 +333,37 @@ def test_a_corpus_with_no_validation_document_says_so(tmp_path):
     (tmp_path / "one.jsonl").write_text('{"text": "hello there, a lone document"}\n')
     with pytest.raises(DataError, match="no document of the corpus fell in the validation split .* too small"):
         prepare_data(_cfg(tmp_path / "one.jsonl"), 300, cache_root=tmp_path / "cache", workers=1, progress=False)
+
+
+def test_an_hf_corpus_prepared_where_the_hub_was_reachable_serves_runs_offline(
+    prepared, tiny_jsonl_corpus, tmp_path, monkeypatch
+):
+    """A cluster's compute nodes often run with HF_HUB_OFFLINE=1. Every run of an ``hf:`` study failed there with
+    "needs the Hugging Face hub", although its login node had prepared the data into the shared cache: the corpus
+    was refused before the cache was looked at. Only reading the corpus needs the hub, and plan says so first."""
+    from ladder.model.data.prepare import is_prepared, trained_tokenizer_dir
+    from ladder.plan.plausibility import hub_warning
+    from ladder.studies import load_study
+    from tests.micro import write_study
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LADDER_CACHE", str(cache))
+    cfg = _cfg("hf:someone/corpus")
+    study = load_study(write_study(tmp_path / "s.yaml", "hf:someone/corpus", sizes=("100K", "200K", "400K", "800K")))
+    study = study.model_copy(update={"data": cfg, "model": study.model.model_copy(update={"vocab_size": 300})})
+    with pytest.raises(DataError, match=r"streamed from the Hugging Face hub.*ladder data prepare STUDY"):
+        prepare_data(cfg, 300, cache_root=cache, workers=1, progress=False)
+    assert not is_prepared(cfg, 300, cache_root=cache)
+    assert "the runs would fail at data preparation" in " ".join(hub_warning(study))
+    # what a preparation where the hub is reachable leaves behind: the tokenizer trained on the corpus and the
+    # shards tokenized with it (here those of the same texts from a local copy)
+    source = resolve_corpus(cfg.corpus, cfg.text_key)
+    tok_dir = trained_tokenizer_dir(cfg, 300, source, cache)
+    local_tok = next(d for d in (prepared.root.parent.parent / "tokenizers").glob("bpe-300-*") if d.is_dir())
+    shutil.copytree(local_tok, tok_dir)
+    key = data_key(source, file_sha256(tok_dir / "tokenizer.json"), cfg.validation_fraction)
+    shutil.copytree(prepared.root, cache / "data" / key)
+    assert is_prepared(cfg, 300, cache_root=cache) and hub_warning(study) == []
+    offline = prepare_data(cfg, 300, cache_root=cache, workers=1, progress=False)
+    assert offline.train_tokens == prepared.train_tokens and offline.root == cache / "data" / key
