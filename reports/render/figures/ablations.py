@@ -26,6 +26,7 @@ from ladder.reports.fits.study.fit_json import (
 from ladder.reports.render.figures.axes import (
     empty,
     finite_arrays,
+    fit_window_points,
     flops_axis,
     geom_grid,
     hero_point,
@@ -171,22 +172,7 @@ def draw_aspects(fig: FigureBase, scales: Sequence[AspectRung]) -> None:
     axes = fig.subplots(math.ceil(len(shown) / ncols), ncols, squeeze=False)
     for ax, s in zip(axes.flat, shown):
         pts = s.points
-        for used, face in ((True, FIT_COLOR), (False, "white")):
-            grp = [p for p in pts if bool(p.used) == used]
-            xs, ys = finite_arrays([p.aspect_ratio for p in grp], [p.loss_compared for p in grp])
-            if len(xs):
-                ax.plot(
-                    xs,
-                    ys,
-                    linestyle="none",
-                    marker="o",
-                    markersize=4.5,
-                    markerfacecolor=face,
-                    markeredgecolor=FIT_COLOR,
-                    markeredgewidth=0.8,
-                    zorder=4,
-                    label="in the fit" if used else "outside the fit window",
-                )
+        fit_window_points(ax, pts, lambda p: p.aspect_ratio, lambda p: p.loss_compared)
         xs_all = [num(p.aspect_ratio) for p in pts if pos(p.aspect_ratio)]
         if not xs_all:
             empty(ax, "no finite values")

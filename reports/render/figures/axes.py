@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import FigureBase
 
-from ladder.reports.render.figures.style import HERO, WIDTH_IN, tx
+from ladder.reports.render.figures.style import FIT_COLOR, HERO, WIDTH_IN, tx
 from ladder.reports.render.fmt import fmt_count, num, ok, pos
 
 
@@ -209,6 +209,17 @@ def finite_arrays(*cols: Sequence[Any]) -> tuple[np.ndarray, ...]:
     for a in arrs:
         good &= np.isfinite(a)
     return tuple(a[good] for a in arrs)
+
+
+def fit_window_points(ax: Any, points: Sequence[Any], x_of: Callable[[Any], Any], y_of: Callable[[Any], Any]) -> None:
+    """A rung's sweep points: filled where the fit used them, hollow outside its window (``point.used``)."""
+    for used, face in ((True, FIT_COLOR), (False, "white")):
+        group = [p for p in points if bool(p.used) == used]
+        xs, ys = finite_arrays([x_of(p) for p in group], [y_of(p) for p in group])
+        if len(xs):
+            ax.plot(xs, ys, linestyle="none", marker="o", markersize=4.5, markerfacecolor=face,
+                    markeredgecolor=FIT_COLOR, markeredgewidth=0.8, zorder=4,
+                    label="in the fit window" if used else "outside the fit window")  # fmt: skip
 
 
 def geom_grid(lo: float, hi: float, n: int = 120) -> np.ndarray:

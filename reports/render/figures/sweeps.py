@@ -14,6 +14,7 @@ from ladder.reports.fits.study.fit_json import HparamLaw, HparamRung, SweepOptim
 from ladder.reports.render.figures.axes import (
     empty,
     finite_arrays,
+    fit_window_points,
     fmt_num,
     fmt_pow,
     geom_grid,
@@ -71,22 +72,7 @@ def draw_sweeps(fig: FigureBase, scales: Sequence[HparamRung], axis: str) -> Non
     rank_color = budget_colors(n_rank) if by_rank else []
     for ax, s in zip(axes.flat, shown):
         pts = s.points
-        for used, face in ((True, FIT_COLOR), (False, "white")):
-            group = [p for p in pts if bool(p.used) == used]
-            xs, ys = finite_arrays([_swept(p, axis) for p in group], [p.loss for p in group])
-            if len(xs):
-                ax.plot(
-                    xs,
-                    ys,
-                    linestyle="none",
-                    marker="o",
-                    markersize=4.5,
-                    markerfacecolor=face,
-                    markeredgecolor=FIT_COLOR,
-                    markeredgewidth=0.8,
-                    zorder=4,
-                    label="in fit window" if used else "outside the fit window",
-                )
+        fit_window_points(ax, pts, lambda p: _swept(p, axis), lambda p: p.loss)
         xs_all = [num(_swept(p, axis)) for p in pts if pos(_swept(p, axis))]
         if not xs_all:
             empty(ax, "no finite values")
