@@ -109,7 +109,7 @@ def run_study(
     poll_s: float = 2.0,
 ) -> RunOutcome:
     from ladder.books.collect import collect, write_collected
-    from ladder.books.run_status import wait
+    from ladder.books.run_status import refuse_dropping_live_runs, wait
     from ladder.errors import StateError
     from ladder.jobs.submit import submit
 
@@ -119,7 +119,9 @@ def run_study(
     # not "`ladder run STUDY`": that drops --out (and plans a second study in ./ladder-runs/<name>)
     layout.refuse_if_not_a_file(layout.StudyDir(study_dir).fit, "run the same command again")
 
-    written = write_plan(expand(study), study_dir)
+    plan = expand(study)
+    refuse_dropping_live_runs(study_dir, [r.run_id for r in plan.runs])  # before anything is written
+    written = write_plan(plan, study_dir)
     _say(
         log,
         f"plan: {study_dir} ({len(written.new)} new run{'' if len(written.new) == 1 else 's'}, {len(written.existing)} already planned)",

@@ -377,3 +377,37 @@ def wait(study_dir: Path, *, poll_s: float = 2.0, on_update=None, timeout_s: flo
         if timeout_s is not None and time.monotonic() - start > timeout_s:
             return rows
         time.sleep(poll_s)
+
+
+def refuse_dropping_live_runs(study_dir: Path, keep: list[str]) -> None:
+    """Refuse to plan a study again when the new plan (run ids ``keep``) drops runs of its current plan that are
+    queued or running (their spec changed: another lr, schedule, size ...). Once out of plan.json no command of the
+    study shows or cancels them, and their workers train on for nothing. A study not planned yet has none."""
+    from ladder.errors import StateError
+    from ladder.plan.planner import planned_heroes
+
+    sd = layout.StudyDir(Path(study_dir))
+    if not sd.plan.is_file():
+        return
+    try:
+        entries = plan_entries(sd.path)
+    except StateError:  # an unreadable plan.json: what planning again rewrites
+        return
+    kept = set(keep) | set(planned_heroes(sd))
+    book = job_records.read(sd)
+    live = {}
+    for e in entries:
+        if not isinstance(e, Damaged) and e.run_id not in kept:
+            state, _ = own_state(sd, e, book)
+            if state in LIVE:
+                live[e.run_id] = state
+    if live:
+        where = layout.shell_word(sd.path)
+        runs = " ".join(f"--run {r}" for r in live)
+        raise StateError(
+            f"{sd.path}: the new plan drops {len(live)} run(s) of the current plan that are still queued or "
+            f"running: {', '.join(f'{r} ({s})' for r, s in live.items())}; once out of the plan no command of the "
+            "study shows or cancels them, and they would train on for nothing: "
+            f"`ladder cancel {where} {runs}` stops them (a running one checkpoints first), or wait until "
+            "`ladder status` shows them ended; then plan again"
+        )

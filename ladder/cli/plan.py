@@ -157,6 +157,10 @@ def plan(
     target = study_dir_for(study, spec, out_path(out_dir))
     if dry_run:  # refuses what writing would refuse (another study's folder, a file): a dry run that passes holds
         check_target(p, target)
+    if not dry_run:  # queued or running runs the new plan would drop are refused before anything is written
+        from ladder.books.run_status import refuse_dropping_live_runs
+
+        refuse_dropping_live_runs(target, [r.run_id for r in p.runs])
     written = None if dry_run else write_plan(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()

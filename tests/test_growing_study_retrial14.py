@@ -1,0 +1,61 @@
+"""Re-trial 14 of issue 28, a study that grows and changes over weeks: the study file edited after runs trained
+(another lr, corpus, name), planned again into the same folder, and carried on there. Whatever changed, the
+runs already trained stay in the books, a result trained under another spec is never fitted as the new one
+without a word, and every message says what to do.
+
+Replanning with added or removed sizes, axes, budgets and micro-batches is tested in tests/test_plan.py and
+tests/test_rungs.py; a study file edited without planning again in tests/test_user_errors_retrial10.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from ladder import layout
+from ladder.books.run_lock import run_lock
+from tests.cli_helpers import one_line, run_cli
+from tests.fake_runs import record_job
+from tests.micro import write_study
+
+
+def _plan(capsys, spec: Path, out: Path) -> dict:
+    r = run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json")
+    assert r.code == 0, r.stderr
+    return r.json()
+
+
+def _edit(spec: Path, **training) -> None:
+    data = yaml.safe_load(spec.read_text())
+    data["training"].update(training)
+    spec.write_text(yaml.safe_dump(data))
+
+
+def test_planning_again_never_drops_runs_that_still_train(tmp_path, capsys, tiny_jsonl_corpus):
+    """`ladder submit S --executor local`, then lr_max edited in the study file and `ladder plan s.yaml --out S`
+    while the workers trained: the plan dropped the running runs from plan.json, `ladder status S` showed none of
+    them, `ladder cancel S` said "nothing to cancel" and the workers trained on for nothing. Now the plan is
+    refused, naming the runs and the cancel that stops them, and nothing is written."""
+    spec, out = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus), tmp_path / "S"
+    first = _plan(capsys, spec, out)
+    running, queued = (r["run_id"] for r in first["runs"])
+    sd = layout.StudyDir(out)
+    record_job(sd, queued, cancelled=False, job_id=str(os.getpid()))  # a live local worker, not on it yet
+    _edit(spec, lr_max=0.01)
+    plan_before = sd.plan.read_bytes()
+    with run_lock(sd.run(running)) as held:
+        assert held
+        words = ("still queued or running", f"{running} (running)", f"{queued} (queued)")
+        one_line(
+            run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json"),
+            *words,
+            f"ladder cancel {out} --run {running} --run {queued}",
+        )
+        r = run_cli(capsys, "run", spec, "--out", out, "--no-fit-check")  # its plan warns first (2 sizes)
+        assert r.code == 2 and "Traceback" not in r.stderr and all(w in r.stderr.splitlines()[-1] for w in words)
+        assert sd.plan.read_bytes() == plan_before and len(sd.all_run_dirs()) == 2  # nothing written
+    # once they ended (here: the lock let go, the job cancelled), the same plan goes through
+    record_job(sd, queued, cancelled=True, job_id=str(os.getpid()))
+    again = _plan(capsys, spec, out)
+    assert sorted(again["orphans"]) == sorted([running, queued]) and len(again["new"]) == 2
