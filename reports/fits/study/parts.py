@@ -24,6 +24,25 @@ def _values(values) -> str:
     return "[" + ", ".join(f"{v:g}" if isinstance(v, float | int) else str(v) for v in values) + "]"
 
 
+LABELS = {"tied_vs_untied": "tied vs untied", "depth_vs_width": "depth vs width"}
+
+
+def _absent(key: str, asked: bool, reasons: dict, warnings: list) -> None:
+    """No such ablation to fit (``reasons[key]`` says why): a warning only where the study asked for it."""
+    if asked:
+        warnings.append(f"{LABELS[key]}: {reasons[key]}")
+
+
+def _fitted(key: str, fit, df, hero0, reasons: dict, warnings: list, *, n_boot: int, seed: int):
+    """``fit`` on ``df``'s rungs toward the hero's compute; None, with the reason, where the fit refuses."""
+    try:
+        return fit(table.rungs_as_scale(df), hero0["flops"] if hero0 else None, n_boot=n_boot, seed=seed)
+    except FitError as exc:
+        reasons[key] = f"{LABELS[key]}: {exc}"
+        warnings.append(reasons[key])
+        return None
+
+
 def tie(df, hero0, study, reasons, warnings, *, n_boot: int = ABLATION_BOOT, seed: int = 0):
     """The tied-vs-untied ablation, when the runs have both variants."""
     asked = study is not None and study.ablations.tie_embeddings is not None and len(study.ablations.tie_embeddings) > 1
@@ -31,9 +50,7 @@ def tie(df, hero0, study, reasons, warnings, *, n_boot: int = ABLATION_BOOT, see
         reasons["tied_vs_untied"] = (
             "this study has no tied-vs-untied ablation (the runs table has no tie_embeddings column)"
         )
-        if asked:
-            warnings.append(f"tied vs untied: {reasons['tied_vs_untied']}")
-        return None
+        return _absent("tied_vs_untied", asked, reasons, warnings)
     kinds = df["tie_embeddings"].map(tie_kind)
     if kinds.nunique() < 2:
         only = kinds.iloc[0] if len(kinds) else "?"
@@ -42,17 +59,9 @@ def tie(df, hero0, study, reasons, warnings, *, n_boot: int = ABLATION_BOOT, see
             if asked
             else f"this study has no tied-vs-untied ablation (all runs are {only})"
         )
-        if asked:
-            warnings.append(f"tied vs untied: {reasons['tied_vs_untied']}")
-        return None
-    sub = table.rungs_as_scale(df)
-    try:
-        res = fit_tie_ablation(sub, hero0["flops"] if hero0 else None, n_boot=n_boot, seed=seed)
-    except FitError as exc:
-        reasons["tied_vs_untied"] = f"tied vs untied: {exc}"
-        warnings.append(reasons["tied_vs_untied"])
-        return None
-    if res.trend is None:
+        return _absent("tied_vs_untied", asked, reasons, warnings)
+    res = _fitted("tied_vs_untied", fit_tie_ablation, df, hero0, reasons, warnings, n_boot=n_boot, seed=seed)
+    if res is not None and res.trend is None:
         warnings.append(f"tied vs untied: {res.reason}")
     return res
 
@@ -116,9 +125,7 @@ def depth_width(prim_df, hero0, study, reasons, warnings, seed, *, n_boot: int =
         ar = prim_df["d_model"] / prim_df["n_layers"]
     else:
         reasons["depth_vs_width"] = "this study has no depth-vs-width sweep (the runs table has no aspect_ratio column)"
-        if asked:
-            warnings.append(f"depth vs width: {reasons['depth_vs_width']}")
-        return None
+        return _absent("depth_vs_width", asked, reasons, warnings)
     n_shapes = ar.round(6).groupby(prim_df["_rung"]).nunique()
     if not (n_shapes >= 3).any():
         reasons["depth_vs_width"] = (
@@ -128,17 +135,9 @@ def depth_width(prim_df, hero0, study, reasons, warnings, seed, *, n_boot: int =
             if asked
             else "this study has no depth-vs-width sweep (no rung has 3 or more aspect ratios)"
         )
-        if asked:
-            warnings.append(f"depth vs width: {reasons['depth_vs_width']}")
-        return None
-    sub = table.rungs_as_scale(prim_df)
-    try:
-        res = fit_depth_width(sub, hero0["flops"] if hero0 else None, n_boot=n_boot, seed=seed)
-    except FitError as exc:
-        reasons["depth_vs_width"] = f"depth vs width: {exc}"
-        warnings.append(reasons["depth_vs_width"])
-        return None
-    if res.aspect is None:
+        return _absent("depth_vs_width", asked, reasons, warnings)
+    res = _fitted("depth_vs_width", fit_depth_width, prim_df, hero0, reasons, warnings, n_boot=n_boot, seed=seed)
+    if res is not None and res.aspect is None:
         warnings.append(f"depth vs width: {res.reason}")
     return res
 
