@@ -59,3 +59,56 @@ def test_planning_again_never_drops_runs_that_still_train(tmp_path, capsys, tiny
     record_job(sd, queued, cancelled=True, job_id=str(os.getpid()))
     again = _plan(capsys, spec, out)
     assert sorted(again["orphans"]) == sorted([running, queued]) and len(again["new"]) == 2
+
+
+def test_a_run_records_the_preparation_of_the_corpus_it_trained_on(tmp_path):
+    """result.json says which preparation of the corpus a run trained on (the cache key, the tokenizer's hash and
+    the token counts): what tells runs apart when the corpus changes in place under a growing study."""
+    import dataclasses
+    import hashlib
+    import json
+    from types import SimpleNamespace
+
+    from ladder.model.training.inputs import _identity
+    from tests.model.training.tiny_runs import make_run, make_spec, tiny_data, train
+
+    tok = tmp_path / "tokenizer.json"
+    tok.write_text('{"model": {}}')
+    prepared = SimpleNamespace(key="ab" * 8, tokenizer_file=tok, train_tokens=41_985, val_tokens=4_669)
+    identity = _identity(prepared)
+    assert identity == {
+        "key": "ab" * 8,
+        "tokenizer_sha256": hashlib.sha256(tok.read_bytes()).hexdigest(),
+        "train_tokens": 41_985,
+        "val_tokens": 4_669,
+    }
+    run = make_run(tmp_path / "runs", make_spec(steps=4))
+    result = train(run, dataset=dataclasses.replace(tiny_data(), identity=identity), device="cpu")
+    assert result["status"] == "done" and result["data"] == identity
+    assert json.loads((run / "result.json").read_text())["data"] == identity
+
+
+def test_runs_trained_on_a_corpus_changed_in_place_are_not_fitted_as_one_ladder_without_a_word(study, capsys):
+    """A study trained, then documents added to its corpus folder (same path, so the same run ids) and a size
+    added: the new run trained on a new tokenizer and other tokens, and `ladder collect` and `ladder fit` fitted
+    its loss with the others' as one ladder, without a word. Now both say which runs trained on which data, and
+    fit.json (so the report) holds it."""
+    import json
+
+    runs = sorted(p for p in (study / "runs").iterdir() if (p / "result.json").is_file())
+    for i, rd in enumerate(runs):
+        result = json.loads((rd / "result.json").read_text())
+        late = i == len(runs) - 1
+        result["data"] = {
+            "key": "b" * 16 if late else "a" * 16,
+            "tokenizer_sha256": ("e68ea9b81499" if late else "9d73f1b7da59") + "0" * 52,
+            "train_tokens": 55_721 if late else 41_985,
+            "val_tokens": 4_669,
+        }
+        (rd / "result.json").write_text(json.dumps(result))
+    words = ("2 different preparations of the corpus", "tokenizer e68ea9b81499", runs[-1].name, "--out NEW")
+    r = run_cli(capsys, "collect", study)
+    assert r.code == 0 and all(w in r.stderr for w in words), r.stderr
+    r = run_cli(capsys, "fit", study)
+    assert r.code == 0 and all(w in r.stderr for w in words), r.stderr
+    assert any(all(w in x for w in words) for x in json.loads((study / "fit.json").read_text())["warnings"])

@@ -73,6 +73,9 @@ BOOK_COLUMNS = {
     "run predates the split",
     "loss_novel": "the same over the other (novel) targets",
     "repeat_share": "the repeats' share of the evaluation targets (the same for every run of one data key)",
+    "data": "which preparation of the corpus the run trained on (its tokenizer's SHA-256, first 12 hex digits, and "
+    "its train and validation token counts, from result.json's data); runs of one study on others are not "
+    "comparable, and collect and fit say so; null for a run that has not ended or predates the record",
     "problems": "'; '-joined problems found in the run's files (skipped metrics lines, unreadable lm-eval "
     "files, a truncated curve); null when none",
 }
@@ -260,10 +263,49 @@ def run_record(
             "restarts": result.get("restarts"),
             "diverged_at_step": result.get("diverged_at_step"),
             "reason": reason if reason is not None else _text(result.get("reason")),
+            "data": data_id(result.get("data")),
             "problems": "; ".join(str(p).split(": ", 1)[1] for p in problems) if problems else None,
         }
     )
     return row
+
+
+def data_id(identity: Any) -> str | None:
+    """The ``data`` column: a run's result.json ``data`` (the preparation it trained on) as one short word,
+    ``<tokenizer sha256[:12]>/<train tokens>/<validation tokens>``; None when it records none."""
+    if not isinstance(identity, dict):
+        return None
+    tok, train, val = (identity.get(k) for k in ("tokenizer_sha256", "train_tokens", "val_tokens"))
+    if not isinstance(tok, str) or not all(isinstance(n, int) and not isinstance(n, bool) for n in (train, val)):
+        return None
+    return f"{tok[:12]}/{train}/{val}"
+
+
+def mixed_data(runs: pd.DataFrame, study_dir: Path) -> str | None:
+    """Why the done rungs of a results table cannot all be fitted as one ladder: they trained on different
+    preparations of the corpus (its files or its tokenizer changed in place after some of them had finished, so
+    the runs planned later trained on other tokens, and a loss per token under another tokenizer is another
+    unit); None when they share one (runs that predate the record are taken as sharing it)."""
+    if "data" not in runs.columns or "status" not in runs.columns:
+        return None
+    done = runs[(runs["status"] == "done") & (runs.get("role", "rung") != "hero") & runs["data"].notna()]
+    groups = done.groupby("data", sort=False)["run_id"].apply(list)
+    if len(groups) < 2:
+        return None
+
+    def said(data: str, ids: list[str]) -> str:
+        tok, train, val = data.split("/")
+        shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        return f"{len(ids)} on tokenizer {tok} with {int(train):,} train tokens ({shown})"
+
+    return (
+        f"the done runs trained on {len(groups)} different preparations of the corpus: "
+        + "; ".join(said(d, ids) for d, ids in groups.items())
+        + ": the corpus or its tokenizer changed in place while the study grew, and a loss under another "
+        "tokenizer or corpus is not the same measure, yet the fit takes them as one ladder; to fit one ladder, "
+        "train every run on the corpus as it is now in a new study folder (`ladder plan STUDY --out NEW`); "
+        f"each run's `data` is in {layout.StudyDir(Path(study_dir)).results_csv}"
+    )
 
 
 def collect(study_dir: Path) -> Collected:

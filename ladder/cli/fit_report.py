@@ -305,7 +305,7 @@ def fit(
             raise FitError(f"{runs}: {exc}{merged}") from None
     else:
         from ladder import layout
-        from ladder.books.collect import read_results
+        from ladder.books.collect import mixed_data, read_results
         from ladder.plan.planner import edited_since_plan, read_study
 
         study = read_study(study_dir)
@@ -317,6 +317,8 @@ def fit(
         check_predictions_in_family(points, study)
         table = read_results(study_dir)
         _check_bootstrap(bootstrap, _fitted_rows(table))
+        mixed = mixed_data(table, study_dir)  # runs trained on other preparations of the corpus: said, in fit.json
+        warnings += [mixed] if mixed else []
         warnings += _far_from_the_ladder(points, table)
         with _quiet_numpy():
             result = fit_study(table, study=study, predict=predict, n_boot=bootstrap, seed=seed, study_dir=study_dir)

@@ -266,11 +266,12 @@ def collect(
     Reads only the files the runs wrote. A problem (an unusable result.json, a torn metrics line, an unreadable
     lm-eval file) costs only what it touches and is reported; the run's row stays, with its state and error."""
     from ladder.books.collect import collect as do_collect
-    from ladder.books.collect import write_collected
+    from ladder.books.collect import mixed_data, write_collected
 
     c = do_collect(study_dir)
     _warn_of_damaged_jobs(study_dir)
     paths = write_collected(study_dir, c)
+    mixed = mixed_data(c.runs, study_dir)  # runs trained on other preparations of the corpus, fitted as one
     payload = {
         "rows": len(c.runs),
         "files": [str(p) for p in paths],
@@ -278,10 +279,13 @@ def collect(
         "problems": [p.to_dict() for p in c.problems],
         "pending": c.pending,
         "failed": c.failed,
+        "warnings": [mixed] if mixed else [],
     }
     if as_json:
         print_json(payload)
         return
+    if mixed:
+        err.print(f"[yellow]warning[/]: {escape(mixed)}", soft_wrap=True)
     for p in c.problems:
         err.print(f"[yellow]problem[/] {escape(str(p))}")
     if c.failed:

@@ -63,6 +63,9 @@ class TrainData:
     tokenizer_dir: Path | None = None
     eos_id: int | None = None
     pad_id: int | None = None
+    # which preparation of the corpus it is (result.json's ``data``): the cache key, the tokenizer's SHA-256 and the
+    # token counts; runs of one study trained on others (the corpus or tokenizer changed in place) are told apart
+    identity: dict[str, Any] | None = None
 
 
 def inputs_and_labels(windows: torch.Tensor, *, label_shift_bug: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -92,6 +95,22 @@ def _not_prepared(exc: OSError, data_cache: Any) -> Exception:
     )
 
 
+def _identity(prepared: Any) -> dict[str, Any] | None:
+    """The identity of a ``PreparedData``: its cache key, its tokenizer file's SHA-256 and its token counts."""
+    import hashlib
+
+    try:
+        tokenizer = hashlib.sha256(Path(prepared.tokenizer_file).read_bytes()).hexdigest()
+    except (OSError, TypeError, AttributeError):
+        return None
+    return {
+        "key": str(getattr(prepared, "key", "")),
+        "tokenizer_sha256": tokenizer,
+        "train_tokens": int(prepared.train_tokens),
+        "val_tokens": int(prepared.val_tokens),
+    }
+
+
 def resolve_data(spec: RunSpec, dataset: Any, data_cache: Any, progress: bool, d: Dist) -> TrainData:
     """The run's :class:`TrainData`: ``dataset`` as given, the windows of a ``PreparedData``, or (``None``) the
     spec's data prepared (rank 0 first; the others then find it in the cache)."""
@@ -118,5 +137,6 @@ def resolve_data(spec: RunSpec, dataset: Any, data_cache: Any, progress: bool, d
             tokenizer_dir=Path(dataset.tokenizer_dir),
             eos_id=dataset.eos_id,
             pad_id=dataset.pad_id,
+            identity=_identity(dataset),
         )
     raise TypeError(f"dataset must be a TrainData or a PreparedData, got {type(dataset).__name__}")

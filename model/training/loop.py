@@ -158,9 +158,11 @@ class _Trainer:
         return self.state["wall_time_s"] + (time.perf_counter() - self.attempt_start)
 
     def _base_result(self) -> dict[str, Any]:
+        identity = getattr(getattr(self, "data", None), "identity", None)  # the data it trained on
         return base_result(self.spec, self.run_dir, self.state, tokens_per_step=self.tokens_per_step,
                            sequences=self.S, seq_len=self.seq_len, elapsed_s=self._elapsed(), peak=self.peak,
-                           dev=self.dev, precision=self.precision, world_size=self.d.world_size)  # fmt: skip
+                           dev=self.dev, precision=self.precision,
+                           world_size=self.d.world_size) | ({"data": identity} if identity else {})  # fmt: skip
 
     # ---------------------------------------------------------------------------------------- setup
     def _setup(self) -> None:
