@@ -112,3 +112,28 @@ def test_runs_trained_on_a_corpus_changed_in_place_are_not_fitted_as_one_ladder_
     r = run_cli(capsys, "fit", study)
     assert r.code == 0 and all(w in r.stderr for w in words), r.stderr
     assert any(all(w in x for w in words) for x in json.loads((study / "fit.json").read_text())["warnings"])
+
+
+def test_status_counts_the_runs_of_earlier_plans_that_an_edit_left_out(tmp_path, capsys, tiny_jsonl_corpus):
+    """Runs trained, then lr_max edited and the study planned again into its folder: `ladder status S` showed the
+    new plan alone ("4 runs: 4 planned; 0 of ... FLOPs spent"), and the finished runs and the compute they spent
+    left the books without a word. Now a line under the totals (and `earlier_plans` in --json) counts them by
+    state, says they are neither collected nor fitted, and how to take them back."""
+    from ladder.plan.planner import read_plan
+    from tests.fake_runs import finish
+
+    spec, out = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus), tmp_path / "S"
+    _plan(capsys, spec, out)
+    sd = layout.StudyDir(out)
+    finish(sd, read_plan(out)[1][0])
+    r = run_cli(capsys, "status", out, "--json")
+    assert r.code == 0 and r.json()["earlier_plans"] == {}
+    _edit(spec, lr_max=0.01)
+    assert len(_plan(capsys, spec, out)["orphans"]) == 2
+    r = run_cli(capsys, "status", out, "--json")
+    assert r.code == 0 and r.json()["earlier_plans"] == {"done": 1, "planned": 1}
+    assert r.json()["totals"]["runs"] == 2  # the current plan's runs, as collect and fit count them
+    r = run_cli(capsys, "status", out)
+    line = r.stdout.strip().splitlines()[-1]
+    assert r.code == 0 and "earlier plans: 2 more run directories" in line, r.stdout
+    assert "(1 done, 1 planned)" in line and "neither collected nor fitted" in line

@@ -411,3 +411,26 @@ def refuse_dropping_live_runs(study_dir: Path, keep: list[str]) -> None:
             f"`ladder cancel {where} {runs}` stops them (a running one checkpoints first), or wait until "
             "`ladder status` shows them ended; then plan again"
         )
+
+
+def earlier_runs(study_dir: Path) -> dict[str, int]:
+    """The run directories of earlier plans that the current plan no longer has (the study file was edited: another
+    lr, corpus, size ...), by state: kept on disk, never collected or fitted, but no run leaves the books
+    unsaid (`ladder status` counts them). Empty when there are none or plan.json cannot be read."""
+    from ladder.errors import StateError
+    from ladder.plan.planner import read_run_spec
+
+    sd = layout.StudyDir(Path(study_dir))
+    try:
+        planned = {e.run_id for e in plan_entries(sd.path)}
+    except StateError:
+        return {}
+    book = job_records.read(sd)
+    counts: dict[str, int] = {}
+    for rd in sd.all_run_dirs():
+        if rd.run_id in planned:
+            continue
+        spec = read_run_spec(rd)
+        state = "damaged" if isinstance(spec, str) else run_state(sd, spec, book)[0]
+        counts[state] = counts.get(state, 0) + 1
+    return counts

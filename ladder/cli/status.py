@@ -225,7 +225,7 @@ def status(
     command that repairs it is named); a failed, diverged, corrupt or damaged run shows its error, and a run whose
     files had lines to skip shows them. A finished run shows the losses of its result.json. Totals follow the
     table, with the FLOPs spent by every run (a branch: its own steps)."""
-    from ladder.books.run_status import LIVE, EtaClock, study_status, totals, wait
+    from ladder.books.run_status import LIVE, EtaClock, earlier_runs, study_status, totals, wait
 
     given, interval = interval is not None, 2.0 if interval is None else interval
     # at most a day between refreshes: a bigger one (1e308) is a typo, and time.sleep overflows on it
@@ -245,15 +245,36 @@ def status(
         _warn_of_damaged_jobs(study_dir)
         # the study's time left, as `ladder run` and --watch give it, while something runs or waits its turn
         eta_s = EtaClock()(rows) if any(r.state in LIVE for r in rows) else None
+        earlier = earlier_runs(study_dir)  # runs the study file planned before it was edited: kept, said
         if as_json:
-            print_json({"runs": [r.to_dict() for r in rows], "totals": {**totals(rows), "eta_s": eta_s}})
+            print_json(
+                {
+                    "runs": [r.to_dict() for r in rows],
+                    "totals": {**totals(rows), "eta_s": eta_s},
+                    "earlier_plans": earlier,
+                }
+            )
         else:
             out.print(status_table(rows, f"status: {study_dir}"))
             out.print(totals_line(totals(rows), eta_s))
+            if earlier:
+                out.print(earlier_line(study_dir, earlier))
     bad = [r.run_id for r in rows if r.state in FAILED]
     if check and bad:
         err.print(f"[red]{len(bad)} runs failed, diverged, are corrupt or damaged[/]: {', '.join(bad)}")
         raise typer.Exit(1)
+
+
+def earlier_line(study_dir: Path, earlier: dict[str, int]) -> str:
+    """The line under the totals that counts the run directories of earlier plans (kept, not in this plan)."""
+    n = sum(earlier.values())
+    states = ", ".join(f"{k} {s}" for s, k in sorted(earlier.items(), key=lambda x: -x[1]))
+    return (
+        f"earlier plans: {n} more run director{'ies' if n != 1 else 'y'} in "
+        f"{escape(str(layout.StudyDir(Path(study_dir)).runs))} ({states}), planned before the study file was "
+        "edited, not in the current plan: kept on disk, but neither collected nor fitted; planning the file as it "
+        "was takes them back"
+    )
 
 
 def collect(
