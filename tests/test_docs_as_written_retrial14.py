@@ -1,0 +1,62 @@
+"""The docs as written (issue 28, re-trial 14): what README.md, docs/guide.md and each command's --help show is what
+a user who copies it gets. A snippet copied verbatim works, and a figure the docs quote from an example's output is
+in that output."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from tests.cli_helpers import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _readme_study() -> dict:
+    return next(yaml.safe_load(b) for b in _blocks(README, "yaml") if b.startswith("name: "))
+
+
+def test_the_guides_study_snippets_validate_when_copied_into_the_readme_study(capsys, tmp_path):
+    # the budgets block set both `replicates: {seeds: [1]}` and `ablations: {seed: [0, 1]}` (two alternatives, the
+    # second a comment's "or"): copied as written, validate refused it ("replicates.seeds [1] repeat the study's own
+    # seed")
+    snippets = _blocks(GUIDE, "yaml")
+    assert len(snippets) >= 2, snippets
+    for k, snippet in enumerate(snippets):
+        study = _readme_study()
+        for section, value in yaml.safe_load(snippet).items():
+            if isinstance(value, dict) and isinstance(study.get(section), dict):
+                study[section] = {**study[section], **value}
+            else:
+                study[section] = value
+        path = tmp_path / f"guide-{k}.yaml"
+        path.write_text(yaml.safe_dump(study), encoding="utf-8")
+        r = run_cli(capsys, "studies", "validate", path)
+        assert r.code == 0 and "Traceback" not in r.stderr, (snippet, r.stderr)
+
+
+def test_the_distance_the_guide_quotes_is_in_its_examples_table(capsys, monkeypatch):
+    # "The table's distance is the forecast's multiple in its farthest axis (`57.6x compute`)", right under the
+    # example whose table says "683,594x compute (beyond reach)": no example prints 57.6x
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "160")
+    said = re.search(r"The table's distance is .*?\((?:here )?`([^`]+)`\)", _words(GUIDE))
+    assert said, "the guide's sentence on the table's distance"
+    command = next(line.split()[1:] for b in _blocks(GUIDE, "bash") for line in b.splitlines() if "--predict" in line)
+    r = run_cli(capsys, *command)
+    assert r.code == 0, r.stderr
+    [row] = [ln for ln in r.stdout.splitlines() if ln.startswith("7e9:4e12 ")]
+    assert said.group(1) in row, (said.group(1), row)
+    assert "219x the ladder's largest model" in r.stdout + r.stderr  # "(here 219x the largest model)"
