@@ -137,3 +137,25 @@ def test_status_counts_the_runs_of_earlier_plans_that_an_edit_left_out(tmp_path,
     line = r.stdout.strip().splitlines()[-1]
     assert r.code == 0 and "earlier plans: 2 more run directories" in line, r.stdout
     assert "(1 done, 1 planned)" in line and "neither collected nor fitted" in line
+
+
+def test_a_study_renamed_in_its_file_is_told_how_to_carry_on_with_its_runs(tmp_path, capsys, tiny_jsonl_corpus):
+    """The study file's name changed ('micro' -> 'micro v2') after its runs trained, then `ladder plan s.yaml
+    --out S`: "S holds study 'micro', not 'micro v2': choose another --out directory", which trains every run
+    again in a new folder. Now the refusal says the file plans runs of S and that keeping the old name carries on
+    with them; a study that shares no run with the folder is told only to choose another folder."""
+    spec, out = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus), tmp_path / "S"
+    _plan(capsys, spec, out)
+    write_study(spec, tiny_jsonl_corpus, name="micro v2")
+    runs = sorted(p.name for p in (out / "runs").iterdir())
+    line = one_line(
+        run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json"),
+        "holds study 'micro', not 'micro v2'",
+        "plans 2 of its runs",
+        "keep name: 'micro' in the study file",
+        "choose another --out directory",
+    )
+    assert sorted(p.name for p in (out / "runs").iterdir()) == runs
+    write_study(spec, tiny_jsonl_corpus, name="other", sizes=("5K",))
+    line = one_line(run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json"), "holds study 'micro'")
+    assert "keep name" not in line and "choose another --out directory" in line

@@ -203,8 +203,17 @@ def check_target(plan: Plan, study_dir: Path) -> layout.StudyDir:
         except SpecError:
             previous = None
         if previous is not None and previous != plan.study.name:
+            # a study renamed in its file while it grew: "choose another --out" alone trained every run again
+            shared = sum(1 for r in plan.runs if sd.run(r.run_id).spec.is_file())
+            renamed = (
+                f"; the study file plans {shared} of its runs (renamed?): to carry on with them here, keep "
+                f"name: {previous!r} in the study file (a run's id does not depend on the name)"
+                if shared
+                else ""
+            )
             raise StateError(
-                f"{sd.path} holds study {previous!r}, not {plan.study.name!r}: choose another --out directory"
+                f"{sd.path} holds study {previous!r}, not {plan.study.name!r}{renamed}; for a new study, choose "
+                "another --out directory"
             )
     return sd
 
