@@ -60,3 +60,24 @@ def test_the_distance_the_guide_quotes_is_in_its_examples_table(capsys, monkeypa
     [row] = [ln for ln in r.stdout.splitlines() if ln.startswith("7e9:4e12 ")]
     assert said.group(1) in row, (said.group(1), row)
     assert "219x the ladder's largest model" in r.stdout + r.stderr  # "(here 219x the largest model)"
+
+
+def _help(capsys, *command: str) -> str:
+    r = run_cli(capsys, *command, "--help")
+    assert r.code == 0, r.stderr
+    return _words(r.stdout.replace("│", " "))
+
+
+def test_scoring_twice_does_what_scores_help_says(capsys, study: Path):
+    # the help said "Each score is appended to its freeze's scores"; a second `forecast score` says "the same as its
+    # last score: not appended again" and the freeze keeps one score
+    import json
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    for _ in range(2):
+        r = run_cli(capsys, "forecast", "score", study, "--loss", "3.5")
+        assert r.code == 0, r.stderr
+    assert "not appended again" in r.stdout
+    assert len(json.loads((study / "forecast.json").read_text())["scores"]) == 1
+    said = _help(capsys, "forecast", "score")
+    assert "(one the same as its freeze's last score is not appended again" in said, said

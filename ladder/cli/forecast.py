@@ -318,8 +318,9 @@ def score(
     """Score every frozen forecast against the hero: error % and z-score (both forecast minus actual: positive
     when the forecast was too high), inside the 90% interval or not.
 
-    Each score is appended to its freeze's scores; when no freeze has a forecast at the hero's point, nothing is
-    scored and one line says why for each. A --curve ends at the hero's planned tokens: a point past them (a
+    Each score is appended to its freeze's scores (one the same as its freeze's last score is not appended again,
+    so scoring twice adds nothing); when no freeze has a forecast at the hero's point, nothing is scored and one
+    line says why for each. A --curve ends at the hero's planned tokens: a point past them (a
     longer run) or two losses at one point is refused, naming the rows. While the hero still trains (or --curve
     stops before its planned tokens), its final loss is forecast from its partial curve, by the ladder's own
     finished curves at the same fraction of training, and compared with the frozen forecast: an early warning.
