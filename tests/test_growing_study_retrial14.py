@@ -159,3 +159,17 @@ def test_a_study_renamed_in_its_file_is_told_how_to_carry_on_with_its_runs(tmp_p
     write_study(spec, tiny_jsonl_corpus, name="other", sizes=("5K",))
     line = one_line(run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check", "--json"), "holds study 'micro'")
     assert "keep name" not in line and "choose another --out directory" in line
+
+
+def test_fit_of_a_replanned_study_with_its_hero_counts_the_runs_as_status_does(study, capsys):
+    """A study with its hero planned, then replanned with another tokens_per_param (every rung new): `ladder
+    status` and `ladder collect` counted 6 runs, and `ladder fit` said "none of the 5 run(s) is done (planned)"
+    without saying what became of the sixth. Now fit names the hero run beside them, never fitted."""
+    assert run_cli(capsys, "hero", study).code == 0
+    for rd in (study / "runs").iterdir():  # the rungs as the new plan has them: not trained yet
+        for name in ("result.json", "metrics.jsonl"):
+            (rd / name).unlink(missing_ok=True)
+    r = run_cli(capsys, "collect", study, "--json")
+    n = r.json()["rows"]
+    line = one_line(run_cli(capsys, "fit", study), f"none of the {n - 1} run(s) is done (planned)")
+    assert "besides the 1 hero run(s), which are never fitted" in line

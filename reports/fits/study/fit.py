@@ -141,13 +141,17 @@ def fit_study(
             f"hero run(s) {', '.join(map(str, hero_rows.index))} not fitted: a forecast is checked "
             "against the hero (`ladder forecast score`), so the hero never feeds it"
         )
+    ladder_states = sorted({str(e["status"]) for e in excluded})  # of the ladder's runs, the hero's not among them
     excluded.extend(table.hero_excluded(hero_rows))
     if not ok.any():
         # a plain submit skips failed runs
         retry = " --retry-failed" if {str(e["status"]) for e in excluded} & {"failed", "diverged", "corrupt"} else ""
         raise FitError(
             f"fit: no finished runs to fit: none of the {len(raw)} run(s) is done "
-            f"({', '.join(sorted({str(e['status']) for e in excluded}))}); "
+            f"({', '.join(ladder_states)})"
+            # the study's books count the hero too: "6 runs" in status and collect, "5" here, said why
+            + (f", besides the {len(hero_rows)} hero run(s), which are never fitted" if len(hero_rows) else "")
+            + "; "
             + (
                 f"train them (`ladder submit{at}{retry}`), then `ladder collect{at}` and fit again; "
                 f"`ladder status{at}` shows where they are"
