@@ -81,3 +81,19 @@ def test_scoring_twice_does_what_scores_help_says(capsys, study: Path):
     assert len(json.loads((study / "forecast.json").read_text())["scores"]) == 1
     said = _help(capsys, "forecast", "score")
     assert "(one the same as its freeze's last score is not appended again" in said, said
+
+
+def test_a_damaged_hero_is_rewritten_by_the_command_status_names(capsys, study: Path):
+    # status --help: "damaged (...: the command that repairs it is named)". For a hero run it named
+    # `ladder plan S/study.yaml --out S`, which drops the hero from plan.json instead of rewriting it
+    assert run_cli(capsys, "hero", study).code == 0
+    [hero] = [p for p in (study / "runs").iterdir() if '"role": "hero"' in (p / "spec.json").read_text()]
+    (hero / "spec.json").unlink()
+    rows = run_cli(capsys, "status", study, "--json").json()["runs"]
+    [damaged] = [r for r in rows if r["run_id"] == hero.name]
+    assert damaged["state"] == "damaged", damaged
+    [command] = re.findall(r"`(ladder [^`]*)` rewrites it", damaged["error"])
+    assert command.split()[1] == "hero", damaged["error"]
+    assert run_cli(capsys, *command.split()[1:]).code == 0
+    rows = run_cli(capsys, "status", study, "--json").json()["runs"]
+    assert [r["state"] for r in rows if r["run_id"] == hero.name] == ["planned"], rows

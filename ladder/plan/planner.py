@@ -405,7 +405,33 @@ def plan_entries(study_dir: Path) -> list[RunSpec | Damaged]:
     for run_id in _plan_ids(sd):
         spec = read_run_spec(sd.run(run_id))
         entries.append(Damaged(run_id, spec, repair_command(sd.path)) if isinstance(spec, str) else spec)
+    damaged = [i for i, e in enumerate(entries) if isinstance(e, Damaged)]
+    if damaged:  # a damaged run the study file does not plan (a hero) is rewritten by `ladder hero`, not by a plan
+        studied = _studied_ids(sd)
+        for i in damaged:
+            entry = entries[i]
+            if studied is not None and entry.run_id not in studied:
+                entries[i] = Damaged(
+                    entry.run_id, entry.why + _NOT_STUDIED, f"ladder hero {layout.shell_word(sd.path)}"
+                )
     return entries
+
+
+# `ladder plan` keeps the hero runs it can read and drops one whose spec.json is gone: not the command to name
+_NOT_STUDIED = (
+    " (a hero run: the study file does not plan it, and `ladder plan` would drop it; give `ladder hero` the "
+    "--params, --tokens or --seed it was planned with, if any)"
+)
+
+
+def _studied_ids(sd: layout.StudyDir) -> set[str] | None:
+    """The run ids the study's study.yaml plans, or None when it cannot be read (its own check names it)."""
+    from ladder.studies import load_study
+
+    try:
+        return {r.run_id for r in expand(load_study(sd.path)).runs}
+    except Exception:  # noqa: BLE001 - a study that cannot be read keeps the plan's repair command
+        return None
 
 
 def readable_runs(study_dir: Path) -> list[RunSpec]:
