@@ -97,3 +97,14 @@ def test_a_damaged_hero_is_rewritten_by_the_command_status_names(capsys, study: 
     assert run_cli(capsys, *command.split()[1:]).code == 0
     rows = run_cli(capsys, "status", study, "--json").json()["runs"]
     assert [r["state"] for r in rows if r["run_id"] == hero.name] == ["planned"], rows
+
+
+def test_suggests_json_method_says_how_its_gain_is_reckoned(tmp_path):
+    # plan --suggest --json: the "method" said the gain is "baseline - expected", while gain_pct is the ratio
+    # expected / baseline applied to the fit's interval (current 17.11%, baseline 17.65%, expected 23.06%: the
+    # method's rule gives -5.41 pp, the JSON -5.24 pp and the table "17.11% -> 22.35%")
+    from ladder.forecast.next_runs import Suggestion
+
+    method = Suggestion(tmp_path, 17.11, 17.65, 1e15, [], []).to_dict()["method"]
+    assert "``baseline - expected``" not in method, method
+    assert "after = current x expected / baseline" in method and "gain is current - after" in method, method

@@ -8,9 +8,11 @@ rollout's calibration factor, as the hero's own interval is), taken at the ``k``
 ``(i + 1/2) / k`` of the mixture so that a few outcomes cover it evenly. Each outcome is added to the forecast's
 runs and the whole forecast is fitted again (law forms, rollout, weights, calibration; ``n_boot`` bootstrap
 refits); the hero's half-width of each refit is recorded and their mean is the expected half-width. The
-baseline is the same refit without the candidate (the same ``n_boot`` and seed), so the gain
-``baseline - expected`` compares like with like. Each candidate is valued alone: two suggestions together may be
-worth less than the sum of their gains.
+baseline is the same refit without the candidate (the same ``n_boot`` and seed), so the ratio
+``expected / baseline`` compares like with like; it is applied to the fit's own interval (``current``), which
+the baseline differs from by the bootstrap's noise: after = current x expected / baseline, and the gain is
+current - after. Each candidate is valued alone: two suggestions together may be worth less than the sum of
+their gains.
 """
 
 from __future__ import annotations
