@@ -268,7 +268,7 @@ def status(
 def earlier_line(study_dir: Path, earlier: dict[str, int]) -> str:
     """The line under the totals that counts the run directories of earlier plans (kept, not in this plan)."""
     n = sum(earlier.values())
-    states = ", ".join(f"{k} {s}" for s, k in sorted(earlier.items(), key=lambda x: -x[1]))
+    states = ", ".join(f"{k} {s}" for s, k in sorted(earlier.items(), key=lambda x: (-x[1], x[0])))
     return (
         f"earlier plans: {n} more run director{'ies' if n != 1 else 'y'} in "
         f"{escape(str(layout.StudyDir(Path(study_dir)).runs))} ({states}), planned before the study file was "
