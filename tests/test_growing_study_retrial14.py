@@ -173,3 +173,66 @@ def test_fit_of_a_replanned_study_with_its_hero_counts_the_runs_as_status_does(s
     n = r.json()["rows"]
     line = one_line(run_cli(capsys, "fit", study), f"none of the {n - 1} run(s) is done (planned)")
     assert "besides the 1 hero run(s), which are never fitted" in line
+
+
+def test_a_run_resumed_after_its_corpus_changed_in_place_is_stopped_not_finished_on_other_tokens(tmp_path):
+    """A run interrupted, then documents added to the corpus folder (the same run id) and the run submitted again:
+    it resumed from its checkpoint and finished on the new tokenizer's tokens, a loss of neither corpus, as if
+    nothing had changed. Now it fails at once, saying what changed and how to go on; on the corpus it started
+    with it resumes as before."""
+    import dataclasses
+    import json
+
+    import pytest
+
+    from ladder.errors import DataError
+    from tests.model.training.tiny_runs import make_run, make_spec, tiny_data, train
+
+    old = {"key": "a" * 16, "tokenizer_sha256": "9d73" + "0" * 60, "train_tokens": 41_985, "val_tokens": 4_669}
+    new = {**old, "key": "b" * 16, "tokenizer_sha256": "e68e" + "0" * 60, "train_tokens": 55_721}
+    run = make_run(tmp_path / "runs", make_spec(steps=8, checkpoint_interval=2, eval_interval=4))
+    data = tiny_data()
+    assert train(run, dataset=dataclasses.replace(data, identity=old), device="cpu", stop_after_steps=4)["status"]
+    with pytest.raises(DataError, match="changed since its checkpoint was written") as exc:
+        train(run, dataset=dataclasses.replace(data, identity=new), device="cpu")
+    assert "tokenizer_sha256 9d73" in str(exc.value) and "--retry-failed" in str(exc.value)
+    failed = json.loads((run / "result.json").read_text())
+    assert failed["status"] == "failed" and "changed since its checkpoint" in failed["reason"]
+    done = train(run, dataset=dataclasses.replace(data, identity=old), device="cpu")
+    assert done["status"] == "done" and done["restarts"] >= 1 and done["data"] == old
+
+
+def test_a_branch_never_starts_from_its_trunk_on_a_corpus_changed_since(tmp_path):
+    """The trunk trained (its snapshot written), then the corpus changed in place, then the branch started: it
+    cooled down on other tokens than its trunk trained on. Now it fails at once, saying so."""
+    import dataclasses
+
+    import pytest
+
+    from ladder.errors import DataError
+    from ladder.plan.planner import expand, write_plan
+    from ladder.studies.spec import parse_study
+    from tests.model.training.tiny_runs import tiny_data, train
+
+    spec = parse_study(
+        {
+            "name": "branches",
+            "data": {"seq_len": 32, "validation_tokens": 256},
+            "model": {"vocab_size": 128, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
+            "ladder": {"sizes": ["4K"], "tokens_per_param": 5.0, "budgets": [0.5, 1]},
+            "training": {"batch_tokens": 256, "eval_tokens": 256, "lr_max": 0.02, "schedule": {"kind": "wsd"}},
+            "hero": {"params": "1M"},
+            "sanity_check": False,
+        }
+    )
+    plan = expand(spec)
+    write_plan(plan, tmp_path)
+    trunk, branch = sorted(plan.runs, key=lambda r: r.trunk is not None)
+    old = {"key": "a" * 16, "tokenizer_sha256": "9d73" + "0" * 60, "train_tokens": 41_985, "val_tokens": 4_669}
+    new = {**old, "tokenizer_sha256": "e68e" + "0" * 60}
+    data = tiny_data(128)
+    runs = tmp_path / "runs"
+    assert train(runs / trunk.run_id, dataset=dataclasses.replace(data, identity=old))["status"] == "done"
+    with pytest.raises(DataError, match="changed since its trunk's snapshot was written"):
+        train(runs / branch.run_id, dataset=dataclasses.replace(data, identity=new))
+    assert train(runs / branch.run_id, dataset=dataclasses.replace(data, identity=old))["status"] == "done"

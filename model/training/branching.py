@@ -173,7 +173,9 @@ def start_state(
             if trunk.metrics.is_file() else []  # fmt: skip
         atomic_write_text(run.metrics, "".join(json.dumps(jsonable(r)) + "\n" for r in records))
     books["branched_from"]["step"] = start.step
-    return {**{k: state[k] for k in _KEPT}, **books}
+    # the data the trunk trained on (a snapshot that predates the record has none): a branch never cools down on other
+    data = {"data": state["data"]} if "data" in state else {}
+    return {**{k: state[k] for k in _KEPT}, **data, **books}
 
 
 def result_fields(run: RunDir, spec: RunSpec, state: dict[str, Any], tokens_per_step: int) -> dict[str, Any]:

@@ -93,6 +93,32 @@ log = logging.getLogger("ladder.train")
 FINAL_LOSS_WINDOW = 0.1  # final_train_loss: mean over the last 10% of steps
 
 
+DATA_FIELDS = ("tokenizer_sha256", "train_tokens", "val_tokens")  # the data key also moves when a file is touched
+
+
+def same_data(before: Any, now: dict[str, Any] | None, run: RunDir, branch: bool) -> None:
+    """Refuse to resume a run (or start a branch from its trunk's snapshot) on other data than its checkpoint
+    trained on: the corpus or its tokenizer changed in place since, and the run would finish on other tokens,
+    its loss of neither. A checkpoint that predates the record (no ``data``) resumes as before."""
+    if not isinstance(before, dict) or not now:
+        return
+    changed = [k for k in DATA_FIELDS if before.get(k) != now.get(k)]
+    if not changed:
+        return
+    was = ", ".join(f"{k} {before.get(k)} -> {now.get(k)}" for k in changed)
+    again = "restore the corpus and run it again (`ladder submit STUDY_DIR --retry-failed`)"
+    if branch:  # its trunk trained on the old corpus: the branch cannot start from it on the new one
+        raise DataError(
+            f"the corpus or its tokenizer changed since its trunk's snapshot was written ({was}): started from it, "
+            f"the branch would cool down on other tokens than its trunk trained on; {again}"
+        )
+    raise DataError(
+        f"the corpus or its tokenizer changed since its checkpoint was written ({was}): resumed, the run would "
+        f"finish on other tokens; {again}, or remove {run.checkpoint_pointer.name} and the ckpt-* folders of "
+        f"{run.path} to train it from its start on the corpus as it is now"
+    )
+
+
 def train(
     run_dir: str | os.PathLike,
     *,
@@ -212,8 +238,10 @@ class _Trainer:
         }
         resumed = branching.resume(run, self.branch, self.model, self.optimizer, self.state["spec_hash"], d.is_main)
         if resumed is not None:
+            same_data(resumed.get("data"), data.identity, run, self.branch is not None)
             self.state.update(resumed)
             log.info("resuming %s from step %d (restart %d)", run.run_id, self.state["step"], self.state["restarts"])
+        self.state["data"] = data.identity  # its checkpoints say which data they trained on
         self.window_len = max(1, math.ceil(FINAL_LOSS_WINDOW * self.total_steps))
         self.recent = deque(self.state["recent_losses"], maxlen=self.window_len)
         self.metrics = tracking.MetricsLog(run, spec, self.state["step"], d.is_main, self.dev)  # + the tracker
