@@ -108,3 +108,27 @@ def test_suggests_json_method_says_how_its_gain_is_reckoned(tmp_path):
     method = Suggestion(tmp_path, 17.11, 17.65, 1e15, [], []).to_dict()["method"]
     assert "``baseline - expected``" not in method, method
     assert "after = current x expected / baseline" in method and "gain is current - after" in method, method
+
+
+def test_a_budget_added_after_its_trunk_trained_is_said_to_train_from_step_0(capsys, tmp_path, tiny_jsonl_corpus):
+    # the guide: "A branch whose trunk finished without a snapshot (a budget added later) trains from step 0, and
+    # says so". Only its result.json said so, after training; the plan counted its own steps alone (6.05e8 FLOPs of
+    # the 3.03e9 it spends), and status then read "1.22e10 of 6.90e9 FLOPs spent"
+    from tests.micro import write_study
+
+    def plan(budgets, *extra):
+        spec = write_study(tmp_path / "wsd.yaml", tiny_jsonl_corpus, sizes=("4K",), budgets=budgets,
+                           schedule={"kind": "wsd"})  # fmt: skip
+        return run_cli(capsys, "plan", spec, "--out", tmp_path / "wsd", "--no-fit-check", "--json", *extra)
+
+    first = plan((0.5, 2))
+    assert first.code == 0, first.stderr
+    [trunk] = [r for r in first.json()["runs"] if r["branch_steps"]]
+    (tmp_path / "wsd" / "runs" / trunk["run_id"] / "result.json").write_text('{"status": "done"}')
+    for extra in (("--dry-run",), ()):
+        r = plan((0.5, 1, 2), *extra)
+        assert r.code == 0, r.stderr
+        [added] = [x for x in r.json()["runs"] if x["run_id"] not in {y["run_id"] for y in first.json()["runs"]}]
+        said = [w for w in r.json()["warnings"] if w.startswith(f"branch {added['run_id']} ")]
+        assert len(said) == 1 and "will train from step 0" in said[0], r.json()["warnings"]
+        assert f"{added['flops']:.2e}".replace("e+0", "e") in said[0], (said, added["flops"])

@@ -15,6 +15,8 @@ from ladder.errors import SpecError
 from ladder.model.config import format_count, share_of_hero
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ladder.plan.planner import Plan
     from ladder.studies.spec import StudySpec
 
@@ -162,6 +164,7 @@ def plan(
 
         refuse_dropping_live_runs(target, [r.run_id for r in p.runs])
     written = None if dry_run else write_plan(p, target)
+    p.warnings += _branches_from_step_0(p, target)
     rows = [run_row(r, None if dry_run else target, p.estimates_s[r.run_id], p.memory.get(r.run_id)) for r in p.runs]
     totals = p.totals()
     if as_json:
@@ -295,6 +298,29 @@ def plan(
             )
             + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
         )
+
+
+def _branches_from_step_0(p: Plan, target: Path) -> list[str]:
+    """A branch whose trunk finished without a snapshot at its branch step (a budget added after the trunk trained)
+    trains from step 0 as an independent run: said when it is planned, with what it will cost, since the FLOPs
+    column and the totals count a branch's own steps only."""
+    from ladder import layout
+
+    sd, out = layout.StudyDir(target), []
+    for run in p.runs:
+        if run.trunk is None or not sd.path.is_dir():
+            continue
+        trunk, rd = sd.run(run.trunk.run_id), sd.run(run.run_id)
+        started = rd.metrics.is_file() or rd.checkpoint_pointer.is_file() or rd.result.is_file()
+        if started or layout.result_status(trunk) != "done" or trunk.snapshot_dir(run.trunk.step).is_dir():
+            continue
+        out.append(
+            f"branch {run.run_id} ({format_count(run.tokens)} tokens): its trunk {trunk.run_id} finished without a "
+            f"snapshot at step {run.trunk.step:,} (it trained before this budget was planned), so the branch will "
+            f"train from step 0 as an independent run: {sci(run.flops)} FLOPs, not the {sci(run.own_flops)} of its "
+            "own steps that the FLOPs column and the totals count"
+        )
+    return out
 
 
 def _budget_and_seed_lines(spec, p) -> list[str]:
