@@ -4,6 +4,7 @@ in that output."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -71,8 +72,6 @@ def _help(capsys, *command: str) -> str:
 def test_scoring_twice_does_what_scores_help_says(capsys, study: Path):
     # the help said "Each score is appended to its freeze's scores"; a second `forecast score` says "the same as its
     # last score: not appended again" and the freeze keeps one score
-    import json
-
     assert run_cli(capsys, "forecast", "freeze", study).code == 0
     for _ in range(2):
         r = run_cli(capsys, "forecast", "score", study, "--loss", "3.5")
@@ -110,25 +109,54 @@ def test_suggests_json_method_says_how_its_gain_is_reckoned(tmp_path):
     assert "after = current x expected / baseline" in method and "gain is current - after" in method, method
 
 
-def test_a_budget_added_after_its_trunk_trained_is_said_to_train_from_step_0(capsys, tmp_path, tiny_jsonl_corpus):
-    # the guide: "A branch whose trunk finished without a snapshot (a budget added later) trains from step 0, and
-    # says so". Only its result.json said so, after training; the plan counted its own steps alone (6.05e8 FLOPs of
-    # the 3.03e9 it spends), and status then read "1.22e10 of 6.90e9 FLOPs spent"
+def _grown_wsd(capsys, tmp_path, corpus, *extra):
+    """A one-size wsd micro study planned at budgets 0.5 and 2, its trunk marked done (no training, no snapshot),
+    then planned again with budget 1 added: (that plan's result, the added branch's row)."""
     from tests.micro import write_study
 
-    def plan(budgets, *extra):
-        spec = write_study(tmp_path / "wsd.yaml", tiny_jsonl_corpus, sizes=("4K",), budgets=budgets,
-                           schedule={"kind": "wsd"})  # fmt: skip
-        return run_cli(capsys, "plan", spec, "--out", tmp_path / "wsd", "--no-fit-check", "--json", *extra)
+    def plan(budgets, *more):
+        spec = write_study(tmp_path / "wsd.yaml", corpus, sizes=("4K",), budgets=budgets, schedule={"kind": "wsd"})
+        return run_cli(capsys, "plan", spec, "--out", tmp_path / "wsd", "--no-fit-check", "--json", *more)
 
     first = plan((0.5, 2))
     assert first.code == 0, first.stderr
     [trunk] = [r for r in first.json()["runs"] if r["branch_steps"]]
     (tmp_path / "wsd" / "runs" / trunk["run_id"] / "result.json").write_text('{"status": "done"}')
+    r = plan((0.5, 1, 2), *extra)
+    assert r.code == 0, r.stderr
+    [added] = [x for x in r.json()["runs"] if x["run_id"] not in {y["run_id"] for y in first.json()["runs"]}]
+    return r, added
+
+
+def test_a_budget_added_after_its_trunk_trained_is_said_to_train_from_step_0(capsys, tmp_path, tiny_jsonl_corpus):
+    # the guide: "A branch whose trunk finished without a snapshot (a budget added later) trains from step 0, and
+    # says so". Only its result.json said so, after training; the plan counted its own steps alone (6.05e8 FLOPs of
+    # the 3.03e9 it spends), and status then read "1.22e10 of 6.90e9 FLOPs spent"
     for extra in (("--dry-run",), ()):
-        r = plan((0.5, 1, 2), *extra)
-        assert r.code == 0, r.stderr
-        [added] = [x for x in r.json()["runs"] if x["run_id"] not in {y["run_id"] for y in first.json()["runs"]}]
+        (folder := tmp_path / ("dry" if extra else "written")).mkdir()
+        r, added = _grown_wsd(capsys, folder, tiny_jsonl_corpus, *extra)
         said = [w for w in r.json()["warnings"] if w.startswith(f"branch {added['run_id']} ")]
         assert len(said) == 1 and "will train from step 0" in said[0], r.json()["warnings"]
         assert f"{added['flops']:.2e}".replace("e+0", "e") in said[0], (said, added["flops"])
+
+
+def test_status_counts_a_branch_trained_from_step_0_whole(capsys, tmp_path, tiny_jsonl_corpus):
+    # after such a branch trained, status read "118.3K/118.3K tokens (100%); 1.22e10 of 6.90e9 FLOPs spent": its
+    # tokens counted as its own steps, its FLOPs as all it spent
+    _, added = _grown_wsd(capsys, tmp_path, tiny_jsonl_corpus)
+    study = tmp_path / "wsd"
+
+    def branch_and_totals():
+        got = run_cli(capsys, "status", study, "--json").json()
+        [row] = [x for x in got["runs"] if x["run_id"] == added["run_id"]]
+        return row, got["totals"]
+
+    row, _ = branch_and_totals()
+    assert row["flops_planned"] == added["flops"] and row["own_tokens_planned"] == added["tokens"], row
+    result = {"status": "done", "run_id": added["run_id"], "steps": added["steps"], "tokens": added["tokens"],
+              "flops": added["flops"], "flops_spent": added["flops"], "final_train_loss": 2.0,
+              "final_eval_loss": 2.0, "wall_time_s": 1.0, "trained_from_step": 0}  # fmt: skip
+    (study / "runs" / added["run_id"] / "result.json").write_text(json.dumps(result))
+    row, totals = branch_and_totals()
+    assert row["state"] == "done" and row["own_tokens_done"] == row["own_tokens_planned"] == added["tokens"], row
+    assert totals["flops_spent"] <= totals["flops_planned"], totals

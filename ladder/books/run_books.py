@@ -75,6 +75,7 @@ class RunBooks:
     waiting_for: str | None = None  # a branch that cannot start yet: what it waits for (its trunk at its step)
     start_step: int = 0  # a branch started from its trunk's snapshot: the branch step (its prefix is the trunk's)
     checkpoint_problem: str | None = None  # checkpoint.json is unreadable or names a folder that is gone
+    from_step_0: bool = False  # a branch whose trunk finished without its snapshot: it trains all its steps itself
 
     @property
     def status(self) -> str | None:
@@ -311,6 +312,15 @@ def _start_step(rd: layout.RunDir, spec: RunSpec | None) -> int:
     return t.step if t is not None and rd.sibling(t.run_id).snapshot_dir(t.step).is_dir() else 0
 
 
+def _from_step_0(rd: layout.RunDir, spec: RunSpec | None) -> bool:
+    """A branch whose trunk finished without a snapshot at its branch step (a budget planned after the trunk
+    trained): it trains from step 0 as an independent run, so its own tokens and FLOPs are all of its run's."""
+    t = spec.trunk if spec is not None else None
+    if t is None or _start_step(rd, spec):
+        return False
+    return layout.result_status(rd.sibling(t.run_id)) == "done"
+
+
 def read_result(rd: layout.RunDir) -> tuple[dict[str, Any] | None, str | None]:
     """A run's result.json, checked (:func:`check_result`): ``(result, None)``, ``(None, why it cannot be used)``,
     or ``(None, None)`` when there is none."""
@@ -349,4 +359,5 @@ def read_books(rd: layout.RunDir, spec: RunSpec | None = None) -> RunBooks:
         waiting_for=waits_for(rd, spec) if spec is not None else None,
         start_step=_start_step(rd, spec),
         checkpoint_problem=checkpoint_problem(rd),
+        from_step_0=_from_step_0(rd, spec),
     )

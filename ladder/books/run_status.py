@@ -169,9 +169,11 @@ def run_status(
         elapsed = None
     spent = books.flops_spent(spec)
     per_step = spec.sequences_per_batch * spec.data.seq_len
+    # a branch trained from step 0 (its trunk finished without its snapshot) spends all its tokens, not its own steps
+    own_flops, own_tokens = (spec.flops, spec.tokens) if books.from_step_0 else (spec.own_flops, spec.own_tokens)
     eta = None
     if state == "running":
-        eta = own_seconds_left(spec.own_flops, spent, elapsed)
+        eta = own_seconds_left(own_flops, spent, elapsed)
         if eta is None and tps:
             eta = (spec.tokens - done_tokens) / tps
     rec = job_records.latest(book, spec.run_id)
@@ -197,12 +199,12 @@ def run_status(
         executor=rec.executor if rec else None,
         error=error,
         flops_spent=spent,
-        flops_planned=spec.own_flops,
+        flops_planned=own_flops,
         problems=problems,
         trunk_run_id=spec.trunk.run_id if spec.trunk else None,
         job_alive=own in LIVE,
-        own_tokens_done=min(spec.own_tokens, max(0, done_tokens - books.start_step * per_step)),
-        own_tokens_planned=spec.own_tokens,
+        own_tokens_done=min(own_tokens, max(0, done_tokens - books.start_step * per_step)),
+        own_tokens_planned=own_tokens,
         seed=spec.seed,
         hero=spec.role == "hero",
         elapsed_s=elapsed,
