@@ -236,3 +236,27 @@ def test_a_branch_never_starts_from_its_trunk_on_a_corpus_changed_since(tmp_path
     with pytest.raises(DataError, match="changed since its trunk's snapshot was written"):
         train(runs / branch.run_id, dataset=dataclasses.replace(data, identity=new))
     assert train(runs / branch.run_id, dataset=dataclasses.replace(data, identity=old))["status"] == "done"
+
+
+def test_a_score_of_the_old_hero_is_no_check_of_a_hero_moved_in_the_study_file(study, capsys):
+    """Frozen and scored against the hero, then hero.params edited in S/study.yaml (1M -> 2M) and `ladder fit S`:
+    the fit called the new hero's forecast (2M x 20M, never trained) "a prediction, checked against the hero run:
+    actual 1.600", from the score of the old hero, and the report led with "Forecast loss (prediction)". Now the
+    moved hero's forecast is a projection, in the fit and in the report alike."""
+    r = run_cli(capsys, "forecast", "freeze", study)
+    assert r.code == 0, r.stderr
+    frozen = run_cli(capsys, "forecast", "show", study, "--json").json()
+    loss = frozen["forecasts"][0]["hero"]["loss"]
+    assert run_cli(capsys, "forecast", "score", study, "--loss", f"{loss:.4f}").code == 0
+    r = run_cli(capsys, "fit", study)
+    assert r.code == 0 and "checked against the hero run" in r.stdout  # the frozen hero: checked
+
+    spec = yaml.safe_load((study / "study.yaml").read_text())
+    spec["hero"]["params"] = 2 * float(spec["hero"]["params"])
+    (study / "study.yaml").write_text(yaml.safe_dump(spec))
+    r = run_cli(capsys, "fit", study)
+    hero_line = next(x for x in r.stdout.splitlines() if x.startswith("hero "))
+    assert "a projection" in hero_line and "checked against the hero run" not in hero_line, hero_line
+    assert run_cli(capsys, "report", study, "--format", "html").code == 0
+    html = (study / "report" / "report.html").read_text()
+    assert "Forecast loss (projection)" in html and "Forecast loss (prediction)" not in html

@@ -65,7 +65,20 @@ def is_prediction(ctx: Builder) -> Score | None:
         return None
     if rec.results_sha256 != (ctx.fit_json.meta.results_sha256 if ctx.fit_json is not None else None):
         return None
+    if not same_hero(rec, ctx):  # the study's hero moved since the freeze (hero.params edited): another point
+        return None
     return score
+
+
+def same_hero(rec: FrozenForecast, ctx: Builder) -> bool:
+    """Whether the freeze's hero is the fit's hero (the same params and tokens): a study file whose hero section
+    was edited after the freeze fits the same results for another hero, which no score of the old one checks."""
+    hero = ctx.fit_json.hero if ctx.fit_json is not None else None
+    if hero is None or hero.params is None or hero.tokens is None:
+        return False
+    return math.isclose(rec.hero.params, hero.params, rel_tol=1e-6) and math.isclose(
+        rec.hero.tokens, hero.tokens, rel_tol=1e-6
+    )
 
 
 FINAL, PARTIAL, NONE = "final", "partial", "none"
