@@ -160,3 +160,13 @@ def test_status_counts_a_branch_trained_from_step_0_whole(capsys, tmp_path, tiny
     row, totals = branch_and_totals()
     assert row["state"] == "done" and row["own_tokens_done"] == row["own_tokens_planned"] == added["tokens"], row
     assert totals["flops_spent"] <= totals["flops_planned"], totals
+
+
+def test_sanitys_summary_says_why_fewer_documents_were_generated_than_trained():
+    # `ladder sanity` (default study): "100 documents, 133 steps" and then "reproduced 98/98 documents"
+    from ladder.model.evaluation.sanity import SanityReport
+
+    report = SanityReport(True, None, None, {}, 6.2, 6.24, 0.01, 0.5, 0.05, 1.0, 133, 100, 98, 98)
+    line = report.summary().splitlines()[2]
+    assert "98/98 documents (the other 2 left out:" in line, line
+    assert "(the other" not in SanityReport(True, None, None, {}, 6.2, 6.24, 0.01, 0.5, 0.05, 1.0, 9, 5, 5, 5).summary()

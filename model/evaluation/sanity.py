@@ -91,7 +91,7 @@ class SanityReport:
             f"{self.steps} steps",
             f"  initial loss {self.initial_loss:.3f} (ln vocab {self.ln_vocab:.3f}); final loss {self.final_loss:.4f} "
             f"(threshold {self.loss_threshold:g})",
-            f"  greedy generation reproduced {self.matched}/{self.compared} documents; "
+            f"  greedy generation reproduced {self.matched}/{self.compared} documents{self._left_out()}; "
             f"{100 * self.memorized_fraction:.1f}% of determined tokens right (teacher-forced)",
         ]
         if self.no_grad_params:
@@ -102,6 +102,13 @@ class SanityReport:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def _left_out(self) -> str:
+        """Why fewer documents were generated than trained on ("98/98" under "100 documents")."""
+        n = self.documents - self.compared
+        if n <= 0:
+            return ""
+        return f" (the other {n} left out: no context determines how they end, so no model can generate them)"
 
 
 # ---------------------------------------------------------------------------------------------- tokenizers
