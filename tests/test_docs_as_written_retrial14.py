@@ -170,3 +170,16 @@ def test_sanitys_summary_says_why_fewer_documents_were_generated_than_trained():
     line = report.summary().splitlines()[2]
     assert "98/98 documents (the other 2 left out:" in line, line
     assert "(the other" not in SanityReport(True, None, None, {}, 6.2, 6.24, 0.01, 0.5, 0.05, 1.0, 9, 5, 5, 5).summary()
+
+
+def test_every_command_heros_output_names_works_as_typed(capsys, monkeypatch, study: Path):
+    # `ladder hero S` printed "on record: ... `ladder forecast score` scores this run against it": typed as printed,
+    # "Missing argument 'study_dir'"
+    monkeypatch.setenv("COLUMNS", "400")  # a long temporary path is never wrapped inside a command
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    r = run_cli(capsys, "hero", study)
+    assert r.code == 0, r.stderr
+    commands = re.findall(r"`(ladder [^`]*)`", _words(r.stdout + r.stderr))
+    assert any(c.startswith("ladder forecast score") for c in commands), r.stdout
+    for command in commands:
+        assert str(study) in command.split(), (command, r.stdout)

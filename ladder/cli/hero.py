@@ -56,10 +56,13 @@ def hero(
     n = parse_override(params, "--params")
     d = parse_override(tokens, "--tokens")
     run = plan_hero_run(study_dir, params=n, tokens=d, seed=seed, dry_run=dry_run)
+    from ladder import layout
+
+    sw = escape(layout.shell_word(study_dir))  # every command the output names, typed as printed, works
     if run.forecast.get("loss") is None:  # planned all the same (a run to learn from), but never silently
         err.print(
             f"[yellow]warning[/]: no forecast of this hero's loss: {escape(str(run.forecast.get('reason')))}; "
-            "`ladder forecast freeze` and `ladder forecast score` have nothing to check it against"
+            f"`ladder forecast freeze {sw}` and `ladder forecast score {sw}` have nothing to check it against"
         )
     if run.forecast.get("caveat"):  # as `ladder fit` warns it: on stderr, --json or not
         err.print(f"[yellow]warning[/]: {escape(run.forecast['caveat'])}", soft_wrap=True)
@@ -118,14 +121,14 @@ def hero(
             out.print(
                 f"on record: forecast {f['number']} froze {was} [{flo}, {fhi}] at {escape(where)}"
                 + ("" if same else " (not the fit's forecast above: see the note on the forecast)")
-                + "; `ladder forecast score` scores this run against it"
+                + f"; `ladder forecast score {sw}` scores this run against it"
             )
         off = _off_the_forecast_point(spec.params, spec.tokens, fc.get("params"), fc.get("tokens"))
         if off:
             out.print(
                 f"this run, the nearest shape the family builds in whole batches, has {format_count(spec.params)} "
-                f"params x {format_count(spec.tokens)} tokens ({off}): `ladder forecast score` scores the forecast "
-                "against it and says the difference"
+                f"params x {format_count(spec.tokens)} tokens ({off}): `ladder forecast score {sw}` scores the "
+                "forecast against it and says the difference"
             )
     for note in run.notes:
         out.print(f"note: {escape(note)}")
@@ -162,7 +165,7 @@ def hero(
         out.print(
             f"[yellow]no frozen forecast at this run[/] (each freeze holds other points): `ladder forecast freeze "
             f"{escape(layout.shell_word(study_dir))} --predict {at}` puts it on record before the hero trains; "
-            "`ladder forecast score` has nothing to score this run against until then"
+            f"`ladder forecast score {sw}` has nothing to score this run against until then"
         )
     out.print(
         f"{verb}: {run.run_dir}; train it with `ladder submit {escape(layout.shell_word(study_dir))}`, score it with "
