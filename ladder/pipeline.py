@@ -108,7 +108,7 @@ def run_study(
     skip_sanity: bool = False,
     poll_s: float = 2.0,
 ) -> RunOutcome:
-    from ladder.books.collect import collect, write_collected
+    from ladder.books.collect import collect, mixed_data, write_collected
     from ladder.books.run_status import refuse_dropping_live_runs, wait
     from ladder.errors import StateError
     from ladder.jobs.submit import submit
@@ -203,6 +203,9 @@ def run_study(
     write_collected(study_dir, collected)
     _say(log, f"collect: {len(collected.runs)} runs into {layout.StudyDir(study_dir).results_parquet}")
     outcome.stages.append("collect")
+    mixed = mixed_data(collected.runs, study_dir)  # runs trained on other preparations of the corpus: said
+    if mixed:
+        _say(log, f"warning: {mixed}")
 
     from ladder.errors import FitError
     from ladder.reports.fits import fit_study
@@ -216,6 +219,7 @@ def run_study(
         sd.fit.unlink(missing_ok=True)
         _say(log, f"fit: not possible: {exc}")
     else:
+        fitted.warnings[:0] = [mixed] if mixed else []  # fit.json holds it, as `ladder fit` writes it
         fitted.write(sd.fit)
         outcome.fit = sd.fit
         outcome.fit_result = fitted

@@ -88,11 +88,9 @@ def test_a_run_records_the_preparation_of_the_corpus_it_trained_on(tmp_path):
     assert json.loads((run / "result.json").read_text())["data"] == identity
 
 
-def test_runs_trained_on_a_corpus_changed_in_place_are_not_fitted_as_one_ladder_without_a_word(study, capsys):
-    """A study trained, then documents added to its corpus folder (same path, so the same run ids) and a size
-    added: the new run trained on a new tokenizer and other tokens, and `ladder collect` and `ladder fit` fitted
-    its loss with the others' as one ladder, without a word. Now both say which runs trained on which data, and
-    fit.json (so the report) holds it."""
+def _two_preparations(study: Path) -> list[Path]:
+    """The done runs of ``study``, the last one trained on another preparation of the corpus (result.json's
+    ``data``) than the others."""
     import json
 
     runs = sorted(p for p in (study / "runs").iterdir() if (p / "result.json").is_file())
@@ -106,6 +104,17 @@ def test_runs_trained_on_a_corpus_changed_in_place_are_not_fitted_as_one_ladder_
             "val_tokens": 4_669,
         }
         (rd / "result.json").write_text(json.dumps(result))
+    return runs
+
+
+def test_runs_trained_on_a_corpus_changed_in_place_are_not_fitted_as_one_ladder_without_a_word(study, capsys):
+    """A study trained, then documents added to its corpus folder (same path, so the same run ids) and a size
+    added: the new run trained on a new tokenizer and other tokens, and `ladder collect` and `ladder fit` fitted
+    its loss with the others' as one ladder, without a word. Now both say which runs trained on which data, and
+    fit.json (so the report) holds it."""
+    import json
+
+    runs = _two_preparations(study)
     words = ("2 different preparations of the corpus", "tokenizer e68ea9b81499", runs[-1].name, "--out NEW")
     r = run_cli(capsys, "collect", study)
     assert r.code == 0 and all(w in r.stderr for w in words), r.stderr
@@ -260,3 +269,25 @@ def test_a_score_of_the_old_hero_is_no_check_of_a_hero_moved_in_the_study_file(s
     assert run_cli(capsys, "report", study, "--format", "html").code == 0
     html = (study / "report" / "report.html").read_text()
     assert "Forecast loss (projection)" in html and "Forecast loss (prediction)" not in html
+
+
+def test_ladder_run_says_so_too_when_runs_trained_on_a_corpus_changed_in_place(study, monkeypatch):
+    """`ladder run S` (plan, train, collect, fit, report in one) fitted runs trained on two preparations of the
+    corpus as one ladder without a word, where `ladder collect` and `ladder fit` now say so. Now it says so too,
+    and its fit.json holds it."""
+    import json
+    from types import SimpleNamespace
+
+    import ladder.pipeline
+    import ladder.reports.render
+
+    runs = _two_preparations(study)
+    monkeypatch.setattr(ladder.pipeline, "prepare", lambda s, **kw: SimpleNamespace(
+        train_tokens=1, val_tokens=1, root="(no data prepared in this test)"))  # fmt: skip
+    monkeypatch.setattr(ladder.reports.render, "render_report", lambda path, **kw: {})
+    lines: list[str] = []
+    outcome = ladder.pipeline.run_study(study, log=lines.append, skip_sanity=True)  # what `ladder run S` runs
+    assert outcome.fit is not None
+    said = [x for x in lines if "different preparations of the corpus" in x]
+    assert said and said[0].startswith("warning: ") and runs[-1].name in said[0], lines
+    assert any("different preparations" in w for w in json.loads((study / "fit.json").read_text())["warnings"])
