@@ -183,3 +183,29 @@ def test_every_command_heros_output_names_works_as_typed(capsys, monkeypatch, st
     assert any(c.startswith("ladder forecast score") for c in commands), r.stdout
     for command in commands:
         assert str(study) in command.split(), (command, r.stdout)
+
+
+def test_a_failed_evaluation_in_process_is_one_line_not_a_traceback(capsys, monkeypatch, planned_micro):
+    # the guide: "`ladder eval` exits 1 when a run's evaluation failed, naming it and why". With the debug executor
+    # (in this process) a damaged model.safetensors also printed lm-eval's 20-frame traceback on the terminal
+    import ladder.model.evaluation.downstream as downstream
+
+    study, ids = planned_micro()
+    for run_id in ids:
+        rd = study / "runs" / run_id
+        (rd / "model").mkdir()
+        rd.joinpath("result.json").write_text(json.dumps({"status": "done", "run_id": run_id, "tokens": 1, "flops": 1,
+                                                          "final_train_loss": 2.0, "final_eval_loss": 2.0,
+                                                          "wall_time_s": 1.0}))  # fmt: skip
+
+    def damaged(run_dir, *a, **k):
+        raise ValueError("Error while deserializing header: header too large")
+
+    monkeypatch.setattr(downstream, "evaluate_run", damaged)
+    monkeypatch.setenv("COLUMNS", "400")  # a long temporary path is never wrapped inside a line
+    r = run_cli(capsys, "eval", study, "--executor", "debug", "--tasks", "ladder_py_ppl")
+    assert r.code == 1 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    for run_id in ids:
+        [line] = [ln for ln in r.stderr.splitlines() if ln.startswith(f"{run_id}: lm-eval failed: ValueError")]
+        log = study / "logs" / f"eval-{run_id}.log"
+        assert f"(traceback: {log})" in line and "header too large" in log.read_text(), line

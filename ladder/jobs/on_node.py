@@ -239,11 +239,15 @@ def evaluate_runs(
     batch_size: int = 16,
     device: str | None = None,
     threads: int | None = None,
+    *,
+    log_dir: str | None = None,
 ) -> dict[str, Any]:
     """lm-eval on the final checkpoints of some runs (one job); finished evaluations are skipped. Only the first
     task of a job evaluates (a job given several tasks would otherwise write each run's results several times).
     A run whose evaluation fails (a damaged model file, say) is named in the result's ``failed``, its traceback in
-    the job's log, and the job goes on with its other runs."""
+    the job's log, and the job goes on with its other runs. ``log_dir``: evaluated in the user's own process (the
+    debug executor), whose stderr is the terminal: the traceback goes to ``eval-<run>.log`` there instead, and the
+    failure names that file."""
     import torch
 
     if int(os.environ.get("SLURM_PROCID", os.environ.get("RANK", "0"))) > 0:
@@ -265,9 +269,17 @@ def evaluate_runs(
                 device=device,
             )
         except Exception as exc:  # noqa: BLE001 - said for this run; the job's other runs are evaluated all the same
-            traceback.print_exc()
             first = (str(exc).strip().splitlines() or [""])[0]
-            out.failed[Path(run_dir).name] = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+            why = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+            if log_dir is None:
+                traceback.print_exc()  # the job's log
+            else:  # a terminal: one line says what failed, the traceback waits in a file
+                log = Path(log_dir) / f"eval-{Path(run_dir).name}.log"
+                with contextlib.suppress(OSError):
+                    log.parent.mkdir(parents=True, exist_ok=True)
+                    log.write_text(traceback.format_exc(), encoding="utf-8")
+                    why += f" (traceback: {log})"
+            out.failed[Path(run_dir).name] = why
             continue
         out[Path(run_dir).name] = res["results"]
     return out

@@ -465,7 +465,7 @@ def submit_evals(
         layout.check_writable(layout.RunDir(Path(run_dir)).lm_eval)
     args = (tasks, str(include_path) if include_path else None, limit, batch_size, device)
     if executor.kind == "debug":
-        done = evaluate_runs(todo, *args)
+        done = evaluate_runs(todo, *args, log_dir=str(sd.logs))  # in this process: no traceback on the terminal
         out["results"], out["failed"] = dict(done), dict(getattr(done, "failed", {}))
         out["evaluated"] = [r for r in out["evaluated"] if r in out["results"]]
         return out
