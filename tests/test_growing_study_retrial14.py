@@ -291,3 +291,27 @@ def test_ladder_run_says_so_too_when_runs_trained_on_a_corpus_changed_in_place(s
     said = [x for x in lines if "different preparations of the corpus" in x]
     assert said and said[0].startswith("warning: ") and runs[-1].name in said[0], lines
     assert any("different preparations" in w for w in json.loads((study / "fit.json").read_text())["warnings"])
+
+
+def test_planning_an_edited_study_says_why_its_runs_are_new_and_what_becomes_of_the_old(
+    tmp_path, capsys, tiny_jsonl_corpus
+):
+    """lr_max edited after a run finished, then `ladder plan s.yaml --out S`: "2 new runs, 0 already planned, 2 run
+    directories of earlier plans kept", with no word of why every run is new, that one of the kept ones had
+    trained, or that it will not be fitted. Now the plan says what differs (lr 0.02 -> 0.01), how many of the
+    kept runs are done, and that they are neither collected nor fitted while the new runs train from their
+    start."""
+    from ladder.plan.planner import read_plan
+    from tests.fake_runs import finish
+
+    spec, out = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus), tmp_path / "S"
+    _plan(capsys, spec, out)
+    finish(layout.StudyDir(out), read_plan(out)[1][0])
+    _edit(spec, lr_max=0.01)
+    r = run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check")
+    line = next(x for x in r.stdout.splitlines() if x.startswith("wrote "))
+    for words in ("2 run directories of earlier plans kept", "1 of them done", "lr 0.02 -> 0.01", "not collected"):
+        assert words in line, line
+    assert "the new runs train from their start" in line
+    again = _plan(capsys, spec, out)  # planned already: nothing new to train, the kept runs still said
+    assert again["new"] == [] and "lr 0.02 -> 0.01" in again["earlier"] and "new runs" not in again["earlier"]

@@ -184,6 +184,7 @@ def plan(
                 new=written.new,
                 existing=written.existing,
                 orphans=written.orphans,
+                earlier=written.earlier.strip(" ()") or None,
                 refreshed=written.refreshed,
                 relinked=written.relinked,
             )
@@ -296,7 +297,11 @@ def plan(
                 if written.relinked
                 else ""
             )
-            + (f", {len(written.orphans)} run directories of earlier plans kept" if written.orphans else "")
+            + (
+                f", {len(written.orphans)} run directories of earlier plans kept{escape(written.earlier)}"
+                if written.orphans
+                else ""
+            )
         )
 
 

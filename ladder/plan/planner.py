@@ -21,6 +21,7 @@ from ladder.model.config import RunSpec, format_count, format_flops
 from ladder.model.hardware import planning_seconds
 from ladder.model.memory import MemoryEstimate
 from ladder.plan.compiling import resolve_compile
+from ladder.plan.earlier import earlier_words
 from ladder.plan.hero_size import HeroPlan, plan_hero
 from ladder.plan.notes import conventions, notes_and_warnings
 from ladder.plan.packing import Packing, check_memory, packing
@@ -154,6 +155,7 @@ class WriteResult:
     refreshed: list[str] = field(default_factory=list)  # existing, unfinished runs whose spec.json took new settings
     relinked: list[str] = field(default_factory=list)  # planned runs whose trunk or branch steps were updated
     heroes: list[str] = field(default_factory=list)  # hero runs of `ladder hero`, kept in plan.json
+    earlier: str = ""  # how the orphans differ from this plan's runs, said after their count (ladder.plan.earlier)
 
 
 def default_study_dir(study: StudySpec) -> Path:
@@ -238,6 +240,8 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
     planned = {r.run_id for r in plan.runs}
     heroes = [h for h in planned_heroes(sd) if h not in planned]
     orphans = [rd.run_id for rd in sd.all_run_dirs() if rd.run_id not in planned and rd.run_id not in heroes]
+    earlier = [s for s in (read_run_spec(sd.run(o)) for o in orphans) if not isinstance(s, str) and s.role != "hero"]
+    done = sum(1 for s in earlier if layout.result_status(sd.run(s.run_id)) == "done")
     layout.atomic_write_text(sd.study, plan.study.to_yaml())
     layout.atomic_write_json(
         sd.plan,
@@ -259,6 +263,7 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
         refreshed=refreshed,
         relinked=relinked,
         heroes=heroes,
+        earlier=earlier_words(earlier, done, plan.runs, len(new)),
     )
 
 
