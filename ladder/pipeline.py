@@ -124,7 +124,14 @@ def run_study(
     written = write_plan(plan, study_dir)
     _say(
         log,
-        f"plan: {study_dir} ({len(written.new)} new run{'' if len(written.new) == 1 else 's'}, {len(written.existing)} already planned)",
+        f"plan: {study_dir} ({len(written.new)} new run{'' if len(written.new) == 1 else 's'}, {len(written.existing)} already planned"
+        # an edited study file: why its runs are new, and that the kept ones are not fitted (as `ladder plan` says)
+        + (
+            f", {len(written.orphans)} run directories of earlier plans kept{written.earlier}"
+            if written.orphans
+            else ""
+        )
+        + ")",
     )
     outcome.stages.append("plan")
 

@@ -315,3 +315,29 @@ def test_planning_an_edited_study_says_why_its_runs_are_new_and_what_becomes_of_
     assert "the new runs train from their start" in line
     again = _plan(capsys, spec, out)  # planned already: nothing new to train, the kept runs still said
     assert again["new"] == [] and "lr 0.02 -> 0.01" in again["earlier"] and "new runs" not in again["earlier"]
+
+
+def test_ladder_run_of_an_edited_study_says_why_its_runs_train_again(study, monkeypatch):
+    """`ladder run S` after lr_max was edited in S/study.yaml logged "plan: S (6 new runs, 0 already planned)" and
+    trained every run again, without a word of the six done ones it left out, or why. Now its plan line says so,
+    as `ladder plan` does."""
+    from types import SimpleNamespace
+
+    import ladder.jobs.submit
+    import ladder.pipeline
+    from ladder.errors import StateError
+
+    spec = yaml.safe_load((study / "study.yaml").read_text())
+    spec["training"]["lr_max"] = spec["training"]["lr_max"] / 2
+    (study / "study.yaml").write_text(yaml.safe_dump(spec))
+    monkeypatch.setattr(ladder.pipeline, "prepare", lambda s, **kw: SimpleNamespace(
+        train_tokens=1, val_tokens=1, root="(no data prepared in this test)"))  # fmt: skip
+    monkeypatch.setattr(ladder.jobs.submit, "submit", lambda *a, **kw: SimpleNamespace(submitted=[], skipped=[]))
+    lines: list[str] = []
+    try:  # nothing trains here: the run stops at the unfinished runs, after its plan line
+        ladder.pipeline.run_study(study, log=lines.append, skip_sanity=True)
+    except StateError:
+        pass
+    plan_line = next(x for x in lines if x.startswith("plan: "))
+    assert "run directories of earlier plans kept" in plan_line and "of them done" in plan_line, plan_line
+    assert "lr " in plan_line and "not collected or fitted" in plan_line
