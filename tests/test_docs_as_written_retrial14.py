@@ -209,3 +209,16 @@ def test_a_failed_evaluation_in_process_is_one_line_not_a_traceback(capsys, monk
         [line] = [ln for ln in r.stderr.splitlines() if ln.startswith(f"{run_id}: lm-eval failed: ValueError")]
         log = study / "logs" / f"eval-{run_id}.log"
         assert f"(traceback: {log})" in line and "header too large" in log.read_text(), line
+
+
+def test_the_gpus_help_names_no_value_the_option_refuses(capsys, monkeypatch, planned_micro):
+    # `ladder submit --help` said "--gpus  Local: GPU ids, e.g. 0,1 (none: CPU)": `--gpus none` is refused ("use GPU
+    # ids separated by commas"); CPU is what a study without executor.local.gpus gets when --gpus is left out
+    monkeypatch.setenv("COLUMNS", "200")
+    study, _ = planned_micro()
+    r = run_cli(capsys, "submit", study, "--executor", "local", "--gpus", "none")
+    assert r.code == 2 and "--gpus 'none'" in r.stderr, r.stderr
+    for command in (("submit",), ("run",)):
+        said = _help(capsys, *command)
+        assert "(none: CPU)" not in said, said
+        assert "e.g. 0,1 (default: the study's executor.local.gpus; with no ids there, CPU)" in said, said

@@ -65,7 +65,11 @@ def run_cmd(
     ),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
-    gpus: str | None = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1."),
+    gpus: str | None = typer.Option(
+        None,
+        "--gpus",
+        help="Local: GPU ids, e.g. 0,1 (default: the study's executor.local.gpus; with no ids there, CPU).",
+    ),
     skip_sanity: bool = flag("skip-sanity", "Do not overfit a tiny set first."),
     check_fit: bool = fit_check_flag(
         "trains", " The runs train, are evaluated and collected, and the report is written; the fit fails (exit 1)."

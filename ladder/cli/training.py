@@ -138,7 +138,11 @@ def submit(
     constraint: str | None = typer.Option(None, help="SLURM constraint."),
     array_parallelism: int | None = typer.Option(None, "--array-parallelism", help="SLURM array tasks at once."),
     sbatch: list[str] | None = typer.Option(None, "--sbatch", help="Extra sbatch option KEY=VALUE (repeatable)."),
-    gpus: str | None = typer.Option(None, "--gpus", help="Local: GPU ids, e.g. 0,1 (none: CPU)."),
+    gpus: str | None = typer.Option(
+        None,
+        "--gpus",
+        help="Local: GPU ids, e.g. 0,1 (default: the study's executor.local.gpus; with no ids there, CPU).",
+    ),
     runs_per_gpu: int | None = typer.Option(None, "--runs-per-gpu", help="Local: runs sharing one GPU."),
     cpus_per_run: int | None = typer.Option(None, "--cpus-per-run", help="Local: threads per run."),
     parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
