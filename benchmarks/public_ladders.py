@@ -45,6 +45,7 @@ import pandas as pd
 
 from ladder.reports.fits.engine import fit
 from ladder.reports.fits.loss import forecast_loss
+from ladder.reports.fits.loss.loss_forecast import PUBLIC_RATE
 from ladder.reports.fits.loss.loss_forms import LOSS_FORMS
 from ladder.reports.fits.loss.track_record import EDGES, band_label
 from ladder.reports.fits.runs import Runs
@@ -271,6 +272,17 @@ def _bands(rows: dict[str, list[dict]]) -> dict:
     }
 
 
+def error_rate(rows: list[dict]) -> dict:
+    """The engine's median |log(actual / forecast)| per unit of log distance over one ladder's forecasts at least
+    2x beyond their fit (nearer ones say more about noise than about drift): what ``PUBLIC_RATE`` is made of."""
+    rates = [
+        abs(math.log(r["actual"] / r["forecast"])) / math.log(r["distance_x"])
+        for r in rows
+        if r.get("distance_x") and r["distance_x"] >= 2.0 and r["actual"] > 0 and r["forecast"] > 0
+    ]
+    return {"n": len(rates), "median": float(np.median(rates)) if rates else None}
+
+
 def run(data: Path, n_boot: int, only: str | None = None, progress=None) -> dict:
     ladders = [lad for lad in load(data) if only is None or only in lad.name]
     if not ladders:
@@ -307,10 +319,18 @@ def run(data: Path, n_boot: int, only: str | None = None, progress=None) -> dict
                     f"{time.perf_counter() - t0:.0f} s"
                 )
         entry.update(_bands(rows))
+        entry["error_rate"] = error_rate(rows["ladder"])
         out["ladders"].append(entry)
         for k in pooled:
             pooled[k] += [dict(r, ladder=lad.name) for r in rows[k]]
     out["pooled"] = _bands(pooled)
+    medians = [lad["error_rate"]["median"] for lad in out["ladders"] if lad["error_rate"]["median"] is not None]
+    # the median over ladders of each ladder's median: one ladder of a hundred forecasts does not outvote five
+    out["pooled"]["error_rate"] = {
+        "ladders": len(medians),
+        "median_over_ladders": float(np.median(medians)) if medians else None,
+        "public_rate": PUBLIC_RATE,
+    }
     return out
 
 
@@ -357,6 +377,14 @@ def main() -> None:
         print(table(f"{lad['name']} ({lad['n_runs']} runs; {lad['source']})", lad["bands"]))
     print(table("POOLED, by compute multiple", res["pooled"]["bands"]))
     print(table("POOLED, by parameter multiple", res["pooled"]["bands_params"]))
+    rate = res["pooled"]["error_rate"]
+    per = ", ".join(
+        f"{lad['name']} {lad['error_rate']['median']:.4f}" for lad in res["ladders"] if lad["error_rate"]["median"]
+    )
+    print(
+        f"error per unit of log distance (forecasts >= 2x out), median over {rate['ladders']} ladders: "
+        f"{_fmt(rate['median_over_ladders'], '.4f')} (the engine's PUBLIC_RATE floor: {rate['public_rate']}); {per}"
+    )
     print(f"({res['seconds']:.0f} s)")
 
 

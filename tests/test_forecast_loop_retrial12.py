@@ -293,15 +293,16 @@ def test_a_scored_freeze_of_the_current_results_makes_the_headline_a_prediction(
 
 def test_fit_predict_and_freeze_predict_print_one_point_in_the_same_digits(study, capsys):
     """`forecast freeze --predict 300K:6M` printed "3.639 [3.598, 3.680]"; `fit --predict 300K:6M` printed the
-    same forecast as "3.639  [3.598, 3.68]"."""
-    r = run_cli(capsys, "forecast", "freeze", study, "--predict", "300K:6M")
+    same forecast as "3.639  [3.598, 3.68]". (Since the distance floor of 2026-12-06 that point's bounds end in 9;
+    200K:4M's upper bound, 3.900, keeps the trailing zero the case is about.)"""
+    r = run_cli(capsys, "forecast", "freeze", study, "--predict", "200K:4M")
     assert r.code == 0, r.stderr
-    frozen = re.search(rf"300K:6M: ({NUMBER}) \[({NUMBER}), ({NUMBER})\]", r.stdout).groups()
+    frozen = re.search(rf"200K:4M: ({NUMBER}) \[({NUMBER}), ({NUMBER})\]", r.stdout).groups()
     hero = re.search(rf"nats/token, 90% interval \[({NUMBER}), ({NUMBER})\]", r.stdout).groups()
-    assert frozen[2] == "3.680", r.stdout  # the case: a trailing zero
-    r = run_cli(capsys, "fit", study, "--predict", "300K:6M")
+    assert frozen[2] == "3.900", r.stdout  # the case: a trailing zero
+    r = run_cli(capsys, "fit", study, "--predict", "200K:4M")
     assert r.code == 0, r.stderr
-    row = re.search(rf"^300K:6M +300K +6M +({NUMBER}) +\[({NUMBER}), ({NUMBER})\]", r.stdout, re.M)
+    row = re.search(rf"^200K:4M +200K +4M +({NUMBER}) +\[({NUMBER}), ({NUMBER})\]", r.stdout, re.M)
     assert row and row.groups() == frozen, r.stdout
     line = re.search(rf"^hero .*: loss ({NUMBER}) \(90% \[({NUMBER}), ({NUMBER})\]", r.stdout, re.M)
     assert line and line.groups()[1:] == hero, r.stdout

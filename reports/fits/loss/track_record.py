@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import math
 
-SOURCE = "benchmarks/public_ladders.py on 6 published ladders (2026-12-03)"
+SOURCE = "benchmarks/public_ladders.py on 6 published ladders (2026-12-06)"
 
 # band of the compute multiple (target 6ND over the largest fitted 6ND) ->
 # (forecasts, ladders, median |error| %, worst |error| %, coverage of the 90% interval, median half-width %)
 BANDS: dict[str, tuple[int, int, float, float, float, float]] = {
     "0-1x": (19, 1, 0.28, 6.31, 0.95, 5.53),
-    "1-4x": (67, 4, 0.49, 3.87, 0.88, 0.89),
-    "4-16x": (58, 6, 0.58, 5.85, 0.95, 1.71),
-    "16-64x": (27, 4, 1.25, 8.03, 1.00, 2.60),
-    "64x+": (1, 1, 2.93, 2.93, 1.00, 3.65),
+    "1-4x": (67, 4, 0.49, 3.87, 0.91, 1.16),
+    "4-16x": (58, 6, 0.58, 5.85, 0.98, 2.51),
+    "16-64x": (27, 4, 1.25, 8.03, 1.00, 3.82),
+    "64x+": (1, 1, 2.93, 2.93, 1.00, 5.35),
 }
 
 # ladder -> [(band, median |error| %)] for the report's figure
