@@ -341,3 +341,16 @@ def test_ladder_run_of_an_edited_study_says_why_its_runs_train_again(study, monk
     plan_line = next(x for x in lines if x.startswith("plan: "))
     assert "run directories of earlier plans kept" in plan_line and "of them done" in plan_line, plan_line
     assert "lr " in plan_line and "not collected or fitted" in plan_line
+
+
+def test_a_study_given_budgets_says_its_schedule_changed_not_that_its_sizes_are_gone(
+    tmp_path, capsys, tiny_jsonl_corpus
+):
+    """Budgets and a wsd schedule added to a trained study: the plan said the kept runs differ in "a size, budget,
+    seed or variant the study file no longer plans" (a budget axis is a new label), of sizes it still plans. Now
+    a kept run is compared with this plan's run of its variant, size and seed: "schedule.kind 'cosine' -> 'wsd'"."""
+    spec, out = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus), tmp_path / "S"
+    _plan(capsys, spec, out)
+    write_study(spec, tiny_jsonl_corpus, budgets=(0.5, 1), schedule={"kind": "wsd"})
+    earlier = _plan(capsys, spec, out)["earlier"]
+    assert "schedule.kind 'cosine' -> 'wsd'" in earlier and "no longer plans" not in earlier, earlier

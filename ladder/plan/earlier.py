@@ -46,15 +46,26 @@ def _rank(key: str) -> tuple[bool, str]:
     return derived, key
 
 
+def _counterpart(old: RunSpec, runs: list[RunSpec]) -> RunSpec | None:
+    """This plan's run of the same variant, size and seed when the labels differ otherwise (budgets added or
+    removed: a budget axis now, or no more), the one of the same tokens first."""
+    same = [
+        r
+        for r in runs
+        if r.variant == old.variant and r.seed == old.seed and r.axes.get("size") == old.axes.get("size")
+    ]
+    return next((r for r in same if r.tokens == old.tokens), same[0] if same else None)
+
+
 def changes(earlier: list[RunSpec], runs: list[RunSpec]) -> list[str]:
     """How the science of the earlier runs differs from that of this plan's run with the same labels (variant,
-    size, budget, seed): ``field old -> new`` when every such pair agrees, else ``field (by run)``; the fields a
+    size, budget, seed; else the same variant, size and seed): ``field old -> new`` when every such pair agrees, else ``field (by run)``; the fields a
     study file sets first; and once, a run whose labels this plan no longer has."""
     now = {_label(r): r for r in runs}
     pairs: dict[str, set[tuple[str, str]]] = {}
     gone = False
     for old in earlier:
-        new = now.get(_label(old))
+        new = now.get(_label(old)) or _counterpart(old, runs)
         if new is None:
             gone = True
             continue
