@@ -354,3 +354,21 @@ def test_a_study_given_budgets_says_its_schedule_changed_not_that_its_sizes_are_
     write_study(spec, tiny_jsonl_corpus, budgets=(0.5, 1), schedule={"kind": "wsd"})
     earlier = _plan(capsys, spec, out)["earlier"]
     assert "schedule.kind 'cosine' -> 'wsd'" in earlier and "no longer plans" not in earlier, earlier
+
+
+def test_moving_the_hero_says_the_old_hero_still_trains_with_submit(study, capsys):
+    """`ladder hero S`, then the hero moved (`ladder hero S --params 600K`, or hero.params edited in the study
+    file): "planned: S/runs/<new>; train it with `ladder submit S`", and that submit trained the old hero too,
+    the larger share of the study's compute, without a word. Now hero names the old hero still planned and the
+    `--run` that trains the new one alone."""
+    assert run_cli(capsys, "hero", study).code == 0
+    old = next(p.name for p in (study / "runs").iterdir() if '"role": "hero"' in (p / "spec.json").read_text())
+    r = run_cli(capsys, "hero", study, "--params", "600K")
+    assert r.code == 0, r.stderr
+    new = next(
+        p.name
+        for p in (study / "runs").iterdir()
+        if '"role": "hero"' in (p / "spec.json").read_text() and p.name != old
+    )
+    note = next(x for x in r.stdout.splitlines() if x.startswith("note: the plan also holds"))
+    assert old in note and f"ladder submit {study} --run {new}" in note, note

@@ -171,6 +171,27 @@ def hero(
         f"{verb}: {run.run_dir}; train it with `ladder submit {escape(layout.shell_word(study_dir))}`, score it with "
         f"`ladder forecast score {escape(layout.shell_word(study_dir))}`"
     )
+    others = _other_heroes(study_dir, Path(run.run_dir).name)
+    if others:  # a hero moved (--params, or the study file's hero section edited): the old one trains too
+        sw_ = escape(layout.shell_word(study_dir))
+        out.print(
+            f"note: the plan also holds {len(others)} other hero run(s) not trained yet ({', '.join(others)}), "
+            f"planned before the hero moved: `ladder submit {sw_}` trains them too; `ladder submit {sw_} --run "
+            f"{Path(run.run_dir).name}` trains this one alone"
+        )
+
+
+def _other_heroes(study_dir: Path, this: str) -> list[str]:
+    """The study's hero runs other than ``this`` that have not trained to their end (``id (params x tokens)``)."""
+    from ladder import layout
+    from ladder.plan.planner import readable_runs
+
+    sd = layout.StudyDir(Path(study_dir))
+    return [
+        f"{r.run_id} ({format_count(r.params)} x {format_count(r.tokens)})"
+        for r in readable_runs(sd.path)
+        if r.role == "hero" and r.run_id != this and layout.result_status(sd.run(r.run_id)) != "done"
+    ]
 
 
 def _off_the_forecast_point(params: float, tokens: float, at_params: float | None, at_tokens: float | None) -> str:
