@@ -290,6 +290,8 @@ def test_a_debug_submit_says_its_runs_trained_not_to_watch_them(planned_micro, c
     assert "--watch" not in r.stdout and "trained in this process" in r.stdout, r.stdout
     again = run_cli(capsys, "submit", study, "--executor", "debug")  # nothing trained now: nothing said of it
     assert "0 submitted, 1 skipped" in again.stdout and "trained in this process" not in again.stdout
+    # nor "follow with `ladder status S --watch`": nothing was sent and nothing is in flight
+    assert "--watch" not in again.stdout and "nothing is training" in again.stdout, again.stdout
 
 
 # ---- new: submit right after cancel, while the run still stops -------------------------------------------------

@@ -212,11 +212,14 @@ def submit(
     shown = escape(layout.shell_word(study_dir))
     # "follow with `ladder status S --watch`" after the debug executor had trained every run, in this process, was
     # advice to watch what had ended
-    then = (
-        f"trained in this process, one after another: `ladder status {shown}` shows them"
-        if ex.kind == "debug" and result.submitted
-        else f"follow with `ladder status {shown} --watch`"
-    )
+    # and after a submit that sent nothing while nothing was in flight (every run done, say), there was nothing to watch
+    in_flight = any(why.endswith("(job alive)") or why.startswith("still stopping") for why in result.skipped.values())
+    if ex.kind == "debug" and result.submitted:
+        then = f"trained in this process, one after another: `ladder status {shown}` shows them"
+    elif result.submitted or in_flight:
+        then = f"follow with `ladder status {shown} --watch`"
+    else:
+        then = f"nothing is training; `ladder status {shown}` shows where the runs stand"
     out.print(f"{len(result.submitted)} submitted, {len(result.skipped)} skipped; {then}")
     for run_id, state in not_done.items():
         err.print(
