@@ -51,6 +51,7 @@ def test_status_shows_a_damaged_run_and_every_other_run(planned, capsys, how):
     assert f"{specs[2].run_id} damaged: " in " ".join(human.stdout.split())
     check = run_cli(capsys, "status", root, "--check")
     assert check.code == 1 and specs[2].run_id in check.stderr
+    assert "1 run failed, diverged, is corrupt or damaged" in check.stderr, check.stderr  # was "1 runs ... are"
 
 
 @pytest.mark.parametrize("how", sorted(DAMAGE))

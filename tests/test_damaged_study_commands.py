@@ -330,7 +330,7 @@ def test_run_names_a_corrupt_result_and_finishes_the_rest(study, capsys, no_trai
     r = _run(study, capsys)
     said = _said(r)
     assert r.code == 1, r.stderr[-2000:]
-    assert f"{run_id} corrupt: result.json" in said and "1 runs failed, diverged or are corrupt" in said
+    assert f"{run_id} corrupt: result.json" in said and "1 run failed, diverged or is corrupt" in said
     assert ("report", study) in no_training
     assert layout.StudyDir(study).run(run_id).result.read_text() == "{not json"  # left for the user to look at
     fit = json.loads((study / "fit.json").read_text())

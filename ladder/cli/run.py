@@ -135,7 +135,13 @@ def run_cmd(
         err.print(f"[red]{run_id}[/] {escape(why)}", soft_wrap=True)
     if outcome.runs_failed:
         err.print(
-            f"[red]{len(outcome.runs_failed)} runs failed, diverged or are corrupt[/]: "
+            f"[red]{len(outcome.runs_failed)} "
+            + (
+                "run failed, diverged or is corrupt"
+                if len(outcome.runs_failed) == 1
+                else "runs failed, diverged or are corrupt"
+            )
+            + "[/]: "
             f"{', '.join(outcome.runs_failed)} (see `ladder status {escape(layout.shell_word(target))}`)"
         )
     eval_failures = getattr(outcome, "eval_failures", None) or {}  # (a stand-in outcome may have no eval stage)

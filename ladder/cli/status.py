@@ -261,7 +261,12 @@ def status(
                 out.print(earlier_line(study_dir, earlier))
     bad = [r.run_id for r in rows if r.state in FAILED]
     if check and bad:
-        err.print(f"[red]{len(bad)} runs failed, diverged, are corrupt or damaged[/]: {', '.join(bad)}")
+        what = (
+            "run failed, diverged, is corrupt or damaged"
+            if len(bad) == 1
+            else "runs failed, diverged, are corrupt or damaged"
+        )
+        err.print(f"[red]{len(bad)} {what}[/]: {', '.join(bad)}")
         raise typer.Exit(1)
 
 
