@@ -228,7 +228,7 @@ def test_a_branch_never_starts_from_its_trunk_on_a_corpus_changed_since(tmp_path
             "name": "branches",
             "data": {"seq_len": 32, "validation_tokens": 256},
             "model": {"vocab_size": 128, "head_dim": 16, "ffn_multiple": 8, "aspect_ratio": 16},
-            "ladder": {"sizes": ["4K"], "tokens_per_param": 5.0, "budgets": [0.5, 1]},
+            "ladder": {"sizes": ["4K"], "tokens_per_param": 2.0, "budgets": [0.5, 1]},
             "training": {"batch_tokens": 256, "eval_tokens": 256, "lr_max": 0.02, "schedule": {"kind": "wsd"}},
             "hero": {"params": "1M"},
             "sanity_check": False,
