@@ -367,6 +367,13 @@ def test_usage_errors_are_one_line_too(capsys):
         "see `ladder studies show --help`",
     )
     one_line(run_cli(capsys, "plan"), "Missing argument", "see `ladder plan --help`")
+    # an option without its value, last on the line: click's parser raised it without the command, and the line
+    # stopped at "requires an argument"
+    one_line(
+        run_cli(capsys, "forecast", "score", "x", "--loss"),
+        "Option '--loss' requires an argument; see `ladder forecast score --help`",
+    )
+    one_line(run_cli(capsys, "plan", "--out"), "'--out' requires an argument; see `ladder plan --help`")
     one_line(run_cli(capsys, "nosuch"), "No such command 'nosuch'")
     one_line(run_cli(capsys, "status", "x", "--interval", "soon"), "'--interval'")
 

@@ -141,7 +141,26 @@ def _command() -> Any:
     _polish(command)
     _catch_ctrl_c(command)
     _refuse_empty_directories(command)
+    _name_the_command(command)
     return command
+
+
+def _name_the_command(command: Any) -> None:
+    """A usage error raised without its command ("Option '--loss' requires an argument", from click's parser)
+    gets the command, so that its line ends with where the help is, as every other usage error's does."""
+    for sub in getattr(command, "commands", {}).values():
+        _name_the_command(sub)
+    parse = command.parse_args
+
+    def parse_args(ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return parse(ctx, args)
+        except _usage_error() as exc:
+            if exc.ctx is None:
+                exc.ctx = ctx
+            raise
+
+    command.parse_args = parse_args
 
 
 DIRECTORY_ARGUMENTS = ("study_dir", "run_dir")  # typed as paths: click reads "" as the current directory
