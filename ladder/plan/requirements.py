@@ -190,9 +190,12 @@ def fit_requirements(study: StudySpec, runs: list[RunSpec]) -> tuple[list[str], 
     tie_varies = len({r.shape.tied for r in rungs}) > 1
     by_variant: dict[str, list[RunSpec]] = {}
     seen: set = set()
-    for r in rungs:
+    # a batch variant trains whole steps, so its tokens differ by a step (4K at bs x0.5: 20.74K, at bs x2:
+    # 20.61K); ratios are grouped as the fit groups them, not by their digits (a 3-rung sweep was counted as 5 runs)
+    ratio_group = _group_labels([r.tokens / r.params for r in rungs], FIT_RATIO_TOL)
+    for r, ratio in zip(rungs, ratio_group):
         variant = ("tied" if r.shape.tied else "untied") if tie_varies else "all"
-        key = (variant, r.axes.get("size", r.params), f"{r.tokens / r.params:.3g}", r.seed)
+        key = (variant, r.axes.get("size", r.params), ratio, r.seed)
         if key not in seen:
             seen.add(key)
             by_variant.setdefault(variant, []).append(r)
