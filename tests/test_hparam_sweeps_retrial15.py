@@ -30,3 +30,30 @@ def test_a_batch_sweeps_rungs_are_counted_once_as_the_fit_keeps_one_run_per_rung
     said = " ".join(refuse + partly)
     assert "has 3 runs at 3 sizes" in said and "no loss law" in said, said
     assert "no rollout backtest" not in said, said
+
+
+# the 4K rung of a trained micro sweep (lr x0.25..x4 at batches 256, 384, 736 tokens): at every batch the loss
+# is lowest at lr 0.04 and turns up at 0.08, and it falls towards the smallest batch
+MICRO_4K_LR = [0.005, 0.01, 0.02, 0.04, 0.08] * 3
+MICRO_4K_BATCH = [256.0] * 5 + [384.0] * 5 + [736.0] * 5
+MICRO_4K_LOSS = [3.6528, 2.8133, 2.1272, 1.8902, 2.2725, 3.9423, 3.3332, 2.4431, 2.2334, 2.3729]
+MICRO_4K_LOSS += [4.488, 3.8961, 3.2957, 2.5602, 3.682]
+
+
+def test_an_lr_read_at_a_batch_off_its_grid_says_to_widen_the_batch_sweep_not_the_lr_sweep():
+    """`ladder fit S` said "the lr* law leaves out 1 rung(s): 4K (lr optimum at grid edge (high end; fitted 0.468,
+    grid 0.005..0.08)): widen the sweep", though the loss turned up inside the LR grid at every batch: the LR* is
+    read at the fitted batch optimum, 0.0625 tokens, far below the batch grid. Widening the LR sweep upwards, as
+    told, would not have moved it."""
+    import numpy as np
+
+    from ladder.reports.fits.hparams import fit_sweep
+
+    res = fit_sweep(
+        np.array(MICRO_4K_LR), np.array(MICRO_4K_LOSS), batch_tokens=np.array(MICRO_4K_BATCH), label="4K", n_boot=50
+    )
+    lr, batch = res.lr, res.batch
+    assert lr.status == "edge" and batch.status == "edge" and batch.opt < min(batch.grid)  # the numbers as fitted
+    assert "widen the batch_tokens sweep, not the lr sweep" in lr.message, lr.message
+    assert f"batch_tokens optimum {batch.opt:.3g}" in lr.message and "at 0.0301..0.041)" in lr.message, lr.message
+    assert lr.message in res.notes

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -242,6 +242,7 @@ def sweep_from_fit(
                 "poly_of": "ln loss",
             }
         )
+    lr_opt = _blame_the_batch(lr_opt, batch_opt, curves, names, label)
     used = np.zeros(len(ok), dtype=bool)
     used[np.flatnonzero(ok)[fit.used]] = True
     for m in (lr_opt.message, None if batch_opt is None else batch_opt.message):
@@ -255,6 +256,30 @@ def sweep_from_fit(
         used=tuple(bool(b) for b in used),
         notes=tuple(notes),
     )
+
+
+def _blame_the_batch(
+    lr_opt: AxisOptimum, batch_opt: AxisOptimum | None, curves: list[dict], names: Sequence[str], label: str
+) -> AxisOptimum:
+    """The LR optimum is read at the batch optimum; when that batch lies off the batch grid, the surface is
+    extrapolated there and can put the LR off its grid too, although the loss turned up inside the LR grid at
+    every batch tried. Then the advice is to widen the batch sweep, not the LR sweep (a 4K rung said "lr optimum
+    at grid edge (high end; fitted 0.468, grid 0.005..0.08): widen the sweep" of LRs whose optimum was 0.03 to
+    0.041 at each of its batches, read at a batch of 0.0625 tokens). The numbers stay as fitted."""
+    if lr_opt.status != "edge" or batch_opt is None or batch_opt.status != "edge" or batch_opt.opt is None:
+        return lr_opt
+    at = [float(c[f"{names[0]}_opt"]) for c in curves]
+    lo, hi = min(lr_opt.grid), max(lr_opt.grid)
+    if lr_opt.opt is None or not at or not all(lo <= x <= hi for x in at):
+        return lr_opt
+    b_lo, b_hi = min(batch_opt.grid), max(batch_opt.grid)
+    message = (
+        f"{label}: {names[0]} optimum at grid edge ({lr_opt.edge_side} end; fitted {lr_opt.opt:.3g} at the "
+        f"{names[1]} optimum {batch_opt.opt:.3g}, which is off the {names[1]} grid {b_lo:.3g}..{b_hi:.3g}; at "
+        f"every {names[1]} tried the {names[0]} optimum is inside its grid {lo:.3g}..{hi:.3g}, at "
+        f"{min(at):.3g}..{max(at):.3g}): widen the {names[1]} sweep, not the {names[0]} sweep"
+    )
+    return replace(lr_opt, message=message)
 
 
 def fit_sweep(
