@@ -29,6 +29,7 @@ from ladder.model.config import RunSpec, format_count, positive_count
 from ladder.plan.compiling import resolve_compile
 from ladder.plan.planner import estimate_wall_s
 from ladder.plan.rung_runs import make_run
+from ladder.plan.study_lock import editing_study
 from ladder.studies.spec import StudySpec
 
 if TYPE_CHECKING:
@@ -363,24 +364,27 @@ def plan_hero_run(
     spec = hero_spec(current.study, rec, seed, study_dir=study_dir)
     sd = layout.StudyDir(Path(study_dir))
     rd = sd.run(spec.run_id)
-    plan = json.loads(sd.plan.read_text(encoding="utf-8"))
-    state = "dry run" if dry_run else "new"
-    on_disk = _spec_on_disk(rd)
-    if spec.run_id in plan.get("runs", []) and on_disk is None:  # the hero's own run, damaged: replanned in place
-        state = "dry run" if dry_run else "replanned"
-        if not dry_run:
-            _rewrite_spec(rd, spec)
-    elif spec.run_id in plan.get("runs", []):
-        if on_disk.get("role", "rung") != "hero":
-            raise StateError(
-                f"the hero at {format_count(spec.params)} params, {format_count(spec.tokens)} tokens trains "
-                f"exactly rung {spec.run_id} of the ladder (the same science): a forecast cannot be "
-                "checked against a run it was fitted on; choose another --params/--tokens"
-            )
-        # trained already (status, forecast show): not a run to submit again
-        state = "trained already" if layout.result_status(rd) == "done" else "planned already"
-    elif not dry_run:
-        _write_hero(sd, rd, spec, plan)
+    # read and written under the study's lock: a second `ladder hero` (or a `ladder plan`) at the same time reads
+    # the plan.json this one wrote, so neither drops the other's run nor lists the same run twice
+    with editing_study(sd.path):
+        plan = json.loads(sd.plan.read_text(encoding="utf-8"))
+        state = "dry run" if dry_run else "new"
+        on_disk = _spec_on_disk(rd)
+        if spec.run_id in plan.get("runs", []) and on_disk is None:  # the hero's own run, damaged: replanned in place
+            state = "dry run" if dry_run else "replanned"
+            if not dry_run:
+                _rewrite_spec(rd, spec)
+        elif spec.run_id in plan.get("runs", []):
+            if on_disk.get("role", "rung") != "hero":
+                raise StateError(
+                    f"the hero at {format_count(spec.params)} params, {format_count(spec.tokens)} tokens trains "
+                    f"exactly rung {spec.run_id} of the ladder (the same science): a forecast cannot be "
+                    "checked against a run it was fitted on; choose another --params/--tokens"
+                )
+            # trained already (status, forecast show): not a run to submit again
+            state = "trained already" if layout.result_status(rd) == "done" else "planned already"
+        elif not dry_run:
+            _write_hero(sd, rd, spec, plan)
     fc = {k: getattr(forecast, k) for k in FORECAST_KEYS}
     # the point the law was evaluated at: the requested size and tokens, which the planned shape and whole
     # batches miss by a little (the score matches within 10% and says by how much)

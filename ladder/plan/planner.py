@@ -33,6 +33,7 @@ from ladder.plan.plausibility import (
     cost_warning,
 )
 from ladder.plan.rung_runs import axis_combos, extra_rungs, rung_runs, rungs, variant_matches, variant_names
+from ladder.plan.study_lock import editing_study
 from ladder.studies.spec import StudySpec
 
 
@@ -238,23 +239,24 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
         layout.atomic_write_json(rd.spec, run.model_dump(mode="json"))
         new.append(run.run_id)
     planned = {r.run_id for r in plan.runs}
-    heroes = [h for h in planned_heroes(sd) if h not in planned]
-    orphans = [rd.run_id for rd in sd.all_run_dirs() if rd.run_id not in planned and rd.run_id not in heroes]
+    with editing_study(sd.path):  # a `ladder hero` meanwhile adds its run to plan.json: kept, never written over
+        heroes = [h for h in planned_heroes(sd) if h not in planned]
+        orphans = [rd.run_id for rd in sd.all_run_dirs() if rd.run_id not in planned and rd.run_id not in heroes]
+        layout.atomic_write_text(sd.study, plan.study.to_yaml())
+        layout.atomic_write_json(
+            sd.plan,
+            {
+                "study": plan.study.name,
+                "runs": [r.run_id for r in plan.runs] + heroes,
+                "hero": plan.hero.to_dict(),
+                "totals": plan.totals(),
+                "conventions": plan.conventions(),
+                "notes": plan.notes,
+                "warnings": plan.warnings,
+            },
+        )
     earlier = [s for s in (read_run_spec(sd.run(o)) for o in orphans) if not isinstance(s, str) and s.role != "hero"]
     done = sum(1 for s in earlier if layout.result_status(sd.run(s.run_id)) == "done")
-    layout.atomic_write_text(sd.study, plan.study.to_yaml())
-    layout.atomic_write_json(
-        sd.plan,
-        {
-            "study": plan.study.name,
-            "runs": [r.run_id for r in plan.runs] + heroes,
-            "hero": plan.hero.to_dict(),
-            "totals": plan.totals(),
-            "conventions": plan.conventions(),
-            "notes": plan.notes,
-            "warnings": plan.warnings,
-        },
-    )
     return WriteResult(
         study_dir=sd.path,
         new=new,

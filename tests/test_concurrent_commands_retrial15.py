@@ -1,0 +1,135 @@
+"""Retrial 15 of issue 28, two people on one study at once: commands that read a shared book whole, change it and
+write it back (plan.json by ``ladder plan`` and ``ladder hero``, a freeze's scores by ``ladder forecast score``)
+do so one at a time, so that neither drops what the other wrote.
+
+Each race is played deterministically: the first command is stopped just before its write, the second runs then
+(in a thread) until it finishes or waits for the first, and only then does the first write."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from ladder import layout
+
+
+def _waiting_on_a_lock() -> bool:
+    """Whether a thread of this process waits for a ``flock`` (a "->" line of /proc/locks)."""
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return False
+    return any("->" in line and f" {os.getpid()} " in line for line in lines)
+
+
+def _meanwhile(second) -> threading.Thread:
+    """Run ``second`` in a thread until it has finished or waits for a lock (what another process would do while
+    the first command is between its read and its write); its exception, if any, is raised by ``join``."""
+    box: dict = {}
+
+    def body():
+        try:
+            box["value"] = second()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box["error"] = exc
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while t.is_alive() and not _waiting_on_a_lock() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    def join():
+        t.join(30)
+        assert not t.is_alive(), "the second command never finished"
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    t.result = join  # type: ignore[attr-defined]
+    return t
+
+
+def _plan_runs(study: Path) -> list[str]:
+    return json.loads((study / layout.PLAN).read_text())["runs"]
+
+
+def _two_heroes(study: Path, monkeypatch, first_seed: int, second_seed: int):
+    from ladder.forecast import hero_run
+
+    real = hero_run._write_hero
+    started: list[threading.Thread] = []
+
+    def write_hero(*args, **kwargs):
+        if not started:
+            started.append(_meanwhile(lambda: hero_run.plan_hero_run(study, seed=second_seed)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hero_run, "_write_hero", write_hero)
+    first = hero_run.plan_hero_run(study, seed=first_seed)
+    second = started[0].result()
+    return first, second
+
+
+def test_two_heroes_planned_at_once_are_both_in_the_plan(study, monkeypatch):
+    """`ladder hero S --seed 5` and `ladder hero S --seed 6` from two terminals: each read plan.json, added its
+    run and wrote it back, so the later write dropped the other's hero (its folder left, listed nowhere: status,
+    submit and the score never saw it). Now both are listed."""
+    before = _plan_runs(study)
+    first, second = _two_heroes(study, monkeypatch, 5, 6)
+    runs = _plan_runs(study)
+    assert runs == [*before, first.spec.run_id, second.spec.run_id] or runs == [
+        *before,
+        second.spec.run_id,
+        first.spec.run_id,
+    ], runs
+    assert {first.state, second.state} == {"new"}
+    listed = set(runs)
+    folders = {p.name for p in (study / layout.RUNS).iterdir()}
+    assert folders <= listed, f"run folders the plan does not list: {folders - listed}"
+
+
+def test_the_same_hero_planned_twice_at_once_is_listed_once(study, monkeypatch):
+    """The same `ladder hero S` twice at once (a cron job and a person): plan.json listed the hero twice, and
+    both said "new". Now it is listed once and the second says it is planned already."""
+    before = _plan_runs(study)
+    first, second = _two_heroes(study, monkeypatch, 5, 5)
+    assert _plan_runs(study) == [*before, first.spec.run_id]
+    assert (first.state, second.state) == ("new", "planned already")
+
+
+def test_a_hero_planned_while_the_study_is_planned_again_stays_in_the_plan(study, monkeypatch):
+    """`ladder plan` (re-planning the study) while `ladder hero` runs: plan read the heroes plan.json listed, the
+    hero was added, then plan wrote plan.json without it. Now the hero stays listed."""
+    from ladder.forecast import hero_run
+    from ladder.plan import planner
+
+    real = planner.planned_heroes
+    started: list[threading.Thread] = []
+
+    def planned_heroes(sd):
+        out = real(sd)
+        if not started:
+            started.append(_meanwhile(lambda: hero_run.plan_hero_run(study, seed=7)))
+        return out
+
+    monkeypatch.setattr(planner, "planned_heroes", planned_heroes)
+    planner.write_plan(planner.expand(planner.read_study(study)), study)
+    hero = started[0].result()
+    assert hero.state == "new" and hero.spec.run_id in _plan_runs(study)
+
+
+def test_the_study_lock_makes_nothing_and_lets_a_read_only_study_say_its_own_error(tmp_path):
+    """The lock is the study folder's own flock: no file is added to the study, and where the folder cannot be
+    opened (not there yet) the command goes on, so its own write says what is wrong."""
+    from ladder.plan.study_lock import editing_study
+
+    with editing_study(tmp_path):
+        pass
+    assert list(tmp_path.iterdir()) == []
+    with editing_study(tmp_path / "not-yet"):
+        (tmp_path / "not-yet").mkdir()
+    assert [p.name for p in tmp_path.iterdir()] == ["not-yet"]
