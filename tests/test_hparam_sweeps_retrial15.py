@@ -57,3 +57,41 @@ def test_an_lr_read_at_a_batch_off_its_grid_says_to_widen_the_batch_sweep_not_th
     assert "widen the batch_tokens sweep, not the lr sweep" in lr.message, lr.message
     assert f"batch_tokens optimum {batch.opt:.3g}" in lr.message and "at 0.0301..0.041)" in lr.message, lr.message
     assert lr.message in res.notes
+
+
+def _diverging_sweep():
+    """Two rungs whose loss still falls at lr 0.04 (optimum near 0.06) and whose lr 0.08 diverged (no loss)."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for i, c in enumerate((1e12, 4e12)):
+        for lr in (0.005, 0.01, 0.02, 0.04, 0.08):
+            loss = 3.0 - 0.1 * i + 0.05 * math.log(lr / 0.06) ** 2 if lr < 0.05 else np.nan
+            rows.append({"scale": f"r{i}", "params": c / 6e5, "tokens": 1e5, "flops": c, "loss": loss, "lr": lr})
+    return pd.DataFrame(rows)
+
+
+def test_an_lr_optimum_above_the_grid_where_the_next_lr_diverged_is_not_told_to_widen_upwards():
+    """`ladder fit S` (lr_multipliers 0.5..4, every x4 run diverged) said of each rung "lr optimum at grid edge
+    (high end; fitted 0.0644, grid 0.01..0.04): widen the sweep", and the recommendation "Widen
+    ablations.lr_multipliers (or lr) upwards": upwards is the LR that diverged. The optimum is between the two."""
+    from ladder.reports.fits.hparams import fit_hparams
+    from ladder.reports.fits.recommend import beyond_every_sweep
+
+    res = fit_hparams(_diverging_sweep(), hero_flops=1e14, n_boot=50)
+    for sc in res.scales:
+        lr = sc.fit.lr
+        assert lr.edge_side == "high" and lr.opt > 0.04, lr  # the numbers as fitted
+        assert "the next LR it tried, 0.08, diverged: add LRs between 0.04 and 0.08, not above" in lr.message
+        assert "widen the sweep" not in lr.message and lr.message in res.notes
+    note = beyond_every_sweep(res, "lr", 0.02)
+    assert "diverged at the next LR it tried (0.08 at r0, 0.08 at r1)" in note, note
+    assert "upwards" not in note, note
+    # a sweep whose next LR did not diverge (it was never tried) is still told to widen upwards
+    df = _diverging_sweep()
+    plain = fit_hparams(df[df["lr"] < 0.05], hero_flops=1e14, n_boot=50)
+    assert "widen the sweep" in plain.scales[0].fit.lr.message
+    assert "upwards" in beyond_every_sweep(plain, "lr", 0.02)

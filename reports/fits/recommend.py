@@ -199,12 +199,38 @@ def beyond_every_sweep(hparams: Any | None, what: str, value: float) -> str | No
     )
     end = "lowest" if low else "highest"
     tried = ", ".join(f"{fmt(e)} at {scale}" for scale, e in ends)
-    return (
+    said = (
         f"the {name} the study gives the hero, {fmt(value)}, is {'above' if low else 'below'} the {end} {name} "
         f"every rung's sweep tried ({tried}), and each rung found its optimum beyond that end of its grid: the "
-        f"ladder says {'lower' if low else 'higher'}. Widen ablations.{axis} {'downwards' if low else 'upwards'} "
-        "and fit again before training the hero"
+        f"ladder says {'lower' if low else 'higher'}. "
     )
+    diverged = _diverged_above(hparams, dict(ends)) if what == "lr" and not low else None
+    if diverged:  # upwards is where the LR diverged: "widen upwards" led into it
+        return said + (
+            f"Each rung diverged at the next LR it tried ({diverged}): add LRs between the two to "
+            f"ablations.{axis} and fit again before training the hero"
+        )
+    return said + f"Widen ablations.{axis} {'downwards' if low else 'upwards'} and fit again before training the hero"
+
+
+def _diverged_above(hparams: Any, tops: dict) -> str | None:
+    """The "0.08 at 25K, ..." when every rung in ``tops`` (rung -> its highest finite LR) has a run without a finite
+    loss (diverged) at a higher LR, the lowest such LR of each; else None."""
+    found = []
+    for sc in getattr(hparams, "scales", ()) or ():
+        if sc.scale not in tops:
+            continue
+        above = [
+            float(p["lr"])
+            for p in sc.points or ()
+            if p.get("lr") is not None
+            and float(p["lr"]) > tops[sc.scale] * (1 + 1e-9)
+            and not (isinstance(p.get("loss"), (int, float)) and math.isfinite(p["loss"]))
+        ]
+        if not above:
+            return None
+        found.append(f"{min(above):.3g} at {sc.scale}")
+    return ", ".join(found) if len(found) == len(tops) else None
 
 
 def _extrapolated(trend: Any) -> str:

@@ -3,7 +3,7 @@ LR*(N, D), B*(D) and the penalties of a factor 2 off, evaluated at the hero and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,26 @@ from ladder.reports.fits.hparams.optimum_rollout import with_rollout
 from ladder.reports.fits.hparams.rungs import REQUIRED, check_columns, group_scales
 from ladder.reports.fits.hparams.surface import noise_for, pooled_noise
 from ladder.reports.fits.hparams.sweep import SweepFit, fit_one, sweep_from_fit
+
+
+def _diverged_above(sweep: SweepFit, lr: np.ndarray, loss: np.ndarray) -> SweepFit:
+    """A rung whose LR optimum lies beyond the high end of its grid, where the next LR it tried diverged: the
+    optimum is between the two, and "widen the sweep" (upwards, into the LR that diverged) led astray. The
+    advice becomes to add LRs between them; the numbers stay as fitted."""
+    opt = sweep.lr
+    if opt is None or not opt.message or opt.edge_side != "high" or opt.status not in ("edge", "no_minimum"):
+        return sweep
+    top = max(opt.grid)
+    above = lr[~np.isfinite(loss) & np.isfinite(lr) & (lr > top * (1 + 1e-9))]
+    if not above.size:
+        return sweep
+    nxt = float(above.min())
+    what, _, _ = opt.message.rpartition(": widen the sweep")
+    if not what:
+        return sweep
+    message = f"{what}; the next LR it tried, {nxt:.3g}, diverged: add LRs between {top:.3g} and {nxt:.3g}, not above"
+    notes = tuple(message if n == opt.message else n for n in sweep.notes)
+    return replace(sweep, lr=replace(opt, message=message), notes=notes)
 
 
 @dataclass(frozen=True)
@@ -221,6 +241,7 @@ def fit_hparams(
             fit, u, v, y, ok = parts
             noise = noise_for(fit, loss_noise, pooled)
             sweep = sweep_from_fit(fit, u, v, y, ok, noise, label=sc.label, n_boot=n_boot, seed=seed + i)
+            sweep = _diverged_above(sweep, sub["lr"].to_numpy(dtype=float), sub["loss"].to_numpy(dtype=float))
         used = sweep.used if sweep is not None else (False,) * len(sub)
         pts = [
             {
