@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ladder import layout
+from tests.cli_helpers import run_cli
 
 
 def _waiting_on_a_lock() -> bool:
@@ -120,6 +121,29 @@ def test_a_hero_planned_while_the_study_is_planned_again_stays_in_the_plan(study
     planner.write_plan(planner.expand(planner.read_study(study)), study)
     hero = started[0].result()
     assert hero.state == "new" and hero.spec.run_id in _plan_runs(study)
+
+
+def test_two_scores_at_once_are_both_kept(study, capsys, monkeypatch):
+    """`ladder forecast score S --loss 3.0` and `--loss 3.1` from two terminals: one of the two scores was lost
+    from forecast.json (both read the freeze, appended one score and wrote it back; found in 1 of 5 tries).
+    Now both are kept, in the order they were made."""
+    from ladder.forecast import frozen
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    real = layout.atomic_write_text
+    started: list[threading.Thread] = []
+
+    def write(path, text, **kwargs):
+        if Path(path).name == layout.FORECAST and not started:
+            second = frozen.read_frozen(study)[0]
+            started.append(_meanwhile(lambda: frozen.append_score(second, {"actual": 3.1, "final": True})))
+        return real(path, text, **kwargs)
+
+    monkeypatch.setattr(layout, "atomic_write_text", write)
+    frozen.append_score(frozen.read_frozen(study)[0], {"actual": 3.0, "final": True})
+    started[0].result()
+    scores = json.loads((study / layout.FORECAST).read_text())["scores"]
+    assert [s["actual"] for s in scores] == [3.0, 3.1]
 
 
 def test_the_study_lock_makes_nothing_and_lets_a_read_only_study_say_its_own_error(tmp_path):

@@ -37,6 +37,7 @@ from ladder.console import on_record
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import current_fit, refit, results_hash_of, study_hash
 from ladder.model.config import read_count
+from ladder.plan.study_lock import editing_study
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS  # the plausible range of a loss, the fit's too
 from ladder.reports.fits.study import forecast_json
 
@@ -306,10 +307,12 @@ def read_frozen_one(number: int, path: Path) -> Frozen:
 
 
 def append_score(frozen: Frozen, score: dict) -> None:
-    """Append ``score`` to the freeze's ``scores`` (an atomic rewrite; nothing else in the file changes)."""
-    record = json.loads(frozen.path.read_text(encoding="utf-8"))
-    record.setdefault("scores", []).append(layout.jsonable(score))
-    layout.atomic_write_text(frozen.path, json.dumps(record, indent=2) + "\n")
+    """Append ``score`` to the freeze's ``scores`` (an atomic rewrite; nothing else in the file changes), under
+    the study's lock: a second ``forecast score`` at the same time appends to this one's list, never drops it."""
+    with editing_study(frozen.path.parent):
+        record = json.loads(frozen.path.read_text(encoding="utf-8"))
+        record.setdefault("scores", []).append(layout.jsonable(score))
+        layout.atomic_write_text(frozen.path, json.dumps(record, indent=2) + "\n")
     frozen.record, frozen.forecast = record, forecast_json.FrozenForecast.model_validate(record)
 
 

@@ -1,9 +1,9 @@
 """One writer at a time edits a study's shared books that are read, changed and written back whole: plan.json (by
-``ladder plan`` and ``ladder hero``).
+``ladder plan`` and ``ladder hero``) and a freeze's ``scores`` (by ``ladder forecast score``).
 
 Each of those is a read-modify-write of a whole file; two commands at once (two terminals, a cron job and a person)
 each read the old file, and the second write dropped what the first added: a hero run that plan.json no longer
-listed (its folder left behind), or the same hero listed twice. The lock is ``flock`` on the study directory itself
+listed (its folder left behind) or listed twice, a score lost from the freeze. The lock is ``flock`` on the study directory itself
 (no file is made, so a read-only study stays untouched and its own error is said by the write), held only for
 the read and the write: the second command waits a moment, then reads what the first wrote. ``flock`` is
 released by the kernel however the holder dies. Where the folder cannot be locked (a file system without
