@@ -95,3 +95,34 @@ def test_an_lr_optimum_above_the_grid_where_the_next_lr_diverged_is_not_told_to_
     plain = fit_hparams(df[df["lr"] < 0.05], hero_flops=1e14, n_boot=50)
     assert "widen the sweep" in plain.scales[0].fit.lr.message
     assert "upwards" in beyond_every_sweep(plain, "lr", 0.02)
+
+
+def _fitted(root, ablations):
+    """A hero_fixture study with ``ablations``, every run at the fixture's law, collected and fitted."""
+    from ladder import layout
+    from ladder.plan.planner import expand, write_plan
+    from ladder.studies.spec import parse_study
+
+    plan = expand(parse_study(hf.study_dict(name=root.name, ablations=ablations)))
+    write_plan(plan, root)
+    for spec in plan.runs:
+        hf.train(layout.StudyDir(root), spec, hf.law_loss(spec.params, spec.tokens))
+    hf.refresh(root, n_boot=10)
+    return plan, layout.StudyDir(root)
+
+
+def test_a_single_valued_lr_or_batch_ablation_is_the_heros_recipe_as_it_was_every_rungs(tmp_path):
+    """`lr_multipliers: [2]` trains every rung at twice the rule's LR (0.04), and the fit forecasts the loss of
+    that recipe; `ladder fit` and `ladder hero` gave the hero the bare rule, 0.02, an LR no run trained at, with
+    "no LR law: this study has no LR sweep". The same for one batch multiplier."""
+    from ladder.reports.fits.study.fit_json import read_fit_json
+
+    plan, sd = _fitted(tmp_path / "one", {"lr_multipliers": [2], "batch_multipliers": [2]})
+    assert {r.lr for r in plan.runs} == {0.04}  # the rule is clamped at lr_max 0.02 at every rung
+    rec = read_fit_json(sd.fit).recommendation
+    assert rec.lr == 0.04 and "ablations.lr_multipliers [2]" in rec.sources["lr"], rec.sources["lr"]
+    assert "ablations.batch_multipliers [2]" in rec.sources["batch_tokens"], rec.sources["batch_tokens"]
+    _, plain = _fitted(tmp_path / "rule", {})
+    rule = read_fit_json(plain.fit).recommendation
+    assert rule.lr == 0.02 and rule.sources["lr"].startswith("study rule")
+    assert abs(rec.batch_tokens - 2 * rule.batch_tokens) <= 64, (rec.batch_tokens, rule.batch_tokens)  # a sequence

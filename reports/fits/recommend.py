@@ -174,6 +174,25 @@ def _transfer(
     return m * hero_value, ci, text
 
 
+def _every_rungs(study: StudySpec, what: str, value: float, rule_text: str) -> tuple[float, str] | None:
+    """An ablation of one value (``lr_multipliers: [2]``, ``batch_tokens: [4096]``) is no sweep but the recipe
+    every rung trained with, and the loss forecast is of that recipe: the hero gets it too, (value, source);
+    None for no such ablation. (The hero got the bare rule, an LR or batch no rung trained at, in silence.)"""
+    a = study.ablations
+    absolute, multipliers = (a.lr, a.lr_multipliers) if what == "lr" else (a.batch_tokens, a.batch_multipliers)
+    field = "lr" if what == "lr" else "batch_tokens"
+    if absolute is not None and len(absolute) == 1:
+        v = float(absolute[0])
+        return v, f"study: ablations.{field} [{v:g}], a single value that every rung trained with, so the hero does"
+    if multipliers is not None and len(multipliers) == 1 and float(multipliers[0]) != 1.0:
+        m = float(multipliers[0])
+        return m * value, (
+            f"{rule_text} at the hero's size x {m:g}: ablations.{what}_multipliers [{m:g}], a single value that "
+            "every rung trained with, so the hero does"
+        )
+    return None
+
+
 def beyond_every_sweep(hparams: Any | None, what: str, value: float) -> str | None:
     """A note when every rung that swept ``what`` (``lr`` or ``batch``; two or more) found its optimum beyond the
     same end of its grid, and ``value`` (the hero's, from the study's rule or setting) lies on the wrong side of
@@ -416,6 +435,9 @@ def recommend(
         moved = _transfer(study, None if hparams is None else hparams.lr, "lr", rule_lr, lr, text)
         if moved is not None:
             lr, lr_ci, sources["lr"] = moved
+        elif (one := _every_rungs(study, "lr", lr, text)) is not None:
+            lr, sources["lr"] = one
+            lr_ci = None
         else:
             sources["lr"] = text + " at the hero's size" + (f" (no LR law: {lr_text})" if lr_text else "")
             lr_ci = None
@@ -430,6 +452,10 @@ def recommend(
         if moved is not None:
             raw_batch, b_ci, src = moved
             sources["batch_tokens"] = src + ", rounded to whole sequences"
+        elif (one := _every_rungs(study, "batch", raw_batch, text)) is not None:
+            raw_batch, src = one
+            sources["batch_tokens"] = src + ", rounded to whole sequences"
+            b_ci = None
         else:
             sources["batch_tokens"] = (
                 text
