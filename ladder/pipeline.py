@@ -108,7 +108,7 @@ def run_study(
     skip_sanity: bool = False,
     poll_s: float = 2.0,
 ) -> RunOutcome:
-    from ladder.books.collect import collect, mixed_data, write_collected
+    from ladder.books.collect import collect_and_write, mixed_data
     from ladder.books.run_status import refuse_dropping_live_runs, wait
     from ladder.errors import StateError
     from ladder.jobs.submit import submit
@@ -206,8 +206,7 @@ def run_study(
         _say(log, eval_line(res, ev.tasks))
         outcome.stages.append("eval")
 
-    collected = collect(study_dir)
-    write_collected(study_dir, collected)
+    collected, _ = collect_and_write(study_dir)
     _say(log, f"collect: {len(collected.runs)} runs into {layout.StudyDir(study_dir).results_parquet}")
     outcome.stages.append("collect")
     mixed = mixed_data(collected.runs, study_dir)  # runs trained on other preparations of the corpus: said

@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
+
+import pandas as pd
 
 from ladder import layout
 from tests.cli_helpers import run_cli
 
 
-def _waiting_on_a_lock() -> bool:
-    """Whether a thread of this process waits for a ``flock`` (a "->" line of /proc/locks)."""
+def _waiting_on_a_lock(pid: int | None = None) -> bool:
+    """Whether a thread of this process (or of ``pid``) waits for a ``flock`` (a "->" line of /proc/locks)."""
     try:
         lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
         return False
-    return any("->" in line and f" {os.getpid()} " in line for line in lines)
+    return any("->" in line and f" {pid or os.getpid()} " in line for line in lines)
 
 
 def _meanwhile(second) -> threading.Thread:
@@ -144,6 +148,46 @@ def test_two_scores_at_once_are_both_kept(study, capsys, monkeypatch):
     started[0].result()
     scores = json.loads((study / layout.FORECAST).read_text())["scores"]
     assert [s["actual"] for s in scores] == [3.0, 3.1]
+
+
+def test_an_older_collect_never_writes_over_a_newer_one(study, capsys, monkeypatch):
+    """`ladder collect S` (a cron job) read a run still training, was descheduled, and meanwhile the run finished
+    and a person's `ladder collect S` said "6 done"; the older collect then wrote results.parquet last, with the
+    run "interrupted" (found with SIGSTOP on real processes), and `fit` would have left it out. Now the second
+    collect waits for the first and reads the runs after it, so the tables say what the later collect said."""
+    from ladder.books import collect as collect_mod
+
+    first = json.loads((study / layout.PLAN).read_text())["runs"][0]
+    rd = layout.StudyDir(study).run(first)
+    finished = rd.result.read_bytes(), rd.metrics.read_bytes()
+    rd.result.unlink()
+    rd.metrics.write_bytes(b"".join(finished[1].splitlines(keepends=True)[:4]))  # still training
+    real = collect_mod.write_collected
+    started: list[subprocess.Popen] = []
+
+    def write_collected(study_dir, collected):
+        if not started:
+            rd.result.write_bytes(finished[0])  # the run finishes, and the person collects
+            rd.metrics.write_bytes(finished[1])
+            person = subprocess.Popen(
+                [sys.executable, "-m", "ladder", "collect", str(study), "--json"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            deadline = time.monotonic() + 60
+            while person.poll() is None and not _waiting_on_a_lock(person.pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            started.append(person)
+        return real(study_dir, collected)
+
+    monkeypatch.setattr(collect_mod, "write_collected", write_collected)
+    cron = run_cli(capsys, "collect", study, "--json")
+    said, why = started[0].communicate(timeout=60)
+    assert cron.code == 0 and started[0].returncode == 0, (cron.stderr, why)
+    assert cron.json()["states"].get("done") == 5 and json.loads(said)["states"] == {"done": 6}
+    results = pd.read_parquet(study / layout.RESULTS_PARQUET)
+    assert results.set_index("run_id").loc[first, "status"] == "done"
 
 
 def test_the_study_lock_makes_nothing_and_lets_a_read_only_study_say_its_own_error(tmp_path):

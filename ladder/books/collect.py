@@ -40,6 +40,7 @@ from ladder.books.run_books import RunBooks, read_books
 from ladder.books.run_status import FINAL, STATES, classify
 from ladder.model.config import RunSpec
 from ladder.plan.planner import Damaged, plan_entries
+from ladder.plan.study_lock import editing_study
 
 PENDING = tuple(s for s in STATES if s not in FINAL)  # not ended yet: planned, waiting, queued, running, interrupted
 BOOK_COLUMNS = {
@@ -394,6 +395,16 @@ def write_collected(study_dir: Path, collected: Collected) -> list[Path]:
             layout.atomic_write(path, lambda tmp, frame=frame: frame.to_csv(tmp, index=False), remedy=again)
         written.append(path)
     return written
+
+
+def collect_and_write(study_dir: Path) -> tuple[Collected, list[Path]]:
+    """:func:`collect` and :func:`write_collected` as one, taking turns with another collect of the study (a cron
+    job and a person): the tables on disk are those of the collect that read the runs last. Unlocked, an older
+    collect that wrote after a newer one left a finished run "interrupted" in results.parquet, though the newer
+    collect had said it was done."""
+    with editing_study(layout.StudyDir(Path(study_dir)).runs):
+        collected = collect(study_dir)
+        return collected, write_collected(study_dir, collected)
 
 
 def read_results(study_dir: Path) -> pd.DataFrame:

@@ -291,12 +291,10 @@ def collect(
 
     Reads only the files the runs wrote. A problem (an unusable result.json, a torn metrics line, an unreadable
     lm-eval file) costs only what it touches and is reported; the run's row stays, with its state and error."""
-    from ladder.books.collect import collect as do_collect
-    from ladder.books.collect import mixed_data, write_collected
+    from ladder.books.collect import collect_and_write, mixed_data
 
-    c = do_collect(study_dir)
+    c, paths = collect_and_write(study_dir)  # another collect at the same time waits its turn
     _warn_of_damaged_jobs(study_dir)
-    paths = write_collected(study_dir, c)
     mixed = mixed_data(c.runs, study_dir)  # runs trained on other preparations of the corpus, fitted as one
     payload = {
         "rows": len(c.runs),

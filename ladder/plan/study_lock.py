@@ -3,11 +3,15 @@
 
 Each of those is a read-modify-write of a whole file; two commands at once (two terminals, a cron job and a person)
 each read the old file, and the second write dropped what the first added: a hero run that plan.json no longer
-listed (its folder left behind) or listed twice, a score lost from the freeze. The lock is ``flock`` on the study directory itself
-(no file is made, so a read-only study stays untouched and its own error is said by the write), held only for
-the read and the write: the second command waits a moment, then reads what the first wrote. ``flock`` is
-released by the kernel however the holder dies. Where the folder cannot be locked (a file system without
-``flock``), the command goes on unlocked, as before.
+listed (its folder left behind) or listed twice, a score lost from the freeze. The lock is ``flock`` on the study
+directory itself (no file is made, so a read-only study stays untouched and its own error is said by the write),
+held only for the read and the write: the second command waits a moment, then reads what the first wrote.
+``flock`` is released by the kernel however the holder dies. Where the folder cannot be locked (a file system
+without ``flock``), the command goes on unlocked, as before.
+
+``ladder collect`` takes turns with another collect on the study's ``runs/`` folder (the same lock, on another
+folder, so that a long collect never holds up ``hero`` or ``score``): the tables on disk are those of the collect
+that read the runs last, never an older snapshot written after a newer one.
 """
 
 from __future__ import annotations
