@@ -347,7 +347,7 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
                 _num(x.lr, 3),
                 _ci(x.lr_ci90, 3).strip() or (_of_runs(fit, x.lr_reason) or "-"),  # as the sections say it
                 _count(x.batch_tokens),
-                _ci(x.batch_ci90, 3).strip() or (_of_runs(fit, x.batch_reason) or "-"),
+                _counts(x.batch_ci90).strip() or (_of_runs(fit, x.batch_reason) or "-"),
             ]
         t.add_row(*row)
     console.print(t)

@@ -126,3 +126,33 @@ def test_a_single_valued_lr_or_batch_ablation_is_the_heros_recipe_as_it_was_ever
     rule = read_fit_json(plain.fit).recommendation
     assert rule.lr == 0.02 and rule.sources["lr"].startswith("study rule")
     assert abs(rec.batch_tokens - 2 * rule.batch_tokens) <= 64, (rec.batch_tokens, rule.batch_tokens)  # a sequence
+
+
+def test_fit_runs_gives_a_predictions_batch_interval_in_the_digits_of_its_batch(tmp_path, capsys):
+    """`ladder fit --runs runs.csv --predict 7e9:1.4e11` on a table with lr and batch_size columns printed
+    "B* (tokens) 7.402M [6.08e+06, 8.69e+06]": Python's e-notation beside the optimum's own 7.402M."""
+    import math
+
+    from ladder.reports.render.fmt import fmt_count
+    from tests.cli_helpers import run_cli
+    from tests.test_own_ladder_retrial13 import law, write
+
+    rows = []
+    for n in (1e8, 2e8, 4e8, 8e8):
+        c = 6 * n * 20 * n
+        lr0, b0 = 3.6e-3 * (c / 1e19) ** -0.1, 2**20 * (c / 1e19) ** 0.3
+        for m in (0.25, 0.5, 1, 2, 4):
+            for b in (0.5, 1, 2):
+                pen = 0.02 * math.log2(m) ** 2 + 0.01 * math.log2(b / 1.1) ** 2 + 0.001 * math.sin(7 * m + b)
+                row = {"params": n, "tokens": 20 * n, "loss": round(law(n, 20 * n) * (1 + pen), 5), "lr": lr0 * m}
+                rows.append({**row, "batch_size": int(b0 * b)})
+    path = write(tmp_path / "runs.csv", rows)
+    args = ("fit", "--runs", path, "--predict", "7e9:1.4e11", "--bootstrap", "20")
+    pred = next(p for p in run_cli(capsys, *args, "--json").json()["predictions"] if p["label"] != "hero")
+    r = run_cli(capsys, *args)
+    assert r.code == 0, r.stderr
+    lo, hi = pred["batch_ci90"]
+    table = r.stdout[r.stdout.index("prediction ") : r.stdout.index("  7e9:1.4e11: ")]  # the cells may wrap
+    cells = table.split()
+    assert fmt_count(pred["batch_tokens"]) in cells and f"[{fmt_count(lo)}," in cells, table
+    assert f"{fmt_count(hi)}]" in cells and "e+0" not in table, table
