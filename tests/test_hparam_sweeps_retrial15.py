@@ -47,6 +47,7 @@ def test_an_lr_read_at_a_batch_off_its_grid_says_to_widen_the_batch_sweep_not_th
     told, would not have moved it."""
     import numpy as np
 
+    from ladder.model.config import format_count
     from ladder.reports.fits.hparams import fit_sweep
 
     res = fit_sweep(
@@ -55,7 +56,8 @@ def test_an_lr_read_at_a_batch_off_its_grid_says_to_widen_the_batch_sweep_not_th
     lr, batch = res.lr, res.batch
     assert lr.status == "edge" and batch.status == "edge" and batch.opt < min(batch.grid)  # the numbers as fitted
     assert "widen the batch_tokens sweep, not the lr sweep" in lr.message, lr.message
-    assert f"batch_tokens optimum {batch.opt:.3g}" in lr.message and "at 0.0301..0.041)" in lr.message, lr.message
+    assert f"batch_tokens optimum {format_count(batch.opt)}" in lr.message, lr.message
+    assert "at 0.0301..0.041)" in lr.message, lr.message
     assert lr.message in res.notes
 
 
@@ -156,3 +158,18 @@ def test_fit_runs_gives_a_predictions_batch_interval_in_the_digits_of_its_batch(
     cells = table.split()
     assert fmt_count(pred["batch_tokens"]) in cells and f"[{fmt_count(lo)}," in cells, table
     assert f"{fmt_count(hi)}]" in cells and "e+0" not in table, table
+
+
+def test_a_batch_sweeps_notes_give_batches_in_the_digits_of_the_tables():
+    """`ladder fit S` said "the optimum is beyond the low end of the grid 288..1.18e+03" and "fitted 0.0625" of
+    batches that the report's table gives as 1.184K and 0.06251."""
+    import numpy as np
+
+    from ladder.reports.fits.hparams import fit_sweep
+    from ladder.reports.render.fmt import fmt_count
+
+    batch = np.array(MICRO_4K_BATCH) * 2  # 512, 768, 1.472K tokens
+    res = fit_sweep(np.array(MICRO_4K_LR), np.array(MICRO_4K_LOSS), batch_tokens=batch, label="4K", n_boot=20)
+    b = res.batch
+    assert f"fitted {fmt_count(b.opt)}, grid 512..1.472K)" in b.message, b.message
+    assert "e+0" not in " ".join(res.notes), res.notes

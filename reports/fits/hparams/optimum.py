@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ladder.layout import jsonable
+from ladder.model.config import format_count
 from ladder.reports.fits.hparams.draws import draw_quantiles, finite_interval
 from ladder.reports.fits.hparams.surface import distinct_values
 
@@ -90,6 +91,12 @@ class AxisOptimum:
         )
 
 
+def grid_value(name: str):
+    """How a sweep's message gives a value of axis ``name``: a batch as a count, in the digits the tables give
+    it (288..1.184K; it said 288..1.18e+03), anything else in 3 significant digits."""
+    return format_count if name in ("batch_tokens", "batch") else (lambda x: f"{x:.3g}")
+
+
 def axis_optimum(
     name: str,
     label: str,
@@ -106,6 +113,7 @@ def axis_optimum(
     """Build an AxisOptimum from the (log-space) fitted curve and draws of its vertex and curvature.
     ``noise``: (sigma, dof, source) behind the draws."""
     c0, c1, c2 = (float(p) for p in poly)
+    fmt = grid_value(name)
     lo_g, hi_g = float(row_grid.min()), float(row_grid.max())
     grid = tuple(float(np.exp(g)) for g in distinct_values(grid_all))
     if c2 > 0:
@@ -117,8 +125,8 @@ def axis_optimum(
             side = "low" if (u_opt < lo_g or (at_end and math.isclose(best, lo_g, abs_tol=1e-9))) else "high"
             status = "edge"
             message = (
-                f"{label}: {name} optimum at grid edge ({side} end; fitted {math.exp(u_opt):.3g}, grid "
-                f"{math.exp(lo_g):.3g}..{math.exp(hi_g):.3g}): widen the sweep"
+                f"{label}: {name} optimum at grid edge ({side} end; fitted {fmt(math.exp(u_opt))}, grid "
+                f"{fmt(math.exp(lo_g))}..{fmt(math.exp(hi_g))}): widen the sweep"
             )
         else:
             side, status, message = None, "ok", None
@@ -130,7 +138,7 @@ def axis_optimum(
         opt, loss_min, status = None, None, "no_minimum"
         message = (
             f"{label}: {name} sweep has no minimum (the loss does not turn up on both sides); the optimum is "
-            f"beyond the {side} end of the grid {math.exp(lo_g):.3g}..{math.exp(hi_g):.3g}: widen the sweep"
+            f"beyond the {side} end of the grid {fmt(math.exp(lo_g))}..{fmt(math.exp(hi_g))}: widen the sweep"
         )
     ci = curv_ci = pen_ci = None
     if opt_draws is not None:

@@ -16,6 +16,7 @@ from ladder.reports.fits.hparams.draws import Noise
 from ladder.reports.fits.hparams.optimum import (
     AxisOptimum,
     axis_optimum,
+    grid_value,
     penalty_2x,
 )
 from ladder.reports.fits.hparams.surface import (
@@ -272,10 +273,10 @@ def _blame_the_batch(
     lo, hi = min(lr_opt.grid), max(lr_opt.grid)
     if lr_opt.opt is None or not at or not all(lo <= x <= hi for x in at):
         return lr_opt
-    b_lo, b_hi = min(batch_opt.grid), max(batch_opt.grid)
+    b_lo, b_hi = (grid_value(names[1])(x) for x in (min(batch_opt.grid), max(batch_opt.grid)))
     message = (
         f"{label}: {names[0]} optimum at grid edge ({lr_opt.edge_side} end; fitted {lr_opt.opt:.3g} at the "
-        f"{names[1]} optimum {batch_opt.opt:.3g}, which is off the {names[1]} grid {b_lo:.3g}..{b_hi:.3g}; at "
+        f"{names[1]} optimum {grid_value(names[1])(batch_opt.opt)}, which is off the {names[1]} grid {b_lo}..{b_hi}; at "
         f"every {names[1]} tried the {names[0]} optimum is inside its grid {lo:.3g}..{hi:.3g}, at "
         f"{min(at):.3g}..{max(at):.3g}): widen the {names[1]} sweep, not the {names[0]} sweep"
     )
