@@ -173,3 +173,33 @@ def test_a_batch_sweeps_notes_give_batches_in_the_digits_of_the_tables():
     b = res.batch
     assert f"fitted {fmt_count(b.opt)}, grid 512..1.472K)" in b.message, b.message
     assert "e+0" not in " ".join(res.notes), res.notes
+
+
+def test_a_sweep_panels_off_grid_optimum_reads_as_the_per_rung_table_gives_it():
+    """The LR sweep figure marked an optimum beyond its panel as "optimum 2.6e-4 ←" and a batch one as "optimum
+    1.23e6 →", where the per-rung table beside it gives 0.00026 and 1.235M."""
+    from matplotlib.figure import Figure
+
+    from ladder.reports.fits.study.fit_json import HparamRung
+    from ladder.reports.render.figures.sweeps import draw_sweeps
+    from ladder.reports.render.fmt import fmt_count, fmt_lr
+
+    points = [
+        {"lr": lr, "batch_tokens": b, "loss": 3.0 + lr * 100 + b / 1e7, "used": True}
+        for lr in (1e-3, 2e-3, 4e-3)
+        for b in (6e4, 1.2e5, 2.4e5)
+    ]
+    rung = HparamRung.model_validate(
+        {
+            "scale": "8K",
+            "flops": 1e12,
+            "points": points,
+            "lr": {"name": "lr", "opt": 2.6e-4, "status": "edge", "poly": [1.0, 0.01, 0.01], "poly_of": "ln loss"},
+            "batch": {"name": "batch_tokens", "opt": 1234567.0, "status": "edge", "poly": [1.0, 0.0, 0.01]},
+        }
+    )
+    for axis, want in (("lr", f"optimum {fmt_lr(2.6e-4)} ←"), ("batch", f"optimum {fmt_count(1234567.0)} →")):
+        fig = Figure(figsize=(4, 3))
+        draw_sweeps(fig, [rung], axis)
+        said = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert want in said, (axis, said)
