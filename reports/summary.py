@@ -202,7 +202,9 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
         t.add_row("aspect ratio", _num(r.aspect_ratio, 3), src.get("aspect_ratio", ""))
         t.add_row("params", f"{_count(r.params)} {r.param_convention} ({_count(r.params_total)} total)", "")
         t.add_row("tokens", f"{_count(r.tokens)} ({_num(r.tokens_per_param, 3)}/param)", src.get("tokens", ""))
-        t.add_row("batch", f"{_count(r.batch_tokens)} tokens", src.get("batch_tokens", ""))
+        t.add_row(
+            "batch", f"{_count(r.batch_tokens)} tokens{_counts(r.batch_tokens_ci90)}", src.get("batch_tokens", "")
+        )
         t.add_row("peak LR", _num(r.lr, 3) + _ci(r.lr_ci90, 3), src.get("lr", ""))
         t.add_row(
             "schedule",

@@ -99,8 +99,9 @@ def test_an_lr_optimum_above_the_grid_where_the_next_lr_diverged_is_not_told_to_
     assert "upwards" in beyond_every_sweep(plain, "lr", 0.02)
 
 
-def _fitted(root, ablations):
-    """A hero_fixture study with ``ablations``, every run at the fixture's law, collected and fitted."""
+def _fitted(root, ablations, penalty=lambda spec: 0.0):
+    """A hero_fixture study with ``ablations``, every run at the fixture's law times ``1 + penalty(spec)``,
+    collected and fitted."""
     from ladder import layout
     from ladder.plan.planner import expand, write_plan
     from ladder.studies.spec import parse_study
@@ -108,7 +109,7 @@ def _fitted(root, ablations):
     plan = expand(parse_study(hf.study_dict(name=root.name, ablations=ablations)))
     write_plan(plan, root)
     for spec in plan.runs:
-        hf.train(layout.StudyDir(root), spec, hf.law_loss(spec.params, spec.tokens))
+        hf.train(layout.StudyDir(root), spec, hf.law_loss(spec.params, spec.tokens) * (1 + penalty(spec)))
     hf.refresh(root, n_boot=10)
     return plan, layout.StudyDir(root)
 
@@ -203,3 +204,24 @@ def test_a_sweep_panels_off_grid_optimum_reads_as_the_per_rung_table_gives_it():
         draw_sweeps(fig, [rung], axis)
         said = [t.get_text() for ax in fig.axes for t in ax.texts]
         assert want in said, (axis, said)
+
+
+def test_fits_recommended_batch_has_its_interval_as_the_peak_lr_and_the_report_have(tmp_path, capsys):
+    """`ladder fit S` gave "peak LR 0.0233 [0.0217, 0.0251]" but "batch 5.952K tokens" with no interval, where
+    the report's recommendation says "5.952K tokens (90%: 5.243K – 6.803K)"."""
+    import math
+
+    from ladder.reports.fits.study.fit_json import read_fit_json
+    from ladder.reports.render.fmt import fmt_count
+    from tests.cli_helpers import run_cli
+
+    def penalty(spec):
+        lr, batch = float(spec.axes["lr_multipliers"]), float(spec.axes["batch_multipliers"])
+        return 0.03 * math.log2(lr / 1.2) ** 2 + 0.02 * math.log2(batch / 0.8) ** 2
+
+    _, sd = _fitted(tmp_path / "sweep", {"lr_multipliers": [0.5, 1, 2], "batch_multipliers": [0.5, 1, 2]}, penalty)
+    out = run_cli(capsys, "fit", sd.path, "--bootstrap", "10").stdout
+    rec = read_fit_json(sd.fit).recommendation
+    lo, hi = rec.batch_tokens_ci90
+    row = next(x for x in out.splitlines() if x.startswith("batch "))
+    assert f"{fmt_count(rec.batch_tokens)} tokens [{fmt_count(lo)}, {fmt_count(hi)}]" in row, row
