@@ -190,6 +190,44 @@ def test_an_older_collect_never_writes_over_a_newer_one(study, capsys, monkeypat
     assert results.set_index("run_id").loc[first, "status"] == "done"
 
 
+class _CancelledMidway:
+    """submitit's debug executor, whose first job is cancelled from another terminal while it trains: `ladder
+    cancel` marks the run cancelled in jobs.json, then its SIGTERM stops the training at a step boundary."""
+
+    def __init__(self, *args, **kwargs):
+        self.study = Path(kwargs["folder"]).parent.parent
+
+    def submit(self, job):
+        return self
+
+    def exception(self):
+        from ladder.books import job_records
+        from ladder.model.training.preemption import Preempted
+
+        sd = layout.StudyDir(self.study)
+        with job_records.editing(sd) as book:
+            first = json.loads(sd.plan.read_text())["runs"][0]
+            book[first][-1].cancelled = True
+        return Preempted(15, 3, None)
+
+
+def test_a_debug_submit_cancelled_from_another_terminal_says_so(planned_micro, capsys, monkeypatch):
+    """`ladder submit S --executor debug` in one terminal, `ladder cancel S` in another: the submit said "stopped
+    by SIGTERM: run the same command to continue", as for a kill or a preemption, and the same command would have
+    trained the cancelled run again behind the canceller's back. Now it says that `ladder cancel` cancelled the
+    run, that the runs after it did not train, and what `ladder submit` would do."""
+    import submitit
+
+    study, ids = planned_micro("cancelled")
+    monkeypatch.setattr(submitit, "AutoExecutor", _CancelledMidway)
+    r = run_cli(capsys, "submit", study, "--executor", "debug")
+    assert r.code == 128 + 15, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"stopped by SIGTERM: `ladder cancel` (another command) cancelled run {ids[0]}"), line
+    assert "the 1 run after it did not train" in line and f"`ladder submit {study}` trains" in line, line
+    assert "run the same command to continue" not in line and "Traceback" not in r.stderr
+
+
 def test_the_study_lock_makes_nothing_and_lets_a_read_only_study_say_its_own_error(tmp_path):
     """The lock is the study folder's own flock: no file is added to the study, and where the folder cannot be
     opened (not there yet) the command goes on, so its own write says what is wrong."""

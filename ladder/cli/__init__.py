@@ -329,7 +329,7 @@ def _main() -> None:
         from ladder.model.training.preemption import Preempted
 
         if isinstance(exc, Preempted):  # training stopped at a step boundary, its checkpoint written
-            _interrupted(exc.signum)
+            _interrupted(exc.signum, said=getattr(exc, "said", None))
         behind = _interrupt_behind(exc)
         if behind is not None:
             _interrupted(getattr(behind, "signum", signal.SIGINT), torn=True)
@@ -402,15 +402,16 @@ class _TornExit(SystemExit):
     half-made module can die of a fatal error (exit -6 after the line was said), so the process ends at once."""
 
 
-def _interrupted(signum: int, *, torn: bool = False) -> NoReturn:
+def _interrupted(signum: int, *, torn: bool = False, said: str | None = None) -> NoReturn:
     """One line and the shell's code for the signal (130 for Ctrl-C): what was done is kept (checkpoints, and
-    files written whole or not at all), so the same command continues."""
+    files written whole or not at all), so the same command continues; ``said``: what stopped it and what to do
+    instead (a `ladder cancel` from another terminal: the same command would undo it)."""
     try:
         name = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
     except ValueError:
         name = f"stopped by signal {signum}"
     try:
-        err.print(f"[yellow]{name}[/]: {INTERRUPTED}", soft_wrap=True)
+        err.print(f"[yellow]{name}[/]: {escape(said) if said else INTERRUPTED}", soft_wrap=True)
     except (OSError, ValueError):  # SIGHUP: the terminal it would be said on may be gone
         pass
     raise (_TornExit if torn else SystemExit)(128 + int(signum))

@@ -350,6 +350,15 @@ def _run_debug(sd: layout.StudyDir, runs: list[RunSpec]) -> dict[str, Any]:
         # exception() runs the job without submitit's pdb post-mortem (which result() opens on failure)
         exc = job.exception()
         if isinstance(exc, Preempted):
+            if job_records.is_cancelled(sd, spec.run_id):  # another terminal's `ladder cancel`, not a preemption
+                after = len(runs) - runs.index(spec) - 1
+                w = layout.shell_word(sd.path)
+                exc.said = (
+                    f"`ladder cancel` (another command) cancelled run {spec.run_id}; its checkpoint is kept"
+                    + (f", and the {after} run{'s' if after != 1 else ''} after it did not train" if after else "")
+                    + f". `ladder status {w}` shows where the runs are; `ladder submit {w}` trains the unfinished "
+                    "ones again, the cancelled run too"
+                )
             raise exc
         if isinstance(exc, Waiting):  # its trunk stopped short of the branch step: not a failure (as on_node says)
             out[spec.run_id] = f"waiting: {exc}"
