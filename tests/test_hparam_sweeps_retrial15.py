@@ -225,3 +225,19 @@ def test_fits_recommended_batch_has_its_interval_as_the_peak_lr_and_the_report_h
     lo, hi = rec.batch_tokens_ci90
     row = next(x for x in out.splitlines() if x.startswith("batch "))
     assert f"{fmt_count(rec.batch_tokens)} tokens [{fmt_count(lo)}, {fmt_count(hi)}]" in row, row
+
+
+def test_a_sweeps_in_context_split_is_not_said_to_be_missing_from_runs_that_carry_it():
+    """`ladder fit S` on a trained 45-run LR x batch sweep, every run with its repeats/novel split, said "in-context
+    repeats: 3 run(s) carry the repeats/novel split (needs >= 4)": the loss laws keep the best run of each of its
+    3 rungs, and all 3 carry it."""
+    import pandas as pd
+
+    from ladder.reports.fits.in_context import available
+
+    split = {"loss_repeats": 2.0, "loss_novel": 3.0, "repeat_share": 0.3}
+    law_df = pd.DataFrame([{"params": n, "tokens": 5 * n, "loss": 3.0, **split} for n in (4e3, 8e3, 16e3)])
+    why = available(law_df)
+    assert why == "the loss laws use 3 run(s), and the repeats/novel split needs >= 4", why
+    mixed = pd.concat([law_df, law_df.assign(loss_repeats=None, params=[3e4, 6e4, 1.2e5])], ignore_index=True)
+    assert available(mixed) == "3 run(s) carry the repeats/novel split (needs >= 4)"  # the others lack it
