@@ -228,6 +228,24 @@ def test_a_debug_submit_cancelled_from_another_terminal_says_so(planned_micro, c
     assert "run the same command to continue" not in line and "Traceback" not in r.stderr
 
 
+def test_a_second_eval_of_a_run_waits_for_the_first(tmp_path, monkeypatch):
+    """Two `ladder eval S` at once (two terminals) both ran lm-eval on every run (20 s instead of 14 on the micro
+    study; hours on a real one), each writing the same results. Now an evaluation holds the run folder's lock: the
+    second waits, then finds the results written and skips them (evaluate_run skips a finished task)."""
+    from ladder.jobs.on_node import evaluate_runs
+    from ladder.model.evaluation import downstream
+    from ladder.plan.study_lock import editing_study
+
+    run_dir = tmp_path / "runs" / "abc"
+    run_dir.mkdir(parents=True)
+    calls: list[str] = []
+    monkeypatch.setattr(downstream, "evaluate_run", lambda rd, *a, **k: calls.append(rd) or {"results": {}})
+    with editing_study(run_dir):  # the first eval, evaluating the run
+        second = _meanwhile(lambda: evaluate_runs([str(run_dir)], None, None, None))
+        assert calls == [], "the second eval ran lm-eval on a run the first was evaluating"
+    assert dict(second.result()) == {"abc": {}} and calls == [str(run_dir)]
+
+
 def test_the_study_lock_makes_nothing_and_lets_a_read_only_study_say_its_own_error(tmp_path):
     """The lock is the study folder's own flock: no file is added to the study, and where the folder cannot be
     opened (not there yet) the command goes on, so its own write says what is wrong."""

@@ -34,6 +34,7 @@ from ladder.books.job_records import is_cancelled
 from ladder.books.run_lock import lock_holder, run_lock
 from ladder.errors import DataNotPrepared
 from ladder.model.config import RunSpec
+from ladder.plan.study_lock import editing_study
 
 
 def _write_error(rd: layout.RunDir, exc: BaseException) -> None:
@@ -260,14 +261,17 @@ def evaluate_runs(
     out = EvalResults()
     for run_dir in run_dirs:
         try:
-            res = evaluate_run(
-                run_dir,
-                tasks,
-                include_path=Path(include_path) if include_path else None,
-                limit=limit,
-                batch_size=batch_size,
-                device=device,
-            )
+            # one evaluation of a run at a time: a second `ladder eval` started meanwhile (another terminal) waits
+            # here, then finds these results and skips them, instead of running lm-eval on the same run again
+            with editing_study(Path(run_dir)):
+                res = evaluate_run(
+                    run_dir,
+                    tasks,
+                    include_path=Path(include_path) if include_path else None,
+                    limit=limit,
+                    batch_size=batch_size,
+                    device=device,
+                )
         except Exception as exc:  # noqa: BLE001 - said for this run; the job's other runs are evaluated all the same
             first = (str(exc).strip().splitlines() or [""])[0]
             why = f"{type(exc).__name__}: {first}" if first else type(exc).__name__

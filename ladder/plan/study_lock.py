@@ -11,7 +11,8 @@ without ``flock``), the command goes on unlocked, as before.
 
 ``ladder collect`` takes turns with another collect on the study's ``runs/`` folder (the same lock, on another
 folder, so that a long collect never holds up ``hero`` or ``score``): the tables on disk are those of the collect
-that read the runs last, never an older snapshot written after a newer one.
+that read the runs last, never an older snapshot written after a newer one. ``ladder eval`` holds a run folder's
+own lock while it evaluates that run: a second eval at the same time waits, then finds the results and skips them.
 """
 
 from __future__ import annotations
