@@ -241,3 +241,17 @@ def test_a_sweeps_in_context_split_is_not_said_to_be_missing_from_runs_that_carr
     assert why == "the loss laws use 3 run(s), and the repeats/novel split needs >= 4", why
     mixed = pd.concat([law_df, law_df.assign(loss_repeats=None, params=[3e4, 6e4, 1.2e5])], ignore_index=True)
     assert available(mixed) == "3 run(s) carry the repeats/novel split (needs >= 4)"  # the others lack it
+
+
+def test_a_rung_whose_batches_round_together_is_warned_at_plan_time():
+    """`ladder plan bs.yaml` (batch_multipliers [0.25, 0.5, 1] at 4K, 8K, 16K) merged 4K's x0.25 and x0.5 (both
+    round up to batch_min_sequences) and warned of nothing about the batch sweep; `ladder fit` then said "4K: 2
+    batch_tokens value(s): no batch optimum". The guide says a sweep with fewer than 3 values at a rung is warned."""
+    from ladder.plan.requirements import ablation_requirements
+
+    study, runs = _sweep_plan(lr_multipliers=[0.5, 1, 2], batch_multipliers=[0.25, 0.5, 1])
+    said = [w for w in ablation_requirements(study, runs) if "batch" in w]
+    assert len(said) == 1 and "no batch optimum at 4K, which has fewer than 3 distinct batch sizes" in said[0], said
+    assert "the batch law uses the other sizes" in said[0], said
+    study, runs = _sweep_plan(lr_multipliers=[0.5, 1, 2], batch_multipliers=[0.5, 1, 2])
+    assert not [w for w in ablation_requirements(study, runs) if "batch" in w]

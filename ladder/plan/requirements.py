@@ -336,6 +336,11 @@ def _sizes_of(found: dict[tuple, tuple[str, float, int]], keys) -> list[str]:
     return list(by_size.values())
 
 
+def _short_rungs(found: dict[tuple, tuple[str, float, int]], ok: list[tuple]) -> str:
+    """The rungs of ``found`` outside ``ok`` (too few values for an optimum), by name ("4K" or "4K, 8K"); ''."""
+    return ", ".join(name for key, (name, _, _) in found.items() if key not in ok)
+
+
 def ablation_requirements(study: StudySpec, runs: list[RunSpec]) -> list[str]:
     """What the ablation fits of `ladder fit` will leave out for a reason the plan already holds, said now (plan
     warnings): an LR or batch sweep without 3 values at a rung (after rounding batches to whole sequences) or at
@@ -363,6 +368,11 @@ def ablation_requirements(study: StudySpec, runs: list[RunSpec]) -> list[str]:
                 f"{', '.join(lr_axes)}: no LR law across scale, which needs >= {SWEEP_MIN_VALUES} learning rates at "
                 f">= {LAW_MIN_SIZES} sizes (only {_sizes_of(lr, lr_ok)[0]} has them): its optimum transfers to "
                 "the hero by the recipe's rule"
+            )
+        elif short := _short_rungs(lr, lr_ok):
+            out.append(
+                f"{', '.join(lr_axes)}: no LR optimum at {short}, which {'has' if ',' not in short else 'have'} "
+                f"fewer than {SWEEP_MIN_VALUES} distinct learning rates; the LR law uses the other sizes"
             )
     if batch_axes:
         t = study.training
@@ -397,6 +407,13 @@ def ablation_requirements(study: StudySpec, runs: list[RunSpec]) -> list[str]:
                 f"{', '.join(batch_axes)}: no batch law across scale, which needs >= {SWEEP_MIN_VALUES} distinct "
                 f"batch sizes (and learning rates) at >= {LAW_MIN_SIZES} sizes: only {_sizes_of(batch, both)[0]} has "
                 f"them ({rounded}); the batch transfers to the hero by the recipe's rule"
+            )
+        elif short := _short_rungs(batch, b_ok):
+            # a rung whose batches round together (x0.25 and x0.5 of a tiny rung are both batch_min_sequences)
+            # lost its optimum in silence while the plan let the sweep pass
+            out.append(
+                f"{', '.join(batch_axes)}: no batch optimum at {short}, which {'has' if ',' not in short else 'have'} "
+                f"fewer than {SWEEP_MIN_VALUES} distinct batch sizes ({rounded}); the batch law uses the other sizes"
             )
     aspects = _swept(study, ("aspect_ratio",))
     if aspects:
