@@ -131,14 +131,11 @@ def test_a_single_valued_lr_or_batch_ablation_is_the_heros_recipe_as_it_was_ever
     assert abs(rec.batch_tokens - 2 * rule.batch_tokens) <= 64, (rec.batch_tokens, rule.batch_tokens)  # a sequence
 
 
-def test_fit_runs_gives_a_predictions_batch_interval_in_the_digits_of_its_batch(tmp_path, capsys):
-    """`ladder fit --runs runs.csv --predict 7e9:1.4e11` on a table with lr and batch_size columns printed
-    "B* (tokens) 7.402M [6.08e+06, 8.69e+06]": Python's e-notation beside the optimum's own 7.402M."""
+def _runs_rows(best_batch: float = 1.1) -> list[dict]:
+    """A table trained elsewhere: 4 sizes at 20 tokens/param, each an lr x batch_size (tokens) grid of 5 x 3."""
     import math
 
-    from ladder.reports.render.fmt import fmt_count
-    from tests.cli_helpers import run_cli
-    from tests.test_own_ladder_retrial13 import law, write
+    from tests.test_own_ladder_retrial13 import law
 
     rows = []
     for n in (1e8, 2e8, 4e8, 8e8):
@@ -146,10 +143,20 @@ def test_fit_runs_gives_a_predictions_batch_interval_in_the_digits_of_its_batch(
         lr0, b0 = 3.6e-3 * (c / 1e19) ** -0.1, 2**20 * (c / 1e19) ** 0.3
         for m in (0.25, 0.5, 1, 2, 4):
             for b in (0.5, 1, 2):
-                pen = 0.02 * math.log2(m) ** 2 + 0.01 * math.log2(b / 1.1) ** 2 + 0.001 * math.sin(7 * m + b)
+                pen = 0.02 * math.log2(m) ** 2 + 0.01 * math.log2(b / best_batch) ** 2 + 0.001 * math.sin(7 * m + b)
                 row = {"params": n, "tokens": 20 * n, "loss": round(law(n, 20 * n) * (1 + pen), 5), "lr": lr0 * m}
                 rows.append({**row, "batch_size": int(b0 * b)})
-    path = write(tmp_path / "runs.csv", rows)
+    return rows
+
+
+def test_fit_runs_gives_a_predictions_batch_interval_in_the_digits_of_its_batch(tmp_path, capsys):
+    """`ladder fit --runs runs.csv --predict 7e9:1.4e11` on a table with lr and batch_size columns printed
+    "B* (tokens) 7.402M [6.08e+06, 8.69e+06]": Python's e-notation beside the optimum's own 7.402M."""
+    from ladder.reports.render.fmt import fmt_count
+    from tests.cli_helpers import run_cli
+    from tests.test_own_ladder_retrial13 import write
+
+    path = write(tmp_path / "runs.csv", _runs_rows())
     args = ("fit", "--runs", path, "--predict", "7e9:1.4e11", "--bootstrap", "20")
     pred = next(p for p in run_cli(capsys, *args, "--json").json()["predictions"] if p["label"] != "hero")
     r = run_cli(capsys, *args)
@@ -255,3 +262,17 @@ def test_a_rung_whose_batches_round_together_is_warned_at_plan_time():
     assert "the batch law uses the other sizes" in said[0], said
     study, runs = _sweep_plan(lr_multipliers=[0.5, 1, 2], batch_multipliers=[0.5, 1, 2])
     assert not [w for w in ablation_requirements(study, runs) if "batch" in w]
+
+
+def test_fit_runs_names_a_rung_of_a_table_by_its_params_and_tokens(tmp_path, capsys):
+    """`ladder fit --runs runs.csv` (lr and batch_size columns, no axis columns) said "the batch* law leaves out 1
+    rung(s): N0/D0 (batch_tokens optimum at grid edge ...)": a cluster index no user can place in the table."""
+    from tests.cli_helpers import run_cli
+    from tests.test_own_ladder_retrial13 import write
+
+    rows = _runs_rows(best_batch=3.0)  # every rung's best batch is beyond its grid's high end
+    r = run_cli(capsys, "fit", "--runs", write(tmp_path / "runs.csv", rows), "--bootstrap", "5", "--json")
+    assert r.code == 0, r.stderr
+    names = [sc["scale"] for sc in r.json()["hparams"]["scales"]]
+    assert names == ["100M x 2B", "200M x 4B", "400M x 8B", "800M x 16B"], names
+    assert any(n.startswith("100M x 2B: batch_tokens") for n in r.json()["hparams"]["notes"]), r.json()["hparams"]

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ladder.errors import FitError
 from ladder.layout import jsonable
+from ladder.model.config import format_count
 from ladder.reports.fits.runs import group_budgets, tie_kind
 from ladder.reports.fits.study.runs_file import ADDED_COLUMNS, NUMERIC
 from ladder.studies.spec import StudySpec
@@ -247,7 +248,8 @@ def _tie_or_single(df: pd.DataFrame) -> tuple[pd.Series, str]:
 
 
 def _cluster_key(df: pd.DataFrame) -> pd.Series:
-    """Rungs of a table without axis columns: params and tokens each clustered within RUNG_RTOL."""
+    """Rungs of a table without axis columns: params and tokens each clustered within RUNG_RTOL, named by the
+    median of each cluster ("100M x 2B": fit named them "N0/D0", which no user could place)."""
     out = []
     for col in ("params", "tokens"):
         v = df[col].to_numpy(dtype=float)
@@ -255,8 +257,9 @@ def _cluster_key(df: pd.DataFrame) -> pd.Series:
         lab = np.full(len(v), -1)
         if good.any():
             lab[good], _ = group_budgets(v[good], RUNG_RTOL)
-        out.append(lab)
-    return pd.Series([f"N{a}/D{b}" for a, b in zip(*out)], index=df.index)
+        names = {k: format_count(float(np.median(v[lab == k]))) for k in set(lab.tolist()) if k >= 0}
+        out.append([names.get(k, "?") for k in lab])
+    return pd.Series([f"{a} x {b}" for a, b in zip(*out)], index=df.index)
 
 
 def best_configs(df: pd.DataFrame, tune: list[str]) -> tuple[pd.DataFrame, str | None]:
