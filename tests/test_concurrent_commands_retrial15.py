@@ -150,6 +150,29 @@ def test_two_scores_at_once_are_both_kept(study, capsys, monkeypatch):
     assert [s["actual"] for s in scores] == [3.0, 3.1]
 
 
+def test_the_same_score_twice_at_once_is_kept_once(study, capsys, monkeypatch):
+    """`ladder forecast score S --loss 3.0` twice at once (a cron job and a person): forecast.json held the same
+    score twice (3 of 3 tries), though scoring again one after the other says "the same as its last score: not
+    appended again". Now the comparison is made with the file's last score under the lock: one score, and the
+    second command says it was not appended."""
+    from ladder.forecast.score import score_study
+
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    real = layout.atomic_write_text
+    started: list[threading.Thread] = []
+
+    def write(path, text, **kwargs):
+        if Path(path).name == layout.FORECAST and not started:
+            started.append(_meanwhile(lambda: score_study(study, loss=3.0)))
+        return real(path, text, **kwargs)
+
+    monkeypatch.setattr(layout, "atomic_write_text", write)
+    first = score_study(study, loss=3.0)
+    second = started[0].result()
+    assert (first.repeated, second.repeated) == (set(), {1})
+    assert len(json.loads((study / layout.FORECAST).read_text())["scores"]) == 1
+
+
 def test_an_older_collect_never_writes_over_a_newer_one(study, capsys, monkeypatch):
     """`ladder collect S` (a cron job) read a run still training, was descheduled, and meanwhile the run finished
     and a person's `ladder collect S` said "6 done"; the older collect then wrote results.parquet last, with the

@@ -27,6 +27,7 @@ import math
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -306,14 +307,21 @@ def read_frozen_one(number: int, path: Path) -> Frozen:
     return Frozen(number, path, record, f"damaged ({problem})" if problem else None, forecast)
 
 
-def append_score(frozen: Frozen, score: dict) -> None:
+def append_score(frozen: Frozen, score: dict, *, same: Callable[[dict, dict], bool] | None = None) -> bool:
     """Append ``score`` to the freeze's ``scores`` (an atomic rewrite; nothing else in the file changes), under
-    the study's lock: a second ``forecast score`` at the same time appends to this one's list, never drops it."""
+    the study's lock: a second ``forecast score`` at the same time appends to this one's list, never drops it.
+    ``same(last, score)``: whether it says what the file's last score says (read under the lock, so that two
+    identical scores at once are one); then nothing is written and False is returned."""
     with editing_study(frozen.path.parent):
         record = json.loads(frozen.path.read_text(encoding="utf-8"))
-        record.setdefault("scores", []).append(layout.jsonable(score))
-        layout.atomic_write_text(frozen.path, json.dumps(record, indent=2) + "\n")
+        scores = record.setdefault("scores", [])
+        last = scores[-1] if scores and isinstance(scores[-1], dict) else None
+        appended = not (same is not None and last is not None and same(last, score))
+        if appended:
+            scores.append(layout.jsonable(score))
+            layout.atomic_write_text(frozen.path, json.dumps(record, indent=2) + "\n")
     frozen.record, frozen.forecast = record, forecast_json.FrozenForecast.model_validate(record)
+    return appended
 
 
 def _kind(f: Frozen) -> str:

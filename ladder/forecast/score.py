@@ -563,10 +563,10 @@ def score_study(
         )
     on_record()  # every freeze's score or none: a Ctrl-C between them would get the first appended twice
     for f, score in scores:
-        if _same_score(f.latest_score, score):  # scoring unchanged results again observes nothing new
+        # scoring unchanged results again observes nothing new; compared with the file's last score under the
+        # study's lock, so that two `forecast score` at once (a cron job and a person) append it once
+        if not append_score(f, score, same=_same_score):
             outcome.repeated.add(f.number)
-        else:
-            append_score(f, score)
         outcome.scored.append((f, score))
     return outcome
 
