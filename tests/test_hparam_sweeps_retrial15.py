@@ -276,3 +276,18 @@ def test_fit_runs_names_a_rung_of_a_table_by_its_params_and_tokens(tmp_path, cap
     names = [sc["scale"] for sc in r.json()["hparams"]["scales"]]
     assert names == ["100M x 2B", "200M x 4B", "400M x 8B", "800M x 16B"], names
     assert any(n.startswith("100M x 2B: batch_tokens") for n in r.json()["hparams"]["notes"]), r.json()["hparams"]
+
+
+def test_an_optimum_inside_the_grid_called_at_its_edge_says_its_best_run_is_at_the_end():
+    """`ladder fit --runs` said "batch_tokens optimum at grid edge (high end; fitted 629.3K, grid 277.5K..1.11M)":
+    a fitted optimum inside the grid, called one at its edge with no word of why (its best run is at the end)."""
+    import numpy as np
+
+    from ladder.reports.fits.hparams import fit_sweep
+
+    lr = np.array([1.0, 2.0, 4.0, 8.0]) * 1e-3
+    opt = fit_sweep(lr, 3 + 0.05 * np.log(lr / 1.2e-3) ** 2, label="r0").lr
+    assert opt.status == "edge" and min(opt.grid) < opt.opt < max(opt.grid)  # as fitted
+    assert "(low end; its best run is at that end, 0.001; fitted 0.00" in opt.message, opt.message
+    above = fit_sweep(lr * 16, 3 + 0.05 * np.log(lr * 16 / 1.2e-3) ** 2, label="r1").lr  # vertex below the grid
+    assert above.opt < min(above.grid) and "its best run" not in above.message, above.message

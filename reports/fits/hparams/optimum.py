@@ -124,8 +124,11 @@ def axis_optimum(
         if outside or at_end:
             side = "low" if (u_opt < lo_g or (at_end and math.isclose(best, lo_g, abs_tol=1e-9))) else "high"
             status = "edge"
+            # a vertex inside the grid is flagged for its best run at an end: say so, or "fitted 629.3K, grid
+            # 277.5K..1.11M" read as an optimum inside the grid called one at its edge
+            why = "" if outside else f"; its best run is at that end, {fmt(math.exp(best))}"
             message = (
-                f"{label}: {name} optimum at grid edge ({side} end; fitted {fmt(math.exp(u_opt))}, grid "
+                f"{label}: {name} optimum at grid edge ({side} end{why}; fitted {fmt(math.exp(u_opt))}, grid "
                 f"{fmt(math.exp(lo_g))}..{fmt(math.exp(hi_g))}): widen the sweep"
             )
         else:
