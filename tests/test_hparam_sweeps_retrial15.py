@@ -291,3 +291,18 @@ def test_an_optimum_inside_the_grid_called_at_its_edge_says_its_best_run_is_at_t
     assert "(low end; its best run is at that end, 0.001; fitted 0.00" in opt.message, opt.message
     above = fit_sweep(lr * 16, 3 + 0.05 * np.log(lr * 16 / 1.2e-3) ** 2, label="r1").lr  # vertex below the grid
     assert above.opt < min(above.grid) and "its best run" not in above.message, above.message
+
+
+def test_fit_runs_says_which_runs_an_empty_lr_cell_leaves_out_of_the_sweep(tmp_path, capsys):
+    """`ladder fit --runs` of a table whose lr cell is empty for 9 of its 60 runs (the refusal of a bad lr says
+    "leave the cell empty where it is not known") fitted the LR and batch laws without them and said nothing."""
+    from tests.cli_helpers import run_cli
+    from tests.test_own_ladder_retrial13 import write
+
+    rows = [{**r, "lr": None} if i % 7 == 0 else r for i, r in enumerate(_runs_rows())]
+    r = run_cli(capsys, "fit", "--runs", write(tmp_path / "runs.csv", rows), "--bootstrap", "5")
+    assert r.code == 0, r.stderr
+    said = [x for x in r.stderr.splitlines() + r.stdout.splitlines() if "empty lr or batch cell" in x]
+    assert len(said) == 1 and "9 run(s)" in said[0] and "left out of the LR and batch fits" in said[0], said
+    full = run_cli(capsys, "fit", "--runs", write(tmp_path / "full.csv", _runs_rows()), "--bootstrap", "5")
+    assert "empty" not in full.stdout + full.stderr

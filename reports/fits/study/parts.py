@@ -191,6 +191,15 @@ def hparams(raw, ok, primary, hero, study, reasons, warnings, seed):
         if ab is not None
         else None
     )
+    known = [c for c in ("lr", "batch_tokens") if c in sub.columns]
+    blank = int((np.isfinite(sub["loss"].to_numpy(dtype=float)) & sub[known].isna().any(axis=1).to_numpy()).sum())
+    if blank and "lr" in known and sub["lr"].notna().any():
+        # a table's empty lr (or batch) cells cost their runs the sweep fits in silence
+        warnings.append(
+            f"hyperparameter laws: {blank} run(s) with an empty {' or '.join(c.split('_')[0] for c in known)} cell "
+            "are left out of the LR "
+            "and batch fits (the loss laws use them)"
+        )
     try:
         res = fit_hparams(
             sub,
