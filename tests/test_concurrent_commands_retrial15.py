@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from ladder import layout
 from tests.cli_helpers import run_cli
@@ -171,6 +172,33 @@ def test_the_same_score_twice_at_once_is_kept_once(study, capsys, monkeypatch):
     second = started[0].result()
     assert (first.repeated, second.repeated) == (set(), {1})
     assert len(json.loads((study / layout.FORECAST).read_text())["scores"]) == 1
+
+
+def test_suggest_add_never_writes_over_a_plan_made_meanwhile(study, monkeypatch):
+    """`ladder plan S --suggest --add` (seconds of refits) while a colleague plans a change of the study (here:
+    an extra run of their own): the add wrote study.yaml and plan.json from the study it had read before, so the
+    colleague's run was dropped from both (its folder left, listed nowhere). Now the add finds study.yaml changed
+    under the lock, writes nothing and says to run it again; the colleague's plan stays."""
+    from ladder.errors import StateError
+    from ladder.forecast import next_runs
+    from ladder.plan import planner
+
+    real = next_runs.write_plan
+    theirs: list[str] = []
+
+    def write_plan(plan, study_dir, **kwargs):
+        if not theirs:  # the colleague's `ladder plan`, done while the suggestion was being chosen
+            colleague = next_runs.with_extra_runs(planner.read_study(study), [{"size": "18K"}])
+            theirs.extend(real(planner.expand(colleague), study).new)
+        return real(plan, study_dir, **kwargs)
+
+    monkeypatch.setattr(next_runs, "write_plan", write_plan)
+    before = {p.name for p in (study / layout.RUNS).iterdir()}
+    with pytest.raises(StateError, match="changed while the runs to add were chosen .*: nothing added; run the same"):
+        next_runs.suggest(study, budget=1e14, add=True, k=2, n_boot=5)
+    assert len(theirs) == 1 and theirs[0] in _plan_runs(study), "the colleague's planned run was dropped"
+    assert "18000" in (study / layout.STUDY).read_text()
+    assert {p.name for p in (study / layout.RUNS).iterdir()} == before | set(theirs), "the add wrote a run folder"
 
 
 def test_an_older_collect_never_writes_over_a_newer_one(study, capsys, monkeypatch):

@@ -319,6 +319,6 @@ def suggest(
     )
     if add and chosen:
         new_study = with_extra_runs(study, [c.entry for c in chosen])
-        written = write_plan(expand(new_study), study_dir)
+        written = write_plan(expand(new_study), study_dir, based_on=study)
         out.added = written.new
     return out

@@ -221,9 +221,23 @@ def check_target(plan: Plan, study_dir: Path) -> layout.StudyDir:
     return sd
 
 
-def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
-    """Write the plan; existing run directories are left as they are."""
+def write_plan(plan: Plan, study_dir: Path, *, based_on: StudySpec | None = None) -> WriteResult:
+    """Write the plan; existing run directories are left as they are. Under the study's lock from the first run
+    directory to plan.json: a `ladder hero` meanwhile adds its run to plan.json, kept, never written over.
+    ``based_on``: the study this plan changes (``plan --suggest --add``, after seconds of refits); when study.yaml
+    is another study by now (another `ladder plan` wrote it meanwhile), nothing is written: a StateError says so,
+    rather than one of the two changes being lost."""
     sd = check_target(plan, study_dir)
+    with editing_study(sd.path):
+        if based_on is not None and sd.study.is_file() and read_study(sd.path).to_yaml() != based_on.to_yaml():
+            raise StateError(
+                f"{sd.study} changed while the runs to add were chosen (another `ladder plan` wrote it meanwhile): "
+                "nothing added; run the same command again to choose them for the study as it is now"
+            )
+        return _write_plan(plan, sd)
+
+
+def _write_plan(plan: Plan, sd: layout.StudyDir) -> WriteResult:
     new, existing, refreshed, relinked = [], [], [], []
     for run in plan.runs:
         rd = sd.run(run.run_id)
@@ -239,22 +253,21 @@ def write_plan(plan: Plan, study_dir: Path) -> WriteResult:
         layout.atomic_write_json(rd.spec, run.model_dump(mode="json"))
         new.append(run.run_id)
     planned = {r.run_id for r in plan.runs}
-    with editing_study(sd.path):  # a `ladder hero` meanwhile adds its run to plan.json: kept, never written over
-        heroes = [h for h in planned_heroes(sd) if h not in planned]
-        orphans = [rd.run_id for rd in sd.all_run_dirs() if rd.run_id not in planned and rd.run_id not in heroes]
-        layout.atomic_write_text(sd.study, plan.study.to_yaml())
-        layout.atomic_write_json(
-            sd.plan,
-            {
-                "study": plan.study.name,
-                "runs": [r.run_id for r in plan.runs] + heroes,
-                "hero": plan.hero.to_dict(),
-                "totals": plan.totals(),
-                "conventions": plan.conventions(),
-                "notes": plan.notes,
-                "warnings": plan.warnings,
-            },
-        )
+    heroes = [h for h in planned_heroes(sd) if h not in planned]
+    orphans = [rd.run_id for rd in sd.all_run_dirs() if rd.run_id not in planned and rd.run_id not in heroes]
+    layout.atomic_write_text(sd.study, plan.study.to_yaml())
+    layout.atomic_write_json(
+        sd.plan,
+        {
+            "study": plan.study.name,
+            "runs": [r.run_id for r in plan.runs] + heroes,
+            "hero": plan.hero.to_dict(),
+            "totals": plan.totals(),
+            "conventions": plan.conventions(),
+            "notes": plan.notes,
+            "warnings": plan.warnings,
+        },
+    )
     earlier = [s for s in (read_run_spec(sd.run(o)) for o in orphans) if not isinstance(s, str) and s.role != "hero"]
     done = sum(1 for s in earlier if layout.result_status(sd.run(s.run_id)) == "done")
     return WriteResult(
