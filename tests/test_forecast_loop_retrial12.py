@@ -388,7 +388,7 @@ def test_score_says_how_far_the_hero_run_lies_from_the_frozen_point_as_hero_prom
     forecast against it and says the difference"; the score, terminal and report, never said it."""
     assert run_cli(capsys, "forecast", "freeze", study).code == 0
     r = run_cli(capsys, "hero", study)
-    off = re.search(r"\(([-+][\d.]+% params)\): `ladder forecast score` scores", r.stdout)
+    off = re.search(r"\(([-+][\d.]+% params)\): `ladder forecast score \S+` scores", r.stdout)
     assert off, r.stdout
     train(layout.StudyDir(study), hero_spec(study), 3.5)
     r = run_cli(capsys, "forecast", "score", study)
