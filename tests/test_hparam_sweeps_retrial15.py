@@ -213,20 +213,24 @@ def test_a_sweep_panels_off_grid_optimum_reads_as_the_per_rung_table_gives_it():
         assert want in said, (axis, said)
 
 
+def _sweep_penalty(spec) -> float:
+    import math
+
+    lr, batch = float(spec.axes["lr_multipliers"]), float(spec.axes["batch_multipliers"])
+    return 0.03 * math.log2(lr / 1.2) ** 2 + 0.02 * math.log2(batch / 0.8) ** 2
+
+
+SWEEP = {"lr_multipliers": [0.5, 1, 2], "batch_multipliers": [0.5, 1, 2]}
+
+
 def test_fits_recommended_batch_has_its_interval_as_the_peak_lr_and_the_report_have(tmp_path, capsys):
     """`ladder fit S` gave "peak LR 0.0233 [0.0217, 0.0251]" but "batch 5.952K tokens" with no interval, where
     the report's recommendation says "5.952K tokens (90%: 5.243K – 6.803K)"."""
-    import math
-
     from ladder.reports.fits.study.fit_json import read_fit_json
     from ladder.reports.render.fmt import fmt_count
     from tests.cli_helpers import run_cli
 
-    def penalty(spec):
-        lr, batch = float(spec.axes["lr_multipliers"]), float(spec.axes["batch_multipliers"])
-        return 0.03 * math.log2(lr / 1.2) ** 2 + 0.02 * math.log2(batch / 0.8) ** 2
-
-    _, sd = _fitted(tmp_path / "sweep", {"lr_multipliers": [0.5, 1, 2], "batch_multipliers": [0.5, 1, 2]}, penalty)
+    _, sd = _fitted(tmp_path / "sweep", SWEEP, _sweep_penalty)
     out = run_cli(capsys, "fit", sd.path, "--bootstrap", "10").stdout
     rec = read_fit_json(sd.fit).recommendation
     lo, hi = rec.batch_tokens_ci90
@@ -306,3 +310,22 @@ def test_fit_runs_says_which_runs_an_empty_lr_cell_leaves_out_of_the_sweep(tmp_p
     assert len(said) == 1 and "9 run(s)" in said[0] and "left out of the LR and batch fits" in said[0], said
     full = run_cli(capsys, "fit", "--runs", write(tmp_path / "full.csv", _runs_rows()), "--bootstrap", "5")
     assert "empty" not in full.stdout + full.stderr
+
+
+def test_fit_predicts_the_lr_and_batch_that_hero_plans_at_the_same_point(tmp_path, capsys):
+    """`ladder fit S --predict 1M:20M` gave B* 11.32K [9.285K, 13.86K], and `ladder hero S --params 1M --tokens
+    20M` planned 10.88K from the same law (90% [8.975K, 13.28K]): fit read the law in compute at 6ND scaled by the
+    largest rung's FLOPs per 6ND, the hero at the exact FLOPs of the shape it plans."""
+    from ladder.reports.render.fmt import fmt_count
+    from tests.cli_helpers import run_cli
+
+    _, sd = _fitted(tmp_path / "sweep", SWEEP, _sweep_penalty)
+    fit = run_cli(capsys, "fit", sd.path, "--predict", "1M:20M", "--bootstrap", "10", "--json")
+    pred = next(p for p in fit.json()["predictions"] if p["label"] == "1M:20M")
+    hero = run_cli(capsys, "hero", sd.path, "--params", "1M", "--tokens", "20M", "--dry-run", "--json")
+    assert hero.code == 0, hero.stderr
+    batch_source, lr_source = hero.json()["sources"]["batch_tokens"], hero.json()["sources"]["lr"]
+    lo, hi = pred["batch_ci90"]
+    assert f"(90% [{fmt_count(lo)}, {fmt_count(hi)}])" in batch_source, (pred, batch_source)
+    lo, hi = pred["lr_ci90"]
+    assert f"(90% [{lo:.3g}, {hi:.3g}])" in lr_source, (pred, lr_source)

@@ -281,7 +281,8 @@ def fit_study(
                 study_hero.reach_warnings(hero, fc, warnings)
         for i, (_n, _d, label) in enumerate(predictions_in):
             row = loss.point_row(fc, i + 1, label, primary)
-            row.update(parts.hparams_at(hparams, reasons, _n, _d))  # hparams: LR and batch at this (N, D)
+            # hparams: LR and batch at this (N, D), at the exact FLOPs `ladder hero --params N --tokens D` plans
+            row.update(parts.hparams_at(hparams, reasons, _n, _d, study_hero.point_flops(study, _n, _d)))
             if row["loss"] is None:
                 warnings.append(f"prediction {label}: {row['reason']}")
             else:

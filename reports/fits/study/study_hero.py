@@ -85,6 +85,20 @@ def hero_start(study: StudySpec) -> dict:
     return {"params": float(shape.params(lad.param_count)), "tokens": tokens, "flops": float(h.compute)}
 
 
+def point_flops(study: StudySpec | None, params: float, tokens: float) -> float | None:
+    """The exact FLOPs of a --predict point (N, D) as `ladder hero --params N --tokens D` sizes it (the study's
+    shape at N, default tying and aspect ratio), which the hyperparameter laws in compute read; None without a
+    study or for a size the family cannot build. (fit scaled 6ND by the largest rung's FLOPs per 6ND instead, and
+    gave another B* than the hero planned at the same point.)"""
+    if study is None:
+        return None
+    moved = study.hero.model_copy(update={"params": float(params), "tokens": float(tokens), "compute": None})
+    try:
+        return float(hero_start(study.model_copy(update={"hero": moved}))["flops"])
+    except (ValueError, FitError, ZeroDivisionError, OverflowError):
+        return None
+
+
 def allocating_law(fc: Forecast | None):
     """The L(N, D) law that splits a compute budget, or None: Chinchilla's, which fits alpha and beta apart and
     so measures the split; the over-training law only when Chinchilla's is degenerate, since its alpha = beta
