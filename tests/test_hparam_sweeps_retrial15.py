@@ -91,6 +91,7 @@ def test_an_lr_optimum_above_the_grid_where_the_next_lr_diverged_is_not_told_to_
         assert "widen the sweep" not in lr.message and lr.message in res.notes
     note = beyond_every_sweep(res, "lr", 0.02)
     assert "diverged at the next LR it tried (0.08 at r0, 0.08 at r1)" in note, note
+    assert "the highest peak LR every rung's sweep trained to the end (0.04 at r0, 0.04 at r1)" in note, note
     assert "upwards" not in note, note
     # a sweep whose next LR did not diverge (it was never tried) is still told to widen upwards
     df = _diverging_sweep()

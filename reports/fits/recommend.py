@@ -218,12 +218,12 @@ def beyond_every_sweep(hparams: Any | None, what: str, value: float) -> str | No
     )
     end = "lowest" if low else "highest"
     tried = ", ".join(f"{fmt(e)} at {scale}" for scale, e in ends)
+    diverged = _diverged_above(hparams, dict(ends)) if what == "lr" and not low else None
     said = (
         f"the {name} the study gives the hero, {fmt(value)}, is {'above' if low else 'below'} the {end} {name} "
-        f"every rung's sweep tried ({tried}), and each rung found its optimum beyond that end of its grid: the "
-        f"ladder says {'lower' if low else 'higher'}. "
+        f"every rung's sweep {'trained to the end' if diverged else 'tried'} ({tried}), and each rung found its "
+        f"optimum beyond that end of its grid: the ladder says {'lower' if low else 'higher'}. "
     )
-    diverged = _diverged_above(hparams, dict(ends)) if what == "lr" and not low else None
     if diverged:  # upwards is where the LR diverged: "widen upwards" led into it
         return said + (
             f"Each rung diverged at the next LR it tried ({diverged}): add LRs between the two to "
