@@ -130,6 +130,9 @@ def test_a_single_valued_lr_or_batch_ablation_is_the_heros_recipe_as_it_was_ever
     rule = read_fit_json(plain.fit).recommendation
     assert rule.lr == 0.02 and rule.sources["lr"].startswith("study rule")
     assert abs(rec.batch_tokens - 2 * rule.batch_tokens) <= 64, (rec.batch_tokens, rule.batch_tokens)  # a sequence
+    _, absolute = _fitted(tmp_path / "abs", {"lr": [0.03]})  # one absolute LR: the same
+    rec = read_fit_json(absolute.fit).recommendation
+    assert rec.lr == 0.03 and "ablations.lr [0.03]" in rec.sources["lr"], rec.sources["lr"]
 
 
 def _runs_rows(best_batch: float = 1.1) -> list[dict]:
