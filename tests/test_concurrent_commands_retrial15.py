@@ -308,3 +308,33 @@ def test_the_study_lock_makes_nothing_and_lets_a_read_only_study_say_its_own_err
     with editing_study(tmp_path / "not-yet"):
         (tmp_path / "not-yet").mkdir()
     assert [p.name for p in tmp_path.iterdir()] == ["not-yet"]
+
+
+def test_a_command_that_waits_for_the_study_lock_says_so(tmp_path, capsys):
+    """A second command behind a long collect (or an eval of the same run) waited with no word: it looked hung."""
+    import fcntl
+
+    from ladder.plan.study_lock import editing_study
+
+    holder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    entered = threading.Event()
+
+    def second():
+        with editing_study(tmp_path):
+            entered.set()
+
+    t = threading.Thread(target=second)
+    t.start()
+    deadline = time.monotonic() + 10
+    while not _waiting_on_a_lock() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not entered.is_set()
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    os.close(holder)
+    t.join(10)
+    assert entered.is_set()
+    assert f"waiting for another ladder command working on {tmp_path}" in capsys.readouterr().err
+    with editing_study(tmp_path):  # a free lock: not a word
+        pass
+    assert capsys.readouterr().err == ""

@@ -5,7 +5,8 @@ Each of those is a read-modify-write of a whole file; two commands at once (two 
 each read the old file, and the second write dropped what the first added: a hero run that plan.json no longer
 listed (its folder left behind) or listed twice, a score lost from the freeze. The lock is ``flock`` on the study
 directory itself (no file is made, so a read-only study stays untouched and its own error is said by the write),
-held only for the read and the write: the second command waits a moment, then reads what the first wrote.
+held only for the read and the write: the second command waits a moment (saying that it waits), then reads what
+the first wrote.
 ``flock`` is released by the kernel however the holder dies. Where the folder cannot be locked (a file system
 without ``flock``), the command goes on unlocked, as before.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +37,11 @@ def editing_study(study_dir: Path) -> Iterator[None]:
     try:
         if fd is not None:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:  # a wait with no word looked like a hang
+                    print(f"waiting for another ladder command working on {study_dir} ...", file=sys.stderr, flush=True)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
                 locked = True
             except OSError:  # a file system without flock on folders
                 pass
