@@ -312,7 +312,7 @@ def _start_step(rd: layout.RunDir, spec: RunSpec | None) -> int:
     return t.step if t is not None and rd.sibling(t.run_id).snapshot_dir(t.step).is_dir() else 0
 
 
-def _from_step_0(rd: layout.RunDir, spec: RunSpec | None) -> bool:
+def trains_from_step_0(rd: layout.RunDir, spec: RunSpec | None) -> bool:
     """A branch whose trunk finished without a snapshot at its branch step (a budget planned after the trunk
     trained): it trains from step 0 as an independent run, so its own tokens and FLOPs are all of its run's."""
     t = spec.trunk if spec is not None else None
@@ -359,5 +359,5 @@ def read_books(rd: layout.RunDir, spec: RunSpec | None = None) -> RunBooks:
         waiting_for=waits_for(rd, spec) if spec is not None else None,
         start_step=_start_step(rd, spec),
         checkpoint_problem=checkpoint_problem(rd),
-        from_step_0=_from_step_0(rd, spec),
+        from_step_0=trains_from_step_0(rd, spec),
     )

@@ -310,17 +310,18 @@ def _branches_from_step_0(p: Plan, target: Path) -> list[str]:
     trains from step 0 as an independent run: said when it is planned, with what it will cost, since the FLOPs
     column and the totals count a branch's own steps only."""
     from ladder import layout
+    from ladder.books.run_books import trains_from_step_0
 
     sd, out = layout.StudyDir(target), []
     for run in p.runs:
         if run.trunk is None or not sd.path.is_dir():
             continue
-        trunk, rd = sd.run(run.trunk.run_id), sd.run(run.run_id)
+        rd = sd.run(run.run_id)
         started = rd.metrics.is_file() or rd.checkpoint_pointer.is_file() or rd.result.is_file()
-        if started or layout.result_status(trunk) != "done" or trunk.snapshot_dir(run.trunk.step).is_dir():
+        if started or not trains_from_step_0(rd, run):
             continue
         out.append(
-            f"branch {run.run_id} ({format_count(run.tokens)} tokens): its trunk {trunk.run_id} finished without a "
+            f"branch {run.run_id} ({format_count(run.tokens)} tokens): its trunk {run.trunk.run_id} finished without a "
             f"snapshot at step {run.trunk.step:,} (it trained before this budget was planned), so the branch will "
             f"train from step 0 as an independent run: {sci(run.flops)} FLOPs, not the {sci(run.own_flops)} of its "
             "own steps that the FLOPs column and the totals count"
