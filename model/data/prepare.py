@@ -109,10 +109,10 @@ def is_prepared(cfg: DataConfig, vocab_size: int, *, cache_root: Path | None = N
         return False
     if cfg.tokenizer == "train":
         tok_file = trained_tokenizer_dir(cfg, vocab_size, source, cache) / TOKENIZER_FILE
-    elif expand_user(cfg.tokenizer, "data.tokenizer").exists():
-        tok_file = tokenizer_file(expand_user(cfg.tokenizer, "data.tokenizer"))
+    elif (given := expand_user(cfg.tokenizer, "data.tokenizer")).exists():
+        tok_file = tokenizer_file(given)
     else:
-        tok_file = cache / "tokenizers" / ("hub-" + cfg.tokenizer.replace("/", "--")) / TOKENIZER_FILE
+        tok_file = _hub_tokenizer_dir(cfg.tokenizer, cache) / TOKENIZER_FILE
     if not tok_file.is_file():
         return False
     return (cache / "data" / data_key(source, file_sha256(tok_file), cfg.validation_fraction) / READY).is_file()
@@ -125,8 +125,13 @@ def _empty_corpus_message(source: CorpusSource) -> str:
     )
 
 
+def _hub_tokenizer_dir(name: str, cache: Path) -> Path:
+    """Where a hub tokenizer is saved in the data cache."""
+    return cache / "tokenizers" / ("hub-" + name.replace("/", "--"))
+
+
 def _hub_tokenizer(name: str, cache: Path) -> Path:
-    out = cache / "tokenizers" / ("hub-" + name.replace("/", "--"))
+    out = _hub_tokenizer_dir(name, cache)
     if (out / TOKENIZER_FILE).is_file():
         return out / TOKENIZER_FILE
     try:

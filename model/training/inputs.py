@@ -97,10 +97,10 @@ def _not_prepared(exc: OSError, data_cache: Any) -> Exception:
 
 def _identity(prepared: Any) -> dict[str, Any] | None:
     """The identity of a ``PreparedData``: its cache key, its tokenizer file's SHA-256 and its token counts."""
-    import hashlib
+    from ladder.model.data.tokenizer import file_sha256
 
     try:
-        tokenizer = hashlib.sha256(Path(prepared.tokenizer_file).read_bytes()).hexdigest()
+        tokenizer = file_sha256(Path(prepared.tokenizer_file))
     except (OSError, TypeError, AttributeError):
         return None
     return {
