@@ -21,10 +21,12 @@ from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, co
 from ladder.reports.fits.study.study_hero import (
     BEYOND_REACH,
     BEYOND_TESTED,
+    NO_REACH,
     NOT_TESTED,
     farthest_axis,
     farthest_span,
     left_out_words,
+    reaches_nowhere,
 )
 from ladder.reports.fits.study.table import ALL_RUNS, of_variant
 from ladder.reports.render.fmt import fmt_flops, fmt_loss, fmt_pct, fmt_sig, share_of_hero
@@ -160,11 +162,16 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
             if not (law.calibration and law.calibration.n):
                 console.print(where + "[yellow]no rollout forecast tested any distance[/]")
             else:
+                reached = (
+                    NO_REACH + " ("
+                    if reach is None or reaches_nowhere(reach.params_x, reach.compute_x, reach.tokens_x)
+                    else f"forecasts stayed within 2% up to {_times(reach.params_x)} params, "
+                    f"{_times(reach.compute_x)} compute"
+                    + (f", {_times(reach.tokens_x)} tokens" if reach.tokens_x is not None else "")
+                    + " in the rollout ("
+                )
                 console.print(
-                    where + f"forecasts stayed within 2% up to {_times(reach and reach.params_x)} params, "
-                    f"{_times(reach and reach.compute_x)} compute"
-                    + (f", {_times(reach.tokens_x)} tokens" if reach and reach.tokens_x is not None else "")
-                    + " in the rollout (tested up to "
+                    where + reached + "tested up to "
                     f"{_times(tested and tested.params_x)} params, {_times(tested and tested.tokens_x)} tokens, "
                     f"{_times(tested and tested.compute_x)} compute)"
                     + (

@@ -227,6 +227,13 @@ def hero_loss(point, fc: Forecast, variant: str) -> dict:
 BEYOND_TESTED = "beyond what the rollout tested"
 BEYOND_REACH = "beyond the ladder's demonstrated reach"
 NOT_TESTED = "no rollout forecast tested any distance (too few sizes or budgets to backtest)"
+# a 2% reach of 1x in every axis: read as "stayed within 2% up to 1x", it sounded like a reach the rollout showed
+NO_REACH = "the rollout's nearest forecasts already erred by more than 2%: it shows no reach beyond the ladder"
+
+
+def reaches_nowhere(*multiples: float | None) -> bool:
+    """Whether a 2% reach is 1x in every axis given (None counts as 1x): the nearest forecast in each missed."""
+    return all(x is None or x <= 1.0001 for x in multiples)
 
 
 def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
@@ -300,6 +307,8 @@ def reach_words(fc: Forecast) -> str:
     # the tokens too: reach is judged in every axis, and a point 0.25x params, 1.52x tokens, 2.4x compute was called
     # beyond a reach of "1x params, 3.33x compute" with the axis it passed (tokens, 1x) unsaid
     tokens = reach.get("tokens_x")
+    if reaches_nowhere(reach.get("params_x"), reach.get("compute_x"), tokens):
+        return NO_REACH
     return (
         f"forecasts stayed within 2% up to {format_multiple(reach.get('params_x', 1.0))} params, "
         f"{format_multiple(reach.get('compute_x', 1.0))} compute"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, Hero, written
+from ladder.reports.fits.study.study_hero import NO_REACH, reaches_nowhere
 from ladder.reports.render.blocks import Bullets, Headline, Para, Pre, Section, Tile
 from ladder.reports.render.cost import ladder_cost
 from ladder.reports.render.fmt import (
@@ -232,11 +233,15 @@ def _reach_tile(fit: FitJson | None, hero: Hero) -> Tile:
     of = "them" if cal.n_judged in (None, cal.n) else f"the {fmt_int(cal.n_judged)} at the target's tokens/param"
     cov = f"; its 90% intervals covered {fmt_pct(100 * num(cal.coverage), 0)} of {of}" if ok(cal.coverage) else ""
     widened = f" (widened {fmt_times(cal.factor)})" if ok(cal.factor) and num(cal.factor) > 1 else ""
+    tested_words = (
+        f"tested up to {fmt_times(tested.params_x)} in parameters, {fmt_times(tested.tokens_x)} in tokens, "
+        f"{fmt_times(tested.compute_x)} in compute, 6ND"
+    )
+    if reaches_nowhere(r2.params_x, r2.tokens_x, r2.compute_x):
+        return Tile("Demonstrated reach", "none", f"{NO_REACH} ({tested_words}){cov}{widened}")
     return Tile(
         "Demonstrated reach",
         f"{fmt_times(r2.params_x)}",  # the digits `ladder fit` gives
         f"in parameters ({fmt_times(r2.tokens_x)} in tokens, {fmt_times(r2.compute_x)} in compute, 6ND): rollout "
-        "forecasts stayed "
-        f"within 2% up to this distance (tested up to {fmt_times(tested.params_x)} in parameters, "
-        f"{fmt_times(tested.tokens_x)} in tokens, {fmt_times(tested.compute_x)} in compute, 6ND){cov}{widened}",
+        f"forecasts stayed within 2% up to this distance ({tested_words}){cov}{widened}",
     )

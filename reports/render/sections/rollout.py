@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.study.fit_json import Lean, LossRollout, Reach, coverage_words, written
+from ladder.reports.fits.study.study_hero import reaches_nowhere
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.rollout import draw_rollout
 from ladder.reports.render.figures.track_record import draw_track_record
@@ -253,6 +254,8 @@ def rollout(ctx: Builder) -> Section:
 
 def _reach_text(r: Reach | None) -> str:
     params_x, compute_x = (r.params_x, r.compute_x) if r is not None else (None, None)
+    if r is not None and ok(params_x, compute_x) and reaches_nowhere(params_x, r.tokens_x, compute_x):
+        return "none (the nearest forecasts already erred by more)"
     return f"{fmt_times(params_x)} in parameters, {fmt_times(compute_x)} in compute"
 
 

@@ -216,7 +216,8 @@ def test_the_forecast_of_row_is_in_human_units(tmp_path):
 
 def test_no_rollout_claim_without_rollout_rows():
     """A 3-size ladder has no rollout forecast: the summary and the headline say so instead of claiming that
-    forecasts stayed within 2% up to 1x (issue 28); with rows, both give the reach in parameters and compute."""
+    forecasts stayed within 2% up to 1x (issue 28); with rows, both give the reach in parameters and compute, and a
+    reach of 1x in every axis is said as the miss it is."""
     from rich.console import Console
 
     from ladder.reports.render.study import StudyData
@@ -243,8 +244,17 @@ def test_no_rollout_claim_without_rollout_rows():
         "reach": {"2%": {"params_x": 2.0, "compute_x": 5.0}, "tested": {"params_x": 3.0, "compute_x": 9.0}},
         "calibration": {"n": 12, "coverage": 0.9, "factor": 1.0},
     }
+    # rows, but the nearest forecast in every axis missed by more than 2%: the reach is 1x, and "forecasts stayed
+    # within 2% up to 1x params" read as a reach the rollout had shown (the main job's fit said it)
+    missed = {
+        "reach": {
+            "2%": {"params_x": 1.0, "tokens_x": 1.0, "compute_x": 1.0},
+            "tested": {"params_x": 2.04, "tokens_x": 4.24, "compute_x": 16.6},
+        },
+        "calibration": {"n": 24, "coverage": 1.0, "factor": 1.0},
+    }
     texts = {}
-    for key, law in (("none", none), ("some", some)):
+    for key, law in (("none", none), ("some", some), ("missed", missed)):
         console = Console(record=True, width=300, file=open("/dev/null", "w"))
         print_fit(fit_json_of({"loss": law, "hero": {**hero, "reach": law["reach"]}}), console)
         data = StudyData(path=Path("."), name="s")
@@ -253,6 +263,9 @@ def test_no_rollout_claim_without_rollout_rows():
     assert "stayed within 2%" not in texts["none"] and "no rollout forecast" in texts["none"]
     assert "stayed within 2% up to 2x params, 5x compute" in texts["some"]
     assert "no rollout forecast" not in texts["some"]
+    assert "stayed within 2%" not in texts["missed"], texts["missed"]
+    assert texts["missed"].count("nearest forecasts already erred by more than 2%") == 2  # terminal, headline
+    assert "tested up to 2.04x params, 4.24x tokens, 16.6x compute" in texts["missed"]
 
 
 def test_without_a_fit_the_headline_gives_the_true_reason_for_no_rollout(wsd_study):
