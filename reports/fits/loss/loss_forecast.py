@@ -70,7 +70,8 @@ from ladder.reports.fits.engine import LawFit, fit
 from ladder.reports.fits.loss.loss_forms import (
     FIT_SPAN,
     LOSS_FORMS,
-    NEAR_OPT_TOL,
+    far_from_optimum_why,
+    isoflop_design,
     near_optimum,
     top_budgets,
 )
@@ -199,6 +200,7 @@ class Forecast:
     drift: dict = field(default_factory=dict)
     far_error: dict | None = None
     left_out: list[str] = field(default_factory=list)  # runs far from their isoFLOP budget's optimum, not fitted
+    isoflop: bool = False  # whether the runs are an isoFLOP design (forms.isoflop_design): left_out's words
     below_span: list[str] = field(default_factory=list)  # runs below the top decade of isoFLOP budgets, not fitted
     fitted: Runs | None = None  # the runs the laws were fitted on (data less below_span)
     points: list[PointForecast] = field(default_factory=list)
@@ -238,12 +240,7 @@ class Forecast:
             "selection": self.why,
             "left_out": {
                 "runs": self.left_out,
-                "why": (
-                    f"more than {100 * NEAR_OPT_TOL:g}% above their isoFLOP budget's lowest loss: far from its optimum, "
-                    "where every form is least right"
-                )
-                if self.left_out
-                else None,
+                "why": far_from_optimum_why(self.isoflop) if self.left_out else None,
                 "below_span": {
                     "runs": self.below_span,
                     "why": (
@@ -532,7 +529,7 @@ def forecast_loss(
     """Fit, backtest, weigh and calibrate the loss forms on ``data``; forecast the target (the hero) and any
     extra ``predict`` points ((params, tokens) pairs). The first of ``points`` is the target."""
     target_ratio = target_tokens / target_params
-    near = near_optimum(data)
+    near, isoflop = near_optimum(data), isoflop_design(data)
     left_out = [r for r, k in zip(data.labels, near) if not k]
     if left_out:  # runs far from their isoFLOP budget's optimum: see forms.near_optimum
         data = data.subset(near)
@@ -588,6 +585,7 @@ def forecast_loss(
         drift=_drift(rows, factor),
         far_error=_far_error(rows),
         left_out=left_out,
+        isoflop=isoflop,
         below_span=below_span,
         fitted=fitted,
     )

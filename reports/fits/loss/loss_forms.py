@@ -72,6 +72,18 @@ def near_optimum(data: Runs, tol: float = NEAR_OPT_TOL) -> np.ndarray:
     return keep
 
 
+def far_from_optimum_why(isoflop: bool) -> str:
+    """Why :func:`near_optimum` left runs out, in the words of the ladder's design: a grid of sizes and tokens/param
+    ratios has no isoFLOP budgets (the report says so), yet lines up 3 or more sizes at one compute by coincidence."""
+    where = (
+        "their isoFLOP budget's lowest loss"
+        if isoflop
+        else f"the lowest loss at their compute (3 or more sizes within {100 * LEVEL_TOL:g}% of one compute, as a "
+        "grid of sizes and tokens/param ratios lines some up)"
+    )
+    return f"more than {100 * NEAR_OPT_TOL:g}% above {where}: far from its optimum, where every form is least right"
+
+
 def sizes_per_group(data: Runs, labels: np.ndarray) -> float:
     """The median number of model sizes among the runs of each label (a compute level, a tokens/param ratio)."""
     sizes = data.sizes  # a property that groups every run: once, not once per label

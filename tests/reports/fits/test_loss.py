@@ -237,3 +237,22 @@ def test_rollout_rows_draw_again_the_draws_their_intervals_came_from():
         again = r.draws.copy()
         r.source.release()
         assert np.array_equal(again, r.draws)
+
+
+def test_runs_left_out_far_from_a_compute_optimum_are_named_in_the_words_of_the_design():
+    """A grid of sizes (x sqrt 2) and tokens/param ratios (x 2) lines 3 sizes up at one compute by coincidence,
+    and the runs far above that compute's lowest loss are left out; the main job's fit and report called it
+    "their isoFLOP budget's lowest loss" beside "this study has no IsoFLOP budgets". An isoFLOP ladder keeps
+    the budget's words."""
+    sizes = 1e4 * np.sqrt(2) ** np.arange(6)
+    n = np.repeat(sizes, 3)
+    d = n * np.tile([5.0, 10.0, 20.0], 6)
+    grid = forecast_loss(data(law(n, d), n, d), sizes[-1] * 4, sizes[-1] * 80, n_boot=10).to_dict()["left_out"]
+    assert grid["runs"] and "isoFLOP" not in grid["why"], grid
+    assert grid["why"].startswith("more than 5% above the lowest loss at their compute (3 or more sizes within 10%")
+
+    budgets = np.geomspace(1e15, 1e17, 5)
+    n = np.concatenate([np.sqrt(c / 120) * np.geomspace(1 / 16, 16, 9) for c in budgets])
+    d = np.repeat(budgets, 9) / (6 * n)
+    iso = forecast_loss(data(law(n, d), n, d), 1e9, 2e10, n_boot=10).to_dict()["left_out"]
+    assert iso["runs"] and iso["why"].startswith("more than 5% above their isoFLOP budget's lowest loss"), iso
