@@ -415,6 +415,7 @@ def _far_error(rows: list[dict]) -> dict | None:
 
 
 AXES = ("params_x", "tokens_x", "compute_x")
+SAME_X = 1.0001  # a multiple within 0.01% of the reach or the tested distance is at it, not beyond (rounding)
 
 
 def _reach(rows: list[dict]) -> dict[str, dict]:
@@ -481,8 +482,8 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
     hi = point + min(max(fc.factor * (hi - point) + drift, floor), WIDEST)
     reach2 = fc.reach.get("2%", {})
     tested = fc.reach.get("tested", {})
-    beyond = any(x > reach2.get(ax, 1.0) * 1.0001 for ax, x in zip(AXES, (px, tx, cx)))
-    beyond_axes = [ax[:-2] for ax, x in zip(AXES, (px, tx, cx)) if x > tested.get(ax, 1.0) * 1.0001]
+    beyond = any(x > reach2.get(ax, 1.0) * SAME_X for ax, x in zip(AXES, (px, tx, cx)))
+    beyond_axes = [ax[:-2] for ax, x in zip(AXES, (px, tx, cx)) if x > tested.get(ax, 1.0) * SAME_X]
     tested_d = fc.drift.get("tested_distance", 0.0) or 0.0
     dist = {
         "params_x": px,
@@ -491,7 +492,9 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         "distance_x": math.exp(d),
         "tested_distance_x": math.exp(tested_d),
         "tested": tested,
-        "beyond_tested": bool(d > tested_d + 1e-9 or beyond_axes),
+        # the farthest axis within the same tolerance as each axis: a ladder's own top run, typed from a table
+        # (32.0000006x), was "beyond what the rollout tested" at "32x, the rollout tested up to 32x"
+        "beyond_tested": bool(d > tested_d + math.log(SAME_X) or beyond_axes),
         "beyond_tested_axes": beyond_axes,
         "rollout_error": fc.far_error,
         "drift_rate": rate,

@@ -265,20 +265,11 @@ def tested_words(dist: dict, who: str = "the hero") -> str:
     for ax in dist.get("beyond_tested_axes") or []:
         hero_x, test_x = dist.get(f"{ax}_x"), tested.get(f"{ax}_x")
         if hero_x is not None and test_x is not None:
-            digits = 3  # "the hero at 3.98x, the rollout tested up to 3.98x" named no excess: 3.982x over 3.975x
-            while digits < 6 and format_multiple(hero_x, digits=digits) == format_multiple(test_x, digits=digits):
-                digits += 1
-            said.setdefault(
-                f"{who} at {format_multiple(hero_x, digits=digits)}, the rollout tested up to "
-                f"{format_multiple(test_x, digits=digits)}",
-                [],
-            ).append(ax)
+            said.setdefault(f"{who} at {_apart(hero_x, test_x)}", []).append(ax)
     parts = [f"{' and '.join(axes)}: {words}" for words, axes in said.items()]
     if not parts:
-        parts.append(
-            f"distance in the farthest axis: {who} at {format_multiple(dist.get('distance_x', 1.0))}, the rollout tested "
-            f"up to {format_multiple(dist.get('tested_distance_x', 1.0))}"
-        )
+        far_x, test_d = dist.get("distance_x", 1.0), dist.get("tested_distance_x", 1.0)
+        parts.append(f"distance in the farthest axis: {who} at {_apart(far_x, test_d)}")
     far = dist.get("rollout_error") or {}
     if far.get("median_abs_err_pct") is not None:
         span = farthest_span(far)
@@ -287,6 +278,15 @@ def tested_words(dist: dict, who: str = "the hero") -> str:
             f"at {who}'s distance)"
         )
     return "; ".join(parts)
+
+
+def _apart(x: float, tested_x: float) -> str:
+    """A multiple and the rollout's ("3.982x, the rollout tested up to 3.975x"), in as many digits as tell them apart
+    ("the hero at 3.98x, the rollout tested up to 3.98x" named no excess)."""
+    digits = 3
+    while digits < 6 and format_multiple(x, digits=digits) == format_multiple(tested_x, digits=digits):
+        digits += 1
+    return f"{format_multiple(x, digits=digits)}, the rollout tested up to {format_multiple(tested_x, digits=digits)}"
 
 
 def farthest_span(far: dict) -> str:

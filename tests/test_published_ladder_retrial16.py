@@ -1,0 +1,72 @@
+"""`ladder fit --runs` on a published ladder a user brings (re-trial 16b), and the mistakes made converting one.
+
+The trial converted Porian et al.'s, Epoch's, Li et al.'s and Beck et al.'s ladders into the CSV that `fit --runs`
+reads. Every table here is synthetic (a known Chinchilla law laid out the way those ladders are), so nothing of
+the published data is read or shipped.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from tests.cli_helpers import run_cli
+
+
+def law(n: float, d: float) -> float:
+    return 1.8 + 482 / n**0.35 + 2085 / d**0.37
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    cols = list(dict.fromkeys(k for row in rows for k in row))
+    lines = [",".join(cols)] + [
+        ",".join(f"{row[c]!r}" if isinstance(row[c], float) else str(row[c]) for c in cols) for row in rows
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def isoflop(budgets: int = 7, first: float = 1.25e16) -> list[dict]:
+    """Porian et al.'s design: budgets in x2 steps, five sizes around each budget's optimum."""
+    rows = []
+    for k in range(budgets):
+        c = first * 2**k
+        n_opt = math.sqrt(c / 6 / 20)
+        for f in (0.25, 0.5, 1.0, 2.0, 4.0):
+            n = n_opt * f
+            d = c / 6 / n
+            rows.append({"params": n, "tokens": d, "loss": law(n, d)})
+    return rows
+
+
+def test_a_top_run_typed_from_the_table_is_not_beyond_the_tested_distance_by_rounding(tmp_path, capsys):
+    """Fitted on the budgets up to 8e17, the forecast of the ladder's own 2.56e19 budget (32x) typed in from the
+    published table (7 digits) was "beyond what the rollout tested (... the forecast at 32x, the rollout tested up
+    to 32x ...)": its distance was 32.0000006x, the rollout's 32x, and the distance was judged to 1e-9 where each
+    axis is judged to 0.01%."""
+    rows = isoflop()
+    runs = write(tmp_path / "porian_like.csv", rows)
+    top_c = max(6 * r["params"] * r["tokens"] for r in rows)
+    n = max(r["params"] for r in rows)
+    d = 32 * top_c / 6 / n * (1 + 2e-8)
+    point = f"{n!r}:{d!r}"
+    args = ("fit", "--runs", runs, "--predict", point, "--bootstrap", "20")
+    got = run_cli(capsys, *args, "--json")
+    assert got.code == 0, got.stderr
+    p = got.json()["predictions"][0]
+    dist = p["distance"]
+    assert math.isclose(dist["distance_x"], dist["tested_distance_x"], rel_tol=1e-6), dist
+    assert p["beyond_tested"] is False, dist
+    text = run_cli(capsys, *args)
+    assert "beyond what the rollout tested" not in text.stdout + text.stderr
+
+
+def test_the_farthest_axis_beyond_the_tested_distance_is_said_in_digits_that_tell_them_apart():
+    """When only the farthest-axis distance passes the rollout's (no one axis does), the words said "the forecast
+    at 32x, the rollout tested up to 32x" of 32.01x: no excess to read."""
+    from ladder.reports.fits.study.study_hero import tested_words
+
+    words = tested_words(
+        {"distance_x": 32.01, "tested_distance_x": 32.0, "beyond_tested_axes": [], "tested": {}}, "the forecast"
+    )
+    assert "the forecast at 32.01x, the rollout tested up to 32x" in words, words
