@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 
 
 def law(n: float, d: float) -> float:
@@ -70,3 +70,29 @@ def test_the_farthest_axis_beyond_the_tested_distance_is_said_in_digits_that_tel
         {"distance_x": 32.01, "tested_distance_x": 32.0, "beyond_tested_axes": [], "tested": {}}, "the forecast"
     )
     assert "the forecast at 32.01x, the rollout tested up to 32x" in words, words
+
+
+def test_an_isoflop_tables_flops_in_the_tokens_column_are_named_as_flops(tmp_path, capsys):
+    """A user who put Porian's budget column (1.25e16 to 8e17 FLOPs) where the tokens go was told "give plain
+    counts", and a small ladder's FLOPs (under 1P) were warned as "params written in millions or thousands?" of
+    params that were plain counts: neither named the FLOPs."""
+    big = [{"params": r["params"], "tokens": 6 * r["params"] * r["tokens"], "loss": r["loss"]} for r in isoflop()]
+    one_line(run_cli(capsys, "fit", "--runs", write(tmp_path / "big.csv", big)), "tokens is beyond 1P", "FLOP")
+    small = [
+        {"params": n, "tokens": 6 * n * (r * n), "loss": law(n, r * n)}
+        for n in (1e5, 2e5, 4e5, 8e5)
+        for r in (10, 20, 40)
+    ]
+    got = run_cli(capsys, "fit", "--runs", write(tmp_path / "small.csv", small), "--bootstrap", "3", "--json")
+    assert got.code == 0, got.stderr
+    said = [w for w in got.json()["warnings"] if "tokens per parameter" in w]
+    assert said and "FLOP" in said[0], got.json()["warnings"]
+
+
+def test_tokens_written_in_millions_are_named_as_a_cause(tmp_path, capsys):
+    """Tokens in millions (36.3 to 3,598 for 36M to 3.6B) were warned as "columns swapped, or a step count?" only."""
+    rows = [{**r, "tokens": r["tokens"] / 1e6} for r in isoflop(budgets=4)]
+    got = run_cli(capsys, "fit", "--runs", write(tmp_path / "m.csv", rows), "--bootstrap", "3", "--json")
+    assert got.code == 0, got.stderr
+    said = [w for w in got.json()["warnings"] if "fewer tokens than parameters" in w]
+    assert said and "millions" in said[0], got.json()["warnings"]

@@ -200,9 +200,11 @@ def _refuse_beyond_counts(df: pd.DataFrame, path: Path) -> None:
         values = pd.to_numeric(df[name], errors="coerce")
         rows = (values > MAX_COUNT) & np.isfinite(values)
         if rows.any():
+            # tokens of 1e16 to 1e19 are an isoFLOP table's budgets, put where its tokens go
+            flops = "; a FLOP count? tokens = flops / (6 x params)" if name == "tokens" else ""
             raise FitError(
                 f"{path}: column {name} is beyond {format_count(MAX_COUNT)} in {int(rows.sum())} row(s) "
-                f"({_labels(df, rows)}): not a model a law can fit; give plain counts"
+                f"({_labels(df, rows)}): not a model a law can fit; give plain counts{flops}"
             )
 
 

@@ -53,8 +53,8 @@ def worse_than_smaller(law_df: pd.DataFrame) -> str | None:
 
 
 def odd_tokens_per_param(df: pd.DataFrame) -> str | None:
-    """A median tokens/param no ladder trains at: below :data:`FEWEST_TOKENS_PER_PARAM` (the columns swapped, or
-    tokens a step count) or above :data:`MOST_TOKENS_PER_PARAM` (params in millions)."""
+    """A median tokens/param no ladder trains at: below :data:`FEWEST_TOKENS_PER_PARAM` (the columns swapped, tokens
+    a step count or in millions) or above :data:`MOST_TOKENS_PER_PARAM` (params in millions, or FLOPs as tokens)."""
     ratio = float(np.median(df["tokens"].to_numpy(float) / df["params"].to_numpy(float)))
     said = (
         f"the median run trained on {format_multiple(ratio, '')} tokens per parameter "
@@ -63,13 +63,14 @@ def odd_tokens_per_param(df: pd.DataFrame) -> str | None:
     )
     if ratio < FEWEST_TOKENS_PER_PARAM:
         return (
-            f"{said}: fewer tokens than parameters; are the params and tokens columns swapped, or is tokens a step "
-            "count? Both are counts: parameters of the model, tokens it trained on"
+            f"{said}: fewer tokens than parameters; are the params and tokens columns swapped, is tokens a step "
+            "count, or are tokens written in millions or billions? Both are plain counts: parameters of the model, "
+            "tokens it trained on"
         )
     if ratio > MOST_TOKENS_PER_PARAM:
         return (
-            f"{said}: far more than any ladder trains; are params written in millions or thousands? Give plain "
-            "counts (1.2e9 or 1.2B)"
+            f"{said}: far more than any ladder trains; are params written in millions or thousands, or does the "
+            "tokens column hold FLOPs (tokens = flops / (6 x params))? Give plain counts (1.2e9 or 1.2B)"
         )
     return None
 
