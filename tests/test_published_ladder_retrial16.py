@@ -96,3 +96,20 @@ def test_tokens_written_in_millions_are_named_as_a_cause(tmp_path, capsys):
     assert got.code == 0, got.stderr
     said = [w for w in got.json()["warnings"] if "fewer tokens than parameters" in w]
     assert said and "millions" in said[0], got.json()["warnings"]
+
+
+def test_many_variants_of_which_some_share_rungs_are_not_said_to_share_none(tmp_path, capsys):
+    """All 15 of Porian's configurations with a variant column: the main variant was "the first in the table: the
+    variants (...) share no rung", while several pairs of them trained the same params x tokens."""
+    rows = []
+    for v, sizes in (("a", (1e6, 2e6, 4e6)), ("b", (1e6, 2e6, 4e6)), ("c", (1.5e6, 3e6, 6e6))):
+        for n in sizes:
+            for r in (10, 20, 40):
+                rows.append(
+                    {"params": n, "tokens": r * n, "loss": law(n, r * n) * (1.02 if v != "a" else 1), "variant": v}
+                )
+    got = run_cli(capsys, "fit", "--runs", write(tmp_path / "v.csv", rows), "--bootstrap", "3", "--json")
+    assert got.code == 0, got.stderr
+    why = got.json()["loss"]["variant_choice"]
+    assert "first variant in the table" in why and "share no rung" not in why, why
+    assert "no rung that all 3 trained" in why, why

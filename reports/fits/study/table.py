@@ -338,8 +338,10 @@ def largest_size_winner(law_df: pd.DataFrame, fitted: Sequence[str]) -> tuple[st
     rungs = [set(sub.loc[sub["_variant"] == v, "_rung"]) for v in order]
     shared = set.intersection(*rungs)
     if len(order) > 1 and not shared:
+        # of more than two, some may share rungs: "share no rung" read as if none did
+        who = "share no rung" if len(order) == 2 else f"have no rung that all {len(order)} trained"
         return order[0], (
-            f"the first variant in the table: the variants ({', '.join(order)}) share no rung (params x tokens) "
+            f"the first variant in the table: the variants ({', '.join(order)}) {who} (params x tokens) "
             "to compare their loss like for like"
         )
     at = sub[sub["_rung"].isin(shared)]
