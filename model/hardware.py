@@ -183,7 +183,7 @@ def measure_matmul_flops(
             break
         if dt < 0.01:
             reps *= 2
-    _MEASURED[key] = best
+    _MEASURED[key] = max(best, _MEASURED.get(key, 0.0))  # measured again: the better keeps its place
     return best
 
 
@@ -234,6 +234,20 @@ def peak_flops(device: torch.device | str, precision: str = "fp32") -> Peak:
             return Peak(table, "table", name)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     return Peak(measure_matmul_flops(device, dtype), "measured", name)
+
+
+def checked_peak(peak: Peak, achieved_flops: float | None, device: torch.device | str, precision: str = "fp32") -> Peak:
+    """``peak`` for a run's MFU, measured again when the run computed faster than it: a measured peak is taken in
+    0.2 s once per process, and another process busy on the same cores at that moment (a second local worker, a
+    test suite) lowers it; the main job's runs then read MFU up to 160%. The better of the two measurements is
+    kept (and cached); a datasheet or ``LADDER_PEAK_FLOPS`` peak is never second-guessed."""
+    import torch
+
+    if peak.source != "measured" or not achieved_flops or achieved_flops <= peak.flops:
+        return peak
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    again = measure_matmul_flops(device, dtype, cached=False)
+    return Peak(max(again, peak.flops), "measured", peak.device_name)
 
 
 MALLOC_ENV = "LADDER_MALLOC_TUNING"

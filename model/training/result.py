@@ -23,7 +23,7 @@ import torch
 
 from ladder.layout import RunDir
 from ladder.model.config import RunSpec
-from ladder.model.hardware import Peak, peak_memory
+from ladder.model.hardware import Peak, checked_peak, peak_memory
 from ladder.model.hardware import mfu as compute_mfu
 from ladder.model.training import branching
 from ladder.model.training.run_files import finite_or_none
@@ -55,6 +55,8 @@ def base_result(
     st = state
     tokens = st["step"] * tokens_per_step
     tps = throughput(st)
+    if tps:
+        peak = checked_peak(peak, float(spec.flops_per_token) * tps / max(1, world_size), dev, precision)
     return {
         "run_id": spec.run_id or run.run_id,
         "steps": st["step"],

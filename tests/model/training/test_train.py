@@ -194,3 +194,25 @@ def test_the_nan_hook_comes_from_the_environment_only_through_the_jobs_entry_poi
     monkeypatch.delenv("LADDER_FORCE_NAN_AT_STEP")
     assert from_environment() is None
     assert "LADDER_FORCE_NAN_AT_STEP" not in inspect.getsource(loop)
+
+
+def test_a_peak_measured_under_load_is_measured_again_when_the_run_beats_it(tmp_path, monkeypatch):
+    """The main job's report gave MFU up to 160%: each process measures the CPU's matmul peak once, in 0.2 s, and
+    another worker busy on the same cores at that moment made it a sixth of what the runs then computed. A run
+    that computes faster than its measured peak measures it again and keeps the better; a datasheet peak (or
+    LADDER_PEAK_FLOPS) is never measured."""
+    from ladder.model import hardware
+
+    monkeypatch.delenv("LADDER_PEAK_FLOPS", raising=False)
+    key = ("cpu", torch.float32, torch.get_num_threads(), None)
+    monkeypatch.setitem(hardware._MEASURED, key, 1e3)  # as if measured while something else held the core
+    spec = make_spec(steps=20)
+    result = train(make_run(tmp_path / "runs", spec), dataset=tiny_data())
+    assert result["peak_flops_source"] == "measured" and result["peak_flops"] > 1e6, result["peak_flops"]
+    assert 0 < result["mfu"] < 1
+    assert hardware._MEASURED[key] == result["peak_flops"]  # the next run of this process starts from it
+
+    table = hardware.Peak(2e9, "table", "a GPU")
+    assert hardware.checked_peak(table, 5e9, "cpu") is table  # a datasheet's peak stands; its MFU says the rest
+    measured = hardware.Peak(2e9, "measured", "cpu")
+    assert hardware.checked_peak(measured, 1e9, "cpu") is measured  # the run did not beat it: not measured again
