@@ -113,3 +113,20 @@ def test_many_variants_of_which_some_share_rungs_are_not_said_to_share_none(tmp_
     why = got.json()["loss"]["variant_choice"]
     assert "first variant in the table" in why and "share no rung" not in why, why
     assert "no rung that all 3 trained" in why, why
+
+
+def test_the_rollouts_error_at_the_forecasts_own_distance_is_not_said_unmeasured_there():
+    """Porian's ladder fitted below 1e18 FLOPs, a point at 31.2x compute but 7.23x tokens (the rollout's: 6.48x):
+    its farthest forecasts at 16-32x (in their farthest axis, as the forecast's 31.2x) were said to be "not measured
+    at the forecast's distance"; only its tokens lay beyond them."""
+    from ladder.reports.fits.study.study_hero import tested_words
+
+    far = {"n": 18, "min_distance_x": 16.0, "max_distance_x": 32.0, "median_abs_err_pct": 23.6}
+    tested = {"params_x": 14.2, "tokens_x": 6.48, "compute_x": 32.0, "distance_x": 32.0}
+    dist = {"params_x": 0.724, "tokens_x": 7.23, "compute_x": 31.2, "distance_x": 31.2, "tested": tested}
+    words = tested_words({**dist, "beyond_tested_axes": ["tokens"], "rollout_error": far}, "the forecast")
+    assert "not measured at the forecast's distance" not in words, words
+    assert "at the forecast's distance in the farthest axis, but not as far in tokens" in words, words
+    farther = {**dist, "params_x": 2.0, "compute_x": 64.0, "distance_x": 64.0}
+    words = tested_words({**farther, "beyond_tested_axes": ["tokens", "compute"], "rollout_error": far}, "the forecast")
+    assert "(not measured at the forecast's distance)" in words, words

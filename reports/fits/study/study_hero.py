@@ -14,6 +14,7 @@ from ladder.model.recipe import params_for_compute
 from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import Forecast, track_record
 from ladder.reports.fits.loss.allocation import ALLOCATING, allocation, degenerate, undetermined
+from ladder.reports.fits.loss.loss_forecast import SAME_X
 from ladder.reports.fits.study.table import of_variant, spent
 from ladder.studies.spec import StudySpec
 
@@ -273,9 +274,16 @@ def tested_words(dist: dict, who: str = "the hero") -> str:
     far = dist.get("rollout_error") or {}
     if far.get("median_abs_err_pct") is not None:
         span = farthest_span(far)
+        where = f"not measured at {who}'s distance"
+        at, lo, hi = dist.get("distance_x"), far.get("min_distance_x"), far.get("max_distance_x")
+        if said and None not in (at, lo, hi) and lo / SAME_X <= at <= hi * SAME_X:
+            # Porian's top budget fitted below 1e18: at 31.2x, inside the farthest forecasts' 16-32x, only its
+            # tokens (7.23x) lay beyond the rollout's; "not measured at the forecast's distance" was untrue
+            axes = " and ".join(ax for axes in said.values() for ax in axes)
+            where = f"at {who}'s distance in the farthest axis, but not as far in {axes}"
         parts.append(
-            f"its farthest forecasts{span and span + ' in their farthest axis'} erred by a median of {far['median_abs_err_pct']:.1f}% (not measured "
-            f"at {who}'s distance)"
+            f"its farthest forecasts{span and span + ' in their farthest axis'} erred by a median of "
+            f"{far['median_abs_err_pct']:.1f}% ({where})"
         )
     return "; ".join(parts)
 
