@@ -299,7 +299,10 @@ def fit_study(
             notes.append(f"law form {key} not fitted: {why}")
     compute_optimal = study_hero.compute_optimal(fc, iso, hero, reasons.get("loss"))
     in_context = parts.in_context(prim_law_df, primary, hero, fc, predictions_in, reasons, warnings, seed, n_boot)
-    task_fits = parts.tasks(df, hero, reasons, warnings, n_boot, seed)
+    # the loss laws' runs (the hero's variant, each rung's best configuration): fitted on every run, the main job's
+    # task laws mixed in the untied rungs, and put the tied hero at 3.97x "the ladder's largest model" (the untied
+    # extra rung) beside the loss law's 7.96x
+    task_fits = parts.tasks(prim_law_df, hero, reasons, warnings, n_boot, seed)
     if fc is None:
         standalone = (hparams is not None and (hparams.has_lr_sweep or hparams.has_batch_sweep)) or (
             tie is not None or dw is not None

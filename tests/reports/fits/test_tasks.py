@@ -244,3 +244,24 @@ def test_the_reports_task_section_names_a_task_that_cannot_be_fitted_once(tmp_pa
     layout.StudyDir(root).fit.write_text(json.dumps(fit))
     said = texts(tasks_section(Builder(load_study(root))))
     assert f"code: no forecast ({why})" in said, said
+
+
+def test_task_laws_are_fitted_on_the_runs_of_the_loss_law_not_every_variant(tmp_path, capsys):
+    """The main job's task laws were fitted on all 37 runs, tied and untied, while its loss law used the 18 tied
+    ones: the tied hero's task forecast leaned on the untied rungs, and the report put the hero at 3.97x "the
+    ladder's largest model" (the untied extra rung) in the task section and at 7.96x in the loss section."""
+    from tests.cli_helpers import run_cli
+
+    a = ladder(0).assign(variant="a")
+    b = ladder(1).assign(variant="b", run_id=[f"b{i}" for i in range(15)])
+    a["loss"], b["loss"] = a["task/code/bpb"], a["task/code/bpb"].to_numpy() * 1.3
+    b["task/code/bpb"] *= 0.5  # another variant's task loss: far lower than the hero's variant's
+    path = tmp_path / "runs.csv"
+    pd.concat([a, b]).to_csv(path, index=False)
+    r = run_cli(capsys, "fit", "--runs", str(path), "--json", "--bootstrap", "50")
+    assert r.code == 0, r.stderr
+    fit = r.json()
+    assert fit["loss"]["variant"] == "a" and fit["meta"]["n_law_runs"] == 15
+    code = fit["tasks"]["tasks"]["code"]
+    assert code["n_runs"] == 15 and {p["run_id"] for p in code["points"]} == set(a["run_id"])
+    assert code["step1"]["params"]["E"] == pytest.approx(0.8, abs=0.1)  # variant a's law (b's floor is 0.4)
