@@ -115,6 +115,23 @@ def test_many_variants_of_which_some_share_rungs_are_not_said_to_share_none(tmp_
     assert "no rung that all 3 trained" in why, why
 
 
+def test_runs_of_another_schedule_at_the_same_points_are_warned_without_a_seed_column(tmp_path, capsys):
+    """Porian et al.'s cosine-to-budget runs with the same sizes' losses read part-way through a longer run mixed
+    in (54 params x tokens points twice, losses up to 5.6% apart): fitted without a word. Each point's runs were
+    fitted as runs of their own, with no noise floor; a seed column or a variant column says what they are."""
+    rows = isoflop(budgets=4)
+    mid_run = [{**r, "loss": r["loss"] * 1.04} for r in rows]
+    got = run_cli(capsys, "fit", "--runs", write(tmp_path / "mixed.csv", rows + mid_run), "--bootstrap", "3", "--json")
+    assert got.code == 0, got.stderr
+    said = [w for w in got.json()["warnings"] if "params x tokens point" in w]
+    assert said and "20 params x tokens point(s) hold 40 runs" in said[0] and "4.0%" in said[0], said
+    assert "seed column" in said[0] and "variant column" in said[0], said
+    seeds = [{**r, "seed": 0} for r in rows] + [{**r, "seed": 1} for r in mid_run]
+    got = run_cli(capsys, "fit", "--runs", write(tmp_path / "seeds.csv", seeds), "--bootstrap", "3", "--json")
+    assert got.code == 0, got.stderr
+    assert not [w for w in got.json()["warnings"] if "params x tokens point" in w], got.json()["warnings"]
+
+
 def test_the_rollouts_error_at_the_forecasts_own_distance_is_not_said_unmeasured_there():
     """Porian's ladder fitted below 1e18 FLOPs, a point at 31.2x compute but 7.23x tokens (the rollout's: 6.48x):
     its farthest forecasts at 16-32x (in their farthest axis, as the forecast's 31.2x) were said to be "not measured

@@ -1,8 +1,9 @@
 """What a runs table from elsewhere (``ladder fit --runs``) may hold that no ladder does, said as warnings before the
 fit: a run far worse than a smaller, shorter one (diverged or unfinished, with no status to say so), tokens per
-parameter no ladder trains at (params and tokens swapped, or counted in millions), and a batch column that reads
-as sequences where the fit reads tokens. ladder's own studies never get these: its trainer marks a diverged run,
-and it writes every count itself."""
+parameter no ladder trains at (params and tokens swapped, or counted in millions), a batch column that reads
+as sequences where the fit reads tokens, and runs at one params x tokens point whose losses differ in a table with
+no seed column (replicates, or another schedule mixed in). ladder's own studies never get these: its trainer marks
+a diverged run, and it writes every count itself."""
 
 from __future__ import annotations
 
@@ -49,6 +50,42 @@ def worse_than_smaller(law_df: pd.DataFrame) -> str | None:
         f"tokens: {_few(found)}. A larger or longer run does not score worse on one recipe: diverged, unfinished or "
         "mislabelled? They are fitted all the same; a status column that marks them not done (diverged, crashed) "
         "leaves them out"
+    )
+
+
+def repeats_without_seed(law_df: pd.DataFrame) -> str | None:
+    """Runs (of one variant) at one params x tokens point whose losses differ, in a table with no seed column: each
+    is fitted as a run of its own and sets no noise floor. Seed replicates want a seed column; runs of another
+    schedule mixed in (an isoFLOP table's loss read part-way through a longer run, beside runs whose schedule ended
+    at their budget) want a variant column, or leaving out. A published ladder converted by hand mixes them
+    silently."""
+    if "seed" in law_df.columns or "_rung" not in law_df.columns:
+        return None
+    keys = ["_variant", "_rung"] if "_variant" in law_df.columns else ["_rung"]
+    found: list[tuple[float, str]] = []
+    n_runs = 0
+    for _, g in law_df.groupby(keys, sort=False):
+        loss = g["loss"].to_numpy(float)
+        if len(g) < 2 or loss.min() == loss.max():
+            continue
+        n_runs += len(g)
+        lo, hi = int(np.argmin(loss)), int(np.argmax(loss))
+        found.append(
+            (
+                loss[hi] / loss[lo] - 1,
+                f"{g.index[lo]} and {g.index[hi]} ({format_count(float(g['params'].median()))} params, "
+                f"{format_count(float(g['tokens'].median()))} tokens) scored {loss[lo]:.4g} and {loss[hi]:.4g}",
+            )
+        )
+    if not found:
+        return None
+    found.sort(key=lambda f: -f[0])
+    return (
+        f"{len(found)} params x tokens point(s) hold {n_runs} runs whose losses differ (by up to "
+        f"{100 * found[0][0]:.1f}%: {found[0][1]}), and the table has no seed column: each is fitted as a run of "
+        "its own. Seed replicates? A seed column says so (their spread sets the intervals' noise floor). Runs of "
+        "another recipe or schedule mixed in (a loss read part-way through a longer run is no final loss)? A "
+        "variant column fits them apart"
     )
 
 
