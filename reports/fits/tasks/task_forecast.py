@@ -295,9 +295,15 @@ def fit_task(
             seed=seed,
         )
         if hero_fc.beyond_reach and s1.forecast is not None:
+            reach = s1.forecast.reach.get("2%", {}).get("params_x", 1.0)
             warnings.append(
-                f"the hero is {format_multiple(hero_fc.params_x)} the ladder's largest model, beyond the distance at "
-                "which step 1's rollout forecasts stayed within 2%"
+                f"the hero is {format_multiple(hero_fc.params_x)} the ladder's largest model, "
+                + (
+                    "beyond the distance at which step 1's rollout forecasts stayed within 2% "
+                    f"({format_multiple(reach)})"
+                    if reach > 1.0001
+                    else "and step 1's rollout forecasts erred by more than 2% already at the nearest distance"
+                )
             )
         lo_obs = float(np.min(loss))
         if hero_fc.loss < lo_obs and am and theta2[3] < lo_obs - np.ptp(loss):

@@ -265,3 +265,18 @@ def test_task_laws_are_fitted_on_the_runs_of_the_loss_law_not_every_variant(tmp_
     code = fit["tasks"]["tasks"]["code"]
     assert code["n_runs"] == 15 and {p["run_id"] for p in code["points"]} == set(a["run_id"])
     assert code["step1"]["params"]["E"] == pytest.approx(0.8, abs=0.1)  # variant a's law (b's floor is 0.4)
+
+
+@pytest.mark.parametrize("seed, reach", [(0, None), (1, "3.16x")])
+def test_the_heros_task_warning_says_how_far_step_one_stayed_within_2_percent(seed, reach):
+    """The main job's task warning read "beyond the distance at which step 1's rollout forecasts stayed within 2%"
+    where no forecast had: the nearest had already erred by more (a reach of 1x)."""
+    report = fit_tasks(ladder(seed, noise_loss=0.03), hero=HERO, n_boot=50)
+    fit = report.fits["code"]
+    assert fit.step1.reach["2%"]["params_x"] == pytest.approx(3.1623 if reach else 1.0, rel=1e-3)
+    [said] = [w for w in fit.warnings if w.startswith("the hero is 10x")]
+    if reach:
+        assert said.endswith(f"beyond the distance at which step 1's rollout forecasts stayed within 2% ({reach})")
+    else:
+        assert said.endswith("step 1's rollout forecasts erred by more than 2% already at the nearest distance")
+        assert "stayed within" not in said
