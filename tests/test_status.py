@@ -134,6 +134,13 @@ def test_the_totals_count_a_branchs_prefix_once_as_the_plan_does(tmp_path, capsy
     assert all(r.own_tokens_planned < r.tokens_planned for r in branches)
     assert sum(r.tokens_planned for r in rows) > t["tokens_planned"]  # what the totals showed before
 
+    # the table's FLOPs are spent ones (a branch: its own steps), not its tokens column x flops_per_token (the
+    # report's point C): the main job's status showed a branch at 236.8K tokens with 1.60e10 FLOPs under "FLOPs",
+    # and its footer said "flops_per_token x tokens"
+    said = run_cli(capsys, "status", root).stdout
+    assert "FLOPs spent" in said.splitlines()[1], said.splitlines()[:2]
+    assert "flops_per_token x the tokens each run trained itself, a cooldown branch only those after" in said
+
 
 def test_cancel_with_nothing_running_writes_nothing(tmp_path, capsys):
     """`ladder cancel` of a study with no job on record wrote an empty jobs.json and a lock file; with only ended

@@ -40,7 +40,7 @@ def status_table(rows, title: str) -> Group:
     """The runs as a table that fits 120 columns, then a line per run with an error or skipped lines (a message
     never wraps inside a cell). tokens: the run's planned training tokens D (a cooldown branch: its trunk's prefix
     included, the tokens its model will have seen, as its progress counts them; the totals line counts a branch's
-    own tokens); FLOPs: spent (exact counted); train, eval: the latest losses (a finished run: its result's);
+    own tokens); FLOPs spent: exact counted, a branch's own steps only; train, eval: the latest losses (a finished run: its result's);
     tok/s: tokens trained / seconds in training steps (result.json's definition)."""
     table = Table(
         title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True
@@ -55,7 +55,7 @@ def status_table(rows, title: str) -> Group:
         "tokens",
         "state",
         "progress",
-        "FLOPs",
+        "FLOPs spent",  # a branch's own steps: not its tokens column x flops_per_token, the report's point C
         "train",
         "eval",
         "tok/s",
@@ -172,7 +172,8 @@ def totals_line(t: dict, eta_s: float | None = None) -> str:
     return (
         f"{t['runs']} runs: {states}; {format_count(t['tokens_done'])}/{format_count(t['tokens_planned'])} "
         f"tokens ({100 * t['progress']:.0f}%); {sci(t['flops_spent'])} of {sci(t['flops_planned'])} FLOPs spent "
-        f"(exact counted: flops_per_token x tokens, failed and cancelled runs included{apart}){eta}"
+        f"(exact counted: flops_per_token x the tokens each run trained itself, a cooldown branch only those after "
+        f"its trunk's snapshot; failed and cancelled runs included{apart}){eta}"
     )
 
 
