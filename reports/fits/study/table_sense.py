@@ -54,11 +54,11 @@ def worse_than_smaller(law_df: pd.DataFrame) -> str | None:
 
 
 def repeats_without_seed(law_df: pd.DataFrame) -> str | None:
-    """Runs (of one variant) at one params x tokens point whose losses differ, in a table with no seed column: each
-    is fitted as a run of its own and sets no noise floor. Seed replicates want a seed column; runs of another
-    schedule mixed in (an isoFLOP table's loss read part-way through a longer run, beside runs whose schedule ended
-    at their budget) want a variant column, or leaving out. A published ladder converted by hand mixes them
-    silently."""
+    """Runs (of one variant) at one params x tokens point whose losses differ, in a table with no seed column: the
+    fit takes each for a run of its own, and their spread sets no noise floor. Seed replicates want a seed column;
+    runs of another schedule mixed in (an isoFLOP table's loss read part-way through a longer run, beside runs whose
+    schedule ended at their budget) want a variant column, or leaving out. A published ladder converted by hand
+    mixes them silently."""
     if "seed" in law_df.columns or "_rung" not in law_df.columns:
         return None
     keys = ["_variant", "_rung"] if "_variant" in law_df.columns else ["_rung"]
@@ -82,10 +82,10 @@ def repeats_without_seed(law_df: pd.DataFrame) -> str | None:
     found.sort(key=lambda f: -f[0])
     return (
         f"{len(found)} params x tokens point(s) hold {n_runs} runs whose losses differ (by up to "
-        f"{100 * found[0][0]:.1f}%: {found[0][1]}), and the table has no seed column: each is fitted as a run of "
-        "its own. Seed replicates? A seed column says so (their spread sets the intervals' noise floor). Runs of "
-        "another recipe or schedule mixed in (a loss read part-way through a longer run is no final loss)? A "
-        "variant column fits them apart"
+        f"{100 * found[0][0]:.1f}%: {found[0][1]}), and the table has no seed column: the fit takes each for a "
+        "run of its own, not a replicate. Seed replicates? A seed column says so (their spread sets the intervals' "
+        "noise floor). Runs of another recipe or schedule mixed in (a loss read part-way through a longer run is "
+        "no final loss)? A variant column fits them apart"
     )
 
 
