@@ -23,6 +23,7 @@ from ladder.reports.fits.study.study_hero import (
     BEYOND_TESTED,
     NO_REACH,
     NOT_TESTED,
+    beyond_mark,
     farthest_axis,
     farthest_span,
     left_out_words,
@@ -349,7 +350,7 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
                 if x.loss is not None and x.lo is not None and x.hi is not None
                 else [_num(x.loss), x.reason or "-"]
             ),
-            _farthest(x) + (" (beyond reach)" if x.beyond_reach else ""),
+            _farthest(x) + beyond_mark(x.beyond_tested, x.beyond_reach),
         ]
         if hp:
             row += [

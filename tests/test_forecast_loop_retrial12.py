@@ -424,14 +424,16 @@ def test_freeze_marks_a_point_beyond_reach_as_fit_does(study, capsys):
     r = run_cli(capsys, "forecast", "freeze", study, "--predict", "1M:20M", "--predict", "150K:3M")
     assert r.code == 0, r.stderr
     rec = json.loads((study / "forecast.json").read_text())
-    reach = {p["label"]: p["beyond_reach"] for p in rec["predictions"]}
-    assert reach == {"1M:20M": True, "150K:3M": False}
+    reach = {p["label"]: (p["beyond_reach"], p["beyond_tested"]) for p in rec["predictions"]}
+    assert reach == {"1M:20M": (True, True), "150K:3M": (False, False)}
     lines = {line.strip().split(": ", 1)[0]: line for line in r.stdout.splitlines() if line.startswith("  ")}
-    assert lines["1M:20M"].endswith("(beyond reach)") and "beyond reach" not in lines["150K:3M"], lines
+    # the stronger mark that holds: "(beyond reach)" sat beside the line saying "beyond what the rollout tested"
+    assert lines["1M:20M"].endswith("(beyond tested)") and "beyond" not in lines["150K:3M"], lines
     fit = run_cli(capsys, "fit", study, "--predict", "1M:20M", "--predict", "150K:3M")
-    assert re.search(r"^1M:20M .*\(beyond reach\)", fit.stdout, re.M) and not re.search(
-        r"^150K:3M .*\(beyond reach\)", fit.stdout, re.M
+    assert re.search(r"^1M:20M .*\(beyond tested\)", fit.stdout, re.M) and not re.search(
+        r"^150K:3M .*\(beyond", fit.stdout, re.M
     )
+    assert "1M:20M: " in fit.stdout and "(beyond what the rollout tested)" in fit.stdout
 
 
 def test_a_score_of_a_prediction_and_a_late_check_says_which_is_which(study, capsys):

@@ -357,4 +357,4 @@ def test_fit_reads_a_wandb_runs_export_as_json_lines_or_the_uis_csv(capsys):
         "--predict",
         "1e13:2e14",
     )
-    assert human.code == 0 and "(beyond reach)" in human.stdout and "excluded n32M-x80 (crashed)" in human.stdout
+    assert human.code == 0 and "(beyond tested)" in human.stdout and "excluded n32M-x80 (crashed)" in human.stdout

@@ -166,6 +166,7 @@ def freeze(
     from ladder.cli.fit_report import check_predictions, check_predictions_in_family
     from ladder.forecast.frozen import freeze as do_freeze
     from ladder.model.config import format_count
+    from ladder.reports.fits.study.study_hero import beyond_mark
 
     check_note(note)
     points = check_predictions(predict or [])
@@ -187,7 +188,7 @@ def freeze(
         out.print(
             # marked as `ladder fit --predict` marks it in its table
             f"  {escape(str(p['label']))}: {_with_interval(p['loss'], p)}"
-            + (" (beyond reach)" if p.get("beyond_reach") else "")
+            + beyond_mark(p.get("beyond_tested"), p.get("beyond_reach"))
             if p.get("loss") is not None
             else f"  {escape(str(p['label']))}: no forecast"
         )

@@ -46,7 +46,9 @@ if TYPE_CHECKING:
     from ladder.reports.fits.study import fit_json
 
 HERO_KEYS = ("params", "tokens", "flops", "shape", "tied", "loss", "lo", "hi", "level", "half_width_pct", "kind")
-POINT_KEYS = ("label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach")
+POINT_KEYS = (
+    "label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach", "beyond_tested"
+)  # fmt: skip
 DATA_CHANGED = "the data changed after this forecast: the study's results are not the ones it was fitted on"
 TOO_LARGE = (
     f"above {MAX_LOSS:g} nats/token, far worse than a uniform guess over any vocabulary (ln V: 22 for 2^32 tokens)"

@@ -75,6 +75,7 @@ class FrozenPoint(Interval):
     tokens: PositiveNumber = None
     params_x: Number = None
     beyond_reach: bool | None = None
+    beyond_tested: bool | None = None  # absent from freezes before it was recorded
 
 
 class FrozenHero(FrozenPoint):

@@ -227,6 +227,14 @@ def hero_loss(point, fc: Forecast, variant: str) -> dict:
 
 BEYOND_TESTED = "beyond what the rollout tested"
 BEYOND_REACH = "beyond the ladder's demonstrated reach"
+
+
+def beyond_mark(beyond_tested: bool | None, beyond_reach: bool | None) -> str:
+    """A forecast table's mark after a distance, the stronger that holds: a point beyond what the rollout tested
+    was marked "(beyond reach)" beside the line below the table saying "beyond what the rollout tested"."""
+    return " (beyond tested)" if beyond_tested else " (beyond reach)" if beyond_reach else ""
+
+
 NOT_TESTED = "no rollout forecast tested any distance (too few sizes or budgets to backtest)"
 # a 2% reach of 1x in every axis: read as "stayed within 2% up to 1x", it sounded like a reach the rollout showed
 NO_REACH = "the rollout's nearest forecasts already erred by more than 2%: it shows no reach beyond the ladder"

@@ -15,7 +15,7 @@ from ladder.reports.fits.study.fit_json import (
     Point,
     written,
 )
-from ladder.reports.fits.study.study_hero import farthest_axis, left_out_words
+from ladder.reports.fits.study.study_hero import beyond_mark, farthest_axis, left_out_words
 from ladder.reports.fits.study.table import of_variant
 from ladder.reports.render.blocks import KV, Bullets, Para, Section, Table
 from ladder.reports.render.figures.scaling import draw_isoflop, draw_scaling
@@ -142,7 +142,7 @@ def scaling(ctx: Builder) -> Section:
                         fmt_loss(p.loss),
                         fmt_ci([p.lo, p.hi], fmt_loss),
                         fmt_pct(p.half_width_pct),
-                        _farthest(p) + (" (beyond reach)" if p.beyond_reach else ""),  # as `ladder fit`
+                        _farthest(p) + beyond_mark(p.beyond_tested, p.beyond_reach),  # as `ladder fit`
                         # issue 26: every forecast's distance in each axis and the published ladders' record there
                         f"{fmt_times(p.params_x)} params, {fmt_times(p.tokens_x)} tokens, "
                         f"{fmt_times(p.compute_x)} compute (6ND): "
