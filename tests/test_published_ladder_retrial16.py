@@ -147,3 +147,13 @@ def test_the_rollouts_error_at_the_forecasts_own_distance_is_not_said_unmeasured
     farther = {**dist, "params_x": 2.0, "compute_x": 64.0, "distance_x": 64.0}
     words = tested_words({**farther, "beyond_tested_axes": ["tokens", "compute"], "rollout_error": far}, "the forecast")
     assert "(not measured at the forecast's distance)" in words, words
+
+
+def test_distinct_runs_near_one_point_are_not_said_to_be_one_point_twice(tmp_path, capsys):
+    """Epoch's extraction of Chinchilla holds runs of one size at 22.3B and 23.2B tokens (4.3% apart, within a
+    rung's 5%): the repeated-point warning called them one params x tokens point holding two runs."""
+    rows = isoflop(budgets=4)
+    near = [{**r, "tokens": r["tokens"] * 1.043, "loss": law(r["params"], r["tokens"] * 1.043)} for r in rows]
+    got = run_cli(capsys, "fit", "--runs", write(tmp_path / "near.csv", rows + near), "--bootstrap", "3", "--json")
+    assert got.code == 0, got.stderr
+    assert not [w for w in got.json()["warnings"] if "params x tokens point" in w], got.json()["warnings"]

@@ -11,11 +11,13 @@ import numpy as np
 import pandas as pd
 
 from ladder.model.config import format_count, format_multiple
+from ladder.reports.fits.runs import group_labels
 
 WORSE = 0.10  # a run this much above the loss of a run with no more params and no more tokens is no rung of the law
 SAME = 0.05  # params or tokens within 5% count as the same (the fit's rung tolerance)
 FEWEST_TOKENS_PER_PARAM = 1.0  # below this median tokens/param: params and tokens swapped, or tokens a step count
 MOST_TOKENS_PER_PARAM = 1e5  # above: params counted in millions or thousands (Chinchilla is 20, SmolLM2 ~1.5e4)
+POINT_RTOL = 1e-3  # params and tokens within this of each other are one point (a run given twice, or replicates)
 MOST_STEPS = 1e7  # tokens / batch beyond this for the median run: the batch column counts sequences, not tokens
 
 
@@ -59,9 +61,12 @@ def repeats_without_seed(law_df: pd.DataFrame) -> str | None:
     runs of another schedule mixed in (an isoFLOP table's loss read part-way through a longer run, beside runs whose
     schedule ended at their budget) want a variant column, or leaving out. A published ladder converted by hand
     mixes them silently."""
-    if "seed" in law_df.columns or "_rung" not in law_df.columns:
+    if "seed" in law_df.columns or law_df.empty:
         return None
-    keys = ["_variant", "_rung"] if "_variant" in law_df.columns else ["_rung"]
+    # one point: params and tokens within POINT_RTOL (a rung's 5% put Epoch's distinct 22.3B- and 23.2B-token runs of
+    # one size together, as if one run twice)
+    point = [group_labels(law_df[c].to_numpy(float), POINT_RTOL) for c in ("params", "tokens")]
+    keys = [*point, law_df["_variant"].to_numpy()] if "_variant" in law_df.columns else point
     found: list[tuple[float, str]] = []
     n_runs = 0
     for _, g in law_df.groupby(keys, sort=False):
