@@ -76,7 +76,8 @@ BOOK_COLUMNS = {
     "repeat_share": "the repeats' share of the evaluation targets (the same for every run of one data key)",
     "data": "which preparation of the corpus the run trained on (its tokenizer's SHA-256, first 12 hex digits, and "
     "its train and validation token counts, from result.json's data); runs of one study on others are not "
-    "comparable, and collect and fit say so; null for a run that has not ended or predates the record",
+    "comparable, and collect and fit say so; a done run that predates the record (an older ladder): the tokenizer's "
+    "12 digits alone, read from its saved model; null for a run that has not ended or has neither",
     "problems": "'; '-joined problems found in the run's files (skipped metrics lines, unreadable lm-eval "
     "files, a truncated curve); null when none",
 }
@@ -282,21 +283,42 @@ def data_id(identity: Any) -> str | None:
     return f"{tok[:12]}/{train}/{val}"
 
 
+def saved_tokenizer_id(rd: layout.RunDir) -> str | None:
+    """The ``data`` column of a done run trained before result.json recorded its ``data`` (an older ladder): the
+    first 12 hex digits of the SHA-256 of the tokenizer.json its final model was saved with, the digits a
+    record's ``tokenizer_sha256`` gives, with no token counts (none was recorded); None without that file."""
+    from ladder.model.data.tokenizer import TOKENIZER_FILE, file_sha256
+
+    try:
+        return file_sha256(rd.model / TOKENIZER_FILE)[:12]
+    except OSError:
+        return None
+
+
 def mixed_data(runs: pd.DataFrame, study_dir: Path) -> str | None:
     """Why the done rungs of a results table cannot all be fitted as one ladder: they trained on different
     preparations of the corpus (its files or its tokenizer changed in place after some of them had finished, so
     the runs planned later trained on other tokens, and a loss per token under another tokenizer is another
-    unit); None when they share one (runs that predate the record are taken as sharing it)."""
+    unit); None when they share one. A run that predates the record (its ``data`` a tokenizer alone, from its saved
+    model: :func:`saved_tokenizer_id`) is taken as sharing the preparation of the recorded runs on its tokenizer;
+    one without even that, as sharing any."""
     if "data" not in runs.columns or "status" not in runs.columns:
         return None
     done = runs[(runs["status"] == "done") & (runs.get("role", "rung") != "hero") & runs["data"].notna()]
-    groups = done.groupby("data", sort=False)["run_id"].apply(list)
+    recorded = [d for d in dict.fromkeys(done["data"]) if "/" in d]
+
+    def preparation(data: str) -> str:  # a tokenizer alone: the first recorded preparation on it
+        return data if "/" in data else next((r for r in recorded if r.split("/")[0] == data), data)
+
+    groups = done.groupby(done["data"].map(preparation), sort=False)["run_id"].apply(list)
     if len(groups) < 2:
         return None
 
     def said(data: str, ids: list[str]) -> str:
-        tok, train, val = data.split("/")
         shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        if "/" not in data:
+            return f"{len(ids)} on tokenizer {data}, trained by an older ladder that recorded no token counts ({shown})"
+        tok, train, val = data.split("/")
         return f"{len(ids)} on tokenizer {tok} with {int(train):,} train tokens ({shown})"
 
     return (
@@ -360,6 +382,8 @@ def collect(study_dir: Path) -> Collected:
             flops_spent=books.flops_spent(spec),
             problems=mine,
         )
+        if row["data"] is None and state == "done":  # trained before result.json recorded its data
+            row["data"] = saved_tokenizer_id(rd)
         row.update(tasks)
         rows.append(row)
         curves.extend(_curves(spec, books))

@@ -1,0 +1,69 @@
+"""Re-trial 16a of issue 28, a study folder written by an older ladder: planned and trained with an older checkout,
+then the current tool run on the folder (status, collect, fit, report, the forecast loop, plan --out, submit).
+Whatever an older version wrote, the current tool reads it, or says in one line what to do; it never fits old and
+new numbers together without a word, and never loses a run from the books.
+
+The folders here are written as the older versions wrote them (a result.json without a field added since), so that
+no test needs an old checkout."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from tests.cli_helpers import run_cli
+
+OLD_TOKENIZER = '{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0}}}\n'
+NEW_TOKENIZER = '{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0, "b": 1}}}\n'
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _older_ladder_runs_then_one_new(study: Path, new_tokenizer: str) -> list[Path]:
+    """The done runs of ``study`` as a ladder from before result.json's ``data`` left them (no ``data``; the final
+    model saved with the study's tokenizer), the last one trained since by this ladder on ``new_tokenizer``."""
+    runs = sorted(p for p in (study / "runs").iterdir() if (p / "result.json").is_file())
+    for rd in runs[:-1]:
+        result = json.loads((rd / "result.json").read_text())
+        result.pop("data", None)
+        (rd / "result.json").write_text(json.dumps(result))
+        (rd / "model").mkdir(exist_ok=True)
+        (rd / "model" / "tokenizer.json").write_text(OLD_TOKENIZER)
+    late = runs[-1]
+    result = json.loads((late / "result.json").read_text())
+    result["data"] = {
+        "key": "b" * 16,
+        "tokenizer_sha256": _sha(new_tokenizer),
+        "train_tokens": 55_721,
+        "val_tokens": 4_669,
+    }
+    (late / "result.json").write_text(json.dumps(result))
+    return runs
+
+
+def test_runs_of_an_older_ladder_on_another_tokenizer_are_not_fitted_with_new_ones_without_a_word(study, capsys):
+    """Runs trained by a ladder from before result.json recorded its ``data``, then the corpus changed in place and a
+    run trained by this ladder: collect and fit took the old runs as sharing the new run's preparation ("runs that
+    predate the record are taken as sharing it") and fitted a loss under another tokenizer as the same ladder,
+    without a word, although each old run's saved model holds the tokenizer it trained with. Now the old runs'
+    tokenizer is read from model/tokenizer.json, and both commands name the two preparations."""
+    runs = _older_ladder_runs_then_one_new(study, NEW_TOKENIZER)
+    words = ("2 different preparations of the corpus", f"tokenizer {_sha(OLD_TOKENIZER)[:12]}", "older ladder")
+    r = run_cli(capsys, "collect", study)
+    assert r.code == 0 and all(w in r.stderr for w in words) and runs[-1].name in r.stderr, r.stderr
+    r = run_cli(capsys, "fit", study)
+    assert r.code == 0 and all(w in r.stderr for w in words), r.stderr
+    assert any(all(w in x for w in words) for x in json.loads((study / "fit.json").read_text())["warnings"])
+
+
+def test_runs_of_an_older_ladder_on_the_same_tokenizer_are_one_ladder_with_new_ones(study, capsys):
+    """The same, the corpus unchanged: the old runs' tokenizer is the new run's, and nothing is said (the old runs
+    recorded no token counts, which is no sign of another preparation)."""
+    _older_ladder_runs_then_one_new(study, OLD_TOKENIZER)
+    r = run_cli(capsys, "collect", study, "--json")
+    assert r.code == 0 and "preparations" not in r.stderr, r.stderr
+    r = run_cli(capsys, "fit", study)
+    assert r.code == 0 and "preparations" not in r.stderr, r.stderr
