@@ -256,9 +256,10 @@ def test_no_rollout_claim_without_rollout_rows():
     texts = {}
     for key, law in (("none", none), ("some", some), ("missed", missed)):
         console = Console(record=True, width=300, file=open("/dev/null", "w"))
-        print_fit(fit_json_of({"loss": law, "hero": {**hero, "reach": law["reach"]}}), console)
+        far = {"beyond_tested": True, "beyond_reach": True} if key == "missed" else {}
+        print_fit(fit_json_of({"loss": law, "hero": {**hero, **far, "reach": law["reach"]}}), console)
         data = StudyData(path=Path("."), name="s")
-        data.fit = fit_dict_of({"loss": law, "hero": {**hero, "reach": law["reach"]}})
+        data.fit = fit_dict_of({"loss": law, "hero": {**hero, **far, "reach": law["reach"]}})
         texts[key] = console.export_text() + " " + _texts(headline(Builder(data)))
     assert "stayed within 2%" not in texts["none"] and "no rollout forecast" in texts["none"]
     assert "stayed within 2% up to 2x params, 5x compute" in texts["some"]
@@ -266,6 +267,9 @@ def test_no_rollout_claim_without_rollout_rows():
     assert "stayed within 2%" not in texts["missed"], texts["missed"]
     assert texts["missed"].count("nearest forecasts already erred by more than 2%") == 2  # terminal, headline
     assert "tested up to 2.04x params, 4.24x tokens, 16.6x compute" in texts["missed"]
+    # the headline's forecast tile said the weaker "Beyond the ladder's demonstrated reach." where fit said the hero
+    # lies beyond what the rollout tested
+    assert "Beyond what the rollout tested." in texts["missed"] and "demonstrated reach." not in texts["missed"]
 
 
 def test_without_a_fit_the_headline_gives_the_true_reason_for_no_rollout(wsd_study):
