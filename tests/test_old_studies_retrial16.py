@@ -41,6 +41,8 @@ def _older_ladder_runs_then_one_new(study: Path, new_tokenizer: str) -> list[Pat
         "val_tokens": 4_669,
     }
     (late / "result.json").write_text(json.dumps(result))
+    (late / "model").mkdir(exist_ok=True)
+    (late / "model" / "tokenizer.json").write_text(new_tokenizer)
     return runs
 
 
@@ -67,3 +69,33 @@ def test_runs_of_an_older_ladder_on_the_same_tokenizer_are_one_ladder_with_new_o
     assert r.code == 0 and "preparations" not in r.stderr, r.stderr
     r = run_cli(capsys, "fit", study)
     assert r.code == 0 and "preparations" not in r.stderr, r.stderr
+
+
+def test_collecting_an_older_ladders_study_again_leaves_its_freeze_and_fit_current(study, capsys):
+    """An older ladder's study, fitted and frozen, collected again by this ladder: nothing in its runs changed, so
+    its freeze and its fit are still of these results. (Reading the old runs' tokenizer into the results table's
+    ``data`` column would change the table's hash, and `forecast show` and `report` would call both stale.)"""
+    for rd in (study / "runs").iterdir():
+        if (rd / "result.json").is_file():
+            (rd / "model").mkdir(exist_ok=True)
+            (rd / "model" / "tokenizer.json").write_text(OLD_TOKENIZER)
+    assert run_cli(capsys, "forecast", "freeze", study).code == 0
+    r = run_cli(capsys, "collect", study)
+    assert r.code == 0 and "preparations" not in r.stderr, r.stderr
+    r = run_cli(capsys, "forecast", "show", study)
+    assert r.code == 0 and "changed" not in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_fit_on_an_older_ladders_results_table_still_tells_the_tokenizers_apart(study, capsys):
+    """`ladder fit` on the results.parquet an older `ladder collect` wrote (no ``data`` column at all) reads the
+    runs' saved tokenizers as collect does, rather than take every run as one preparation."""
+    import pandas as pd
+
+    _older_ladder_runs_then_one_new(study, NEW_TOKENIZER)
+    assert run_cli(capsys, "collect", study).code == 0
+    table = pd.read_parquet(study / "results.parquet")
+    late = table["data"].notna()
+    table.drop(columns=["data"]).to_parquet(study / "results.parquet", index=False)
+    assert late.sum() == 1
+    r = run_cli(capsys, "fit", study)
+    assert r.code == 0 and "2 different preparations of the corpus" in r.stderr, r.stderr

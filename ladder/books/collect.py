@@ -76,8 +76,7 @@ BOOK_COLUMNS = {
     "repeat_share": "the repeats' share of the evaluation targets (the same for every run of one data key)",
     "data": "which preparation of the corpus the run trained on (its tokenizer's SHA-256, first 12 hex digits, and "
     "its train and validation token counts, from result.json's data); runs of one study on others are not "
-    "comparable, and collect and fit say so; a done run that predates the record (an older ladder): the tokenizer's "
-    "12 digits alone, read from its saved model; null for a run that has not ended or has neither",
+    "comparable, and collect and fit say so; null for a run that has not ended or predates the record",
     "problems": "'; '-joined problems found in the run's files (skipped metrics lines, unreadable lm-eval "
     "files, a truncated curve); null when none",
 }
@@ -284,14 +283,15 @@ def data_id(identity: Any) -> str | None:
 
 
 def saved_tokenizer_id(rd: layout.RunDir) -> str | None:
-    """The ``data`` column of a done run trained before result.json recorded its ``data`` (an older ladder): the
-    first 12 hex digits of the SHA-256 of the tokenizer.json its final model was saved with, the digits a
-    record's ``tokenizer_sha256`` gives, with no token counts (none was recorded); None without that file."""
+    """What :func:`mixed_data` knows of the data of a done run trained before result.json recorded it (an older
+    ladder): the first 12 hex digits of the SHA-256 of the tokenizer.json its final model was saved with, the
+    digits a record's ``tokenizer_sha256`` gives; None without that file. Never a column of the results table:
+    filling ``data`` for such runs would change the table's hash, and call every freeze of the study stale."""
     from ladder.model.data.tokenizer import TOKENIZER_FILE, file_sha256
 
     try:
         return file_sha256(rd.model / TOKENIZER_FILE)[:12]
-    except OSError:
+    except (OSError, ValueError):  # none, unreadable, or a run id that names no folder
         return None
 
 
@@ -299,12 +299,17 @@ def mixed_data(runs: pd.DataFrame, study_dir: Path) -> str | None:
     """Why the done rungs of a results table cannot all be fitted as one ladder: they trained on different
     preparations of the corpus (its files or its tokenizer changed in place after some of them had finished, so
     the runs planned later trained on other tokens, and a loss per token under another tokenizer is another
-    unit); None when they share one. A run that predates the record (its ``data`` a tokenizer alone, from its saved
-    model: :func:`saved_tokenizer_id`) is taken as sharing the preparation of the recorded runs on its tokenizer;
-    one without even that, as sharing any."""
-    if "data" not in runs.columns or "status" not in runs.columns:
+    unit); None when they share one. A run that predates the record is known by the tokenizer its model was
+    saved with (:func:`saved_tokenizer_id`) and taken as sharing the preparation of the recorded runs on that
+    tokenizer; one without even that, as sharing any."""
+    if "status" not in runs.columns or "run_id" not in runs.columns:
         return None
-    done = runs[(runs["status"] == "done") & (runs.get("role", "rung") != "hero") & runs["data"].notna()]
+    done = runs[(runs["status"] == "done") & (runs.get("role", "rung") != "hero")]
+    data = done["data"].astype(object) if "data" in done.columns else pd.Series(None, index=done.index, dtype=object)
+    sd = layout.StudyDir(Path(study_dir))
+    for i in data.index[data.isna()]:  # an older ladder's run (or table): the tokenizer its model was saved with
+        data[i] = saved_tokenizer_id(sd.run(str(done.at[i, "run_id"])))
+    done = done.assign(data=data)[data.notna()]
     recorded = [d for d in dict.fromkeys(done["data"]) if "/" in d]
 
     def preparation(data: str) -> str:  # a tokenizer alone: the first recorded preparation on it
@@ -382,8 +387,6 @@ def collect(study_dir: Path) -> Collected:
             flops_spent=books.flops_spent(spec),
             problems=mine,
         )
-        if row["data"] is None and state == "done":  # trained before result.json recorded its data
-            row["data"] = saved_tokenizer_id(rd)
         row.update(tasks)
         rows.append(row)
         curves.extend(_curves(spec, books))
