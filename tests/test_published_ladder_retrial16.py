@@ -157,3 +157,19 @@ def test_distinct_runs_near_one_point_are_not_said_to_be_one_point_twice(tmp_pat
     got = run_cli(capsys, "fit", "--runs", write(tmp_path / "near.csv", rows + near), "--bootstrap", "3", "--json")
     assert got.code == 0, got.stderr
     assert not [w for w in got.json()["warnings"] if "params x tokens point" in w], got.json()["warnings"]
+
+
+def test_a_flops_column_in_another_unit_is_warned(tmp_path, capsys):
+    """Porian's budgets given in PFLOPs (12.5 to 800): accepted without a word, and fit.json's IsoFLOP budgets read
+    "flops: 12.5" of runs of 1.25e16, its N_opt(C) law in those units. A flops column off 6ND by a few times (FLOPs
+    counted with attention) is no unit mistake and is not warned."""
+    rows = isoflop(budgets=4)
+    pflops = [{**r, "flops": 6 * r["params"] * r["tokens"] / 1e15} for r in rows]
+    got = run_cli(capsys, "fit", "--runs", write(tmp_path / "pflops.csv", pflops), "--bootstrap", "3", "--json")
+    assert got.code == 0, got.stderr
+    said = [w for w in got.json()["warnings"] if "flops column" in w]
+    assert said and "another unit" in said[0] and "6ND is 12.5P" in said[0], got.json()["warnings"]
+    counted = [{**r, "flops": 2.5 * 6 * r["params"] * r["tokens"]} for r in rows]
+    got = run_cli(capsys, "fit", "--runs", write(tmp_path / "counted.csv", counted), "--bootstrap", "3", "--json")
+    assert got.code == 0, got.stderr
+    assert not [w for w in got.json()["warnings"] if "flops column" in w], got.json()["warnings"]

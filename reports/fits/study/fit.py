@@ -199,7 +199,7 @@ def fit_study(
     if sweep_note:
         notes.append(sweep_note)
     if study is None:  # a table from elsewhere: no trainer of ladder's marked its diverged runs nor wrote its counts
-        odd = (table_sense.odd_tokens_per_param(df), table_sense.batch_as_sequences(df))
+        odd = (table_sense.odd_tokens_per_param(df), table_sense.batch_as_sequences(df), table_sense.flops_not_6nd(df))
         repeats = table_sense.repeats_without_seed(law_df)
         warnings.extend(w for w in (*odd, table_sense.worse_than_smaller(law_df), repeats) if w)
     variants = sorted(law_df["_variant"].unique().tolist())

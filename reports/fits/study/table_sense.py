@@ -1,7 +1,7 @@
 """What a runs table from elsewhere (``ladder fit --runs``) may hold that no ladder does, said as warnings before the
 fit: a run far worse than a smaller, shorter one (diverged or unfinished, with no status to say so), tokens per
 parameter no ladder trains at (params and tokens swapped, or counted in millions), a batch column that reads
-as sequences where the fit reads tokens, and runs at one params x tokens point whose losses differ in a table with
+as sequences where the fit reads tokens, a flops column in another unit than FLOPs per run, and runs at one params x tokens point whose losses differ in a table with
 no seed column (replicates, or another schedule mixed in). ladder's own studies never get these: its trainer marks
 a diverged run, and it writes every count itself."""
 
@@ -18,6 +18,8 @@ SAME = 0.05  # params or tokens within 5% count as the same (the fit's rung tole
 FEWEST_TOKENS_PER_PARAM = 1.0  # below this median tokens/param: params and tokens swapped, or tokens a step count
 MOST_TOKENS_PER_PARAM = 1e5  # above: params counted in millions or thousands (Chinchilla is 20, SmolLM2 ~1.5e4)
 POINT_RTOL = 1e-3  # params and tokens within this of each other are one point (a run given twice, or replicates)
+FLOPS_FACTOR = 10.0  # a flops column this far from 6ND for the median run is in another unit (attention at long
+# context adds ~3x at most to a small model's 6ND)
 MOST_STEPS = 1e7  # tokens / batch beyond this for the median run: the batch column counts sequences, not tokens
 
 
@@ -115,6 +117,30 @@ def odd_tokens_per_param(df: pd.DataFrame) -> str | None:
             "tokens column hold FLOPs (tokens = flops / (6 x params))? Give plain counts (1.2e9 or 1.2B)"
         )
     return None
+
+
+def flops_not_6nd(df: pd.DataFrame) -> str | None:
+    """A flops column more than :data:`FLOPS_FACTOR` times off 6 x params x tokens for the median run: another unit
+    (PFLOPs, GFLOPs) or FLOPs per token. The IsoFLOP budgets and N_opt(C) are fitted in the column's units, while
+    the loss laws' compute and every distance are 6ND: fit.json's budgets said 12.5 FLOPs of runs of 1.25e16."""
+    if "flops" not in df.columns:
+        return None
+    flops = pd.to_numeric(df["flops"], errors="coerce").to_numpy(float)
+    six_nd = 6.0 * df["params"].to_numpy(float) * df["tokens"].to_numpy(float)
+    good = np.isfinite(flops) & (flops > 0) & np.isfinite(six_nd) & (six_nd > 0)
+    if not good.any():
+        return None
+    ratios = flops[good] / six_nd[good]
+    ratio = float(np.median(ratios))
+    if 1 / FLOPS_FACTOR <= ratio <= FLOPS_FACTOR:
+        return None
+    i = int(np.argmin(np.abs(np.log(ratios / ratio))))  # the median run, as an example
+    return (
+        f"the flops column is {format_multiple(ratio, '')} times 6 x params x tokens for the median run (e.g. "
+        f"{format_count(float(flops[good][i]))} where 6ND is {format_count(float(six_nd[good][i]))}): "
+        "is it in another unit (PFLOPs, GFLOPs) or per token? Give FLOPs per run, or leave the column out (FLOPs are "
+        "then 6 x params x tokens); the IsoFLOP budgets and N_opt(C) are fitted in its units, the loss laws on 6ND"
+    )
 
 
 def batch_as_sequences(df: pd.DataFrame) -> str | None:
