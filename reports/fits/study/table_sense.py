@@ -1,9 +1,9 @@
 """What a runs table from elsewhere (``ladder fit --runs``) may hold that no ladder does, said as warnings before the
 fit: a run far worse than a smaller, shorter one (diverged or unfinished, with no status to say so), tokens per
-parameter no ladder trains at (params and tokens swapped, or counted in millions), a batch column that reads
-as sequences where the fit reads tokens, a flops column in another unit than FLOPs per run, and runs at one params x tokens point whose losses differ in a table with
-no seed column (replicates, or another schedule mixed in). ladder's own studies never get these: its trainer marks
-a diverged run, and it writes every count itself."""
+parameter no ladder trains at (params and tokens swapped, or counted in millions), a batch column that reads as
+sequences where the fit reads tokens, a flops column in another unit than FLOPs per run, and runs at one params x
+tokens point whose losses differ in a table with no seed column (replicates, or another schedule mixed in).
+ladder's own studies never get these: its trainer marks a diverged run, and it writes every count itself."""
 
 from __future__ import annotations
 
