@@ -61,6 +61,30 @@ def test_planning_again_never_drops_runs_that_still_train(tmp_path, capsys, tiny
     assert sorted(again["orphans"]) == sorted([running, queued]) and len(again["new"]) == 2
 
 
+def test_planning_again_over_a_damaged_jobs_json_does_not_drop_runs_it_cannot_see(tmp_path, capsys, tiny_jsonl_corpus):
+    """With jobs.json damaged (a hand edit, a full disk), a queued job shows as planned: the plan that dropped the
+    queued run went through in silence, and no command of the study would show or cancel it again. Now a plan that
+    drops a run not ended is refused while jobs.json cannot be read, naming it; nothing is written."""
+    spec, out = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus), tmp_path / "S"
+    first = _plan(capsys, spec, out)
+    queued = first["runs"][0]["run_id"]
+    sd = layout.StudyDir(out)
+    record_job(sd, queued, cancelled=False, job_id=str(os.getpid()))
+    sd.jobs.write_text('{"runs": {')  # torn
+    _edit(spec, lr_max=0.01)
+    plan_before = sd.plan.read_bytes()
+    one_line(
+        run_cli(capsys, "plan", spec, "--out", out, "--no-fit-check"),
+        f"cannot plan {out} again: {sd.jobs} is damaged (not JSON",
+        "are queued or running",
+        queued,
+        "check that none is alive (squeue, ps), remove it and plan again",
+    )
+    assert sd.plan.read_bytes() == plan_before and len(sd.all_run_dirs()) == 2
+    sd.jobs.unlink()  # as the message says, once no job is alive
+    assert sorted(_plan(capsys, spec, out)["orphans"]) == sorted(r["run_id"] for r in first["runs"])
+
+
 def test_a_run_records_the_preparation_of_the_corpus_it_trained_on(tmp_path):
     """result.json says which preparation of the corpus a run trained on (the cache key, the tokenizer's hash and
     the token counts): what tells runs apart when the corpus changes in place under a growing study."""

@@ -396,13 +396,22 @@ def refuse_dropping_live_runs(study_dir: Path, keep: list[str]) -> None:
     except StateError:  # an unreadable plan.json: what planning again rewrites
         return
     kept = set(keep) | set(planned_heroes(sd))
+    damaged_jobs = job_records.problem(sd)
     book = job_records.read(sd)
     live = {}
     for e in entries:
         if not isinstance(e, Damaged) and e.run_id not in kept:
             state, _ = own_state(sd, e, book)
-            if state in LIVE:
+            # without jobs.json a queued job shows as planned, a running one's as interrupted: any run not ended
+            if state in LIVE or (damaged_jobs and state not in FINAL):
                 live[e.run_id] = state
+    if live and damaged_jobs:
+        raise StateError(
+            f"cannot plan {sd.path} again: {damaged_jobs}, so ladder cannot know whether the {len(live)} run(s) of "
+            f"the current plan that the new plan drops ({', '.join(live)}) are queued or running, and once out of "
+            "the plan no command of the study shows or cancels them: check that none is alive (squeue, ps), "
+            "remove it and plan again"
+        )
     if live:
         where = layout.shell_word(sd.path)
         runs = " ".join(f"--run {r}" for r in live)
