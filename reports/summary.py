@@ -121,9 +121,13 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
 
     co = fit.compute_optimal
     if co.identifiable:
+        # with their 90% intervals, as fit.json has them: Beck et al.'s isoFLOP groups, cut by 6ND into 8 budgets
+        # within 2x of compute, printed "a = 0.146" of an interval [-0.204, 0.42]
+        ci, iso_ci = co.ci90, fit.isoflop.ci90 if fit.isoflop.available else None
         console.print(
-            f"[bold]compute-optimal[/]: N* ~ C^{_num(co.a, 3)}, D* ~ C^{_num(co.b, 3)}"
-            + (f" (isoflop: a = {_num(co.isoflop.a, 3)})" if co.isoflop else "")
+            f"[bold]compute-optimal[/]: N* ~ C^{_num(co.a, 3)}{_ci(ci and ci.a, 3)}, "
+            f"D* ~ C^{_num(co.b, 3)}{_ci(ci and ci.b, 3)}"
+            + (f" (isoflop: a = {_num(co.isoflop.a, 3)}{_ci(iso_ci and iso_ci.a, 3)})" if co.isoflop else "")
         )
         if co.assumption:
             console.print(f"  [yellow]assumed[/]: {co.assumption}")
@@ -300,7 +304,9 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
     if not iso.available:
         console.print(f"[bold]isoflop[/]: [dim]{_of_runs(fit, iso.reason)}[/]")
     else:
-        console.print(f"[bold]isoflop[/]: N_opt ~ C^{_num(iso.a, 3)} over {iso.n_budgets} budgets")
+        console.print(
+            f"[bold]isoflop[/]: N_opt ~ C^{_num(iso.a, 3)}{_ci(iso.ci90 and iso.ci90.a, 3)} over {iso.n_budgets} budgets"
+        )
 
 
 def _left_out(name: str, law: Any) -> str | None:

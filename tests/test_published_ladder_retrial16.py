@@ -173,3 +173,23 @@ def test_a_flops_column_in_another_unit_is_warned(tmp_path, capsys):
     got = run_cli(capsys, "fit", "--runs", write(tmp_path / "counted.csv", counted), "--bootstrap", "3", "--json")
     assert got.code == 0, got.stderr
     assert not [w for w in got.json()["warnings"] if "flops column" in w], got.json()["warnings"]
+
+
+def test_the_terminal_gives_the_compute_optimal_exponents_with_the_intervals_fit_json_has(tmp_path, capsys):
+    """Beck et al.'s isoFLOP groups, cut by 6ND into 8 budgets within 2x of compute, printed "isoflop: N_opt ~
+    C^0.146 over 8 budgets" and "(isoflop: a = 0.146)", where fit.json's 90% interval was [-0.204, 0.42]."""
+    import re
+
+    runs = write(tmp_path / "iso.csv", isoflop(budgets=4))
+    args = ("fit", "--runs", runs, "--bootstrap", "20")
+    j = run_cli(capsys, *args, "--json").json()
+    text = run_cli(capsys, *args).stdout
+    num = r"(-?[\d.]+(?:e[-+]?\d+)?)"
+    iso = re.search(rf"isoflop: N_opt ~ C\^{num} \[{num}, {num}\] over", text)
+    assert iso, text
+    lo, hi = j["isoflop"]["ci90"]["a"]
+    assert math.isclose(float(iso[2]), lo, rel_tol=0.01) and math.isclose(float(iso[3]), hi, rel_tol=0.01), iso[0]
+    co = re.search(rf"N\* ~ C\^{num} \[{num}, {num}\], D\* ~ C\^{num} \[{num}, {num}\] \(isoflop: a = {num} \[", text)
+    assert co, text
+    lo, hi = j["compute_optimal"]["ci90"]["a"]
+    assert math.isclose(float(co[2]), lo, rel_tol=0.01) and math.isclose(float(co[3]), hi, rel_tol=0.01), co[0]
