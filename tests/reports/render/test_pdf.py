@@ -157,3 +157,24 @@ def test_without_the_system_libraries_the_report_writes_the_html_and_says_why_in
     assert len(lines) == 1 and lines[0].startswith("report.pdf not written: WeasyPrint needs Pango"), res.stderr
     assert "Traceback" not in res.stderr + res.stdout
     assert "html:" in res.stdout and "pdf:" not in res.stdout
+
+
+def test_the_heros_configuration_starts_on_the_first_page_under_the_tiles(tmp_path):
+    """The main job's report.pdf left two thirds of page 1 blank: the recommended configuration table (12 rows with
+    their sources, two thirds of a page) was kept whole and went to page 2. It runs on from under the tiles now,
+    its rows whole and in order."""
+    from ladder.reports.render.blocks import Headline, Tile
+
+    need_weasyprint()
+    source = "study rule: " + " ".join(["a long source that says where the value came from"] * 4)
+    config = [(f"Label{i:02d}", f"value{i:02d}", f"{source} (row{i:02d})") for i in range(12)]
+    tiles = [Tile(f"TILE {i}", "27.5%", "detail " * 40) for i in range(4)]
+    section = Section("headline", "Forecast for the hero run", [Headline(tiles, config)])
+    section.number = 1
+    data = SimpleNamespace(name="s", description="A study. " * 30, path=Path("/nowhere"), env={"date": "2026"})
+    path = tmp_path / "report.pdf"
+    pdf.write_pdf(path, data, [section])
+    pages = _pages(path)
+    assert "Recommended hero configuration" in pages[0] and "value00" in pages[0], pages[0]
+    text = "\n".join(pages)
+    assert [int(m) for m in re.findall(r"\(row(\d\d)\)", text)] == list(range(12))  # every row once, in order
