@@ -384,8 +384,9 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
         # the target of a fit without a hero: its tokens/param weighs the forms, so the order of --predict matters
         console.print(
             f"  the law forms are weighted for the first point, {first.label} ({_num(first.tokens / first.params, 3)} "
-            "tokens/param), the target: the other points' forecasts move a little with it; give the one you "
-            "care about first"
+            "tokens/param), the target: its tokens/param sets the forms' weights and the rollout's calibration, so "
+            "the other points' forecasts and intervals move with it, at times by much; give the one you care about "
+            "first"
         )
     tested = (law.reach or {}).get("tested")
     if not (law.calibration and law.calibration.n) or tested is None:
