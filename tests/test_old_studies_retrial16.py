@@ -99,3 +99,54 @@ def test_fit_on_an_older_ladders_results_table_still_tells_the_tokenizers_apart(
     assert late.sum() == 1
     r = run_cli(capsys, "fit", study)
     assert r.code == 0 and "2 different preparations of the corpus" in r.stderr, r.stderr
+
+
+def _older_ladders_freeze_with_a_run_unfinished(study: Path, capsys) -> dict:
+    """``study`` with one rung not trained yet, fitted and frozen; the freeze's ``results_sha256`` rewritten as a
+    ladder before 30aca64 wrote it: the hash of every row but the hero runs', the unfinished one too."""
+    import pandas as pd
+
+    from ladder.reports.fits.study.table import content_hash, is_hero
+
+    rd = sorted(p for p in (study / "runs").iterdir() if (p / "result.json").is_file())[0]
+    for name in ("result.json", "metrics.jsonl"):
+        (rd / name).unlink()
+    for args in (("collect", study), ("fit", study), ("forecast", "freeze", study)):
+        assert run_cli(capsys, *args).code == 0
+    df = pd.read_parquet(study / "results.parquet")
+    assert (df["status"] != "done").sum() == 1
+    record = json.loads((study / "forecast.json").read_text())
+    record["results_sha256"] = content_hash(df[~is_hero(df)].reset_index(drop=True).dropna(axis=1, how="all"))
+    (study / "forecast.json").write_text(json.dumps(record))
+    return record
+
+
+def test_an_older_ladders_freeze_made_while_a_run_was_unfinished_is_not_called_stale(study, capsys):
+    """A freeze by a ladder from before 2026-12-05, made while one rung was still planned, then `ladder collect`,
+    `forecast show` and `forecast score` by this one, no run changed: "the data changed after this forecast", and
+    the score was marked data_changed, because this ladder hashes the finished rows alone and the older one hashed
+    every row. Now the older hash of the same table is recognised."""
+    _older_ladders_freeze_with_a_run_unfinished(study, capsys)
+    assert run_cli(capsys, "collect", study).code == 0
+    r = run_cli(capsys, "forecast", "show", study)
+    assert r.code == 0 and "changed" not in r.stdout + r.stderr, r.stdout + r.stderr
+    r = run_cli(capsys, "forecast", "score", study, "--loss", "3.0")
+    assert r.code == 0 and "changed" not in r.stdout + r.stderr, r.stdout + r.stderr
+    score = json.loads((study / "forecast.json").read_text())["scores"][-1]
+    assert score["data_changed"] is False
+
+
+def test_an_older_ladders_freeze_is_still_called_stale_once_a_run_has_changed(study, capsys):
+    """The older hash is no pass for results that did change: a run finished since the freeze is said."""
+    from ladder.plan.planner import read_plan
+    from tests.fake_runs import finish
+
+    _older_ladders_freeze_with_a_run_unfinished(study, capsys)
+    from ladder import layout
+
+    sd = layout.StudyDir(study)
+    planned = [s for s in read_plan(study)[1] if not sd.run(s.run_id).result.is_file() and s.role == "rung"]
+    finish(sd, planned[0], loss=4.0)
+    assert run_cli(capsys, "collect", study).code == 0
+    r = run_cli(capsys, "forecast", "show", study)
+    assert r.code == 0 and "the data changed after this forecast" in r.stdout + r.stderr, r.stdout + r.stderr

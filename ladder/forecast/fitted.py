@@ -45,13 +45,14 @@ class CurrentFit:
         return self.fit.hero
 
 
-def results_hash_of(study_dir: Path) -> str | None:
-    """The hash of the study's results table now (None when it has none or it cannot be read)."""
-    from ladder.reports.fits.study.table import results_hash
+def results_hashes_of(study_dir: Path) -> tuple[str, ...] | None:
+    """The hashes a freeze of the study's results table now holds: this ladder's, and an older ladder's
+    (:func:`ladder.reports.fits.study.table.results_hashes`); None when it has none or it cannot be read."""
+    from ladder.reports.fits.study.table import results_hashes
 
     sd = layout.StudyDir(Path(study_dir))
     try:
-        return results_hash(pd.read_parquet(sd.results_parquet))
+        return results_hashes(pd.read_parquet(sd.results_parquet))
     except Exception:  # noqa: BLE001 - missing or unreadable: no hash to compare with
         return None
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ladder import layout
 from ladder.console import on_record
 from ladder.errors import SpecError, StateError
-from ladder.forecast.fitted import current_fit, refit, results_hash_of, study_hash
+from ladder.forecast.fitted import current_fit, refit, results_hashes_of, study_hash
 from ladder.model.config import read_count
 from ladder.plan.study_lock import editing_study
 from ladder.reports.fits.runs import MAX_LOSS, MIN_LOSS  # the plausible range of a loss, the fit's too
@@ -339,14 +339,14 @@ def _kind(f: Frozen) -> str:
 
 def show_rows(study_dir: Path) -> list[dict]:
     """One row per freeze: number, time, hero forecast and interval, latest score, and whether the data changed."""
-    now = results_hash_of(study_dir)
+    now = results_hashes_of(study_dir)
     rows = []
     for f in read_frozen(study_dir):
         if f.problem:
             rows.append({"number": f.number, "file": f.path.name, "problem": f.problem})
             continue
         fc = f.forecast
-        changed = now is not None and fc.results_sha256 != now
+        changed = now is not None and fc.results_sha256 not in now
         rows.append(
             {
                 "number": f.number,

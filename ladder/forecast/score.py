@@ -404,7 +404,7 @@ def score_study(
     study_dir: Path, *, loss: float | None = None, curve: str | Path | None = None, run_id: str | None = None
 ) -> ScoreOutcome:
     """Score every frozen forecast of the study against its hero (see the module doc) and append each score."""
-    from ladder.forecast.fitted import results_hash_of
+    from ladder.forecast.fitted import results_hashes_of
 
     sd = layout.StudyDir(Path(study_dir))
     if loss is not None and curve is not None:
@@ -471,7 +471,7 @@ def score_study(
                 skipped[h.run_id] = str(exc)
         if not observed:
             raise StateError("nothing scored: " + "; ".join(skipped.values()))
-    now = results_hash_of(sd.path)
+    now = results_hashes_of(sd.path)
     refs: dict[float, list[dict]] = {}
     outcome = ScoreOutcome(observation=observed[0][0], skipped=skipped)
     scores: list[tuple[Frozen, dict]] = []  # written only once every freeze is scored: a refusal writes nothing
@@ -537,7 +537,7 @@ def score_study(
                 score["frozen_before_training"] = fc.frozen_at <= obs.started_at
             if f.record.get("after_hero") is True:  # frozen when a hero run had already trained or begun to
                 score["frozen_before_training"] = False
-            changed = now is not None and fc.results_sha256 != now
+            changed = now is not None and fc.results_sha256 not in now
             score["data_changed"] = changed
             if changed:
                 score["warning"] = DATA_CHANGED

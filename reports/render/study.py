@@ -96,6 +96,7 @@ class StudyData:
     env: dict = field(default_factory=dict)  # versions, source, hardware, date (``environment.environment()``)
     forecasts: list[forecast_json.FrozenForecast] = field(default_factory=list)  # the sound freezes, oldest first
     results_sha256: str | None = None  # the hash of the fitted rows of results.parquet (as a freeze records it)
+    results_sha256_older: str | None = None  # the same table's hash as a freeze by an older ladder records it
     stale_fit: str | None = None  # why fit.json is not of the results now (fitted on another results table)
 
 
@@ -155,10 +156,10 @@ def load_study(study_dir: Path) -> StudyData:
         except Exception as exc:  # noqa: BLE001
             problems.append(f"{layout.RESULTS_PARQUET} is unreadable ({exc})")
     if data.has_results:
-        from ladder.reports.fits.study.table import results_hash
+        from ladder.reports.fits.study.table import results_hashes
 
         try:
-            data.results_sha256 = results_hash(runs)
+            data.results_sha256, data.results_sha256_older = results_hashes(runs)
         except Exception as exc:  # noqa: BLE001 - a table that cannot be hashed only loses the check
             problems.append(f"{layout.RESULTS_PARQUET} cannot be hashed ({exc})")
     for number, path in sd.forecasts():

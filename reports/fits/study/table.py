@@ -58,6 +58,12 @@ def _separator_hint(columns: list[str]) -> str:
     return ""
 
 
+def _columns_hint(missing: list[str]) -> str:
+    """The way to read a table whose columns bear their own names (a published ladder's N, D, eval/loss), which
+    the refusal listed without a word of how to read them."""
+    return f" (rename the columns, or map the file's own with --columns {','.join(f'{r}=COLUMN' for r in missing)})"
+
+
 def prepare(runs: Any) -> pd.DataFrame:
     """The runs as a checked DataFrame: required columns, numeric columns as float, run ids as the index."""
     if isinstance(runs, pd.DataFrame):
@@ -82,8 +88,7 @@ def prepare(runs: Any) -> pd.DataFrame:
         raise FitError(
             f"fit: the runs table lacks column(s) {', '.join(missing)}; it needs params, tokens and loss "
             f"(optional: flops, lr, batch_tokens or batch_size, variant, status); it has {have}"
-            + _separator_hint(own)
-            + _tokens_hint(missing, own)
+            + (_separator_hint(own) + _tokens_hint(missing, own) or _columns_hint(missing))
         )
     if len(df) == 0:
         raise FitError("fit: the runs table has no rows")
@@ -128,6 +133,14 @@ def results_hash(runs: Any) -> str:
     df = runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(runs)
     df = df[~is_hero(df) & status_ok(df)].reset_index(drop=True).dropna(axis=1, how="all")
     return content_hash(df)
+
+
+def results_hashes(runs: Any) -> tuple[str, str]:
+    """:func:`results_hash`, then the hash a ladder before 30aca64 (2026-12-05) recorded in fit.json and its freezes:
+    every row but the hero runs', unfinished ones too. A freeze of that age, made while a run was planned, training
+    or failed, holds the latter; read against the former alone, results unchanged since read as changed."""
+    df = runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(runs)
+    return results_hash(df), content_hash(df[~is_hero(df)].reset_index(drop=True).dropna(axis=1, how="all"))
 
 
 def hero_excluded(df: pd.DataFrame) -> list[dict]:

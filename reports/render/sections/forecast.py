@@ -51,7 +51,7 @@ def lead(ctx: Builder) -> tuple[FrozenForecast, Score] | None:
 
 def data_changed(ctx: Builder, rec: FrozenForecast) -> bool:
     now = ctx.d.results_sha256
-    return now is not None and rec.results_sha256 != now
+    return now is not None and rec.results_sha256 not in (now, ctx.d.results_sha256_older)
 
 
 def is_prediction(ctx: Builder) -> Score | None:
@@ -63,8 +63,9 @@ def is_prediction(ctx: Builder) -> Score | None:
     rec, score = got
     if late(rec, score):  # frozen after the hero had trained: a check of the fit, no prediction
         return None
-    if rec.results_sha256 != (ctx.fit_json.meta.results_sha256 if ctx.fit_json is not None else None):
-        return None
+    fitted_on = ctx.fit_json.meta.results_sha256 if ctx.fit_json is not None else None
+    if rec.results_sha256 != fitted_on and not (fitted_on == ctx.d.results_sha256 and not data_changed(ctx, rec)):
+        return None  # frozen from other results than the fit's (an older ladder's freeze of them passes)
     if not same_hero(rec, ctx):  # the study's hero moved since the freeze (hero.params edited): another point
         return None
     return score
