@@ -207,3 +207,11 @@ def test_the_first_point_note_does_not_say_the_others_move_only_a_little(tmp_pat
     said = [x for x in r.stdout.splitlines() if "weighted for the first point" in x]
     assert len(said) == 1 and "a little" not in said[0], said
     assert "forecasts and intervals move with it" in said[0], said
+
+
+def test_a_table_in_its_own_column_names_is_told_how_to_read_them(tmp_path, capsys):
+    """A published ladder written out in its own names (N, D, eval/loss) was refused with the names it lacks and the
+    names it has, and no word of --columns, which reads them as they are."""
+    path = tmp_path / "own_names.csv"
+    path.write_text("N,D,eval/loss\n1e6,2e7,3.2\n2e6,4e7,3.0\n")
+    one_line(run_cli(capsys, "fit", "--runs", path), "it has N, D, eval/loss", "--columns params=COLUMN,tokens=COLUMN")
