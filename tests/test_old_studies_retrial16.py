@@ -150,3 +150,37 @@ def test_an_older_ladders_freeze_is_still_called_stale_once_a_run_has_changed(st
     assert run_cli(capsys, "collect", study).code == 0
     r = run_cli(capsys, "forecast", "show", study)
     assert r.code == 0 and "the data changed after this forecast" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_status_does_not_say_an_older_ladders_runs_came_from_an_edited_study_file(tmp_path, capsys, tiny_jsonl_corpus):
+    """A study planned and trained by a ladder from 2026-11-30, whose defaults differed (precision 'auto', no
+    weight-decay exemption for the LM head), then `ladder plan s.yaml --out S` by this one with the study file
+    unchanged: new run ids, and `ladder status S` said the old runs were "planned before the study file was edited"
+    and that "planning the file as it was takes them back", both untrue: the file was never edited, and planning it
+    again plans the new runs. Now the line allows for another version of ladder and names the command that says
+    what differs."""
+    from ladder import layout
+    from tests.fake_runs import finish
+    from tests.micro import write_study
+
+    spec_file, out = write_study(tmp_path / "s.yaml", tiny_jsonl_corpus), tmp_path / "S"
+    r = run_cli(capsys, "plan", spec_file, "--out", out, "--no-fit-check", "--json")
+    assert r.code == 0, r.stderr
+    sd = layout.StudyDir(out)
+    new_id = r.json()["runs"][0]["run_id"]
+    old = json.loads(sd.run(new_id).spec.read_text())  # the same run as the older ladder wrote its spec
+    old.update(run_id="0123456789ab", precision="auto")
+    for key in ("role", "trunk", "branch_steps", "tracking"):
+        old.pop(key, None)
+    sd.run("0123456789ab").path.mkdir()
+    sd.run("0123456789ab").spec.write_text(json.dumps(old))
+    from ladder.model.config import RunSpec
+
+    finish(sd, RunSpec.model_validate(old))
+    r = run_cli(capsys, "status", out)
+    line = r.stdout.strip().splitlines()[-1]
+    assert r.code == 0 and "earlier plans: 1 more run directory" in line and "(1 done)" in line, r.stdout
+    assert "another version of ladder" in line and f"ladder plan STUDY_FILE --out {out}" in line, line
+    assert "planning the file as it was takes them back" not in line
+    r = run_cli(capsys, "plan", spec_file, "--out", out, "--no-fit-check")
+    assert r.code == 0 and "precision 'auto' -> " in r.stdout + r.stderr, r.stdout + r.stderr

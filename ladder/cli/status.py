@@ -272,14 +272,18 @@ def status(
 
 
 def earlier_line(study_dir: Path, earlier: dict[str, int]) -> str:
-    """The line under the totals that counts the run directories of earlier plans (kept, not in this plan)."""
+    """The line under the totals that counts the run directories of earlier plans (kept, not in this plan). Their
+    study file may be unedited: an older ladder planned them with defaults (a precision, a recipe) this one plans
+    otherwise, and no study file takes them back then; `ladder plan` names the fields that differ."""
     n = sum(earlier.values())
     states = ", ".join(f"{k} {s}" for s, k in sorted(earlier.items(), key=lambda x: (-x[1], x[0])))
+    where = layout.StudyDir(Path(study_dir))
     return (
-        f"earlier plans: {n} more run director{'ies' if n != 1 else 'y'} in "
-        f"{escape(str(layout.StudyDir(Path(study_dir)).runs))} ({states}), planned before the study file was "
-        "edited, not in the current plan: kept on disk, but neither collected nor fitted; planning the file as it "
-        "was takes them back"
+        f"earlier plans: {n} more run director{'ies' if n != 1 else 'y'} in {escape(str(where.runs))} ({states}), "
+        "planned before the study file was edited or by another version of ladder, not in the current plan: kept on "
+        "disk, but neither collected nor fitted; `ladder plan STUDY_FILE --out "
+        f"{escape(layout.shell_word(where.path))}` names the fields their specs differ in from the plan's, and a study "
+        "file that plans them as they were takes them back"
     )
 
 
