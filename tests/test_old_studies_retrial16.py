@@ -184,3 +184,23 @@ def test_status_does_not_say_an_older_ladders_runs_came_from_an_edited_study_fil
     assert "planning the file as it was takes them back" not in line
     r = run_cli(capsys, "plan", spec_file, "--out", out, "--no-fit-check")
     assert r.code == 0 and "precision 'auto' -> " in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_fit_says_why_runs_of_an_older_ladder_lack_the_in_context_split(tmp_path, capsys):
+    """A study trained by a ladder from before 2026-12-02 (no repeats/novel split in result.json), one run trained
+    again by this one: `ladder fit` said "in-context repeats: 1 run(s) carry the repeats/novel split (needs >= 4)",
+    which reads as "add runs" though the study had five. Now it says that the others have none, and why."""
+    from tests.hero_fixture import make_ladder
+
+    study = make_ladder(tmp_path / "study", fit=False, split=True)
+    runs = sorted(p for p in (study / "runs").iterdir() if (p / "result.json").is_file())
+    for rd in runs[1:]:  # as the older ladder wrote them
+        result = json.loads((rd / "result.json").read_text())
+        for key in ("final_eval_loss_repeats", "final_eval_loss_novel", "eval_repeat_share"):
+            result.pop(key)
+        (rd / "result.json").write_text(json.dumps(result))
+    assert run_cli(capsys, "collect", study).code == 0
+    r = run_cli(capsys, "fit", study)
+    line = next(x for x in r.stdout.splitlines() if x.startswith("in-context repeats"))
+    assert r.code == 0 and "1 run(s) carry the repeats/novel split" in line, r.stdout
+    assert f"the other {len(runs) - 1} have none (trained by an older ladder" in line, line

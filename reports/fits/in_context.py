@@ -56,7 +56,13 @@ def available(law_df: pd.DataFrame) -> str | None:
         # carry the split" of a 45-run LR x batch sweep whose every run carried it)
         if ok.all():
             return f"the loss laws use {len(law_df)} run(s), and the repeats/novel split needs >= {MIN_RUNS}"
-        return f"{int(ok.sum())} run(s) carry the repeats/novel split (needs >= {MIN_RUNS})"
+        # say why the others lack it: a study grown across an upgrade has runs of an older ladder ("1 run(s) carry
+        # the split" read as "add runs", though its 4 other runs were trained before ladder split the loss)
+        other = int((~ok).sum())
+        return (
+            f"{int(ok.sum())} run(s) carry the repeats/novel split (needs >= {MIN_RUNS}); the other {other} "
+            f"{'has' if other == 1 else 'have'} none (trained by an older ladder, before the split, or by another tool)"
+        )
     if len(np.unique(np.round(np.log(law_df.loc[ok, "params"].astype(float)), 1))) < MIN_SIZES:
         return f"the runs with the split span fewer than {MIN_SIZES} model sizes"
     return None
