@@ -75,7 +75,15 @@ from ladder.reports.fits.loss.loss_forms import (
     near_optimum,
     top_budgets,
 )
-from ladder.reports.fits.loss.loss_rollout import ROLLOUT_BOOT, Rollout, RolloutRow, log_distance, rollout
+from ladder.reports.fits.loss.loss_rollout import (
+    ROLLOUT_BOOT,
+    Rollout,
+    RolloutRow,
+    far_error,
+    far_floor,
+    log_distance,
+    rollout,
+)
 from ladder.reports.fits.runs import Runs
 
 HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the fits' Huber delta): on noiseless
@@ -397,23 +405,6 @@ def _drift(rows: list[dict], factor: float) -> dict:
     }
 
 
-def _far_error(rows: list[dict]) -> dict | None:
-    """The rollout's error at the farthest distances it tested: the rows in the top third of its distances."""
-    if not rows:
-        return None
-    top = max(r["distance"] for r in rows)
-    far = [r for r in rows if r["distance"] >= top * 2 / 3]
-    e = np.array([r["err_pct"] for r in far])
-    return {
-        "n": len(far),
-        "min_distance_x": float(math.exp(min(r["distance"] for r in far))),
-        "max_distance_x": float(math.exp(top)),
-        "median_abs_err_pct": float(np.median(np.abs(e))),
-        "worst_abs_err_pct": float(np.max(np.abs(e))),
-        "coverage": float(np.mean([r["inside"] for r in far])),
-    }
-
-
 AXES = ("params_x", "tokens_x", "compute_x")
 SAME_X = 1.0001  # a multiple within 0.01% of the reach or the tested distance is at it, not beyond (rounding)
 
@@ -476,7 +467,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
     cx = 6 * params * tokens / float(fc.data.compute.max())
     d = log_distance(px, tx, cx)
     rate = fc.drift.get("rate", 0.0) or 0.0
-    floor = min(PUBLIC_RATE * d, WIDEST)
+    floor = min(max(PUBLIC_RATE * d, far_floor(fc.far_error, d)), WIDEST)
     drift = min(rate * d, WIDEST)
     lo = point - min(max(fc.factor * (point - lo) + drift, floor), WIDEST)
     hi = point + min(max(fc.factor * (hi - point) + drift, floor), WIDEST)
@@ -501,7 +492,8 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         "drift_widening_pct": 100.0 * math.expm1(drift),
         # in the measure of half_width_pct, (hi - lo) / 2 / loss, which an interval at the floor on both sides has:
         # expm1 said "at least 4.8%" beside an interval printed as ±4.67%
-        "public_floor_pct": 100.0 * math.sinh(floor),
+        "public_floor_pct": 100.0 * math.sinh(min(PUBLIC_RATE * d, WIDEST)),
+        "far_floor_pct": 100.0 * math.sinh(min(far_floor(fc.far_error, d), WIDEST)),
     }
     return PointForecast(
         params,
@@ -586,7 +578,7 @@ def forecast_loss(
         reach=_reach(rows),
         lean=_lean(rows),
         drift=_drift(rows, factor),
-        far_error=_far_error(rows),
+        far_error=far_error(rows),
         left_out=left_out,
         isoflop=isoflop,
         below_span=below_span,

@@ -114,6 +114,7 @@ class Distance(_Open):
     drift_rate: float
     drift_widening_pct: float
     public_floor_pct: float
+    far_floor_pct: float | None = None  # the rollout's farthest forecasts' median error, where it binds (absent before)
     rollout_error: RolloutError | None = None
 
 

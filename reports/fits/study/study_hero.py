@@ -317,6 +317,15 @@ def farthest_span(far: dict) -> str:
     return f" at {format_multiple(lo, sign='')}-{format_multiple(hi)}"
 
 
+def floor_words(public_pct: float, far_pct: float | None) -> str:
+    """The least half-width a far forecast got, in the hero interval's ± digits: the published-ladder floor, or the
+    rollout's median error at its farthest forecasts where that is wider (a distance no nearer than theirs)."""
+    public = f"the published-ladder floor of ±{public_pct:.2f}%"
+    if far_pct is None or far_pct <= public_pct:
+        return f"at least {public}"
+    return f"at least the median error of the rollout's farthest forecasts, ±{far_pct:.2f}% (wider than {public})"
+
+
 def reach_words(fc: Forecast) -> str:
     """How far the rollout's forecasts stayed within 2%, in fit's digits (the hero's and the predictions' warnings)."""
     reach = fc.reach.get("2%", {})
@@ -345,8 +354,9 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
     elif hero.get("beyond_tested"):
         warnings.append(
             f"the hero is {where}: {BEYOND_TESTED} ({tested_words(dist)}); its interval was widened for the "
-            f"distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, at least the published-ladder "
-            f"floor of ±{dist.get('public_floor_pct', 0):.2f}%): a projection, not a checked prediction"
+            f"distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, "
+            f"{floor_words(dist.get('public_floor_pct', 0), dist.get('far_floor_pct'))}): a projection, not a checked "
+            "prediction"
         )
     elif hero["beyond_reach"]:
         warnings.append(f"the hero is {where}: {BEYOND_REACH} ({reach_words(fc)})")

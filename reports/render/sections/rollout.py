@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.study.fit_json import Lean, LossRollout, Reach, coverage_words, written
-from ladder.reports.fits.study.study_hero import reaches_nowhere
+from ladder.reports.fits.study.study_hero import floor_words, reaches_nowhere
 from ladder.reports.render.blocks import KV, Para, Section, Table
 from ladder.reports.render.figures.rollout import draw_rollout
 from ladder.reports.render.figures.track_record import draw_track_record
@@ -135,9 +135,8 @@ def rollout(ctx: Builder) -> Section:
                     (
                         "Widened for the distance",
                         f"{fmt_pct(dist.drift_widening_pct, 1, signed=True)} (the rollout's error "
-                        "growth per unit of log distance), at least the published-ladder floor of "
                         # in the ± digits of the hero's interval, which it bounds: never 4.7% beside ±4.67%
-                        f"±{fmt_pct(dist.public_floor_pct)}",
+                        f"growth per unit of log distance), {floor_words(dist.public_floor_pct, dist.far_floor_pct)}",
                     ),
                     ("Track record", track_record.sentence(written(hero.track_record)) or ABSENT),
                 ],

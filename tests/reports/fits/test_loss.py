@@ -256,3 +256,32 @@ def test_runs_left_out_far_from_a_compute_optimum_are_named_in_the_words_of_the_
     d = np.repeat(budgets, 9) / (6 * n)
     iso = forecast_loss(data(law(n, d), n, d), 1e9, 2e10, n_boot=10).to_dict()["left_out"]
     assert iso["runs"] and iso["why"].startswith("more than 5% above their isoFLOP budget's lowest loss"), iso
+
+
+def test_no_interval_beyond_the_rollouts_farthest_forecasts_is_narrower_than_their_error():
+    """Issue 26: no interval narrower than what the rollout's errors at its distance justify. Porian et al.'s top
+    run (fitted below 1e18 FLOPs), given after a point at 47 tokens/param, got +-3.9% at 32x beyond a rollout whose
+    forecasts at 8-16x had erred by a median of 4.1%. Beyond the farthest distance tested, their median error is a
+    floor; within it, the calibration on the rollout's rows stands (there the farthest rows are the smallest
+    prefixes' and err the most)."""
+    import dataclasses
+
+    from ladder.reports.fits.loss.loss_forecast import _point
+    from ladder.reports.fits.study.study_hero import floor_words
+
+    rng = np.random.default_rng(0)
+    fc = forecast_loss(data(law(N, D) * np.exp(rng.normal(0, 0.01, len(N)))), *HERO, n_boot=30)
+    tested = fc.far_error["max_distance_x"]
+    far = dataclasses.replace(fc, far_error={**fc.far_error, "median_abs_err_pct": 12.0})  # as if it had erred 12%
+    beyond = _point(far, SIZES[-1] * 4, D.max() * tested * 1.2 / 4, seed=0)  # 1.2x the tested compute distance
+    assert beyond.distance["beyond_tested"] and beyond.distance["distance_x"] > tested
+    unbounded = _point(fc, beyond.params, beyond.tokens, seed=0).half_width_pct  # the rollout as it erred
+    assert beyond.half_width_pct >= 100 * np.sinh(np.log1p(0.12)) * (1 - 1e-9) > unbounded
+    assert beyond.distance["far_floor_pct"] == pytest.approx(beyond.half_width_pct)
+    words = floor_words(beyond.distance["public_floor_pct"], beyond.distance["far_floor_pct"])
+    assert words.startswith(
+        f"at least the median error of the rollout's farthest forecasts, ±{beyond.half_width_pct:.2f}%"
+    )
+    within = _point(far, SIZES[-1], D.max(), seed=0)  # the ladder's own largest run: no floor from the far rows
+    assert not within.distance["beyond_tested"] and within.distance["far_floor_pct"] == 0
+    assert within.half_width_pct < 12.0
