@@ -231,6 +231,10 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
 
     for e in fit.excluded:
         console.print(f"[dim]excluded {e.run} ({e.status}{': ' + e.reason if e.reason else ''})[/]")
+    # the report's headline lists them: the terminal gave none ("a sweep run at another LR left out of the laws"
+    # explained 45 rows fitted as 44 runs only in fit.json)
+    for n in dict.fromkeys([*fit.notes, *r.notes]):
+        console.print(f"note: {n}")
     for w in fit.warnings:
         console.print(f"[yellow]warning:[/] {w}")
 

@@ -70,3 +70,19 @@ def test_the_reports_copy_ratio_slope_shows_float_noise_as_zero():
     assert fmt_g(_noise_as_zero(-4.27e-17), 3) == fmt_g(0.0, 3)
     assert "e-17" not in fmt_ci([_noise_as_zero(x) for x in (-4.27e-17, 6.44e-17)])
     assert _noise_as_zero(0.012) == 0.012 and _noise_as_zero(None) is None
+
+
+def test_the_terminal_says_the_fits_notes_as_the_report_does(tmp_path, capsys):
+    """Re-trial 16b: fit.json's notes (a sweep run at another LR left out of the laws, FLOPs taken as 6ND) were
+    printed by the report's headline but never by `ladder fit`: 45 rows fitted as 44 runs, with no word why."""
+    from tests.cli_helpers import run_cli
+    from tests.test_own_ladder_retrial13 import rows, write
+
+    table = [{**row, "lr": 0.003} for row in rows()]
+    table.append({**table[-1], "lr": 0.03, "loss": table[-1]["loss"] * 1.05})  # a sweep run at another LR
+    path = write(tmp_path / "runs.csv", table)
+    said = run_cli(capsys, "fit", "--runs", path, "--bootstrap", "3").stdout
+    notes = run_cli(capsys, "fit", "--runs", path, "--bootstrap", "3", "--json").json()["notes"]
+    assert any("sweep run(s) at other values are left out of the laws" in n for n in notes), notes
+    for n in notes:  # a long line wraps at a space
+        assert f"note: {n}" in said.replace("\n", " "), (n, said)
