@@ -467,7 +467,8 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
     cx = 6 * params * tokens / float(fc.data.compute.max())
     d = log_distance(px, tx, cx)
     rate = fc.drift.get("rate", 0.0) or 0.0
-    floor = min(max(PUBLIC_RATE * d, far_floor(fc.far_error, d)), WIDEST)
+    public, far = min(PUBLIC_RATE * d, WIDEST), min(far_floor(fc.far_error, d), WIDEST)
+    floor = max(public, far)
     drift = min(rate * d, WIDEST)
     lo = point - min(max(fc.factor * (point - lo) + drift, floor), WIDEST)
     hi = point + min(max(fc.factor * (hi - point) + drift, floor), WIDEST)
@@ -492,8 +493,8 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         "drift_widening_pct": 100.0 * math.expm1(drift),
         # in the measure of half_width_pct, (hi - lo) / 2 / loss, which an interval at the floor on both sides has:
         # expm1 said "at least 4.8%" beside an interval printed as ±4.67%
-        "public_floor_pct": 100.0 * math.sinh(min(PUBLIC_RATE * d, WIDEST)),
-        "far_floor_pct": 100.0 * math.sinh(min(far_floor(fc.far_error, d), WIDEST)),
+        "public_floor_pct": 100.0 * math.sinh(public),
+        "far_floor_pct": 100.0 * math.sinh(far),
     }
     return PointForecast(
         params,

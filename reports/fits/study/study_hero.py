@@ -242,7 +242,7 @@ NO_REACH = "the rollout's nearest forecasts already erred by more than 2%: it sh
 
 def reaches_nowhere(*multiples: float | None) -> bool:
     """Whether a 2% reach is 1x in every axis given (None counts as 1x): the nearest forecast in each missed."""
-    return all(x is None or x <= 1.0001 for x in multiples)
+    return all(x is None or x <= SAME_X for x in multiples)
 
 
 def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:

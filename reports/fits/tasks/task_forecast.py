@@ -14,6 +14,7 @@ import pandas as pd
 from ladder.errors import FitError
 from ladder.layout import jsonable
 from ladder.model.config import format_multiple
+from ladder.reports.fits.loss.loss_forecast import SAME_X
 from ladder.reports.fits.tasks.accuracy import (
     AccuracyLaw,
     bootstrap_step2,
@@ -301,7 +302,7 @@ def fit_task(
                 + (
                     "beyond the distance at which step 1's rollout forecasts stayed within 2% "
                     f"({format_multiple(reach)})"
-                    if reach > 1.0001
+                    if reach > SAME_X
                     else "and step 1's rollout forecasts erred by more than 2% already at the nearest distance"
                 )
             )

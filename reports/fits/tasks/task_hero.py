@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ladder.layout import jsonable
+from ladder.reports.fits.loss.loss_forecast import SAME_X
 from ladder.reports.fits.tasks.accuracy import sigmoid, sigmoid_many
 from ladder.reports.fits.tasks.intervals import quantiles, stretch
 from ladder.reports.fits.tasks.task_loss import Step1
@@ -91,7 +92,7 @@ def forecast_hero(
         flops_estimated=bool(hero_pt[3]),
         params_x=px,
         compute_x=cx,
-        beyond_reach=bool(px > reach * 1.0001),
+        beyond_reach=bool(px > reach * SAME_X),
         by_form=s1.by_form(n, d, seed=seed),
     )
     if theta2 is None:
