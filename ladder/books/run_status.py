@@ -396,8 +396,10 @@ def refuse_dropping_live_runs(study_dir: Path, keep: list[str]) -> None:
     except StateError:  # an unreadable plan.json: what planning again rewrites
         return
     kept = set(keep) | set(planned_heroes(sd))
-    damaged_jobs = job_records.problem(sd)
-    book = job_records.read(sd)
+    try:  # read once: a damaged jobs.json is said below, and its runs are judged from their folders alone
+        book, damaged_jobs = job_records.read_strict(sd), None
+    except job_records.DamagedJobs as exc:
+        book, damaged_jobs = {}, str(exc)
     live = {}
     for e in entries:
         if not isinstance(e, Damaged) and e.run_id not in kept:
