@@ -19,11 +19,10 @@ from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, coverage_words, written
 from ladder.reports.fits.study.study_hero import (
-    BEYOND_REACH,
-    BEYOND_TESTED,
     NO_REACH,
     NOT_TESTED,
     beyond_mark,
+    beyond_words,
     farthest_axis,
     farthest_span,
     left_out_words,
@@ -180,10 +179,8 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
                     f"{_times(tested and tested.params_x)} params, {_times(tested and tested.tokens_x)} tokens, "
                     f"{_times(tested and tested.compute_x)} compute)"
                     + (
-                        f" [yellow](the hero is {BEYOND_TESTED})[/]"
-                        if hero.beyond_tested
-                        else f" [yellow](the hero is {BEYOND_REACH})[/]"
-                        if hero.beyond_reach
+                        f" [yellow](the hero is {beyond})[/]"
+                        if (beyond := beyond_words(hero.beyond_tested, hero.beyond_reach))
                         else ""
                     )
                 )
@@ -376,7 +373,7 @@ def _print_predictions(fit: FitJson, console: Console) -> None:
     for x in preds:
         if x.loss is None:
             continue
-        beyond = BEYOND_TESTED if x.beyond_tested else BEYOND_REACH if x.beyond_reach else None
+        beyond = beyond_words(x.beyond_tested, x.beyond_reach)
         record = track_record.sentence(written(x.track_record))
         console.print(
             f"  {x.label}: {_times(x.params_x)} params, {_times(x.tokens_x)} tokens, {_times(x.compute_x)} compute "

@@ -82,14 +82,14 @@ def _caveat(forecast: Hero, vocab_size: int) -> str | None:
     """What a person must know before trusting the forecast at this hero, as ``ladder fit`` warns it: a loss worse
     than a uniform guess over the vocabulary (the law taken far below the ladder), or a hero beyond what the
     rollout tested or the ladder's demonstrated reach."""
-    from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED, where_words
+    from ladder.reports.fits.study.study_hero import beyond_words, where_words
 
     if forecast.loss is not None and forecast.loss > math.log(vocab_size):
         return (
             f"the forecast {forecast.loss:.4g} nats/token is above ln(V) = {math.log(vocab_size):.3f}, the loss of a "
             f"uniform guess over the {vocab_size:,}-token vocabulary: the law does not hold this far from the ladder"
         )
-    beyond = BEYOND_TESTED if forecast.beyond_tested else BEYOND_REACH if forecast.beyond_reach else None
+    beyond = beyond_words(forecast.beyond_tested, forecast.beyond_reach)
     if beyond is None:
         return None
     ext = forecast.extrapolation or {}

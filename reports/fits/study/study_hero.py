@@ -229,6 +229,12 @@ BEYOND_TESTED = "beyond what the rollout tested"
 BEYOND_REACH = "beyond the ladder's demonstrated reach"
 
 
+def beyond_words(beyond_tested: bool | None, beyond_reach: bool | None) -> str | None:
+    """The stronger of the two that holds (:data:`BEYOND_TESTED`, :data:`BEYOND_REACH`), or None: every place that
+    says how far a forecast lies beyond the ladder says the same one."""
+    return BEYOND_TESTED if beyond_tested else BEYOND_REACH if beyond_reach else None
+
+
 def beyond_mark(beyond_tested: bool | None, beyond_reach: bool | None) -> str:
     """A forecast table's mark after a distance, the stronger that holds: a point beyond what the rollout tested
     was marked "(beyond reach)" beside the line below the table saying "beyond what the rollout tested"."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import FitJson, Hero, written
-from ladder.reports.fits.study.study_hero import BEYOND_REACH, BEYOND_TESTED, NO_REACH, reaches_nowhere
+from ladder.reports.fits.study.study_hero import NO_REACH, beyond_words, reaches_nowhere
 from ladder.reports.render.blocks import Bullets, Headline, Para, Pre, Section, Tile
 from ladder.reports.render.cost import ladder_cost
 from ladder.reports.render.fmt import (
@@ -72,14 +72,8 @@ def headline(ctx: Builder) -> Section:
             )
         half = hero.half_width_pct
         kind = hero.kind or "projection"
-        # the stronger that holds, as fit's line says it
-        beyond = (
-            f" {BEYOND_TESTED.capitalize()}."
-            if hero.beyond_tested
-            else f" {BEYOND_REACH.capitalize()}."
-            if hero.beyond_reach
-            else ""
-        )
+        far = beyond_words(hero.beyond_tested, hero.beyond_reach)  # the stronger that holds, as fit's line says it
+        beyond = f" {far.capitalize()}." if far else ""
         state = score_state(ctx)
         if state == FINAL:  # frozen from these results and scored against the hero's final loss
             kind = "prediction"
