@@ -40,8 +40,8 @@ def status_table(rows, title: str) -> Group:
     """The runs as a table that fits 120 columns, then a line per run with an error or skipped lines (a message
     never wraps inside a cell). tokens: the run's planned training tokens D (a cooldown branch: its trunk's prefix
     included, the tokens its model will have seen, as its progress counts them; the totals line counts a branch's
-    own tokens); FLOPs spent: exact counted, a branch's own steps only; train, eval: the latest losses (a finished run: its result's);
-    tok/s: tokens trained / seconds in training steps (result.json's definition)."""
+    own tokens); FLOPs spent: exact counted, a branch's own steps only; train, eval: the latest losses (a finished
+    run: its result's); tok/s: tokens trained / seconds in training steps (result.json's definition)."""
     table = Table(
         title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True
     )

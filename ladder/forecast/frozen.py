@@ -47,7 +47,8 @@ if TYPE_CHECKING:
 
 HERO_KEYS = ("params", "tokens", "flops", "shape", "tied", "loss", "lo", "hi", "level", "half_width_pct", "kind")
 POINT_KEYS = (
-    "label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach", "beyond_tested"
+    "label", "params", "tokens", "loss", "lo", "hi", "level", "half_width_pct", "params_x", "beyond_reach",
+    "beyond_tested",
 )  # fmt: skip
 DATA_CHANGED = "the data changed after this forecast: the study's results are not the ones it was fitted on"
 TOO_LARGE = (

@@ -59,8 +59,9 @@ def _counterpart(old: RunSpec, runs: list[RunSpec]) -> RunSpec | None:
 
 def changes(earlier: list[RunSpec], runs: list[RunSpec]) -> list[str]:
     """How the science of the earlier runs differs from that of this plan's run with the same labels (variant,
-    size, budget, seed; else the same variant, size and seed): ``field old -> new`` when every such pair agrees, else ``field (by run)``; the fields a
-    study file sets first; and once, a run whose labels this plan no longer has."""
+    size, budget, seed; else the same variant, size and seed): ``field old -> new`` when every such pair agrees,
+    else ``field (by run)``; the fields a study file sets first; and once, a run whose labels this plan no longer
+    has."""
     now = {_label(r): r for r in runs}
     pairs: dict[str, set[tuple[str, str]]] = {}
     gone = False
