@@ -471,6 +471,10 @@ def _print_law(fit: FitJson, console: Console) -> None:
             if lean is not None and lean.mean_err_pct is not None
             else ""
         )
+        if side and lean.min_distance_x and lean.max_distance_x:  # judged near the target's distance (2026-12 on)
+            side += (
+                f" at {format_multiple(lean.min_distance_x)}-{format_multiple(lean.max_distance_x)} beyond their runs"
+            )
         console.print(f"  rollout: {coverage_words(cal)}; widening {format_multiple(cal.factor)}{side}")
 
 

@@ -234,8 +234,12 @@ def test_a_rollout_that_leans_is_warned_of_for_the_predictions_of_a_runs_table(t
         run_cli(capsys, "fit", "--runs", str(path), "--bootstrap", "10", "--predict", "1e8:2e9", "--json").stdout
     )
     assert fit["loss"]["lean"]["direction"] == "low", fit["loss"]["lean"]
-    lean = [w for w in fit["warnings"] if w.startswith("the rollout's forecasts ran low")]
-    assert len(lean) == 1 and "so the predictions probably run low too" in lean[0] and "hero" not in lean[0], lean
+    # each prediction is warned of the lean at its own distance, which the warning names
+    band = fit["predictions"][0]["distance"]["lean"]
+    assert band["direction"] == "low" and 0 < band["n"] <= band["of"], band
+    lean = [w for w in fit["warnings"] if "ran low" in w]
+    assert len(lean) == 1 and lean[0].startswith("prediction 1e8:2e9: the rollout's forecasts at "), lean
+    assert "so it probably runs low too" in lean[0] and "hero" not in lean[0], lean
 
 
 def test_a_json_lines_loss_written_as_the_string_nan_is_named_by_its_line(tmp_path, capsys):

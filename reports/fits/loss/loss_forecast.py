@@ -37,13 +37,7 @@ the engine's track record at that distance. A forecast beyond the farthest dista
 Reach: sorted by distance in each axis, the largest multiple up to which every mixture forecast stayed within 1%
 (2%); a point beyond the 2% reach in any axis is ``beyond_reach``. The reach is never more than the rollout tested.
 
-Lean: on every mixture forecast (at every ratio: those at the hero's alone are 3 on a 5-size ladder, too few for
-any test), the mean signed error and how many forecasts were too high. When so many fall on one side that
-unbiased forecasts would do so with probability below ``LEAN_P`` (a two-sided sign test) and their mean error is
-at least ``LEAN_MIN_PCT`` (a lean of 0.2% is noise, not news), the forecast is said to lean that way: the
-ladder's loss curve bends away from every weighted law, and the hero's forecast probably errs the same way. The
-rows of one prefix share their fits, so the test is a description, not a calibrated p-value; the forecast is not
-shifted (how the lean grows with distance is itself an extrapolation).
+Lean: the side the rollout's forecasts near the target's distance erred to (:mod:`~ladder.reports.fits.loss.loss_lean`).
 """
 
 from __future__ import annotations
@@ -52,7 +46,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from ladder.model.config import format_count
 from ladder.reports.fits import progress
@@ -75,6 +68,7 @@ from ladder.reports.fits.loss.loss_forms import (
     near_optimum,
     top_budgets,
 )
+from ladder.reports.fits.loss.loss_lean import lean_near
 from ladder.reports.fits.loss.loss_rollout import (
     ROLLOUT_BOOT,
     Rollout,
@@ -88,8 +82,6 @@ from ladder.reports.fits.runs import Runs
 
 HALF_FLOOR = 1e-3  # an interval is judged at least this wide in log loss (the fits' Huber delta): on noiseless
 # data a zero-width interval made z ~ 1e10 and the widened hero interval overflowed
-LEAN_P = 0.05  # say the forecasts lean when this many on one side is this unlikely for unbiased ones
-LEAN_MIN_PCT = 1.0  # ... and their mean error is at least the reach's finer tolerance
 N_BOOT = 200
 WIDEST = math.log(1e6)  # an interval's half-width is capped at a factor of 1e6, which says "unknown" already: a
 # nonsense ladder (a loss of 1e-3 nats beside losses of 3) once widened so far that exp() overflowed
@@ -377,16 +369,6 @@ def _release(sources) -> None:
         source.release()
 
 
-def _lean(rows: list[dict]) -> dict:
-    errs = [r["err_pct"] for r in rows]
-    high = sum(e > 0 for e in errs)
-    p = float(stats.binomtest(high, len(errs), 0.5).pvalue) if errs else None
-    mean = float(np.mean(errs)) if errs else None
-    leans = p is not None and p < LEAN_P and abs(mean) >= LEAN_MIN_PCT
-    direction = ("high" if 2 * high > len(errs) else "low") if leans else None
-    return {"n": len(errs), "n_high": high, "mean_err_pct": mean, "p": p, "direction": direction}
-
-
 def _calibrate(rows: list[dict]) -> tuple[float | None, float]:
     judged = [r for r in rows if r["at_target_ratio"]] or rows  # to_dict's n_judged counts these
     return calibrate([r["z"] for r in judged])
@@ -420,6 +402,15 @@ def _reach(rows: list[dict]) -> dict[str, dict]:
     out["tested"] = {ax: max([1.0] + [r[ax] for r in rows]) for ax in AXES}
     out["tested"]["distance_x"] = math.exp(max((r["distance"] for r in rows), default=0.0))
     return out
+
+
+def _multiples(data: Runs, params: float, tokens: float) -> tuple[float, float, float]:
+    """A point's multiples of the ladder's largest params, tokens and compute (6ND)."""
+    return (
+        params / float(data.params.max()),
+        tokens / float(data.tokens.max()),
+        6 * params * tokens / float(data.compute.max()),
+    )
 
 
 def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForecast:
@@ -462,9 +453,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         )
     point, pooled = mixed
     lo, hi = interval(pooled)
-    px = params / float(fc.data.params.max())
-    tx = tokens / float(fc.data.tokens.max())
-    cx = 6 * params * tokens / float(fc.data.compute.max())
+    px, tx, cx = _multiples(fc.data, params, tokens)
     d = log_distance(px, tx, cx)
     rate = fc.drift.get("rate", 0.0) or 0.0
     public, far = min(PUBLIC_RATE * d, WIDEST), min(far_floor(fc.far_error, d), WIDEST)
@@ -489,6 +478,7 @@ def _point(fc: Forecast, params: float, tokens: float, seed: int) -> PointForeca
         "beyond_tested": bool(d > tested_d + math.log(SAME_X) or beyond_axes),
         "beyond_tested_axes": beyond_axes,
         "rollout_error": fc.far_error,
+        "lean": lean_near(fc.mixture_rows, d),
         "drift_rate": rate,
         "drift_widening_pct": 100.0 * math.expm1(drift),
         # in the measure of half_width_pct, (hi - lo) / 2 / loss, which an interval at the floor on both sides has:
@@ -577,7 +567,7 @@ def forecast_loss(
         coverage=coverage,
         factor=factor,
         reach=_reach(rows),
-        lean=_lean(rows),
+        lean=lean_near(rows, log_distance(*_multiples(data, target_params, target_tokens))),
         drift=_drift(rows, factor),
         far_error=far_error(rows),
         left_out=left_out,

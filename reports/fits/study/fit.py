@@ -291,11 +291,11 @@ def fit_study(
                 row["track_record"] = track_record.at(row["compute_x"])
                 if row["beyond_tested"] or row["beyond_reach"]:
                     warnings.append(f"prediction {label}: {study_hero.prediction_beyond(row, fc)}")
+                # judged at its own distance: the rollout's far rows may lean where its near ones do not
+                lean = study_hero.lean_text((row.get("distance") or {}).get("lean"), "it probably runs")
+                if lean:
+                    warnings.append(f"prediction {label}: {lean}")
             predictions.append(row)
-        if hero is None and any(r["loss"] is not None for r in predictions):
-            lean = study_hero.lean_text(fc.lean, "the predictions probably run")  # the hero's warning, said of them
-            if lean:
-                warnings.append(lean)
         for key, why in fc.skipped.items():
             notes.append(f"law form {key} not fitted: {why}")
     compute_optimal = study_hero.compute_optimal(fc, iso, hero, reasons.get("loss"))

@@ -101,6 +101,21 @@ class RolloutError(_Open):
     coverage: float | None = None
 
 
+class Lean(_Open):
+    """Which side the rollout's forecasts near a forecast's distance (``distance_x``) erred to: ``n_high`` of the
+    ``n`` between ``min_distance_x`` and ``max_distance_x`` too high (of ``of`` in all), the mean error in percent,
+    and the ``direction`` they lean when a sign test finds one."""
+
+    n: int | None = None
+    n_high: int | None = None
+    mean_err_pct: float | None = None
+    direction: str | None = None
+    distance_x: float | None = None  # absent before the lean was judged at the forecast's distance
+    min_distance_x: float | None = None
+    max_distance_x: float | None = None
+    of: int | None = None
+
+
 class Distance(_Open):
     """How far a forecast lies beyond the ladder, what the rollout tested, and how the interval was widened."""
 
@@ -116,6 +131,7 @@ class Distance(_Open):
     public_floor_pct: float
     far_floor_pct: float | None = None  # the rollout's farthest forecasts' median error, where it binds (absent before)
     rollout_error: RolloutError | None = None
+    lean: Lean | None = None  # the rollout's lean near this forecast's distance (absent before)
 
 
 class TrackRecord(_Open):
@@ -262,16 +278,6 @@ class LawForm(_Open):
     rollout: FormRollout | None = None
     n: int | None = None  # the runs it was fitted to
     residuals: list[FormResidual] = Field(default_factory=list)
-
-
-class Lean(_Open):
-    """Which side the rollout's forecasts erred to: ``n_high`` of ``n`` too high, the mean error in percent, and
-    the ``direction`` they lean when a sign test finds one."""
-
-    n: int | None = None
-    n_high: int | None = None
-    mean_err_pct: float | None = None
-    direction: str | None = None
 
 
 class LossLaw(Section):

@@ -412,19 +412,26 @@ def prediction_beyond(row: dict, fc: Forecast) -> str:
 
 
 def lean_text(lean: dict, forecast: str = "the hero's forecast probably runs") -> str | None:
-    """The warning for a rollout whose forecasts erred to one side (``Forecast.lean``), or None; ``forecast``
-    names what probably leans the same way (the predictions of a runs table, which has no hero)."""
+    """The warning for a rollout whose forecasts at the target's distance erred to one side (``Forecast.lean``, or a
+    prediction's ``distance.lean``), or None; ``forecast`` names what probably leans the same way."""
     if not lean or not lean.get("direction"):
         return None
     n, high = lean["n"], lean["n_high"]
+    # older fit.json files judged every row, at whatever distance
+    where = (
+        f" at {format_multiple(lean['min_distance_x'])}-{format_multiple(lean['max_distance_x'])} beyond their runs "
+        f"(judged near the forecast's {format_multiple(lean['distance_x'])})"
+        if lean.get("min_distance_x") and lean.get("max_distance_x") and lean.get("distance_x")
+        else ""
+    )
     if lean["direction"] == "high":
         return (
-            f"the rollout's forecasts ran high ({high} of {n} above the actual loss, mean error "
+            f"the rollout's forecasts{where} ran high ({high} of {n} above the actual loss, mean error "
             f"{lean['mean_err_pct']:+.1f}%): the larger rungs beat what the smaller ones forecast (the loss "
             f"curve steepens with scale), so {forecast} high too"
         )
     return (
-        f"the rollout's forecasts ran low ({n - high} of {n} below the actual loss, mean error "
+        f"the rollout's forecasts{where} ran low ({n - high} of {n} below the actual loss, mean error "
         f"{lean['mean_err_pct']:+.1f}%): the larger rungs fell short of what the smaller ones forecast (the "
         f"loss curve flattens with scale), so {forecast} low too"
     )

@@ -98,7 +98,8 @@ def rollout(ctx: Builder) -> Section:
     if lean is not None and lean.direction:
         s.add(
             Para(
-                f"The rollout's forecasts lean {lean.direction}: more of them erred on that side than "
+                f"The rollout's forecasts near the hero's distance lean {lean.direction}: more of them erred on "
+                "that side than "
                 "unbiased forecasts would (a sign test at 5%). The ladder's curve bends away from every weighted "
                 "law, and the hero's forecast probably errs the same way. The forecast is not shifted for it.",
                 "warn",
@@ -262,9 +263,16 @@ def _lean(lean: Lean | None) -> str:
     if lean is None or not ok(lean.mean_err_pct):
         return ABSENT
     leans = f" (leans {lean.direction})" if lean.direction else ""
+    # judged near the hero's distance since 2026-12: the far rows' lean is not the near rows'
+    where = (
+        f", the forecasts at {fmt_g(lean.min_distance_x, 3)}–{fmt_times(lean.max_distance_x)} beyond their runs "
+        f"(near the hero's {fmt_times(lean.distance_x)}; {fmt_int(lean.of)} in all)"
+        if ok(lean.min_distance_x, lean.max_distance_x, lean.distance_x, lean.of)
+        else ""
+    )
     return (
         f"mean error {fmt_pct(lean.mean_err_pct, 1, signed=True)}; {fmt_int(lean.n_high)} of "
-        f"{fmt_int(lean.n)} forecasts too high{leans}"
+        f"{fmt_int(lean.n)} forecasts too high{leans}{where}"
     )
 
 

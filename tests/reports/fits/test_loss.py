@@ -203,8 +203,8 @@ def test_a_ladder_that_leaves_a_plateau_leans_high_and_one_from_the_law_does_not
     loss = plateau_truth(n, d) * np.exp(np.random.default_rng(0).normal(0, 0.003, len(n)))
     fc = forecast_loss(data(loss, n, d), 1.2e6, 2.4e7, n_boot=30, forms=("chinchilla", "overtrain"))
     lean = fc.lean
-    assert lean["direction"] == "high" and lean["n_high"] == lean["n"] == len(fc.mixture_rows) > 20
-    assert lean["mean_err_pct"] > 2 and lean["p"] < 1e-6
+    assert lean["direction"] == "high" and lean["n_high"] == lean["n"] >= 10 and lean["of"] == len(fc.mixture_rows)
+    assert lean["mean_err_pct"] > 2 and lean["p"] < 0.01
     assert fc.points[0].loss > plateau_truth(1.2e6, 2.4e7)  # and so does the hero's
     for seed in range(5):
         rng = np.random.default_rng(seed)

@@ -340,13 +340,21 @@ def test_the_rollout_section_says_when_the_forecasts_lean(hostile, tmp_path):
     root = Path(shutil.copytree(hostile[0], tmp_path / "study"))
     sd = layout.StudyDir(root)
     fit = json.loads(sd.fit.read_text())
-    assert fit["loss"]["lean"]["n"] == len(fit["loss"]["rollout"]["mixture"]) > 0  # what the fit wrote
+    lean = fit["loss"]["lean"]  # what the fit wrote: the rows near the hero's distance, of all the rollout's
+    assert 0 < lean["n"] <= lean["of"] == len(fit["loss"]["rollout"]["mixture"]), lean
     fit["loss"]["lean"] = {"n": 9, "n_high": 9, "mean_err_pct": 3.2, "p": 0.004, "direction": "high"}
     sd.fit.write_text(json.dumps(fit))
     rollout = next(s for s in Builder(load_study(root)).sections() if s.id == "rollout")
     text = repr(rollout.blocks)
-    assert "+3.2%" in text and "9 of 9 forecasts too high (leans high)" in text
-    assert "The rollout's forecasts lean high" in text
+    assert "+3.2%" in text and "9 of 9 forecasts too high (leans high)" in text and "in all" not in text
+    assert "The rollout's forecasts near the hero's distance lean high" in text
+    fit["loss"]["lean"].update(distance_x=8.0, min_distance_x=4.0, max_distance_x=16.0, of=40)
+    sd.fit.write_text(json.dumps(fit))
+    rollout = next(s for s in Builder(load_study(root)).sections() if s.id == "rollout")
+    assert (
+        "forecasts too high (leans high), the forecasts at 4–16× beyond their runs (near the hero's 8×; 40 in all)"
+        in (" ".join(repr(rollout.blocks).split()))
+    )
     fit["loss"]["lean"]["direction"] = None
     sd.fit.write_text(json.dumps(fit))
     rollout = next(s for s in Builder(load_study(root)).sections() if s.id == "rollout")
