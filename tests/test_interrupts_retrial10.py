@@ -126,7 +126,7 @@ def test_ctrl_c_once_a_score_is_on_record_does_not_score_twice(study, capsys, mo
 
     assert run_cli(capsys, "forecast", "freeze", study).code == 0
     [path] = [p for p in study.glob("forecast*.json") if not json.loads(p.read_text())["scores"]][-1:]
-    _ctrl_c_after(score, "append_score", monkeypatch)
+    _ctrl_c_after(score, "append_scores", monkeypatch)
     _as_told(capsys, "forecast", "score", study, "--loss", "3.5")
     assert [s["actual"] for s in json.loads(path.read_text())["scores"]] == [3.5]
 

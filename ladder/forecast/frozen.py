@@ -311,20 +311,32 @@ def read_frozen_one(number: int, path: Path) -> Frozen:
 
 
 def append_score(frozen: Frozen, score: dict, *, same: Callable[[dict, dict], bool] | None = None) -> bool:
-    """Append ``score`` to the freeze's ``scores`` (an atomic rewrite; nothing else in the file changes), under
-    the study's lock: a second ``forecast score`` at the same time appends to this one's list, never drops it.
-    ``same(last, score)``: whether it says what the file's last score says (read under the lock, so that two
-    identical scores at once are one); then nothing is written and False is returned."""
+    """Append ``score`` to the freeze's ``scores``: :func:`append_scores` of one score."""
+    return append_scores(frozen, [score], same=same)
+
+
+def append_scores(frozen: Frozen, new: list[dict], *, same: Callable[[dict, dict], bool] | None = None) -> bool:
+    """Append the scores one ``forecast score`` took of this freeze (one per hero run it scored) to its ``scores``
+    (an atomic rewrite; nothing else in the file changes), under the study's lock: a second ``forecast score`` at
+    the same time appends to this one's list, never drops it. ``same(last, score)``: whether a score says what a
+    score of the file says; when each of ``new`` says what the file's last ``len(new)`` scores say, in order
+    (read under the lock, so that two identical scores at once are one), nothing is written and False is
+    returned. Compared as a whole, not each with the file's last score: two heroes' scores would otherwise each
+    differ from the other's and be appended again at every call."""
     with editing_study(frozen.path.parent):
         record = json.loads(frozen.path.read_text(encoding="utf-8"))
         scores = record.setdefault("scores", [])
-        last = scores[-1] if scores and isinstance(scores[-1], dict) else None
-        appended = not (same is not None and last is not None and same(last, score))
-        if appended:
-            scores.append(layout.jsonable(score))
+        tail = scores[-len(new) :] if new else []
+        repeated = (
+            same is not None
+            and len(tail) == len(new)
+            and all(isinstance(last, dict) and same(last, score) for last, score in zip(tail, new))
+        )
+        if not repeated and new:
+            scores.extend(layout.jsonable(score) for score in new)
             layout.atomic_write_text(frozen.path, json.dumps(record, indent=2) + "\n")
     frozen.record, frozen.forecast = record, forecast_json.FrozenForecast.model_validate(record)
-    return appended
+    return not repeated
 
 
 def _kind(f: Frozen) -> str:

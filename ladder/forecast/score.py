@@ -49,7 +49,7 @@ from ladder.forecast.frozen import (
     TOO_SMALL,
     CurvePoint,
     Frozen,
-    append_score,
+    append_scores,
     damaged_freezes,
     read_frozen,
     utc_now,
@@ -562,12 +562,13 @@ def score_study(
             + " (nothing written)"
         )
     on_record()  # every freeze's score or none: a Ctrl-C between them would get the first appended twice
-    for f, score in scores:
-        # scoring unchanged results again observes nothing new; compared with the file's last score under the
-        # study's lock, so that two `forecast score` at once (a cron job and a person) append it once
-        if not append_score(f, score, same=_same_score):
+    for f in {id(f): f for f, _ in scores}.values():
+        # scoring unchanged results again observes nothing new: the freeze's scores of this call (one per hero
+        # run) compared with its file's last ones under the study's lock, so that two `forecast score` at once (a
+        # cron job and a person) append them once
+        if not append_scores(f, [score for g, score in scores if g is f], same=_same_score):
             outcome.repeated.add(f.number)
-        outcome.scored.append((f, score))
+    outcome.scored.extend(scores)
     return outcome
 
 

@@ -1,0 +1,60 @@
+"""Re-trial 17a of the forecast loop: freeze, hero (moved, twice), submit, score (two heroes, a hero queued, a partial
+curve), run by the command that found each case, on the fake-trained ladder of :mod:`tests.hero_fixture`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ladder import layout
+from ladder.model.config import RunSpec
+from tests.cli_helpers import run_cli
+from tests.hero_fixture import make_ladder, train
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory) -> Path:
+    """A fitted ladder with forecast 1 frozen (with --predict 200K:4M), no hero planned."""
+    from ladder.forecast.frozen import freeze
+
+    root = make_ladder(tmp_path_factory.mktemp("r17") / "study")
+    freeze(root, predict=["200K:4M"])
+    return root
+
+
+@pytest.fixture
+def study(fitted, tmp_path) -> Path:
+    return Path(shutil.copytree(fitted, tmp_path / "study"))
+
+
+def _heroes(study: Path) -> list[RunSpec]:
+    from ladder.plan.planner import read_plan
+
+    return [s for s in read_plan(study)[1] if s.role == "hero"]
+
+
+def _scores(study: Path) -> list[dict]:
+    return json.loads((study / "forecast.json").read_text())["scores"]
+
+
+def test_scoring_two_trained_heroes_twice_appends_nothing_the_second_time(study, capsys):
+    """`ladder hero S`, `ladder hero S --params 200K`, both trained: every `forecast score S` appended both scores
+    again (13 -> 15 -> 17 in the trial), each compared with the freeze's last score, the other hero's; and the
+    line "the same as its last score: not appended again" was printed under a score that had been appended."""
+    sd = layout.StudyDir(study)
+    assert run_cli(capsys, "hero", study).code == 0
+    assert run_cli(capsys, "hero", study, "--params", "200K").code == 0
+    for h, loss in zip(_heroes(study), (3.45, 3.6)):
+        train(sd, h, loss)
+    first = run_cli(capsys, "forecast", "score", study)
+    assert first.code == 0, first.stderr
+    assert "not appended" not in first.stdout, first.stdout
+    assert len(_scores(study)) == 2
+    again = run_cli(capsys, "forecast", "score", study)
+    assert again.code == 0, again.stderr
+    assert len(_scores(study)) == 2, [s["source"] for s in _scores(study)]
+    assert " ".join(again.stdout.split()).count("not appended again") == 2, again.stdout
+    assert run_cli(capsys, "forecast", "score", study, "--json").json()["not_appended_again"] == [1]
