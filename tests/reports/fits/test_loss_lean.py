@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ladder.reports.fits.loss.loss_lean import LEAN_BAND, lean_near
+from ladder.reports.fits.loss.loss_lean import LEAN_BAND, LEAN_MIN_N, lean_near
 
 
 def test_the_lean_is_judged_on_the_rollout_rows_near_the_forecasts_distance():
@@ -26,3 +26,17 @@ def test_the_lean_is_judged_on_the_rollout_rows_near_the_forecasts_distance():
     beyond = lean_near(rows, np.log(1000.0))  # judged at the farthest distance tested, 64x: its rows lie within 2x
     assert beyond["direction"] == "low" and 0 < beyond["n"] < len(far) and beyond["distance_x"] == pytest.approx(1000)
     assert beyond["min_distance_x"] >= 32 * 0.999
+
+
+def test_too_few_rows_near_the_distance_are_joined_by_the_nearest_others():
+    """The main job: 4 rollout rows lie within 2x of the farthest distance tested (8.3-16.6x; the hero is at
+    31.7x), all too high, +1.8%: p = 0.125, which no sign test calls a lean, where the 10 nearest (4-16.6x, 9 of
+    10 too high, p = 0.02) do."""
+    near = [{"distance": np.log(x), "err_pct": 1.8} for x in (9.0, 11.0, 13.0, 16.0)]
+    nearer = [
+        {"distance": np.log(x), "err_pct": e} for x, e in zip((4.0, 4.5, 5.0, 6.0, 6.5, 7.0), (2, 2, -0.5, 1, 3, 2))
+    ]
+    nearest = [{"distance": np.log(x), "err_pct": -1.0} for x in (1.2, 1.5, 2.0)]
+    got = lean_near(near + nearer + nearest, np.log(31.7))
+    assert got["n"] == LEAN_MIN_N and got["n_high"] == 9 and got["direction"] == "high", got
+    assert got["min_distance_x"] == pytest.approx(4.0) and got["max_distance_x"] == pytest.approx(16.0)
