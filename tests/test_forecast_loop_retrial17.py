@@ -11,7 +11,7 @@ import pytest
 
 from ladder import layout
 from ladder.model.config import RunSpec
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import one_line, run_cli
 from tests.hero_fixture import make_ladder, train
 
 
@@ -58,3 +58,19 @@ def test_scoring_two_trained_heroes_twice_appends_nothing_the_second_time(study,
     assert len(_scores(study)) == 2, [s["source"] for s in _scores(study)]
     assert " ".join(again.stdout.split()).count("not appended again") == 2, again.stdout
     assert run_cli(capsys, "forecast", "score", study, "--json").json()["not_appended_again"] == [1]
+
+
+def test_a_hero_submitted_but_not_yet_evaluated_is_not_sent_to_submit_again(study, capsys):
+    """`ladder submit S --executor local`, then at once `ladder forecast score S`: "the hero run X has no eval point
+    yet: nothing to score (train it with `ladder submit S`)", of a hero that was queued, then running; that submit
+    skips it. Now it says the run is queued and when it will first have a point to score."""
+    import os
+
+    from tests.fake_runs import record_job
+
+    assert run_cli(capsys, "hero", study).code == 0
+    [hero] = _heroes(study)
+    record_job(layout.StudyDir(study), hero.run_id, cancelled=False, job_id=str(os.getpid()))
+    r = run_cli(capsys, "forecast", "score", study)
+    line = one_line(r, f"the hero run {hero.run_id} is queued and has no eval point yet")
+    assert "ladder submit" not in line and f"every {hero.eval_interval:,} of its {hero.steps:,} steps" in line, line

@@ -190,6 +190,15 @@ def observe_run(sd: layout.StudyDir, spec: RunSpec) -> Observation:
             f"{layout.shell_word(sd.path)}`; `ladder submit {layout.shell_word(sd.path)} --retry-failed` trains it again)"  # typed as printed, it runs
         )
     elif not obs.points:
+        from ladder.books.run_status import run_state
+
+        state = run_state(sd, spec, {spec.run_id: book})[0]
+        if state in ("queued", "running"):  # submitted: `ladder submit` again would skip it
+            raise StateError(
+                f"the hero run {spec.run_id} is {state} and has no eval point yet: nothing to score until its first "
+                f"(every {spec.eval_interval:,} of its {spec.steps:,} steps); `ladder status "
+                f"{layout.shell_word(sd.path)}` follows it"
+            )
         raise StateError(
             f"the hero run {spec.run_id} has no eval point yet: nothing to score (train it with "
             f"`ladder submit {layout.shell_word(sd.path)}`)"
