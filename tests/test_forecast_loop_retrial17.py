@@ -4,6 +4,7 @@ curve), run by the command that found each case, on the fake-trained ladder of :
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -74,3 +75,21 @@ def test_a_hero_submitted_but_not_yet_evaluated_is_not_sent_to_submit_again(stud
     r = run_cli(capsys, "forecast", "score", study)
     line = one_line(r, f"the hero run {hero.run_id} is queued and has no eval point yet")
     assert "ladder submit" not in line and f"every {hero.eval_interval:,} of its {hero.steps:,} steps" in line, line
+
+
+def test_a_curve_that_stops_before_every_rungs_first_eval_says_when_it_can_be_scored(study, tmp_path, capsys):
+    """`ladder forecast score S --curve hero-10pct.csv` (a hero curve at 10% of its tokens, the rungs' first eval
+    at 12.3%): "the curve forecasts no final loss yet (no finished rung of the hero's schedule has a curve through
+    10% of its tokens)", which reads as if no rung had a curve at all. Now it names where the rungs' curves start
+    and when to score again."""
+    assert run_cli(capsys, "hero", study).code == 0
+    [hero] = _heroes(study)
+    (tmp_path / "early.csv").write_text(f"tokens,eval_loss\n{hero.tokens * 0.05:.0f},5.0\n")
+    r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "early.csv")
+    line = one_line(r, "stops at 5% of the hero's tokens, before the first eval point of every finished rung")
+    at = re.search(
+        r"\(the earliest at (\d+(?:\.\d)?)% of the rung's tokens\): score again once the curve reaches ", line
+    )
+    assert at and line.split("reaches ")[1].startswith(f"{at[1]}%"), line
+    (tmp_path / "then.csv").write_text(f"tokens,eval_loss\n{hero.tokens * float(at[1]) / 100:.0f},5.0\n")
+    assert run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "then.csv").code == 0  # as promised

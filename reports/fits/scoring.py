@@ -47,10 +47,16 @@ def partial_forecast(curve: list[tuple[float, float]], refs: list[dict]) -> dict
         est.append(math.log(loss) - log_r)
         out["references"].append({"run_id": ref["run_id"], "params": ref["params"], "r": math.exp(log_r)})
     if not est:
-        out.update(
-            available=False,
-            reason=f"no finished rung of the hero's schedule has a curve through {pct_of_tokens(frac)} of its tokens",
-        )
+        first = min((ref["f"][0] for ref in refs), default=None)
+        reason = f"no finished rung of the hero's schedule has a curve through {pct_of_tokens(frac)} of its tokens"
+        if first is not None and frac < first:  # too early: when the curve will have something to compare with
+            at = f"{math.ceil(1000 * first - 1e-6) / 10:g}%"  # 12.3%, never 12%: a curve at 12% is still early
+            reason = (
+                f"the curve stops at {pct_of_tokens(frac)} of the hero's tokens, before the first eval point of every "
+                f"finished rung of its schedule (the earliest at {at} of the rung's tokens): score again once the "
+                f"curve reaches {at}"
+            )
+        out.update(available=False, reason=reason)
         return out
     e = np.array(est)
     out.update(available=True, final_forecast=float(np.exp(e.mean())), lo=None, hi=None, level=0.90)
