@@ -307,6 +307,7 @@ def _print_ablations(fit: FitJson, console: Console) -> None:
     else:
         console.print(
             f"[bold]isoflop[/]: N_opt ~ C^{_num(iso.a, 3)}{_ci(iso.ci90 and iso.ci90.a, 3)} over {iso.n_budgets} budgets"
+            + (f"\n  [dim]{iso.note}[/]" if iso.note else "")  # fit.json and the report said it, the terminal not
         )
 
 
@@ -472,9 +473,8 @@ def _print_law(fit: FitJson, console: Console) -> None:
             else ""
         )
         if side and lean.min_distance_x and lean.max_distance_x:  # judged near the target's distance (2026-12 on)
-            side += (
-                f" at {format_multiple(lean.min_distance_x)}-{format_multiple(lean.max_distance_x)} beyond their runs"
-            )
+            lo, hi = format_multiple(lean.min_distance_x), format_multiple(lean.max_distance_x)
+            side += f" at {lo}-{hi} beyond their runs"
         console.print(f"  rollout: {coverage_words(cal)}; widening {format_multiple(cal.factor)}{side}")
 
 

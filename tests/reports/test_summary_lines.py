@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ladder.reports.fits.study.fit_json_trends import HparamLaw
 from ladder.reports.summary import _left_out
 
@@ -86,3 +88,23 @@ def test_the_terminal_says_the_fits_notes_as_the_report_does(tmp_path, capsys):
     assert any("sweep run(s) at other values are left out of the laws" in n for n in notes), notes
     for n in notes:  # a long line wraps at a space
         assert f"note: {n}" in said.replace("\n", " "), (n, said)
+
+
+def test_the_terminal_says_the_isoflop_fits_note(tmp_path, capsys):
+    """Beck et al.'s 4 isoFLOP groups, cut by 6ND into 14 budgets: fit.json's isoflop note said so and how to join
+    them (a flops column), the terminal printed "over 14 budgets" alone."""
+    from tests.cli_helpers import run_cli
+    from tests.reports.fits.test_isoflop import law, n_opt
+
+    lines = ["params,tokens,loss"]
+    for c in (1e18, 4e18, 1.6e19):
+        for k, off in enumerate(np.linspace(-1.5, 1.5, 9)):
+            n = n_opt(c) * np.exp(off)
+            d = c * (1.2 if k % 2 else 1.0) / (6 * n)
+            lines.append(f"{float(n)!r},{float(d)!r},{float(law(n, d))!r}")
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join(lines) + "\n")
+    note = run_cli(capsys, "fit", "--runs", str(path), "--bootstrap", "3", "--json").json()["isoflop"]["note"]
+    assert "flops column" in note, note
+    said = " ".join(run_cli(capsys, "fit", "--runs", str(path), "--bootstrap", "3").stdout.split())
+    assert " ".join(note.split()) in said, said

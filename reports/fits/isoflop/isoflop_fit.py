@@ -130,6 +130,25 @@ class IsoFlopFit:
         }
 
 
+CLOSE_BUDGETS = 1.25  # budgets nearer than this are no design's steps (the ladder's, Chinchilla's, Porian et al.'s
+# and Beck et al.'s are sqrt 2 to 3x apart), but one budget cut by the grouping's tolerance
+
+
+def _close_budgets_note(r, budget_flops: np.ndarray, budget_rtol: float) -> list[str]:
+    """A note when budgets lie nearer than ``CLOSE_BUDGETS`` and the FLOPs are 6ND: Beck et al.'s 4 isoFLOP groups,
+    whose runs' 6ND spreads 19-37% within a group (they count attention), were fitted as 14 budgets."""
+    close = [(a, b) for a, b in zip(budget_flops, budget_flops[1:]) if b / a < CLOSE_BUDGETS]
+    if not close or not np.allclose(r.flops, r.compute, rtol=1e-9):
+        return []
+    a, b = close[0]
+    return [
+        f"the runs fall into {len(budget_flops)} budgets by 6ND (within {100 * budget_rtol:g}%), {len(close)} of them "
+        f"within {CLOSE_BUDGETS:g}x of the next (first {format_flops(a)} and {format_flops(b)} FLOPs): if runs planned "
+        f"as one budget differ by more than {100 * budget_rtol:g}% in 6ND (FLOPs counted another way), give each run "
+        "its budget's FLOPs in a flops column"
+    ]
+
+
 @single_threaded_blas
 def fit_isoflop(
     runs=None,
@@ -280,6 +299,7 @@ def fit_isoflop(
         out = ", ".join(format_flops(b["flops"]) for b in budgets if not b["interior"])
         note.append(f"the optimum of budget(s) {out} FLOPs lies outside the sizes tried (extrapolated, kept)")
 
+    note += _close_budgets_note(r, budget_flops, budget_rtol)
     sub = r.subset(all_idx)
     rows = residual_rows(sub.labels, sub.params, sub.tokens, sub.flops, sub.loss, fitted)
     return IsoFlopFit(

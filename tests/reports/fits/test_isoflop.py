@@ -232,3 +232,22 @@ def test_prefix_starts_are_each_prefix_fitters_own_grid_start(monkeypatch):
             sse, _ = f._solve(grid, r.loss)
             assert np.array_equal(starts[k], np.log(grid[np.argmin(sse)]))
             assert f.fit(r.loss, start=starts[k])["exps"].tolist() == f.fit(r.loss)["exps"].tolist()
+
+
+def test_one_budget_cut_in_pieces_by_6nd_is_noted_and_a_flops_column_joins_it():
+    """Beck et al.'s 4 isoFLOP groups count attention, so their runs' 6ND spreads 19-37% within a group: cut at 5%,
+    `fit --runs` fitted "N_opt ~ C^0.583 [0.503, 0.667] over 14 budgets" and said nothing. Here 3 budgets whose
+    every other size's 6ND overshoots by 20%: the fit says the budgets lie too near to be a design's, and the
+    budgets given as a flops column are fitted as 3, with no note."""
+    rows = []
+    for c in (1e18, 4e18, 1.6e19):
+        for k, off in enumerate(np.linspace(-1.5, 1.5, 9)):
+            n = n_opt(c) * np.exp(off)
+            spent = c * (1.2 if k % 2 else 1.0)  # every other size's 6ND overshoots the nominal budget by 20%
+            rows.append({"params": n, "tokens": spent / (6 * n), "flops": c})
+    df = pd.DataFrame(rows).assign(loss=lambda d: law(d["params"], d["tokens"]))
+    cut = fit_isoflop(df.drop(columns="flops"), n_boot=0, strict=False, allow_extrapolated=True)
+    assert len(cut.budgets) > 3 and "give each run its budget's FLOPs in a flops column" in cut.note, cut.note
+    joined = fit_isoflop(df, n_boot=0)
+    assert len(joined.budgets) == 3 and "flops column" not in (joined.note or "")
+    assert joined.a == pytest.approx(A_TRUE, abs=0.05)
