@@ -22,6 +22,10 @@ def flag(name: str, help: str, default: bool = False) -> Any:
 JSON_OPT = flag("json", "Print machine-readable JSON only.")
 EXECUTORS = ("slurm", "local", "debug")
 EXECUTOR_HELP = "slurm | local | debug (default: the study's executor.kind)."
+PARALLEL_HELP = (
+    "Local CPU: runs at once, 1 to 1,000,000 (default: the study's executor.local.parallel, else one per core, as "
+    "many as fit in memory and no more than the runs)."
+)
 
 
 def positive_number(value: float, option: str, what: str = "a positive number") -> float:
@@ -76,7 +80,12 @@ def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> Execut
     if check_executor(kind) is not None:
         data["kind"] = kind
     for section, values in overrides.items():
-        data[section].update({k: v for k, v in values.items() if v is not None})
+        for key, value in values.items():
+            if isinstance(value, dict) and isinstance(data[section].get(key), dict):
+                # --sbatch adds to the study's executor.slurm.additional (a key given again takes the new value)
+                data[section][key] = {**data[section][key], **value}
+            elif value is not None:
+                data[section][key] = value
     try:
         spec = ExecutorSpec.model_validate(data)
     except ValidationError as exc:

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ladder import layout
-from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, executor_spec, flag, out_path, parse_gpus
+from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, PARALLEL_HELP, executor_spec, flag, out_path, parse_gpus
 from ladder.cli.plan import checked_plan, fit_check_flag
 from ladder.cli.status import watching
 from ladder.console import err, out, print_json
@@ -64,7 +64,7 @@ def run_cmd(
         help="Study directory (default ./ladder-runs/<name>, or STUDY itself when it is one).",
     ),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
-    parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
+    parallel: int | None = typer.Option(None, "--parallel", help=PARALLEL_HELP),
     gpus: str | None = typer.Option(
         None,
         "--gpus",
@@ -94,14 +94,15 @@ def run_cmd(
     spec = load_study(study)
     # refused before the plan is written (what `ladder fit` refuses unless --no-fit-check), as `ladder plan` does
     _, warnings = checked_plan(study, spec, check_fit, "train")
-    for w in warnings:
-        err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
+    # a bad option is refused in its one line before the study's warnings are said, not after them
     target = study_dir_for(study, spec, out_path(out_dir))
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})
     if ex_spec.kind == "slurm":  # before the plan and the data, not after them
         from ladder.jobs.submit import refuse_without_slurm
 
         refuse_without_slurm()
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
     human = err if as_json else out
 
     # Ctrl-C: runs checkpoint as they stop, and the command's one line (ladder.cli) says to run it again

@@ -9,7 +9,15 @@ import typer
 from rich.markup import escape
 
 from ladder import layout
-from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, check_device, executor_spec, flag, parse_gpus
+from ladder.cli.options import (
+    EXECUTOR_HELP,
+    JSON_OPT,
+    PARALLEL_HELP,
+    check_device,
+    executor_spec,
+    flag,
+    parse_gpus,
+)
 from ladder.console import err, human_seconds, out, print_json
 from ladder.errors import SpecError, StateError
 
@@ -60,8 +68,10 @@ def _parse_sbatch(pairs: list[str]) -> dict:
 
 def train(
     run_dir: Path = typer.Argument(..., help="A run directory written by `ladder plan` (holds spec.json)."),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: torch's choice)."),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default: cuda if available)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads, 1 to 65,536 (default: torch's choice)."),
+    device: str | None = typer.Option(
+        None, "--device", help="cpu, cuda, cuda:N (a GPU index) or mps (default: cuda if available)."
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Train one planned run in the foreground, preparing its data through the shared cache first.
@@ -127,30 +137,76 @@ def submit(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     run: list[str] | None = typer.Option(None, "--run", help="Only this run id (repeatable)."),
-    retry_failed: bool = flag("retry-failed", "Also resubmit failed and corrupt runs."),
-    partition: str | None = typer.Option(None, help="SLURM partition."),
-    account: str | None = typer.Option(None, help="SLURM account."),
-    qos: str | None = typer.Option(None, help="SLURM QOS."),
-    time_min: int | None = typer.Option(None, "--time-min", help="SLURM time limit per job, minutes."),
-    gpus_per_task: int | None = typer.Option(None, "--gpus-per-task", help="SLURM GPUs per run."),
-    cpus_per_task: int | None = typer.Option(None, "--cpus-per-task", help="SLURM CPUs per run."),
-    mem_gb: float | None = typer.Option(None, "--mem-gb", help="SLURM memory per run, GB."),
-    constraint: str | None = typer.Option(None, help="SLURM constraint."),
-    array_parallelism: int | None = typer.Option(None, "--array-parallelism", help="SLURM array tasks at once."),
-    sbatch: list[str] | None = typer.Option(None, "--sbatch", help="Extra sbatch option KEY=VALUE (repeatable)."),
+    retry_failed: bool = flag(
+        "retry-failed",
+        "Also resubmit failed and corrupt runs (a diverged run's result stands: it is not trained again).",
+    ),
+    # each option's default is the study's executor section (ladder studies show NAME prints it); the bounds are
+    # those of studies.spec.SlurmSpec and LocalSpec (tests/test_help_retrial17.py tries each at its edges)
+    partition: str | None = typer.Option(
+        None, help="SLURM partition (default: the study's executor.slurm.partition; unset: the cluster's default)."
+    ),
+    account: str | None = typer.Option(None, help="SLURM account (default: the study's executor.slurm.account)."),
+    qos: str | None = typer.Option(None, help="SLURM QOS (default: the study's executor.slurm.qos)."),
+    time_min: int | None = typer.Option(
+        None,
+        "--time-min",
+        help="SLURM time limit per job, in minutes, 1 to 527,040 (a year; default: the study's "
+        "executor.slurm.time_min, 60 unless set).",
+    ),
+    gpus_per_task: int | None = typer.Option(
+        None,
+        "--gpus-per-task",
+        help="SLURM GPUs per run, 0 to 1,024 (default: the study's executor.slurm.gpus_per_task, 0 unless set).",
+    ),
+    cpus_per_task: int | None = typer.Option(
+        None,
+        "--cpus-per-task",
+        help="SLURM CPUs per run, 1 to 65,536 (default: the study's executor.slurm.cpus_per_task, 1 unless set).",
+    ),
+    mem_gb: float | None = typer.Option(
+        None,
+        "--mem-gb",
+        help="SLURM memory per run, in GB, above 0 and at most 1,000,000 (default: the study's "
+        "executor.slurm.mem_gb; unset: the cluster's default).",
+    ),
+    constraint: str | None = typer.Option(
+        None, help="SLURM constraint (default: the study's executor.slurm.constraint)."
+    ),
+    array_parallelism: int | None = typer.Option(
+        None,
+        "--array-parallelism",
+        help="SLURM array tasks at once, 1 to 1,000,000 (default: the study's executor.slurm.array_parallelism, "
+        "32 unless set).",
+    ),
+    sbatch: list[str] | None = typer.Option(
+        None,
+        "--sbatch",
+        help="Extra sbatch option KEY=VALUE (repeatable), added to the study's executor.slurm.additional (a key "
+        "it holds takes the new value).",
+    ),
     gpus: str | None = typer.Option(
         None,
         "--gpus",
         help="Local: GPU ids, e.g. 0,1 (default: the study's executor.local.gpus; with no ids there, CPU).",
     ),
-    runs_per_gpu: int | None = typer.Option(None, "--runs-per-gpu", help="Local: runs sharing one GPU."),
-    cpus_per_run: int | None = typer.Option(None, "--cpus-per-run", help="Local: threads per run."),
-    parallel: int | None = typer.Option(None, "--parallel", help="Local CPU: runs at once."),
+    runs_per_gpu: int | None = typer.Option(
+        None,
+        "--runs-per-gpu",
+        help="Local: runs sharing one GPU, 1 to 1,000,000 (default: the study's executor.local.runs_per_gpu, else 1).",
+    ),
+    cpus_per_run: int | None = typer.Option(
+        None,
+        "--cpus-per-run",
+        help="Local: threads per run, 1 to 65,536 (default: the study's executor.local.cpus_per_run, else the "
+        "cores / the runs at once).",
+    ),
+    parallel: int | None = typer.Option(None, "--parallel", help=PARALLEL_HELP),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Submit every unfinished run once: SLURM job arrays, local workers, or in-process debug.
 
-    Runs that are done or whose jobs are alive are skipped, so submitting again submits nothing;
+    Runs that are done or diverged, or whose jobs are alive, are skipped, so submitting again submits nothing;
     `--retry-failed` resubmits failed and corrupt runs (a corrupt one trains again from scratch; a run whose data
     could not be prepared trained nothing, and goes again without it); interrupted and cancelled runs resume from
     their checkpoints. Job ids are recorded in the study's jobs.json.
@@ -160,13 +216,11 @@ def submit(
     (logs/, submitit/local/), never to this command's output, so `ladder submit DIR --json | jq .` ends when
     submit does; `ladder cancel` stops them.
     """
+    from ladder.jobs.submit import only_runs
     from ladder.jobs.submit import submit as do_submit
     from ladder.plan.planner import edited_since_plan, read_plan
 
-    study, _ = read_plan(study_dir)
-    edited = edited_since_plan(study_dir, study)
-    if edited:  # submit trains the plan's runs: what the file gained waits for `ladder plan`
-        err.print(f"[yellow]warning[/]: {escape(edited)}", soft_wrap=True)
+    study, specs = read_plan(study_dir)
     ex = executor_spec(
         study,
         executor,
@@ -188,6 +242,10 @@ def submit(
             ),
         },
     )
+    only_runs(layout.StudyDir(study_dir), specs, run)  # an unknown --run too
+    edited = edited_since_plan(study_dir, study)  # said after the options are checked: a bad one is one line
+    if edited:  # submit trains the plan's runs: what the file gained waits for `ladder plan`
+        err.print(f"[yellow]warning[/]: {escape(edited)}", soft_wrap=True)
     result = do_submit(study_dir, ex, run_ids=run, retry_failed=retry_failed)
     # the debug executor trained the runs in this process: one that failed or diverged is said, and the exit is 1
     # (as `ladder train`'s), not "submitted" with exit 0 over a run that failed at its first step (busy: another

@@ -62,7 +62,7 @@ class SubmitResult:
         }
 
 
-def _only(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) -> list[RunSpec]:
+def only_runs(sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None) -> list[RunSpec]:
     """The specs of ``run_ids`` (all when none are given); an id not in the plan is the user's error."""
     if not run_ids:
         return specs
@@ -82,7 +82,7 @@ def _select(
     sd: layout.StudyDir, specs: list[RunSpec], run_ids: list[str] | None, retry_failed: bool
 ) -> tuple[list[RunSpec], dict[str, str]]:
     every = {s.run_id: s for s in specs}
-    specs = _only(sd, specs, run_ids)
+    specs = only_runs(sd, specs, run_ids)
     book = job_records.read(sd)
     states: dict[str, str] = {}
 
