@@ -316,7 +316,7 @@ def test_a_hero_run_no_freeze_holds_is_named_beside_the_one_scored(study, capsys
 
     assert run_cli(capsys, "forecast", "freeze", study).code == 0
     assert run_cli(capsys, "hero", study, "--params", "300K", "--tokens", "6M").code == 0
-    assert run_cli(capsys, "hero", study).code == 0
+    assert run_cli(capsys, "hero", study, "--keep").code == 0  # both planned (by default the hero is replaced)
     small, big = [s for s in read_plan(study)[1] if s.role == "hero"]
     train(layout.StudyDir(study), small, 3.6)
     train(layout.StudyDir(study), big, 3.5)

@@ -42,12 +42,12 @@ def _scores(study: Path) -> list[dict]:
 
 
 def test_scoring_two_trained_heroes_twice_appends_nothing_the_second_time(study, capsys):
-    """`ladder hero S`, `ladder hero S --params 200K`, both trained: every `forecast score S` appended both scores
+    """`ladder hero S`, `ladder hero S --params 200K` (now with --keep), both trained: every `forecast score S` appended both scores
     again (13 -> 15 -> 17 in the trial), each compared with the freeze's last score, the other hero's; and the
     line "the same as its last score: not appended again" was printed under a score that had been appended."""
     sd = layout.StudyDir(study)
     assert run_cli(capsys, "hero", study).code == 0
-    assert run_cli(capsys, "hero", study, "--params", "200K").code == 0
+    assert run_cli(capsys, "hero", study, "--params", "200K", "--keep").code == 0
     for h, loss in zip(_heroes(study), (3.45, 3.6)):
         train(sd, h, loss)
     first = run_cli(capsys, "forecast", "score", study)
@@ -93,3 +93,42 @@ def test_a_curve_that_stops_before_every_rungs_first_eval_says_when_it_can_be_sc
     assert at and line.split("reaches ")[1].startswith(f"{at[1]}%"), line
     (tmp_path / "then.csv").write_text(f"tokens,eval_loss\n{hero.tokens * float(at[1]) / 100:.0f},5.0\n")
     assert run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "then.csv").code == 0  # as promised
+
+
+def _hero_ids(study: Path) -> list[str]:
+    return [h.run_id for h in _heroes(study)]
+
+
+def test_moving_a_hero_never_submitted_replaces_it_and_never_one_that_began(study, capsys):
+    """`ladder hero S`, `ladder hero S --seed 1`, `ladder hero S --params 200K`: the plan held all three heroes and
+    `ladder submit S` trained the two the hero had moved from too ("hero runs pile up"; a note said so). Now the
+    hero a move leaves behind, never submitted, leaves the plan and its folder (a spec.json) goes; --dry-run says
+    it would; a hero that was submitted or trained a step stays, and --keep keeps any."""
+    from tests.fake_runs import partial, record_job
+
+    assert run_cli(capsys, "hero", study).code == 0
+    r = run_cli(capsys, "hero", study, "--seed", "1")
+    assert r.code == 0 and "other hero run" not in r.stdout, r.stdout  # a replicate is planned beside its hero
+    old = _hero_ids(study)
+    dry = run_cli(capsys, "hero", study, "--params", "200K", "--dry-run")
+    assert dry.code == 0 and _hero_ids(study) == old, dry.stderr
+    line = next(x for x in dry.stdout.splitlines() if x.startswith("would replace: hero run(s) "))
+    assert all(i in line for i in old) and "never submitted: would leave the plan" in line, line
+    moved = run_cli(capsys, "hero", study, "--params", "200K", "--json")
+    assert moved.code == 0, moved.stderr
+    assert moved.json()["replaced"] == old and _hero_ids(study) == [moved.json()["run_id"]]
+    assert not any((study / "runs" / i).exists() for i in old)
+    # back to the fit's hero: the 200K hero goes in its turn, unless kept
+    kept = run_cli(capsys, "hero", study, "--keep")
+    assert kept.code == 0 and "other hero run(s) not trained yet" in kept.stdout, kept.stdout
+    assert len(_heroes(study)) == 2
+    sd = layout.StudyDir(study)
+    small, big = sorted(_heroes(study), key=lambda h: h.params)
+    record_job(sd, small.run_id, cancelled=True)  # submitted, then cancelled before its first step
+    partial(sd, big, 2)  # interrupted after 2 steps (Ctrl-C), with a checkpoint to resume from
+    r = run_cli(capsys, "hero", study, "--params", "300K")
+    assert r.code == 0 and "replaced" not in r.stdout, r.stdout
+    assert _hero_ids(study)[:2] == [small.run_id, big.run_id] and len(_heroes(study)) == 3
+    assert all((study / "runs" / h.run_id / "spec.json").is_file() for h in (small, big))
+    note = " ".join(r.stdout.split())
+    assert f"2 other hero run(s) not trained yet ({small.run_id}" in note and big.run_id in note, r.stdout

@@ -387,7 +387,7 @@ def test_moving_the_hero_says_the_old_hero_still_trains_with_submit(study, capsy
     `--run` that trains the new one alone."""
     assert run_cli(capsys, "hero", study).code == 0
     old = next(p.name for p in (study / "runs").iterdir() if '"role": "hero"' in (p / "spec.json").read_text())
-    r = run_cli(capsys, "hero", study, "--params", "600K")
+    r = run_cli(capsys, "hero", study, "--params", "600K", "--keep")  # by default the old hero is replaced
     assert r.code == 0, r.stderr
     new = next(
         p.name

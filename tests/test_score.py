@@ -389,7 +389,7 @@ def test_every_done_hero_with_a_frozen_point_is_scored(tmp_path, capsys):
     root = make_ladder(tmp_path / "study")
     freeze(root, predict=["800K:16M"])
     plan_hero_run(root)
-    plan_hero_run(root, params=800e3)
+    plan_hero_run(root, params=800e3, keep=True)
     sd = layout.StudyDir(root)
     heroes = [s for s in read_plan(root)[1] if s.role == "hero"]
     assert len(heroes) == 2

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ladder.cli.options import JSON_OPT, check_seed, flag
 from ladder.console import err, human_seconds, out, print_json, sci
-from ladder.model.config import format_count
+from ladder.model.config import RunSpec, format_count
 
 
 def hero(
@@ -32,6 +32,11 @@ def hero(
         "score` then scores the forecast against the replicates' mean too.",
     ),
     dry_run: bool = flag("dry-run", "Show the hero run, write nothing."),
+    keep: bool = flag(
+        "keep",
+        "Keep a hero planned before at another point and never submitted, beside this one (by default this one "
+        "replaces it: it leaves the plan, so that `ladder submit` does not train it too).",
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Plan the hero: the fit's recommendation (shape, tied or untied, tokens, batch, LR, schedule, seed) as a
@@ -55,7 +60,7 @@ def hero(
     check_seed(seed, what=" (the replicate's initialisation and data order, as a study's training.seed)")
     n = parse_override(params, "--params")
     d = parse_override(tokens, "--tokens")
-    run = plan_hero_run(study_dir, params=n, tokens=d, seed=seed, dry_run=dry_run)
+    run = plan_hero_run(study_dir, params=n, tokens=d, seed=seed, dry_run=dry_run, keep=keep)
     from ladder import layout
 
     sw = escape(layout.shell_word(study_dir))  # every command the output names, typed as printed, works
@@ -132,6 +137,13 @@ def hero(
             )
     for note in run.notes:
         out.print(f"note: {escape(note)}")
+    if run.replaced:  # the hero moved: the one it moved from, never submitted, leaves the plan (--keep keeps it)
+        gone = ", ".join(f"{r.run_id} ({format_count(r.params)} x {format_count(r.tokens)})" for r in run.replaced)
+        out.print(
+            f"{'would replace' if run.state == 'dry run' else 'replaced'}: hero run(s) {gone}, planned before and "
+            f"never submitted: {'would leave' if run.state == 'dry run' else 'dropped from'} the plan, so that "
+            f"`ladder submit {sw}` trains this one alone (--keep plans this one beside it)"
+        )
     if run.state == "dry run":
         out.print("[yellow]dry run[/]: nothing written")
         return
@@ -171,7 +183,7 @@ def hero(
         f"{verb}: {run.run_dir}; train it with `ladder submit {escape(layout.shell_word(study_dir))}`, score it with "
         f"`ladder forecast score {escape(layout.shell_word(study_dir))}`"
     )
-    others = _other_heroes(study_dir, Path(run.run_dir).name)
+    others = _other_heroes(study_dir, run.spec)
     if others:  # a hero moved (--params, or the study file's hero section edited): the old one trains too
         sw_ = escape(layout.shell_word(study_dir))
         out.print(
@@ -181,16 +193,21 @@ def hero(
         )
 
 
-def _other_heroes(study_dir: Path, this: str) -> list[str]:
-    """The study's hero runs other than ``this`` that have not trained to their end (``id (params x tokens)``)."""
+def _other_heroes(study_dir: Path, this: RunSpec) -> list[str]:
+    """The study's hero runs at another point than ``this`` (not its seed replicates, which it is planned beside)
+    that have not trained to their end (``id (params x tokens)``)."""
     from ladder import layout
+    from ladder.forecast.hero_run import science
     from ladder.plan.planner import readable_runs
 
     sd = layout.StudyDir(Path(study_dir))
     return [
         f"{r.run_id} ({format_count(r.params)} x {format_count(r.tokens)})"
         for r in readable_runs(sd.path)
-        if r.role == "hero" and r.run_id != this and layout.result_status(sd.run(r.run_id)) != "done"
+        if r.role == "hero"
+        and r.run_id != this.run_id
+        and science(r) != science(this)
+        and layout.result_status(sd.run(r.run_id)) != "done"
     ]
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ladder import layout
+from ladder.books import job_records
 from ladder.console import sci
 from ladder.errors import SpecError, StateError
 from ladder.forecast.fitted import CurrentFit, current_fit, refit
@@ -51,6 +52,7 @@ class HeroRun:
     forecast: dict = field(default_factory=dict)  # the fit's forecast at this hero (loss, lo, hi)
     notes: list[str] = field(default_factory=list)
     frozen: list[dict] = field(default_factory=list)  # the freezes' forecasts of this run: what a score checks
+    replaced: list[RunSpec] = field(default_factory=list)  # heroes planned elsewhere, never started: dropped
 
     def to_dict(self) -> dict[str, Any]:
         from ladder.plan.planner import run_row
@@ -67,6 +69,7 @@ class HeroRun:
             "forecast": self.forecast,
             "frozen": self.frozen,
             "notes": self.notes,
+            "replaced": [r.run_id for r in self.replaced],
         }
 
 
@@ -347,6 +350,47 @@ def _rewrite_spec(rd: layout.RunDir, spec: RunSpec) -> None:
         raise
 
 
+def science(spec: RunSpec) -> str:
+    """A run's science but its seed: a hero and its seed replicates share it (as `forecast score` groups them)."""
+    return spec.model_copy(update={"seed": 0}).content_hash()
+
+
+def _never_started(sd: layout.StudyDir, plan: dict, spec: RunSpec, keep: bool) -> list[RunSpec]:
+    """The plan's hero runs that ``spec`` replaces (none with ``keep``): of another science than ``spec`` (not
+    its seed replicates), never submitted, with nothing in their folder but spec.json. A hero that was ever
+    submitted or trained a step is never among them."""
+    if keep:
+        return []
+    book = job_records.read(sd)
+    out = []
+    for run_id in plan.get("runs", []):
+        rd = sd.run(run_id)
+        on_disk = _spec_on_disk(rd)
+        if run_id == spec.run_id or on_disk is None or on_disk.get("role") != "hero" or book.get(run_id):
+            continue
+        try:
+            other = RunSpec.model_validate(on_disk)
+            files = [p.name for p in rd.path.iterdir()]
+        except (ValueError, OSError):
+            continue
+        if files == [layout.SPEC] and science(other) != science(spec):
+            out.append(other)
+    return out
+
+
+def _drop(sd: layout.StudyDir, plan: dict, runs: list[RunSpec]) -> None:
+    """Take never-started hero runs out of plan.json, then remove their folders (a spec.json each)."""
+    import shutil
+
+    if not runs:
+        return
+    gone = {r.run_id for r in runs}
+    plan["runs"] = [r for r in plan.get("runs", []) if r not in gone]
+    layout.atomic_write_json(sd.plan, plan)
+    for r in runs:
+        shutil.rmtree(sd.run(r.run_id).path, ignore_errors=True)
+
+
 def plan_hero_run(
     study_dir: Path,
     *,
@@ -354,9 +398,12 @@ def plan_hero_run(
     tokens: float | None = None,
     seed: int | None = None,
     dry_run: bool = False,
+    keep: bool = False,
 ) -> HeroRun:
     """Plan the hero run in the study directory (``seed``: a replicate with that seed; ``dry_run``: only say
-    what it would be)."""
+    what it would be). A hero planned before at another point (moved by --params/--tokens or the study file)
+    that was never submitted is replaced: dropped from the plan, so that ``ladder submit`` does not train it too
+    (``keep``: planned beside it)."""
     if seed is not None and seed < 0:
         raise SpecError(f"--seed {seed}: must be a non-negative integer")
     current = current_fit(study_dir)
@@ -383,8 +430,13 @@ def plan_hero_run(
                 )
             # trained already (status, forecast show): not a run to submit again
             state = "trained already" if layout.result_status(rd) == "done" else "planned already"
-        elif not dry_run:
-            _write_hero(sd, rd, spec, plan)
+        # a hero moved (a new run): the one it moves from goes, unless it ever began; a hero asked for again
+        # (planned or trained already) leaves the others as they are
+        replaced = _never_started(sd, plan, spec, keep) if spec.run_id not in plan.get("runs", []) else []
+        if not dry_run:
+            if state == "new":
+                _write_hero(sd, rd, spec, plan)
+            _drop(sd, plan, replaced)
     fc = {k: getattr(forecast, k) for k in FORECAST_KEYS}
     # the point the law was evaluated at: the requested size and tokens, which the planned shape and whole
     # batches miss by a little (the score matches within 10% and says by how much)
@@ -403,4 +455,5 @@ def plan_hero_run(
         forecast=fc,
         notes=notes + [str(n) for n in rec.notes],
         frozen=frozen_here(sd.path, float(spec.params), float(spec.tokens)),
+        replaced=replaced,
     )
