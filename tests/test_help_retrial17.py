@@ -113,3 +113,76 @@ def test_submits_executor_options_take_the_range_and_default_their_help_says(cap
     assert run_cli(capsys, "submit", study_dir, "--executor", "slurm", "--mem-gb", "1000000").code == 0
     for option in ("--partition", "--account", "--qos", "--constraint", "--gpus"):
         assert "default: the study's executor." in helps[option], option
+
+
+def test_status_interval_and_eval_limit_take_the_range_their_help_says(capsys, monkeypatch, planned_micro):
+    # --interval said only "(default 2)" and refused 86400.5 ("at most 86400 seconds"); --limit said "examples per
+    # task (or a fraction below 1)" and refused 2.5 and 2e12: the bounds are in the help now
+    import ladder.books.run_status
+
+    study_dir, _ = planned_micro()
+    said = _option_help("status")["--interval"]
+    assert "above 0 and at most 86,400 (a day; default 2)" in said, said
+    polls = []
+    monkeypatch.setattr(ladder.books.run_status, "wait", lambda sd, poll_s, **kw: polls.append(poll_s) or [])
+    assert run_cli(capsys, "status", study_dir, "--watch", "--json", "--interval", "86400").code == 0
+    assert run_cli(capsys, "status", study_dir, "--watch", "--json").code == 0
+    assert polls == [86400, 2.0]
+    for value in ("0", "86400.5"):
+        one_line(run_cli(capsys, "status", study_dir, "--watch", "--interval", value), f"--interval {value}")
+    said = _option_help("eval")["--limit"]
+    assert "a whole number from 1 to 1e12, or below 1 a share of each task (default: every example)" in said, said
+    for value in ("0", "2.5", "2e12"):
+        one_line(run_cli(capsys, "eval", study_dir, "--limit", value), "--limit")
+
+
+def test_tokenizer_options_say_what_they_take(capsys, tmp_path, tiny_jsonl_corpus):
+    # --vocab-size said no range (259 to 16,777,216 are taken); --max-bytes said "read at most this much text" and
+    # --max-bytes 1 trained on a whole document of hundreds of bytes: it reads whole documents
+    import re
+
+    from ladder.cli.options import MAX_VOCAB
+    from ladder.model.data.tokenizer import MIN_VOCAB_SIZE
+
+    helps = _option_help("data", "tokenizer", "train")
+    lo, hi = (
+        int(n.replace(",", "")) for n in re.search(r"(\d[\d,]*) \(.*\) to (\d[\d,]*)", helps["--vocab-size"]).groups()
+    )
+    assert (lo, hi) == (MIN_VOCAB_SIZE, MAX_VOCAB), helps["--vocab-size"]
+    args = ("data", "tokenizer", "train", tiny_jsonl_corpus, "--out", tmp_path / "tok", "--json")
+    one_line(run_cli(capsys, *args, "--vocab-size", lo - 1), f"--vocab-size {lo - 1}")
+    one_line(run_cli(capsys, *args, "--vocab-size", hi + 1), f"--vocab-size {hi + 1}")
+    r = run_cli(capsys, *args, "--vocab-size", lo, "--max-bytes", "1")
+    assert r.code == 0, r.stderr
+    trained = r.json()["trained"]
+    assert trained["trained_on_texts"] == 1 and trained["trained_on_bytes"] > 1, trained
+    for said in (helps["--max-bytes"], _option_help("data", "tokenizer", "eval")["--max-bytes"]):
+        assert "at most" not in said and "the last one whole, so a little more" in said, said
+
+
+def test_model_info_takes_the_range_each_option_says(capsys):
+    # the shape options said no range, yet --n-layers 1025, --seq-len 1048577 or --aspect-ratio 10001 were refused
+    import re
+
+    helps = _option_help("model", "info")
+    shape = ("--d-model", "64", "--n-layers", "1", "--head-dim", "64")
+    cases = {"--n-layers": shape[:2], "--vocab-size": shape, "--seq-len": shape}
+    for option, rest in cases.items():
+        lo, hi = (int(n.replace(",", "")) for n in re.search(r"(\d[\d,]*) to (\d[\d,]*)", helps[option]).groups())
+        for value, taken in ((lo - 1, False), (lo, True), (hi, True), (hi + 1, False)):
+            r = run_cli(capsys, "model", "info", *rest, option, str(value), "--json")
+            if taken:
+                assert r.code == 0, (option, value, r.stderr)
+            else:
+                one_line(r, f"{option} {value}")
+    assert "up to 1,048,576" in helps["--d-model"]
+    assert run_cli(capsys, "model", "info", *shape[2:], "--d-model", "1048576", "--json").code == 0
+    one_line(run_cli(capsys, "model", "info", *shape[2:], "--d-model", "1048577"), "--d-model 1048577")
+    assert "above 0, at most 10,000 (default: 32)" in helps["--aspect-ratio"]
+    assert run_cli(capsys, "model", "info", "--params", "135M", "--aspect-ratio", "10000", "--json").code == 0
+    one_line(run_cli(capsys, "model", "info", "--params", "135M", "--aspect-ratio", "10001"), "--aspect-ratio")
+    assert "(at most 1e15)" in helps["--params"]
+    assert run_cli(capsys, "model", "info", "--params", "1e15", "--json").code == 0
+    one_line(run_cli(capsys, "model", "info", "--params", "1.1e15"), "--params")
+    assert "1 or more" in helps["--kv-ratio"]
+    one_line(run_cli(capsys, "model", "info", *shape, "--kv-ratio", "0"), "--kv-ratio 0")

@@ -135,7 +135,9 @@ def test_tokenizer_evals_max_bytes_help_says_it_caps_the_text_read(capsys, tmp_p
     assert r.code == 0, r.stderr
     assert r.json()["bytes"] < 0.75 * 40_000
     said = _help(capsys, "data", "tokenizer", "eval")
-    assert "Read at most this much text, held out or not" in said, said
+    assert (
+        "Read documents until this much text is read (the last one whole, so a little more), held out or not" in said
+    ), said
 
 
 def test_scoring_a_failed_hero_names_a_retry_that_works(capsys, study: Path):

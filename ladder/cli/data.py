@@ -22,12 +22,22 @@ FRACTION_HELP = "Share of documents held out (never trained on), chosen by a has
 @tokenizer_app.command("train")
 def tokenizer_train(
     corpus: str = typer.Argument(..., help=CORPUS_HELP),
-    vocab_size: int = typer.Option(..., "--vocab-size", help="Ids in the vocabulary, special tokens included."),
+    vocab_size: int = typer.Option(
+        ...,
+        "--vocab-size",
+        help="Ids in the vocabulary, special tokens included: 259 (256 bytes, 2 special tokens and 1 merge) to "
+        "16,777,216.",
+    ),
     out_text: str = typer.Option(
         ..., "--out", metavar="PATH", help="Folder to save the tokenizer in (loadable by transformers)."
     ),
     text_key: str = typer.Option("text", "--text-key", help=TEXT_KEY_HELP),
-    max_bytes: str | None = typer.Option(None, "--max-bytes", help="Read at most this much text, e.g. 64M."),
+    max_bytes: str | None = typer.Option(
+        None,
+        "--max-bytes",
+        help="Read documents until this much text is read, e.g. 64M (the last one whole, so a little more; "
+        "default: all of it, and 64M of `embedded`).",
+    ),
     validation_fraction: float = typer.Option(0.02, "--validation-fraction", help=FRACTION_HELP),
     as_json: bool = JSON_OPT,
 ) -> None:
@@ -96,8 +106,8 @@ def tokenizer_eval(
     max_bytes: str = typer.Option(  # the cap is on the text read, before the split: not on the held-out text
         "8M",
         "--max-bytes",
-        help="Read at most this much text, held out or not: the evaluation gets the held-out share of it "
-        "(--validation-fraction; about 160K of the default 8M).",
+        help="Read documents until this much text is read (the last one whole, so a little more), held out or "
+        "not: the evaluation gets the held-out share of it (--validation-fraction; about 160K of the default 8M).",
     ),
     validation_fraction: float = typer.Option(0.02, "--validation-fraction", help=FRACTION_HELP),
     as_json: bool = JSON_OPT,

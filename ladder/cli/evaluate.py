@@ -25,7 +25,12 @@ def eval_cmd(
     include_path: str | None = typer.Option(
         None, "--include-path", metavar="PATH", help="A folder of your own lm-eval task YAMLs."
     ),
-    limit: float | None = typer.Option(None, "--limit", help="Examples per task (or a fraction below 1)."),
+    limit: float | None = typer.Option(
+        None,
+        "--limit",
+        help="Examples per task: a whole number from 1 to 1e12, or below 1 a share of each task (default: every "
+        "example).",
+    ),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     batch_size: int = typer.Option(
         16, "--batch-size", min=1, max=1_048_576, help="Examples per forward pass of lm-eval."

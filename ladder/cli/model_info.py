@@ -13,27 +13,35 @@ app = typer.Typer(help="Parameter and FLOP accounting of Llama shapes.", no_args
 
 @app.command("info")
 def model_info(
-    d_model: int | None = typer.Option(None, "--d-model", help="Hidden size."),
-    n_layers: int | None = typer.Option(None, "--n-layers", help="Number of layers."),
+    d_model: int | None = typer.Option(
+        None, "--d-model", help="Hidden size: a whole number of heads, up to 1,048,576."
+    ),
+    n_layers: int | None = typer.Option(None, "--n-layers", help="Number of layers, 1 to 1,024."),
     n_heads: int | None = typer.Option(None, "--n-heads", help="Query heads (default d_model / head_dim)."),
     n_kv_heads: int | None = typer.Option(None, "--n-kv-heads", help="KV heads (default n_heads / kv_ratio)."),
     head_dim: int | None = typer.Option(None, "--head-dim", help="Head dimension (default d_model / n_heads or 64)."),
     ffn_dim: int | None = typer.Option(
         None, "--ffn-dim", help="SwiGLU width (default 8/3 d_model, rounded to a multiple of 16)."
     ),
-    vocab_size: int = typer.Option(49152, "--vocab-size", help="Vocabulary size (rows of the embedding)."),
+    vocab_size: int = typer.Option(
+        49152, "--vocab-size", help="Vocabulary size (rows of the embedding), 1 to 16,777,216."
+    ),
     tied: bool = typer.Option(True, "--tied/--untied", help="Tie the LM head to the input embedding."),
-    seq_len: int = typer.Option(2048, "--seq-len", help="Context length for the attention FLOPs."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Context length for the attention FLOPs, 1 to 1,048,576."),
     params: str | None = typer.Option(
-        None, "--params", help="Instead of a shape: a target size such as 135M, sized at --aspect-ratio."
+        None,
+        "--params",
+        help="Instead of a shape: a target size such as 135M (at most 1e15), sized at --aspect-ratio.",
     ),
     convention: str | None = typer.Option(
         None, "--convention", help="total | non_embedding, for --params (default: total)."
     ),
     aspect_ratio: float | None = typer.Option(
-        None, "--aspect-ratio", help="d_model / n_layers, for --params (default: 32)."
+        None, "--aspect-ratio", help="d_model / n_layers, for --params: above 0, at most 10,000 (default: 32)."
     ),
-    kv_ratio: int = typer.Option(1, "--kv-ratio", help="Query heads per KV head (GQA): KV heads = heads / ratio."),
+    kv_ratio: int = typer.Option(
+        1, "--kv-ratio", help="Query heads per KV head (GQA), 1 or more: KV heads = heads / ratio."
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Parameter counts (total / embedding / non-embedding) and training FLOPs per token of a shape.

@@ -209,7 +209,10 @@ def status(
         "line when a run changes state, else about once a minute).",
     ),
     interval: float | None = typer.Option(
-        None, "--interval", help="Seconds between refreshes with --watch (default 2).", show_default=False
+        None,
+        "--interval",
+        help="Seconds between refreshes with --watch, above 0 and at most 86,400 (a day; default 2).",
+        show_default=False,
     ),
     check: bool = flag(
         "check",
