@@ -132,3 +132,23 @@ def test_moving_a_hero_never_submitted_replaces_it_and_never_one_that_began(stud
     assert all((study / "runs" / h.run_id / "spec.json").is_file() for h in (small, big))
     note = " ".join(r.stdout.split())
     assert f"2 other hero run(s) not trained yet ({small.run_id}" in note and big.run_id in note, r.stdout
+
+
+def test_hero_asked_for_again_while_it_trains_does_not_send_it_to_submit(study, capsys):
+    """`ladder submit S --run HERO --executor local`, then `ladder hero S --params 50K` (the hero already planned
+    there) while it ran: "already planned: S/runs/X; train it with `ladder submit S`", and the note on the other
+    hero "`ladder submit S --run X` trains this one alone", of a run already training, which submit skips."""
+    import os
+
+    from tests.fake_runs import record_job
+
+    assert run_cli(capsys, "hero", study, "--params", "200K").code == 0
+    assert run_cli(capsys, "hero", study, "--keep").code == 0
+    small = min(_heroes(study), key=lambda h: h.params)
+    record_job(layout.StudyDir(study), small.run_id, cancelled=False, job_id=str(os.getpid()))
+    r = run_cli(capsys, "hero", study, "--params", "200K")
+    assert r.code == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert f"already submitted (queued): {study / 'runs' / small.run_id}; `ladder status {study}` follows it" in text
+    assert "train it with" not in text and "trains this one alone" not in text, r.stdout
+    assert f"`ladder submit {study}` trains them (this one is queued already)" in text, r.stdout

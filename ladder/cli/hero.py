@@ -150,6 +150,10 @@ def hero(
     from ladder import layout
 
     verb = {"new": "planned", "replanned": "replanned (its run folder was damaged)"}.get(run.state, "already planned")
+    live = _live(study_dir, run.spec) if run.state == "planned already" else None
+    train_it = f"train it with `ladder submit {sw}`"
+    if live:  # submitted: `ladder submit` skips it, `ladder status` follows it
+        verb, train_it = f"already submitted ({live})", f"`ladder status {sw}` follows it"
     if run.state == "trained already":  # status says done: submitting it again would do nothing
         out.print(
             f"trained already: {run.run_dir}; "
@@ -163,7 +167,7 @@ def hero(
         return
     if run.forecast.get("loss") is None:  # freeze --predict refuses this point: no score to point to
         out.print(
-            f"{verb}: {run.run_dir}; train it with `ladder submit {escape(layout.shell_word(study_dir))}`; it cannot be scored "
+            f"{verb}: {run.run_dir}; {train_it}; it cannot be scored "
             "against a forecast (no law forecasts this point): a run to learn from, not a check of the fit"
         )
         return
@@ -179,18 +183,31 @@ def hero(
             f"{escape(layout.shell_word(study_dir))} --predict {at}` puts it on record before the hero trains; "
             f"`ladder forecast score {sw}` has nothing to score this run against until then"
         )
-    out.print(
-        f"{verb}: {run.run_dir}; train it with `ladder submit {escape(layout.shell_word(study_dir))}`, score it with "
-        f"`ladder forecast score {escape(layout.shell_word(study_dir))}`"
-    )
+    out.print(f"{verb}: {run.run_dir}; {train_it}, score it with `ladder forecast score {sw}`")
     others = _other_heroes(study_dir, run.spec)
     if others:  # a hero moved (--params, or the study file's hero section edited): the old one trains too
         sw_ = escape(layout.shell_word(study_dir))
         out.print(
             f"note: the plan also holds {len(others)} other hero run(s) not trained yet ({', '.join(others)}), "
-            f"planned before the hero moved: `ladder submit {sw_}` trains them too; `ladder submit {sw_} --run "
-            f"{Path(run.run_dir).name}` trains this one alone"
+            f"planned before the hero moved: "
+            + (
+                f"`ladder submit {sw_}` trains them (this one is {live} already)"
+                if live
+                else f"`ladder submit {sw_}` trains them too; `ladder submit {sw_} --run {Path(run.run_dir).name}` "
+                "trains this one alone"
+            )
         )
+
+
+def _live(study_dir: Path, spec: RunSpec) -> str | None:
+    """``queued`` or ``running`` when the hero run's job is alive (`ladder submit` would skip it), else None."""
+    from ladder import layout
+    from ladder.books import job_records
+    from ladder.books.run_status import run_state
+
+    sd = layout.StudyDir(Path(study_dir))
+    state = run_state(sd, spec, job_records.read(sd))[0]
+    return state if state in ("queued", "running") else None
 
 
 def _other_heroes(study_dir: Path, this: RunSpec) -> list[str]:
