@@ -16,6 +16,7 @@ from rich.table import Table
 from ladder.model.config import format_count, format_multiple
 from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.loss import track_record
+from ladder.reports.fits.loss.loss_lean import band_text
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, coverage_words, written
 from ladder.reports.fits.study.study_hero import (
@@ -472,9 +473,8 @@ def _print_law(fit: FitJson, console: Console) -> None:
             if lean is not None and lean.mean_err_pct is not None
             else ""
         )
-        if side and lean.min_distance_x and lean.max_distance_x:  # judged near the target's distance (2026-12 on)
-            lo, hi = format_multiple(lean.min_distance_x), format_multiple(lean.max_distance_x)
-            side += f" at {lo}-{hi} beyond their runs"
+        band = band_text(lean.model_dump()) if side else None  # judged near the target's distance (2026-12 on)
+        side += f" at {band} beyond their runs" if band else ""
         console.print(f"  rollout: {coverage_words(cal)}; widening {format_multiple(cal.factor)}{side}")
 
 

@@ -264,10 +264,14 @@ def _lean(lean: Lean | None) -> str:
         return ABSENT
     leans = f" (leans {lean.direction})" if lean.direction else ""
     # judged near the hero's distance since 2026-12: the far rows' lean is not the near rows'
+    lo, hi = lean.min_distance_x, lean.max_distance_x
+    band = (
+        None if not ok(lo, hi) else fmt_times(hi) if fmt_g(lo, 3) == fmt_g(hi, 3) else f"{fmt_g(lo, 3)}–{fmt_times(hi)}"
+    )
     where = (
-        f", the forecasts at {fmt_g(lean.min_distance_x, 3)}–{fmt_times(lean.max_distance_x)} beyond their runs "
-        f"(near the hero's {fmt_times(lean.distance_x)}; {fmt_int(lean.of)} in all)"
-        if ok(lean.min_distance_x, lean.max_distance_x, lean.distance_x, lean.of)
+        f", the forecasts at {band} beyond their runs (near the hero's {fmt_times(lean.distance_x)}; "
+        f"{fmt_int(lean.of)} in all)"
+        if band and ok(lean.distance_x, lean.of)
         else ""
     )
     return (

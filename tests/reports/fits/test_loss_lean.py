@@ -40,3 +40,12 @@ def test_too_few_rows_near_the_distance_are_joined_by_the_nearest_others():
     got = lean_near(near + nearer + nearest, np.log(31.7))
     assert got["n"] == LEAN_MIN_N and got["n_high"] == 9 and got["direction"] == "high", got
     assert got["min_distance_x"] == pytest.approx(4.0) and got["max_distance_x"] == pytest.approx(16.0)
+
+
+def test_the_band_of_rows_is_said_once_when_its_ends_are_one():
+    """A 5-size runs table whose one rollout row lay at 2x printed "mean error -1.3%, 0 of 1 too high at 2x-2x"."""
+    from ladder.reports.fits.loss.loss_lean import band_text
+
+    assert band_text(lean_near([{"distance": np.log(2.0), "err_pct": -1.3}], np.log(3.0))) == "2x"
+    assert band_text({"min_distance_x": 1.1354, "max_distance_x": 4.5112}) == "1.14x-4.51x"
+    assert band_text({"n": 3, "n_high": 1}) is None  # judged on every row, before 2026-12: no band to say
