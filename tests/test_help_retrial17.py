@@ -186,3 +186,45 @@ def test_model_info_takes_the_range_each_option_says(capsys):
     one_line(run_cli(capsys, "model", "info", "--params", "1.1e15"), "--params")
     assert "1 or more" in helps["--kv-ratio"]
     one_line(run_cli(capsys, "model", "info", *shape, "--kv-ratio", "0"), "--kv-ratio 0")
+
+
+def test_the_inputs_the_help_names_are_the_ones_taken(capsys, tmp_path, planned_micro, tiny_jsonl_corpus):
+    # fit --runs read a plain JSON lines table, which its help left out (it named CSV, parquet and W&B exports);
+    # studies validate checked a planned study directory, which its help left out; the tokenizer's
+    # --validation-fraction said no range, and 0 and 1 are refused
+    import json
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "docs" / "examples" / "wandb-runs.jsonl"
+    rows = [json.loads(line) for line in examples.read_text().splitlines() if line.strip()]
+    table = tmp_path / "runs.jsonl"
+    table.write_text(
+        "".join(
+            json.dumps({"params": r["config"]["n_params"], "tokens": r["config"]["tokens"], "loss": loss}) + "\n"
+            for r in rows
+            if (loss := r["summary"].get("eval/loss")) is not None
+        )
+    )
+    assert run_cli(capsys, "fit", "--runs", table, "--bootstrap", "2", "--json").code == 0
+    assert "a CSV, JSON lines or parquet file" in _option_help("fit")["--runs"]
+    study_dir, _ = planned_micro()
+    assert run_cli(capsys, "studies", "validate", study_dir, "--no-fit-check").code == 0
+    assert "planned study directory" in _argument_help("studies", "validate")
+    for command in ("train", "eval"):
+        said = _option_help("data", "tokenizer", command)["--validation-fraction"]
+        assert "between 0 and 1 (both excluded)" in said, said
+    args = ("data", "tokenizer", "train", tiny_jsonl_corpus, "--out", tmp_path / "tok", "--vocab-size", "300")
+    for value in ("0", "1"):
+        one_line(run_cli(capsys, *args, "--validation-fraction", value), f"--validation-fraction {value}")
+
+
+def _argument_help(*command: str) -> str:
+    """The help of the first argument of ``ladder COMMAND``."""
+    import typer
+
+    from ladder.cli import app
+
+    cmd = typer.main.get_command(app)
+    for name in command:
+        cmd = cmd.commands[name]
+    return next(getattr(p, "help", "") or "" for p in cmd.params if not p.opts[0].startswith("-"))

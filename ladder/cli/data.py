@@ -16,7 +16,10 @@ app.add_typer(tokenizer_app, name="tokenizer")
 
 CORPUS_HELP = "A jsonl/parquet file or folder, a folder of .txt files, `embedded`, or hf:<dataset>[:<config>]."
 TEXT_KEY_HELP = "Column/key holding the text of each document (jsonl and parquet corpora)."
-FRACTION_HELP = "Share of documents held out (never trained on), chosen by a hash of the text as in a study."
+FRACTION_HELP = (
+    "Share of documents held out (never trained on), between 0 and 1 (both excluded), chosen by a hash of the "
+    "text as in a study."
+)
 
 
 @tokenizer_app.command("train")

@@ -13,7 +13,7 @@ from ladder.console import err, out, print_json
 
 RUNS_HELP = (
     "Instead of a study: a table of runs with columns params, tokens, loss (optional flops, lr, "
-    "batch_size in tokens, variant, status): a CSV or parquet file, a W&B runs export (the CSV of the UI's runs "
+    "batch_size in tokens, variant, status): a CSV, JSON lines or parquet file, or a W&B runs export (the CSV of the UI's runs "
     "table, or JSON lines of wandb.Api().runs) with --columns. Params and tokens as numbers or counts such as "
     "1.2B. At most 20,000 runs: average seed replicates "
     "beyond (from 3,000, the fit says each stage as it starts)."

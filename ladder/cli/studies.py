@@ -50,7 +50,7 @@ def studies_show(
 
 @app.command("validate")
 def studies_validate(
-    file: str = typer.Argument(..., help="Study YAML file (or built-in name) to check."),
+    file: str = typer.Argument(..., help="Study YAML file (or built-in name, or planned study directory) to check."),
     check_fit: bool = fit_check_flag("accepts"),
     as_json: bool = JSON_OPT,
 ) -> None:
