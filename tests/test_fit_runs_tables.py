@@ -80,6 +80,16 @@ def test_a_file_not_in_utf8_and_a_tsv_with_commas_are_named_so(tmp_path, capsys)
     one_line(run_cli(capsys, "fit", "--runs", tsv), "comma-separated", "name it .csv")
 
 
+def test_a_value_with_an_unquoted_comma_names_its_line_and_the_cure(tmp_path, capsys):
+    """Fuzzing fit --runs: a tokens cell written 1,000 said "cannot read the runs table (ParserError: Error
+    tokenizing data. C error: Expected 3 fields in line 4, saw 4)", pandas' words."""
+    cells = [(f"{n:g}", f"{d:g}", f"{x}") for n, d, x in _rows()]
+    cells[2] = ("4,000,000", *cells[2][1:])
+    runs = _write(tmp_path / "c.csv", "params,tokens,loss", cells)
+    line = one_line(run_cli(capsys, "fit", "--runs", runs), "line 4 has 5 fields where the header names 3 columns")
+    assert "double quotes" in line and "ParserError" not in line, line
+
+
 def test_a_loss_that_rises_with_compute_is_warned_about(tmp_path, capsys):
     """An accuracy read as the loss was fitted to a flat law (rollout error 63%) without a word."""
     cells = [(f"{n:g}", f"{d:g}", f"{10 - x}") for n, d, x in _rows()]

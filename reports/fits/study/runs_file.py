@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
     suffix = path.suffix.lower()
     labels: list[str] = []  # how each row is pointed at: its line in the file (none for parquet)
     repeated: list[str] = []
+    sep = "\t" if suffix == ".tsv" else ","
     try:
         if suffix in (".parquet", ".pq"):
             import pyarrow.parquet as pq
@@ -65,7 +67,6 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
                 _refuse_repeated(path, list(dict.fromkeys(n for n in names if names.count(n) > 1)))
             df = pd.read_parquet(path)
         elif suffix in (".csv", ".tsv", ".txt"):
-            sep = "\t" if suffix == ".tsv" else ","
             df = pd.read_csv(path, sep=sep)
             labels = _record_lines(path, sep, len(df))
             df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]  # ' loss' is the loss column
@@ -81,9 +82,19 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
             f"{path}: cannot read the runs table: it is not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} "
             f"at offset {exc.start}); save it as UTF-8"
         ) from None
+    except pd.errors.ParserError as exc:
+        # pandas said "Error tokenizing data. C error: Expected 5 fields in line 7, saw 6" of a value 1,000
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if not m:
+            raise FitError(f"{path}: cannot read the runs table (ParserError: {_first_line(exc)})") from None
+        want, line, saw = m.groups()
+        what = "comma" if sep == "," else "tab"
+        raise FitError(
+            f"{path}: line {line} has {saw} fields where the header names {want} columns: quote a value that holds a "
+            f"{what} in double quotes, or write numbers without one (1000, not 1,000)"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
-        first = (str(exc).strip().splitlines() or [""])[0]  # one line: pyarrow's messages go on for many
-        raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {first})") from None
+        raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {_first_line(exc)})") from None
     df = _cells_as_values(df)
     repeated += [str(c) for c in df.columns[df.columns.duplicated()].unique() if str(c) not in repeated]
     if repeated and columns is None:  # every column is read (the axes, the variant, ...): one name, one column
@@ -107,6 +118,11 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
 NUMERIC = ("params", "tokens", "loss", "flops", "lr", "batch_tokens", "batch_size", "aspect_ratio", "seed")
 """The columns of a runs table that hold numbers (true/false in them is a mistake, not 1 and 0)."""
 MAX_COUNT = 1e15  # params or tokens per run beyond this are a typo (1P), as for `ladder fit --predict`
+
+
+def _first_line(exc: Exception) -> str:
+    """A reader's message in one line: pyarrow's go on for many."""
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def _labels(df: pd.DataFrame, rows: pd.Series) -> str:
