@@ -228,3 +228,31 @@ def _argument_help(*command: str) -> str:
     for name in command:
         cmd = cmd.commands[name]
     return next(getattr(p, "help", "") or "" for p in cmd.params if not p.opts[0].startswith("-"))
+
+
+def test_local_gpus_this_machine_lacks_are_refused_not_trained_on_its_cpu(capsys, monkeypatch, planned_micro):
+    # `ladder submit S --executor local --gpus 0` on a machine without GPU 0 started a worker pinned to it, and the
+    # runs trained on the CPU in silence (result.json: device cpu); a study with executor.hardware cpu was trained
+    # on the GPUs --gpus named, which `ladder plan` refuses when the study names them
+    import torch
+    import yaml
+
+    import ladder.jobs.submit
+    from ladder.jobs.submit import SubmitResult
+
+    study_dir, _ = planned_micro()
+    seen = []
+    monkeypatch.setattr(ladder.jobs.submit, "submit", lambda sd, ex, **kw: seen.append(ex) or SubmitResult())
+    one_line(run_cli(capsys, "submit", study_dir, "--executor", "local", "--gpus", "0"), "--gpus 0", "'cpu'")
+    path = study_dir / "study.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["executor"]["hardware"] = "h100"
+    path.write_text(yaml.safe_dump(spec))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    one_line(run_cli(capsys, "submit", study_dir, "--executor", "local", "--gpus", "0"), "--gpus 0", "no CUDA GPU")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    one_line(run_cli(capsys, "submit", study_dir, "--executor", "local", "--gpus", "1,2"), "--gpus 1,2", "only 2")
+    assert not seen
+    assert run_cli(capsys, "submit", study_dir, "--executor", "local", "--gpus", "0,1").code == 0
+    assert seen[-1].local.gpus == [0, 1]

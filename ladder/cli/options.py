@@ -116,6 +116,31 @@ def executor_spec(study: StudySpec, kind: str | None, overrides: dict) -> Execut
 OPTION_OF_FIELD = {"additional": "--sbatch"}  # executor fields whose option is not --field-name
 
 
+def check_local_gpus(ex: ExecutorSpec, given: bool) -> None:
+    """Local workers pinned to GPU ids (``--gpus`` when ``given``, else the study's executor.local.gpus) train on
+    this machine: an id it lacks left torch no GPU, and the runs trained on its CPU in silence. GPUs named while
+    executor.hardware is ``cpu`` are refused as `ladder plan` refuses them in a study (the runs were planned for a
+    CPU: fp32, a CPU's memory and time)."""
+    if ex.kind != "local" or not ex.local.gpus:
+        return
+    where = f"--gpus {','.join(map(str, ex.local.gpus))}" if given else f"executor.local.gpus = {ex.local.gpus}"
+    if ex.hardware == "cpu":
+        raise SpecError(
+            f"{where}: the runs would train on GPUs, but the study's executor.hardware is 'cpu', which planned them "
+            "in fp32 with a CPU's memory and speed; set executor.hardware to the GPUs' kind and plan again, or "
+            "leave the GPUs out"
+        )
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if max(ex.local.gpus) >= count:
+        have = f"only {count} CUDA GPU(s) (0 to {count - 1})" if count else "no CUDA GPU"
+        raise SpecError(
+            f"{where}: this machine has {have}, and local workers train here: they would train on its CPU; name "
+            "GPUs it has, use the slurm executor, or leave the GPUs out"
+        )
+
+
 def parse_gpus(gpus: str | None) -> list[int] | None:
     if gpus is None:
         return None

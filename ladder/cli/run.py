@@ -10,7 +10,16 @@ import typer
 from rich.markup import escape
 
 from ladder import layout
-from ladder.cli.options import EXECUTOR_HELP, JSON_OPT, PARALLEL_HELP, executor_spec, flag, out_path, parse_gpus
+from ladder.cli.options import (
+    EXECUTOR_HELP,
+    JSON_OPT,
+    PARALLEL_HELP,
+    check_local_gpus,
+    executor_spec,
+    flag,
+    out_path,
+    parse_gpus,
+)
 from ladder.cli.plan import checked_plan, fit_check_flag
 from ladder.cli.status import watching
 from ladder.console import err, out, print_json
@@ -68,7 +77,7 @@ def run_cmd(
     gpus: str | None = typer.Option(
         None,
         "--gpus",
-        help="Local: GPU ids, e.g. 0,1 (default: the study's executor.local.gpus; with no ids there, CPU).",
+        help="Local: GPU ids of this machine, e.g. 0,1 (default: the study's executor.local.gpus; with no ids there, CPU).",
     ),
     skip_sanity: bool = flag("skip-sanity", "Do not overfit a tiny set first."),
     check_fit: bool = fit_check_flag(
@@ -97,6 +106,7 @@ def run_cmd(
     # a bad option is refused in its one line before the study's warnings are said, not after them
     target = study_dir_for(study, spec, out_path(out_dir))
     ex_spec = executor_spec(spec, executor or None, {"local": dict(parallel=parallel, gpus=parse_gpus(gpus))})
+    check_local_gpus(ex_spec, given=gpus is not None)
     if ex_spec.kind == "slurm":  # before the plan and the data, not after them
         from ladder.jobs.submit import refuse_without_slurm
 

@@ -14,6 +14,7 @@ from ladder.cli.options import (
     JSON_OPT,
     PARALLEL_HELP,
     check_device,
+    check_local_gpus,
     executor_spec,
     flag,
     parse_gpus,
@@ -188,7 +189,7 @@ def submit(
     gpus: str | None = typer.Option(
         None,
         "--gpus",
-        help="Local: GPU ids, e.g. 0,1 (default: the study's executor.local.gpus; with no ids there, CPU).",
+        help="Local: GPU ids of this machine, e.g. 0,1 (default: the study's executor.local.gpus; with no ids there, CPU).",
     ),
     runs_per_gpu: int | None = typer.Option(
         None,
@@ -242,6 +243,7 @@ def submit(
             ),
         },
     )
+    check_local_gpus(ex, given=gpus is not None)
     only_runs(layout.StudyDir(study_dir), specs, run)  # an unknown --run too
     edited = edited_since_plan(study_dir, study)  # said after the options are checked: a bad one is one line
     if edited:  # submit trains the plan's runs: what the file gained waits for `ladder plan`
