@@ -152,3 +152,19 @@ def test_hero_asked_for_again_while_it_trains_does_not_send_it_to_submit(study, 
     assert f"already submitted (queued): {study / 'runs' / small.run_id}; `ladder status {study}` follows it" in text
     assert "train it with" not in text and "trains this one alone" not in text, r.stdout
     assert f"`ladder submit {study}` trains them (this one is queued already)" in text, r.stdout
+
+
+def test_hero_says_a_freeze_differs_from_the_fit_because_the_results_changed(study, capsys):
+    """`ladder plan S --suggest --add`, submit, collect, fit, then `ladder hero S`: "on record: forecast 1 froze
+    3.247 [2.896, 3.647] at its hero (not the fit's forecast above: see the note on the forecast)", and no note
+    said anything of it: the results had changed since the freeze, which is why the fit's number differs."""
+    from ladder.plan.planner import read_plan
+    from tests.hero_fixture import refresh
+
+    rung = next(s for s in read_plan(study)[1] if s.role == "rung" and s.trunk is None)
+    train(layout.StudyDir(study), rung, 3.9)  # its result changed: another loss
+    refresh(study)
+    r = run_cli(capsys, "hero", study)
+    assert r.code == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("on record: forecast 1 froze"))
+    assert "(not the fit's forecast above: the study's results changed after it was frozen)" in line, line

@@ -125,7 +125,7 @@ def hero(
             same = (was, flo, fhi) == (loss, lo, hi)
             out.print(
                 f"on record: forecast {f['number']} froze {was} [{flo}, {fhi}] at {escape(where)}"
-                + ("" if same else " (not the fit's forecast above: see the note on the forecast)")
+                + ("" if same else f" (not the fit's forecast above: {_why_not_the_fits(f, run.notes)})")
                 + f"; `ladder forecast score {sw}` scores this run against it"
             )
         off = _off_the_forecast_point(spec.params, spec.tokens, fc.get("params"), fc.get("tokens"))
@@ -197,6 +197,15 @@ def hero(
                 "trains this one alone"
             )
         )
+
+
+def _why_not_the_fits(frozen: dict, notes: list[str]) -> str:
+    """Why a freeze's forecast of the hero is not the number the fit gives now."""
+    if frozen.get("data_changed"):
+        return "the study's results changed after it was frozen"
+    if any(n.startswith("forecast: ") for n in notes):  # a moved hero: the refit's note says why
+        return "see the note on the forecast"
+    return "the fit was made again after it was frozen"
 
 
 def _live(study_dir: Path, spec: RunSpec) -> str | None:

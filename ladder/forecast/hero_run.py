@@ -168,9 +168,11 @@ def _refit_note(current: CurrentFit, n: float, d: float) -> str:
 def frozen_here(study_dir: Path, params: float, tokens: float) -> list[dict]:
     """The freezes' forecasts of a hero run at (params, tokens): each readable freeze's point that
     `ladder forecast score` would score the run against (the frozen hero or a --predict point within 10%)."""
+    from ladder.forecast.fitted import results_hashes_of
     from ladder.forecast.frozen import read_frozen
     from ladder.forecast.score import match_point
 
+    now = results_hashes_of(study_dir)
     out = []
     for f in read_frozen(study_dir):
         if f.forecast is None:
@@ -188,6 +190,8 @@ def frozen_here(study_dir: Path, params: float, tokens: float) -> list[dict]:
                 "loss": point.loss,
                 "lo": point.lo,
                 "hi": point.hi,
+                # fitted on other results than the study's now (`forecast show` warns): why a refit differs
+                "data_changed": now is not None and f.forecast.results_sha256 not in now,
             }
         )
     return out
