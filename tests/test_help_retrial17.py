@@ -131,7 +131,7 @@ def test_status_interval_and_eval_limit_take_the_range_their_help_says(capsys, m
     for value in ("0", "86400.5"):
         one_line(run_cli(capsys, "status", study_dir, "--watch", "--interval", value), f"--interval {value}")
     said = _option_help("eval")["--limit"]
-    assert "a whole number from 1 to 1e12, or below 1 a share of each task (default: every example)" in said, said
+    assert "a whole number from 1 to 1e12, or below 1 a share of each task" in said, said
     for value in ("0", "2.5", "2e12"):
         one_line(run_cli(capsys, "eval", study_dir, "--limit", value), "--limit")
 
@@ -256,3 +256,30 @@ def test_local_gpus_this_machine_lacks_are_refused_not_trained_on_its_cpu(capsys
     assert not seen
     assert run_cli(capsys, "submit", study_dir, "--executor", "local", "--gpus", "0,1").code == 0
     assert seen[-1].local.gpus == [0, 1]
+
+
+def test_eval_evaluates_what_the_studys_evals_section_asks_unless_told_otherwise(capsys, monkeypatch, planned_micro):
+    # a study with `evals: {tasks: [ladder_py_ppl], limit: 2}`: `ladder run` evaluated that, but `ladder eval S`
+    # evaluated both shipped tasks on every example, and `ladder fit` then forecast tasks the study never asked for
+    import yaml
+
+    import ladder.jobs.submit
+
+    study_dir, _ = planned_micro()
+    path = study_dir / "study.yaml"
+    path.write_text(
+        yaml.safe_dump({**yaml.safe_load(path.read_text()), "evals": {"tasks": ["ladder_py_ppl"], "limit": 2}})
+    )
+    asked = []
+    fake = {"evaluated": [], "failed": {}, "results": {}, "job_ids": []}
+    monkeypatch.setattr(ladder.jobs.submit, "submit_evals", lambda sd, ex, **kw: asked.append(kw) or fake)
+    assert run_cli(capsys, "eval", study_dir, "--executor", "debug").code == 0
+    assert (asked[-1]["tasks"], asked[-1]["limit"], asked[-1]["include_path"]) == (["ladder_py_ppl"], 2, None)
+    assert (
+        run_cli(capsys, "eval", study_dir, "--executor", "debug", "--tasks", "ladder_py_next_line", "--limit", "3").code
+        == 0
+    )
+    assert (asked[-1]["tasks"], asked[-1]["limit"]) == (["ladder_py_next_line"], 3)
+    helps = _option_help("eval")
+    for option in ("--tasks", "--include-path", "--limit"):
+        assert f"default: the study's evals.{option[2:].replace('-', '_')}" in helps[option], helps[option]

@@ -19,17 +19,20 @@ def eval_cmd(
     tasks: str | None = typer.Option(
         None,
         "--tasks",
-        help="lm-eval task names, comma separated "
-        "(default: the shipped offline tasks ladder_py_next_line, ladder_py_ppl).",
+        help="lm-eval task names, comma separated (default: the study's evals.tasks, else the shipped offline "
+        "tasks ladder_py_next_line, ladder_py_ppl).",
     ),
     include_path: str | None = typer.Option(
-        None, "--include-path", metavar="PATH", help="A folder of your own lm-eval task YAMLs."
+        None,
+        "--include-path",
+        metavar="PATH",
+        help="A folder of your own lm-eval task YAMLs (default: the study's evals.include_path).",
     ),
     limit: float | None = typer.Option(
         None,
         "--limit",
-        help="Examples per task: a whole number from 1 to 1e12, or below 1 a share of each task (default: every "
-        "example).",
+        help="Examples per task: a whole number from 1 to 1e12, or below 1 a share of each task (default: the "
+        "study's evals.limit, else every example).",
     ),
     executor: str | None = typer.Option(None, "--executor", help=EXECUTOR_HELP),
     batch_size: int = typer.Option(
@@ -70,6 +73,12 @@ def eval_cmd(
     check_executor(executor)  # before looking for work: a bad value is refused even when nothing is left to do
     check_device(device)
     study = read_study(study_dir)  # a damaged run is passed over: the finished ones are evaluated
+    if study.evals is not None:  # what the study asks `ladder run` to evaluate, unless an option says otherwise
+        task_list = task_list or study.evals.tasks
+        include = (
+            include if include is not None else (Path(study.evals.include_path) if study.evals.include_path else None)
+        )
+        limit = limit if limit is not None else study.evals.limit
     if task_list or include is not None:  # unknown names refused here, not inside a job
         from ladder.model.evaluation.downstream import SHIPPED_TASKS, resolve_task_manager
 
