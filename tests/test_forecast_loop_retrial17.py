@@ -168,3 +168,23 @@ def test_hero_says_a_freeze_differs_from_the_fit_because_the_results_changed(stu
     assert r.code == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("on record: forecast 1 froze"))
     assert "(not the fit's forecast above: the study's results changed after it was frozen)" in line, line
+
+
+def test_a_ctrl_c_as_a_moved_hero_is_written_never_leaves_both_heroes_planned(study, capsys, monkeypatch):
+    """The move wrote plan.json twice (the new hero in, then the old one out): a Ctrl-C between the two left both
+    planned, and `ladder hero S --params 200K` again found its hero "already planned" and replaced nothing."""
+    import signal
+
+    import ladder.forecast.hero_run as hero_run
+
+    assert run_cli(capsys, "hero", study).code == 0
+    [old] = _hero_ids(study)
+    write = hero_run._write_hero
+
+    def then_ctrl_c(*a, **k):
+        write(*a, **k)
+        signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(hero_run, "_write_hero", then_ctrl_c)
+    assert run_cli(capsys, "hero", study, "--params", "200K").code == 130
+    assert old not in _hero_ids(study) and len(_hero_ids(study)) == 1

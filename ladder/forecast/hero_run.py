@@ -382,15 +382,10 @@ def _never_started(sd: layout.StudyDir, plan: dict, spec: RunSpec, keep: bool) -
     return out
 
 
-def _drop(sd: layout.StudyDir, plan: dict, runs: list[RunSpec]) -> None:
-    """Take never-started hero runs out of plan.json, then remove their folders (a spec.json each)."""
+def _drop(sd: layout.StudyDir, runs: list[RunSpec]) -> None:
+    """Remove the folders (a spec.json each) of never-started hero runs that plan.json no longer lists."""
     import shutil
 
-    if not runs:
-        return
-    gone = {r.run_id for r in runs}
-    plan["runs"] = [r for r in plan.get("runs", []) if r not in gone]
-    layout.atomic_write_json(sd.plan, plan)
     for r in runs:
         shutil.rmtree(sd.run(r.run_id).path, ignore_errors=True)
 
@@ -437,10 +432,11 @@ def plan_hero_run(
         # a hero moved (a new run): the one it moves from goes, unless it ever began; a hero asked for again
         # (planned or trained already) leaves the others as they are
         replaced = _never_started(sd, plan, spec, keep) if spec.run_id not in plan.get("runs", []) else []
-        if not dry_run:
-            if state == "new":
-                _write_hero(sd, rd, spec, plan)
-            _drop(sd, plan, replaced)
+        if state == "new":  # one write of plan.json: the new hero in, the heroes it replaces out
+            gone = {r.run_id for r in replaced}
+            plan["runs"] = [r for r in plan.get("runs", []) if r not in gone]
+            _write_hero(sd, rd, spec, plan)
+            _drop(sd, replaced)
     fc = {k: getattr(forecast, k) for k in FORECAST_KEYS}
     # the point the law was evaluated at: the requested size and tokens, which the planned shape and whole
     # batches miss by a little (the score matches within 10% and says by how much)
