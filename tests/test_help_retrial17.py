@@ -283,3 +283,13 @@ def test_eval_evaluates_what_the_studys_evals_section_asks_unless_told_otherwise
     helps = _option_help("eval")
     for option in ("--tasks", "--include-path", "--limit"):
         assert f"default: the study's evals.{option[2:].replace('-', '_')}" in helps[option], helps[option]
+
+
+def test_plan_budgets_help_says_what_leaving_it_out_does():
+    # "--budget: with --suggest, the most exact FLOPs the suggested runs may cost together": left out, no cost limit
+    # is set (next_runs.suggest takes the best one or two at any cost); the help did not say so
+    from ladder.cli.suggest import parse_budget
+
+    assert parse_budget(None) is None and parse_budget("300T") == 3e14
+    said = _option_help("plan")["--budget"]
+    assert "(default: no limit: the best one or two runs, whatever they cost)" in said, said

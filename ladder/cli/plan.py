@@ -111,7 +111,10 @@ def plan(
         "Of a fitted STUDY directory: the one or two runs that would shrink the hero's interval most per FLOP.",
     ),
     budget: str | None = typer.Option(
-        None, "--budget", help="With --suggest: the most exact FLOPs the suggested runs may cost together, e.g. 1e14."
+        None,
+        "--budget",
+        help="With --suggest: the most exact FLOPs the suggested runs may cost together, e.g. 1e14 (default: no "
+        "limit: the best one or two runs, whatever they cost).",
     ),
     add: bool = flag("add", "With --suggest: add them to the study (ladder.extra_runs) and plan them."),
     check_fit: bool = fit_check_flag("plans"),
