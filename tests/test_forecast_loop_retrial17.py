@@ -188,3 +188,19 @@ def test_a_ctrl_c_as_a_moved_hero_is_written_never_leaves_both_heroes_planned(st
     monkeypatch.setattr(hero_run, "_write_hero", then_ctrl_c)
     assert run_cli(capsys, "hero", study, "--params", "200K").code == 130
     assert old not in _hero_ids(study) and len(_hero_ids(study)) == 1
+
+
+def test_a_curve_with_two_hero_runs_planned_is_refused_until_run_names_its_hero(study, tmp_path, capsys):
+    """Two heroes planned (100.6K x 1M, then 50.93K x 500K), `ladder forecast score S --curve curve30.csv` of the
+    first's curve up to 250.9K tokens: scored as the last planned hero's, "partial at 50%", against the 50K:500K
+    point, with no word of which hero it took. Now it is refused, naming the heroes, until --run says which."""
+    assert run_cli(capsys, "hero", study, "--params", "200K").code == 0
+    assert run_cli(capsys, "hero", study, "--keep").code == 0
+    small, big = _heroes(study)
+    (tmp_path / "c.csv").write_text(f"tokens,eval_loss\n{big.tokens * 0.3:.0f},4.0\n")
+    before = (study / "forecast.json").read_text()
+    line = one_line(run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "c.csv"), "2 hero runs")
+    assert small.run_id in line and big.run_id in line and "--run ID" in line, line
+    assert (study / "forecast.json").read_text() == before
+    r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "c.csv", "--run", big.run_id, "--json")
+    assert r.code == 0 and r.json()["scores"][0]["partial"]["fraction"] == pytest.approx(0.3, abs=1e-3), r.stderr

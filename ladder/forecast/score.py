@@ -447,7 +447,13 @@ def score_study(
             "the hero trains)"
         )
     heroes = _hero_specs(specs, run_id, sd.path, study.training.seed)
-    hero = heroes[-1] if heroes else None  # a --curve is the curve of the last planned hero
+    if curve is not None and len(heroes) > 1:  # taken for the last one's, a curve was scored at another run's end
+        listed = ", ".join(f"{h.run_id} ({format_count(h.params)} x {format_count(h.tokens)})" for h in heroes)
+        raise SpecError(
+            f"--curve {curve}: the study plans {len(heroes)} hero runs ({listed}): say which one the curve is of "
+            "with --run ID, nothing was scored"
+        )
+    hero = heroes[-1] if heroes else None  # a --curve is the curve of the hero run
     skipped: dict[str, str] = {}
     if loss is not None:
         observed = [
