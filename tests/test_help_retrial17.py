@@ -293,3 +293,13 @@ def test_plan_budgets_help_says_what_leaving_it_out_does():
     assert parse_budget(None) is None and parse_budget("300T") == 3e14
     said = _option_help("plan")["--budget"]
     assert "(default: no limit: the best one or two runs, whatever they cost)" in said, said
+
+
+def test_status_watch_says_it_does_not_wait_for_runs_no_job_will_end(capsys, planned_micro):
+    # "--watch: keep a live display until every run has ended": on a study planned but not submitted it returned at
+    # once, its runs planned (ladder.books.run_status.wait stops when nothing is alive to end them)
+    study_dir, _ = planned_micro()
+    r = run_cli(capsys, "status", study_dir, "--watch", "--json", "--interval", "0.01")
+    assert r.code == 0 and {row["state"] for row in r.json()["runs"]} == {"planned"}, r.stdout
+    said = _option_help("status")["--watch"]
+    assert "a run planned or interrupted with no live job is not waited for" in said, said

@@ -205,8 +205,9 @@ def status(
     study_dir: Path = typer.Argument(..., help="A planned study directory."),
     watch: bool = flag(
         "watch",
-        "Keep a live display until every run has ended (without a terminal: a progress "
-        "line when a run changes state, else about once a minute).",
+        "Keep a live display until every run has ended, or no run is left queued or running to end (a run "
+        "planned or interrupted with no live job is not waited for: submit it first); without a terminal: a "
+        "progress line when a run changes state, else about once a minute.",
     ),
     interval: float | None = typer.Option(
         None,
