@@ -303,3 +303,19 @@ def test_status_watch_says_it_does_not_wait_for_runs_no_job_will_end(capsys, pla
     assert r.code == 0 and {row["state"] for row in r.json()["runs"]} == {"planned"}, r.stdout
     said = _option_help("status")["--watch"]
     assert "a run planned or interrupted with no live job is not waited for" in said, said
+
+
+def test_submit_skips_a_diverged_run_even_with_retry_failed_as_its_help_says(capsys, planned_micro):
+    # the help said "runs that are done or whose jobs are alive are skipped" and "--retry-failed resubmits failed and
+    # corrupt runs": a diverged run was skipped too, even with --retry-failed, and no help said so
+    import json
+
+    study_dir, ids = planned_micro()
+    result = study_dir / "runs" / ids[0] / "result.json"
+    result.write_text(json.dumps({"status": "diverged", "run_id": ids[0], "reason": "loss 1e9 at step 3"}))
+    for extra in ((), ("--retry-failed",)):
+        r = run_cli(capsys, "submit", study_dir, "--executor", "debug", "--run", ids[0], "--json", *extra)
+        assert r.code == 0 and r.json()["reasons"] == {ids[0]: "diverged"}, r.stdout
+    said = " ".join(run_cli(capsys, "submit", "--help").stdout.replace("│", " ").split())
+    assert "Runs that are done or diverged, or whose jobs are alive, are skipped" in said, said
+    assert "a diverged run's result stands: it is not trained again" in _option_help("submit")["--retry-failed"]
