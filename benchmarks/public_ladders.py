@@ -9,7 +9,9 @@ The protocol, fixed per kind of ladder (only final losses of runs whose schedule
   budget; Beck et al. 2025's xLSTM/Llama sweeps, a cosine per run): the budgets are the FLOP groups (Porian's
   ``flops``, Beck's ``isoflop_group`` at their median ``6ND``). For each distance ``k`` in 4x, 16x and 32x, the
   engine is fitted on the budgets at least ``k`` below the top budget and forecasts the top budget's runs
-  near its optimum (its ``NEAR_OPT`` lowest losses). A split that leaves fewer than 2 budgets is skipped (one
+  near its optimum (its ``NEAR_OPT`` lowest losses). The engine sees params, tokens and loss alone, and groups
+  budgets by ``6ND``; ``--budgets`` gives it each run's budget as ``flops``, as a ``flops`` column does in
+  ``ladder fit --runs``. A split that leaves fewer than 2 budgets is skipped (one
   isoFLOP curve cannot tell the loss's scaling in compute from its shape at one budget). Porian's
   ``decay-kaplan`` and ``decay-const`` rows are read off longer runs and are left out.
 - **Several budgets per size** (Li et al. 2025, the best learning rate of each (size, tokens)): fitted on the
@@ -27,7 +29,7 @@ fitted (parameters). Reported per ladder and pooled, by compute band (``0-1x``, 
 ``4-8x``, ``8x+``): median and worst ``|error|``, mean signed error, coverage of the 90% interval and the median
 half-width, each in percent of the forecast.
 
-    .venv/bin/python benchmarks/public_ladders.py [--data DIR] [--json] [--n-boot 100] [--only NAME]
+    .venv/bin/python benchmarks/public_ladders.py [--data DIR] [--json] [--n-boot 100] [--only NAME] [--budgets]
 """
 
 from __future__ import annotations
@@ -195,9 +197,12 @@ def _rows(split: Split, loss, lo, hi) -> list[dict]:
     return rows
 
 
-def engine_forecast(split: Split, n_boot: int, seed: int = 0) -> tuple[list[dict], dict]:
+def engine_forecast(split: Split, n_boot: int, seed: int = 0, budgets: bool = False) -> tuple[list[dict], dict]:
     tr, t = split.train, split.targets
-    data = Runs(tr["params"], tr["tokens"], tr["loss"], [str(i) for i in tr.index])
+    # --budgets: an isoFLOP ladder's stated budgets set the engine's compute levels, as a flops column of each run's
+    # budget does in `ladder fit --runs`; by default the engine sees what every table has, params, tokens and loss
+    flops = tr["budget"].to_numpy(float) if budgets and "budget" in tr.columns else None
+    data = Runs(tr["params"], tr["tokens"], tr["loss"], [str(i) for i in tr.index], flops=flops)
     hero = int(np.argmax(t["flops"].to_numpy()))
     order = [hero] + [i for i in range(len(t)) if i != hero]
     pts = [(float(t["params"].iloc[i]), float(t["tokens"].iloc[i])) for i in order]
@@ -283,18 +288,18 @@ def error_rate(rows: list[dict]) -> dict:
     return {"n": len(rates), "median": float(np.median(rates)) if rates else None}
 
 
-def run(data: Path, n_boot: int, only: str | None = None, progress=None) -> dict:
+def run(data: Path, n_boot: int, only: str | None = None, progress=None, budgets: bool = False) -> dict:
     ladders = [lad for lad in load(data) if only is None or only in lad.name]
     if not ladders:
         raise SystemExit(f"{data}: no published ladder found (see ../shared/ladders/README.md)")
-    out = {"data": str(data), "n_boot": n_boot, "ladders": []}
+    out = {"data": str(data), "n_boot": n_boot, "budgets": budgets, "ladders": []}
     pooled = {"ladder": [], "baseline": []}
     for lad in ladders:
         entry = {"name": lad.name, "kind": lad.kind, "source": lad.source, "n_runs": len(lad.runs), "splits": []}
         rows = {"ladder": [], "baseline": []}
         for sp in splits(lad):
             t0 = time.perf_counter()
-            eng, info = engine_forecast(sp, n_boot)
+            eng, info = engine_forecast(sp, n_boot, budgets=budgets)
             base = baseline_forecast(sp, n_boot)
             for r in eng:
                 r["split"] = sp.label
@@ -362,11 +367,17 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=100, help="bootstrap refits per form (default: %(default)s)")
     ap.add_argument("--only", default=None, help="only the ladders whose name holds this text")
     ap.add_argument("--save", type=Path, default=None, help="also write the JSON object to this file")
+    ap.add_argument(
+        "--budgets",
+        action="store_true",
+        help="give the engine each isoFLOP run's budget as its flops (as fit --runs with a flops column does)",
+    )
     args = ap.parse_args()
     if not args.data.is_dir():
         raise SystemExit(f"--data {args.data}: no such folder (the published ladders live in ../shared/ladders)")
     t0 = time.perf_counter()
-    res = run(args.data, args.n_boot, args.only, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    res = run(args.data, args.n_boot, args.only, progress=say, budgets=args.budgets)
     res["seconds"] = time.perf_counter() - t0
     if args.save:
         args.save.write_text(json.dumps(res, indent=1, default=float))

@@ -205,3 +205,29 @@ def test_a_row_is_named_by_its_line_in_the_file_past_blank_lines_and_multi_line_
     wanted = runs.read_text().splitlines().index(",".join(rows[-1]) + ",") + 1
     assert wanted == len(rows) + 5  # three blank lines, one cell over two lines
     one_line(run_cli(capsys, "fit", "--runs", runs), f"(line {wanted};", "'abc'")
+
+
+def test_a_flops_column_of_each_runs_budget_sets_the_loss_laws_budgets(tmp_path, capsys):
+    """Beck et al.'s budgets count attention (6ND spreads 19-37% within one): fitted by 6ND, 'left out of the loss
+    laws' could not name the runs far from a budget's optimum, since 6ND cut each budget into levels of too few
+    sizes. With the budgets as a flops column the laws leave them out, as the IsoFLOP fit groups them."""
+    import math
+
+    rows = []
+    for c in (1e18, 4e18, 1.6e19):
+        for k in range(8):
+            n = math.sqrt(c / 120) * math.exp(-2 + 4 * k / 7)
+            d = c * (1 + 0.15 * (k % 4)) / (6 * n)
+            rows.append((n, d, 1.82 + 482 / n**0.348 + 2085 / d**0.366, c))
+    plain = _write(tmp_path / "6nd.csv", "params,tokens,loss", [(f"{n!r}", f"{d!r}", f"{x!r}") for n, d, x, _ in rows])
+    given = _write(
+        tmp_path / "budgets.csv",
+        "params,tokens,loss,flops",
+        [(f"{n!r}", f"{d!r}", f"{x!r}", f"{c!r}") for n, d, x, c in rows],
+    )
+    by_6nd = run_cli(capsys, "fit", "--runs", plain, "--bootstrap", "3", "--json").json()
+    by_budget = run_cli(capsys, "fit", "--runs", given, "--bootstrap", "3", "--json").json()
+    assert by_6nd["loss"]["left_out"]["runs"] == [], by_6nd["loss"]["left_out"]
+    left = by_budget["loss"]["left_out"]
+    assert 0 < len(left["runs"]) < len(rows) // 2 and "isoFLOP budget" in left["why"], left
+    assert by_budget["isoflop"]["n_budgets"] == 3

@@ -31,7 +31,7 @@ import numpy as np
 
 from ladder.reports.fits.engine import Bounded, PowerSum
 from ladder.reports.fits.runs import Runs
-from ladder.reports.fits.runs import group_labels as groups  # the fits' one grouping; loss_rollout imports it here
+from ladder.reports.fits.runs import group_labels as groups  # the fits' one grouping
 
 RATIO_TOL = 0.10  # runs within 10% of a tokens/param ratio share it
 MIN_SIZES = 3
@@ -55,14 +55,21 @@ def frontier_mask(compute: np.ndarray, loss: np.ndarray) -> np.ndarray:
     return mask
 
 
+def compute_levels(data: Runs) -> np.ndarray:
+    """A label per run for its compute level: its FLOPs within ``LEVEL_TOL`` (``6ND``, unless the runs table gave a
+    flops column: Beck et al.'s isoFLOP budgets count attention, and their runs' 6ND spreads 19-37% within one, so
+    6ND cut each budget in two or three levels of too few sizes to locate its optimum)."""
+    return groups(data.flops, LEVEL_TOL)
+
+
 def near_optimum(data: Runs, tol: float = NEAR_OPT_TOL) -> np.ndarray:
-    """The runs a loss law is fitted on: at a compute level (``6ND`` within ``LEVEL_TOL``) that holds >= 3 model
+    """The runs a loss law is fitted on: at a compute level (:func:`compute_levels`) that holds >= 3 model
     sizes (an isoFLOP budget), the runs within ``tol`` of the level's lowest loss; every run elsewhere. A budget's
     runs far from its optimum (a model much too small or too large for it) sit where every form is least right
     (Hoffmann et al. fit Approach 2's parabolas near each minimum for the same reason) and pull the law toward its
     ends instead of the compute-optimal valley the hero lies in: on published isoFLOP ladders, leaving them out
     halved the median error of forecasts 4-16x out (benchmarks/README.md)."""
-    levels = groups(data.compute, LEVEL_TOL)
+    levels = compute_levels(data)
     sizes = data.sizes
     keep = np.ones(len(data), dtype=bool)
     for k in np.unique(levels):
@@ -96,7 +103,7 @@ def isoflop_design(data: Runs) -> bool:
     also lines some runs up at one compute by coincidence, but its sizes share its ratios far more."""
     if not len(data):
         return False
-    per_level = sizes_per_group(data, groups(data.compute, LEVEL_TOL))
+    per_level = sizes_per_group(data, compute_levels(data))
     return per_level >= MIN_SIZES and per_level > sizes_per_group(data, groups(data.ratio, RATIO_TOL))
 
 
@@ -114,8 +121,8 @@ def top_budgets(data: Runs, span: float = FIT_SPAN, min_levels: int = FIT_SPAN_M
     keep = np.ones(len(data), dtype=bool)
     if not len(data) or not isoflop_design(data):
         return keep
-    levels = groups(data.compute, LEVEL_TOL)
-    budget = {k: float(np.median(data.compute[levels == k])) for k in np.unique(levels)}
+    levels = compute_levels(data)
+    budget = {k: float(np.median(data.flops[levels == k])) for k in np.unique(levels)}
     largest = sorted(budget, key=budget.get, reverse=True)
     top = budget[largest[0]]
     inside = [k for k in largest if budget[k] >= top / span * (1 - LEVEL_TOL)]

@@ -30,11 +30,10 @@ from ladder.reports.fits import progress
 from ladder.reports.fits.backtest import NEAR_WEIGHT, interval, weighted_rms
 from ladder.reports.fits.engine import fit
 from ladder.reports.fits.loss.loss_forms import (
-    LEVEL_TOL,
     LOSS_FORMS,
     MIN_SIZES,
     at_ratio,
-    groups,
+    compute_levels,
     sizes_per_group,
     top_budgets,
 )
@@ -137,10 +136,6 @@ def log_distance(params_x: float, tokens_x: float, compute_x: float) -> float:
     """How far a point lies beyond the runs fitted, in any axis: the largest of the logs of its parameter,
     token and compute multiples (0 inside the ladder's span)."""
     return max(0.0, math.log(max(params_x, 1e-300)), math.log(max(tokens_x, 1e-300)), math.log(max(compute_x, 1e-300)))
-
-
-def compute_levels(data: Runs) -> np.ndarray:
-    return groups(data.compute, LEVEL_TOL)
 
 
 def prefix_axis(data: Runs) -> str:

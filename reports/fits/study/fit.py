@@ -213,8 +213,9 @@ def fit_study(
 
     hero0 = study_hero.hero_start(study) if study is not None else None
     target = (hero0["params"], hero0["tokens"]) if hero0 is not None else None
+    by_flops = study is None and flops_given  # a runs table's flops column says how its budgets were counted
     forecasts, noise = loss.fit_variants(
-        law_df, variants, target, predictions_in, n_boot=n_boot, seed=seed, reasons=reasons
+        law_df, variants, target, predictions_in, n_boot=n_boot, seed=seed, reasons=reasons, levels_by_flops=by_flops
     )
     fitted = [v for v in variants if forecasts[v] is not None]
     for v in variants:
@@ -258,6 +259,7 @@ def fit_study(
                 n_boot=n_boot,
                 seed=seed,
                 reasons=reasons,
+                levels_by_flops=by_flops,
             )
             fc = forecasts.get(primary)
     hparams = parts.hparams(raw, ok, primary, hero, study, reasons, warnings, seed)

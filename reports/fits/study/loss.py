@@ -13,9 +13,11 @@ from ladder.reports.fits.loss.loss_forms import seed_sigma
 from ladder.reports.fits.runs import Runs
 
 
-def loss_data(law_df: pd.DataFrame) -> tuple[Runs, list[dict]]:
+def loss_data(law_df: pd.DataFrame, levels_by_flops: bool = False) -> tuple[Runs, list[dict]]:
     """The law runs of one variant as :class:`Runs`, with the seed-to-seed scatter of replicates (rows of
-    one (params, tokens) configuration that differ in ``seed``) as the noise floor."""
+    one (params, tokens) configuration that differ in ``seed``) as the noise floor. ``levels_by_flops``: the
+    ``flops`` column sets the compute levels (a runs table's, which says how its budgets were counted); a study's
+    own levels stay 6ND, in which the plan lines its grid up and judges what the fit can use."""
     seeds = law_df["seed"].tolist() if "seed" in law_df.columns else list(range(len(law_df)))
     ids = law_df["run_id"].astype(str).tolist() if "run_id" in law_df.columns else [str(i) for i in law_df.index]
     sigma, by_size = (
@@ -26,6 +28,7 @@ def loss_data(law_df: pd.DataFrame) -> tuple[Runs, list[dict]]:
         law_df["tokens"].to_numpy(float),
         law_df["loss"].to_numpy(float),
         ids,
+        flops=law_df["flops"].to_numpy(float) if levels_by_flops else None,
         seed_sigma=sigma,
     )
     return data, by_size
@@ -40,6 +43,7 @@ def fit_variants(
     n_boot: int,
     seed: int,
     reasons: dict,
+    levels_by_flops: bool = False,
 ) -> tuple[dict[str, Forecast | None], dict[str, list[dict]]]:
     """One loss forecast per variant. The target (the hero, or without a study the first prediction, or the
     largest run at the ladder's most common ratio) sets which tokens/param ratio the ``ratio`` form uses."""
@@ -48,7 +52,7 @@ def fit_variants(
     for i, v in enumerate(variants, start=1):
         sub = law_df[law_df["_variant"] == v]
         progress.step(f"loss laws of variant {v} ({i}/{len(variants)})" if len(variants) > 1 else "loss laws")
-        data, noise[v] = loss_data(sub)
+        data, noise[v] = loss_data(sub, levels_by_flops)
         tgt = target
         if tgt is None and predict:
             tgt = predict[0][:2]

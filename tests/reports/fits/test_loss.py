@@ -285,3 +285,32 @@ def test_no_interval_beyond_the_rollouts_farthest_forecasts_is_narrower_than_the
     within = _point(far, SIZES[-1], D.max(), seed=0)  # the ladder's own largest run: no floor from the far rows
     assert not within.distance["beyond_tested"] and within.distance["far_floor_pct"] == 0
     assert within.half_width_pct < 12.0
+
+
+def test_a_runs_tables_flops_set_its_compute_levels_where_6nd_cuts_its_budgets_apart():
+    """Beck et al.'s isoFLOP budgets count attention: within one budget their runs' 6ND spreads 19-37%, so levels of
+    6ND within 10% cut each budget in pieces of too few sizes to locate an optimum, and the runs far from a budget's
+    optimum were not left out. Here a budget's 8 sizes overshoot its 6ND by 0, 15, 30 or 45%: by 6ND each
+    budget is four levels of two sizes, and no run is left out; given as flops, the 3 budgets are 3 levels, an
+    isoFLOP design, and each budget's runs more than 5% above its lowest loss are left out of the laws."""
+    from ladder.reports.fits.loss.loss_forms import compute_levels, isoflop_design, near_optimum
+
+    n, d, budget = [], [], []
+    for c in (1e18, 4e18, 1.6e19):
+        n_opt = np.sqrt(c / 120)
+        for k, off in enumerate(np.linspace(-2.0, 2.0, 8)):
+            n.append(n_opt * np.exp(off))
+            d.append(c * (1 + 0.15 * (k % 4)) / (6 * n[-1]))
+            budget.append(c)
+    n, d = np.array(n), np.array(d)
+    loss = law(n, d)
+    by_6nd = Runs(n, d, loss, [f"r{i}" for i in range(len(n))])
+    by_budget = Runs(n, d, loss, by_6nd.labels, flops=np.array(budget))
+    assert len(np.unique(compute_levels(by_6nd))) == 12 and len(np.unique(compute_levels(by_budget))) == 3
+    assert isoflop_design(by_budget) and not isoflop_design(by_6nd)
+    kept = near_optimum(by_budget)
+    assert 0 < (~kept).sum() < len(n) // 2
+    for c in (1e18, 4e18, 1.6e19):  # what is left of each budget lies within 5% of its lowest loss
+        at = np.array(budget) == c
+        assert loss[at & kept].max() <= loss[at].min() * 1.05 < loss[at & ~kept].min()
+    assert near_optimum(by_6nd).all()
