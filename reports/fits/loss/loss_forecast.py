@@ -406,6 +406,7 @@ def _reach(rows: list[dict]) -> dict[str, dict]:
 
 def _multiples(data: Runs, params: float, tokens: float) -> tuple[float, float, float]:
     """A point's multiples of the ladder's largest params, tokens and compute (6ND)."""
+    params, tokens = float(params), float(tokens)  # a table's int64 counts overflowed 6ND in numpy's integers
     return (
         params / float(data.params.max()),
         tokens / float(data.tokens.max()),

@@ -49,3 +49,18 @@ def test_the_band_of_rows_is_said_once_when_its_ends_are_one():
     assert band_text(lean_near([{"distance": np.log(2.0), "err_pct": -1.3}], np.log(3.0))) == "2x"
     assert band_text({"min_distance_x": 1.1354, "max_distance_x": 4.5112}) == "1.14x-4.51x"
     assert band_text({"n": 3, "n_high": 1}) is None  # judged on every row, before 2026-12: no band to say
+
+
+def test_the_targets_distance_is_measured_in_floats_whatever_the_counts_type():
+    """A target given as numpy int64 counts (a table's integer columns) overflowed 6ND in numpy's integers, so the
+    lean was judged at a distance that was no distance (RuntimeWarning: overflow encountered in scalar multiply)."""
+    import warnings
+
+    from ladder.reports.fits.loss.loss_forecast import _multiples
+    from ladder.reports.fits.runs import Runs
+
+    ladder = Runs([1e9, 2e9, 4e9], [2e10, 4e10, 8e10], [3.0, 2.8, 2.6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _multiples(ladder, np.int64(400_000_000_000), np.int64(8_000_000_000_000))
+    assert got == pytest.approx((100.0, 100.0, 10_000.0))
