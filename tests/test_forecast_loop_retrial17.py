@@ -204,3 +204,14 @@ def test_a_curve_with_two_hero_runs_planned_is_refused_until_run_names_its_hero(
     assert (study / "forecast.json").read_text() == before
     r = run_cli(capsys, "forecast", "score", study, "--curve", tmp_path / "c.csv", "--run", big.run_id, "--json")
     assert r.code == 0 and r.json()["scores"][0]["partial"]["fraction"] == pytest.approx(0.3, abs=1e-3), r.stderr
+
+
+def test_a_damaged_jobs_json_replaces_no_hero(study, capsys):
+    """A hero submitted (its job in jobs.json) but not started, then jobs.json damaged: it read as never submitted,
+    and moving the hero dropped it while its worker was about to train it. Now no hero is replaced then."""
+    assert run_cli(capsys, "hero", study).code == 0
+    [old] = _hero_ids(study)
+    (study / "jobs.json").write_text("{not json")
+    r = run_cli(capsys, "hero", study, "--params", "200K")
+    assert r.code == 0 and "replaced" not in r.stdout, r.stdout
+    assert old in _hero_ids(study) and (study / "runs" / old / "spec.json").is_file()

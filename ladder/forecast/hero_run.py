@@ -363,7 +363,7 @@ def _never_started(sd: layout.StudyDir, plan: dict, spec: RunSpec, keep: bool) -
     """The plan's hero runs that ``spec`` replaces (none with ``keep``): of another science than ``spec`` (not
     its seed replicates), never submitted, with nothing in their folder but spec.json. A hero that was ever
     submitted or trained a step is never among them."""
-    if keep:
+    if keep or job_records.problem(sd):  # a damaged jobs.json cannot say which heroes were submitted: none goes
         return []
     book = job_records.read(sd)
     out = []
