@@ -182,3 +182,14 @@ def test_an_interval_without_watch_is_refused_not_ignored(study, capsys):
     root, _ = study
     one_line(run_cli(capsys, "status", root, "--interval", "5"), "--interval 5", "--watch")
     assert run_cli(capsys, "status", root).code == 0
+
+
+def test_the_totals_name_the_hero_runs_they_include_by_their_count():
+    """Re-trial 17a: a study with a hero and its seed replicate said "the hero run's 1.5e12 included", of two runs."""
+    from ladder.cli.status import totals_line
+
+    t = {"runs": 14, "states": {"completed": 14}, "tokens_done": 1e6, "tokens_planned": 1e6, "progress": 1.0}
+    t |= {"flops_spent": 3e12, "flops_planned": 3e12, "hero_flops_spent": 1.5e12}
+    assert "; the 2 hero runs' 1.50e12 included: the ladder's cost 1.50e12" in totals_line({**t, "heroes": 2})
+    assert "; the hero run's 1.50e12 included" in totals_line({**t, "heroes": 1})
+    assert "hero" not in totals_line({**t, "hero_flops_spent": 0.0, "heroes": 0})

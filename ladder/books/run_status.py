@@ -262,6 +262,7 @@ def totals(rows: list[RunStatus]) -> dict[str, Any]:
         "all_ended": all(r.state in FINAL for r in rows),
         "flops_spent": float(sum(r.flops_spent for r in rows)),
         "hero_flops_spent": float(sum(r.flops_spent for r in rows if r.hero)),
+        "heroes": sum(1 for r in rows if r.hero),
         "flops_planned": float(sum(r.flops_planned for r in rows)),
         "flops_convention": "exact counted training FLOPs (flops_per_token x tokens)",
     }

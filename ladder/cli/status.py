@@ -164,10 +164,10 @@ def totals_line(t: dict, eta_s: float | None = None) -> str:
     eta = f"; ETA {human_seconds(eta_s)}" if eta_s else ""
     hero = t.get("hero_flops_spent") or 0.0
     # fit and the report give the ladder's cost without the hero: say both, or the two totals seem to disagree
+    n = t.get("heroes", 1)
+    whose = "the hero run's" if n == 1 else f"the {n} hero runs'"  # a replicate or a moved hero makes several
     apart = (
-        f"; the hero run's {sci(hero)} included: the ladder's cost {sci(t['flops_spent'] - hero)} without it"
-        if hero
-        else ""
+        f"; {whose} {sci(hero)} included: the ladder's cost {sci(t['flops_spent'] - hero)} without it" if hero else ""
     )
     return (
         f"{t['runs']} runs: {states}; {format_count(t['tokens_done'])}/{format_count(t['tokens_planned'])} "
