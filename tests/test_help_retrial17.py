@@ -319,3 +319,9 @@ def test_submit_skips_a_diverged_run_even_with_retry_failed_as_its_help_says(cap
     said = " ".join(run_cli(capsys, "submit", "--help").stdout.replace("│", " ").split())
     assert "Runs that are done or diverged, or whose jobs are alive, are skipped" in said, said
     assert "a diverged run's result stands: it is not trained again" in _option_help("submit")["--retry-failed"]
+
+
+def test_hero_seed_help_says_the_range_it_takes(capsys, tmp_path):
+    # re-trial 17b: every seed option said 0 to 2^32-1 but hero's, which refused 2^32 all the same
+    assert "0 to 2^32-1" in _option_help("hero")["--seed"]
+    one_line(run_cli(capsys, "hero", tmp_path, "--seed", str(2**32)), "--seed 4294967296", "0 to 2^32-1")

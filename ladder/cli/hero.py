@@ -27,7 +27,7 @@ def hero(
     seed: int | None = typer.Option(
         None,
         "--seed",
-        help="Plan a replicate of the hero with this seed (its "
+        help="Plan a replicate of the hero with this seed, 0 to 2^32-1 (its "
         "initialisation and data order; the same run otherwise): `ladder forecast "
         "score` then scores the forecast against the replicates' mean too.",
     ),
