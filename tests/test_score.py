@@ -487,3 +487,28 @@ def test_a_curve_gives_its_tokens_as_counts_as_every_other_file_may(tmp_path):
     bad.write_text("tokens,eval_loss\n4Q,3.5\n")
     with pytest.raises(SpecError, match="'4Q' is not a positive number"):
         read_curve_points(bad)
+
+
+def test_the_curves_that_forecast_a_hero_include_branches_at_its_tokens_per_param(tmp_path):
+    """Re-trial 17a: a hero at 10 tokens/param scored at 75% of its tokens heads for 3.214 [3.157, 3.272]; it ended
+    at 3.063. Its references were the rungs' trunks at 20 tokens/param (a branch was never read: "its curve starts
+    at its trunk's step", though a branch copies its trunk's records up to its start and its curve is whole), whose
+    cooldown comes at another point of their run. The branches at the hero's tokens/param are its schedule."""
+    from ladder.forecast.score import reference_curves
+    from ladder.plan.planner import expand, write_plan
+    from ladder.studies.spec import parse_study
+    from tests.hero_fixture import study_dict
+
+    training = {"lr_max": 0.02, "batch_min_sequences": 8, "evals_per_run": 10, "schedule": {"kind": "wsd"}}
+    plan = expand(parse_study(study_dict(budgets=[0.5, 1, 2], training=training)))
+    write_plan(plan, tmp_path)
+    sd = layout.StudyDir(tmp_path)
+    rungs = [s for s in plan.runs if s.role == "rung"]
+    for spec in rungs:
+        train(sd, spec, law_loss(spec.params, spec.tokens))
+    branches = [s for s in rungs if s.trunk is not None]
+    assert branches, "a wsd study with budgets plans cooldown branches"
+    ratio = branches[0].tokens / branches[0].params
+    refs = reference_curves(sd, rungs, ratio, "wsd")
+    assert refs and {r["run_id"] for r in refs} <= {s.run_id for s in branches}, refs
+    assert all(abs(r["ratio"] / ratio - 1) < 0.1 and r["f"][0] < 0.2 for r in refs), refs  # whole curves

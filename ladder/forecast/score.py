@@ -249,12 +249,15 @@ def refuse_past_the_end(
 def reference_curves(
     sd: layout.StudyDir, specs: list[RunSpec], ratio: float | None, schedule: str | None
 ) -> list[dict]:
-    """The finished rungs whose curves forecast the hero's final loss: not branches (a branch's curve starts at
-    its trunk's step), the hero's schedule, the hero's tokens/param within 10% when some are, the largest
-    :data:`REFERENCE_SIZES` sizes. Each: run id, params, fractions and log(L(f) / L_final)."""
+    """The finished rungs whose curves forecast the hero's final loss: the hero's schedule, the hero's tokens/param
+    within 10% when some are, the largest :data:`REFERENCE_SIZES` sizes. Each: run id, params, fractions and
+    log(L(f) / L_final). Cooldown branches count: a branch copies its trunk's records up to its start, so its
+    curve is whole, and at the hero's tokens/param it is the hero's schedule, where a trunk cools down at another
+    point of its run (re-trial 17a: a hero at 10 tokens/param, read against trunks at 20, heads for 3.214 [3.157,
+    3.272] at 75% of its tokens and ended at 3.063)."""
     cands = []
     for spec in specs:
-        if spec.role != "rung" or spec.trunk is not None or (schedule and spec.schedule.kind != schedule):
+        if spec.role != "rung" or (schedule and spec.schedule.kind != schedule):
             continue
         rd = sd.run(spec.run_id)
         if layout.result_status(rd) != "done":
