@@ -230,7 +230,7 @@ def fit_tie_ablation(
         t = best_config(sub[sub["tie_embeddings"]], exclude=("tie_embeddings",))
         u = best_config(sub[~sub["tie_embeddings"]], exclude=("tie_embeddings",))
         raw.append((sc, t, u))
-        if _shapes_differ(sub):
+        if t is not None and u is not None and _shapes_differ(sub):  # a one-variant rung compares nothing
             unlike.append(sc.label)
     sd, noise = _noise(raw, loss_noise)
 
@@ -352,7 +352,7 @@ def fit_tie_ablation(
     method = TIE_METHOD
     if unlike:  # the method's matched compute holds for one shape per rung only
         method += (
-            f"; here the variants' shapes differ at {len(unlike)} of {len(raw)} rungs (sizes hold total "
+            f"; here the variants' shapes differ at {len(unlike)} of {len(rows)} rungs (sizes hold total "
             "parameters fixed, so the untied head takes V x d from the body): those compare the variants at the "
             "same parameters and tokens, not at matched compute"
         )
