@@ -512,3 +512,18 @@ def test_the_curves_that_forecast_a_hero_include_branches_at_its_tokens_per_para
     refs = reference_curves(sd, rungs, ratio, "wsd")
     assert refs and {r["run_id"] for r in refs} <= {s.run_id for s in branches}, refs
     assert all(abs(r["ratio"] / ratio - 1) < 0.1 and r["f"][0] < 0.2 for r in refs), refs  # whole curves
+
+
+def test_a_curve_line_with_an_unquoted_comma_is_one_line_naming_it(tmp_path):
+    """Fuzzing forecast score --curve: a tokens cell written 1,000 said "cannot read it (ParserError: Error
+    tokenizing data. C error: Expected 2 fields in line 5, saw 3" and, on a second line of its own, ")"."""
+    from ladder.errors import SpecError
+    from ladder.forecast.frozen import read_curve_points
+
+    path = tmp_path / "c.csv"
+    path.write_text("tokens,eval_loss\n125440,4.7\n250880,4.4\n1,000,4.1\n")
+    with pytest.raises(SpecError) as err:
+        read_curve_points(path)
+    words = str(err.value)
+    assert "\n" not in words and "line 4 has 3 fields where the header names 2 columns" in words, words
+    assert "ParserError" not in words and "double quotes" in words

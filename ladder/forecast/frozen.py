@@ -497,21 +497,26 @@ def read_curve_points(path: str | Path) -> list[CurvePoint]:
         raise SpecError(f"--curve {str(path)!r}: {problem}" if str(path) == "" else f"--curve {path}: {problem}")
     path = Path(path)
     suffix = path.suffix.lower()
+    sep = "\t" if suffix == ".tsv" else ","
     try:
         if suffix in (".jsonl", ".json", ".ndjson"):
             df = pd.DataFrame(_curve_records(path))
         elif suffix in (".parquet", ".pq"):
             df = pd.read_parquet(path)
         else:
-            sep = "\t" if suffix == ".tsv" else ","
             _refuse_repeated_columns(path, sep)
             # only an empty cell is a row without that value: "nan" (a diverged run's loss) is read as written and
             # refused below, never dropped as if the row had no loss (the curve before it would be scored)
             df = pd.read_csv(path, sep=sep, keep_default_na=False, na_values=[""])
     except SpecError:
         raise
+    except pd.errors.ParserError as exc:  # pandas' words ran over two lines, of a value written 1,000
+        from ladder.reports.fits.study.runs_file import parser_error_words
+
+        raise SpecError(f"--curve {path}: {parser_error_words(exc, sep, 'it')}") from None
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
-        raise SpecError(f"--curve {path}: cannot read it ({type(exc).__name__}: {exc})") from None
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise SpecError(f"--curve {path}: cannot read it ({type(exc).__name__}: {first})") from None
     names = {str(c).strip().lower(): c for c in df.columns}  # " Tokens " is tokens
     if len(names) == len(df.columns):
         df = df.rename(columns={c: n for n, c in names.items()})

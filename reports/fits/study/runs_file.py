@@ -83,16 +83,7 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
             f"at offset {exc.start}); save it as UTF-8"
         ) from None
     except pd.errors.ParserError as exc:
-        # pandas said "Error tokenizing data. C error: Expected 5 fields in line 7, saw 6" of a value 1,000
-        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-        if not m:
-            raise FitError(f"{path}: cannot read the runs table (ParserError: {_first_line(exc)})") from None
-        want, line, saw = m.groups()
-        what = "comma" if sep == "," else "tab"
-        raise FitError(
-            f"{path}: line {line} has {saw} fields where the header names {want} columns: quote a value that holds a "
-            f"{what} in double quotes, or write numbers without one (1000, not 1,000)"
-        ) from None
+        raise FitError(f"{path}: {parser_error_words(exc, sep, 'the runs table')}") from None
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's problem
         raise FitError(f"{path}: cannot read the runs table ({type(exc).__name__}: {_first_line(exc)})") from None
     df = _cells_as_values(df)
@@ -118,6 +109,20 @@ def read_runs_file(path: str | Path, columns: str | dict[str, str] | None = None
 NUMERIC = ("params", "tokens", "loss", "flops", "lr", "batch_tokens", "batch_size", "aspect_ratio", "seed")
 """The columns of a runs table that hold numbers (true/false in them is a mistake, not 1 and 0)."""
 MAX_COUNT = 1e15  # params or tokens per run beyond this are a typo (1P), as for `ladder fit --predict`
+
+
+def parser_error_words(exc: Exception, sep: str, what: str) -> str:
+    """pandas' "Error tokenizing data. C error: Expected 5 fields in line 7, saw 6" (of a value written 1,000) in
+    a person's words: the line, its fields, the header's columns and the cure."""
+    m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+    if not m:
+        return f"cannot read {what} (ParserError: {_first_line(exc)})"
+    want, line, saw = m.groups()
+    mark = "comma" if sep == "," else "tab"
+    return (
+        f"line {line} has {saw} fields where the header names {want} columns: quote a value that holds a {mark} in "
+        "double quotes, or write numbers without one (1000, not 1,000)"
+    )
 
 
 def _first_line(exc: Exception) -> str:
