@@ -26,3 +26,40 @@ def test_a_rung_one_variant_trained_is_not_a_rung_whose_shapes_differ():
     unlike.loc[(unlike["flops"] == LADDER[0]) & ~unlike["tie_embeddings"], "d_model"] = 48
     res = fit_tie_ablation(pd.concat([unlike, top], ignore_index=True), hero_flops=1e21, n_boot=20)
     assert f"shapes differ at 1 of {len(LADDER)} rungs" in res.method, res.method
+
+
+def _with_untied_top():
+    df = tie_runs(log_gap(0.004, 3e17))
+    top = df[(df["flops"] == LADDER[-1]) & ~df["tie_embeddings"]].assign(
+        flops=LADDER[-1] * 4, params=LADDER[-1] * 4 / 1e11, d_model=1024, n_layers=12
+    )
+    return pd.concat([df, top], ignore_index=True)
+
+
+def test_the_tie_distance_names_the_rung_it_divides_and_its_flops():
+    """The default study's report, "Tied vs untied embeddings", Distance: "the hero is 24.6x the largest rung's
+    compute", while its per-rung table lists 200K 1x (7.23e12 FLOPs, untied only) as the largest rung (13.2x), and
+    the headline puts the hero 31.7x in compute (6ND) from the same 100K run the 24.6x divides (3.90e12 counted
+    FLOPs). The row now names the rung and both FLOPs counts; the fit's crossover and call texts say "the largest
+    rung with both variants"."""
+    from types import SimpleNamespace
+
+    from ladder.reports.fits.ablations import calls
+    from ladder.reports.fits.study.fit_json_trends import TiedVsUntied
+    from ladder.reports.render.blocks import KV, Para
+    from ladder.reports.render.fmt import fmt_flops, fmt_times
+    from ladder.reports.render.sections.ablations import tied
+
+    res = fit_tie_ablation(_with_untied_top(), hero_flops=1e21, n_boot=20)
+    tie = TiedVsUntied.model_validate({**res.to_dict(), "available": True})
+    ctx = SimpleNamespace(fit_json=SimpleNamespace(tied_vs_untied=tie), figure=lambda *a, **k: Para("figure", "p"))
+    kv = {k: v for b in tied(ctx).blocks if isinstance(b, KV) for k, v in b.items}
+    top = max((r for r in tie.scales if r.gap is not None), key=lambda r: r.flops)
+    dist = kv["Distance"]
+    assert fmt_times(tie.hero.compute_x) in dist and fmt_flops(top.flops) in dist and top.scale in dist, dist
+    assert fmt_flops(1e21) in dist and "largest rung with both variants" in dist and "6ND" in dist, dist
+    assert "largest rung's compute" not in dist, dist
+    h = {**res.hero, "call": "undetermined", "interval_excludes_zero": True}
+    assert "beyond the largest rung with both variants" in calls.call_text(h)
+    if "largest rung" in (res.crossover.get("message") or ""):
+        assert "the largest rung with both variants" in res.crossover["message"]

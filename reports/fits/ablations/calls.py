@@ -38,6 +38,7 @@ from ladder.reports.fits.ablations.trend import Trend
 from ladder.reports.fits.backtest import interval
 
 LIKELY = 0.75
+TOP = "the largest rung with both variants"  # a rung one variant trained alone compares nothing
 CROSS_LIMIT = 10.0  # crossings are searched up to this many times the hero's (or the largest rung's) compute
 GRID = 400
 MAX_LN_M = math.log(1e6)  # a multiplier beyond 1e6 (or below 1e-6) is reported as unbounded (None)
@@ -171,14 +172,14 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
                 out["status"] = "possible_beyond"
                 out["message"] = (
                     f"a flip beyond the ladder is possible, not established: the trend crosses zero at "
-                    f"C = {format_flops(c0)}{where}, {format_multiple(dist)} beyond the largest rung, but {share}; {now} "
-                    "ahead at the largest rung"
+                    f"C = {format_flops(c0)}{where}, {format_multiple(dist)} beyond {TOP}, but {share}; "
+                    f"{now} ahead at {TOP}"
                 )
             else:
                 out["status"] = "none"
                 out["message"] = (
                     f"no flip stated: the trend's point crosses zero at C = {format_flops(c0)}{where}, {format_multiple(dist)} "
-                    f"beyond the largest rung, but {share}; {now} ahead at the largest rung"
+                    f"beyond {TOP}, but {share}; {now} ahead at {TOP}"
                 )
             return out
         reach = (
@@ -189,7 +190,7 @@ def crossover(trend: Trend | None, rungs: list[dict], hero_flops: float | None) 
         out["status"] = "beyond_range"
         out["message"] = (
             f"no flip within the ladder; extrapolated, the trend crosses zero at C = {format_flops(c0)}{where}, "
-            f"{format_multiple(dist)} beyond the largest rung ({reach}): {now} ahead below it, {then} above"
+            f"{format_multiple(dist)} beyond {TOP} ({reach}): {now} ahead below it, {then} above"
         )
         return out
     if inside:
@@ -255,7 +256,7 @@ def call_text(h: dict) -> str:
     if h["call"] != "certain":
         if h["interval_excludes_zero"]:
             text += (
-                f"; the interval excludes 0 but the hero is {format_multiple(h['compute_x'])} beyond the largest rung and "
+                f"; the interval excludes 0 but the hero is {format_multiple(h['compute_x'])} beyond {TOP} and "
                 f"the rollout showed the gap forecasts right only up to {format_multiple(h['reach_compute_x'])}"
             )
         else:
