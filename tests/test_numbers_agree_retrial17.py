@@ -63,3 +63,16 @@ def test_the_tie_distance_names_the_rung_it_divides_and_its_flops():
     assert "beyond the largest rung with both variants" in calls.call_text(h)
     if "largest rung" in (res.crossover.get("message") or ""):
         assert "the largest rung with both variants" in res.crossover["message"]
+
+
+def test_the_far_floor_gives_the_median_error_it_comes_from_beside_its_half_width():
+    """S7 (a hero 2.81x beyond a 4-size ladder): fit's warning and the report's rollout section said the rollout's
+    "farthest forecasts at 2.25x ... erred by a median of 5.2%" (the section: "median 5.19%") and, in the same
+    sentence, "at least the median error of the rollout's farthest forecasts, ±5.06%": the floor is that median
+    taken as a factor either side in log loss, whose half-width is 5.06%, not the median."""
+    from ladder.reports.fits.study.study_hero import floor_words
+
+    words = floor_words(1.5126, 5.0638, 5.1919)
+    assert "median error of 5.2%" in words and "±5.06%" in words and "factor 1.052" in words, words
+    assert "median error of the rollout's farthest forecasts, ±" not in words, words
+    assert floor_words(3.8, 2.0, 2.02) == "at least the published-ladder floor of ±3.80%"

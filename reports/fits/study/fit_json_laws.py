@@ -129,7 +129,9 @@ class Distance(_Open):
     drift_rate: float
     drift_widening_pct: float
     public_floor_pct: float
-    far_floor_pct: float | None = None  # the rollout's farthest forecasts' median error, where it binds (absent before)
+    # the half-width (half_width_pct's measure) that the rollout's farthest forecasts' median error, taken as a factor
+    # either side, sets where it binds (absent before): 5.06 of a 5.19% median
+    far_floor_pct: float | None = None
     rollout_error: RolloutError | None = None
     lean: Lean | None = None  # the rollout's lean near this forecast's distance (absent before)
 

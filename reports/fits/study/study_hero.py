@@ -324,13 +324,27 @@ def farthest_span(far: dict) -> str:
     return f" at {format_multiple(lo, sign='')}-{format_multiple(hi)}"
 
 
-def floor_words(public_pct: float, far_pct: float | None) -> str:
+def floor_words(public_pct: float, far_pct: float | None, far_median_pct: float | None = None) -> str:
     """The least half-width a far forecast got, in the hero interval's ± digits: the published-ladder floor, or the
-    rollout's median error at its farthest forecasts where that is wider (a distance no nearer than theirs)."""
+    rollout's median error at its farthest forecasts where that is wider (a distance no nearer than theirs). That
+    median is a factor either side in log loss, so its ± is smaller than the median itself: the words give both
+    ("a median of 5.2%" and "the median error ..., ±5.06%" stood in one warning)."""
     public = f"the published-ladder floor of ±{public_pct:.2f}%"
     if far_pct is None or far_pct <= public_pct:
         return f"at least {public}"
-    return f"at least the median error of the rollout's farthest forecasts, ±{far_pct:.2f}% (wider than {public})"
+    if far_median_pct is None:
+        return (
+            f"at least ±{far_pct:.2f}%, from the median error of the rollout's farthest forecasts (wider than {public})"
+        )
+    return (
+        f"at least ±{far_pct:.2f}%: the rollout's farthest forecasts' median error of {far_median_pct:.1f}% taken as a "
+        f"factor {1 + far_median_pct / 100:.3f} either side of the forecast (wider than {public})"
+    )
+
+
+def far_median(dist: dict) -> float | None:
+    """The median |error| (%) of the rollout's farthest forecasts, as a distance's ``rollout_error`` holds it."""
+    return (dist.get("rollout_error") or {}).get("median_abs_err_pct")
 
 
 def reach_words(fc: Forecast) -> str:
@@ -362,7 +376,8 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
         warnings.append(
             f"the hero is {where}: {BEYOND_TESTED} ({tested_words(dist)}); its interval was widened for the "
             f"distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, "
-            f"{floor_words(dist.get('public_floor_pct', 0), dist.get('far_floor_pct'))}): a projection, not a checked "
+            f"{floor_words(dist.get('public_floor_pct', 0), dist.get('far_floor_pct'), far_median(dist))}): a "
+            "projection, not a checked "
             "prediction"
         )
     elif hero["beyond_reach"]:

@@ -137,7 +137,12 @@ def rollout(ctx: Builder) -> Section:
                         "Widened for the distance",
                         f"{fmt_pct(dist.drift_widening_pct, 1, signed=True)} (the rollout's error "
                         # in the ± digits of the hero's interval, which it bounds: never 4.7% beside ±4.67%
-                        f"growth per unit of log distance), {floor_words(dist.public_floor_pct, dist.far_floor_pct)}",
+                        f"growth per unit of log distance), "
+                        + floor_words(
+                            dist.public_floor_pct,
+                            dist.far_floor_pct,
+                            far.median_abs_err_pct if far is not None else None,
+                        ),
                     ),
                     ("Track record", track_record.sentence(written(hero.track_record)) or ABSENT),
                 ],

@@ -278,9 +278,13 @@ def test_no_interval_beyond_the_rollouts_farthest_forecasts_is_narrower_than_the
     unbounded = _point(fc, beyond.params, beyond.tokens, seed=0).half_width_pct  # the rollout as it erred
     assert beyond.half_width_pct >= 100 * np.sinh(np.log1p(0.12)) * (1 - 1e-9) > unbounded
     assert beyond.distance["far_floor_pct"] == pytest.approx(beyond.half_width_pct)
-    words = floor_words(beyond.distance["public_floor_pct"], beyond.distance["far_floor_pct"])
+    words = floor_words(
+        beyond.distance["public_floor_pct"],
+        beyond.distance["far_floor_pct"],
+        beyond.distance["rollout_error"]["median_abs_err_pct"],
+    )
     assert words.startswith(
-        f"at least the median error of the rollout's farthest forecasts, ±{beyond.half_width_pct:.2f}%"
+        f"at least ±{beyond.half_width_pct:.2f}%: the rollout's farthest forecasts' median error of 12.0% taken as"
     )
     within = _point(far, SIZES[-1], D.max(), seed=0)  # the ladder's own largest run: no floor from the far rows
     assert not within.distance["beyond_tested"] and within.distance["far_floor_pct"] == 0
