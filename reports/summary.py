@@ -161,7 +161,7 @@ def print_fit(fit: FitJson, console: Console | None = None) -> None:
             reach = (law.reach or {}).get("2%")
             tested = (law.reach or {}).get("tested")
             where = (
-                f"  {_times(ext['params'])} the ladder's largest model in parameters, "
+                f"  {_times(ext['params'])} the largest model fitted in parameters, "
                 f"{_times(ext.get('tokens'))} in tokens, {_times(ext.get('compute_6nd'))} in compute (6ND); "
             )
             if not (law.calibration and law.calibration.n):

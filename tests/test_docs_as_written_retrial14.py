@@ -60,7 +60,7 @@ def test_the_distance_the_guide_quotes_is_in_its_examples_table(capsys, monkeypa
     assert r.code == 0, r.stderr
     [row] = [ln for ln in r.stdout.splitlines() if ln.startswith("7e9:4e12 ")]
     assert said.group(1) in row, (said.group(1), row)
-    assert "219x the ladder's largest model" in r.stdout + r.stderr  # "(here 219x the largest model)"
+    assert "219x the largest model fitted" in r.stdout + r.stderr  # "(here 219x the largest model)"
 
 
 def _help(capsys, *command: str) -> str:

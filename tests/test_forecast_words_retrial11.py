@@ -161,7 +161,7 @@ def test_the_heros_distance_is_said_in_every_axis_by_hero_and_the_report(tmp_pat
     far = Hero(extrapolation={"params": 1234567.0, "tokens": 2.5, "compute_6nd": 3086417.5}, beyond_tested=True)
     words = _caveat(far, 512)
     assert words.startswith(
-        "the hero is 1.23e6x the ladder's largest model, 2.5x its most tokens and 3.09e6x its largest compute (6ND)"
+        "the hero is 1.23e6x the largest model fitted, 2.5x its most tokens and 3.09e6x its largest compute (6ND)"
     ), words
 
 

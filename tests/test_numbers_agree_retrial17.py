@@ -76,3 +76,24 @@ def test_the_far_floor_gives_the_median_error_it_comes_from_beside_its_half_widt
     assert "median error of 5.2%" in words and "±5.06%" in words and "factor 1.052" in words, words
     assert "median error of the rollout's farthest forecasts, ±" not in words, words
     assert floor_words(3.8, 2.0, 2.02) == "at least the published-ladder floor of ±3.80%"
+
+
+def test_the_heros_distance_names_the_runs_it_is_measured_from(tmp_path, capsys):
+    """The default study: fit, its warning and the report's headline put the tied hero at "7.96x the ladder's
+    largest model" (800K over tied's 100.6K), while the ladder's table lists the untied 201.3K (3.97x) and the
+    study's own description says "8x the largest tied rung, 4x the untied top rung". The distance is measured from
+    the runs the laws were fitted on; the words now say so."""
+    from tests.cli_helpers import run_cli
+    from tests.reports.fits.test_tasks import ladder
+
+    a = ladder(0).assign(variant="a")
+    b = ladder(1).assign(variant="b", run_id=[f"b{i}" for i in range(15)])
+    b = b.assign(params=b["params"] * 4, flops=b["flops"] * 4, loss=b["task/code/bpb"] * 1.3)
+    a["loss"] = a["task/code/bpb"]
+    path = tmp_path / "runs.csv"
+    pd.concat([a, b]).to_csv(path, index=False)
+    r = run_cli(capsys, "fit", "--runs", str(path), "--predict", "1e10:2e11", "--bootstrap", "20")
+    assert r.code == 0, r.stderr
+    out = " ".join((r.stdout + r.stderr).split())
+    assert "variant a" in out and "100x the largest model fitted" in out, out
+    assert "the ladder's largest model" not in out, out

@@ -255,9 +255,11 @@ def reaches_nowhere(*multiples: float | None) -> bool:
 def where_words(params_x: float, tokens_x: float, compute_x: float) -> str:
     """A forecast's distance in words, in every axis (the hero's warnings and the predictions' say it alike). Its
     compute is the law's, 6ND: exact FLOPs (LM head and attention counted) put the ladder's small runs higher, so
-    their ratio differs, and a bare "compute" read beside the hero's exact FLOPs said a multiple they do not give."""
+    their ratio differs, and a bare "compute" read beside the hero's exact FLOPs said a multiple they do not give.
+    The multiples are over the runs the laws were fitted on: "the ladder's largest model" put the default study's
+    tied hero at 7.96x, beside a ladder whose largest model (untied, not fitted) it is 3.97x."""
     return (
-        f"{format_multiple(params_x)} the ladder's largest model, {format_multiple(tokens_x)} its most tokens and "
+        f"{format_multiple(params_x)} the largest model fitted, {format_multiple(tokens_x)} its most tokens and "
         f"{format_multiple(compute_x)} its largest compute (6ND)"
     )
 

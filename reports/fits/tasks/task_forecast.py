@@ -298,7 +298,7 @@ def fit_task(
         if hero_fc.beyond_reach and s1.forecast is not None:
             reach = s1.forecast.reach.get("2%", {}).get("params_x", 1.0)
             warnings.append(
-                f"the hero is {format_multiple(hero_fc.params_x)} the ladder's largest model, "
+                f"the hero is {format_multiple(hero_fc.params_x)} the largest model fitted, "
                 + (
                     "beyond the distance at which step 1's rollout forecasts stayed within 2% "
                     f"({format_multiple(reach)})"

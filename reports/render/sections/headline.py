@@ -67,7 +67,7 @@ def headline(ctx: Builder) -> Section:
         ext_text = ""
         if ok(ext.get("params")):
             ext_text = (
-                f"; {fmt_times(ext.get('params'))} the ladder's largest model in parameters, "
+                f"; {fmt_times(ext.get('params'))} the largest model fitted in parameters, "
                 f"{fmt_times(ext.get('tokens'))} in tokens, {fmt_times(ext.get('compute_6nd'))} in compute (6ND)"
             )
         half = hero.half_width_pct
