@@ -308,6 +308,15 @@ def test_a_count_beyond_any_float_is_named_as_given(study, capsys, args):
     assert " -:" not in line and _plan_ids(study) == before
 
 
+@pytest.mark.parametrize("args", [("--params", "1e-3"), ("--params", "250K", "--tokens", "0.5")])
+def test_a_count_below_one_is_named_as_given(study, capsys, args):
+    """Fuzzing `hero`: `--params 1e-3` said "target size must be positive, got 0", naming neither the option nor
+    the value given."""
+    before = _plan_ids(study)
+    one_line(run_cli(capsys, "hero", study, *args), f"{args[-2]} '{args[-1]}': less than one", "a positive count")
+    assert _plan_ids(study) == before
+
+
 @pytest.mark.parametrize(
     ("size", "words"),
     [("1.2B", ("x the largest model fitted", "beyond what the rollout tested")), ("3K", ("above ln(V)",))],

@@ -78,7 +78,10 @@ def parse_override(value: str | None, flag: str) -> float | None:
     if value is None:
         return None
     # below infinity: 1e400 reads as inf, which was then shown as "-" ("--params -: beyond what this family builds")
-    return float(positive_count(value, flag, "a positive count such as 800K, 3.2M or 1.6e7", below=math.inf))
+    n = float(positive_count(value, flag, "a positive count such as 800K, 3.2M or 1.6e7", below=math.inf))
+    if n < 1:  # --params 1e-3 said "target size must be positive, got 0", naming neither the option nor the value
+        raise SpecError(f"{flag} {value!r}: less than one; must be a positive count such as 800K, 3.2M or 1.6e7")
+    return n
 
 
 def _caveat(forecast: Hero, vocab_size: int) -> str | None:
