@@ -584,7 +584,7 @@ def _print_in_context(fit: FitJson, console: Console) -> None:
         f"[bold]in-context repeats[/] ({100 * sec.repeat_share:.0f}% of eval targets): repeats/novel loss "
         # 3 significant digits as the report's in-context section (0.0555, not 0.056; the slope 0.0281, not 0.028)
         f"by its log-log trend {tr.ratio_at_smallest:.3g} -> {tr.ratio_at_largest:.3g} over {format_multiple(tr.compute_span)} compute "
-        f"(slope {_slope(tr.slope, tr.ci90)})"
+        f"(6ND; slope {_slope(tr.slope, tr.ci90)})"
     )
     for i, point in enumerate([fc, *fc.predictions]):
         kinds = []

@@ -4,6 +4,7 @@ side by side)."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from ladder.reports.fits.ablations import fit_tie_ablation
 from tests.reports.fits.test_ablations import LADDER, log_gap, tie_runs
@@ -97,3 +98,38 @@ def test_the_heros_distance_names_the_runs_it_is_measured_from(tmp_path, capsys)
     out = " ".join((r.stdout + r.stderr).split())
     assert "variant a" in out and "100x the largest model fitted" in out, out
     assert "the ladder's largest model" not in out, out
+
+
+def test_the_copy_ratios_compute_span_says_it_is_6nd(tmp_path):
+    """The default study: fit said the copy ratio falls "over 72x compute" (its warning "across 72x compute", the
+    report "0.851 at the largest (72x apart) ... per e-fold of compute"), while the report's ladder table gives
+    the tied runs' FLOPs from 8.00e10 to 3.90e12: 48.8x. The span is 6ND's (3.37e10 to 2.43e12); each place now
+    says so."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from ladder.model.config import format_multiple
+    from ladder.reports.render import render_report
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.study import load_study
+    from ladder.reports.summary import print_fit
+    from tests.hero_fixture import make_ladder
+    from tests.reports.render.test_report_agrees import prose
+
+    root = make_ladder(tmp_path / "study", split=True, n_boot=10)
+    ic = json.loads((root / "fit.json").read_text())["in_context"]
+    nd = [6 * r["params"] * r["tokens"] for r in ic["runs"]]
+    span = ic["trend"]["compute_span"]
+    assert span == pytest.approx(max(nd) / min(nd))
+    buf = io.StringIO()
+    print_fit(Builder(load_study(root)).fit_json, Console(file=buf, width=400, color_system=None))
+    [line] = [ln for ln in buf.getvalue().splitlines() if "repeats/novel loss" in ln]
+    assert f"over {format_multiple(span)} compute (6ND" in line, line
+    for w in ic["warnings"]:
+        if "across" in w:
+            assert f"across {format_multiple(span)} compute (6ND" in w, w
+    section = prose(render_report(root, tmp_path / "out", formats="html")["html"].read_text())["in-context"]
+    [row] = [c for c in section if "at the smallest compute" in c]
+    assert "apart in 6ND" in row and "per e-fold of compute (6ND)" in row, row

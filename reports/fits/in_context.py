@@ -197,7 +197,7 @@ def fit_in_context(
         warnings.append(
             f"the ladder is learning to copy from context: the loss on in-context repeats ({100 * share:.0f}% of the "
             f"evaluation targets) over the novel tokens' falls, by its log-log trend, from {trend['ratio_at_smallest']:.3g} to "
-            f"{trend['ratio_at_largest']:.3g} across {format_multiple(trend['compute_span'])} compute (slope "
+            f"{trend['ratio_at_largest']:.3g} across {format_multiple(trend['compute_span'])} compute (6ND; slope "
             f"{trend['slope']:+.3g}, 90% [{trend['ci90'][0]:+.3g}, {trend['ci90'][1]:+.3g}]), so the total mixes two "
             "kinds of target that scale differently. Small models learn to copy abruptly, at a seed-dependent step: "
             "beyond the ladder the repeats can fall much faster than the laws of the total forecast (compare each "

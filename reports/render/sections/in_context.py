@@ -65,8 +65,9 @@ def in_context(ctx: Builder) -> Section:
                     "Copy ratio",
                     f"by its log-log trend (not a run's own, in the table below), "
                     f"{fmt_g(tr.ratio_at_smallest, 3)} at the smallest compute, "
-                    f"{fmt_g(tr.ratio_at_largest, 3)} at the largest ({fmt_times(tr.compute_span)} "
-                    f"apart); slope {fmt_g(_noise_as_zero(tr.slope), 3)} per e-fold of compute, 90% "
+                    f"{fmt_g(tr.ratio_at_largest, 3)} at the largest ({fmt_times(tr.compute_span)} apart in 6ND, not "
+                    f"the ladder table's counted FLOPs); slope {fmt_g(_noise_as_zero(tr.slope), 3)} per e-fold of "
+                    f"compute (6ND), 90% "
                     f"{fmt_ci([_noise_as_zero(x) for x in tr.ci90] if tr.ci90 else tr.ci90)}",
                 ),
                 (
