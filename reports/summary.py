@@ -551,16 +551,14 @@ def _at_target(fit: FitJson, t: Any, value: str) -> str:
 
 
 def _print_tasks(fit: FitJson, console: Console) -> None:
-    """The hero's task forecasts (`ladder eval`'s results), in the digits of the report's task table: fit.json and
-    the report had them while the terminal said nothing (a task that could not be fitted is among the warnings)."""
+    """The hero's task forecasts (`ladder eval`'s), in the report's digits; one not fitted is among the warnings."""
     sec = fit.tasks
     if sec is None or not sec.available or not sec.tasks:
         return
 
-    def ci(pair: Any, digits: int = 4) -> str:
-        if not pair or None in pair[:2]:
-            return ""
-        return f" (90% [{fmt_loss(pair[0], digits)}, {fmt_loss(pair[1], digits)}])"
+    def ci(pair: Any, digits: int = 4, pred: Any = None) -> str:  # an accuracy's two, named as the report's table
+        two = [f"[{fmt_loss(p[0], digits)}, {fmt_loss(p[1], digits)}]" for p in (pair, pred) if p and None not in p[:2]]
+        return f" (90% {two[0]} curve, {two[1]} prediction)" if len(two) == 2 else f" (90% {two[0]})" if two else ""
 
     console.print("[bold]task forecasts[/] (lm-eval results of the runs, `ladder eval`):")
     for name, t in sec.tasks.items():
@@ -569,7 +567,9 @@ def _print_tasks(fit: FitJson, console: Console) -> None:
             continue
         line = f"  {name}: {t.loss_metric or 'task loss'} {fmt_loss(h.loss)}{ci(h.loss_interval)}"
         if h.acc is not None:
-            line += f", {t.acc_metric or 'accuracy'} {fmt_loss(h.acc, 3)}{ci(h.acc_interval, 3)}"
+            line += (
+                f", {t.acc_metric or 'accuracy'} {fmt_loss(h.acc, 3)}{ci(h.acc_interval, 3, h.acc_prediction_interval)}"
+            )
         console.print(line + " at the hero", soft_wrap=True)
 
 

@@ -133,3 +133,26 @@ def test_the_copy_ratios_compute_span_says_it_is_6nd(tmp_path):
     section = prose(render_report(root, tmp_path / "out", formats="html")["html"].read_text())["in-context"]
     [row] = [c for c in section if "at the smallest compute" in c]
     assert "apart in 6ND" in row and "per e-fold of compute (6ND)" in row, row
+
+
+def test_the_terminals_task_accuracy_names_its_two_intervals_as_the_report_does():
+    """The default study: fit printed "ladder_py_next_line: ... acc 0.368 (90% [0.307, 1.000])" while the report's
+    task table gives two 90% intervals of that accuracy, "(curve) 0.307 - 1.000" and "(prediction) 0.293 - 1.000":
+    the terminal's did not say which it was. It now gives both, named as the report names them."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from ladder.reports.fits.study.fit_json import Tasks
+    from ladder.reports.summary import _print_tasks
+
+    hero = {"loss": 1.4388, "loss_interval": [1.1653, 1.9702], "acc": 0.3683, "acc_interval": [0.30663, 1.0]}
+    hero["acc_prediction_interval"] = [0.29291, 1.0]
+    task = {"task": "next", "loss_metric": "bpb", "acc_metric": "acc", "hero": hero}
+    tasks = Tasks.model_validate({"available": True, "tasks": {"next": task}})
+    buf = io.StringIO()
+    _print_tasks(SimpleNamespace(tasks=tasks), Console(file=buf, width=300, color_system=None))
+    line = " ".join(buf.getvalue().split())
+    assert "acc 0.368 (90% [0.307, 1.000] curve, [0.293, 1.000] prediction)" in line, line
+    assert "bpb 1.4388 (90% [1.1653, 1.9702])" in line, line
