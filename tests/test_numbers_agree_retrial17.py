@@ -156,3 +156,26 @@ def test_the_terminals_task_accuracy_names_its_two_intervals_as_the_report_does(
     line = " ".join(buf.getvalue().split())
     assert "acc 0.368 (90% [0.307, 1.000] curve, [0.293, 1.000] prediction)" in line, line
     assert "bpb 1.4388 (90% [1.1653, 1.9702])" in line, line
+
+
+def test_the_reports_fit_record_says_how_many_of_its_law_runs_were_fitted(tmp_path):
+    """The default study's report: Reproducibility's Fit table said "n_law_runs 18" while the scaling section and
+    fit said the loss laws were fitted on 17 runs (1 of the 18 left out, more than 5% above the lowest loss at its
+    compute). The row now says what the 18 are."""
+    import json
+
+    from ladder.reports.render.blocks import KV
+    from ladder.reports.render.builder import Builder
+    from ladder.reports.render.study import load_study
+    from tests.hero_fixture import make_ladder
+
+    root = make_ladder(tmp_path / "s", n_boot=10)
+    fit = json.loads((root / "fit.json").read_text())
+    # as the default study's fit wrote it: one run of the law's variant left out, the rest fitted
+    fit["loss"]["n_runs"], left = fit["meta"]["n_law_runs"] - 1, 1
+    fit["loss"]["left_out"] = {"runs": ["r1"], "why": "more than 5% above the lowest loss at their compute"}
+    (root / "fit.json").write_text(json.dumps(fit))
+    [sec] = [x for x in Builder(load_study(root)).sections() if x.id == "reproducibility"]
+    [kv] = [dict(b.items) for b in sec.blocks if isinstance(b, KV) and b.title == "Fit"]
+    n, f = fit["meta"]["n_law_runs"], fit["loss"]["n_runs"]
+    assert kv["n_law_runs"] == f"{n} (given to the loss laws: {f} fitted, {left} left out)", kv["n_law_runs"]

@@ -145,15 +145,12 @@ def reproducibility(ctx: Builder) -> Section:
         )
     if ctx.fit_json is not None:
         meta = ctx.fit_json.meta.as_written()  # every key the fit recorded, in its order, not only the typed ones
-        s.add(
-            KV(
-                [
-                    (str(k), clip(json.dumps(v, default=str) if not isinstance(v, str) else v, 200))
-                    for k, v in meta.items()
-                ],
-                "Fit",
-            )
-        )
+        said = {k: clip(json.dumps(v, default=str) if not isinstance(v, str) else v, 200) for k, v in meta.items()}
+        law = ctx.fit_json.loss
+        left = len(((law.left_out if law is not None else None) or {}).get("runs") or [])
+        if "n_law_runs" in said and left and law.n_runs is not None:  # "18" beside the laws' "17 runs"
+            said["n_law_runs"] += f" (given to the loss laws: {law.n_runs} fitted, {left} left out)"
+        s.add(KV(list(said.items()), "Fit"))
     if ctx.d.study_yaml is not None:
         s.add(Pre(ctx.d.study_yaml, "study.yaml (the study spec as planned)"))
     else:
