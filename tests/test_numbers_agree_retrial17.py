@@ -179,3 +179,26 @@ def test_the_reports_fit_record_says_how_many_of_its_law_runs_were_fitted(tmp_pa
     [kv] = [dict(b.items) for b in sec.blocks if isinstance(b, KV) and b.title == "Fit"]
     n, f = fit["meta"]["n_law_runs"], fit["loss"]["n_runs"]
     assert kv["n_law_runs"] == f"{n} (given to the loss laws: {f} fitted, {left} left out)", kv["n_law_runs"]
+
+
+def test_the_task_table_says_why_its_runs_outnumber_the_loss_laws():
+    """The default study's report: the task table said "Runs 18" for each task while the scaling section fitted
+    the loss laws on 17 runs, and nothing said why: the task laws fit every run of the hero's variant, the one
+    the loss laws left out (more than 5% above the lowest loss at its compute) included."""
+    from types import SimpleNamespace
+
+    from ladder.reports.fits.study.fit_json import Tasks
+    from ladder.reports.render.blocks import Para
+    from ladder.reports.render.sections.tasks import tasks
+
+    hero = {"loss": 1.4388, "loss_interval": [1.1653, 1.9702]}
+    task = {"task": "next", "loss_metric": "bpb", "n_runs": 18, "hero": hero}
+    why = "more than 5% above the lowest loss at their compute (3 or more sizes within 10% of one compute)"
+    loss = SimpleNamespace(n_runs=17, left_out={"runs": ["30f02815bede"], "why": why})
+    fit = SimpleNamespace(tasks=Tasks.model_validate({"available": True, "tasks": {"next": task}}), loss=loss)
+    ctx = SimpleNamespace(fit_json=fit, figure=lambda *a, **k: Para("figure", "p"))
+    said = " ".join(b.text for b in tasks(ctx).blocks if isinstance(b, Para))
+    assert "the loss laws fit 17" in said and "(18)" in said, said
+    assert "with the 1 the loss laws left out (more than 5% above the lowest loss at their compute)" in said, said
+    loss.left_out = None
+    assert "the loss laws fit" not in " ".join(b.text for b in tasks(ctx).blocks if isinstance(b, Para))

@@ -81,6 +81,9 @@ def tasks(ctx: Builder) -> Section:
                 title="Forecasts at the hero",
             )
         )
+        note = _runs_note(fit, fits)
+        if note:
+            s.add(Para(note, "note"))
     if law_rows:
         s.add(
             Table(
@@ -105,6 +108,23 @@ def tasks(ctx: Builder) -> Section:
     if warns:
         s.add(Bullets(warns[:MAX_NOTES], "Notes"))
     return s
+
+
+def _runs_note(fit, fits: dict) -> str | None:
+    """Why a task's runs outnumber the loss laws' (the default study: 18 beside the laws' 17): the task laws fit
+    every run of the hero's variant, the loss laws leave out those far from their compute's optimum."""
+    law = fit.loss
+    left = ((law.left_out if law is not None else None) or {}).get("runs") or []
+    if not left or law.n_runs is None:
+        return None
+    more = sorted({t.n_runs for t in fits.values() if t.n_runs is not None and t.n_runs > law.n_runs})
+    if not more:
+        return None
+    return (
+        f"Runs: the task laws are fitted on the hero's variant's runs ({', '.join(map(str, more))}), with the "
+        f"{len(left)} the loss laws left out ({(law.left_out.get('why') or 'far from their optimum').split(' (')[0]}); the loss laws "
+        f"fit {law.n_runs}."
+    )
 
 
 def _law_row(name: str, step1: TaskLossLaw, hero: TaskHero) -> list:
