@@ -151,7 +151,7 @@ def test_the_copy_ratios_trend_has_the_reports_digits_in_the_terminal(budgets_re
     r = run_cli(capsys, "fit", root)
     assert r.code == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("in-context repeats"))
-    said = re.search(r"log-log trend (\S+) -> (\S+) over .*\(slope ([^ ]+) \[", line)
+    said = re.search(r"log-log trend (\S+) -> (\S+) over .*\((?:6ND; )?slope ([^ ]+) \[", line)
     shown = re.search(r"below\), (\S+) at the smallest compute, (\S+) at the largest .*?slope (\S+) per e-fold", text)
     assert said and shown, (line, text[text.find("Copy ratio") :][:300])
     assert said.group(1, 2) == shown.group(1, 2), (line, shown.group(0))
