@@ -18,7 +18,7 @@ from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.loss.loss_lean import band_text
 from ladder.reports.fits.recommend import tied_uncertainty
-from ladder.reports.fits.study.fit_json import Distance, FitJson, VariantLaw, coverage_words, written
+from ladder.reports.fits.study.fit_json import OUTSIDE, Distance, FitJson, VariantLaw, coverage_words, written
 from ladder.reports.fits.study.study_hero import (
     NO_REACH,
     NOT_TESTED,
@@ -62,10 +62,11 @@ def _counts(pair: Any) -> str:
     return f" [{_count(pair[0])}, {_count(pair[1])}]" if pair and None not in pair[:2] else ""
 
 
-def _ci(pair: Any, digits: int = 4) -> str:
+def _ci(pair: Any, digits: int = 4, point: Any = None) -> str:
     if not pair or pair[0] is None or pair[1] is None:
         return ""
-    return f" [{_num(pair[0], digits)}, {_num(pair[1], digits)}]"
+    out = f" ({OUTSIDE})" if point is not None and not pair[0] <= point <= pair[1] else ""  # E = 1.547 [5.055, 5.07]
+    return f" [{_num(pair[0], digits)}, {_num(pair[1], digits)}]{out}"
 
 
 def _loss_ci(loss: Any, lo: Any, hi: Any) -> str:
@@ -460,7 +461,7 @@ def _print_law(fit: FitJson, console: Console) -> None:
         p, ci = f.params or {}, f.ci90 or {}
         rms = f", rollout {f.rollout.rms_pct:.2f}%" if f.rollout and f.rollout.rms_pct is not None else ""
         console.print(f"  [bold]{key}[/] {f.formula}  weight {f.weight or 0:.2f}{rms}")
-        console.print("    " + "   ".join(f"{k} = {_num(v)}{_ci(ci.get(k))}" for k, v in p.items()))
+        console.print("    " + "   ".join(f"{k} = {_num(v)}{_ci(ci.get(k), point=v)}" for k, v in p.items()))
     for key, why in (law.skipped or {}).items():
         console.print(f"  [dim]{key}: not fitted: {why}[/]")
     if law.selection:
@@ -468,11 +469,8 @@ def _print_law(fit: FitJson, console: Console) -> None:
     cal = law.calibration
     if cal is not None and cal.coverage is not None:
         lean = law.lean
-        side = (
-            f"; mean error {lean.mean_err_pct:+.1f}%, {lean.n_high} of {lean.n} too high"
-            if lean is not None and lean.mean_err_pct is not None
-            else ""
-        )
+        ok_lean = lean is not None and lean.mean_err_pct is not None
+        side = f"; mean error {lean.mean_err_pct:+.1f}%, {lean.n_high} of {lean.n} too high" if ok_lean else ""
         band = band_text(lean.model_dump()) if side else None  # judged near the target's distance (2026-12 on)
         side += f" at {band} beyond their runs" if band else ""
         console.print(f"  rollout: {coverage_words(cal)}; widening {format_multiple(cal.factor)}{side}")

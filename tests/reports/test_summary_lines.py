@@ -108,3 +108,16 @@ def test_the_terminal_says_the_isoflop_fits_note(tmp_path, capsys):
     assert "flops column" in note, note
     said = " ".join(run_cli(capsys, "fit", "--runs", str(path), "--bootstrap", "3").stdout.split())
     assert " ".join(note.split()) in said, said
+
+
+def test_a_constant_outside_its_own_interval_says_so_in_the_terminal_and_the_report():
+    """Re-trial 17b: a 4-run, one-ratio ladder's ratio form (one degree of freedom; the Huber fit set one run aside,
+    every bootstrap refit without it flattened) printed "E = 1.547 [5.055, 5.07]" in fit and the report alike."""
+    from ladder.reports.fits.study.fit_json import OUTSIDE
+    from ladder.reports.render.sections.scaling import _params_text
+    from ladder.reports.summary import _ci
+
+    assert _ci([5.055, 5.07], point=1.547) == f" [5.055, 5.07] ({OUTSIDE})"
+    assert _ci([1.5, 2.5], point=2.0) == " [1.5, 2.5]" and _ci([1.5, 2.5]) == " [1.5, 2.5]"
+    said = _params_text({"E": 1.547, "alpha": 1.454}, {"E": [5.055, 5.07], "alpha": [0.0, 5.0]})
+    assert said.count(OUTSIDE) == 1 and said.index(OUTSIDE) < said.index("1.454"), said

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ladder.errors import FitError
 from ladder.reports.fits.study.fit_json_laws import (
+    OUTSIDE,
     Allocation,
     AllocationCI90,
     BudgetCI90,
@@ -528,6 +529,7 @@ __all__ = [
     "TrackRecord",
     "validate",
     "VariantLaw",
+    "OUTSIDE",
     "coverage_words",
     "written",
 ]

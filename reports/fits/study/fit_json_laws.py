@@ -89,6 +89,9 @@ def coverage_words(cal: Calibration, level: str = "90%") -> str:
     )
 
 
+OUTSIDE = "outside its refits' 90% interval: the data do not pin it down"  # a point its bootstrap does not hold
+
+
 class RolloutError(_Open):
     """The rollout's error at the farthest distances it tested (the top third): ``n`` forecasts between
     ``min_distance_x`` and ``max_distance_x``, their median and worst absolute error in percent."""

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ladder.reports.fits.loss import track_record
 from ladder.reports.fits.study.fit_json import (
+    OUTSIDE,
     BudgetCI90,
     ComputeOptimal,
     ExponentsCI90,
@@ -54,9 +55,11 @@ def _params_text(p: Mapping, ci: Mapping) -> str:
         if p.get(k) is None:
             continue
         c = ci.get(k)
+        outside = c and None not in c[:2] and not c[0] <= p[k] <= c[1]  # a 1-dof fit: E 1.547 [5.055, 5.07]
         out.append(
             f"{PARAM_NAMES.get(k, k)} {fmt_g(p[k], 4)}"
             + (f" [{fmt_ci(c, lambda v: fmt_g(v, 3), sep=', ')}]" if c else "")
+            + (f" ({OUTSIDE})" if outside else "")
         )
     return ", ".join(out)
 
