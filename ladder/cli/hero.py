@@ -223,7 +223,7 @@ def _other_heroes(study_dir: Path, this: RunSpec) -> list[str]:
     """The study's hero runs at another point than ``this`` (not its seed replicates, which it is planned beside)
     that have not trained to their end (``id (params x tokens)``)."""
     from ladder import layout
-    from ladder.forecast.hero_run import science
+    from ladder.forecast.score import science
     from ladder.plan.planner import readable_runs
 
     sd = layout.StudyDir(Path(study_dir))

@@ -357,15 +357,12 @@ def _rewrite_spec(rd: layout.RunDir, spec: RunSpec) -> None:
         raise
 
 
-def science(spec: RunSpec) -> str:
-    """A run's science but its seed: a hero and its seed replicates share it (as `forecast score` groups them)."""
-    return spec.model_copy(update={"seed": 0}).content_hash()
-
-
 def _never_started(sd: layout.StudyDir, plan: dict, spec: RunSpec, keep: bool) -> list[RunSpec]:
     """The plan's hero runs that ``spec`` replaces (none with ``keep``): of another science than ``spec`` (not
     its seed replicates), never submitted, with nothing in their folder but spec.json. A hero that was ever
     submitted or trained a step is never among them."""
+    from ladder.forecast.score import science
+
     if keep or job_records.problem(sd):  # a damaged jobs.json cannot say which heroes were submitted: none goes
         return []
     book = job_records.read(sd)

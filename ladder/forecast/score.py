@@ -335,8 +335,9 @@ class ScoreOutcome:
         }
 
 
-def _science(s: RunSpec) -> str:
-    """A run's science but its seed: a hero and its seed replicates share it."""
+def science(s: RunSpec) -> str:
+    """A run's science but its seed: a hero and its seed replicates share it (``ladder hero`` plans a moved hero
+    in place of another science's, never of its replicates')."""
     return s.model_copy(update={"seed": 0}).content_hash()
 
 
@@ -349,7 +350,7 @@ def _hero_specs(specs: list[RunSpec], run_id: str | None, study_dir: Path, seed:
     groups: dict[str, list[RunSpec]] = {}
     for s in specs:
         if s.role == "hero":
-            groups.setdefault(_science(s), []).append(s)
+            groups.setdefault(science(s), []).append(s)
     return [next((s for s in g if s.seed == seed), g[0]) for g in groups.values()]
 
 
@@ -376,10 +377,6 @@ def _damaged_runs(study_dir: Path) -> list:
 def replicates(sd: layout.StudyDir, specs: list[RunSpec], hero: RunSpec) -> dict[str, Any] | None:
     """The finished seed replicates of ``hero`` (hero runs of the same science but the seed, ``ladder hero
     --seed``), ``hero`` included: their losses, mean and spread; None with fewer than two done."""
-
-    def science(s: RunSpec) -> str:
-        return s.model_copy(update={"seed": 0}).content_hash()
-
     mine = science(hero)
     runs = []
     for s in specs:
