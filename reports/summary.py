@@ -16,7 +16,6 @@ from rich.table import Table
 from ladder.model.config import format_count, format_multiple
 from ladder.model.shape import LADDER_COST_COUNTS
 from ladder.reports.fits.loss import track_record
-from ladder.reports.fits.loss.loss_lean import band_text
 from ladder.reports.fits.recommend import tied_uncertainty
 from ladder.reports.fits.study.fit_json import OUTSIDE, Distance, FitJson, VariantLaw, coverage_words, written
 from ladder.reports.fits.study.study_hero import (
@@ -471,8 +470,8 @@ def _print_law(fit: FitJson, console: Console) -> None:
         lean = law.lean
         ok_lean = lean is not None and lean.mean_err_pct is not None
         side = f"; mean error {lean.mean_err_pct:+.1f}%, {lean.n_high} of {lean.n} too high" if ok_lean else ""
-        band = band_text(lean.model_dump()) if side else None  # judged near the target's distance (2026-12 on)
-        side += f" at {band} beyond their runs" if band else ""
+        span = farthest_span(lean.model_dump()) if side else ""  # judged near the target's distance (2026-12 on)
+        side += f"{span} beyond their runs" if span else ""
         console.print(f"  rollout: {coverage_words(cal)}; widening {format_multiple(cal.factor)}{side}")
 
 

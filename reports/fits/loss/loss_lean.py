@@ -22,8 +22,6 @@ import math
 import numpy as np
 from scipy import stats
 
-from ladder.model.config import format_multiple
-
 LEAN_P = 0.05  # say the forecasts lean when this many on one side is this unlikely for unbiased ones
 LEAN_MIN_PCT = 1.0  # ... and their mean error is at least the reach's finer tolerance
 LEAN_BAND = 2.0  # ... judged on the rows within this factor of the target's distance (the rollout's error grows
@@ -56,13 +54,3 @@ def lean_near(rows: list[dict], d: float) -> dict:
         "max_distance_x": math.exp(max(r["distance"] for r in near)) if near else None,
         "of": len(rows),
     }
-
-
-def band_text(lean: dict, sign: str = "x", dash: str = "-") -> str | None:
-    """The distances of the rows a lean was judged on, ``1.13x-4.51x`` (``2x`` when they are one: "2x-2x" was
-    printed), or None for a lean judged on every row (fit.json files before 2026-12)."""
-    lo, hi = lean.get("min_distance_x"), lean.get("max_distance_x")
-    if not lo or not hi:
-        return None
-    a, b = format_multiple(lo, sign), format_multiple(hi, sign)
-    return a if a == b else f"{a}{dash}{b}"

@@ -15,7 +15,6 @@ from ladder.reports.fits import recommend as rec
 from ladder.reports.fits.loss import Forecast, track_record
 from ladder.reports.fits.loss.allocation import ALLOCATING, allocation, degenerate, undetermined
 from ladder.reports.fits.loss.loss_forecast import SAME_X
-from ladder.reports.fits.loss.loss_lean import band_text
 from ladder.reports.fits.study.table import of_variant, spent
 from ladder.studies.spec import StudySpec
 
@@ -436,10 +435,10 @@ def lean_text(lean: dict, forecast: str = "the hero's forecast probably runs") -
         return None
     n, high = lean["n"], lean["n_high"]
     # older fit.json files judged every row, at whatever distance
-    band = band_text(lean)
+    span = farthest_span(lean)  # the rows' distances, as the far error's are said
     where = (
-        f" at {band} beyond their runs (judged near the forecast's {format_multiple(lean['distance_x'])})"
-        if band and lean.get("distance_x")
+        f"{span} beyond their runs (judged near the forecast's {format_multiple(lean['distance_x'])})"
+        if span and lean.get("distance_x")
         else ""
     )
     if lean["direction"] == "high":

@@ -120,13 +120,8 @@ def rollout(ctx: Builder) -> Section:
                         "The rollout's error at its farthest forecasts",
                         (
                             f"median {fmt_pct(far.median_abs_err_pct)}, worst "
-                            f"{fmt_pct(far.worst_abs_err_pct)} at "
-                            + (
-                                f"{fmt_times(far.max_distance_x)} "
-                                if fmt_g(far.min_distance_x, 3) == fmt_g(far.max_distance_x, 3)
-                                else f"{fmt_g(far.min_distance_x, 3)}–{fmt_times(far.max_distance_x)} "
-                            )
-                            + "in their farthest axis (the hero lies at "
+                            f"{fmt_pct(far.worst_abs_err_pct)} at {_span(far.min_distance_x, far.max_distance_x)} "
+                            "in their farthest axis (the hero lies at "
                             f"{fmt_times(dist.distance_x)} in its farthest axis; no rollout error was "
                             "measured at the hero's own distance)"
                         )
@@ -264,15 +259,17 @@ def _reach_text(r: Reach | None) -> str:
     return f"{fmt_times(params_x)} in parameters, {fmt_times(compute_x)} in compute"
 
 
+def _span(lo: float, hi: float) -> str:
+    """Distances from ``lo`` to ``hi`` as the report writes them, ``4–16.6×``, or one (``2×``) when they read alike."""
+    return fmt_times(hi) if fmt_g(lo, 3) == fmt_g(hi, 3) else f"{fmt_g(lo, 3)}–{fmt_times(hi)}"
+
+
 def _lean(lean: Lean | None) -> str:
     if lean is None or not ok(lean.mean_err_pct):
         return ABSENT
     leans = f" (leans {lean.direction})" if lean.direction else ""
     # judged near the hero's distance since 2026-12: the far rows' lean is not the near rows'
-    lo, hi = lean.min_distance_x, lean.max_distance_x
-    band = (
-        None if not ok(lo, hi) else fmt_times(hi) if fmt_g(lo, 3) == fmt_g(hi, 3) else f"{fmt_g(lo, 3)}–{fmt_times(hi)}"
-    )
+    band = _span(lean.min_distance_x, lean.max_distance_x) if ok(lean.min_distance_x, lean.max_distance_x) else None
     where = (
         f", the forecasts at {band} beyond their runs (near the hero's {fmt_times(lean.distance_x)}; "
         f"{fmt_int(lean.of)} in all)"

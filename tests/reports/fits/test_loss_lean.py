@@ -44,11 +44,11 @@ def test_too_few_rows_near_the_distance_are_joined_by_the_nearest_others():
 
 def test_the_band_of_rows_is_said_once_when_its_ends_are_one():
     """A 5-size runs table whose one rollout row lay at 2x printed "mean error -1.3%, 0 of 1 too high at 2x-2x"."""
-    from ladder.reports.fits.loss.loss_lean import band_text
+    from ladder.reports.fits.study.study_hero import farthest_span  # as the far error's distances are said
 
-    assert band_text(lean_near([{"distance": np.log(2.0), "err_pct": -1.3}], np.log(3.0))) == "2x"
-    assert band_text({"min_distance_x": 1.1354, "max_distance_x": 4.5112}) == "1.14x-4.51x"
-    assert band_text({"n": 3, "n_high": 1}) is None  # judged on every row, before 2026-12: no band to say
+    assert farthest_span(lean_near([{"distance": np.log(2.0), "err_pct": -1.3}], np.log(3.0))) == " at 2x"
+    assert farthest_span({"min_distance_x": 1.1354, "max_distance_x": 4.5112}) == " at 1.14-4.51x"
+    assert farthest_span({"n": 3, "n_high": 1}) == ""  # judged on every row, before 2026-12: no band to say
 
 
 def test_the_targets_distance_is_measured_in_floats_whatever_the_counts_type():
