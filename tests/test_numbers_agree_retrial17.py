@@ -187,14 +187,14 @@ def test_the_task_table_says_why_its_runs_outnumber_the_loss_laws():
     the loss laws left out (more than 5% above the lowest loss at its compute) included."""
     from types import SimpleNamespace
 
-    from ladder.reports.fits.study.fit_json import Tasks
+    from ladder.reports.fits.study.fit_json import LossLaw, Tasks
     from ladder.reports.render.blocks import Para
     from ladder.reports.render.sections.tasks import tasks
 
     hero = {"loss": 1.4388, "loss_interval": [1.1653, 1.9702]}
     task = {"task": "next", "loss_metric": "bpb", "n_runs": 18, "hero": hero}
     why = "more than 5% above the lowest loss at their compute (3 or more sizes within 10% of one compute)"
-    loss = SimpleNamespace(n_runs=17, left_out={"runs": ["30f02815bede"], "why": why})
+    loss = LossLaw.model_construct(n_runs=17, left_out={"runs": ["30f02815bede"], "why": why})
     fit = SimpleNamespace(tasks=Tasks.model_validate({"available": True, "tasks": {"next": task}}), loss=loss)
     ctx = SimpleNamespace(fit_json=fit, figure=lambda *a, **k: Para("figure", "p"))
     said = " ".join(b.text for b in tasks(ctx).blocks if isinstance(b, Para))

@@ -301,6 +301,10 @@ class LossLaw(Section):
     left_out: dict | None = None
     seed_sigma: float | None = None  # the seed replicates' scatter (sd of log loss); 0 without replicates
 
+    def left_out_runs(self) -> list[str]:
+        """The runs the loss laws left out, far from their compute's optimum (``left_out.runs``)."""
+        return list((self.left_out or {}).get("runs") or [])
+
     def weighted_by_rollout(self) -> bool:
         """Whether the forms were weighted by their rollout error: some fitted form was scored on at least one
         rollout forecast (else the fit counts every identifiable form equally)."""

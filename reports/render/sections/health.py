@@ -147,7 +147,7 @@ def reproducibility(ctx: Builder) -> Section:
         meta = ctx.fit_json.meta.as_written()  # every key the fit recorded, in its order, not only the typed ones
         said = {k: clip(json.dumps(v, default=str) if not isinstance(v, str) else v, 200) for k, v in meta.items()}
         law = ctx.fit_json.loss
-        left = len(((law.left_out if law is not None else None) or {}).get("runs") or [])
+        left = len(law.left_out_runs()) if law is not None else 0
         if "n_law_runs" in said and left and law.n_runs is not None:  # "18" beside the laws' "17 runs"
             said["n_law_runs"] += f" (given to the loss laws: {law.n_runs} fitted, {left} left out)"
         s.add(KV(list(said.items()), "Fit"))

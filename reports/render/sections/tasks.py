@@ -114,7 +114,7 @@ def _runs_note(fit, fits: dict) -> str | None:
     """Why a task's runs outnumber the loss laws' (the default study: 18 beside the laws' 17): the task laws fit
     every run of the hero's variant, the loss laws leave out those far from their compute's optimum."""
     law = fit.loss
-    left = ((law.left_out if law is not None else None) or {}).get("runs") or []
+    left = law.left_out_runs() if law is not None else []
     if not left or law.n_runs is None:
         return None
     more = sorted({t.n_runs for t in fits.values() if t.n_runs is not None and t.n_runs > law.n_runs})
