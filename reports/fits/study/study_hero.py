@@ -378,8 +378,7 @@ def reach_warnings(hero: dict, fc: Forecast, warnings: list[str]) -> None:
             f"the hero is {where}: {BEYOND_TESTED} ({tested_words(dist)}); its interval was widened for the "
             f"distance (error growth {dist.get('drift_widening_pct', 0):+.1f}%, "
             f"{floor_words(dist.get('public_floor_pct', 0), dist.get('far_floor_pct'), far_median(dist))}): a "
-            "projection, not a checked "
-            "prediction"
+            "projection, not a checked prediction"
         )
     elif hero["beyond_reach"]:
         warnings.append(f"the hero is {where}: {BEYOND_REACH} ({reach_words(fc)})")
